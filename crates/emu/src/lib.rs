@@ -1,0 +1,1 @@
+//! Real-time drivers of the link model: UDP relay.

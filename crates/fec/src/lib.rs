@@ -1,0 +1,1 @@
+//! AeroTP forward error correction: Reed-Solomon over the TPDU, auto strength.

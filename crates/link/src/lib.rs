@@ -1,0 +1,1 @@
+//! Link impairment model shared by the simulator and the emulators.

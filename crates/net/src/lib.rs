@@ -1,0 +1,1 @@
+//! Tokio runtime driving the AeroTP engine over UDP.

@@ -1,0 +1,1 @@
+//! AeroTP sans-IO protocol engine.

@@ -1,0 +1,1 @@
+//! Deterministic discrete-event simulator and paper experiments.

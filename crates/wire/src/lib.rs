@@ -1,0 +1,1 @@
+//! AeroTP wire format: TPDU header, control bodies, checks.
