@@ -1,1 +1,21 @@
-//! AeroTP wire format: TPDU header, control bodies, checks.
+//! AeroTP wire format: the TPDU header, control bodies and integrity checks, byte by byte as
+//! specified in `docs/spec.md`.
+//!
+//! Everything here is pure: parse functions take any byte slice and return a value or a typed
+//! [`WireError`], never panic and never allocate more than the input's size.
+
+mod checks;
+mod control;
+mod error;
+mod header;
+mod mode;
+mod seq;
+mod tpdu;
+
+pub use checks::{crc32c, hec};
+pub use control::{Ack, ControlBody, Mack, Nack, Report, Snack, MACK_FIXED_LEN};
+pub use error::WireError;
+pub use header::{Flags, Header, HEADER_LEN, VERSION};
+pub use mode::Mode;
+pub use seq::expand_seq;
+pub use tpdu::{emit_tpdu, parse_tpdu, Tpdu, CRC_LEN, OVERHEAD};

@@ -1,0 +1,32 @@
+use thiserror::Error;
+
+/// Why a byte string is not a valid TPDU (or part of one).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WireError {
+    #[error("truncated {what}: need {need} bytes, have {have}")]
+    Truncated {
+        what: &'static str,
+        need: usize,
+        have: usize,
+    },
+    #[error("unsupported version {0} (this implementation speaks version 1)")]
+    Version(u8),
+    #[error("unknown transfer mode {0} (valid: 0..=6)")]
+    Mode(u8),
+    #[error("header check (HEC) failed: header corrupted")]
+    HeaderCheck,
+    #[error("payload CRC-32C failed: body corrupted")]
+    BodyCheck,
+    #[error("{what} count {count} exceeds the limit {limit}")]
+    TooMany {
+        what: &'static str,
+        count: usize,
+        limit: usize,
+    },
+    #[error("body of {0} bytes does not fit the 16-bit length field")]
+    BodyTooLong(usize),
+    #[error("control body has {0} unexpected trailing bytes")]
+    Trailing(usize),
+    #[error("RST reason is not UTF-8 or longer than 256 bytes")]
+    BadReason,
+}

@@ -1,0 +1,122 @@
+//! A whole TPDU without its FEC parity: header, body and CRC-32C.
+
+use crate::checks::crc32c;
+use crate::error::WireError;
+use crate::header::{Header, HEADER_LEN};
+
+pub const CRC_LEN: usize = 4;
+/// Bytes a TPDU adds to its body before FEC: header and CRC-32C.
+pub const OVERHEAD: usize = HEADER_LEN + CRC_LEN;
+
+/// A parsed TPDU borrowing its body from the datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tpdu<'a> {
+    pub header: Header,
+    pub body: &'a [u8],
+    /// Whether the body's CRC-32C checked. A TPDU with a good header and a bad body "arrived
+    /// corrupted": modes with NACKs ask for it again.
+    pub body_ok: bool,
+}
+
+/// Parses the TPDU at the start of `buf`; bytes after the CRC (FEC parity) are ignored.
+/// Fails only if the header is unusable (truncated, corrupted, unknown version or mode) or the
+/// datagram is shorter than the header says.
+pub fn parse_tpdu(buf: &[u8]) -> Result<Tpdu<'_>, WireError> {
+    let header = Header::parse(buf)?;
+    let len = usize::from(header.len);
+    let end = HEADER_LEN + len + CRC_LEN;
+    if buf.len() < end {
+        return Err(WireError::Truncated {
+            what: "tpdu body",
+            need: end,
+            have: buf.len(),
+        });
+    }
+    let body = &buf[HEADER_LEN..HEADER_LEN + len];
+    let stored = u32::from_be_bytes([buf[end - 4], buf[end - 3], buf[end - 2], buf[end - 1]]);
+    let body_ok = crc32c(body) == stored;
+    Ok(Tpdu {
+        header,
+        body,
+        body_ok,
+    })
+}
+
+/// Appends header (with `len` set from `body`), body and CRC-32C to `out`.
+pub fn emit_tpdu(mut header: Header, body: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
+    header.len = u16::try_from(body.len()).map_err(|_| WireError::BodyTooLong(body.len()))?;
+    out.reserve(OVERHEAD + body.len());
+    out.extend_from_slice(&header.to_bytes());
+    out.extend_from_slice(body);
+    out.extend_from_slice(&crc32c(body).to_be_bytes());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::header::Flags;
+    use crate::mode::Mode;
+    use proptest::prelude::*;
+
+    fn header() -> Header {
+        Header {
+            mode: Mode::Reliable,
+            flags: Flags::ASYN,
+            src_port: 1,
+            dst_port: 2,
+            seq: 3,
+            timestamp: 4,
+            fec: 0,
+            tag: 9,
+            len: 0,
+        }
+    }
+
+    #[test]
+    fn round_trip_and_body_corruption_detected() {
+        let mut out = Vec::new();
+        emit_tpdu(header(), b"telemetry", &mut out).unwrap();
+        assert_eq!(out.len(), OVERHEAD + 9);
+        let t = parse_tpdu(&out).unwrap();
+        assert_eq!(t.body, b"telemetry");
+        assert!(t.body_ok);
+        assert_eq!(t.header.len, 9);
+        out[HEADER_LEN + 2] ^= 0x10;
+        let t = parse_tpdu(&out).unwrap();
+        assert!(!t.body_ok);
+    }
+
+    #[test]
+    fn short_datagram_is_truncated_error() {
+        let mut out = Vec::new();
+        emit_tpdu(header(), b"abc", &mut out).unwrap();
+        out.pop();
+        assert!(matches!(parse_tpdu(&out), Err(WireError::Truncated { .. })));
+    }
+
+    #[test]
+    fn body_too_long_is_refused() {
+        let body = vec![0u8; 70_000];
+        assert_eq!(
+            emit_tpdu(header(), &body, &mut Vec::new()),
+            Err(WireError::BodyTooLong(70_000))
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn parser_never_panics(buf in proptest::collection::vec(any::<u8>(), 0..2000)) {
+            if let Ok(t) = parse_tpdu(&buf) {
+                if !t.header.flags.is_data() && t.body_ok {
+                    let _ = crate::ControlBody::parse(t.header.flags, t.body);
+                }
+            }
+        }
+
+        #[test]
+        fn control_parser_never_panics(flags in any::<u8>(), buf in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let _ = crate::ControlBody::parse(Flags(flags), &buf);
+        }
+    }
+}
