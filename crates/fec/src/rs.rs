@@ -1,0 +1,293 @@
+//! Reed–Solomon codec over GF(2^8) (hand-written; see `docs/fec.md` for why the `reed-solomon`
+//! crate is not used on the data path: it panics for large `p`, copies 256-byte polynomials
+//! by value on every step and measured slower than this table-driven code).
+//!
+//! Code: narrow-sense with first consecutive root alpha^0, generator
+//! `g(x) = prod_{i=0}^{p-1} (x - alpha^i)`, systematic, data symbols first. The first symbol of a
+//! codeword is the coefficient of the highest power of x. Shortened codewords simply omit leading
+//! zero data symbols. Decoding: syndromes, Berlekamp–Massey, Chien search restricted to the
+//! positions that exist in the shortened codeword, Forney, and a syndrome re-check of the
+//! correction so that a result is only accepted if it is a codeword.
+
+use std::sync::OnceLock;
+
+use crate::gf::{self, EXP, LOG, MUL};
+
+/// Generator polynomials, cached per parity length; index p, coefficients highest degree first,
+/// length p + 1, monic.
+static GENERATORS: [OnceLock<Box<[u8]>>; 255] = [const { OnceLock::new() }; 255];
+
+/// Generator polynomial for `p` parity symbols (1 <= p <= 254), highest degree first.
+pub(crate) fn generator(p: usize) -> &'static [u8] {
+    GENERATORS[p].get_or_init(|| {
+        let mut g = vec![0u8; p + 1];
+        g[0] = 1;
+        let mut deg = 0;
+        for i in 0..p {
+            // Multiply by (x + alpha^i): g'[k] = g[k] + alpha^i * g[k-1] (highest-first indexing
+            // over a polynomial of degree deg+1).
+            let root = gf::pow_alpha(i);
+            deg += 1;
+            for k in (1..=deg).rev() {
+                g[k] ^= gf::mul(g[k - 1], root);
+            }
+        }
+        g.into_boxed_slice()
+    })
+}
+
+/// Computes the parity of `m` interleaved codewords: codeword j takes `data[j], data[j+m], ...`;
+/// its `p` parity symbols go to `parity[j*p..(j+1)*p]`.
+pub(crate) fn encode_interleaved(data: &[u8], parity: &mut [u8], m: usize, p: usize) {
+    debug_assert_eq!(parity.len(), m * p);
+    if p == 0 {
+        return;
+    }
+    let g = &generator(p)[1..];
+    for (j, reg) in parity.chunks_exact_mut(p).enumerate() {
+        reg.fill(0);
+        if j >= data.len() {
+            continue;
+        }
+        for &d in data[j..].iter().step_by(m) {
+            // LFSR division by g(x): reg holds the remainder, highest degree first.
+            let fb = d ^ reg[0];
+            reg.copy_within(1.., 0);
+            reg[p - 1] = 0;
+            if fb != 0 {
+                let row = &MUL[fb as usize];
+                for (r, &gk) in reg.iter_mut().zip(g) {
+                    *r ^= row[gk as usize];
+                }
+            }
+        }
+    }
+}
+
+/// One symbol correction: index in the codeword (0 = first transmitted symbol) and the value
+/// to XOR into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fix {
+    pub index: usize,
+    pub value: u8,
+}
+
+/// Computes the `p` syndromes S_i = c(alpha^i). Returns true if all are zero.
+fn syndromes(cw: &[u8], p: usize, s: &mut [u8; 256]) -> bool {
+    let mut any = 0u8;
+    // S_0 = sum of all symbols.
+    let s0 = cw.iter().fold(0u8, |a, &c| a ^ c);
+    s[0] = s0;
+    any |= s0;
+    for (i, si) in s.iter_mut().enumerate().take(p).skip(1) {
+        let row = &MUL[EXP[i] as usize];
+        let mut acc = 0u8;
+        for &c in cw {
+            acc = row[acc as usize] ^ c;
+        }
+        *si = acc;
+        any |= acc;
+    }
+    any == 0
+}
+
+/// Decodes one codeword of `n = cw.len() <= 255` symbols with `p` parity symbols. Pushes the
+/// corrections to `fixes` (without applying them) and returns Ok(number of corrections), or
+/// Err(()) if the word is not within distance floor(p/2) of a codeword.
+pub(crate) fn decode_codeword(cw: &[u8], p: usize, fixes: &mut Vec<Fix>) -> Result<usize, ()> {
+    let n = cw.len();
+    if p == 0 || n > 255 || n <= p {
+        return if p == 0 { Ok(0) } else { Err(()) };
+    }
+    let mut s = [0u8; 256];
+    if syndromes(cw, p, &mut s) {
+        return Ok(0);
+    }
+
+    // Berlekamp–Massey: error locator Lambda(x), ascending coefficients.
+    let mut lambda = [0u8; 256];
+    let mut prev = [0u8; 256];
+    lambda[0] = 1;
+    prev[0] = 1;
+    let mut l = 0usize;
+    let mut shift = 1usize;
+    let mut b = 1u8;
+    for r in 0..p {
+        let mut d = s[r];
+        for i in 1..=l {
+            d ^= gf::mul(lambda[i], s[r - i]);
+        }
+        if d == 0 {
+            shift += 1;
+            continue;
+        }
+        let coef = gf::div(d, b);
+        if 2 * l <= r {
+            let saved = lambda;
+            for i in 0..(256 - shift) {
+                if prev[i] != 0 {
+                    lambda[i + shift] ^= gf::mul(coef, prev[i]);
+                }
+            }
+            l = r + 1 - l;
+            prev = saved;
+            b = d;
+            shift = 1;
+        } else {
+            for i in 0..(256 - shift) {
+                if prev[i] != 0 {
+                    lambda[i + shift] ^= gf::mul(coef, prev[i]);
+                }
+            }
+            shift += 1;
+        }
+    }
+    if 2 * l > p || l == 0 || lambda[l] == 0 || lambda[l + 1..].iter().any(|&c| c != 0) {
+        return Err(());
+    }
+
+    // Chien search over the n existing positions: position k has exponent e = n-1-k, locator
+    // X = alpha^e; it is in error iff Lambda(X^-1) = 0. terms[i] = Lambda_i * alpha^(-e*i).
+    let mut terms = [0u8; 256];
+    terms[..=l].copy_from_slice(&lambda[..=l]);
+    let mut roots = [0usize; 128];
+    let mut nroots = 0usize;
+    for e in 0..n {
+        let v = terms[..=l].iter().fold(0u8, |a, &t| a ^ t);
+        if v == 0 {
+            if nroots == l {
+                return Err(());
+            }
+            roots[nroots] = e;
+            nroots += 1;
+        }
+        // Advance e -> e+1: multiply term i by alpha^-i.
+        for (i, t) in terms.iter_mut().enumerate().take(l + 1).skip(1) {
+            if *t != 0 {
+                *t = EXP[LOG[*t as usize] as usize + (255 - i % 255) % 255];
+            }
+        }
+    }
+    if nroots != l {
+        return Err(());
+    }
+
+    // Forney (first consecutive root 0): Y = X * Omega(X^-1) / Lambda'(X^-1),
+    // Omega = S(x) Lambda(x) mod x^p.
+    let mut omega = [0u8; 256];
+    for (i, om) in omega.iter_mut().enumerate().take(p) {
+        let mut acc = 0u8;
+        for j in 0..=l.min(i) {
+            acc ^= gf::mul(lambda[j], s[i - j]);
+        }
+        *om = acc;
+    }
+    let start = fixes.len();
+    for &e in &roots[..nroots] {
+        let x_inv_log = (255 - e % 255) % 255; // log of X^-1
+        let x_inv = EXP[x_inv_log];
+        let eval = |poly: &[u8]| poly.iter().rev().fold(0u8, |a, &c| gf::mul(a, x_inv) ^ c);
+        let om = eval(&omega[..p]);
+        // Formal derivative: odd-degree terms only, Lambda'(x) = sum_{i odd} Lambda_i x^(i-1).
+        let mut der = 0u8;
+        let mut i = 1;
+        while i <= l {
+            if lambda[i] != 0 {
+                der ^= gf::mul(lambda[i], EXP[(x_inv_log * (i - 1)) % 255]);
+            }
+            i += 2;
+        }
+        if der == 0 {
+            fixes.truncate(start);
+            return Err(());
+        }
+        let y = gf::mul(gf::pow_alpha(e), gf::div(om, der));
+        if y == 0 {
+            fixes.truncate(start);
+            return Err(());
+        }
+        // Re-check: remove this error's contribution from every syndrome.
+        let ly = LOG[y as usize] as usize;
+        for (i, si) in s.iter_mut().enumerate().take(p) {
+            *si ^= EXP[(ly + e * i) % 255];
+        }
+        fixes.push(Fix {
+            index: n - 1 - e,
+            value: y,
+        });
+    }
+    if s[..p].iter().any(|&v| v != 0) {
+        fixes.truncate(start);
+        return Err(());
+    }
+    Ok(nroots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode_one(data: &[u8], p: usize) -> Vec<u8> {
+        let mut par = vec![0u8; p];
+        encode_interleaved(data, &mut par, 1, p);
+        let mut cw = data.to_vec();
+        cw.extend_from_slice(&par);
+        cw
+    }
+
+    #[test]
+    fn generator_has_consecutive_roots_from_alpha0() {
+        for p in [1usize, 2, 7, 32, 254] {
+            let g = generator(p);
+            assert_eq!(g.len(), p + 1);
+            assert_eq!(g[0], 1);
+            for i in 0..p {
+                let x = gf::pow_alpha(i);
+                let v = g.iter().fold(0u8, |a, &c| gf::mul(a, x) ^ c);
+                assert_eq!(v, 0, "alpha^{i} is not a root for p={p}");
+            }
+            // and alpha^p is not a root
+            let x = gf::pow_alpha(p);
+            assert_ne!(g.iter().fold(0u8, |a, &c| gf::mul(a, x) ^ c), 0);
+        }
+    }
+
+    #[test]
+    fn codewords_have_zero_syndromes() {
+        let data: Vec<u8> = (0..100u8).map(|x| x.wrapping_mul(37)).collect();
+        for p in [1usize, 2, 3, 16, 155] {
+            let cw = encode_one(&data, p);
+            let mut s = [0u8; 256];
+            assert!(syndromes(&cw, p, &mut s), "p={p}");
+        }
+    }
+
+    #[test]
+    fn corrects_up_to_t_in_data_and_parity() {
+        let data: Vec<u8> = (0..200u8).collect();
+        for p in [2usize, 3, 8, 17, 55] {
+            let cw = encode_one(&data, p);
+            let t = p / 2;
+            let mut bad = cw.clone();
+            // spread errors over data and parity, including first and last symbol
+            let n = bad.len();
+            for k in 0..t {
+                let pos = if k == 0 {
+                    0
+                } else if k == 1 {
+                    n - 1
+                } else {
+                    (k * 97) % n
+                };
+                bad[pos] ^= (k as u8).wrapping_mul(29) | 1;
+            }
+            let mut fixes = Vec::new();
+            let r = decode_codeword(&bad, p, &mut fixes);
+            assert!(r.is_ok(), "p={p}");
+            for f in &fixes {
+                bad[f.index] ^= f.value;
+            }
+            assert_eq!(bad, cw, "p={p}");
+        }
+    }
+}
