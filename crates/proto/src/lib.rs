@@ -1,1 +1,26 @@
-//! AeroTP sans-IO protocol engine.
+//! The AeroTP protocol engine, sans-IO: it reads no clock, owns no socket, thread or global
+//! random generator. Time is a `Duration` since an epoch the caller chooses; randomness comes
+//! from the seed given to [`Endpoint::new`]. Drive it with `handle_datagram`,
+//! `handle_timeout`, `poll_transmit`, `poll_timeout` and `poll_event`.
+
+mod codec;
+mod config;
+mod connection;
+mod endpoint;
+mod fec_control;
+mod pacer;
+mod receiver;
+mod rtt;
+mod sender;
+mod state;
+
+pub use aerotp_wire::Mode;
+pub use codec::{datagram_len, max_body};
+pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting};
+pub use connection::{CloseOutcome, ConnectionStats, Role};
+pub use endpoint::{
+    ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Transmit,
+};
+pub use receiver::{Delivered, ReceiverStats};
+pub use sender::SenderStats;
+pub use state::{transition, Action, State, StateEvent};

@@ -1,0 +1,238 @@
+//! Connection and endpoint settings, with validation that says what is wrong.
+
+use aerotp_wire::Mode;
+use std::time::Duration;
+use thiserror::Error;
+
+/// How strong the per-TPDU forward error correction is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FecSetting {
+    /// No parity.
+    Off,
+    /// Fixed Reed–Solomon parity bytes per codeword (`p` in docs/spec.md §3).
+    Parity(u8),
+    /// The papers' scale: `N` 32-bit words per MTU-sized TPDU (0–256).
+    Words(u16),
+    /// Least redundancy for the bit-error rate the receiver reports.
+    Auto,
+}
+
+impl FecSetting {
+    /// Parses `off`, `auto`, `N` (papers' words per TPDU) or `pN` (parity bytes per codeword).
+    pub fn parse(s: &str) -> Result<FecSetting, ConfigError> {
+        let bad = || ConfigError::Fec(s.to_owned());
+        match s {
+            "off" | "none" => Ok(FecSetting::Off),
+            "auto" => Ok(FecSetting::Auto),
+            _ => {
+                if let Some(p) = s.strip_prefix('p') {
+                    let p: u8 = p.parse().map_err(|_| bad())?;
+                    if p > 128 {
+                        return Err(bad());
+                    }
+                    Ok(if p == 0 { FecSetting::Off } else { FecSetting::Parity(p) })
+                } else {
+                    let w: u16 = s.parse().map_err(|_| bad())?;
+                    if w > 256 {
+                        return Err(bad());
+                    }
+                    Ok(if w == 0 { FecSetting::Off } else { FecSetting::Words(w) })
+                }
+            }
+        }
+    }
+}
+
+/// Settings of one connection (both halves). The initiator's mode wins; an acceptor takes its
+/// rate and buffers from the listener's config.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    pub mode: Mode,
+    /// Sending rate in bits per second, counting `per_packet_overhead` per TPDU.
+    pub rate_bps: u64,
+    /// Largest datagram (TPDU with its FEC parity), bytes.
+    pub mtu: usize,
+    /// Bytes below AeroTP counted by the pacer per datagram (IPv4 + UDP = 28).
+    pub per_packet_overhead: usize,
+    pub fec: FecSetting,
+    /// Target residual TPDU loss for `FecSetting::Auto` in FEC-only modes.
+    pub fec_target_loss: f64,
+    /// Bit-error rate assumed by `FecSetting::Auto` until the first receiver report.
+    pub fec_initial_ber: f64,
+    /// TPDUs acknowledged per MACK (1–365).
+    pub mack_count: u16,
+    /// Longest a receiver holds an acknowledgement; `None` = derived from `mack_count` and the
+    /// observed arrival rate (1.5 × the time `mack_count` TPDUs take, within 1 ms – 500 ms).
+    pub ack_delay: Option<Duration>,
+    /// Bytes the application may queue before `write` pushes back.
+    pub send_buffer: usize,
+    /// TPDUs a receiver buffers beyond the next in-order one (flow-control window).
+    pub recv_window: u32,
+    /// Round-trip time assumed before the first measurement.
+    pub initial_rtt: Duration,
+    /// Lower bound of the retransmission timeout.
+    pub min_rto: Duration,
+    /// Interval between probes while the peer is silent (outage): resumption within about this.
+    pub probe_interval: Duration,
+    /// Without anything from the peer for this long, the connection is dropped.
+    pub idle_timeout: Duration,
+    /// CLOSE_TO: after AFIN, the longest a sender waits for the final acknowledgements.
+    pub close_timeout: Duration,
+    /// LISTEN_TO: how long a receiver lingers in AFIN_RCVD for late retransmissions.
+    pub linger: Duration,
+    /// Lossy modes: minimum wait before skipping a missing TPDU.
+    pub min_hole_timeout: Duration,
+    /// Near-reliable: a cumulative ACK after this many TPDUs.
+    pub ack_every: u32,
+    /// Unreliable mode: drop TPDUs whose payload CRC fails (else deliver them as they are).
+    pub crc_check: bool,
+    /// Hybrid-nack: how long the sender keeps a TPDU for a possible NACK.
+    pub retention: Duration,
+    /// Record a per-TPDU trace (first send, delivery) for delay measurements; bounded.
+    pub trace: bool,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            mode: Mode::Reliable,
+            rate_bps: 5_000_000,
+            mtu: 1500,
+            per_packet_overhead: 28,
+            fec: FecSetting::Off,
+            fec_target_loss: 1e-4,
+            fec_initial_ber: 1e-4,
+            mack_count: 32,
+            ack_delay: None,
+            send_buffer: 4 << 20,
+            recv_window: 4096,
+            initial_rtt: Duration::from_millis(100),
+            min_rto: Duration::from_millis(20),
+            probe_interval: Duration::from_millis(250),
+            idle_timeout: Duration::from_secs(40 * 60),
+            close_timeout: Duration::from_secs(10),
+            linger: Duration::from_secs(2),
+            min_hole_timeout: Duration::from_millis(30),
+            ack_every: 64,
+            crc_check: true,
+            retention: Duration::from_secs(2),
+            trace: false,
+        }
+    }
+}
+
+impl ConnectionConfig {
+    pub fn with_mode(mode: Mode) -> Self {
+        let mut c = ConnectionConfig { mode, ..Default::default() };
+        if mode.fec_by_default() {
+            c.fec = FecSetting::Auto;
+        }
+        c
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.rate_bps < 1000 {
+            return Err(ConfigError::Rate(self.rate_bps));
+        }
+        if !(128..=65_000).contains(&self.mtu) {
+            return Err(ConfigError::Mtu(self.mtu));
+        }
+        if !(1..=365).contains(&self.mack_count) {
+            return Err(ConfigError::Mack(self.mack_count));
+        }
+        if !(self.fec_target_loss > 0.0 && self.fec_target_loss < 1.0) {
+            return Err(ConfigError::Target(self.fec_target_loss));
+        }
+        if !(0.0..0.5).contains(&self.fec_initial_ber) {
+            return Err(ConfigError::InitialBer(self.fec_initial_ber));
+        }
+        if self.recv_window < 16 || self.recv_window > 1 << 20 {
+            return Err(ConfigError::Window(self.recv_window));
+        }
+        if self.send_buffer < self.mtu {
+            return Err(ConfigError::SendBuffer(self.send_buffer));
+        }
+        if self.ack_every == 0 {
+            return Err(ConfigError::AckEvery);
+        }
+        if self.probe_interval.is_zero() || self.min_rto.is_zero() {
+            return Err(ConfigError::ZeroTimer);
+        }
+        Ok(())
+    }
+}
+
+/// Endpoint-wide settings.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// Most connections at once; further ASYNs are refused with RST.
+    pub max_connections: usize,
+    /// Most events queued for the application before the oldest readiness events are merged.
+    pub max_events: usize,
+    /// Most datagram-mode messages queued for the application.
+    pub max_datagrams: usize,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig { max_connections: 1024, max_events: 4096, max_datagrams: 4096 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ConfigError {
+    #[error("rate {0} b/s is too low: give at least 1000 b/s (e.g. 5mbit)")]
+    Rate(u64),
+    #[error("MTU {0} is out of range: give 128 to 65000 bytes")]
+    Mtu(usize),
+    #[error("MACK aggregation {0} is out of range: give 1 to 365 ACKs per MACK")]
+    Mack(u16),
+    #[error("FEC setting '{0}' is not valid: give off, auto, a word count 0-256 (papers' scale), or pN with N parity bytes per codeword (0-128)")]
+    Fec(String),
+    #[error("FEC target loss {0} must be between 0 and 1 (exclusive)")]
+    Target(f64),
+    #[error("initial BER {0} must be in [0, 0.5)")]
+    InitialBer(f64),
+    #[error("receive window {0} TPDUs is out of range: give 16 to 1048576")]
+    Window(u32),
+    #[error("send buffer {0} bytes is smaller than one MTU")]
+    SendBuffer(usize),
+    #[error("ack_every must be at least 1")]
+    AckEvery,
+    #[error("timers must be non-zero")]
+    ZeroTimer,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fec_setting_parses_and_rejects() {
+        assert_eq!(FecSetting::parse("auto").unwrap(), FecSetting::Auto);
+        assert_eq!(FecSetting::parse("off").unwrap(), FecSetting::Off);
+        assert_eq!(FecSetting::parse("0").unwrap(), FecSetting::Off);
+        assert_eq!(FecSetting::parse("96").unwrap(), FecSetting::Words(96));
+        assert_eq!(FecSetting::parse("p8").unwrap(), FecSetting::Parity(8));
+        for bad in ["257", "-1", "p200", "x", "", "p"] {
+            assert!(FecSetting::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn validation_catches_bad_values() {
+        assert!(ConnectionConfig::default().validate().is_ok());
+        let bad = [
+            ConnectionConfig { rate_bps: 10, ..Default::default() },
+            ConnectionConfig { mtu: 50, ..Default::default() },
+            ConnectionConfig { mack_count: 0, ..Default::default() },
+            ConnectionConfig { mack_count: 366, ..Default::default() },
+            ConnectionConfig { fec_target_loss: 0.0, ..Default::default() },
+            ConnectionConfig { recv_window: 1, ..Default::default() },
+            ConnectionConfig { send_buffer: 10, ..Default::default() },
+        ];
+        for c in bad {
+            assert!(c.validate().is_err(), "{c:?}");
+        }
+    }
+}

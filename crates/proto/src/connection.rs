@@ -1,0 +1,675 @@
+//! One AeroTP connection: the state machine, a sending half, a receiving half, rate pacing,
+//! FEC control and timers. The mode decides which error-control parts act (see `Mode`).
+
+use crate::codec::{self, Quality, Received};
+use crate::config::ConnectionConfig;
+use crate::fec_control::FecControl;
+use crate::pacer::Pacer;
+use crate::receiver::{Delivered, Receiver, ReceiverStats};
+use crate::rtt::RttEstimator;
+use crate::sender::{Sender, SenderStats};
+use crate::state::{transition, Action, State, StateEvent};
+use aerotp_wire::{ControlBody, Flags, Header, Mode};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Initiator,
+    Acceptor,
+}
+
+/// How a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseOutcome {
+    /// Both directions closed; `confirmed` says whether the peer acknowledged everything we sent
+    /// (always false for modes without positive acknowledgements, whose AFINACK confirms only
+    /// the close).
+    Finished { confirmed: bool },
+    /// CLOSE_TO expired before the final acknowledgements arrived.
+    CloseTimeout,
+    /// Nothing was heard from the peer for the idle timeout.
+    IdleTimeout,
+    /// The peer sent RST.
+    Reset(String),
+    /// The application aborted.
+    Aborted,
+}
+
+/// Notifications for the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnEvent {
+    Connected,
+    Readable,
+    Writable,
+    Closed(CloseOutcome),
+}
+
+/// Every counter a connection keeps; see docs/stats.md for their meaning.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionStats {
+    pub sender: SenderStats,
+    pub receiver: ReceiverStats,
+    pub datagrams_sent: u64,
+    pub bytes_sent_wire: u64,
+    pub datagrams_received: u64,
+    pub bytes_received_wire: u64,
+    pub control_sent: u64,
+    pub rtt: Duration,
+    pub srtt: Duration,
+    pub fec_parity: u8,
+    pub measured_ber: f64,
+    pub peer_reported_ber: f64,
+    pub rate_bps: u64,
+    pub peer_delivered: u64,
+    pub outages: u64,
+}
+
+#[derive(Debug)]
+pub struct Connection {
+    pub role: Role,
+    state: State,
+    pub remote: SocketAddr,
+    pub local_port: u16,
+    pub remote_port: u16,
+    pub tag: u8,
+    pub mode: Mode,
+    cfg: ConnectionConfig,
+    pacer: Pacer,
+    tx: Sender,
+    rx: Receiver,
+    rtt: RttEstimator,
+    fec: FecControl,
+    epoch: Duration,
+    last_heard: Duration,
+    heard_once: bool,
+    silent: bool,
+    next_probe: Option<Duration>,
+    probe_pending: bool,
+    fin_sent_at: Option<Duration>,
+    afinack_due: bool,
+    afinack_sent: bool,
+    asynack_due: bool,
+    linger_until: Option<Duration>,
+    rst_due: Option<String>,
+    closed: Option<CloseOutcome>,
+    events: VecDeque<ConnEvent>,
+    was_writable: bool,
+    connected_reported: bool,
+    peer_ber: f64,
+    /// First-send time of each TPDU when tracing: (TPDU number, time).
+    pub send_trace: Option<Vec<(u64, Duration)>>,
+    stats_wire: ConnectionStats,
+}
+
+const EVENT_LIMIT: usize = 64;
+
+impl Connection {
+    pub fn new(
+        role: Role,
+        cfg: ConnectionConfig,
+        remote: SocketAddr,
+        local_port: u16,
+        remote_port: u16,
+        tag: u8,
+        now: Duration,
+    ) -> Connection {
+        let mode = cfg.mode;
+        let initial_window = cfg.recv_window;
+        let state = match role {
+            Role::Initiator => transition(State::Closed, StateEvent::AppConn).map_or(State::AsynSent, |t| t.0),
+            Role::Acceptor => State::Established,
+        };
+        let mut rx = Receiver::new(
+            mode,
+            cfg.recv_window,
+            cfg.mack_count,
+            cfg.ack_every,
+            cfg.ack_delay,
+            cfg.crc_check,
+            cfg.min_hole_timeout,
+            cfg.initial_rtt,
+        );
+        rx.want_reports();
+        if cfg.trace {
+            rx.trace = Some(Vec::new());
+        }
+        Connection {
+            role,
+            state,
+            remote,
+            local_port,
+            remote_port,
+            tag,
+            mode,
+            pacer: Pacer::new(cfg.rate_bps, cfg.per_packet_overhead, cfg.mtu),
+            tx: Sender::new(mode, cfg.send_buffer, initial_window, cfg.retention),
+            rx,
+            rtt: RttEstimator::new(cfg.initial_rtt, cfg.min_rto),
+            fec: FecControl::new(cfg.fec, mode, cfg.mtu, cfg.per_packet_overhead, cfg.fec_target_loss, cfg.fec_initial_ber),
+            epoch: now,
+            last_heard: now,
+            heard_once: false,
+            silent: false,
+            next_probe: None,
+            probe_pending: false,
+            fin_sent_at: None,
+            afinack_due: false,
+            afinack_sent: false,
+            asynack_due: role == Role::Acceptor,
+            linger_until: None,
+            rst_due: None,
+            closed: None,
+            events: VecDeque::new(),
+            was_writable: true,
+            connected_reported: false,
+            peer_ber: 0.0,
+            send_trace: if cfg.trace { Some(Vec::new()) } else { None },
+            stats_wire: ConnectionStats::default(),
+            cfg,
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.cfg
+    }
+
+    fn apply(&mut self, ev: StateEvent) -> Option<Action> {
+        let (next, action) = transition(self.state, ev)?;
+        tracing::trace!(from = %self.state, to = %next, event = ?ev, "state");
+        self.state = next;
+        Some(action)
+    }
+
+    fn push_event(&mut self, e: ConnEvent) {
+        if self.events.len() < EVENT_LIMIT && !self.events.contains(&e) {
+            self.events.push_back(e);
+        }
+    }
+
+    pub fn poll_event(&mut self) -> Option<ConnEvent> {
+        self.events.pop_front()
+    }
+
+    // ---- application side ----
+
+    pub fn write(&mut self, data: &[u8]) -> usize {
+        if self.closed.is_some() {
+            return 0;
+        }
+        let n = self.tx.write(data);
+        if n < data.len() {
+            self.was_writable = false;
+        }
+        n
+    }
+
+    pub fn writable(&self) -> usize {
+        if self.closed.is_some() {
+            0
+        } else {
+            self.tx.writable()
+        }
+    }
+
+    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        self.rx.read(buf)
+    }
+
+    pub fn read_chunk(&mut self) -> Option<Delivered> {
+        self.rx.read_chunk()
+    }
+
+    pub fn at_eof(&self) -> bool {
+        self.rx.at_eof()
+    }
+
+    /// No more data from this side: the AFIN follows the queued data.
+    pub fn close(&mut self) {
+        if !self.tx.fin_requested() {
+            self.tx.finish();
+            self.apply(StateEvent::AppClose);
+        }
+    }
+
+    pub fn abort(&mut self, reason: &str) {
+        if self.closed.is_none() {
+            self.rst_due = Some(reason.to_owned());
+            self.finish_with(CloseOutcome::Aborted);
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+
+    /// Whether the connection is closed and has nothing left to send.
+    pub fn is_drained(&self) -> bool {
+        self.closed.is_some() && self.rst_due.is_none()
+    }
+
+    fn finish_with(&mut self, outcome: CloseOutcome) {
+        if self.closed.is_none() {
+            self.state = State::Closed;
+            self.closed = Some(outcome.clone());
+            self.push_event(ConnEvent::Closed(outcome));
+        }
+    }
+
+    pub fn stats(&self) -> ConnectionStats {
+        let mut s = self.stats_wire.clone();
+        s.sender = self.tx.stats.clone();
+        s.receiver = self.rx.stats.clone();
+        s.rtt = self.rtt.latest();
+        s.srtt = self.rtt.smoothed();
+        s.fec_parity = self.fec.parity();
+        s.measured_ber = self.rx.ber.estimate().unwrap_or(0.0);
+        s.peer_reported_ber = self.peer_ber;
+        s.rate_bps = self.pacer.rate();
+        s.peer_delivered = self.tx.peer_delivered;
+        s
+    }
+
+    /// Changes the sending rate (backpressure from the network layer, or the application).
+    pub fn set_rate(&mut self, rate_bps: u64) {
+        self.pacer.set_rate(rate_bps);
+    }
+
+    /// The delivery trace of the receiving half (TPDU number, time, bytes), if tracing.
+    pub fn delivery_trace(&self) -> Option<&[(u64, Duration, u32)]> {
+        self.rx.trace.as_deref()
+    }
+
+    // ---- receiving TPDUs ----
+
+    fn now_us(&self, now: Duration) -> u32 {
+        // Low 32 bits of microseconds since the connection began.
+        (now.saturating_sub(self.epoch).as_micros() & 0xFFFF_FFFF) as u32
+    }
+
+    pub fn handle(&mut self, now: Duration, r: Received) {
+        self.last_heard = now;
+        self.heard_once = true;
+        self.stats_wire.datagrams_received += 1;
+        self.stats_wire.bytes_received_wire += (r.bits / 8) as u64;
+        match r.quality {
+            Quality::Clean => self.rx.ber.record_clean(r.bits),
+            Quality::Corrected { bits, symbols } => {
+                self.rx.ber.record_corrected(r.bits, bits, symbols);
+                self.rx.stats.tpdus_corrected += 1;
+                self.rx.stats.bits_corrected += bits as u64;
+            }
+            Quality::Corrupted => self.rx.ber.record_failed(r.bits, r.parity),
+        }
+        if self.silent {
+            // The link is back: resend whatever the outage swallowed.
+            self.silent = false;
+            self.next_probe = None;
+            self.probe_pending = false;
+            self.tx.retransmit_all_unacked();
+        }
+        let flags = r.header.flags;
+        if flags.is_data() {
+            self.on_data_tpdu(now, r);
+        } else if r.quality != Quality::Corrupted {
+            self.on_control(now, &r.header, &r.body);
+        }
+    }
+
+    fn on_data_tpdu(&mut self, now: Duration, r: Received) {
+        let h = r.header;
+        let fin = h.flags.contains(Flags::AFIN);
+        if r.quality == Quality::Corrupted {
+            self.rx.on_corrupted(now, h.seq, h.timestamp, r.body, fin);
+            return;
+        }
+        let readable_before = self.rx.readable();
+        let fin_before = self.rx.fin_complete();
+        self.rx.on_data(now, h.seq, h.timestamp, r.body, fin);
+        if !fin_before && self.rx.fin_complete() {
+            self.on_peer_fin(now);
+        } else if fin && self.rx.fin_complete() {
+            // A retransmitted AFIN: our AFINACK was lost.
+            self.afinack_due = true;
+        }
+        if !readable_before && self.rx.readable() {
+            self.push_event(ConnEvent::Readable);
+        }
+    }
+
+    fn on_peer_fin(&mut self, now: Duration) {
+        self.apply(StateEvent::AfinRx);
+        self.afinack_due = true;
+        self.linger_until = Some(now + self.cfg.linger);
+        // EOF is readable too.
+        self.push_event(ConnEvent::Readable);
+    }
+
+    fn on_control(&mut self, now: Duration, h: &Header, body: &[u8]) {
+        let Ok(c) = ControlBody::parse(h.flags, body) else {
+            tracing::debug!("malformed control body dropped");
+            return;
+        };
+        if let Some(reason) = c.reset {
+            self.finish_with(CloseOutcome::Reset(reason));
+            return;
+        }
+        let ev = if h.flags.contains(Flags::ASYN) {
+            StateEvent::AsynAckRx
+        } else if c.mack.is_some() {
+            StateEvent::MackRx
+        } else if c.ack.is_some() {
+            StateEvent::AckRx
+        } else {
+            StateEvent::NackRx
+        };
+        if self.state == State::AsynSent {
+            self.apply(ev);
+        }
+        if !self.connected_reported && self.role == Role::Initiator {
+            self.connected_reported = true;
+            self.push_event(ConnEvent::Connected);
+        }
+        if let Some(m) = &c.mack {
+            let echo_us = self.now_us(now).wrapping_sub(m.ts_echo);
+            let delay = Duration::from_micros(u64::from(m.ack_delay) * 100);
+            let rtt = Duration::from_micros(u64::from(echo_us)).saturating_sub(delay);
+            if rtt < Duration::from_secs(600) && m.ts_echo != 0 {
+                self.rtt.on_sample(rtt.max(Duration::from_micros(1)), delay);
+            }
+            self.tx.on_ack(&m.ack);
+            self.tx.on_mack_entries(&m.entries);
+        } else if let Some(a) = &c.ack {
+            self.tx.on_ack(a);
+        }
+        if let Some(n) = &c.nack {
+            self.tx.on_nack(&n.seqs);
+        }
+        if let Some(s) = &c.snack {
+            self.tx.on_snack(&s.ranges);
+        }
+        if let Some(r) = &c.report {
+            self.peer_ber = f64::from(r.ber_ppb) * 1e-9;
+            self.fec.on_report(r);
+        }
+        if h.flags.contains(Flags::AFIN) && h.flags.contains(Flags::ACK) {
+            // AFINACK: the peer has our AFIN (and, in acknowledged modes, everything before it).
+            if !self.mode.uses_mack() && self.mode != Mode::NearReliable {
+                self.tx.fin_acked = true;
+            }
+            if self.tx.fin_sent() && (self.tx.all_acked() || !self.mode.is_fully_reliable()) {
+                self.apply(StateEvent::AfinAckRx);
+            }
+        }
+        self.check_writable();
+        self.check_finished(now);
+    }
+
+    fn check_writable(&mut self) {
+        if !self.was_writable && self.tx.writable() > 0 {
+            self.was_writable = true;
+            self.push_event(ConnEvent::Writable);
+        }
+    }
+
+    /// Our half is done when the AFIN is confirmed; the peer's when its AFIN arrived in order.
+    fn send_done(&self) -> bool {
+        if !self.tx.fin_sent() {
+            return false;
+        }
+        if self.mode.is_fully_reliable() {
+            self.tx.all_acked()
+        } else {
+            self.tx.fin_acked
+        }
+    }
+
+    fn check_finished(&mut self, now: Duration) {
+        if self.closed.is_some() || !self.send_done() || !self.rx.fin_complete() || self.afinack_due {
+            return;
+        }
+        // Linger for late retransmissions if we were the last to receive an AFIN.
+        if let Some(l) = self.linger_until {
+            if now < l {
+                return;
+            }
+        }
+        let confirmed = self.mode.is_fully_reliable();
+        self.apply(StateEvent::ListenTo);
+        self.finish_with(CloseOutcome::Finished { confirmed });
+    }
+
+    // ---- sending ----
+
+    fn header(&self, now: Duration, flags: Flags, seq: u64, parity: u8) -> Header {
+        Header {
+            mode: self.mode,
+            flags,
+            src_port: self.local_port,
+            dst_port: self.remote_port,
+            seq: seq as u32,
+            timestamp: self.now_us(now).max(1),
+            fec: parity,
+            tag: self.tag,
+            len: 0,
+        }
+    }
+
+    fn max_body(&self) -> usize {
+        codec::max_body(self.cfg.mtu, self.fec.parity())
+    }
+
+    /// Parity for a body of `len` bytes: the current choice, reduced if it would exceed the
+    /// MTU (a TPDU cut for a weaker code is resent under a stronger one).
+    fn parity_for(&self, len: usize) -> u8 {
+        let mut p = self.fec.parity();
+        while p > 0 && codec::datagram_len(len, p).is_none_or(|l| l > self.cfg.mtu) {
+            p -= 1;
+        }
+        p
+    }
+
+    /// Writes the next datagram into `out` if the pacer allows and something is due.
+    pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> bool {
+        if !self.pacer.ready(now) {
+            return false;
+        }
+        let start = out.len();
+        if let Some(reason) = self.rst_due.take() {
+            let body = ControlBody { reset: Some(reason), ..Default::default() };
+            return self.emit_control(now, Flags::empty(), &body, out, start);
+        }
+        if self.closed.is_some() {
+            return false;
+        }
+        if let Some(mut body) = self.rx.poll_feedback(now) {
+            let mut extra = Flags::empty();
+            if self.asynack_due {
+                self.asynack_due = false;
+                extra = Flags::ASYN;
+                if body.mack.is_none() {
+                    body.mack = Some(self.asynack_mack());
+                    body.ack = None;
+                }
+            }
+            return self.emit_control(now, extra, &body, out, start);
+        }
+        if self.asynack_due {
+            self.asynack_due = false;
+            let body = ControlBody { mack: Some(self.asynack_mack()), ..Default::default() };
+            return self.emit_control(now, Flags::ASYN, &body, out, start);
+        }
+        if self.afinack_due {
+            self.afinack_due = false;
+            self.afinack_sent = true;
+            let body = ControlBody { ack: Some(self.rx.final_ack()), report: Some(self.rx.report()), ..Default::default() };
+            let sent = self.emit_control(now, Flags::AFIN, &body, out, start);
+            self.check_finished(now);
+            return sent;
+        }
+        if self.silent {
+            if !self.probe_pending {
+                return false;
+            }
+            self.probe_pending = false;
+        }
+        let max_body = self.max_body();
+        let asyn = self.role == Role::Initiator;
+        let Some(o) = self.tx.next_outgoing(now, max_body, asyn) else { return false };
+        if o.flags.contains(Flags::AFIN) && self.fin_sent_at.is_none() {
+            self.fin_sent_at = Some(now);
+        }
+        if !o.retransmission {
+            if let Some(t) = self.send_trace.as_mut().filter(|t| t.len() < crate::receiver::TRACE_LIMIT) {
+                t.push((o.seq, now));
+            }
+        }
+        let parity = self.parity_for(o.body.len());
+        let h = self.header(now, o.flags, o.seq, parity);
+        if codec::encode(h, &o.body, out).is_err() {
+            out.truncate(start);
+            return false;
+        }
+        self.account(now, out.len() - start, false);
+        self.check_writable();
+        true
+    }
+
+    fn asynack_mack(&self) -> aerotp_wire::Mack {
+        aerotp_wire::Mack { ack: self.rx.final_ack(), ts_echo: 0, ack_delay: 0, entries: Vec::new() }
+    }
+
+    fn emit_control(&mut self, now: Duration, extra: Flags, body: &ControlBody, out: &mut Vec<u8>, start: usize) -> bool {
+        let mut bytes = Vec::with_capacity(body.len());
+        if body.emit(&mut bytes).is_err() {
+            return false;
+        }
+        let parity = self.parity_for(bytes.len());
+        let h = self.header(now, body.flags() | extra, self.tx.next_seq(), parity);
+        if codec::encode(h, &bytes, out).is_err() {
+            out.truncate(start);
+            return false;
+        }
+        self.account(now, out.len() - start, true);
+        true
+    }
+
+    fn account(&mut self, now: Duration, len: usize, control: bool) {
+        self.pacer.on_sent(now, len);
+        self.stats_wire.datagrams_sent += 1;
+        self.stats_wire.bytes_sent_wire += len as u64;
+        if control {
+            self.stats_wire.control_sent += 1;
+        }
+    }
+
+    // ---- timers ----
+
+    /// Silence long enough to call it an outage (modes with positive feedback only).
+    fn silence_threshold(&self) -> Duration {
+        let base = self.rtt.rto() * 2;
+        if self.mode == Mode::NearReliable {
+            base.max(Duration::from_millis(600))
+        } else {
+            base.max(Duration::from_millis(100))
+        }
+    }
+
+    fn watches_outages(&self) -> bool {
+        self.heard_once && matches!(self.mode, Mode::Reliable | Mode::HybridNackMack | Mode::NearReliable)
+    }
+
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        if self.closed.is_some() {
+            return if self.rst_due.is_some() { Some(self.pacer.next_send()) } else { None };
+        }
+        let mut t: Option<Duration> = None;
+        let mut min = |x: Duration| t = Some(t.map_or(x, |y: Duration| y.min(x)));
+        let has_send = if self.silent {
+            self.probe_pending
+        } else {
+            self.tx.has_retransmission() || self.tx.has_new()
+        };
+        if has_send || self.asynack_due || self.afinack_due {
+            min(self.pacer.next_send());
+        }
+        if let Some(f) = self.rx.feedback_deadline() {
+            min(f.max(self.pacer.next_send()));
+        }
+        if let Some(h) = self.rx.hole_deadline() {
+            min(h);
+        }
+        if !self.silent {
+            if let Some(d) = self.tx.timeout_deadline(self.rtt.rto()) {
+                min(d);
+            }
+            if self.watches_outages() && self.tx.has_outstanding() {
+                min(self.last_heard + self.silence_threshold());
+            }
+        }
+        if let Some(p) = self.next_probe {
+            min(p);
+        }
+        if let Some(r) = self.tx.retention_deadline() {
+            min(r);
+        }
+        if let Some(f) = self.fin_sent_at {
+            min(f + self.cfg.close_timeout);
+        }
+        if let Some(l) = self.linger_until {
+            min(l);
+        }
+        min(self.last_heard + self.cfg.idle_timeout);
+        t
+    }
+
+    pub fn handle_timeout(&mut self, now: Duration) {
+        if self.closed.is_some() {
+            return;
+        }
+        if now >= self.last_heard + self.cfg.idle_timeout {
+            self.finish_with(CloseOutcome::IdleTimeout);
+            return;
+        }
+        if let Some(f) = self.fin_sent_at {
+            if now >= f + self.cfg.close_timeout && !self.send_done() {
+                self.apply(StateEvent::CloseTo);
+                self.finish_with(CloseOutcome::CloseTimeout);
+                return;
+            }
+        }
+        self.rx.on_hole_timeout(now);
+        if self.rx.fin_complete() && !self.afinack_sent {
+            self.on_peer_fin(now);
+        }
+        if self.rx.readable() {
+            self.push_event(ConnEvent::Readable);
+        }
+        self.tx.expire_retained(now);
+        if self.watches_outages()
+            && !self.silent
+            && self.tx.has_outstanding()
+            && now >= self.last_heard + self.silence_threshold()
+        {
+            self.silent = true;
+            self.stats_wire.outages += 1;
+            self.tx.hold_retransmissions();
+            self.next_probe = Some(now);
+        }
+        if self.silent {
+            if self.next_probe.is_some_and(|p| now >= p) {
+                self.tx.hold_retransmissions();
+                self.probe_pending = self.tx.probe();
+                self.next_probe = Some(now + self.cfg.probe_interval);
+            }
+        } else {
+            self.tx.on_timeout(now, self.rtt.rto());
+        }
+        self.check_finished(now);
+    }
+}

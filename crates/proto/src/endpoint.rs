@@ -1,0 +1,498 @@
+//! The endpoint: demultiplexes datagrams to connections, accepts on listening ports, carries
+//! datagram mode, and multiplexes what the connections send. Sans-IO: the caller passes in
+//! time and datagrams and takes out datagrams and the next timeout.
+
+use crate::codec::{self, Quality};
+use crate::config::{ConfigError, ConnectionConfig, EndpointConfig};
+use crate::connection::{CloseOutcome, ConnEvent, Connection, ConnectionStats, Role};
+use crate::receiver::Delivered;
+use crate::state::State;
+use aerotp_wire::{Ack, ControlBody, Flags, Header, Mode};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::time::Duration;
+use thiserror::Error;
+
+/// Names one connection of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionHandle(pub u64);
+
+/// What the endpoint tells the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Our connection heard from its peer (ASYNACK or any acknowledgement).
+    Connected(ConnectionHandle),
+    /// A peer opened a connection to a listening port.
+    Accepted(ConnectionHandle),
+    Readable(ConnectionHandle),
+    Writable(ConnectionHandle),
+    Closed(ConnectionHandle, CloseOutcome),
+    /// A datagram-mode message arrived (`take_datagram` returns it).
+    Datagram,
+}
+
+/// A datagram-mode message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatagramMsg {
+    pub remote: SocketAddr,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub data: Vec<u8>,
+}
+
+/// Where the datagram `poll_transmit` wrote goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    pub remote: SocketAddr,
+    pub len: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum EndpointError {
+    #[error("invalid connection settings: {0}")]
+    Config(#[from] ConfigError),
+    #[error("too many connections ({0}); close some or raise max_connections")]
+    TooManyConnections(usize),
+    #[error("no such connection (it was closed and released)")]
+    UnknownConnection,
+    #[error("a connection to {0} port {1} from local port {2} already exists")]
+    Exists(SocketAddr, u16, u16),
+    #[error("datagram of {len} bytes does not fit the MTU of {mtu} bytes with this FEC")]
+    DatagramTooLarge { len: usize, mtu: usize },
+    #[error("datagram queue is full ({0} datagrams); poll_transmit more often")]
+    DatagramQueueFull(usize),
+    #[error("no more local ports free")]
+    NoPorts,
+}
+
+/// Counters of what the endpoint itself saw.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointStats {
+    pub datagrams_in: u64,
+    pub undecodable: u64,
+    pub corrupted_without_connection: u64,
+    pub stray: u64,
+    pub refused: u64,
+    pub datagrams_delivered: u64,
+    pub datagrams_dropped: u64,
+}
+
+type Key = (SocketAddr, u16, u16);
+
+/// Most peers whose last FEC parity is remembered (used to decode damaged headers).
+const HINT_LIMIT: usize = 4096;
+/// Most recently finished connections remembered, to answer late AFINs and drop strays.
+const TOMBSTONE_LIMIT: usize = 4096;
+const TOMBSTONE_TIME: Duration = Duration::from_secs(60);
+const CONTROL_QUEUE_LIMIT: usize = 256;
+
+#[derive(Debug)]
+pub struct Endpoint {
+    cfg: EndpointConfig,
+    rng: Pcg64Mcg,
+    conns: HashMap<ConnectionHandle, Connection>,
+    by_key: HashMap<Key, ConnectionHandle>,
+    listeners: HashMap<u16, ConnectionConfig>,
+    tombstones: VecDeque<(Key, u8, u64, Duration)>,
+    tombstone_keys: HashSet<(Key, u8)>,
+    hints: HashMap<SocketAddr, u8>,
+    events: VecDeque<Event>,
+    datagrams_in: VecDeque<DatagramMsg>,
+    out_queue: VecDeque<(SocketAddr, Vec<u8>)>,
+    next_handle: u64,
+    next_port: u16,
+    order: Vec<ConnectionHandle>,
+    rr: usize,
+    scratch: Vec<u8>,
+    pub stats: EndpointStats,
+}
+
+impl Endpoint {
+    /// `seed` feeds the endpoint's own random generator (tags, ports): the same seed and the
+    /// same inputs give the same outputs.
+    pub fn new(cfg: EndpointConfig, seed: u64) -> Endpoint {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let next_port = rng.gen_range(49152..65000);
+        Endpoint {
+            cfg,
+            rng,
+            conns: HashMap::new(),
+            by_key: HashMap::new(),
+            listeners: HashMap::new(),
+            tombstones: VecDeque::new(),
+            tombstone_keys: HashSet::new(),
+            hints: HashMap::new(),
+            events: VecDeque::new(),
+            datagrams_in: VecDeque::new(),
+            out_queue: VecDeque::new(),
+            next_handle: 1,
+            next_port,
+            order: Vec::new(),
+            rr: 0,
+            scratch: Vec::new(),
+            stats: EndpointStats::default(),
+        }
+    }
+
+    /// Accept connections to `port`; `config` gives the rate, buffers and timers of the
+    /// accepted connections (their mode is the initiator's).
+    pub fn listen(&mut self, port: u16, config: ConnectionConfig) -> Result<(), EndpointError> {
+        config.validate()?;
+        self.listeners.insert(port, config);
+        Ok(())
+    }
+
+    pub fn unlisten(&mut self, port: u16) {
+        self.listeners.remove(&port);
+    }
+
+    fn alloc_port(&mut self, remote: SocketAddr, remote_port: u16) -> Result<u16, EndpointError> {
+        for _ in 0..16384 {
+            let p = self.next_port;
+            self.next_port = if self.next_port >= 65000 { 49152 } else { self.next_port + 1 };
+            if !self.by_key.contains_key(&(remote, p, remote_port)) && !self.listeners.contains_key(&p) {
+                return Ok(p);
+            }
+        }
+        Err(EndpointError::NoPorts)
+    }
+
+    /// Opens a connection; data written before the peer answers rides on the ASYN.
+    pub fn connect(
+        &mut self,
+        now: Duration,
+        remote: SocketAddr,
+        remote_port: u16,
+        config: ConnectionConfig,
+    ) -> Result<ConnectionHandle, EndpointError> {
+        config.validate()?;
+        if config.mode == Mode::Datagram {
+            return Err(EndpointError::Config(ConfigError::Fec(
+                "datagram mode has no connections: use send_datagram".into(),
+            )));
+        }
+        if self.conns.len() >= self.cfg.max_connections {
+            return Err(EndpointError::TooManyConnections(self.conns.len()));
+        }
+        let local_port = self.alloc_port(remote, remote_port)?;
+        let tag = self.rng.gen_range(1..=255u8);
+        let conn = Connection::new(Role::Initiator, config, remote, local_port, remote_port, tag, now);
+        Ok(self.insert(conn))
+    }
+
+    fn insert(&mut self, conn: Connection) -> ConnectionHandle {
+        let h = ConnectionHandle(self.next_handle);
+        self.next_handle += 1;
+        self.by_key.insert((conn.remote, conn.local_port, conn.remote_port), h);
+        self.conns.insert(h, conn);
+        self.order.push(h);
+        h
+    }
+
+    fn conn(&mut self, h: ConnectionHandle) -> Result<&mut Connection, EndpointError> {
+        self.conns.get_mut(&h).ok_or(EndpointError::UnknownConnection)
+    }
+
+    pub fn write(&mut self, h: ConnectionHandle, data: &[u8]) -> Result<usize, EndpointError> {
+        Ok(self.conn(h)?.write(data))
+    }
+
+    pub fn writable(&self, h: ConnectionHandle) -> usize {
+        self.conns.get(&h).map_or(0, |c| c.writable())
+    }
+
+    pub fn read(&mut self, h: ConnectionHandle, buf: &mut [u8]) -> Result<usize, EndpointError> {
+        Ok(self.conn(h)?.read(buf))
+    }
+
+    /// The next delivered chunk with its TPDU number (lossy modes: shows where gaps are).
+    pub fn read_chunk(&mut self, h: ConnectionHandle) -> Result<Option<Delivered>, EndpointError> {
+        Ok(self.conn(h)?.read_chunk())
+    }
+
+    /// Whether the peer closed and everything it sent has been read.
+    pub fn at_eof(&self, h: ConnectionHandle) -> bool {
+        self.conns.get(&h).is_none_or(|c| c.at_eof())
+    }
+
+    pub fn close(&mut self, h: ConnectionHandle) -> Result<(), EndpointError> {
+        self.conn(h)?.close();
+        Ok(())
+    }
+
+    pub fn abort(&mut self, h: ConnectionHandle, reason: &str) -> Result<(), EndpointError> {
+        self.conn(h)?.abort(reason);
+        Ok(())
+    }
+
+    pub fn state(&self, h: ConnectionHandle) -> Option<State> {
+        self.conns.get(&h).map(|c| c.state())
+    }
+
+    pub fn stats(&self, h: ConnectionHandle) -> Option<ConnectionStats> {
+        self.conns.get(&h).map(|c| c.stats())
+    }
+
+    pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {
+        self.conns.get(&h)
+    }
+
+    pub fn set_rate(&mut self, h: ConnectionHandle, rate_bps: u64) -> Result<(), EndpointError> {
+        self.conn(h)?.set_rate(rate_bps);
+        Ok(())
+    }
+
+    pub fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Forgets a closed connection (its statistics too). Closed connections stay until released
+    /// so the application can read their statistics and remaining data.
+    pub fn release(&mut self, h: ConnectionHandle) {
+        if let Some(c) = self.conns.remove(&h) {
+            let key = (c.remote, c.local_port, c.remote_port);
+            if self.by_key.get(&key) == Some(&h) {
+                self.by_key.remove(&key);
+            }
+            self.order.retain(|x| *x != h);
+            self.remember(key, c.tag, c.stats().receiver.tpdus_received);
+        }
+    }
+
+    fn remember(&mut self, key: Key, tag: u8, cum: u64) {
+        if self.tombstones.len() >= TOMBSTONE_LIMIT {
+            if let Some((k, t, _, _)) = self.tombstones.pop_front() {
+                self.tombstone_keys.remove(&(k, t));
+            }
+        }
+        self.tombstones.push_back((key, tag, cum, Duration::MAX));
+        self.tombstone_keys.insert((key, tag));
+    }
+
+    /// Sends one datagram-mode message (no connection state). `parity` is its FEC strength.
+    pub fn send_datagram(
+        &mut self,
+        remote: SocketAddr,
+        src_port: u16,
+        dst_port: u16,
+        data: &[u8],
+        parity: u8,
+        mtu: usize,
+    ) -> Result<(), EndpointError> {
+        if self.out_queue.len() >= self.cfg.max_datagrams {
+            return Err(EndpointError::DatagramQueueFull(self.out_queue.len()));
+        }
+        match codec::datagram_len(data.len(), parity) {
+            Some(l) if l <= mtu => {}
+            _ => return Err(EndpointError::DatagramTooLarge { len: data.len(), mtu }),
+        }
+        let h = Header {
+            mode: Mode::Datagram,
+            flags: Flags::empty(),
+            src_port,
+            dst_port,
+            seq: 0,
+            timestamp: 0,
+            fec: parity,
+            tag: 0,
+            len: 0,
+        };
+        let mut out = Vec::new();
+        codec::encode(h, data, &mut out).map_err(|_| EndpointError::DatagramTooLarge { len: data.len(), mtu })?;
+        self.out_queue.push_back((remote, out));
+        Ok(())
+    }
+
+    pub fn take_datagram(&mut self) -> Option<DatagramMsg> {
+        self.datagrams_in.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.collect_events();
+        self.events.pop_front()
+    }
+
+    fn push_event(&mut self, e: Event) {
+        if self.events.len() < self.cfg.max_events {
+            self.events.push_back(e);
+        }
+    }
+
+    fn collect_events(&mut self) {
+        if !self.events.is_empty() {
+            return;
+        }
+        for &h in &self.order {
+            let Some(c) = self.conns.get_mut(&h) else { continue };
+            while let Some(e) = c.poll_event() {
+                let ev = match e {
+                    ConnEvent::Connected => Event::Connected(h),
+                    ConnEvent::Readable => Event::Readable(h),
+                    ConnEvent::Writable => Event::Writable(h),
+                    ConnEvent::Closed(o) => Event::Closed(h, o),
+                };
+                if self.events.len() < self.cfg.max_events {
+                    self.events.push_back(ev);
+                }
+            }
+        }
+    }
+
+    /// Takes in one datagram from `remote`.
+    pub fn handle_datagram(&mut self, now: Duration, remote: SocketAddr, datagram: &[u8]) {
+        self.stats.datagrams_in += 1;
+        let hint = self.hints.get(&remote).copied();
+        let r = match codec::decode(datagram, hint, &mut self.scratch) {
+            Ok(r) => r,
+            Err(_) => {
+                self.stats.undecodable += 1;
+                return;
+            }
+        };
+        if r.parity > 0 && r.quality != Quality::Corrupted {
+            if self.hints.len() >= HINT_LIMIT && !self.hints.contains_key(&remote) {
+                self.hints.clear();
+            }
+            self.hints.insert(remote, r.parity);
+        }
+        let h = r.header;
+        if h.mode == Mode::Datagram {
+            if r.quality == Quality::Corrupted {
+                self.stats.datagrams_dropped += 1;
+            } else if self.datagrams_in.len() < self.cfg.max_datagrams {
+                self.stats.datagrams_delivered += 1;
+                self.datagrams_in.push_back(DatagramMsg {
+                    remote,
+                    src_port: h.src_port,
+                    dst_port: h.dst_port,
+                    data: r.body,
+                });
+                self.push_event(Event::Datagram);
+            } else {
+                self.stats.datagrams_dropped += 1;
+            }
+            return;
+        }
+        let key = (remote, h.dst_port, h.src_port);
+        if let Some(&ch) = self.by_key.get(&key) {
+            let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
+            if c.tag == h.tag {
+                c.handle(now, r);
+                return;
+            }
+            if !(c.is_closed() && h.flags.is_data() && r.quality != Quality::Corrupted) {
+                self.stats.stray += 1;
+                return;
+            }
+            // A new incarnation on the same ports replaces a finished one.
+            self.release(ch);
+        }
+        if self.tombstone_keys.contains(&(key, h.tag)) {
+            self.stats.stray += 1;
+            if h.flags.is_data() && h.flags.contains(Flags::AFIN) {
+                // Our AFINACK was lost and we have released the connection: answer again.
+                self.queue_control(remote, &h, Flags::AFIN, ControlBody {
+                    ack: Some(Ack { cum: u64::from(h.seq) + 1, delivered: 0, window: 0 }),
+                    ..Default::default()
+                });
+            }
+            return;
+        }
+        if !h.flags.is_data() {
+            self.stats.stray += 1;
+            return;
+        }
+        if r.quality == Quality::Corrupted {
+            self.stats.corrupted_without_connection += 1;
+            return;
+        }
+        let Some(cfg) = self.listeners.get(&h.dst_port).cloned() else {
+            self.stats.refused += 1;
+            self.queue_reset(remote, &h, "connection refused: no listener on that port");
+            return;
+        };
+        if self.conns.len() >= self.cfg.max_connections {
+            self.stats.refused += 1;
+            self.queue_reset(remote, &h, "connection refused: too many connections");
+            return;
+        }
+        let mut cfg = cfg;
+        cfg.mode = h.mode;
+        let mut conn = Connection::new(Role::Acceptor, cfg, remote, h.dst_port, h.src_port, h.tag, now);
+        conn.handle(now, r);
+        let ch = self.insert(conn);
+        self.push_event(Event::Accepted(ch));
+    }
+
+    fn queue_reset(&mut self, remote: SocketAddr, h: &Header, reason: &str) {
+        self.queue_control(remote, h, Flags::empty(), ControlBody { reset: Some(reason.into()), ..Default::default() });
+    }
+
+    fn queue_control(&mut self, remote: SocketAddr, h: &Header, extra: Flags, body: ControlBody) {
+        if self.out_queue.len() >= CONTROL_QUEUE_LIMIT {
+            return;
+        }
+        let mut bytes = Vec::new();
+        if body.emit(&mut bytes).is_err() {
+            return;
+        }
+        let header = Header {
+            mode: h.mode,
+            flags: body.flags() | extra,
+            src_port: h.dst_port,
+            dst_port: h.src_port,
+            seq: 0,
+            timestamp: 0,
+            fec: 0,
+            tag: h.tag,
+            len: 0,
+        };
+        let mut out = Vec::new();
+        if codec::encode(header, &bytes, &mut out).is_ok() {
+            self.out_queue.push_back((remote, out));
+        }
+    }
+
+    /// Writes the next datagram to send into `out` (cleared first) and says where it goes.
+    pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> Option<Transmit> {
+        out.clear();
+        if let Some((remote, d)) = self.out_queue.pop_front() {
+            out.extend_from_slice(&d);
+            return Some(Transmit { remote, len: out.len() });
+        }
+        let n = self.order.len();
+        for i in 0..n {
+            let idx = (self.rr + i) % n;
+            let h = self.order[idx];
+            let Some(c) = self.conns.get_mut(&h) else { continue };
+            if c.poll_transmit(now, out) {
+                self.rr = (idx + 1) % n;
+                return Some(Transmit { remote: c.remote, len: out.len() });
+            }
+        }
+        None
+    }
+
+    /// The earliest time `handle_timeout` or `poll_transmit` has work.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        if !self.out_queue.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        self.conns.values().filter_map(|c| c.poll_timeout()).min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Duration) {
+        for c in self.conns.values_mut() {
+            if c.poll_timeout().is_some_and(|t| t <= now) {
+                c.handle_timeout(now);
+            }
+        }
+        while self.tombstones.front().is_some_and(|t| t.3 != Duration::MAX && t.3 + TOMBSTONE_TIME < now) {
+            if let Some((k, t, _, _)) = self.tombstones.pop_front() {
+                self.tombstone_keys.remove(&(k, t));
+            }
+        }
+    }
+}

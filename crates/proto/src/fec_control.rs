@@ -1,0 +1,89 @@
+//! The sender's choice of FEC strength: fixed, on the papers' scale, or automatic from the
+//! bit-error rate the receiver reports.
+
+use crate::config::FecSetting;
+use aerotp_fec as fec;
+use aerotp_wire::{Mode, Report, OVERHEAD};
+
+#[derive(Debug, Clone)]
+pub struct FecControl {
+    setting: FecSetting,
+    mode: Mode,
+    mtu: usize,
+    per_packet_overhead: usize,
+    target: f64,
+    current: u8,
+    /// The bit-error rate the current choice is based on.
+    pub ber: f64,
+}
+
+impl FecControl {
+    pub fn new(setting: FecSetting, mode: Mode, mtu: usize, per_packet_overhead: usize, target: f64, initial_ber: f64) -> Self {
+        let mut c = FecControl { setting, mode, mtu, per_packet_overhead, target, current: 0, ber: initial_ber };
+        c.current = match setting {
+            FecSetting::Off => 0,
+            FecSetting::Parity(p) => p,
+            FecSetting::Words(w) => fec::parity_for_words(w, mtu),
+            FecSetting::Auto => c.choose(initial_ber),
+        };
+        c
+    }
+
+    fn choose(&self, ber: f64) -> u8 {
+        if ber <= 0.0 {
+            return 0;
+        }
+        match self.mode {
+            // Nothing repairs what FEC misses: hold residual loss under the target.
+            Mode::QuasiReliable | Mode::Unreliable | Mode::Datagram => {
+                fec::auto::parity_for_target(ber, self.mtu, self.target)
+            }
+            // Retransmission repairs the rest: maximise goodput.
+            _ => fec::auto::parity_for_goodput(ber, self.mtu, OVERHEAD + self.per_packet_overhead),
+        }
+    }
+
+    /// Parity for the next TPDU.
+    pub fn parity(&self) -> u8 {
+        self.current
+    }
+
+    pub fn is_auto(&self) -> bool {
+        self.setting == FecSetting::Auto
+    }
+
+    /// A receiver report arrived: re-choose if automatic.
+    pub fn on_report(&mut self, r: &Report) {
+        if !self.is_auto() || r.tpdus < 16 {
+            return;
+        }
+        self.ber = f64::from(r.ber_ppb) * 1e-9;
+        self.current = self.choose(self.ber);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_settings_map_to_parity() {
+        assert_eq!(FecControl::new(FecSetting::Off, Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(), 0);
+        assert_eq!(FecControl::new(FecSetting::Parity(6), Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(), 6);
+        assert_eq!(FecControl::new(FecSetting::Words(12), Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(), 8);
+    }
+
+    #[test]
+    fn auto_follows_reports() {
+        let mut c = FecControl::new(FecSetting::Auto, Mode::HybridNackMack, 1500, 28, 1e-4, 1e-4);
+        let high = c.parity();
+        assert!(high > 0);
+        c.on_report(&Report { ber_ppb: 0, tpdus: 100, lost: 0 });
+        assert_eq!(c.parity(), 0);
+        c.on_report(&Report { ber_ppb: 100_000, tpdus: 100, lost: 0 });
+        assert_eq!(c.parity(), high);
+        // Too few samples: ignored.
+        c.on_report(&Report { ber_ppb: 0, tpdus: 3, lost: 0 });
+        assert_eq!(c.parity(), high);
+    }
+}

@@ -1,0 +1,586 @@
+//! The receiving half of a connection: the reorder buffer, in-order delivery to the
+//! application, and the feedback the mode calls for (MACK, cumulative ACK, NACK, SNACK,
+//! receiver reports).
+
+use aerotp_fec::auto::BerEstimator;
+use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Mode, Nack, Report, Snack};
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+/// Most SNACK ranges or NACK entries in one TPDU.
+const MAX_LIST: usize = 64;
+/// Receiver reports while data flows, at most this often.
+const REPORT_INTERVAL: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Clone)]
+struct Slot {
+    body: Vec<u8>,
+    fin: bool,
+    arrived: Duration,
+    timestamp: u32,
+}
+
+/// A chunk delivered in order to the application.
+#[derive(Debug, Clone)]
+pub struct Delivered {
+    pub seq: u64,
+    pub data: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReceiverStats {
+    pub tpdus_received: u64,
+    pub tpdus_duplicate: u64,
+    pub tpdus_corrected: u64,
+    pub bits_corrected: u64,
+    pub tpdus_corrupted: u64,
+    /// TPDUs skipped for good (lossy modes).
+    pub tpdus_lost: u64,
+    pub tpdus_beyond_window: u64,
+    pub bytes_delivered: u64,
+    pub macks_sent: u64,
+    pub acks_sent: u64,
+    pub nacks_sent: u64,
+    pub snacks_sent: u64,
+    pub reports_sent: u64,
+}
+
+#[derive(Debug)]
+pub struct Receiver {
+    mode: Mode,
+    window: u32,
+    mack_count: u16,
+    ack_every: u32,
+    fixed_ack_delay: Option<Duration>,
+    crc_check: bool,
+    min_hole_timeout: Duration,
+    /// Next TPDU number to deliver (= cumulative acknowledgement).
+    expected: u64,
+    highest: Option<u64>,
+    buffer: BTreeMap<u64, Slot>,
+    ready: VecDeque<Delivered>,
+    ready_bytes: usize,
+    pub delivered_bytes: u64,
+    pub fin_delivered: bool,
+    // feedback state
+    pending_entries: Vec<u32>,
+    since_ack: u32,
+    ack_pending_since: Option<Duration>,
+    ack_now: bool,
+    latest_ts: u32,
+    latest_at: Duration,
+    pending_nacks: Vec<u32>,
+    snack_due: bool,
+    last_snack: Option<Duration>,
+    interarrival: Option<Duration>,
+    last_arrival: Option<Duration>,
+    pub ber: BerEstimator,
+    report_due: Option<Duration>,
+    reports_wanted: bool,
+    /// Round-trip estimate from NACK/SNACK to retransmission, for hole timeouts.
+    repair_rtt: Duration,
+    nack_sent_at: BTreeMap<u64, Duration>,
+    /// Optional per-TPDU delivery trace: (TPDU number, time delivered in order, bytes).
+    pub trace: Option<Vec<(u64, Duration, u32)>>,
+    pub stats: ReceiverStats,
+}
+
+/// Most entries a delivery trace keeps.
+pub const TRACE_LIMIT: usize = 1 << 22;
+
+impl Receiver {
+    pub fn new(
+        mode: Mode,
+        window: u32,
+        mack_count: u16,
+        ack_every: u32,
+        ack_delay: Option<Duration>,
+        crc_check: bool,
+        min_hole_timeout: Duration,
+        initial_rtt: Duration,
+    ) -> Receiver {
+        Receiver {
+            mode,
+            window,
+            mack_count,
+            ack_every,
+            fixed_ack_delay: ack_delay,
+            crc_check,
+            min_hole_timeout,
+            expected: 0,
+            highest: None,
+            buffer: BTreeMap::new(),
+            ready: VecDeque::new(),
+            ready_bytes: 0,
+            delivered_bytes: 0,
+            fin_delivered: false,
+            pending_entries: Vec::new(),
+            since_ack: 0,
+            ack_pending_since: None,
+            ack_now: false,
+            latest_ts: 0,
+            latest_at: Duration::ZERO,
+            pending_nacks: Vec::new(),
+            snack_due: false,
+            last_snack: None,
+            interarrival: None,
+            last_arrival: None,
+            ber: BerEstimator::new(),
+            report_due: None,
+            reports_wanted: false,
+            repair_rtt: initial_rtt,
+            nack_sent_at: BTreeMap::new(),
+            trace: None,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    pub fn expected(&self) -> u64 {
+        self.expected
+    }
+
+    fn window_left(&self) -> u32 {
+        let used = self.buffer.len() + self.ready.len();
+        self.window.saturating_sub(u32::try_from(used).unwrap_or(u32::MAX))
+    }
+
+    fn ack_delay(&self) -> Duration {
+        if let Some(d) = self.fixed_ack_delay {
+            return d;
+        }
+        let per = self.interarrival.unwrap_or(Duration::from_millis(2));
+        (per * u32::from(self.mack_count) * 3 / 2).clamp(Duration::from_millis(1), Duration::from_millis(500))
+    }
+
+    /// Whether TPDUs of this connection use FEC, so the sender may want receiver reports.
+    pub fn want_reports(&mut self) {
+        self.reports_wanted = true;
+    }
+
+    /// A data TPDU whose body checked (after correction, if any). Returns whether it was new.
+    pub fn on_data(&mut self, now: Duration, wire_seq: u32, timestamp: u32, body: Vec<u8>, fin: bool) -> bool {
+        let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
+        if let Some(last) = self.last_arrival {
+            let gap = now.saturating_sub(last);
+            self.interarrival = Some(match self.interarrival {
+                None => gap,
+                Some(i) => (i * 7 + gap) / 8,
+            });
+        }
+        self.last_arrival = Some(now);
+        self.latest_ts = timestamp;
+        self.latest_at = now;
+        if let Some(sent) = self.nack_sent_at.remove(&seq) {
+            let sample = now.saturating_sub(sent);
+            self.repair_rtt = (self.repair_rtt * 7 + sample) / 8;
+        }
+        let new = seq >= self.expected && !self.buffer.contains_key(&seq);
+        if !new {
+            self.stats.tpdus_duplicate += 1;
+            // A duplicate means our acknowledgement was lost or late: answer at once.
+            self.ack_now = self.mode.uses_mack() || self.mode == Mode::NearReliable;
+            return false;
+        }
+        if seq >= self.expected + u64::from(self.window) {
+            self.stats.tpdus_beyond_window += 1;
+            return false;
+        }
+        self.stats.tpdus_received += 1;
+        let prev_highest = self.highest;
+        self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
+        if self.mode == Mode::NearReliable {
+            if let Some(h) = prev_highest {
+                if seq > h + 1 {
+                    self.snack_due = true;
+                }
+            } else if seq > 0 {
+                self.snack_due = true;
+            }
+        }
+        if self.mode.uses_mack() {
+            if seq != self.expected && self.pending_entries.len() < usize::from(self.mack_count) {
+                self.pending_entries.push(seq as u32);
+            }
+        }
+        self.since_ack += 1;
+        if self.ack_pending_since.is_none() {
+            self.ack_pending_since = Some(now);
+        }
+        if fin {
+            self.ack_now = true;
+        }
+        self.buffer.insert(seq, Slot { body, fin, arrived: now, timestamp });
+        self.deliver_in_order(now);
+        if self.reports_wanted && self.report_due.is_none() {
+            self.report_due = Some(now + REPORT_INTERVAL);
+        }
+        true
+    }
+
+    /// A TPDU whose header checked but whose body did not.
+    pub fn on_corrupted(&mut self, now: Duration, wire_seq: u32, timestamp: u32, body: Vec<u8>, fin: bool) {
+        self.stats.tpdus_corrupted += 1;
+        let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
+        if self.mode == Mode::Unreliable && !self.crc_check {
+            self.on_data(now, wire_seq, timestamp, body, fin);
+            return;
+        }
+        if seq < self.expected || self.buffer.contains_key(&seq) {
+            return;
+        }
+        if self.mode.uses_nack() && self.pending_nacks.len() < MAX_LIST {
+            self.pending_nacks.push(seq as u32);
+            self.nack_sent_at.insert(seq, now);
+            if self.nack_sent_at.len() > 4096 {
+                self.nack_sent_at.pop_first();
+            }
+        }
+        // Knowing the TPDU exists also tells us how far the sender got.
+        if seq < self.expected + u64::from(self.window) {
+            self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
+        }
+    }
+
+    fn deliver_in_order(&mut self, now: Duration) {
+        while let Some(slot) = self.buffer.remove(&self.expected) {
+            if let Some(t) = self.trace.as_mut().filter(|t| t.len() < TRACE_LIMIT) {
+                t.push((self.expected, now, slot.body.len() as u32));
+            }
+            if !slot.body.is_empty() {
+                self.ready_bytes += slot.body.len();
+                self.ready.push_back(Delivered { seq: self.expected, data: slot.body });
+            }
+            if slot.fin {
+                self.fin_delivered = true;
+            }
+            self.expected += 1;
+        }
+    }
+
+    /// How long a hole may stay open in lossy modes before the TPDUs behind it are delivered.
+    fn hole_timeout(&self) -> Duration {
+        let repair = if self.mode == Mode::HybridNack { self.repair_rtt * 2 } else { Duration::ZERO };
+        self.min_hole_timeout.max(repair)
+    }
+
+    /// Lossy modes: the time at which the oldest waiting TPDU stops waiting for the hole.
+    pub fn hole_deadline(&self) -> Option<Duration> {
+        if self.mode.is_fully_reliable() {
+            return None;
+        }
+        self.buffer.values().next().map(|s| s.arrived + self.hole_timeout())
+    }
+
+    pub fn on_hole_timeout(&mut self, now: Duration) {
+        if self.mode.is_fully_reliable() {
+            return;
+        }
+        while let Some((&first, slot)) = self.buffer.iter().next() {
+            if slot.arrived + self.hole_timeout() > now {
+                break;
+            }
+            self.stats.tpdus_lost += first - self.expected;
+            self.expected = first;
+            self.deliver_in_order(now);
+        }
+    }
+
+    /// Reads delivered data into `buf`; returns bytes copied.
+    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            let Some(front) = self.ready.front_mut() else { break };
+            let k = front.data.len().min(buf.len() - n);
+            buf[n..n + k].copy_from_slice(&front.data[..k]);
+            front.data.drain(..k);
+            n += k;
+            if front.data.is_empty() {
+                self.ready.pop_front();
+            }
+        }
+        self.consume(n);
+        n
+    }
+
+    /// Takes the next delivered chunk whole (with its TPDU number).
+    pub fn read_chunk(&mut self) -> Option<Delivered> {
+        let c = self.ready.pop_front()?;
+        self.consume(c.data.len());
+        Some(c)
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.ready_bytes -= n;
+        self.delivered_bytes += n as u64;
+        self.stats.bytes_delivered += n as u64;
+        if n > 0 && self.window_left() < self.window / 4 {
+            // The window reopened noticeably: tell the sender.
+            self.ack_now |= self.mode.uses_mack() || self.mode == Mode::NearReliable;
+        }
+    }
+
+    pub fn readable(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    pub fn ready_bytes(&self) -> usize {
+        self.ready_bytes
+    }
+
+    /// All data and the AFIN delivered, and the application has read everything.
+    pub fn at_eof(&self) -> bool {
+        self.fin_delivered && self.ready.is_empty()
+    }
+
+    /// Whether the AFIN has arrived in order (all data before it received or skipped).
+    pub fn fin_complete(&self) -> bool {
+        self.fin_delivered
+    }
+
+    fn ack_fields(&self) -> Ack {
+        Ack { cum: self.expected, delivered: self.delivered_bytes, window: self.window_left() }
+    }
+
+    /// When feedback is due next, for the timer.
+    pub fn feedback_deadline(&self) -> Option<Duration> {
+        let mut d: Option<Duration> = None;
+        let mut min = |t: Duration| d = Some(d.map_or(t, |x: Duration| x.min(t)));
+        if self.ack_now || !self.pending_nacks.is_empty() || self.snack_due {
+            min(Duration::ZERO);
+        }
+        if let Some(since) = self.ack_pending_since {
+            match self.mode {
+                Mode::Reliable | Mode::HybridNackMack => min(since + self.ack_delay()),
+                Mode::NearReliable => min(since + self.ack_delay().max(Duration::from_millis(200))),
+                _ => {}
+            }
+        }
+        if self.mode == Mode::NearReliable && self.has_holes() {
+            if let Some(last) = self.last_snack {
+                min(last + self.repair_rtt * 2);
+            }
+        }
+        if let Some(r) = self.report_due {
+            min(r);
+        }
+        d
+    }
+
+    fn has_holes(&self) -> bool {
+        self.highest.is_some_and(|h| h >= self.expected && !self.buffer.is_empty())
+    }
+
+    fn snack_ranges(&self) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        let mut cursor = self.expected;
+        for &seq in self.buffer.keys() {
+            if seq > cursor {
+                out.push((cursor as u32, seq as u32));
+                if out.len() == MAX_LIST {
+                    return out;
+                }
+            }
+            cursor = seq + 1;
+        }
+        out
+    }
+
+    /// Builds the feedback TPDU body due at `now`, if any, and resets what it carries.
+    pub fn poll_feedback(&mut self, now: Duration) -> Option<ControlBody> {
+        let mut body = ControlBody::default();
+        let ack_timer = self.ack_pending_since.is_some_and(|s| now >= s + self.ack_delay());
+        match self.mode {
+            Mode::Reliable | Mode::HybridNackMack => {
+                let count_due = self.since_ack >= u32::from(self.mack_count)
+                    || self.pending_entries.len() >= usize::from(self.mack_count);
+                if self.ack_now || count_due || ack_timer {
+                    let delay_units = now.saturating_sub(self.latest_at).as_micros() / 100;
+                    body.mack = Some(Mack {
+                        ack: self.ack_fields(),
+                        ts_echo: self.latest_ts,
+                        ack_delay: u16::try_from(delay_units).unwrap_or(u16::MAX),
+                        entries: std::mem::take(&mut self.pending_entries),
+                    });
+                }
+            }
+            Mode::NearReliable => {
+                let periodic = self.ack_pending_since.is_some_and(|s| {
+                    now >= s + self.ack_delay().max(Duration::from_millis(200))
+                });
+                if self.ack_now || self.since_ack >= self.ack_every || periodic {
+                    body.ack = Some(self.ack_fields());
+                }
+                let resnack = self.has_holes()
+                    && self.last_snack.is_some_and(|l| now >= l + self.repair_rtt * 2);
+                if (self.snack_due || resnack) && self.has_holes() {
+                    body.snack = Some(Snack { ranges: self.snack_ranges() });
+                    self.last_snack = Some(now);
+                }
+                self.snack_due = false;
+            }
+            _ => {}
+        }
+        if !self.pending_nacks.is_empty() {
+            body.nack = Some(Nack { seqs: std::mem::take(&mut self.pending_nacks) });
+        }
+        let report_timer = self.report_due.is_some_and(|r| now >= r);
+        if (report_timer || (!body.is_empty() && self.reports_wanted)) && self.ber.samples() > 0 {
+            body.report = Some(self.report());
+            self.report_due = None;
+        }
+        if body.ack.is_some() || body.mack.is_some() {
+            self.ack_now = false;
+            self.since_ack = 0;
+            self.ack_pending_since = None;
+        } else if self.ack_now && !self.mode.uses_mack() && self.mode != Mode::NearReliable {
+            self.ack_now = false;
+        }
+        if body.is_empty() {
+            if report_timer {
+                self.report_due = None;
+            }
+            return None;
+        }
+        if body.mack.is_some() {
+            self.stats.macks_sent += 1;
+        }
+        if body.ack.is_some() {
+            self.stats.acks_sent += 1;
+        }
+        if body.nack.is_some() {
+            self.stats.nacks_sent += 1;
+        }
+        if body.snack.is_some() {
+            self.stats.snacks_sent += 1;
+        }
+        if body.report.is_some() {
+            self.stats.reports_sent += 1;
+        }
+        Some(body)
+    }
+
+    pub fn report(&self) -> Report {
+        let ber = self.ber.estimate().unwrap_or(0.0);
+        Report {
+            ber_ppb: (ber * 1e9).round().clamp(0.0, f64::from(u32::MAX)) as u32,
+            tpdus: u32::try_from(self.ber.samples()).unwrap_or(u32::MAX),
+            lost: u32::try_from(self.stats.tpdus_lost + self.stats.tpdus_corrupted).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The cumulative acknowledgement for an AFINACK.
+    pub fn final_ack(&self) -> Ack {
+        self.ack_fields()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rx(mode: Mode) -> Receiver {
+        Receiver::new(
+            mode,
+            64,
+            4,
+            8,
+            Some(Duration::from_millis(10)),
+            true,
+            Duration::from_millis(30),
+            Duration::from_millis(50),
+        )
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn reorders_and_delivers_in_order() {
+        let mut r = rx(Mode::Reliable);
+        r.on_data(ms(0), 1, 0, b"bb".to_vec(), false);
+        assert!(!r.readable());
+        r.on_data(ms(1), 0, 0, b"aa".to_vec(), false);
+        r.on_data(ms(2), 2, 0, b"cc".to_vec(), true);
+        let mut buf = [0u8; 16];
+        let n = r.read(&mut buf);
+        assert_eq!(&buf[..n], b"aabbcc");
+        assert!(r.at_eof());
+        assert!(!r.on_data(ms(3), 1, 0, b"bb".to_vec(), false), "duplicate");
+    }
+
+    #[test]
+    fn mack_after_count_lists_out_of_order_entries() {
+        let mut r = rx(Mode::Reliable);
+        for s in [0u32, 2, 3] {
+            r.on_data(ms(0), s, 0, vec![1], false);
+        }
+        assert!(r.poll_feedback(ms(0)).is_none());
+        r.on_data(ms(0), 5, 0, vec![1], false);
+        let fb = r.poll_feedback(ms(0)).unwrap();
+        let m = fb.mack.unwrap();
+        assert_eq!(m.ack.cum, 1);
+        assert_eq!(m.entries, vec![2, 3, 5]);
+        assert!(r.poll_feedback(ms(1)).is_none());
+    }
+
+    #[test]
+    fn mack_timer_flushes_partial_aggregate() {
+        let mut r = rx(Mode::HybridNackMack);
+        r.on_data(ms(0), 0, 0, vec![1], false);
+        assert!(r.poll_feedback(ms(5)).is_none());
+        assert_eq!(r.feedback_deadline(), Some(ms(10)));
+        assert!(r.poll_feedback(ms(10)).unwrap().mack.is_some());
+    }
+
+    #[test]
+    fn corrupted_tpdu_is_nacked_in_nack_modes_only() {
+        let mut r = rx(Mode::HybridNack);
+        r.on_corrupted(ms(0), 3, 0, vec![], false);
+        assert_eq!(r.poll_feedback(ms(0)).unwrap().nack.unwrap().seqs, vec![3]);
+        let mut q = rx(Mode::QuasiReliable);
+        q.on_corrupted(ms(0), 3, 0, vec![], false);
+        assert!(q.poll_feedback(ms(0)).is_none());
+    }
+
+    #[test]
+    fn near_reliable_snacks_gaps_as_ranges() {
+        let mut r = rx(Mode::NearReliable);
+        r.on_data(ms(0), 0, 0, vec![1], false);
+        r.on_data(ms(0), 3, 0, vec![1], false);
+        r.on_data(ms(0), 6, 0, vec![1], false);
+        let fb = r.poll_feedback(ms(0)).unwrap();
+        assert_eq!(fb.snack.unwrap().ranges, vec![(1, 3), (4, 6)]);
+    }
+
+    #[test]
+    fn lossy_mode_skips_holes_after_timeout_and_counts_them() {
+        let mut r = rx(Mode::QuasiReliable);
+        r.on_data(ms(0), 0, 0, b"a".to_vec(), false);
+        r.on_data(ms(1), 3, 0, b"d".to_vec(), false);
+        assert_eq!(r.hole_deadline(), Some(ms(31)));
+        r.on_hole_timeout(ms(20));
+        assert_eq!(r.stats.tpdus_lost, 0);
+        r.on_hole_timeout(ms(31));
+        assert_eq!(r.stats.tpdus_lost, 2);
+        let mut buf = [0u8; 4];
+        let n = r.read(&mut buf);
+        assert_eq!(&buf[..n], b"ad");
+    }
+
+    #[test]
+    fn reliable_mode_never_skips() {
+        let mut r = rx(Mode::Reliable);
+        r.on_data(ms(0), 2, 0, b"c".to_vec(), false);
+        assert_eq!(r.hole_deadline(), None);
+        r.on_hole_timeout(ms(10_000));
+        assert!(!r.readable());
+    }
+
+    #[test]
+    fn beyond_window_is_refused() {
+        let mut r = rx(Mode::Reliable);
+        assert!(!r.on_data(ms(0), 64, 0, vec![1], false));
+        assert_eq!(r.stats.tpdus_beyond_window, 1);
+    }
+}

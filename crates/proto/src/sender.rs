@@ -1,0 +1,542 @@
+//! The sending half of a connection: the application's byte queue, segmentation into TPDUs,
+//! the record of what is in flight, and the error-control reactions (MACK, NACK, SNACK,
+//! timeout) that schedule retransmissions. Which reactions apply is the mode's composition.
+
+use aerotp_wire::{expand_seq, Ack, Flags, Mode};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Transmissions older than this many later-acknowledged transmissions are declared lost
+/// (packet-threshold loss detection, as in QUIC).
+const REORDER_THRESHOLD: u64 = 3;
+
+/// One TPDU kept for retransmission.
+#[derive(Debug, Clone)]
+struct Sent {
+    body: Vec<u8>,
+    flags: Flags,
+    first_sent: Duration,
+    sends: u32,
+    /// Index of its latest transmission.
+    tx: u64,
+    acked: bool,
+    queued: bool,
+}
+
+/// One transmission in send order, for loss detection and timeouts.
+#[derive(Debug, Clone, Copy)]
+struct Transmission {
+    tx: u64,
+    seq: u64,
+    at: Duration,
+}
+
+/// A TPDU ready to go out.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub seq: u64,
+    pub flags: Flags,
+    pub body: Vec<u8>,
+    pub retransmission: bool,
+    pub first_sent: Duration,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SenderStats {
+    pub bytes_written: u64,
+    pub tpdus_sent: u64,
+    pub tpdus_retransmitted: u64,
+    pub bytes_sent_payload: u64,
+    pub acked_tpdus: u64,
+    pub nacks_received: u64,
+    pub snack_ranges_received: u64,
+    pub timeouts: u64,
+    pub probes: u64,
+    pub abandoned_tpdus: u64,
+}
+
+#[derive(Debug)]
+pub struct Sender {
+    mode: Mode,
+    queue: VecDeque<u8>,
+    queue_limit: usize,
+    fin_requested: bool,
+    fin_seq: Option<u64>,
+    next_seq: u64,
+    /// Lowest TPDU number still tracked; entries[i] is TPDU base + i.
+    base: u64,
+    entries: VecDeque<Option<Sent>>,
+    flight: VecDeque<Transmission>,
+    retx: VecDeque<u64>,
+    next_tx: u64,
+    largest_acked_tx: Option<u64>,
+    pub peer_cum: u64,
+    pub peer_window: u32,
+    pub peer_delivered: u64,
+    pub fin_acked: bool,
+    retention: Duration,
+    pub stats: SenderStats,
+}
+
+impl Sender {
+    pub fn new(mode: Mode, queue_limit: usize, initial_window: u32, retention: Duration) -> Sender {
+        Sender {
+            mode,
+            queue: VecDeque::new(),
+            queue_limit,
+            fin_requested: false,
+            fin_seq: None,
+            next_seq: 0,
+            base: 0,
+            entries: VecDeque::new(),
+            flight: VecDeque::new(),
+            retx: VecDeque::new(),
+            next_tx: 0,
+            largest_acked_tx: None,
+            peer_cum: 0,
+            peer_window: initial_window,
+            peer_delivered: 0,
+            fin_acked: false,
+            retention,
+            stats: SenderStats::default(),
+        }
+    }
+
+    /// Queues application bytes; returns how many were taken (backpressure when full).
+    pub fn write(&mut self, data: &[u8]) -> usize {
+        if self.fin_requested {
+            return 0;
+        }
+        let room = self.queue_limit.saturating_sub(self.queue.len());
+        let n = room.min(data.len());
+        self.queue.extend(&data[..n]);
+        self.stats.bytes_written += n as u64;
+        n
+    }
+
+    pub fn writable(&self) -> usize {
+        if self.fin_requested {
+            0
+        } else {
+            self.queue_limit.saturating_sub(self.queue.len())
+        }
+    }
+
+    pub fn finish(&mut self) {
+        self.fin_requested = true;
+    }
+
+    pub fn fin_requested(&self) -> bool {
+        self.fin_requested
+    }
+
+    pub fn fin_sent(&self) -> bool {
+        self.fin_seq.is_some()
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Everything written has been sent and acknowledged (or, for modes without positive
+    /// acknowledgements, sent).
+    pub fn all_acked(&self) -> bool {
+        self.queue.is_empty() && self.fin_seq.is_some() && self.fin_acked && self.outstanding() == 0
+    }
+
+    /// TPDUs sent and not yet acknowledged (kept for retransmission).
+    pub fn outstanding(&self) -> usize {
+        self.entries.iter().filter(|e| matches!(e, Some(s) if !s.acked)).count()
+    }
+
+    pub fn has_outstanding(&self) -> bool {
+        self.entries.iter().any(|e| matches!(e, Some(s) if !s.acked))
+    }
+
+    /// Whether new data (or the AFIN) is waiting and the peer's window admits it.
+    pub fn has_new(&self) -> bool {
+        let window_ok = !self.mode.uses_mack() && self.mode != Mode::NearReliable
+            || self.next_seq < self.peer_cum + u64::from(self.peer_window);
+        window_ok && (!self.queue.is_empty() || (self.fin_requested && self.fin_seq.is_none()))
+    }
+
+    pub fn has_retransmission(&self) -> bool {
+        !self.retx.is_empty()
+    }
+
+    /// The next TPDU to send: retransmissions first, then new data up to `max_body` bytes.
+    pub fn next_outgoing(&mut self, now: Duration, max_body: usize, asyn: bool) -> Option<Outgoing> {
+        let uses_mack = self.mode.uses_mack();
+        while let Some(seq) = self.retx.pop_front() {
+            let tx = self.next_tx;
+            let Some(Some(s)) = self.entry_mut(seq) else { continue };
+            s.queued = false;
+            if s.acked {
+                continue;
+            }
+            s.sends += 1;
+            s.tx = tx;
+            let out = Outgoing {
+                seq,
+                flags: s.flags,
+                body: s.body.clone(),
+                retransmission: true,
+                first_sent: s.first_sent,
+            };
+            let timed = uses_mack || s.flags.contains(Flags::AFIN);
+            self.next_tx += 1;
+            if timed {
+                self.flight.push_back(Transmission { tx, seq, at: now });
+            }
+            self.stats.tpdus_retransmitted += 1;
+            self.stats.tpdus_sent += 1;
+            return Some(out);
+        }
+        if !self.has_new() {
+            return None;
+        }
+        let n = self.queue.len().min(max_body);
+        let body: Vec<u8> = self.queue.drain(..n).collect();
+        let mut flags = Flags::empty();
+        if asyn && self.next_seq == 0 {
+            flags.insert(Flags::ASYN);
+        }
+        if self.fin_requested && self.queue.is_empty() {
+            flags.insert(Flags::AFIN);
+            self.fin_seq = Some(self.next_seq);
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let tx = self.next_tx;
+        self.next_tx += 1;
+        self.stats.tpdus_sent += 1;
+        self.stats.bytes_sent_payload += body.len() as u64;
+        // Modes without retransmission keep only the AFIN (resent until AFINACK or CLOSE_TO).
+        if self.mode.retransmits() || flags.contains(Flags::AFIN) {
+            while self.base + (self.entries.len() as u64) < seq {
+                self.entries.push_back(None);
+            }
+            self.entries.push_back(Some(Sent {
+                body: body.clone(),
+                flags,
+                first_sent: now,
+                sends: 1,
+                tx,
+                acked: false,
+                queued: false,
+            }));
+            // Only modes with positive acknowledgements time out data; every mode times out
+            // its AFIN (resent until AFINACK or CLOSE_TO).
+            if self.mode.uses_mack() || flags.contains(Flags::AFIN) {
+                self.flight.push_back(Transmission { tx, seq, at: now });
+            }
+        }
+        Some(Outgoing { seq, flags, body, retransmission: false, first_sent: now })
+    }
+
+    fn entry_mut(&mut self, seq: u64) -> Option<&mut Option<Sent>> {
+        let idx = seq.checked_sub(self.base)?;
+        self.entries.get_mut(usize::try_from(idx).ok()?)
+    }
+
+    fn queue_retx(&mut self, seq: u64) -> bool {
+        match self.entry_mut(seq) {
+            Some(Some(s)) if !s.acked && !s.queued => {
+                s.queued = true;
+                self.retx.push_back(seq);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn mark_acked(&mut self, seq: u64) -> Option<u64> {
+        match self.entry_mut(seq) {
+            Some(Some(s)) if !s.acked => {
+                s.acked = true;
+                let tx = s.tx;
+                self.stats.acked_tpdus += 1;
+                if self.fin_seq == Some(seq) {
+                    self.fin_acked = true;
+                }
+                Some(tx)
+            }
+            _ => None,
+        }
+    }
+
+    fn release_front(&mut self) {
+        while let Some(front) = self.entries.front() {
+            match front {
+                Some(s) if !s.acked => break,
+                _ => {
+                    self.entries.pop_front();
+                    self.base += 1;
+                }
+            }
+        }
+    }
+
+    /// Applies a cumulative acknowledgement (ACK, or the cumulative part of a MACK).
+    pub fn on_ack(&mut self, ack: &Ack) {
+        let cum = ack.cum.min(self.next_seq);
+        let from = self.base.max(self.peer_cum.min(cum));
+        for seq in from..cum {
+            if let Some(tx) = self.mark_acked(seq) {
+                self.largest_acked_tx = Some(self.largest_acked_tx.map_or(tx, |l| l.max(tx)));
+            }
+        }
+        if cum > self.peer_cum {
+            self.peer_cum = cum;
+        }
+        if let Some(f) = self.fin_seq {
+            if cum > f {
+                self.fin_acked = true;
+            }
+        }
+        self.peer_window = ack.window;
+        self.peer_delivered = self.peer_delivered.max(ack.delivered);
+        self.release_front();
+    }
+
+    /// Applies MACK selective entries and runs packet-threshold loss detection.
+    pub fn on_mack_entries(&mut self, entries: &[u32]) {
+        let expected = self.peer_cum;
+        for &e in entries {
+            let seq = expand_seq(expected, e);
+            if seq >= self.next_seq {
+                continue;
+            }
+            if let Some(tx) = self.mark_acked(seq) {
+                self.largest_acked_tx = Some(self.largest_acked_tx.map_or(tx, |l| l.max(tx)));
+            }
+        }
+        self.release_front();
+        self.detect_losses();
+    }
+
+    fn detect_losses(&mut self) {
+        let Some(largest) = self.largest_acked_tx else { return };
+        while let Some(t) = self.flight.front().copied() {
+            if t.tx + REORDER_THRESHOLD > largest {
+                break;
+            }
+            self.flight.pop_front();
+            if self.is_current_unacked(t) {
+                self.queue_retx(t.seq);
+            }
+        }
+    }
+
+    fn is_current_unacked(&self, t: Transmission) -> bool {
+        let Some(idx) = t.seq.checked_sub(self.base) else { return false };
+        matches!(self.entries.get(idx as usize), Some(Some(s)) if !s.acked && s.tx == t.tx)
+    }
+
+    /// NACK or explicit loss notification: these TPDUs arrived corrupted.
+    pub fn on_nack(&mut self, seqs: &[u32]) {
+        let expected = self.peer_cum.max(self.base);
+        for &s in seqs {
+            self.stats.nacks_received += 1;
+            let seq = expand_seq(expected, s);
+            self.queue_retx(seq);
+        }
+    }
+
+    /// SNACK: these ranges are missing at the receiver.
+    pub fn on_snack(&mut self, ranges: &[(u32, u32)]) {
+        let expected = self.peer_cum.max(self.base);
+        for &(a, b) in ranges {
+            self.stats.snack_ranges_received += 1;
+            let start = expand_seq(expected, a);
+            let end = expand_seq(start, b).min(self.next_seq);
+            // Bounded by what we track.
+            let end = end.min(self.base + self.entries.len() as u64);
+            for seq in start.max(self.base)..end {
+                self.queue_retx(seq);
+            }
+        }
+    }
+
+    /// Earliest retransmission-timeout deadline of what is in flight.
+    pub fn timeout_deadline(&self, rto: Duration) -> Option<Duration> {
+        self.flight.iter().find(|t| self.is_current_unacked(**t)).map(|t| t.at + rto)
+    }
+
+    /// Retransmission timeout: transmissions older than `rto` are declared lost.
+    pub fn on_timeout(&mut self, now: Duration, rto: Duration) -> usize {
+        let mut n = 0;
+        while let Some(t) = self.flight.front().copied() {
+            if !self.is_current_unacked(t) {
+                self.flight.pop_front();
+                continue;
+            }
+            if t.at + rto > now {
+                break;
+            }
+            self.flight.pop_front();
+            if self.queue_retx(t.seq) {
+                n += 1;
+            }
+        }
+        self.stats.timeouts += n as u64;
+        n
+    }
+
+    /// Hybrid-nack keeps TPDUs only for `retention` (no positive acknowledgement frees them).
+    pub fn expire_retained(&mut self, now: Duration) {
+        if self.mode != Mode::HybridNack {
+            return;
+        }
+        while let Some(Some(s)) = self.entries.front() {
+            if s.first_sent + self.retention > now || self.fin_seq == Some(self.base) {
+                break;
+            }
+            self.entries.pop_front();
+            self.base += 1;
+        }
+        while matches!(self.entries.front(), Some(None)) {
+            self.entries.pop_front();
+            self.base += 1;
+        }
+    }
+
+    pub fn retention_deadline(&self) -> Option<Duration> {
+        if self.mode != Mode::HybridNack {
+            return None;
+        }
+        match self.entries.front() {
+            Some(Some(s)) => Some(s.first_sent + self.retention),
+            _ => None,
+        }
+    }
+
+    /// Queues the oldest unacknowledged TPDU as a probe (outage recovery). Returns whether
+    /// there was one.
+    pub fn probe(&mut self) -> bool {
+        let oldest = self
+            .entries
+            .iter()
+            .enumerate()
+            .find(|(_, e)| matches!(e, Some(s) if !s.acked))
+            .map(|(i, _)| self.base + i as u64);
+        match oldest {
+            Some(seq) => {
+                self.stats.probes += 1;
+                if let Some(Some(s)) = self.entry_mut(seq) {
+                    s.queued = false;
+                }
+                self.retx.retain(|&q| q != seq);
+                self.queue_retx(seq)
+            }
+            None => false,
+        }
+    }
+
+    /// Drops every queued retransmission (while the link is out, only probes are sent).
+    pub fn hold_retransmissions(&mut self) {
+        for seq in std::mem::take(&mut self.retx) {
+            if let Some(Some(s)) = self.entry_mut(seq) {
+                s.queued = false;
+            }
+        }
+    }
+
+    /// After an outage: every unacknowledged TPDU is retransmitted.
+    pub fn retransmit_all_unacked(&mut self) {
+        let seqs: Vec<u64> = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e, Some(s) if !s.acked))
+            .map(|(i, _)| self.base + i as u64)
+            .collect();
+        for s in seqs {
+            self.queue_retx(s);
+        }
+    }
+
+    pub fn queued_bytes(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sender(mode: Mode) -> Sender {
+        Sender::new(mode, 1 << 20, 1024, Duration::from_secs(1))
+    }
+
+    fn send_n(s: &mut Sender, n: usize) -> Vec<Outgoing> {
+        s.write(&vec![7u8; n * 100]);
+        (0..n).map_while(|i| s.next_outgoing(Duration::from_millis(i as u64), 100, true)).collect()
+    }
+
+    #[test]
+    fn segments_with_asyn_first_and_afin_last() {
+        let mut s = sender(Mode::Reliable);
+        s.write(&[1u8; 250]);
+        s.finish();
+        let a = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+        assert!(a.flags.contains(Flags::ASYN));
+        let b = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+        assert_eq!(b.flags, Flags::empty());
+        let c = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+        assert!(c.flags.contains(Flags::AFIN));
+        assert_eq!(c.body.len(), 50);
+        assert!(s.next_outgoing(Duration::ZERO, 100, true).is_none());
+        assert_eq!(s.write(b"more"), 0, "no writes after finish");
+    }
+
+    #[test]
+    fn mack_gap_triggers_retransmission_of_the_gap_only() {
+        let mut s = sender(Mode::Reliable);
+        send_n(&mut s, 10);
+        s.on_ack(&Ack { cum: 2, delivered: 200, window: 1024 });
+        s.on_mack_entries(&[3, 4, 5, 6, 7]);
+        let r = s.next_outgoing(Duration::from_millis(20), 100, true).unwrap();
+        assert!(r.retransmission);
+        assert_eq!(r.seq, 2);
+        assert!(s.next_outgoing(Duration::from_millis(20), 100, true).is_none());
+    }
+
+    #[test]
+    fn nack_and_snack_queue_each_once() {
+        let mut s = sender(Mode::NearReliable);
+        send_n(&mut s, 10);
+        s.on_nack(&[4, 4]);
+        s.on_snack(&[(6, 8)]);
+        let seqs: Vec<u64> =
+            std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true)).map(|o| o.seq).collect();
+        assert_eq!(seqs, vec![4, 6, 7]);
+    }
+
+    #[test]
+    fn timeout_retransmits_old_unacked_only() {
+        let mut s = sender(Mode::Reliable);
+        send_n(&mut s, 4);
+        s.on_ack(&Ack { cum: 2, delivered: 0, window: 1024 });
+        let n = s.on_timeout(Duration::from_secs(5), Duration::from_millis(100));
+        assert_eq!(n, 2);
+        assert!(s.has_retransmission());
+    }
+
+    #[test]
+    fn window_limits_new_data() {
+        let mut s = Sender::new(Mode::Reliable, 1 << 20, 3, Duration::from_secs(1));
+        assert_eq!(send_n(&mut s, 10).len(), 3);
+        s.on_ack(&Ack { cum: 2, delivered: 0, window: 3 });
+        assert!(s.next_outgoing(Duration::ZERO, 100, true).is_some());
+    }
+
+    #[test]
+    fn quasi_reliable_keeps_nothing() {
+        let mut s = sender(Mode::QuasiReliable);
+        send_n(&mut s, 10);
+        assert_eq!(s.outstanding(), 0);
+        s.on_nack(&[3]);
+        assert!(!s.has_retransmission());
+    }
+}

@@ -1,0 +1,206 @@
+//! A two-endpoint virtual network for the engine's tests: delay, jitter (reordering), loss,
+//! bit flips and duplication, all from a seeded generator, in virtual time.
+
+#![allow(dead_code)]
+
+use aerotp_proto::{CloseOutcome, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Impair {
+    pub delay: Duration,
+    pub jitter: Duration,
+    pub loss: f64,
+    pub ber: f64,
+    pub dup: f64,
+    /// Outage window [start, end): everything sent in it is lost.
+    pub outage: Option<(Duration, Duration)>,
+}
+
+pub struct Net {
+    pub a: Endpoint,
+    pub b: Endpoint,
+    pub now: Duration,
+    heap: BinaryHeap<Reverse<(Duration, u64, bool, Vec<u8>)>>,
+    rng: Pcg64Mcg,
+    pub imp: Impair,
+    n: u64,
+    pub wire_bytes: u64,
+}
+
+pub fn addr_a() -> SocketAddr {
+    "10.0.0.1:9000".parse().unwrap()
+}
+pub fn addr_b() -> SocketAddr {
+    "10.0.0.2:9000".parse().unwrap()
+}
+
+impl Net {
+    pub fn new(seed: u64, imp: Impair) -> Net {
+        Net {
+            a: Endpoint::new(EndpointConfig::default(), seed),
+            b: Endpoint::new(EndpointConfig::default(), seed ^ 0x5555),
+            now: Duration::ZERO,
+            heap: BinaryHeap::new(),
+            rng: Pcg64Mcg::seed_from_u64(seed.wrapping_mul(31) + 7),
+            imp,
+            n: 0,
+            wire_bytes: 0,
+        }
+    }
+
+    fn impair_and_queue(&mut self, mut d: Vec<u8>, to_b: bool) {
+        self.wire_bytes += d.len() as u64;
+        if let Some((s, e)) = self.imp.outage {
+            if self.now >= s && self.now < e {
+                return;
+            }
+        }
+        if self.rng.gen_bool(self.imp.loss.clamp(0.0, 1.0)) {
+            return;
+        }
+        if self.imp.ber > 0.0 {
+            for byte in d.iter_mut() {
+                for bit in 0..8 {
+                    if self.rng.gen_bool(self.imp.ber) {
+                        *byte ^= 1 << bit;
+                    }
+                }
+            }
+        }
+        let copies = if self.rng.gen_bool(self.imp.dup.clamp(0.0, 1.0)) { 2 } else { 1 };
+        for _ in 0..copies {
+            let jitter = if self.imp.jitter.is_zero() {
+                Duration::ZERO
+            } else {
+                Duration::from_nanos(self.rng.gen_range(0..self.imp.jitter.as_nanos() as u64))
+            };
+            self.n += 1;
+            self.heap.push(Reverse((self.now + self.imp.delay + jitter, self.n, to_b, d.clone())));
+        }
+    }
+
+    /// Sends what is due, then advances to the next event. Returns false when nothing is left.
+    pub fn step(&mut self) -> bool {
+        let mut buf = Vec::new();
+        while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
+            assert_eq!(t.remote, addr_b());
+            self.impair_and_queue(buf.clone(), true);
+        }
+        while let Some(t) = self.b.poll_transmit(self.now, &mut buf) {
+            assert_eq!(t.remote, addr_a());
+            self.impair_and_queue(buf.clone(), false);
+        }
+        let next = [
+            self.heap.peek().map(|r| r.0 .0),
+            self.a.poll_timeout(),
+            self.b.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(next) = next else { return false };
+        self.now = self.now.max(next);
+        while self.heap.peek().is_some_and(|r| r.0 .0 <= self.now) {
+            let Reverse((_, _, to_b, d)) = self.heap.pop().unwrap();
+            if to_b {
+                self.b.handle_datagram(self.now, addr_a(), &d);
+            } else {
+                self.a.handle_datagram(self.now, addr_b(), &d);
+            }
+        }
+        self.a.handle_timeout(self.now);
+        self.b.handle_timeout(self.now);
+        true
+    }
+}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub received: Vec<u8>,
+    pub sender_close: Option<CloseOutcome>,
+    pub receiver_close: Option<CloseOutcome>,
+    pub accepted_at: Option<Duration>,
+    pub finished_at: Duration,
+    pub wire_bytes: u64,
+}
+
+/// One transfer of `data` from a to b; both sides close after the data; stops at `limit`.
+pub fn transfer(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64, limit: Duration) -> Outcome {
+    let mut net = Net::new(seed, imp);
+    let listen_cfg = ConnectionConfig { mode: cfg.mode, ..cfg.clone() };
+    net.b.listen(7, listen_cfg).unwrap();
+    let ch = net.a.connect(Duration::ZERO, addr_b(), 7, cfg).unwrap();
+    let mut written = 0;
+    let mut closed = false;
+    let mut rx_handle: Option<ConnectionHandle> = None;
+    let mut out = Outcome {
+        received: Vec::new(),
+        sender_close: None,
+        receiver_close: None,
+        accepted_at: None,
+        finished_at: Duration::ZERO,
+        wire_bytes: 0,
+    };
+    let mut rx_closed = false;
+    let mut buf = vec![0u8; 65536];
+    let mut steps = 0u64;
+    while net.now < limit && steps < 5_000_000 {
+        steps += 1;
+        if written < data.len() {
+            written += net.a.write(ch, &data[written..]).unwrap_or(0);
+        }
+        if written == data.len() && !closed {
+            net.a.close(ch).unwrap();
+            closed = true;
+        }
+        while let Some(e) = net.a.poll_event() {
+            if let Event::Closed(h, o) = e {
+                if h == ch {
+                    out.sender_close = Some(o);
+                }
+            }
+        }
+        while let Some(e) = net.b.poll_event() {
+            match e {
+                Event::Accepted(h) => {
+                    rx_handle = Some(h);
+                    out.accepted_at.get_or_insert(net.now);
+                }
+                Event::Closed(_, o) => out.receiver_close = Some(o),
+                _ => {}
+            }
+        }
+        if let Some(h) = rx_handle {
+            loop {
+                match net.b.read(h, &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => out.received.extend_from_slice(&buf[..n]),
+                }
+            }
+            if !rx_closed && net.b.at_eof(h) {
+                let _ = net.b.close(h);
+                rx_closed = true;
+            }
+        }
+        if out.sender_close.is_some() && out.receiver_close.is_some() {
+            break;
+        }
+        if !net.step() {
+            break;
+        }
+    }
+    out.finished_at = net.now;
+    out.wire_bytes = net.wire_bytes;
+    out
+}
+
+pub fn pattern(n: usize, seed: u64) -> Vec<u8> {
+    let mut r = Pcg64Mcg::seed_from_u64(seed);
+    (0..n).map(|_| r.gen()).collect()
+}
