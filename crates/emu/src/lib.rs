@@ -1,1 +1,430 @@
-//! Real-time drivers of the link model: UDP relay.
+//! Real-time drivers of the link model: a UDP relay (`aerotp link`).
+//!
+//! The relay listens on `listen`. Every datagram from a client goes through the forward
+//! [`Link`] model and then out to `to` from a socket dedicated to that client and
+//! connected to `to`, so the server's replies come back on that socket; they go through
+//! the reverse `Link` model and are sent back to the client from the listening socket.
+//! All clients share the two link directions (one physical link), as on a real radio.
+//!
+//! Time for the model is `tokio::time::Instant` elapsed since the relay was bound, so
+//! outages in the config are relative to relay start. A single task owns both links and
+//! wakes at `next_arrival`. The model itself is `aerotp_link`; see `docs/link-model.md`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aerotp_link::{Link, LinkConfig, LinkError, LinkStats};
+use serde::Serialize;
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+
+/// Largest UDP payload the relay handles.
+const MAX_DATAGRAM: usize = 65_535;
+/// Bound of the channel carrying server replies from per-client reader tasks.
+const REPLY_CHANNEL: usize = 1024;
+/// Socket buffer size requested (best effort) so bursts are not lost in the kernel
+/// before they reach the model's own bounded queue.
+const SOCKET_BUFFER: usize = 4 << 20;
+
+/// Configuration of [`run_relay`].
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    /// Where clients send (bound by the relay).
+    pub listen: SocketAddr,
+    /// Where the relay forwards (the server side).
+    pub to: SocketAddr,
+    /// Client → server direction.
+    pub forward: LinkConfig,
+    /// Server → client direction; `None` = same as `forward`.
+    pub reverse: Option<LinkConfig>,
+    /// Seed of the forward link; the reverse link uses a value derived from it.
+    pub seed: u64,
+    /// Maximum number of concurrent clients; datagrams from further clients are dropped.
+    pub max_clients: usize,
+    /// A client with no traffic in either direction for this long is forgotten.
+    pub idle_timeout: Duration,
+    /// Period of the statistics log line (tracing, INFO); `None` = never.
+    pub stats_interval: Option<Duration>,
+}
+
+impl RelayConfig {
+    /// A config with defaults: reverse = forward, seed 0, 64 clients, 10 min idle
+    /// timeout (outages of several minutes must not forget clients), stats every 10 s.
+    pub fn new(listen: SocketAddr, to: SocketAddr, forward: LinkConfig) -> RelayConfig {
+        RelayConfig {
+            listen,
+            to,
+            forward,
+            reverse: None,
+            seed: 0,
+            max_clients: 64,
+            idle_timeout: Duration::from_secs(600),
+            stats_interval: Some(Duration::from_secs(10)),
+        }
+    }
+}
+
+/// Counters of a relay run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RelayStats {
+    /// Client → server link model counters.
+    pub forward: LinkStats,
+    /// Server → client link model counters.
+    pub reverse: LinkStats,
+    /// Clients accepted (a client that expired and came back counts twice).
+    pub clients_accepted: u64,
+    /// Datagrams dropped because `max_clients` clients were already active.
+    pub rejected_datagrams: u64,
+    /// Clients forgotten after `idle_timeout`.
+    pub clients_expired: u64,
+    /// Packets delivered by the model whose client had expired meanwhile.
+    pub undeliverable: u64,
+    /// Packets delivered by the model that the kernel refused to send (buffer full…).
+    pub send_errors: u64,
+}
+
+/// Errors of the relay; each says which socket or direction was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// A link config did not validate.
+    #[error("{direction} link config: {source}")]
+    Config {
+        /// "forward" or "reverse".
+        direction: &'static str,
+        /// The validation error.
+        source: LinkError,
+    },
+    /// `max_clients` was 0.
+    #[error("max_clients is 0; the relay must accept at least one client")]
+    NoClients,
+    /// A socket could not be created, configured or bound.
+    #[error("{what} ({addr}): {source}")]
+    Socket {
+        /// Which socket and operation.
+        what: &'static str,
+        /// The address involved.
+        addr: SocketAddr,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Receiving on the listening socket failed for good.
+    #[error("receiving on the listening socket {addr} failed: {source}")]
+    Recv {
+        /// The listening address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+/// Sets `SO_NO_CHECK` (send IPv4 UDP with checksum 0) so that payloads corrupted by the
+/// model are still delivered to the peer application on a real network instead of being
+/// dropped by its kernel. Written by hand: socket2 does not expose this Linux option.
+#[cfg(target_os = "linux")]
+fn set_no_check(socket: &Socket) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: the fd is a valid open socket owned by `socket` for the duration of the
+    // call; the option value points to a live c_int and its exact size is passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_NO_CHECK,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_no_check(_socket: &Socket) -> io::Result<()> {
+    Ok(())
+}
+
+/// A non-blocking UDP socket bound to `bind`, with `SO_NO_CHECK` on IPv4, optionally
+/// connected to `connect`.
+fn udp_socket(
+    bind: SocketAddr,
+    connect: Option<SocketAddr>,
+    what: &'static str,
+) -> Result<UdpSocket, RelayError> {
+    let err = |what, addr| move |source| RelayError::Socket { what, addr, source };
+    let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(err(what, bind))?;
+    if bind.is_ipv4() {
+        set_no_check(&socket).map_err(err("setting SO_NO_CHECK", bind))?;
+    }
+    // Best effort: a smaller buffer only means earlier kernel drops under bursts.
+    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+    socket.set_nonblocking(true).map_err(err(what, bind))?;
+    socket.bind(&bind.into()).map_err(err(what, bind))?;
+    if let Some(to) = connect {
+        socket.connect(&to.into()).map_err(err(what, to))?;
+    }
+    UdpSocket::from_std(socket.into()).map_err(err(what, bind))
+}
+
+struct Client {
+    id: u64,
+    socket: Arc<UdpSocket>,
+    last_active: Instant,
+    reader: JoinHandle<()>,
+}
+
+/// A bound relay, ready to [`Relay::run`].
+#[derive(Debug)]
+pub struct Relay {
+    config: RelayConfig,
+    listen: Arc<UdpSocket>,
+    forward: Link,
+    reverse: Link,
+    start: Instant,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Relay {
+    /// Validates the configs and binds the listening socket. The model's epoch (time
+    /// zero, the origin of scheduled outages) is now.
+    pub async fn bind(config: RelayConfig) -> Result<Relay, RelayError> {
+        if config.max_clients == 0 {
+            return Err(RelayError::NoClients);
+        }
+        let reverse_cfg = config
+            .reverse
+            .clone()
+            .unwrap_or_else(|| config.forward.clone());
+        let forward = Link::new(config.forward.clone(), config.seed).map_err(|source| {
+            RelayError::Config {
+                direction: "forward",
+                source,
+            }
+        })?;
+        let reverse =
+            Link::new(reverse_cfg, config.seed ^ 0x5EED_5EED_5EED_5EED).map_err(|source| {
+                RelayError::Config {
+                    direction: "reverse",
+                    source,
+                }
+            })?;
+        let listen = udp_socket(config.listen, None, "binding the listening socket")?;
+        Ok(Relay {
+            config,
+            listen: Arc::new(listen),
+            forward,
+            reverse,
+            start: Instant::now(),
+        })
+    }
+
+    /// The address clients should send to (useful when `listen` had port 0).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listen.local_addr()
+    }
+
+    /// Relays until `shutdown` completes, then returns the counters.
+    pub async fn run(mut self, shutdown: impl Future) -> Result<RelayStats, RelayError> {
+        let listen_addr = self.local_addr().unwrap_or(self.config.listen);
+        let mut stats = RelayStats::default();
+        let mut clients: HashMap<SocketAddr, Client> = HashMap::new();
+        let mut by_id: HashMap<u64, SocketAddr> = HashMap::new();
+        let mut next_id = 0u64;
+        let (reply_tx, mut reply_rx) = mpsc::channel::<(u64, Vec<u8>)>(REPLY_CHANNEL);
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+
+        let stats_period = self
+            .config
+            .stats_interval
+            .unwrap_or(Duration::from_secs(3600));
+        let mut stats_tick = tokio::time::interval_at(self.start + stats_period, stats_period);
+        stats_tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let sweep_period =
+            (self.config.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(5));
+        let mut sweep = tokio::time::interval_at(self.start + sweep_period, sweep_period);
+        sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let bind_any: SocketAddr = if self.config.to.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+
+        tracing::info!(listen = %listen_addr, to = %self.config.to, "link relay running");
+        tokio::pin!(shutdown);
+        loop {
+            let next = match (self.forward.next_arrival(), self.reverse.next_arrival()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let start = self.start;
+            let wake = async move {
+                match next {
+                    Some(t) => tokio::time::sleep_until(start + t).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                _ = &mut shutdown => break,
+                _ = wake => {
+                    let now = self.start.elapsed();
+                    while let Some(d) = self.forward.recv_delivery(now) {
+                        let Some(addr) = by_id.get(&d.tag) else {
+                            stats.undeliverable += 1;
+                            continue;
+                        };
+                        let client = &clients[addr];
+                        if client.socket.try_send(&d.packet).is_err() {
+                            stats.send_errors += 1;
+                        }
+                    }
+                    while let Some(d) = self.reverse.recv_delivery(now) {
+                        let Some(addr) = by_id.get(&d.tag) else {
+                            stats.undeliverable += 1;
+                            continue;
+                        };
+                        if self.listen.try_send_to(&d.packet, *addr).is_err() {
+                            stats.send_errors += 1;
+                        }
+                    }
+                }
+                r = self.listen.recv_from(&mut buf) => {
+                    let (n, from) = match r {
+                        Ok(v) => v,
+                        // ICMP errors reported on the unconnected socket (a client went
+                        // away) and interrupted calls are not fatal.
+                        Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionRefused
+                            | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted) => continue,
+                        Err(source) => return Err(RelayError::Recv { addr: listen_addr, source }),
+                    };
+                    let now_i = Instant::now();
+                    let id = if let Some(c) = clients.get_mut(&from) {
+                        c.last_active = now_i;
+                        c.id
+                    } else if clients.len() >= self.config.max_clients {
+                        stats.rejected_datagrams += 1;
+                        tracing::warn!(client = %from, max = self.config.max_clients,
+                            "dropping datagram: too many clients (raise --max-clients or lower --idle-timeout)");
+                        continue;
+                    } else {
+                        let socket = Arc::new(udp_socket(bind_any, Some(self.config.to), "creating the outbound socket")?);
+                        let id = next_id;
+                        next_id += 1;
+                        let reader = tokio::spawn(read_replies(id, socket.clone(), reply_tx.clone()));
+                        clients.insert(from, Client { id, socket, last_active: now_i, reader });
+                        by_id.insert(id, from);
+                        stats.clients_accepted += 1;
+                        tracing::info!(client = %from, id, "new client");
+                        id
+                    };
+                    let now = now_i.duration_since(self.start);
+                    self.forward.send_tagged(now, buf[..n].to_vec(), id);
+                }
+                Some((id, packet)) = reply_rx.recv() => {
+                    let now_i = Instant::now();
+                    if let Some(c) = by_id.get(&id).and_then(|a| clients.get_mut(a)) {
+                        c.last_active = now_i;
+                        self.reverse.send_tagged(now_i.duration_since(self.start), packet, id);
+                    }
+                }
+                _ = stats_tick.tick(), if self.config.stats_interval.is_some() => {
+                    log_stats(&self.forward, &self.reverse, clients.len());
+                }
+                _ = sweep.tick() => {
+                    let now_i = Instant::now();
+                    let timeout = self.config.idle_timeout;
+                    clients.retain(|addr, c| {
+                        let keep = now_i.duration_since(c.last_active) < timeout;
+                        if !keep {
+                            c.reader.abort();
+                            by_id.remove(&c.id);
+                            stats.clients_expired += 1;
+                            tracing::info!(client = %addr, id = c.id, "client expired after idle timeout");
+                        }
+                        keep
+                    });
+                }
+            }
+        }
+        for c in clients.values() {
+            c.reader.abort();
+        }
+        log_stats(&self.forward, &self.reverse, clients.len());
+        stats.forward = self.forward.stats().clone();
+        stats.reverse = self.reverse.stats().clone();
+        Ok(stats)
+    }
+}
+
+/// Reads the server's replies for one client and hands them to the relay task. The
+/// bounded channel applies backpressure; excess then queues (and drops) in the kernel.
+async fn read_replies(id: u64, socket: Arc<UdpSocket>, tx: mpsc::Sender<(u64, Vec<u8>)>) {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    loop {
+        match socket.recv(&mut buf).await {
+            Ok(n) => {
+                if tx.send((id, buf[..n].to_vec())).await.is_err() {
+                    return;
+                }
+            }
+            // The server port is closed (ICMP unreachable): keep listening, it may come up.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionRefused
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => {
+                tracing::warn!(id, error = %e, "outbound socket failed; replies to this client stop");
+                return;
+            }
+        }
+    }
+}
+
+fn log_stats(forward: &Link, reverse: &Link, clients: usize) {
+    for (dir, s) in [("forward", forward.stats()), ("reverse", reverse.stats())] {
+        tracing::info!(
+            direction = dir,
+            clients,
+            offered = s.offered_packets,
+            delivered = s.delivered_packets,
+            queue_drops = s.dropped_queue_packets,
+            lost_random = s.lost_random,
+            lost_burst = s.lost_burst,
+            lost_outage = s.lost_outage,
+            lost_header = s.lost_header_corrupt,
+            corrupted = s.corrupted_packets,
+            bits_flipped = s.bits_flipped,
+            "link stats"
+        );
+    }
+}
+
+/// Binds the relay described by `config` and runs it until `shutdown` completes.
+pub async fn run_relay(
+    config: RelayConfig,
+    shutdown: impl Future,
+) -> Result<RelayStats, RelayError> {
+    Relay::bind(config).await?.run(shutdown).await
+}
