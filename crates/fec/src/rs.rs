@@ -1,6 +1,7 @@
 //! Reed–Solomon codec over GF(2^8) (hand-written; see `docs/fec.md` for why the `reed-solomon`
 //! crate is not used on the data path: it panics for large `p`, copies 256-byte polynomials
-//! by value on every step and measured slower than this table-driven code).
+//! by value on every step and measured slower than this table-driven code). The encoder is a
+//! byte-wide LFSR whose register is packed in 64-bit words.
 //!
 //! Code: narrow-sense with first consecutive root alpha^0, generator
 //! `g(x) = prod_{i=0}^{p-1} (x - alpha^i)`, systematic, data symbols first. The first symbol of a
@@ -13,27 +14,99 @@ use std::sync::OnceLock;
 
 use crate::gf::{self, EXP, LOG, MUL};
 
-/// Generator polynomials, cached per parity length; index p, coefficients highest degree first,
-/// length p + 1, monic.
-static GENERATORS: [OnceLock<Box<[u8]>>; 255] = [const { OnceLock::new() }; 255];
+/// Generator polynomial and its product table, cached per parity length.
+pub(crate) struct Generator {
+    /// Coefficients highest degree first, length p + 1, monic.
+    pub poly: Box<[u8]>,
+    /// 64-bit words per remainder register: ceil(p / 8).
+    words: usize,
+    /// Row c (`words` words at c*words) = c * (g_1 .. g_p), packed big-endian from the most
+    /// significant byte of the first word, zero-padded. One LFSR step is then a shift of the
+    /// register by one byte and an XOR with a row: no byte loops, no store-forwarding stalls.
+    table: Box<[u64]>,
+}
 
-/// Generator polynomial for `p` parity symbols (1 <= p <= 254), highest degree first.
-pub(crate) fn generator(p: usize) -> &'static [u8] {
+static GENERATORS: [OnceLock<Generator>; 255] = [const { OnceLock::new() }; 255];
+
+/// Generator for `p` parity symbols (1 <= p <= 254).
+pub(crate) fn generator(p: usize) -> &'static Generator {
     GENERATORS[p].get_or_init(|| {
         let mut g = vec![0u8; p + 1];
         g[0] = 1;
-        let mut deg = 0;
         for i in 0..p {
-            // Multiply by (x + alpha^i): g'[k] = g[k] + alpha^i * g[k-1] (highest-first indexing
-            // over a polynomial of degree deg+1).
+            // Multiply by (x + alpha^i); g has degree i before this step.
             let root = gf::pow_alpha(i);
-            deg += 1;
-            for k in (1..=deg).rev() {
+            for k in (1..=i + 1).rev() {
                 g[k] ^= gf::mul(g[k - 1], root);
             }
         }
-        g.into_boxed_slice()
+        let words = p.div_ceil(8);
+        let mut table = vec![0u64; 256 * words];
+        for c in 1..256 {
+            let row = &mut table[c * words..(c + 1) * words];
+            for (b, &gk) in g[1..].iter().enumerate() {
+                row[b / 8] |= (gf::mul(c as u8, gk) as u64) << (56 - 8 * (b % 8));
+            }
+        }
+        Generator {
+            poly: g.into_boxed_slice(),
+            words,
+            table: table.into_boxed_slice(),
+        }
     })
+}
+
+/// LFSR division with a register of exactly W words (W known at compile time).
+#[inline(always)]
+fn lfsr_fixed<const W: usize>(table: &[u64], data: impl Iterator<Item = u8>, out: &mut [u64]) {
+    let mut r = [0u64; W];
+    for d in data {
+        let fb = (d ^ (r[0] >> 56) as u8) as usize;
+        for k in 0..W - 1 {
+            r[k] = (r[k] << 8) | (r[k + 1] >> 56);
+        }
+        r[W - 1] <<= 8;
+        let row = &table[fb * W..fb * W + W];
+        for k in 0..W {
+            r[k] ^= row[k];
+        }
+    }
+    out[..W].copy_from_slice(&r);
+}
+
+/// Same for any register length up to 32 words.
+fn lfsr_dyn(table: &[u64], w: usize, data: impl Iterator<Item = u8>, out: &mut [u64]) {
+    let r = &mut out[..w];
+    r.fill(0);
+    for d in data {
+        let fb = (d ^ (r[0] >> 56) as u8) as usize;
+        for k in 0..w - 1 {
+            r[k] = (r[k] << 8) | (r[k + 1] >> 56);
+        }
+        r[w - 1] <<= 8;
+        for (x, &t) in r.iter_mut().zip(&table[fb * w..fb * w + w]) {
+            *x ^= t;
+        }
+    }
+}
+
+impl Generator {
+    /// Remainder of `d(x) * x^p` divided by g(x), for the data symbols `data` (highest degree
+    /// first), written to `out[..p]` highest degree first.
+    fn remainder(&self, data: impl Iterator<Item = u8>, out: &mut [u8]) {
+        let p = self.poly.len() - 1;
+        let mut r = [0u64; 32];
+        match self.words {
+            1 => lfsr_fixed::<1>(&self.table, data, &mut r),
+            2 => lfsr_fixed::<2>(&self.table, data, &mut r),
+            3 => lfsr_fixed::<3>(&self.table, data, &mut r),
+            4 => lfsr_fixed::<4>(&self.table, data, &mut r),
+            w => lfsr_dyn(&self.table, w, data, &mut r),
+        }
+        for (b, o) in out[..p].iter_mut().enumerate() {
+            *o = (r[b / 8] >> (56 - 8 * (b % 8))) as u8;
+        }
+    }
 }
 
 /// Computes the parity of `m` interleaved codewords: codeword j takes `data[j], data[j+m], ...`;
@@ -43,24 +116,11 @@ pub(crate) fn encode_interleaved(data: &[u8], parity: &mut [u8], m: usize, p: us
     if p == 0 {
         return;
     }
-    let g = &generator(p)[1..];
-    for (j, reg) in parity.chunks_exact_mut(p).enumerate() {
-        reg.fill(0);
-        if j >= data.len() {
-            continue;
-        }
-        for &d in data[j..].iter().step_by(m) {
-            // LFSR division by g(x): reg holds the remainder, highest degree first.
-            let fb = d ^ reg[0];
-            reg.copy_within(1.., 0);
-            reg[p - 1] = 0;
-            if fb != 0 {
-                let row = &MUL[fb as usize];
-                for (r, &gk) in reg.iter_mut().zip(g) {
-                    *r ^= row[gk as usize];
-                }
-            }
-        }
+    let gen = generator(p);
+    for (j, par) in parity.chunks_exact_mut(p).enumerate() {
+        let symbols = data.get(j..).unwrap_or(&[]).iter().step_by(m).copied();
+        // d(x) x^p mod g(x) is the parity (minus = plus in GF(2^8)).
+        gen.remainder(symbols, par);
     }
 }
 
@@ -72,23 +132,28 @@ pub(crate) struct Fix {
     pub value: u8,
 }
 
-/// Computes the `p` syndromes S_i = c(alpha^i). Returns true if all are zero.
+/// Computes the `p` syndromes S_i = c(alpha^i) of the codeword `cw`. Since g(alpha^i) = 0,
+/// S_i = r(alpha^i) with r = c mod g, which one fast synthetic division gives. Returns true if
+/// the word is a codeword (all syndromes zero).
 fn syndromes(cw: &[u8], p: usize, s: &mut [u8; 256]) -> bool {
-    let mut any = 0u8;
-    // S_0 = sum of all symbols.
-    let s0 = cw.iter().fold(0u8, |a, &c| a ^ c);
-    s[0] = s0;
-    any |= s0;
+    // c(x) mod g(x) = (data part * x^p mod g(x)) + received parity.
+    let n = cw.len();
+    let mut rem = [0u8; 256];
+    generator(p).remainder(cw[..n - p].iter().copied(), &mut rem);
+    for (r, &c) in rem.iter_mut().zip(&cw[n - p..]) {
+        *r ^= c;
+    }
+    let rem = &rem[..p];
+    if rem.iter().all(|&r| r == 0) {
+        return true;
+    }
+    // S_0 = sum of the remainder's coefficients.
+    s[0] = rem.iter().fold(0u8, |a, &c| a ^ c);
     for (i, si) in s.iter_mut().enumerate().take(p).skip(1) {
         let row = &MUL[EXP[i] as usize];
-        let mut acc = 0u8;
-        for &c in cw {
-            acc = row[acc as usize] ^ c;
-        }
-        *si = acc;
-        any |= acc;
+        *si = rem.iter().fold(0u8, |acc, &c| row[acc as usize] ^ c);
     }
-    any == 0
+    false
 }
 
 /// Decodes one codeword of `n = cw.len() <= 255` symbols with `p` parity symbols. Pushes the
@@ -124,7 +189,7 @@ pub(crate) fn decode_codeword(cw: &[u8], p: usize, fixes: &mut Vec<Fix>) -> Resu
         let coef = gf::div(d, b);
         if 2 * l <= r {
             let saved = lambda;
-            for i in 0..(256 - shift) {
+            for i in 0..(p + 1).saturating_sub(shift) {
                 if prev[i] != 0 {
                     lambda[i + shift] ^= gf::mul(coef, prev[i]);
                 }
@@ -134,7 +199,7 @@ pub(crate) fn decode_codeword(cw: &[u8], p: usize, fixes: &mut Vec<Fix>) -> Resu
             b = d;
             shift = 1;
         } else {
-            for i in 0..(256 - shift) {
+            for i in 0..(p + 1).saturating_sub(shift) {
                 if prev[i] != 0 {
                     lambda[i + shift] ^= gf::mul(coef, prev[i]);
                 }
@@ -148,23 +213,34 @@ pub(crate) fn decode_codeword(cw: &[u8], p: usize, fixes: &mut Vec<Fix>) -> Resu
 
     // Chien search over the n existing positions: position k has exponent e = n-1-k, locator
     // X = alpha^e; it is in error iff Lambda(X^-1) = 0. terms[i] = Lambda_i * alpha^(-e*i).
-    let mut terms = [0u8; 256];
-    terms[..=l].copy_from_slice(&lambda[..=l]);
+    // Terms kept as logarithms (LOG_ZERO for a zero coefficient); step i adds 255 - i.
+    const LOG_ZERO: usize = usize::MAX;
+    let mut lterms = [LOG_ZERO; 128];
+    let mut steps = [0usize; 128];
+    for i in 1..=l {
+        if lambda[i] != 0 {
+            lterms[i] = LOG[lambda[i] as usize] as usize;
+        }
+        steps[i] = (255 - i % 255) % 255;
+    }
     let mut roots = [0usize; 128];
     let mut nroots = 0usize;
     for e in 0..n {
-        let v = terms[..=l].iter().fold(0u8, |a, &t| a ^ t);
-        if v == 0 {
-            if nroots == l {
-                return Err(());
+        let mut v = lambda[0];
+        for i in 1..=l {
+            let lt = lterms[i];
+            if lt != LOG_ZERO {
+                v ^= EXP[lt];
+                let nt = lt + steps[i];
+                lterms[i] = if nt >= 255 { nt - 255 } else { nt };
             }
+        }
+        if v == 0 {
             roots[nroots] = e;
             nroots += 1;
-        }
-        // Advance e -> e+1: multiply term i by alpha^-i.
-        for (i, t) in terms.iter_mut().enumerate().take(l + 1).skip(1) {
-            if *t != 0 {
-                *t = EXP[LOG[*t as usize] as usize + (255 - i % 255) % 255];
+            if nroots == l {
+                // A polynomial of degree l has no further roots.
+                break;
             }
         }
     }
@@ -238,7 +314,7 @@ mod tests {
     #[test]
     fn generator_has_consecutive_roots_from_alpha0() {
         for p in [1usize, 2, 7, 32, 254] {
-            let g = generator(p);
+            let g = &generator(p).poly;
             assert_eq!(g.len(), p + 1);
             assert_eq!(g[0], 1);
             for i in 0..p {

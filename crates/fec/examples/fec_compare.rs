@@ -1,0 +1,458 @@
+//! Codec choice by measurement: this crate's RS codec, the `reed-solomon` crate (0.2) and CCSDS
+//! LDPC codes from `labrador-ldpc` (hard-decision decoding), on 1500-byte TPDUs with independent
+//! bit errors. Prints Markdown tables (recorded in docs/fec.md).
+//!
+//! Run: `cargo run --release -p aerotp-fec --example fec_compare [-- --trials N --ldpc-trials N]`
+
+use std::hint::black_box;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use aerotp_fec::auto::tpdu_failure_probability;
+use aerotp_fec::{decode, encode, max_protected_len, Layout};
+use labrador_ldpc::LDPCCode;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+const MTU: usize = 1500;
+const BERS: [f64; 4] = [1e-5, 3.5e-5, 1e-4, 3e-4];
+const RS_PARITIES: [u8; 7] = [0, 2, 4, 6, 8, 12, 16];
+
+/// Flips each bit independently with probability `ber`; returns the number of flips.
+fn flip_bits(buf: &mut [u8], ber: f64, rng: &mut Pcg64) -> usize {
+    let nbits = buf.len() * 8;
+    let ln1 = (-ber).ln_1p();
+    let mut pos = 0usize;
+    let mut flips = 0;
+    loop {
+        let u: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
+        pos += (u.ln() / ln1).floor() as usize;
+        if pos >= nbits {
+            return flips;
+        }
+        buf[pos / 8] ^= 0x80 >> (pos % 8);
+        flips += 1;
+        pos += 1;
+    }
+}
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn mbps(bytes: usize, secs: f64) -> f64 {
+    bytes as f64 / secs / 1e6
+}
+
+/// Measures encode and decode (with `nerr` symbol errors in codeword 0.. spread over codewords)
+/// throughput in MB/s of protected bytes, and decode µs per TPDU.
+fn time_codec<E, D>(
+    l: usize,
+    iters: usize,
+    mut enc: E,
+    mut dec: D,
+    corrupt: &dyn Fn(&mut [u8]),
+) -> (f64, f64, f64)
+where
+    E: FnMut(&[u8]) -> Vec<u8>,
+    D: FnMut(&mut [u8]) -> bool,
+{
+    let mut rng = Pcg64::seed_from_u64(99);
+    let data: Vec<u8> = (0..l).map(|_| rng.gen()).collect();
+    let t0 = Instant::now();
+    let mut sent = Vec::new();
+    for _ in 0..iters {
+        sent = enc(black_box(&data));
+    }
+    let enc_s = t0.elapsed().as_secs_f64();
+    let mut rx = sent.clone();
+    corrupt(&mut rx);
+    let t0 = Instant::now();
+    for _ in 0..iters {
+        let mut b = rx.clone();
+        assert!(dec(black_box(&mut b)));
+    }
+    let dec_s = t0.elapsed().as_secs_f64();
+    (
+        mbps(l * iters, enc_s),
+        mbps(l * iters, dec_s),
+        dec_s / iters as f64 * 1e6,
+    )
+}
+
+/// Interleaved encode with the `reed-solomon` crate (same layout and code definition).
+fn crate_encode(p: u8, data: &[u8]) -> Vec<u8> {
+    let lay = Layout::for_protected(data.len(), p).unwrap();
+    let m = lay.codewords;
+    let enc = reed_solomon::Encoder::new(p as usize);
+    let mut out = data.to_vec();
+    out.resize(lay.datagram_len(), 0);
+    let mut cw = Vec::with_capacity(255);
+    for j in 0..m {
+        cw.clear();
+        cw.extend(data[j..].iter().step_by(m));
+        let b = enc.encode(&cw);
+        let at = lay.protected_len + j * p as usize;
+        out[at..at + p as usize].copy_from_slice(b.ecc());
+    }
+    out
+}
+
+/// Interleaved decode with the `reed-solomon` crate; Ok(true) = decoded, Err = it panicked.
+fn crate_decode(p: u8, dg: &mut [u8]) -> Result<bool, String> {
+    let lay = Layout::for_datagram(dg.len(), p).map_err(|e| e.to_string())?;
+    let m = lay.codewords;
+    let l = lay.protected_len;
+    let dec = reed_solomon::Decoder::new(p as usize);
+    let mut ok = true;
+    for j in 0..m {
+        let k = lay.data_symbols(j);
+        let mut cw: Vec<u8> = dg[j..l].iter().step_by(m).copied().collect();
+        let at = l + j * p as usize;
+        cw.extend_from_slice(&dg[at..at + p as usize]);
+        let r = catch_unwind(AssertUnwindSafe(|| dec.correct_err_count(&cw, None)))
+            .map_err(|_| format!("panicked (p={p}, n={})", cw.len()))?;
+        match r {
+            Ok((buf, _)) => {
+                for (s, &v) in buf.data().iter().enumerate() {
+                    dg[j + s * m] = v;
+                }
+                dg[at..at + p as usize].copy_from_slice(buf.ecc());
+                let _ = k;
+            }
+            Err(_) => ok = false,
+        }
+    }
+    Ok(ok)
+}
+
+/// Puts `per_cw` symbol errors into every codeword of the layout.
+fn corrupt_symbols(lay: Layout, per_cw: usize) -> impl Fn(&mut [u8]) {
+    move |dg: &mut [u8]| {
+        for j in 0..lay.codewords {
+            let k = lay.data_symbols(j);
+            for e in 0..per_cw {
+                // alternate data and parity symbols
+                let idx = if e % 2 == 0 {
+                    j + ((e * 31) % k) * lay.codewords
+                } else {
+                    lay.protected_len + j * lay.parity as usize + (e * 7) % lay.parity as usize
+                };
+                dg[idx] ^= 0x5a;
+            }
+        }
+    }
+}
+
+fn rs_section(trials: usize) {
+    println!("### Reed–Solomon (this crate), MTU {MTU} B\n");
+    println!(
+        "Residual TPDU error rate: measured failures / trials (wrong output or decode error), with"
+    );
+    println!(
+        "the analytic prediction in brackets. Throughput in MB/s of protected bytes; decode time"
+    );
+    println!(
+        "for a TPDU with 2 symbol errors per codeword (1 for p=2), the engine's usual case.\n"
+    );
+    print!("| p | N words | L (B) | T (B) | overhead (T-L)/T |");
+    for b in BERS {
+        print!(" fail @ {b:e} |");
+    }
+    println!(" enc MB/s | dec MB/s | dec µs/TPDU |");
+    print!("|---|---|---|---|---|");
+    for _ in BERS {
+        print!("---|");
+    }
+    println!("---|---|---|");
+    for &p in &RS_PARITIES {
+        let l = max_protected_len(MTU, p);
+        let lay = Layout::for_protected(l, p).unwrap();
+        let t = lay.datagram_len();
+        print!(
+            "| {p} | {} | {l} | {t} | {:.1} % |",
+            aerotp_fec::words_for_parity(p, MTU),
+            100.0 * (t - l) as f64 / t as f64
+        );
+        let mut rng = Pcg64::seed_from_u64(p as u64);
+        let data: Vec<u8> = (0..l).map(|_| rng.gen()).collect();
+        let mut sent = data.clone();
+        encode(p, &mut sent).unwrap();
+        for ber in BERS {
+            let mut fails = 0;
+            for _ in 0..trials {
+                let mut rx = sent.clone();
+                if flip_bits(&mut rx, ber, &mut rng) == 0 {
+                    continue;
+                }
+                let ok = if p == 0 {
+                    false
+                } else {
+                    matches!(decode(p, &mut rx), Ok(_)) && rx[..l] == data[..]
+                };
+                if !ok {
+                    fails += 1;
+                }
+            }
+            let pred = tpdu_failure_probability(ber, t, p);
+            print!(" {:.1e} [{pred:.1e}] |", fails as f64 / trials as f64);
+        }
+        if p == 0 {
+            println!(" – | – | – |");
+            continue;
+        }
+        let per_cw = if p >= 4 { 2 } else { 1 };
+        let (e, d, us) = time_codec(
+            l,
+            20000,
+            |d| {
+                let mut v = d.to_vec();
+                encode(p, &mut v).unwrap();
+                v
+            },
+            |b| decode(p, b).is_ok(),
+            &corrupt_symbols(lay, per_cw),
+        );
+        println!(" {e:.0} | {d:.0} | {us:.1} |");
+    }
+    println!();
+}
+
+fn crate_section() {
+    println!("### `reed-solomon` crate 0.2.1 vs this crate (same code, same layout)\n");
+    println!("| p | parity identical | crate enc MB/s | ours enc MB/s | crate dec MB/s | ours dec MB/s |");
+    println!("|---|---|---|---|---|---|");
+    for p in [2u8, 8, 16, 32] {
+        let l = max_protected_len(MTU, p);
+        let lay = Layout::for_protected(l, p).unwrap();
+        let mut rng = Pcg64::seed_from_u64(5);
+        let data: Vec<u8> = (0..l).map(|_| rng.gen()).collect();
+        let mut ours = data.clone();
+        encode(p, &mut ours).unwrap();
+        let same = crate_encode(p, &data) == ours;
+        let per_cw = if p >= 4 { 2 } else { 1 };
+        let corrupt = corrupt_symbols(lay, per_cw);
+        let (ce, cd, _) = time_codec(
+            l,
+            5000,
+            |d| crate_encode(p, d),
+            |b| crate_decode(p, b) == Ok(true),
+            &corrupt,
+        );
+        let (oe, od, _) = time_codec(
+            l,
+            5000,
+            |d| {
+                let mut v = d.to_vec();
+                encode(p, &mut v).unwrap();
+                v
+            },
+            |b| decode(p, b).is_ok(),
+            &corrupt,
+        );
+        println!("| {p} | {same} | {ce:.0} | {oe:.0} | {cd:.0} | {od:.0} |");
+    }
+    println!();
+    println!("Edge cases (one codeword unless said; \"ok\" = corrected to the sent word):\n");
+    println!("| case | reed-solomon crate | this crate |");
+    println!("|---|---|---|");
+    let cases: Vec<(&str, u8, usize, Vec<usize>)> = vec![
+        (
+            "p=8, 4 errors all in parity",
+            8,
+            100,
+            vec![100, 101, 105, 107],
+        ),
+        ("p=8, shortened k=10, 4 errors", 8, 10, vec![0, 3, 9, 17]),
+        ("p=7 (odd), 3 errors", 7, 200, vec![1, 100, 205]),
+        (
+            "p=170, 85 errors",
+            170,
+            85,
+            (0..85).map(|i| i * 3).collect(),
+        ),
+        (
+            "p=170, 86 errors (> t)",
+            170,
+            85,
+            (0..86).map(|i| i * 2).collect(),
+        ),
+        (
+            "p=254, 1 data byte, 127 errors",
+            254,
+            1,
+            (0..127).map(|i| i * 2).collect(),
+        ),
+        (
+            "p=254, 1 data byte, 128 errors (> t)",
+            254,
+            1,
+            (0..128).map(|i| i * 2).collect(),
+        ),
+        (
+            "p=16, 9 errors (> t)",
+            16,
+            200,
+            (0..9).map(|i| i * 20).collect(),
+        ),
+    ];
+    // The crate's panics are caught and reported in the table; keep their messages out.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    for (name, p, k, errs) in cases {
+        let mut rng = Pcg64::seed_from_u64(k as u64);
+        let data: Vec<u8> = (0..k).map(|_| rng.gen()).collect();
+        let mut sent = data.clone();
+        encode(p, &mut sent).unwrap();
+        let mut rx = sent.clone();
+        for &e in &errs {
+            rx[e] ^= rng.gen_range(1..=255u8);
+        }
+        let describe = |r: Result<bool, String>, out: &[u8]| match r {
+            Err(e) => e,
+            Ok(false) => "error reported".to_string(),
+            Ok(true) if out == &sent[..] => "ok".to_string(),
+            Ok(true) => "miscorrected".to_string(),
+        };
+        let mut a = rx.clone();
+        let ra = crate_decode(p, &mut a);
+        let ca = describe(ra, &a);
+        let mut b = rx.clone();
+        let rb = decode(p, &mut b).map(|_| true).or_else(|e| match e {
+            aerotp_fec::FecError::Uncorrectable { .. } => Ok(false),
+            e => Err(e.to_string()),
+        });
+        let cb = describe(rb, &b);
+        println!("| {name} | {ca} | {cb} |");
+    }
+    std::panic::set_hook(hook);
+    println!();
+}
+
+#[derive(Clone, Copy)]
+enum LdpcDecoder {
+    BitFlip,
+    MinSum,
+}
+
+fn ldpc_section(trials: usize) {
+    println!(
+        "### CCSDS LDPC (labrador-ldpc 1.2), hard decisions, as many codewords as fit {MTU} B\n"
+    );
+    println!(
+        "Failures / trials (TPDU fails if any codeword fails); no analytic column. Decode time"
+    );
+    println!("per TPDU at BER 1e-4; throughput in MB/s of protected bytes.\n");
+    print!("| code | decoder | rate | cw/TPDU | L (B) | T (B) | overhead |");
+    for b in BERS {
+        print!(" fail @ {b:e} |");
+    }
+    println!(" enc MB/s | dec MB/s | dec µs/TPDU |");
+    print!("|---|---|---|---|---|---|---|");
+    for _ in BERS {
+        print!("---|");
+    }
+    println!("---|---|---|");
+    let codes = [
+        (LDPCCode::TM1280, "TM1280"),
+        (LDPCCode::TM1536, "TM1536"),
+        (LDPCCode::TM2048, "TM2048"),
+        (LDPCCode::TC512, "TC512"),
+    ];
+    for (code, name) in codes {
+        for dec in [LdpcDecoder::BitFlip, LdpcDecoder::MinSum] {
+            let nb = code.n() / 8;
+            let kb = code.k() / 8;
+            let cws = MTU / nb;
+            let l = cws * kb;
+            let t = cws * nb;
+            print!(
+                "| {name} | {} | {}/{} | {cws} | {l} | {t} | {:.1} % |",
+                match dec {
+                    LdpcDecoder::BitFlip => "bit-flip",
+                    LdpcDecoder::MinSum => "min-sum",
+                },
+                code.k(),
+                code.n(),
+                100.0 * (t - l) as f64 / t as f64
+            );
+            let mut rng = Pcg64::seed_from_u64(code.n() as u64);
+            let data: Vec<u8> = (0..l).map(|_| rng.gen()).collect();
+            let enc_tpdu = |data: &[u8]| {
+                let mut out = vec![0u8; t];
+                for c in 0..cws {
+                    code.copy_encode(&data[c * kb..(c + 1) * kb], &mut out[c * nb..(c + 1) * nb]);
+                }
+                out
+            };
+            let mut out = vec![0u8; code.output_len()];
+            let mut wbf = vec![0u8; code.decode_bf_working_len()];
+            let mut llrs = vec![0i8; code.n()];
+            let mut wms = vec![0i8; code.decode_ms_working_len()];
+            let mut wms8 = vec![0u8; code.decode_ms_working_u8_len()];
+            let mut dec_tpdu = |rx: &[u8], data: &[u8]| -> bool {
+                let mut all = true;
+                for c in 0..cws {
+                    let cw = &rx[c * nb..(c + 1) * nb];
+                    let ok = match dec {
+                        LdpcDecoder::BitFlip => code.decode_bf(cw, &mut out, &mut wbf, 50).0,
+                        LdpcDecoder::MinSum => {
+                            code.hard_to_llrs(cw, &mut llrs);
+                            code.decode_ms(&llrs, &mut out, &mut wms, &mut wms8, 50).0
+                        }
+                    };
+                    all &= ok && out[..kb] == data[c * kb..(c + 1) * kb];
+                }
+                all
+            };
+            let sent = enc_tpdu(&data);
+            for ber in BERS {
+                let mut fails = 0;
+                for _ in 0..trials {
+                    let mut rx = sent.clone();
+                    if flip_bits(&mut rx, ber, &mut rng) == 0 {
+                        continue;
+                    }
+                    if !dec_tpdu(&rx, &data) {
+                        fails += 1;
+                    }
+                }
+                print!(" {:.1e} |", fails as f64 / trials as f64);
+            }
+            let iters = 300;
+            let t0 = Instant::now();
+            for _ in 0..iters {
+                black_box(enc_tpdu(black_box(&data)));
+            }
+            let enc_s = t0.elapsed().as_secs_f64();
+            let mut rx = sent.clone();
+            flip_bits(&mut rx, 1e-4, &mut rng);
+            let t0 = Instant::now();
+            for _ in 0..iters {
+                black_box(dec_tpdu(black_box(&rx), &data));
+            }
+            let dec_s = t0.elapsed().as_secs_f64();
+            println!(
+                " {:.1} | {:.1} | {:.0} |",
+                mbps(l * iters, enc_s),
+                mbps(l * iters, dec_s),
+                dec_s / iters as f64 * 1e6
+            );
+        }
+    }
+    println!();
+}
+
+fn main() {
+    let trials = arg("--trials", 20000);
+    let ldpc_trials = arg("--ldpc-trials", 2000);
+    println!("## fec_compare: trials {trials} (RS), {ldpc_trials} (LDPC) per cell\n");
+    rs_section(trials);
+    crate_section();
+    ldpc_section(ldpc_trials);
+}
