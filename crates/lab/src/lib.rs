@@ -1,1 +1,470 @@
 //! Network-namespace lab joined by a TUN link driven by the link model.
+//!
+//! [`Lab::start`] creates two network namespaces, `aerotp-air-<pid>-<tag>` and
+//! `aerotp-ground-<pid>-<tag>`, each holding one layer-3 TUN interface (`atp-air` with
+//! 10.77.0.1/30, `atp-ground` with 10.77.0.2/30, MTU 1500). This process reads every IP
+//! packet the air stack sends out of `atp-air`, passes it through the forward
+//! [`aerotp_link::Link`] and writes what comes out, when it comes out, into `atp-ground`; the
+//! reverse direction goes through a second `Link`. Impairments apply to whole IP packets, so
+//! the kernels react as on a real link: a flipped IP header is dropped by the receiving stack,
+//! a flipped TCP segment fails its checksum, a zero-checksum UDP datagram reaches the socket.
+//!
+//! Everything created is removed by [`Lab::stop`] or on drop; namespaces of a lab whose
+//! process died are removed by [`cleanup_leftovers`], which every `start` calls first.
+//! Needs root (CAP_SYS_ADMIN for namespaces, CAP_NET_ADMIN for TUN) and iproute2's `ip`.
+
+mod forward;
+mod netns;
+mod tun;
+
+use std::fmt;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::Command;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// The link model crate, re-exported so users need not depend on it separately.
+pub use aerotp_link as link;
+pub use aerotp_link::{LinkConfig, LinkStats};
+pub use forward::TunCounters;
+pub use netns::NsThread;
+
+use forward::{Channel, StopSignal};
+use tun::Tun;
+
+/// Address of the air end of the link (inside the air namespace only).
+pub const AIR_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
+/// Address of the ground end of the link (inside the ground namespace only).
+pub const GROUND_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
+/// Prefix length of the point-to-point subnet 10.77.0.0/30.
+pub const PREFIX_LEN: u8 = 30;
+/// MTU of both TUN interfaces.
+pub const MTU: u32 = 1500;
+/// TUN interface name in the air namespace.
+pub const AIR_IF: &str = "atp-air";
+/// TUN interface name in the ground namespace.
+pub const GROUND_IF: &str = "atp-ground";
+
+/// How long processes left in a namespace get between SIGTERM and SIGKILL at teardown.
+const KILL_GRACE: Duration = Duration::from_millis(500);
+
+/// The reverse link's seed is derived from [`LabConfig::seed`] so both directions draw
+/// independent impairments from one seed.
+const REVERSE_SEED_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Which end of the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The airborne end (sends over the forward link).
+    Air,
+    /// The ground end (sends over the reverse link).
+    Ground,
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Side::Air => "air",
+            Side::Ground => "ground",
+        })
+    }
+}
+
+impl FromStr for Side {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Side, String> {
+        match s {
+            "air" => Ok(Side::Air),
+            "ground" => Ok(Side::Ground),
+            other => Err(format!(
+                "unknown side {other:?}: expected `air` or `ground`"
+            )),
+        }
+    }
+}
+
+/// What to build.
+#[derive(Debug, Clone, Default)]
+pub struct LabConfig {
+    /// Air → ground link.
+    pub forward: LinkConfig,
+    /// Ground → air link (often slower).
+    pub reverse: LinkConfig,
+    /// Seed of the forward link; the reverse link uses `seed ^ 0x9E3779B97F4A7C15`.
+    pub seed: u64,
+    /// Tag of the namespace names (`aerotp-air-<pid>-<name>`); by default a per-process
+    /// counter. Letters, digits, `_` and `.`, at most 32 characters.
+    pub name: Option<String>,
+}
+
+/// A running lab. Dropping it stops forwarding and removes the namespaces (and so the TUN
+/// devices and any process still running in them); [`Lab::stop`] does the same and reports.
+#[derive(Debug)]
+pub struct Lab {
+    air_ns: String,
+    ground_ns: String,
+    forward: Arc<Mutex<aerotp_link::Link>>,
+    reverse: Arc<Mutex<aerotp_link::Link>>,
+    core: Core,
+}
+
+impl Lab {
+    /// Build the namespaces, TUN devices and links and start forwarding. Needs root.
+    pub fn start(config: LabConfig) -> Result<Lab> {
+        netns::check_prerequisites()?;
+        let forward = aerotp_link::Link::new(config.forward, config.seed)
+            .context("forward (air → ground) link config")?;
+        let reverse = aerotp_link::Link::new(config.reverse, config.seed ^ REVERSE_SEED_MIX)
+            .context("reverse (ground → air) link config")?;
+        match cleanup_leftovers() {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("removed {n} namespaces left by labs whose process is gone"),
+            Err(e) => tracing::warn!("could not clean up leftover lab namespaces: {e:#}"),
+        }
+        let tag = match config.name {
+            Some(name) => {
+                check_tag(&name)?;
+                name
+            }
+            None => {
+                static NEXT: AtomicU32 = AtomicU32::new(0);
+                NEXT.fetch_add(1, Ordering::Relaxed).to_string()
+            }
+        };
+        let forward = Arc::new(Mutex::new(forward));
+        let reverse = Arc::new(Mutex::new(reverse));
+        let core = Core::start(&tag, forward.clone(), reverse.clone())?;
+        Ok(Lab {
+            air_ns: core.ns.names[0].clone(),
+            ground_ns: core.ns.names[1].clone(),
+            forward,
+            reverse,
+            core,
+        })
+    }
+
+    /// Name of the air network namespace.
+    pub fn air_ns(&self) -> &str {
+        &self.air_ns
+    }
+
+    /// Name of the ground network namespace.
+    pub fn ground_ns(&self) -> &str {
+        &self.ground_ns
+    }
+
+    /// Name of the namespace of `side`.
+    pub fn ns(&self, side: Side) -> &str {
+        match side {
+            Side::Air => &self.air_ns,
+            Side::Ground => &self.ground_ns,
+        }
+    }
+
+    /// Address of the air end (10.77.0.1), reachable from the ground namespace.
+    pub fn air_addr(&self) -> IpAddr {
+        IpAddr::V4(AIR_ADDR)
+    }
+
+    /// Address of the ground end (10.77.0.2), reachable from the air namespace.
+    pub fn ground_addr(&self) -> IpAddr {
+        IpAddr::V4(GROUND_ADDR)
+    }
+
+    /// `ip netns exec <ns> <program>`: add arguments, then spawn or run it. The process
+    /// belongs to the caller, but a lab's teardown kills whatever still runs in its namespaces.
+    pub fn command(&self, side: Side, program: &str) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", self.ns(side), program]);
+        cmd
+    }
+
+    /// Run `f` on a new thread inside the namespace of `side`: sockets it opens live there
+    /// (e.g. a `TcpListener` on the ground address). Returns once the thread has entered it.
+    pub fn spawn_in<T, F>(&self, side: Side, f: F) -> Result<NsThread<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        netns::spawn_in(self.ns(side), f)
+    }
+
+    /// Statistics of the (forward, reverse) links so far.
+    pub fn stats(&self) -> (LinkStats, LinkStats) {
+        (
+            self.forward
+                .lock()
+                .expect("link lock poisoned")
+                .stats()
+                .clone(),
+            self.reverse
+                .lock()
+                .expect("link lock poisoned")
+                .stats()
+                .clone(),
+        )
+    }
+
+    /// Packets read from / written to the TUN devices for (forward, reverse).
+    pub fn tun_counters(&self) -> (TunCounters, TunCounters) {
+        self.core.counters()
+    }
+
+    /// Stop forwarding, remove everything, and return the final (forward, reverse) stats.
+    /// Fails if forwarding had stopped on an error or if something could not be removed.
+    pub fn stop(mut self) -> Result<(LinkStats, LinkStats)> {
+        let result = self.core.shutdown();
+        let stats = self.stats();
+        result.map(|()| stats)
+    }
+}
+
+/// Remove lab namespaces (`aerotp-air-*`, `aerotp-ground-*`) whose owner process — the pid
+/// embedded in the name — is gone, killing any process still inside them. Returns how many
+/// namespaces were removed. A namespace of a live process (this one included) is left alone.
+pub fn cleanup_leftovers() -> Result<usize> {
+    netns::check_prerequisites()?;
+    let mut removed = 0;
+    let mut errors = Vec::new();
+    for ns in netns::list()? {
+        let Some(pid) = netns::owner_pid(&ns) else {
+            continue;
+        };
+        if netns::alive(pid) {
+            continue;
+        }
+        match netns::remove(&ns, KILL_GRACE) {
+            Ok(()) => removed += 1,
+            Err(e) => errors.push(format!("{ns}: {e:#}")),
+        }
+    }
+    if !errors.is_empty() {
+        bail!(
+            "could not remove leftover namespaces: {}",
+            errors.join("; ")
+        );
+    }
+    Ok(removed)
+}
+
+fn check_tag(tag: &str) -> Result<()> {
+    if tag.is_empty()
+        || tag.len() > 32
+        || !tag
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    {
+        bail!("invalid lab name {tag:?}: use 1 to 32 letters, digits, `_` or `.`");
+    }
+    Ok(())
+}
+
+impl Channel for aerotp_link::Link {
+    fn offer(&mut self, now: Duration, packet: Vec<u8>) {
+        // The link's own stats count what it accepted and dropped.
+        let _ = self.send(now, packet);
+    }
+    fn take(&mut self, now: Duration) -> Option<Vec<u8>> {
+        self.recv(now)
+    }
+    fn next_arrival(&self) -> Option<Duration> {
+        aerotp_link::Link::next_arrival(self)
+    }
+}
+
+/// Namespaces created so far; dropping removes them (so a failed `start` leaves nothing).
+#[derive(Debug, Default)]
+struct Namespaces {
+    names: Vec<String>,
+}
+
+impl Namespaces {
+    fn remove_all(&mut self) -> Result<()> {
+        let mut errors = Vec::new();
+        for ns in self.names.drain(..) {
+            if let Err(e) = netns::remove(&ns, KILL_GRACE) {
+                errors.push(format!("{e:#}"));
+            }
+        }
+        if !errors.is_empty() {
+            bail!(
+                "could not remove lab namespaces: {}; remove them with `ip netns del NAME`",
+                errors.join("; ")
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        if let Err(e) = self.remove_all() {
+            tracing::error!("{e:#}");
+        }
+    }
+}
+
+/// The link-model-independent part of a lab: namespaces, TUN devices, forwarding threads.
+#[derive(Debug)]
+struct Core {
+    stop: Arc<StopSignal>,
+    threads: Vec<(&'static str, thread::JoinHandle<io::Result<()>>)>,
+    counters: [Arc<Mutex<TunCounters>>; 2],
+    // Dropped after the threads are joined and before the namespaces are removed.
+    tuns: Option<(Arc<Tun>, Arc<Tun>)>,
+    ns: Namespaces,
+}
+
+impl Core {
+    fn start<F: Channel + 'static, R: Channel + 'static>(
+        tag: &str,
+        forward: Arc<Mutex<F>>,
+        reverse: Arc<Mutex<R>>,
+    ) -> Result<Core> {
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        let air_ns = format!("{}{pid}-{tag}", netns::AIR_PREFIX);
+        let ground_ns = format!("{}{pid}-{tag}", netns::GROUND_PREFIX);
+        let mut ns = Namespaces::default();
+        for name in [&air_ns, &ground_ns] {
+            netns::add(name).with_context(|| {
+                format!("creating network namespace {name} (if it exists, another lab uses this name: pick another)")
+            })?;
+            ns.names.push(name.clone());
+        }
+        let air = make_end(&air_ns, AIR_IF, AIR_ADDR)?;
+        let ground = make_end(&ground_ns, GROUND_IF, GROUND_ADDR)?;
+        let stop = Arc::new(StopSignal::new().context("creating the stop eventfd")?);
+        let counters = [
+            Arc::new(Mutex::new(TunCounters::default())),
+            Arc::new(Mutex::new(TunCounters::default())),
+        ];
+        let mut core = Core {
+            stop,
+            threads: Vec::new(),
+            counters,
+            tuns: Some((air.clone(), ground.clone())),
+            ns,
+        };
+        let epoch = Instant::now();
+        core.spawn_direction("forward", air.clone(), ground.clone(), forward, 0, epoch)?;
+        core.spawn_direction("reverse", ground, air, reverse, 1, epoch)?;
+        Ok(core)
+    }
+
+    fn spawn_direction<C: Channel + 'static>(
+        &mut self,
+        label: &'static str,
+        src: Arc<Tun>,
+        dst: Arc<Tun>,
+        chan: Arc<Mutex<C>>,
+        index: usize,
+        epoch: Instant,
+    ) -> Result<()> {
+        let stop = self.stop.clone();
+        let counters = self.counters[index].clone();
+        let handle = thread::Builder::new()
+            .name(format!("lab-{label}"))
+            .spawn(move || forward::run(&src, &dst, &chan, &counters, epoch, &stop))
+            .with_context(|| format!("spawning the {label} forwarding thread"))?;
+        self.threads.push((label, handle));
+        Ok(())
+    }
+
+    fn counters(&self) -> (TunCounters, TunCounters) {
+        let get = |i: usize| *self.counters[i].lock().expect("counters lock poisoned");
+        (get(0), get(1))
+    }
+
+    /// Idempotent teardown: stop and join the threads, close the TUNs, remove the namespaces.
+    fn shutdown(&mut self) -> Result<()> {
+        self.stop.raise();
+        let mut errors = Vec::new();
+        for (label, handle) in self.threads.drain(..) {
+            match handle.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => errors.push(format!("{label} forwarding stopped on an error: {e}")),
+                Err(_) => errors.push(format!("{label} forwarding thread panicked")),
+            }
+        }
+        self.tuns = None;
+        if let Err(e) = self.ns.remove_all() {
+            errors.push(format!("{e:#}"));
+        }
+        if !errors.is_empty() {
+            bail!("{}", errors.join("; "));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::error!("lab teardown: {e:#}");
+        }
+    }
+}
+
+/// Configure one end inside namespace `ns`: IPv6 off (so only the traffic you send crosses
+/// the link: no router solicitations or MLD reports), a TUN interface with `addr`/30, MTU
+/// 1500, up; loopback up.
+fn make_end(ns: &str, ifname: &'static str, addr: Ipv4Addr) -> Result<Arc<Tun>> {
+    let tun = netns::in_ns(ns, move || {
+        for knob in ["all", "default"] {
+            let path = format!("/proc/sys/net/ipv6/conf/{knob}/disable_ipv6");
+            match std::fs::write(&path, "1") {
+                Ok(()) => {}
+                // No IPv6 in this kernel: nothing to silence.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io::Error::new(e.kind(), format!("writing {path}: {e}"))),
+            }
+        }
+        Tun::create(ifname)
+    })
+    .with_context(|| format!("creating TUN {ifname} in {ns}"))?;
+    let cidr = format!("{addr}/{PREFIX_LEN}");
+    let mtu = MTU.to_string();
+    netns::ip(&["-n", ns, "link", "set", "lo", "up"])?;
+    netns::ip(&["-n", ns, "addr", "add", &cidr, "dev", tun.name()])?;
+    netns::ip(&["-n", ns, "link", "set", tun.name(), "mtu", &mtu, "up"])?;
+    Ok(Arc::new(tun))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn side_round_trips_through_strings() {
+        for side in [Side::Air, Side::Ground] {
+            assert_eq!(side.to_string().parse::<Side>(), Ok(side));
+        }
+        assert!("sky".parse::<Side>().unwrap_err().contains("air"));
+    }
+
+    #[test]
+    fn tags_are_checked() {
+        assert!(check_tag("bench_1.a").is_ok());
+        assert!(check_tag("").is_err());
+        assert!(check_tag("a/b").is_err());
+        assert!(check_tag("with-dash").is_err());
+        assert!(check_tag(&"x".repeat(33)).is_err());
+    }
+
+    #[test]
+    fn owner_pid_is_read_from_lab_names_only() {
+        assert_eq!(netns::owner_pid("aerotp-air-1234-0"), Some(1234));
+        assert_eq!(netns::owner_pid("aerotp-ground-77-bench"), Some(77));
+        assert_eq!(netns::owner_pid("aerotp-air-x-0"), None);
+        assert_eq!(netns::owner_pid("aerotp-air--0"), None);
+        assert_eq!(netns::owner_pid("other-ns"), None);
+        assert_eq!(netns::owner_pid("aerotp-air-0-1"), None);
+    }
+}
