@@ -1,16 +1,25 @@
 //! `aerotp`: one command-line front end over the engine, simulator, runtime and emulators.
 
+mod link_cmd;
+
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "aerotp", version, about = "AeroTP: multi-mode transport for airborne telemetry networks")]
+#[command(
+    name = "aerotp",
+    version,
+    about = "AeroTP: multi-mode transport for airborne telemetry networks"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// UDP relay through an emulated link (rate, delay, bit errors, loss, outages).
+    Link(link_cmd::Args),
+}
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -18,5 +27,7 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Link(args) => tokio::runtime::Runtime::new()?.block_on(link_cmd::run(args)),
+    }
 }
