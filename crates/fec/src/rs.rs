@@ -117,10 +117,81 @@ pub(crate) fn encode_interleaved(data: &[u8], parity: &mut [u8], m: usize, p: us
         return;
     }
     let gen = generator(p);
+    if gen.words <= 4 && data.len() >= m {
+        // Common case (p <= 32): up to 4 codewords advance together so that their
+        // independent LFSR chains overlap in the CPU.
+        let mut j0 = 0;
+        while j0 < m {
+            let g = (m - j0).min(4);
+            match (gen.words, g) {
+                (1, 1) => lanes::<1, 1>(gen, data, parity, m, j0),
+                (1, 2) => lanes::<1, 2>(gen, data, parity, m, j0),
+                (1, 3) => lanes::<1, 3>(gen, data, parity, m, j0),
+                (1, _) => lanes::<1, 4>(gen, data, parity, m, j0),
+                (2, 1) => lanes::<2, 1>(gen, data, parity, m, j0),
+                (2, 2) => lanes::<2, 2>(gen, data, parity, m, j0),
+                (2, 3) => lanes::<2, 3>(gen, data, parity, m, j0),
+                (2, _) => lanes::<2, 4>(gen, data, parity, m, j0),
+                (3, 1) => lanes::<3, 1>(gen, data, parity, m, j0),
+                (3, 2) => lanes::<3, 2>(gen, data, parity, m, j0),
+                (3, 3) => lanes::<3, 3>(gen, data, parity, m, j0),
+                (3, _) => lanes::<3, 4>(gen, data, parity, m, j0),
+                (_, 1) => lanes::<4, 1>(gen, data, parity, m, j0),
+                (_, 2) => lanes::<4, 2>(gen, data, parity, m, j0),
+                (_, 3) => lanes::<4, 3>(gen, data, parity, m, j0),
+                (_, _) => lanes::<4, 4>(gen, data, parity, m, j0),
+            }
+            j0 += g;
+        }
+        return;
+    }
     for (j, par) in parity.chunks_exact_mut(p).enumerate() {
         let symbols = data.get(j..).unwrap_or(&[]).iter().step_by(m).copied();
         // d(x) x^p mod g(x) is the parity (minus = plus in GF(2^8)).
         gen.remainder(symbols, par);
+    }
+}
+
+/// Encodes codewords `j0 .. j0+G` together (registers of W words). Requires `data.len() >= m`.
+fn lanes<const W: usize, const G: usize>(
+    gen: &Generator,
+    data: &[u8],
+    parity: &mut [u8],
+    m: usize,
+    j0: usize,
+) {
+    let p = gen.poly.len() - 1;
+    let table = &gen.table[..256 * W];
+    let full = data.len() / m; // symbols of every codeword
+    let extra = data.len() % m; // codewords j < extra have one more
+    let mut r = [[0u64; W]; G];
+    #[inline(always)]
+    fn step<const W: usize>(table: &[u64], r: &mut [u64; W], d: u8) {
+        let fb = (d ^ (r[0] >> 56) as u8) as usize;
+        for k in 0..W - 1 {
+            r[k] = (r[k] << 8) | (r[k + 1] >> 56);
+        }
+        r[W - 1] <<= 8;
+        let row = &table[fb * W..fb * W + W];
+        for k in 0..W {
+            r[k] ^= row[k];
+        }
+    }
+    for chunk in data[j0..].chunks(m).take(full) {
+        let chunk: &[u8; G] = chunk[..G].try_into().expect("G <= m");
+        for lane in 0..G {
+            step(table, &mut r[lane], chunk[lane]);
+        }
+    }
+    for (lane, reg) in r.iter_mut().enumerate() {
+        let j = j0 + lane;
+        if j < extra {
+            step(table, reg, data[full * m + j]);
+        }
+        let out = &mut parity[j * p..(j + 1) * p];
+        for (b, o) in out.iter_mut().enumerate() {
+            *o = (reg[b / 8] >> (56 - 8 * (b % 8))) as u8;
+        }
     }
 }
 

@@ -47,6 +47,30 @@ fn single_codeword_parity_equals_reed_solomon_crate() {
 }
 
 #[test]
+fn interleaved_parity_equals_reed_solomon_crate_per_codeword() {
+    // Checks the multi-codeword encoder paths (several codewords advance together) against
+    // the crate applied codeword by codeword.
+    for p in [1u8, 2, 7, 8, 9, 16, 24, 32, 33, 64] {
+        for l in [1usize, 5, 254, 300, 1000, 1452, 1500, 2999] {
+            let data = payload(l, l as u64 + p as u64);
+            let mut buf = data.clone();
+            let lay = encode(p, &mut buf).unwrap();
+            let m = lay.codewords;
+            let enc = reed_solomon::Encoder::new(p as usize);
+            for j in 0..m {
+                let cw: Vec<u8> = data[j..].iter().step_by(m).copied().collect();
+                let at = l + j * p as usize;
+                assert_eq!(
+                    &buf[at..at + p as usize],
+                    enc.encode(&cw).ecc(),
+                    "p={p} L={l} j={j}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn round_trip_many_lengths_and_parities() {
     let lens = [
         1usize, 2, 3, 20, 24, 100, 230, 231, 232, 254, 255, 256, 500, 511, 1476, 1500, 3000,
