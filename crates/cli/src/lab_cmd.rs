@@ -56,6 +56,11 @@ pub struct Args {
     /// How long to let --ground start (e.g. bind its socket) before --air runs.
     #[arg(long, default_value = "500ms", value_parser = parse_duration)]
     pub settle: Duration,
+    /// Instead of sleeping --settle, wait (at most 15 s) until the ground command accepts TCP
+    /// connections on this port of the ground address (probed inside the ground namespace,
+    /// so the probe never crosses the link).
+    #[arg(long, value_name = "PORT")]
+    pub ground_port: Option<u16>,
     /// Tag of the namespace names (aerotp-air-<pid>-<name>); letters, digits, `_`, `.`.
     #[arg(long)]
     pub name: Option<String>,
@@ -135,7 +140,10 @@ async fn supervise(args: Args) -> Result<i32> {
         None => None,
     };
     if let Some(child) = ground.as_mut() {
-        tokio::time::sleep(args.settle).await;
+        match args.ground_port {
+            Some(port) => wait_for_listener(&lab, child, port).await?,
+            None => tokio::time::sleep(args.settle).await,
+        }
         if let Some(status) = child.try_wait()? {
             eprintln!("warning: the ground command already exited ({status})");
         }
@@ -216,6 +224,33 @@ fn spawn(lab: &Lab, side: Side, program: &str, args: &[&str]) -> Result<tokio::p
     tokio::process::Command::from(cmd)
         .spawn()
         .with_context(|| format!("starting `{program}` in {} ({side})", lab.ns(side)))
+}
+
+/// Poll-connect to the ground address:port from inside the ground namespace until it
+/// accepts, the ground command exits, or 15 s pass.
+async fn wait_for_listener(lab: &Lab, ground: &mut tokio::process::Child, port: u16) -> Result<()> {
+    const LIMIT: Duration = Duration::from_secs(15);
+    let addr = std::net::SocketAddr::from((lab.ground_addr(), port));
+    let start = std::time::Instant::now();
+    while start.elapsed() < LIMIT {
+        let probe = lab.spawn_in(Side::Ground, move || {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        })?;
+        // The probe is local to the ground namespace and bounded by its 200 ms timeout.
+        if probe
+            .join()
+            .map_err(|_| anyhow!("TCP probe thread panicked"))?
+        {
+            return Ok(());
+        }
+        if let Some(status) = ground.try_wait()? {
+            anyhow::bail!("the ground command exited ({status}) before listening on {addr}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    anyhow::bail!(
+        "nothing listened on {addr} in the ground namespace within {LIMIT:?}: check --ground"
+    )
 }
 
 /// Wait for the child if there is one; never resolves otherwise.

@@ -1,5 +1,6 @@
 //! `aerotp`: one command-line front end over the engine, simulator, runtime and emulators.
 
+mod lab_cmd;
 mod link_cmd;
 
 use clap::{Parser, Subcommand};
@@ -19,6 +20,8 @@ struct Cli {
 enum Command {
     /// UDP relay through an emulated link (rate, delay, bit errors, loss, outages).
     Link(link_cmd::Args),
+    /// Two network namespaces (air, ground) joined by an emulated link; run commands in them (root).
+    Lab(lab_cmd::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -29,5 +32,6 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Link(args) => tokio::runtime::Runtime::new()?.block_on(link_cmd::run(args)),
+        Command::Lab(args) => std::process::exit(lab_cmd::run(args)?),
     }
 }

@@ -12,6 +12,32 @@
 //! Everything created is removed by [`Lab::stop`] or on drop; namespaces of a lab whose
 //! process died are removed by [`cleanup_leftovers`], which every `start` calls first.
 //! Needs root (CAP_SYS_ADMIN for namespaces, CAP_NET_ADMIN for TUN) and iproute2's `ip`.
+//! See `docs/lab.md`.
+//!
+//! ```no_run
+//! use aerotp_lab::{Lab, LabConfig, LinkConfig, Side};
+//!
+//! # fn main() -> anyhow::Result<()> {
+//! let lab = Lab::start(LabConfig {
+//!     forward: LinkConfig { ber: 1e-5, ..LinkConfig::default() }, // 5 Mb/s, 10 ms
+//!     reverse: LinkConfig { rate_bps: 1_000_000, ..LinkConfig::default() },
+//!     seed: 42,
+//!     name: Some("doc".into()),
+//! })?;
+//! let ping = lab.command(Side::Air, "ping").args(["-c", "3", "10.77.0.2"]).output()?;
+//! assert!(ping.status.success());
+//! // Sockets opened by a thread inside a namespace belong to it.
+//! let ground = std::net::SocketAddr::from((lab.ground_addr(), 5001));
+//! let listener = lab
+//!     .spawn_in(Side::Ground, move || std::net::TcpListener::bind(ground))?
+//!     .join()
+//!     .expect("bind thread")?;
+//! drop(listener);
+//! let (forward, reverse) = lab.stop()?; // final aerotp_link::LinkStats
+//! println!("{} / {} packets delivered", forward.delivered_packets, reverse.delivered_packets);
+//! # Ok(())
+//! # }
+//! ```
 
 mod forward;
 mod netns;
