@@ -468,6 +468,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lab_can_be_shared_across_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Lab>();
+        assert_send_sync::<NsThread<u8>>();
+    }
+
+    #[test]
     fn side_round_trips_through_strings() {
         for side in [Side::Air, Side::Ground] {
             assert_eq!(side.to_string().parse::<Side>(), Ok(side));
