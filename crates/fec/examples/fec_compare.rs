@@ -184,11 +184,9 @@ fn rs_section(trials: usize) {
     println!(
         "Residual TPDU error rate: measured failures / trials (wrong output or decode error), with"
     );
+    println!("the analytic prediction in brackets. Throughput in MB/s of protected bytes per");
     println!(
-        "the analytic prediction in brackets. Throughput in MB/s of protected bytes; decode time"
-    );
-    println!(
-        "for a TPDU with 2 symbol errors per codeword (1 for p=2), the engine's usual case.\n"
+        "second of thread CPU time; decode time for a TPDU with 2 symbol errors per codeword (1 for p=2),\nthe engine's usual case.\n"
     );
     print!("| p | N words | L (B) | T (B) | overhead (T-L)/T |");
     for b in BERS {
@@ -377,7 +375,7 @@ fn ldpc_section(trials: usize) {
     println!(
         "Failures / trials (TPDU fails if any codeword fails); no analytic column. Decode time"
     );
-    println!("per TPDU at BER 1e-4; throughput in MB/s of protected bytes.\n");
+    println!("per TPDU at BER 1e-4 (thread CPU time); throughput in MB/s of protected bytes.\n");
     print!("| code | decoder | rate | cw/TPDU | L (B) | T (B) | overhead |");
     for b in BERS {
         print!(" fail @ {b:e} |");
