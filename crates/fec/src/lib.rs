@@ -185,27 +185,37 @@ pub fn decode(parity: u8, datagram: &mut [u8]) -> Result<Correction, FecError> {
     }
     let m = layout.codewords;
     let l = layout.protected_len;
+    // Remainders c_j(x) mod g(x) of all codewords at once: re-encode the received protected
+    // region (fast, interleaved) and add the received parity. Zero means codeword j is intact.
+    let (data, parity_rx) = datagram.split_at(l);
+    let mut rem = vec![0u8; m * p];
+    rs::encode_interleaved(data, &mut rem, m, p);
     let mut fixes: Vec<(usize, u8)> = Vec::new();
     let mut local = Vec::new();
-    let mut cw = [0u8; MAX_CODEWORD];
     let mut failed = 0usize;
     let mut first = usize::MAX;
-    for j in 0..m {
-        let k = layout.data_symbols(j);
-        let n = k + p;
-        for (dst, &src) in cw[..k].iter_mut().zip(datagram[j..l].iter().step_by(m)) {
-            *dst = src;
+    for (j, (r, rx)) in rem
+        .chunks_exact_mut(p)
+        .zip(parity_rx.chunks_exact(p))
+        .enumerate()
+    {
+        let mut dirty = 0u8;
+        for (a, &b) in r.iter_mut().zip(rx) {
+            *a ^= b;
+            dirty |= *a;
         }
-        let par_start = l + j * p;
-        cw[k..n].copy_from_slice(&datagram[par_start..par_start + p]);
+        if dirty == 0 {
+            continue;
+        }
+        let k = layout.data_symbols(j);
         local.clear();
-        match rs::decode_codeword(&cw[..n], p, &mut local) {
+        match rs::decode_remainder(k + p, r, &mut local) {
             Ok(_) => {
                 for f in &local {
                     let idx = if f.index < k {
                         j + f.index * m
                     } else {
-                        par_start + (f.index - k)
+                        l + j * p + (f.index - k)
                     };
                     fixes.push((idx, f.value));
                 }

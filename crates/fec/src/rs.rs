@@ -203,40 +203,50 @@ pub(crate) struct Fix {
     pub value: u8,
 }
 
-/// Computes the `p` syndromes S_i = c(alpha^i) of the codeword `cw`. Since g(alpha^i) = 0,
-/// S_i = r(alpha^i) with r = c mod g, which one fast synthetic division gives. Returns true if
-/// the word is a codeword (all syndromes zero).
-fn syndromes(cw: &[u8], p: usize, s: &mut [u8; 256]) -> bool {
-    // c(x) mod g(x) = (data part * x^p mod g(x)) + received parity.
-    let n = cw.len();
-    let mut rem = [0u8; 256];
-    generator(p).remainder(cw[..n - p].iter().copied(), &mut rem);
-    for (r, &c) in rem.iter_mut().zip(&cw[n - p..]) {
-        *r ^= c;
-    }
-    let rem = &rem[..p];
+/// Computes the `p` syndromes S_i = r(alpha^i) from the remainder `rem` = c(x) mod g(x)
+/// (highest degree first); since g(alpha^i) = 0 they equal c(alpha^i). Returns true if all are
+/// zero.
+fn syndromes(rem: &[u8], s: &mut [u8; 256]) -> bool {
     if rem.iter().all(|&r| r == 0) {
         return true;
     }
     // S_0 = sum of the remainder's coefficients.
     s[0] = rem.iter().fold(0u8, |a, &c| a ^ c);
-    for (i, si) in s.iter_mut().enumerate().take(p).skip(1) {
+    for (i, si) in s.iter_mut().enumerate().take(rem.len()).skip(1) {
         let row = &MUL[EXP[i] as usize];
         *si = rem.iter().fold(0u8, |acc, &c| row[acc as usize] ^ c);
     }
     false
 }
 
-/// Decodes one codeword of `n = cw.len() <= 255` symbols with `p` parity symbols. Pushes the
+/// Decodes one codeword of `cw.len() <= 255` symbols with `p` parity symbols. Pushes the
 /// corrections to `fixes` (without applying them) and returns Ok(number of corrections), or
 /// Err(()) if the word is not within distance floor(p/2) of a codeword.
+#[cfg(test)]
 pub(crate) fn decode_codeword(cw: &[u8], p: usize, fixes: &mut Vec<Fix>) -> Result<usize, ()> {
     let n = cw.len();
     if p == 0 || n > 255 || n <= p {
         return if p == 0 { Ok(0) } else { Err(()) };
     }
+    // c(x) mod g(x) = (data part * x^p mod g(x)) + received parity.
+    let mut rem = [0u8; 256];
+    generator(p).remainder(cw[..n - p].iter().copied(), &mut rem);
+    for (r, &c) in rem.iter_mut().zip(&cw[n - p..]) {
+        *r ^= c;
+    }
+    decode_remainder(n, &rem[..p], fixes)
+}
+
+/// Decodes a codeword of `n <= 255` symbols given only its remainder `rem` = c(x) mod g(x)
+/// (`p = rem.len()` symbols, highest degree first): the syndromes follow from it, and the
+/// corrections are positions in the codeword (0 = first symbol sent) and values to XOR.
+pub(crate) fn decode_remainder(n: usize, rem: &[u8], fixes: &mut Vec<Fix>) -> Result<usize, ()> {
+    let p = rem.len();
+    if p == 0 || n > 255 || n <= p {
+        return if p == 0 { Ok(0) } else { Err(()) };
+    }
     let mut s = [0u8; 256];
-    if syndromes(cw, p, &mut s) {
+    if syndromes(rem, &mut s) {
         return Ok(0);
     }
 
@@ -403,9 +413,34 @@ mod tests {
     fn codewords_have_zero_syndromes() {
         let data: Vec<u8> = (0..100u8).map(|x| x.wrapping_mul(37)).collect();
         for p in [1usize, 2, 3, 16, 155] {
-            let cw = encode_one(&data, p);
+            let mut cw = encode_one(&data, p);
+            // c(alpha^i) = 0 by direct evaluation, independent of the LFSR.
+            for i in 0..p {
+                let x = gf::pow_alpha(i);
+                assert_eq!(
+                    cw.iter().fold(0u8, |a, &c| gf::mul(a, x) ^ c),
+                    0,
+                    "p={p} i={i}"
+                );
+            }
+            // Remainder-based syndromes agree with direct evaluation on a corrupted word.
+            cw[7] ^= 0x42;
+            let n = cw.len();
+            let mut rem = vec![0u8; p];
+            generator(p).remainder(cw[..n - p].iter().copied(), &mut rem);
+            for (r, &c) in rem.iter_mut().zip(&cw[n - p..]) {
+                *r ^= c;
+            }
             let mut s = [0u8; 256];
-            assert!(syndromes(&cw, p, &mut s), "p={p}");
+            assert!(!syndromes(&rem, &mut s));
+            for (i, &si) in s.iter().enumerate().take(p) {
+                let x = gf::pow_alpha(i);
+                assert_eq!(
+                    si,
+                    cw.iter().fold(0u8, |a, &c| gf::mul(a, x) ^ c),
+                    "p={p} S_{i}"
+                );
+            }
         }
     }
 
