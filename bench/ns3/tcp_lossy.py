@@ -55,14 +55,13 @@ static double g_firstRx = -1.0;
 static std::map<uint32_t, Seg> g_segs;  // first transmission of each data segment by seq
 static bool g_haveBase = false;
 static uint32_t g_base = 0;             // seq of the first data byte
-static std::map<uint32_t, Seg>::iterator g_next;
-static bool g_nextValid = false;
+static uint64_t g_acctOff = 0;          // segments below this offset are accounted
 static double g_delaySum = 0.0;
 static uint64_t g_delayCount = 0;
 
 void Reset() {
   g_linkBytes = 0; g_linkPackets = 0; g_rxBytes = 0; g_lastRx = -1.0; g_firstRx = -1.0;
-  g_segs.clear(); g_haveBase = false; g_base = 0; g_nextValid = false;
+  g_segs.clear(); g_haveBase = false; g_base = 0; g_acctOff = 0;
   g_delaySum = 0.0; g_delayCount = 0; g_ccName.clear(); g_closedAt = -1.0; g_lastTx = -1.0;
 }
 void OnLinkTx(Ptr<const Packet> p) { g_linkBytes += p->GetSize(); g_linkPackets++; }
@@ -83,11 +82,12 @@ void OnSinkRx(Ptr<const Packet> p, const Address& a) {
   g_rxBytes += p->GetSize();
   g_lastRx = now;
   // every segment whose last byte is now delivered in order: delay = now - first tx
-  if (!g_nextValid) { g_next = g_segs.begin(); g_nextValid = true; }
-  while (g_next != g_segs.end() && (uint64_t)g_next->first + g_next->second.len <= g_rxBytes) {
-    g_delaySum += now - g_next->second.firstTx;
+  while (true) {
+    auto it = g_segs.lower_bound(g_acctOff);
+    if (it == g_segs.end() || (uint64_t)it->first + it->second.len > g_rxBytes) break;
+    g_delaySum += now - it->second.firstTx;
     g_delayCount++;
-    ++g_next;
+    g_acctOff = (uint64_t)it->first + it->second.len;
   }
 }
 void OnState(TcpSocket::TcpStates_t from, TcpSocket::TcpStates_t to) {
@@ -147,6 +147,9 @@ def run_one(variant, ber, delay_s, run, size, cap, forward_only=False, sack=Fals
 
     ns.RngSeedManager.SetSeed(seed)
     ns.RngSeedManager.SetRun(run)
+    # Auto-assigned stream numbers count up across simulations in one process; reset them
+    # so a run's result depends only on (seed, run, parameters), not on what ran before.
+    ns.RngSeedManager.ResetNextStreamIndex()
     ns.Ipv4AddressGenerator.Reset()
     ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.StringValue(tid))
     ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(MSS))
@@ -189,11 +192,12 @@ def run_one(variant, ber, delay_s, run, size, cap, forward_only=False, sack=Fals
     # unless forward_only, on R1 (reverse, ACKs).
     ems = []
     targets = [d_l.Get(1)] if forward_only else [d_l.Get(1), d_l.Get(0)]
-    for dev in targets:
+    for i, dev in enumerate(targets):
         em = ns.CreateObject[ns.RateErrorModel]()
         em.SetUnit(ns.RateErrorModel.ERROR_UNIT_BIT)
         em.SetRate(float(ber))
         uv = ns.CreateObject[ns.UniformRandomVariable]()
+        uv.SetStream(i)  # forward = stream 0, reverse = stream 1 (substream = RngRun)
         em.SetRandomVariable(uv)
         dev.SetAttribute("ReceiveErrorModel", ns.PointerValue(em))
         ems.append((em, uv))
