@@ -375,6 +375,9 @@ impl Connection {
             self.connected_reported = true;
             self.push_event(ConnEvent::Connected);
         }
+        if c.mack.is_some() || c.ack.is_some() {
+            self.rtt.on_feedback(now, self.tx.has_outstanding());
+        }
         if let Some(m) = &c.mack {
             let echo_us = self.now_us(now).wrapping_sub(m.ts_echo);
             let delay = Duration::from_micros(u64::from(m.ack_delay) * 100);

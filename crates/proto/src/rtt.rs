@@ -11,6 +11,10 @@ pub struct RttEstimator {
     /// Largest acknowledgement delay the peer reported, added to the timeout.
     max_ack_delay: Duration,
     latest: Duration,
+    /// Spacing of acknowledgements as the sender sees it (fast rise, slow decay): a TPDU early
+    /// in an aggregate waits this long for its MACK on top of the round trip.
+    ack_gap: Duration,
+    last_feedback: Option<Duration>,
 }
 
 impl RttEstimator {
@@ -22,6 +26,8 @@ impl RttEstimator {
             min_rto,
             max_ack_delay: Duration::ZERO,
             latest: initial,
+            ack_gap: Duration::ZERO,
+            last_feedback: None,
         }
     }
 
@@ -39,6 +45,16 @@ impl RttEstimator {
                 self.srtt = Some((s * 7 + rtt) / 8);
             }
         }
+    }
+
+    /// An acknowledgement arrived at `now`; `outstanding` says whether data was waiting for it
+    /// (the gap to the previous one then measures aggregation, not idleness).
+    pub fn on_feedback(&mut self, now: Duration, outstanding: bool) {
+        if let (Some(last), true) = (self.last_feedback, outstanding) {
+            let gap = now.saturating_sub(last).min(Duration::from_secs(2));
+            self.ack_gap = if gap > self.ack_gap { gap } else { (self.ack_gap * 15 + gap) / 16 };
+        }
+        self.last_feedback = Some(now);
     }
 
     pub fn smoothed(&self) -> Duration {
@@ -59,7 +75,7 @@ impl RttEstimator {
             Some(s) => s + self.rttvar * 4,
             None => self.initial * 3,
         };
-        (base + self.max_ack_delay).max(self.min_rto)
+        (base + self.max_ack_delay + self.ack_gap).max(self.min_rto)
     }
 }
 

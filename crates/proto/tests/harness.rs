@@ -127,6 +127,8 @@ pub struct Outcome {
     pub receiver_close: Option<CloseOutcome>,
     pub accepted_at: Option<Duration>,
     pub finished_at: Duration,
+    /// When the last byte reached the receiving application.
+    pub last_byte_at: Duration,
     pub wire_bytes: u64,
 }
 
@@ -145,6 +147,7 @@ pub fn transfer(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64, limi
         receiver_close: None,
         accepted_at: None,
         finished_at: Duration::ZERO,
+        last_byte_at: Duration::ZERO,
         wire_bytes: 0,
     };
     let mut rx_closed = false;
@@ -180,7 +183,10 @@ pub fn transfer(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64, limi
             loop {
                 match net.b.read(h, &mut buf) {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => out.received.extend_from_slice(&buf[..n]),
+                    Ok(n) => {
+                        out.received.extend_from_slice(&buf[..n]);
+                        out.last_byte_at = net.now;
+                    }
                 }
             }
             if !rx_closed && net.b.at_eof(h) {
@@ -203,4 +209,46 @@ pub fn transfer(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64, limi
 pub fn pattern(n: usize, seed: u64) -> Vec<u8> {
     let mut r = Pcg64Mcg::seed_from_u64(seed);
     (0..n).map(|_| r.gen()).collect()
+}
+
+/// Prints a timeline of one transfer (debugging aid for failing tests).
+pub fn debug_timeline(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64, limit: Duration) {
+    let mut net = Net::new(seed, imp);
+    net.b.listen(7, cfg.clone()).unwrap();
+    let ch = net.a.connect(Duration::ZERO, addr_b(), 7, cfg).unwrap();
+    let mut written = 0;
+    let mut rx = None;
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 65536];
+    let mut last_print = Duration::ZERO;
+    while net.now < limit {
+        if written < data.len() {
+            written += net.a.write(ch, &data[written..]).unwrap_or(0);
+            if written == data.len() {
+                net.a.close(ch).unwrap();
+            }
+        }
+        while let Some(e) = net.b.poll_event() {
+            if let Event::Accepted(h) = e {
+                rx = Some(h);
+            }
+        }
+        while net.a.poll_event().is_some() {}
+        if let Some(h) = rx {
+            while let Ok(n) = net.b.read(h, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+        }
+        if net.now >= last_print + Duration::from_millis(250) {
+            last_print = net.now;
+            let s = net.a.stats(ch);
+            eprintln!("{:?} got={} state={:?} stats={:?}", net.now, got, net.a.state(ch), s.map(|s| (s.sender.tpdus_sent, s.sender.tpdus_retransmitted, s.sender.timeouts, s.sender.probes, s.outages, s.srtt)));
+        }
+        if !net.step() {
+            break;
+        }
+    }
 }
