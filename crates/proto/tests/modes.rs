@@ -133,3 +133,26 @@ fn timeline() {
     let imp = Impair { delay: ms(10), outage: Some((ms(500), ms(10_500))), ..Default::default() };
     harness::debug_timeline(cfg(Mode::Reliable), &data, imp, 8, Duration::from_secs(16));
 }
+
+#[test]
+#[ignore = "measurement aid: prints goodput per mode at BER 1e-4"]
+fn goodput_at_high_ber() {
+    let data = pattern(1_000_000, 9);
+    for (mode, fec) in [
+        (Mode::Reliable, FecSetting::Off),
+        (Mode::Reliable, FecSetting::Auto),
+        (Mode::HybridNackMack, FecSetting::Auto),
+        (Mode::NearReliable, FecSetting::Auto),
+        (Mode::QuasiReliable, FecSetting::Auto),
+        (Mode::HybridNack, FecSetting::Auto),
+    ] {
+        for ber in [1e-5, 1e-4] {
+            let mut c = cfg(mode);
+            c.fec = fec;
+            let imp = Impair { delay: ms(10), ber, ..Default::default() };
+            let o = transfer(c, &data, imp, 11, Duration::from_secs(120));
+            let gp = o.received.len() as f64 * 8.0 / o.last_byte_at.as_secs_f64();
+            eprintln!("{mode} {fec:?} ber={ber}: {} bytes, {:.3} Mb/s, intact={}", o.received.len(), gp / 1e6, o.received == data);
+        }
+    }
+}
