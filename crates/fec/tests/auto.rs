@@ -186,6 +186,42 @@ fn ber_estimator_converges_with_fec() {
 }
 
 #[test]
+fn ber_estimator_mixes_fec_and_plain_tpdus() {
+    // Half the TPDUs without FEC (only clean/corrupted known), half with p = 8.
+    let mut rng = Pcg64::seed_from_u64(6);
+    let ber = 1e-4;
+    let mut est = BerEstimator::new();
+    let mut sent = vec![0u8; max_protected_len(1500, 8)];
+    rng.fill(&mut sent[..]);
+    let data = sent.clone();
+    encode(8, &mut sent).unwrap();
+    for i in 0..4000 {
+        if i % 2 == 0 {
+            let mut rx = vec![0u8; 1500];
+            match flip_bits(&mut rx, ber, &mut rng) {
+                0 => est.record_clean(12000),
+                _ => est.record_failed(12000, 0),
+            }
+        } else {
+            let mut rx = sent.clone();
+            let bits = rx.len() * 8;
+            if flip_bits(&mut rx, ber, &mut rng) == 0 {
+                est.record_clean(bits);
+            } else {
+                match decode(8, &mut rx) {
+                    Ok(c) if rx[..data.len()] == data[..] => {
+                        est.record_corrected(bits, c.bits, c.symbols)
+                    }
+                    _ => est.record_failed(bits, 8),
+                }
+            }
+        }
+    }
+    let e = est.estimate().unwrap();
+    assert!((e / ber - 1.0).abs() < 0.2, "estimate {e}");
+}
+
+#[test]
 fn ber_estimator_edge_cases() {
     let mut est = BerEstimator::new();
     assert_eq!(est.estimate(), None);
