@@ -1,0 +1,213 @@
+//! Real UDP on loopback, directly and through the aerotp-emu relay (link model in real time).
+
+use aerotp_emu::{Relay, RelayConfig};
+use aerotp_link::{LinkConfig, Outage};
+use aerotp_net::{CloseOutcome, ConnectionConfig, Endpoint, EndpointConfig, Mode, Report};
+use sha2::{Digest, Sha256};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn pattern(n: usize) -> Vec<u8> {
+    let mut x = 0x1234_5678_9abc_def0u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn cfg(mode: Mode, rate: u64) -> ConnectionConfig {
+    let mut c = ConnectionConfig::with_mode(mode);
+    c.rate_bps = rate;
+    c.linger = Duration::from_millis(300);
+    c
+}
+
+struct Outcome {
+    received: Vec<u8>,
+    sender: Report,
+    receiver: Report,
+}
+
+/// Sends `data` from a fresh endpoint to a listening one, optionally through a relay.
+async fn transfer(
+    mode: Mode,
+    rate: u64,
+    data: &[u8],
+    link: Option<LinkConfig>,
+    v6: bool,
+) -> Outcome {
+    let any: SocketAddr = if v6 {
+        "[::1]:0".parse().unwrap()
+    } else {
+        "127.0.0.1:0".parse().unwrap()
+    };
+    let server = Endpoint::bind(any, EndpointConfig::default()).unwrap();
+    server.listen(7, cfg(mode, rate)).unwrap();
+    let mut target = server.local_addr();
+    let shutdown = tokio::sync::oneshot::channel::<()>();
+    let relay_task = if let Some(l) = link {
+        let relay = Relay::bind(RelayConfig {
+            stats_interval: None,
+            ..RelayConfig::new(any, target, l)
+        })
+        .await
+        .unwrap();
+        target = relay.local_addr().unwrap();
+        Some(tokio::spawn(relay.run(shutdown.1)))
+    } else {
+        None
+    };
+    let client = Endpoint::bind(any, EndpointConfig::default()).unwrap();
+    let recv = tokio::spawn(async move {
+        let mut conn = server.accept().await.unwrap();
+        let mut got = Vec::new();
+        // Lossy modes may end with an error-free EOF; reliable ones must.
+        let _ = conn.read_to_end(&mut got).await;
+        let rep = conn.finish().await;
+        (got, rep, server)
+    });
+    let mut conn = client.connect(target, 7, cfg(mode, rate)).unwrap();
+    conn.write_all(data).await.unwrap();
+    let sender = conn.finish().await;
+    let (received, receiver, server) = recv.await.unwrap();
+    drop(conn);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        client.connection_count(),
+        0,
+        "client released its connection"
+    );
+    assert_eq!(
+        server.connection_count(),
+        0,
+        "server released its connection"
+    );
+    let _ = shutdown.0.send(());
+    if let Some(t) = relay_task {
+        let _ = t.await;
+    }
+    Outcome {
+        received,
+        sender,
+        receiver,
+    }
+}
+
+fn sha(b: &[u8]) -> Vec<u8> {
+    Sha256::digest(b).to_vec()
+}
+
+#[tokio::test]
+async fn reliable_loopback_ipv4_and_ipv6() {
+    let data = pattern(1 << 20);
+    for v6 in [false, true] {
+        let o = tokio::time::timeout(
+            Duration::from_secs(20),
+            transfer(Mode::Reliable, 200_000_000, &data, None, v6),
+        )
+        .await
+        .expect("bounded");
+        assert_eq!(sha(&o.received), sha(&data), "v6={v6}");
+        assert!(
+            o.sender.guarantee_met && o.sender.delivered_confirmed,
+            "{:?}",
+            o.sender.outcome
+        );
+        assert_eq!(
+            o.receiver.outcome,
+            CloseOutcome::Finished { confirmed: true }
+        );
+    }
+}
+
+fn lossy_link(outage: bool) -> LinkConfig {
+    LinkConfig {
+        rate_bps: 20_000_000,
+        delay: Duration::from_millis(5),
+        ber: 1e-4,
+        per_packet_overhead: 28,
+        protected_prefix: 28,
+        outages: if outage {
+            vec![Outage {
+                start: Duration::from_millis(150),
+                duration: Duration::from_millis(400),
+            }]
+        } else {
+            vec![]
+        },
+        ..LinkConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn reliable_and_hybrid_survive_ber_1e4_and_an_outage() {
+    let data = pattern(500_000);
+    for mode in [Mode::Reliable, Mode::HybridNackMack] {
+        let o = tokio::time::timeout(
+            Duration::from_secs(30),
+            transfer(mode, 18_000_000, &data, Some(lossy_link(true)), false),
+        )
+        .await
+        .expect("bounded");
+        assert_eq!(o.received.len(), data.len(), "{mode}");
+        assert_eq!(sha(&o.received), sha(&data), "{mode}");
+        assert!(o.sender.guarantee_met, "{mode}: {:?}", o.sender.outcome);
+        assert!(
+            o.sender.stats.sender.tpdus_retransmitted > 0,
+            "{mode}: the link lost something"
+        );
+        eprintln!("{mode}: {:?}", o.sender.stats);
+    }
+}
+
+#[tokio::test]
+async fn quasi_reliable_reports_what_it_lost() {
+    let data = pattern(500_000);
+    let mut link = lossy_link(true);
+    link.ber = 1e-5;
+    let o = tokio::time::timeout(
+        Duration::from_secs(30),
+        transfer(Mode::QuasiReliable, 18_000_000, &data, Some(link), false),
+    )
+    .await
+    .expect("bounded");
+    assert!(
+        o.received.len() < data.len(),
+        "the outage loses data in a mode without ARQ"
+    );
+    let rx = &o.receiver.stats.receiver;
+    assert!(rx.tpdus_lost > 0, "loss reported: {rx:?}");
+    assert_eq!(o.sender.stats.sender.nacks_received, 0);
+    assert!(
+        o.receiver.guarantee_met,
+        "clean close: {:?}",
+        o.receiver.outcome
+    );
+}
+
+#[tokio::test]
+async fn datagram_mode_messages() {
+    let a = Endpoint::bind("127.0.0.1:0".parse().unwrap(), EndpointConfig::default()).unwrap();
+    let b = Endpoint::bind("127.0.0.1:0".parse().unwrap(), EndpointConfig::default()).unwrap();
+    for i in 0..10u8 {
+        a.send_datagram(b.local_addr(), 5, 9, &[i; 100], 4, 1500)
+            .unwrap();
+    }
+    for i in 0..10u8 {
+        let m = tokio::time::timeout(Duration::from_secs(5), b.recv_datagram())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.data, vec![i; 100]);
+        assert_eq!((m.src_port, m.dst_port), (5, 9));
+        assert_eq!(m.remote, a.local_addr());
+    }
+    assert!(a
+        .send_datagram(b.local_addr(), 5, 9, &[0; 2000], 0, 1500)
+        .is_err());
+}
