@@ -36,7 +36,9 @@ pub fn datagram_len(len: usize, parity: u8) -> Option<usize> {
     if parity == 0 {
         return Some(OVERHEAD + len);
     }
-    fec::Layout::for_protected(OVERHEAD + len, parity).ok().map(|l| l.datagram_len())
+    fec::Layout::for_protected(OVERHEAD + len, parity)
+        .ok()
+        .map(|l| l.datagram_len())
 }
 
 /// The channel quality one datagram showed, for the bit-error-rate estimate.
@@ -72,7 +74,11 @@ pub enum Undecodable {
 
 /// Decodes `datagram`, using `scratch` for FEC work. `hint` is the parity last seen from the
 /// same peer.
-pub fn decode(datagram: &[u8], hint: Option<u8>, scratch: &mut Vec<u8>) -> Result<Received, Undecodable> {
+pub fn decode(
+    datagram: &[u8],
+    hint: Option<u8>,
+    scratch: &mut Vec<u8>,
+) -> Result<Received, Undecodable> {
     let bits = datagram.len() * 8;
     let first = parse_tpdu(datagram);
     if let Ok(t) = &first {
@@ -94,13 +100,21 @@ pub fn decode(datagram: &[u8], hint: Option<u8>, scratch: &mut Vec<u8>) -> Resul
     for p in candidates.into_iter().flatten().filter(|&p| p > 0) {
         scratch.clear();
         scratch.extend_from_slice(datagram);
-        let Ok(corr) = fec::decode(p, scratch) else { continue };
+        let Ok(corr) = fec::decode(p, scratch) else {
+            continue;
+        };
         if let Ok(t) = parse_tpdu(scratch) {
-            if t.header.fec == p && t.body_ok && trailer_fits(scratch.len(), usize::from(t.header.len), p) {
+            if t.header.fec == p
+                && t.body_ok
+                && trailer_fits(scratch.len(), usize::from(t.header.len), p)
+            {
                 return Ok(Received {
                     header: t.header,
                     body: t.body.to_vec(),
-                    quality: Quality::Corrected { bits: corr.bits, symbols: corr.symbols },
+                    quality: Quality::Corrected {
+                        bits: corr.bits,
+                        symbols: corr.symbols,
+                    },
                     bits,
                     parity: p,
                 });

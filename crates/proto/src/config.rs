@@ -30,13 +30,21 @@ impl FecSetting {
                     if p > 128 {
                         return Err(bad());
                     }
-                    Ok(if p == 0 { FecSetting::Off } else { FecSetting::Parity(p) })
+                    Ok(if p == 0 {
+                        FecSetting::Off
+                    } else {
+                        FecSetting::Parity(p)
+                    })
                 } else {
                     let w: u16 = s.parse().map_err(|_| bad())?;
                     if w > 256 {
                         return Err(bad());
                     }
-                    Ok(if w == 0 { FecSetting::Off } else { FecSetting::Words(w) })
+                    Ok(if w == 0 {
+                        FecSetting::Off
+                    } else {
+                        FecSetting::Words(w)
+                    })
                 }
             }
         }
@@ -123,7 +131,10 @@ impl Default for ConnectionConfig {
 
 impl ConnectionConfig {
     pub fn with_mode(mode: Mode) -> Self {
-        let mut c = ConnectionConfig { mode, ..Default::default() };
+        let mut c = ConnectionConfig {
+            mode,
+            ..Default::default()
+        };
         if mode.fec_by_default() {
             c.fec = FecSetting::Auto;
         }
@@ -175,7 +186,11 @@ pub struct EndpointConfig {
 
 impl Default for EndpointConfig {
     fn default() -> Self {
-        EndpointConfig { max_connections: 1024, max_events: 4096, max_datagrams: 4096 }
+        EndpointConfig {
+            max_connections: 1024,
+            max_events: 4096,
+            max_datagrams: 4096,
+        }
     }
 }
 
@@ -223,13 +238,34 @@ mod tests {
     fn validation_catches_bad_values() {
         assert!(ConnectionConfig::default().validate().is_ok());
         let bad = [
-            ConnectionConfig { rate_bps: 10, ..Default::default() },
-            ConnectionConfig { mtu: 50, ..Default::default() },
-            ConnectionConfig { mack_count: 0, ..Default::default() },
-            ConnectionConfig { mack_count: 366, ..Default::default() },
-            ConnectionConfig { fec_target_loss: 0.0, ..Default::default() },
-            ConnectionConfig { recv_window: 1, ..Default::default() },
-            ConnectionConfig { send_buffer: 10, ..Default::default() },
+            ConnectionConfig {
+                rate_bps: 10,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                mtu: 50,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                mack_count: 0,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                mack_count: 366,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                fec_target_loss: 0.0,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                recv_window: 1,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                send_buffer: 10,
+                ..Default::default()
+            },
         ];
         for c in bad {
             assert!(c.validate().is_err(), "{c:?}");

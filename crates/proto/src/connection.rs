@@ -118,19 +118,12 @@ impl Connection {
         let mode = cfg.mode;
         let initial_window = cfg.recv_window;
         let state = match role {
-            Role::Initiator => transition(State::Closed, StateEvent::AppConn).map_or(State::AsynSent, |t| t.0),
+            Role::Initiator => {
+                transition(State::Closed, StateEvent::AppConn).map_or(State::AsynSent, |t| t.0)
+            }
             Role::Acceptor => State::Established,
         };
-        let mut rx = Receiver::new(
-            mode,
-            cfg.recv_window,
-            cfg.mack_count,
-            cfg.ack_every,
-            cfg.ack_delay,
-            cfg.crc_check,
-            cfg.min_hole_timeout,
-            cfg.initial_rtt,
-        );
+        let mut rx = Receiver::new(&cfg);
         rx.want_reports();
         if cfg.trace {
             rx.trace = Some(Vec::new());
@@ -147,7 +140,14 @@ impl Connection {
             tx: Sender::new(mode, cfg.send_buffer, initial_window, cfg.retention),
             rx,
             rtt: RttEstimator::new(cfg.initial_rtt, cfg.min_rto),
-            fec: FecControl::new(cfg.fec, mode, cfg.mtu, cfg.per_packet_overhead, cfg.fec_target_loss, cfg.fec_initial_ber),
+            fec: FecControl::new(
+                cfg.fec,
+                mode,
+                cfg.mtu,
+                cfg.per_packet_overhead,
+                cfg.fec_target_loss,
+                cfg.fec_initial_ber,
+            ),
             epoch: now,
             last_heard: now,
             heard_once: false,
@@ -375,9 +375,6 @@ impl Connection {
             self.connected_reported = true;
             self.push_event(ConnEvent::Connected);
         }
-        if c.mack.is_some() || c.ack.is_some() {
-            self.rtt.on_feedback(now, self.tx.has_outstanding());
-        }
         if let Some(m) = &c.mack {
             let echo_us = self.now_us(now).wrapping_sub(m.ts_echo);
             let delay = Duration::from_micros(u64::from(m.ack_delay) * 100);
@@ -389,6 +386,9 @@ impl Connection {
             self.tx.on_mack_entries(&m.entries);
         } else if let Some(a) = &c.ack {
             self.tx.on_ack(a);
+        }
+        if let Some(l) = self.tx.take_ack_latency(now) {
+            self.rtt.on_ack_latency(l);
         }
         if let Some(n) = &c.nack {
             self.tx.on_nack(&n.seqs);
@@ -403,7 +403,7 @@ impl Connection {
         if h.flags.contains(Flags::AFIN) && h.flags.contains(Flags::ACK) {
             // AFINACK: the peer has our AFIN (and, in acknowledged modes, everything before it).
             if !self.mode.uses_mack() && self.mode != Mode::NearReliable {
-                self.tx.fin_acked = true;
+                self.tx.on_fin_acked();
             }
             if self.tx.fin_sent() && (self.tx.all_acked() || !self.mode.is_fully_reliable()) {
                 self.apply(StateEvent::AfinAckRx);
@@ -433,7 +433,8 @@ impl Connection {
     }
 
     fn check_finished(&mut self, now: Duration) {
-        if self.closed.is_some() || !self.send_done() || !self.rx.fin_complete() || self.afinack_due {
+        if self.closed.is_some() || !self.send_done() || !self.rx.fin_complete() || self.afinack_due
+        {
             return;
         }
         // Linger for late retransmissions if we were the last to receive an AFIN.
@@ -484,7 +485,10 @@ impl Connection {
         }
         let start = out.len();
         if let Some(reason) = self.rst_due.take() {
-            let body = ControlBody { reset: Some(reason), ..Default::default() };
+            let body = ControlBody {
+                reset: Some(reason),
+                ..Default::default()
+            };
             return self.emit_control(now, Flags::empty(), &body, out, start);
         }
         if self.closed.is_some() {
@@ -504,13 +508,20 @@ impl Connection {
         }
         if self.asynack_due {
             self.asynack_due = false;
-            let body = ControlBody { mack: Some(self.asynack_mack()), ..Default::default() };
+            let body = ControlBody {
+                mack: Some(self.asynack_mack()),
+                ..Default::default()
+            };
             return self.emit_control(now, Flags::ASYN, &body, out, start);
         }
         if self.afinack_due {
             self.afinack_due = false;
             self.afinack_sent = true;
-            let body = ControlBody { ack: Some(self.rx.final_ack()), report: Some(self.rx.report()), ..Default::default() };
+            let body = ControlBody {
+                ack: Some(self.rx.final_ack()),
+                report: Some(self.rx.report()),
+                ..Default::default()
+            };
             let sent = self.emit_control(now, Flags::AFIN, &body, out, start);
             self.check_finished(now);
             return sent;
@@ -523,12 +534,18 @@ impl Connection {
         }
         let max_body = self.max_body();
         let asyn = self.role == Role::Initiator;
-        let Some(o) = self.tx.next_outgoing(now, max_body, asyn) else { return false };
+        let Some(o) = self.tx.next_outgoing(now, max_body, asyn) else {
+            return false;
+        };
         if o.flags.contains(Flags::AFIN) && self.fin_sent_at.is_none() {
             self.fin_sent_at = Some(now);
         }
         if !o.retransmission {
-            if let Some(t) = self.send_trace.as_mut().filter(|t| t.len() < crate::receiver::TRACE_LIMIT) {
+            if let Some(t) = self
+                .send_trace
+                .as_mut()
+                .filter(|t| t.len() < crate::receiver::TRACE_LIMIT)
+            {
                 t.push((o.seq, now));
             }
         }
@@ -544,10 +561,22 @@ impl Connection {
     }
 
     fn asynack_mack(&self) -> aerotp_wire::Mack {
-        aerotp_wire::Mack { ack: self.rx.final_ack(), ts_echo: 0, ack_delay: 0, entries: Vec::new() }
+        aerotp_wire::Mack {
+            ack: self.rx.final_ack(),
+            ts_echo: 0,
+            ack_delay: 0,
+            entries: Vec::new(),
+        }
     }
 
-    fn emit_control(&mut self, now: Duration, extra: Flags, body: &ControlBody, out: &mut Vec<u8>, start: usize) -> bool {
+    fn emit_control(
+        &mut self,
+        now: Duration,
+        extra: Flags,
+        body: &ControlBody,
+        out: &mut Vec<u8>,
+        start: usize,
+    ) -> bool {
         let mut bytes = Vec::with_capacity(body.len());
         if body.emit(&mut bytes).is_err() {
             return false;
@@ -584,12 +613,32 @@ impl Connection {
     }
 
     fn watches_outages(&self) -> bool {
-        self.heard_once && matches!(self.mode, Mode::Reliable | Mode::HybridNackMack | Mode::NearReliable)
+        self.heard_once
+            && matches!(
+                self.mode,
+                Mode::Reliable | Mode::HybridNackMack | Mode::NearReliable
+            )
+    }
+
+    /// CLOSE_TO: after the AFIN, how long to wait without hearing from the peer. Modes that
+    /// promise delivery keep trying while data is unacknowledged (an outage may last half an
+    /// hour; the idle timeout ends a dead peer) and start CLOSE_TO only for the AFINACK itself.
+    fn close_deadline(&self) -> Option<Duration> {
+        let f = self.fin_sent_at?;
+        if self.mode.is_fully_reliable() && self.tx.outstanding() > usize::from(!self.tx.fin_acked)
+        {
+            return None;
+        }
+        Some(f.max(self.last_heard) + self.cfg.close_timeout)
     }
 
     pub fn poll_timeout(&self) -> Option<Duration> {
         if self.closed.is_some() {
-            return if self.rst_due.is_some() { Some(self.pacer.next_send()) } else { None };
+            return if self.rst_due.is_some() {
+                Some(self.pacer.next_send())
+            } else {
+                None
+            };
         }
         let mut t: Option<Duration> = None;
         let mut min = |x: Duration| t = Some(t.map_or(x, |y: Duration| y.min(x)));
@@ -621,8 +670,8 @@ impl Connection {
         if let Some(r) = self.tx.retention_deadline() {
             min(r);
         }
-        if let Some(f) = self.fin_sent_at {
-            min(f + self.cfg.close_timeout);
+        if let Some(d) = self.close_deadline() {
+            min(d);
         }
         if let Some(l) = self.linger_until {
             min(l);
@@ -639,8 +688,8 @@ impl Connection {
             self.finish_with(CloseOutcome::IdleTimeout);
             return;
         }
-        if let Some(f) = self.fin_sent_at {
-            if now >= f + self.cfg.close_timeout && !self.send_done() {
+        if let Some(d) = self.close_deadline() {
+            if now >= d && !self.send_done() {
                 self.apply(StateEvent::CloseTo);
                 self.finish_with(CloseOutcome::CloseTimeout);
                 return;

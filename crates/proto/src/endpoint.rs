@@ -151,8 +151,14 @@ impl Endpoint {
     fn alloc_port(&mut self, remote: SocketAddr, remote_port: u16) -> Result<u16, EndpointError> {
         for _ in 0..16384 {
             let p = self.next_port;
-            self.next_port = if self.next_port >= 65000 { 49152 } else { self.next_port + 1 };
-            if !self.by_key.contains_key(&(remote, p, remote_port)) && !self.listeners.contains_key(&p) {
+            self.next_port = if self.next_port >= 65000 {
+                49152
+            } else {
+                self.next_port + 1
+            };
+            if !self.by_key.contains_key(&(remote, p, remote_port))
+                && !self.listeners.contains_key(&p)
+            {
                 return Ok(p);
             }
         }
@@ -178,21 +184,32 @@ impl Endpoint {
         }
         let local_port = self.alloc_port(remote, remote_port)?;
         let tag = self.rng.gen_range(1..=255u8);
-        let conn = Connection::new(Role::Initiator, config, remote, local_port, remote_port, tag, now);
+        let conn = Connection::new(
+            Role::Initiator,
+            config,
+            remote,
+            local_port,
+            remote_port,
+            tag,
+            now,
+        );
         Ok(self.insert(conn))
     }
 
     fn insert(&mut self, conn: Connection) -> ConnectionHandle {
         let h = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
-        self.by_key.insert((conn.remote, conn.local_port, conn.remote_port), h);
+        self.by_key
+            .insert((conn.remote, conn.local_port, conn.remote_port), h);
         self.conns.insert(h, conn);
         self.order.push(h);
         h
     }
 
     fn conn(&mut self, h: ConnectionHandle) -> Result<&mut Connection, EndpointError> {
-        self.conns.get_mut(&h).ok_or(EndpointError::UnknownConnection)
+        self.conns
+            .get_mut(&h)
+            .ok_or(EndpointError::UnknownConnection)
     }
 
     pub fn write(&mut self, h: ConnectionHandle, data: &[u8]) -> Result<usize, EndpointError> {
@@ -286,7 +303,12 @@ impl Endpoint {
         }
         match codec::datagram_len(data.len(), parity) {
             Some(l) if l <= mtu => {}
-            _ => return Err(EndpointError::DatagramTooLarge { len: data.len(), mtu }),
+            _ => {
+                return Err(EndpointError::DatagramTooLarge {
+                    len: data.len(),
+                    mtu,
+                })
+            }
         }
         let h = Header {
             mode: Mode::Datagram,
@@ -300,7 +322,10 @@ impl Endpoint {
             len: 0,
         };
         let mut out = Vec::new();
-        codec::encode(h, data, &mut out).map_err(|_| EndpointError::DatagramTooLarge { len: data.len(), mtu })?;
+        codec::encode(h, data, &mut out).map_err(|_| EndpointError::DatagramTooLarge {
+            len: data.len(),
+            mtu,
+        })?;
         self.out_queue.push_back((remote, out));
         Ok(())
     }
@@ -325,7 +350,9 @@ impl Endpoint {
             return;
         }
         for &h in &self.order {
-            let Some(c) = self.conns.get_mut(&h) else { continue };
+            let Some(c) = self.conns.get_mut(&h) else {
+                continue;
+            };
             while let Some(e) = c.poll_event() {
                 let ev = match e {
                     ConnEvent::Connected => Event::Connected(h),
@@ -393,10 +420,19 @@ impl Endpoint {
             self.stats.stray += 1;
             if h.flags.is_data() && h.flags.contains(Flags::AFIN) {
                 // Our AFINACK was lost and we have released the connection: answer again.
-                self.queue_control(remote, &h, Flags::AFIN, ControlBody {
-                    ack: Some(Ack { cum: u64::from(h.seq) + 1, delivered: 0, window: 0 }),
-                    ..Default::default()
-                });
+                self.queue_control(
+                    remote,
+                    &h,
+                    Flags::AFIN,
+                    ControlBody {
+                        ack: Some(Ack {
+                            cum: u64::from(h.seq) + 1,
+                            delivered: 0,
+                            window: 0,
+                        }),
+                        ..Default::default()
+                    },
+                );
             }
             return;
         }
@@ -420,14 +456,30 @@ impl Endpoint {
         }
         let mut cfg = cfg;
         cfg.mode = h.mode;
-        let mut conn = Connection::new(Role::Acceptor, cfg, remote, h.dst_port, h.src_port, h.tag, now);
+        let mut conn = Connection::new(
+            Role::Acceptor,
+            cfg,
+            remote,
+            h.dst_port,
+            h.src_port,
+            h.tag,
+            now,
+        );
         conn.handle(now, r);
         let ch = self.insert(conn);
         self.push_event(Event::Accepted(ch));
     }
 
     fn queue_reset(&mut self, remote: SocketAddr, h: &Header, reason: &str) {
-        self.queue_control(remote, h, Flags::empty(), ControlBody { reset: Some(reason.into()), ..Default::default() });
+        self.queue_control(
+            remote,
+            h,
+            Flags::empty(),
+            ControlBody {
+                reset: Some(reason.into()),
+                ..Default::default()
+            },
+        );
     }
 
     fn queue_control(&mut self, remote: SocketAddr, h: &Header, extra: Flags, body: ControlBody) {
@@ -460,16 +512,24 @@ impl Endpoint {
         out.clear();
         if let Some((remote, d)) = self.out_queue.pop_front() {
             out.extend_from_slice(&d);
-            return Some(Transmit { remote, len: out.len() });
+            return Some(Transmit {
+                remote,
+                len: out.len(),
+            });
         }
         let n = self.order.len();
         for i in 0..n {
             let idx = (self.rr + i) % n;
             let h = self.order[idx];
-            let Some(c) = self.conns.get_mut(&h) else { continue };
+            let Some(c) = self.conns.get_mut(&h) else {
+                continue;
+            };
             if c.poll_transmit(now, out) {
                 self.rr = (idx + 1) % n;
-                return Some(Transmit { remote: c.remote, len: out.len() });
+                return Some(Transmit {
+                    remote: c.remote,
+                    len: out.len(),
+                });
             }
         }
         None
@@ -489,7 +549,11 @@ impl Endpoint {
                 c.handle_timeout(now);
             }
         }
-        while self.tombstones.front().is_some_and(|t| t.3 != Duration::MAX && t.3 + TOMBSTONE_TIME < now) {
+        while self
+            .tombstones
+            .front()
+            .is_some_and(|t| t.3 != Duration::MAX && t.3 + TOMBSTONE_TIME < now)
+        {
             if let Some((k, t, _, _)) = self.tombstones.pop_front() {
                 self.tombstone_keys.remove(&(k, t));
             }

@@ -18,8 +18,23 @@ pub struct FecControl {
 }
 
 impl FecControl {
-    pub fn new(setting: FecSetting, mode: Mode, mtu: usize, per_packet_overhead: usize, target: f64, initial_ber: f64) -> Self {
-        let mut c = FecControl { setting, mode, mtu, per_packet_overhead, target, current: 0, ber: initial_ber };
+    pub fn new(
+        setting: FecSetting,
+        mode: Mode,
+        mtu: usize,
+        per_packet_overhead: usize,
+        target: f64,
+        initial_ber: f64,
+    ) -> Self {
+        let mut c = FecControl {
+            setting,
+            mode,
+            mtu,
+            per_packet_overhead,
+            target,
+            current: 0,
+            ber: initial_ber,
+        };
         c.current = match setting {
             FecSetting::Off => 0,
             FecSetting::Parity(p) => p,
@@ -68,9 +83,18 @@ mod tests {
 
     #[test]
     fn fixed_settings_map_to_parity() {
-        assert_eq!(FecControl::new(FecSetting::Off, Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(), 0);
-        assert_eq!(FecControl::new(FecSetting::Parity(6), Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(), 6);
-        assert_eq!(FecControl::new(FecSetting::Words(12), Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(), 8);
+        assert_eq!(
+            FecControl::new(FecSetting::Off, Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(),
+            0
+        );
+        assert_eq!(
+            FecControl::new(FecSetting::Parity(6), Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(),
+            6
+        );
+        assert_eq!(
+            FecControl::new(FecSetting::Words(12), Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(),
+            8
+        );
     }
 
     #[test]
@@ -78,12 +102,24 @@ mod tests {
         let mut c = FecControl::new(FecSetting::Auto, Mode::HybridNackMack, 1500, 28, 1e-4, 1e-4);
         let high = c.parity();
         assert!(high > 0);
-        c.on_report(&Report { ber_ppb: 0, tpdus: 100, lost: 0 });
+        c.on_report(&Report {
+            ber_ppb: 0,
+            tpdus: 100,
+            lost: 0,
+        });
         assert_eq!(c.parity(), 0);
-        c.on_report(&Report { ber_ppb: 100_000, tpdus: 100, lost: 0 });
+        c.on_report(&Report {
+            ber_ppb: 100_000,
+            tpdus: 100,
+            lost: 0,
+        });
         assert_eq!(c.parity(), high);
         // Too few samples: ignored.
-        c.on_report(&Report { ber_ppb: 0, tpdus: 3, lost: 0 });
+        c.on_report(&Report {
+            ber_ppb: 0,
+            tpdus: 3,
+            lost: 0,
+        });
         assert_eq!(c.parity(), high);
     }
 }

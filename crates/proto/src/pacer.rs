@@ -16,7 +16,12 @@ pub struct Pacer {
 
 impl Pacer {
     pub fn new(rate_bps: u64, per_packet_overhead: usize, mtu: usize) -> Pacer {
-        let mut p = Pacer { rate_bps, overhead: per_packet_overhead, next: Duration::ZERO, burst: Duration::ZERO };
+        let mut p = Pacer {
+            rate_bps,
+            overhead: per_packet_overhead,
+            next: Duration::ZERO,
+            burst: Duration::ZERO,
+        };
         // Two full datagrams, at least 1 ms.
         p.burst = p.serialisation(2 * mtu).max(Duration::from_millis(1));
         p
@@ -32,7 +37,10 @@ impl Pacer {
 
     fn serialisation(&self, bytes: usize) -> Duration {
         let bits = (bytes + self.overhead) as u128 * 8;
-        Duration::from_nanos(u64::try_from(bits * 1_000_000_000 / u128::from(self.rate_bps.max(1))).unwrap_or(u64::MAX))
+        Duration::from_nanos(
+            u64::try_from(bits * 1_000_000_000 / u128::from(self.rate_bps.max(1)))
+                .unwrap_or(u64::MAX),
+        )
     }
 
     pub fn ready(&self, now: Duration) -> bool {

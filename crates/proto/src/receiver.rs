@@ -2,6 +2,7 @@
 //! application, and the feedback the mode calls for (MACK, cumulative ACK, NACK, SNACK,
 //! receiver reports).
 
+use crate::config::ConnectionConfig;
 use aerotp_fec::auto::BerEstimator;
 use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Mode, Nack, Report, Snack};
 use std::collections::{BTreeMap, VecDeque};
@@ -17,7 +18,6 @@ struct Slot {
     body: Vec<u8>,
     fin: bool,
     arrived: Duration,
-    timestamp: u32,
 }
 
 /// A chunk delivered in order to the application.
@@ -89,24 +89,16 @@ pub struct Receiver {
 pub const TRACE_LIMIT: usize = 1 << 22;
 
 impl Receiver {
-    pub fn new(
-        mode: Mode,
-        window: u32,
-        mack_count: u16,
-        ack_every: u32,
-        ack_delay: Option<Duration>,
-        crc_check: bool,
-        min_hole_timeout: Duration,
-        initial_rtt: Duration,
-    ) -> Receiver {
+    pub fn new(cfg: &ConnectionConfig) -> Receiver {
+        let mode = cfg.mode;
         Receiver {
             mode,
-            window,
-            mack_count,
-            ack_every,
-            fixed_ack_delay: ack_delay,
-            crc_check,
-            min_hole_timeout,
+            window: cfg.recv_window,
+            mack_count: cfg.mack_count,
+            ack_every: cfg.ack_every,
+            fixed_ack_delay: cfg.ack_delay,
+            crc_check: cfg.crc_check,
+            min_hole_timeout: cfg.min_hole_timeout,
             expected: 0,
             highest: None,
             buffer: BTreeMap::new(),
@@ -128,20 +120,17 @@ impl Receiver {
             ber: BerEstimator::new(),
             report_due: None,
             reports_wanted: false,
-            repair_rtt: initial_rtt,
+            repair_rtt: cfg.initial_rtt,
             nack_sent_at: BTreeMap::new(),
             trace: None,
             stats: ReceiverStats::default(),
         }
     }
 
-    pub fn expected(&self) -> u64 {
-        self.expected
-    }
-
     fn window_left(&self) -> u32 {
         let used = self.buffer.len() + self.ready.len();
-        self.window.saturating_sub(u32::try_from(used).unwrap_or(u32::MAX))
+        self.window
+            .saturating_sub(u32::try_from(used).unwrap_or(u32::MAX))
     }
 
     fn ack_delay(&self) -> Duration {
@@ -149,7 +138,8 @@ impl Receiver {
             return d;
         }
         let per = self.interarrival.unwrap_or(Duration::from_millis(2));
-        (per * u32::from(self.mack_count) * 3 / 2).clamp(Duration::from_millis(1), Duration::from_millis(500))
+        (per * u32::from(self.mack_count) * 3 / 2)
+            .clamp(Duration::from_millis(1), Duration::from_millis(500))
     }
 
     /// Whether TPDUs of this connection use FEC, so the sender may want receiver reports.
@@ -158,7 +148,14 @@ impl Receiver {
     }
 
     /// A data TPDU whose body checked (after correction, if any). Returns whether it was new.
-    pub fn on_data(&mut self, now: Duration, wire_seq: u32, timestamp: u32, body: Vec<u8>, fin: bool) -> bool {
+    pub fn on_data(
+        &mut self,
+        now: Duration,
+        wire_seq: u32,
+        timestamp: u32,
+        body: Vec<u8>,
+        fin: bool,
+    ) -> bool {
         let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
         if let Some(last) = self.last_arrival {
             let gap = now.saturating_sub(last);
@@ -197,10 +194,11 @@ impl Receiver {
                 self.snack_due = true;
             }
         }
-        if self.mode.uses_mack() {
-            if seq != self.expected && self.pending_entries.len() < usize::from(self.mack_count) {
-                self.pending_entries.push(seq as u32);
-            }
+        if self.mode.uses_mack()
+            && seq != self.expected
+            && self.pending_entries.len() < usize::from(self.mack_count)
+        {
+            self.pending_entries.push(seq as u32);
         }
         self.since_ack += 1;
         if self.ack_pending_since.is_none() {
@@ -209,7 +207,14 @@ impl Receiver {
         if fin {
             self.ack_now = true;
         }
-        self.buffer.insert(seq, Slot { body, fin, arrived: now, timestamp });
+        self.buffer.insert(
+            seq,
+            Slot {
+                body,
+                fin,
+                arrived: now,
+            },
+        );
         self.deliver_in_order(now);
         if self.reports_wanted && self.report_due.is_none() {
             self.report_due = Some(now + REPORT_INTERVAL);
@@ -218,7 +223,14 @@ impl Receiver {
     }
 
     /// A TPDU whose header checked but whose body did not.
-    pub fn on_corrupted(&mut self, now: Duration, wire_seq: u32, timestamp: u32, body: Vec<u8>, fin: bool) {
+    pub fn on_corrupted(
+        &mut self,
+        now: Duration,
+        wire_seq: u32,
+        timestamp: u32,
+        body: Vec<u8>,
+        fin: bool,
+    ) {
         self.stats.tpdus_corrupted += 1;
         let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
         if self.mode == Mode::Unreliable && !self.crc_check {
@@ -248,7 +260,10 @@ impl Receiver {
             }
             if !slot.body.is_empty() {
                 self.ready_bytes += slot.body.len();
-                self.ready.push_back(Delivered { seq: self.expected, data: slot.body });
+                self.ready.push_back(Delivered {
+                    seq: self.expected,
+                    data: slot.body,
+                });
             }
             if slot.fin {
                 self.fin_delivered = true;
@@ -259,7 +274,11 @@ impl Receiver {
 
     /// How long a hole may stay open in lossy modes before the TPDUs behind it are delivered.
     fn hole_timeout(&self) -> Duration {
-        let repair = if self.mode == Mode::HybridNack { self.repair_rtt * 2 } else { Duration::ZERO };
+        let repair = if self.mode == Mode::HybridNack {
+            self.repair_rtt * 2
+        } else {
+            Duration::ZERO
+        };
         self.min_hole_timeout.max(repair)
     }
 
@@ -268,7 +287,10 @@ impl Receiver {
         if self.mode.is_fully_reliable() {
             return None;
         }
-        self.buffer.values().next().map(|s| s.arrived + self.hole_timeout())
+        self.buffer
+            .values()
+            .next()
+            .map(|s| s.arrived + self.hole_timeout())
     }
 
     pub fn on_hole_timeout(&mut self, now: Duration) {
@@ -289,7 +311,9 @@ impl Receiver {
     pub fn read(&mut self, buf: &mut [u8]) -> usize {
         let mut n = 0;
         while n < buf.len() {
-            let Some(front) = self.ready.front_mut() else { break };
+            let Some(front) = self.ready.front_mut() else {
+                break;
+            };
             let k = front.data.len().min(buf.len() - n);
             buf[n..n + k].copy_from_slice(&front.data[..k]);
             front.data.drain(..k);
@@ -323,10 +347,6 @@ impl Receiver {
         !self.ready.is_empty()
     }
 
-    pub fn ready_bytes(&self) -> usize {
-        self.ready_bytes
-    }
-
     /// All data and the AFIN delivered, and the application has read everything.
     pub fn at_eof(&self) -> bool {
         self.fin_delivered && self.ready.is_empty()
@@ -338,7 +358,11 @@ impl Receiver {
     }
 
     fn ack_fields(&self) -> Ack {
-        Ack { cum: self.expected, delivered: self.delivered_bytes, window: self.window_left() }
+        Ack {
+            cum: self.expected,
+            delivered: self.delivered_bytes,
+            window: self.window_left(),
+        }
     }
 
     /// When feedback is due next, for the timer.
@@ -355,10 +379,8 @@ impl Receiver {
                 _ => {}
             }
         }
-        if self.mode == Mode::NearReliable && self.has_holes() {
-            if let Some(last) = self.last_snack {
-                min(last + self.repair_rtt * 2);
-            }
+        if let Some(d) = self.snack_deadline() {
+            min(d);
         }
         if let Some(r) = self.report_due {
             min(r);
@@ -366,8 +388,24 @@ impl Receiver {
         d
     }
 
+    /// Near-reliable: when the open holes are (re)reported. A hole found without a jump in
+    /// sequence numbers (its TPDU arrived corrupted and the NACK was lost, say) is reported once
+    /// the TPDU behind it has waited the minimum hole time; reports repeat every two repair
+    /// round trips while holes stay open.
+    fn snack_deadline(&self) -> Option<Duration> {
+        if self.mode != Mode::NearReliable || !self.has_holes() {
+            return None;
+        }
+        let oldest = self.buffer.values().next()?.arrived + self.min_hole_timeout;
+        Some(match self.last_snack {
+            Some(l) => oldest.max(l + self.repair_rtt * 2),
+            None => oldest,
+        })
+    }
+
     fn has_holes(&self) -> bool {
-        self.highest.is_some_and(|h| h >= self.expected && !self.buffer.is_empty())
+        self.highest
+            .is_some_and(|h| h >= self.expected && !self.buffer.is_empty())
     }
 
     fn snack_ranges(&self) -> Vec<(u32, u32)> {
@@ -388,7 +426,9 @@ impl Receiver {
     /// Builds the feedback TPDU body due at `now`, if any, and resets what it carries.
     pub fn poll_feedback(&mut self, now: Duration) -> Option<ControlBody> {
         let mut body = ControlBody::default();
-        let ack_timer = self.ack_pending_since.is_some_and(|s| now >= s + self.ack_delay());
+        let ack_timer = self
+            .ack_pending_since
+            .is_some_and(|s| now >= s + self.ack_delay());
         match self.mode {
             Mode::Reliable | Mode::HybridNackMack => {
                 let count_due = self.since_ack >= u32::from(self.mack_count)
@@ -404,16 +444,17 @@ impl Receiver {
                 }
             }
             Mode::NearReliable => {
-                let periodic = self.ack_pending_since.is_some_and(|s| {
-                    now >= s + self.ack_delay().max(Duration::from_millis(200))
-                });
+                let periodic = self
+                    .ack_pending_since
+                    .is_some_and(|s| now >= s + self.ack_delay().max(Duration::from_millis(200)));
                 if self.ack_now || self.since_ack >= self.ack_every || periodic {
                     body.ack = Some(self.ack_fields());
                 }
-                let resnack = self.has_holes()
-                    && self.last_snack.is_some_and(|l| now >= l + self.repair_rtt * 2);
+                let resnack = self.snack_deadline().is_some_and(|d| now >= d);
                 if (self.snack_due || resnack) && self.has_holes() {
-                    body.snack = Some(Snack { ranges: self.snack_ranges() });
+                    body.snack = Some(Snack {
+                        ranges: self.snack_ranges(),
+                    });
                     self.last_snack = Some(now);
                 }
                 self.snack_due = false;
@@ -421,7 +462,9 @@ impl Receiver {
             _ => {}
         }
         if !self.pending_nacks.is_empty() {
-            body.nack = Some(Nack { seqs: std::mem::take(&mut self.pending_nacks) });
+            body.nack = Some(Nack {
+                seqs: std::mem::take(&mut self.pending_nacks),
+            });
         }
         let report_timer = self.report_due.is_some_and(|r| now >= r);
         if (report_timer || (!body.is_empty() && self.reports_wanted)) && self.ber.samples() > 0 {
@@ -464,7 +507,8 @@ impl Receiver {
         Report {
             ber_ppb: (ber * 1e9).round().clamp(0.0, f64::from(u32::MAX)) as u32,
             tpdus: u32::try_from(self.ber.samples()).unwrap_or(u32::MAX),
-            lost: u32::try_from(self.stats.tpdus_lost + self.stats.tpdus_corrupted).unwrap_or(u32::MAX),
+            lost: u32::try_from(self.stats.tpdus_lost + self.stats.tpdus_corrupted)
+                .unwrap_or(u32::MAX),
         }
     }
 
@@ -479,16 +523,17 @@ mod tests {
     use super::*;
 
     fn rx(mode: Mode) -> Receiver {
-        Receiver::new(
+        Receiver::new(&ConnectionConfig {
             mode,
-            64,
-            4,
-            8,
-            Some(Duration::from_millis(10)),
-            true,
-            Duration::from_millis(30),
-            Duration::from_millis(50),
-        )
+            recv_window: 64,
+            mack_count: 4,
+            ack_every: 8,
+            ack_delay: Some(Duration::from_millis(10)),
+            crc_check: true,
+            min_hole_timeout: Duration::from_millis(30),
+            initial_rtt: Duration::from_millis(50),
+            ..ConnectionConfig::default()
+        })
     }
 
     fn ms(n: u64) -> Duration {

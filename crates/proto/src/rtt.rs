@@ -11,10 +11,10 @@ pub struct RttEstimator {
     /// Largest acknowledgement delay the peer reported, added to the timeout.
     max_ack_delay: Duration,
     latest: Duration,
-    /// Spacing of acknowledgements as the sender sees it (fast rise, slow decay): a TPDU early
-    /// in an aggregate waits this long for its MACK on top of the round trip.
-    ack_gap: Duration,
-    last_feedback: Option<Duration>,
+    /// Time from a TPDU's transmission to its acknowledgement, for the TPDU that waited
+    /// longest in each aggregate (fast rise, slow decay). It covers the round trip plus the
+    /// receiver's MACK aggregation, which the round-trip samples leave out.
+    ack_latency: Duration,
 }
 
 impl RttEstimator {
@@ -26,13 +26,15 @@ impl RttEstimator {
             min_rto,
             max_ack_delay: Duration::ZERO,
             latest: initial,
-            ack_gap: Duration::ZERO,
-            last_feedback: None,
+            ack_latency: Duration::ZERO,
         }
     }
 
     pub fn on_sample(&mut self, rtt: Duration, ack_delay: Duration) {
-        self.max_ack_delay = self.max_ack_delay.max(ack_delay).min(Duration::from_secs(1));
+        self.max_ack_delay = self
+            .max_ack_delay
+            .max(ack_delay)
+            .min(Duration::from_secs(1));
         self.latest = rtt;
         match self.srtt {
             None => {
@@ -40,21 +42,22 @@ impl RttEstimator {
                 self.rttvar = rtt / 2;
             }
             Some(s) => {
-                let diff = if s > rtt { s - rtt } else { rtt - s };
+                let diff = s.abs_diff(rtt);
                 self.rttvar = (self.rttvar * 3 + diff) / 4;
                 self.srtt = Some((s * 7 + rtt) / 8);
             }
         }
     }
 
-    /// An acknowledgement arrived at `now`; `outstanding` says whether data was waiting for it
-    /// (the gap to the previous one then measures aggregation, not idleness).
-    pub fn on_feedback(&mut self, now: Duration, outstanding: bool) {
-        if let (Some(last), true) = (self.last_feedback, outstanding) {
-            let gap = now.saturating_sub(last).min(Duration::from_secs(2));
-            self.ack_gap = if gap > self.ack_gap { gap } else { (self.ack_gap * 15 + gap) / 16 };
-        }
-        self.last_feedback = Some(now);
+    /// The longest transmission-to-acknowledgement time among the TPDUs one acknowledgement
+    /// covered.
+    pub fn on_ack_latency(&mut self, sample: Duration) {
+        let sample = sample.min(Duration::from_secs(60));
+        self.ack_latency = if sample > self.ack_latency {
+            sample
+        } else {
+            (self.ack_latency * 15 + sample) / 16
+        };
     }
 
     pub fn smoothed(&self) -> Duration {
@@ -65,17 +68,15 @@ impl RttEstimator {
         self.latest
     }
 
-    pub fn has_sample(&self) -> bool {
-        self.srtt.is_some()
-    }
-
     /// Retransmission timeout: srtt + 4·rttvar + the peer's acknowledgement delay.
     pub fn rto(&self) -> Duration {
         let base = match self.srtt {
             Some(s) => s + self.rttvar * 4,
             None => self.initial * 3,
         };
-        (base + self.max_ack_delay + self.ack_gap).max(self.min_rto)
+        (base + self.max_ack_delay)
+            .max(self.ack_latency * 5 / 4)
+            .max(self.min_rto)
     }
 }
 
@@ -92,6 +93,10 @@ mod tests {
         }
         let s = r.smoothed().as_secs_f64();
         assert!((s - 0.024).abs() < 0.001, "{s}");
-        assert!(r.rto() >= Duration::from_millis(26) && r.rto() < Duration::from_millis(40), "{:?}", r.rto());
+        assert!(
+            r.rto() >= Duration::from_millis(26) && r.rto() < Duration::from_millis(40),
+            "{:?}",
+            r.rto()
+        );
     }
 }

@@ -16,6 +16,7 @@ struct Sent {
     body: Vec<u8>,
     flags: Flags,
     first_sent: Duration,
+    last_sent: Duration,
     sends: u32,
     /// Index of its latest transmission.
     tx: u64,
@@ -38,7 +39,6 @@ pub struct Outgoing {
     pub flags: Flags,
     pub body: Vec<u8>,
     pub retransmission: bool,
-    pub first_sent: Duration,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -70,11 +70,15 @@ pub struct Sender {
     retx: VecDeque<u64>,
     next_tx: u64,
     largest_acked_tx: Option<u64>,
+    /// Longest transmission-to-acknowledgement time seen since last taken.
+    ack_latency: Option<Duration>,
     pub peer_cum: u64,
     pub peer_window: u32,
     pub peer_delivered: u64,
     pub fin_acked: bool,
     retention: Duration,
+    /// Entries sent and not yet acknowledged (kept in step with `entries`).
+    unacked: usize,
     pub stats: SenderStats,
 }
 
@@ -93,11 +97,13 @@ impl Sender {
             retx: VecDeque::new(),
             next_tx: 0,
             largest_acked_tx: None,
+            ack_latency: None,
             peer_cum: 0,
             peer_window: initial_window,
             peer_delivered: 0,
             fin_acked: false,
             retention,
+            unacked: 0,
             stats: SenderStats::default(),
         }
     }
@@ -146,11 +152,11 @@ impl Sender {
 
     /// TPDUs sent and not yet acknowledged (kept for retransmission).
     pub fn outstanding(&self) -> usize {
-        self.entries.iter().filter(|e| matches!(e, Some(s) if !s.acked)).count()
+        self.unacked
     }
 
     pub fn has_outstanding(&self) -> bool {
-        self.entries.iter().any(|e| matches!(e, Some(s) if !s.acked))
+        self.unacked > 0
     }
 
     /// Whether new data (or the AFIN) is waiting and the peer's window admits it.
@@ -165,23 +171,30 @@ impl Sender {
     }
 
     /// The next TPDU to send: retransmissions first, then new data up to `max_body` bytes.
-    pub fn next_outgoing(&mut self, now: Duration, max_body: usize, asyn: bool) -> Option<Outgoing> {
+    pub fn next_outgoing(
+        &mut self,
+        now: Duration,
+        max_body: usize,
+        asyn: bool,
+    ) -> Option<Outgoing> {
         let uses_mack = self.mode.uses_mack();
         while let Some(seq) = self.retx.pop_front() {
             let tx = self.next_tx;
-            let Some(Some(s)) = self.entry_mut(seq) else { continue };
+            let Some(Some(s)) = self.entry_mut(seq) else {
+                continue;
+            };
             s.queued = false;
             if s.acked {
                 continue;
             }
             s.sends += 1;
             s.tx = tx;
+            s.last_sent = now;
             let out = Outgoing {
                 seq,
                 flags: s.flags,
                 body: s.body.clone(),
                 retransmission: true,
-                first_sent: s.first_sent,
             };
             let timed = uses_mack || s.flags.contains(Flags::AFIN);
             self.next_tx += 1;
@@ -220,18 +233,25 @@ impl Sender {
                 body: body.clone(),
                 flags,
                 first_sent: now,
+                last_sent: now,
                 sends: 1,
                 tx,
                 acked: false,
                 queued: false,
             }));
+            self.unacked += 1;
             // Only modes with positive acknowledgements time out data; every mode times out
             // its AFIN (resent until AFINACK or CLOSE_TO).
             if self.mode.uses_mack() || flags.contains(Flags::AFIN) {
                 self.flight.push_back(Transmission { tx, seq, at: now });
             }
         }
-        Some(Outgoing { seq, flags, body, retransmission: false, first_sent: now })
+        Some(Outgoing {
+            seq,
+            flags,
+            body,
+            retransmission: false,
+        })
     }
 
     fn entry_mut(&mut self, seq: u64) -> Option<&mut Option<Sent>> {
@@ -250,11 +270,20 @@ impl Sender {
         }
     }
 
+    /// Takes the longest transmission-to-acknowledgement time of the TPDUs acknowledged since
+    /// the last call, measured at `now`.
+    pub fn take_ack_latency(&mut self, now: Duration) -> Option<Duration> {
+        self.ack_latency.take().map(|sent| now.saturating_sub(sent))
+    }
+
     fn mark_acked(&mut self, seq: u64) -> Option<u64> {
         match self.entry_mut(seq) {
             Some(Some(s)) if !s.acked => {
                 s.acked = true;
                 let tx = s.tx;
+                let sent = s.last_sent;
+                self.ack_latency = Some(self.ack_latency.map_or(sent, |o: Duration| o.min(sent)));
+                self.unacked -= 1;
                 self.stats.acked_tpdus += 1;
                 if self.fin_seq == Some(seq) {
                     self.fin_acked = true;
@@ -299,6 +328,15 @@ impl Sender {
         self.release_front();
     }
 
+    /// AFINACK in modes without positive acknowledgements: the AFIN arrived; stop resending it.
+    pub fn on_fin_acked(&mut self) {
+        if let Some(f) = self.fin_seq {
+            self.mark_acked(f);
+            self.release_front();
+        }
+        self.fin_acked = true;
+    }
+
     /// Applies MACK selective entries and runs packet-threshold loss detection.
     pub fn on_mack_entries(&mut self, entries: &[u32]) {
         let expected = self.peer_cum;
@@ -316,7 +354,9 @@ impl Sender {
     }
 
     fn detect_losses(&mut self) {
-        let Some(largest) = self.largest_acked_tx else { return };
+        let Some(largest) = self.largest_acked_tx else {
+            return;
+        };
         while let Some(t) = self.flight.front().copied() {
             if t.tx + REORDER_THRESHOLD > largest {
                 break;
@@ -329,7 +369,9 @@ impl Sender {
     }
 
     fn is_current_unacked(&self, t: Transmission) -> bool {
-        let Some(idx) = t.seq.checked_sub(self.base) else { return false };
+        let Some(idx) = t.seq.checked_sub(self.base) else {
+            return false;
+        };
         matches!(self.entries.get(idx as usize), Some(Some(s)) if !s.acked && s.tx == t.tx)
     }
 
@@ -360,7 +402,10 @@ impl Sender {
 
     /// Earliest retransmission-timeout deadline of what is in flight.
     pub fn timeout_deadline(&self, rto: Duration) -> Option<Duration> {
-        self.flight.iter().find(|t| self.is_current_unacked(**t)).map(|t| t.at + rto)
+        self.flight
+            .iter()
+            .find(|t| self.is_current_unacked(**t))
+            .map(|t| t.at + rto)
     }
 
     /// Retransmission timeout: transmissions older than `rto` are declared lost.
@@ -391,6 +436,9 @@ impl Sender {
         while let Some(Some(s)) = self.entries.front() {
             if s.first_sent + self.retention > now || self.fin_seq == Some(self.base) {
                 break;
+            }
+            if !s.acked {
+                self.unacked -= 1;
             }
             self.entries.pop_front();
             self.base += 1;
@@ -455,10 +503,6 @@ impl Sender {
             self.queue_retx(s);
         }
     }
-
-    pub fn queued_bytes(&self) -> usize {
-        self.queue.len()
-    }
 }
 
 #[cfg(test)]
@@ -471,7 +515,9 @@ mod tests {
 
     fn send_n(s: &mut Sender, n: usize) -> Vec<Outgoing> {
         s.write(&vec![7u8; n * 100]);
-        (0..n).map_while(|i| s.next_outgoing(Duration::from_millis(i as u64), 100, true)).collect()
+        (0..n)
+            .map_while(|i| s.next_outgoing(Duration::from_millis(i as u64), 100, true))
+            .collect()
     }
 
     #[test]
@@ -494,12 +540,20 @@ mod tests {
     fn mack_gap_triggers_retransmission_of_the_gap_only() {
         let mut s = sender(Mode::Reliable);
         send_n(&mut s, 10);
-        s.on_ack(&Ack { cum: 2, delivered: 200, window: 1024 });
+        s.on_ack(&Ack {
+            cum: 2,
+            delivered: 200,
+            window: 1024,
+        });
         s.on_mack_entries(&[3, 4, 5, 6, 7]);
-        let r = s.next_outgoing(Duration::from_millis(20), 100, true).unwrap();
+        let r = s
+            .next_outgoing(Duration::from_millis(20), 100, true)
+            .unwrap();
         assert!(r.retransmission);
         assert_eq!(r.seq, 2);
-        assert!(s.next_outgoing(Duration::from_millis(20), 100, true).is_none());
+        assert!(s
+            .next_outgoing(Duration::from_millis(20), 100, true)
+            .is_none());
     }
 
     #[test]
@@ -508,8 +562,9 @@ mod tests {
         send_n(&mut s, 10);
         s.on_nack(&[4, 4]);
         s.on_snack(&[(6, 8)]);
-        let seqs: Vec<u64> =
-            std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true)).map(|o| o.seq).collect();
+        let seqs: Vec<u64> = std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true))
+            .map(|o| o.seq)
+            .collect();
         assert_eq!(seqs, vec![4, 6, 7]);
     }
 
@@ -517,7 +572,11 @@ mod tests {
     fn timeout_retransmits_old_unacked_only() {
         let mut s = sender(Mode::Reliable);
         send_n(&mut s, 4);
-        s.on_ack(&Ack { cum: 2, delivered: 0, window: 1024 });
+        s.on_ack(&Ack {
+            cum: 2,
+            delivered: 0,
+            window: 1024,
+        });
         let n = s.on_timeout(Duration::from_secs(5), Duration::from_millis(100));
         assert_eq!(n, 2);
         assert!(s.has_retransmission());
@@ -527,7 +586,11 @@ mod tests {
     fn window_limits_new_data() {
         let mut s = Sender::new(Mode::Reliable, 1 << 20, 3, Duration::from_secs(1));
         assert_eq!(send_n(&mut s, 10).len(), 3);
-        s.on_ack(&Ack { cum: 2, delivered: 0, window: 3 });
+        s.on_ack(&Ack {
+            cum: 2,
+            delivered: 0,
+            window: 3,
+        });
         assert!(s.next_outgoing(Duration::ZERO, 100, true).is_some());
     }
 

@@ -3,7 +3,9 @@
 
 #![allow(dead_code)]
 
-use aerotp_proto::{CloseOutcome, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event};
+use aerotp_proto::{
+    CloseOutcome, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event,
+};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::cmp::Reverse;
@@ -22,11 +24,15 @@ pub struct Impair {
     pub outage: Option<(Duration, Duration)>,
 }
 
+/// A datagram in flight: arrival time, tiebreak counter, direction (to b?), bytes.
+type InFlight = Reverse<(Duration, u64, bool, Vec<u8>)>;
+
+#[derive(Debug)]
 pub struct Net {
     pub a: Endpoint,
     pub b: Endpoint,
     pub now: Duration,
-    heap: BinaryHeap<Reverse<(Duration, u64, bool, Vec<u8>)>>,
+    heap: BinaryHeap<InFlight>,
     rng: Pcg64Mcg,
     pub imp: Impair,
     n: u64,
@@ -73,7 +79,11 @@ impl Net {
                 }
             }
         }
-        let copies = if self.rng.gen_bool(self.imp.dup.clamp(0.0, 1.0)) { 2 } else { 1 };
+        let copies = if self.rng.gen_bool(self.imp.dup.clamp(0.0, 1.0)) {
+            2
+        } else {
+            1
+        };
         for _ in 0..copies {
             let jitter = if self.imp.jitter.is_zero() {
                 Duration::ZERO
@@ -81,7 +91,12 @@ impl Net {
                 Duration::from_nanos(self.rng.gen_range(0..self.imp.jitter.as_nanos() as u64))
             };
             self.n += 1;
-            self.heap.push(Reverse((self.now + self.imp.delay + jitter, self.n, to_b, d.clone())));
+            self.heap.push(Reverse((
+                self.now + self.imp.delay + jitter,
+                self.n,
+                to_b,
+                d.clone(),
+            )));
         }
     }
 
@@ -133,9 +148,18 @@ pub struct Outcome {
 }
 
 /// One transfer of `data` from a to b; both sides close after the data; stops at `limit`.
-pub fn transfer(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64, limit: Duration) -> Outcome {
+pub fn transfer(
+    cfg: ConnectionConfig,
+    data: &[u8],
+    imp: Impair,
+    seed: u64,
+    limit: Duration,
+) -> Outcome {
     let mut net = Net::new(seed, imp);
-    let listen_cfg = ConnectionConfig { mode: cfg.mode, ..cfg.clone() };
+    let listen_cfg = ConnectionConfig {
+        mode: cfg.mode,
+        ..cfg.clone()
+    };
     net.b.listen(7, listen_cfg).unwrap();
     let ch = net.a.connect(Duration::ZERO, addr_b(), 7, cfg).unwrap();
     let mut written = 0;
@@ -245,10 +269,35 @@ pub fn debug_timeline(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64
         if net.now >= last_print + Duration::from_millis(250) {
             last_print = net.now;
             let s = net.a.stats(ch);
-            eprintln!("{:?} got={} state={:?} stats={:?}", net.now, got, net.a.state(ch), s.map(|s| (s.sender.tpdus_sent, s.sender.tpdus_retransmitted, s.sender.timeouts, s.sender.probes, s.outages, s.srtt)));
+            eprintln!(
+                "{:?} got={} state={:?} stats={:?}",
+                net.now,
+                got,
+                net.a.state(ch),
+                s.map(|s| (
+                    s.sender.tpdus_sent,
+                    s.sender.tpdus_retransmitted,
+                    s.sender.timeouts,
+                    s.sender.probes,
+                    s.outages,
+                    s.srtt
+                ))
+            );
         }
         if !net.step() {
             break;
         }
     }
+    eprintln!(
+        "sender: {:#?}",
+        net.a.stats(ch).map(|s| (s.sender, s.receiver))
+    );
+    if let Some(h) = rx {
+        eprintln!(
+            "receiver: {:#?} eof={}",
+            net.b.stats(h).map(|s| s.receiver),
+            net.b.at_eof(h)
+        );
+    }
+    eprintln!("a: {:?}\nb: {:?}", net.a.stats, net.b.stats);
 }
