@@ -85,7 +85,6 @@ type Key = (SocketAddr, u16, u16);
 const HINT_LIMIT: usize = 4096;
 /// Most recently finished connections remembered, to answer late AFINs and drop strays.
 const TOMBSTONE_LIMIT: usize = 4096;
-const TOMBSTONE_TIME: Duration = Duration::from_secs(60);
 const CONTROL_QUEUE_LIMIT: usize = 256;
 
 #[derive(Debug)]
@@ -95,7 +94,7 @@ pub struct Endpoint {
     conns: HashMap<ConnectionHandle, Connection>,
     by_key: HashMap<Key, ConnectionHandle>,
     listeners: HashMap<u16, ConnectionConfig>,
-    tombstones: VecDeque<(Key, u8, u64, Duration)>,
+    tombstones: VecDeque<(Key, u8)>,
     tombstone_keys: HashSet<(Key, u8)>,
     hints: HashMap<SocketAddr, u8>,
     events: VecDeque<Event>,
@@ -274,17 +273,18 @@ impl Endpoint {
                 self.by_key.remove(&key);
             }
             self.order.retain(|x| *x != h);
-            self.remember(key, c.tag, c.stats().receiver.tpdus_received);
+            self.remember(key, c.tag);
         }
     }
 
-    fn remember(&mut self, key: Key, tag: u8, cum: u64) {
+    /// Remembers a released connection (bounded, oldest forgotten first).
+    fn remember(&mut self, key: Key, tag: u8) {
         if self.tombstones.len() >= TOMBSTONE_LIMIT {
-            if let Some((k, t, _, _)) = self.tombstones.pop_front() {
-                self.tombstone_keys.remove(&(k, t));
+            if let Some(old) = self.tombstones.pop_front() {
+                self.tombstone_keys.remove(&old);
             }
         }
-        self.tombstones.push_back((key, tag, cum, Duration::MAX));
+        self.tombstones.push_back((key, tag));
         self.tombstone_keys.insert((key, tag));
     }
 
@@ -547,15 +547,6 @@ impl Endpoint {
         for c in self.conns.values_mut() {
             if c.poll_timeout().is_some_and(|t| t <= now) {
                 c.handle_timeout(now);
-            }
-        }
-        while self
-            .tombstones
-            .front()
-            .is_some_and(|t| t.3 != Duration::MAX && t.3 + TOMBSTONE_TIME < now)
-        {
-            if let Some((k, t, _, _)) = self.tombstones.pop_front() {
-                self.tombstone_keys.remove(&(k, t));
             }
         }
     }
