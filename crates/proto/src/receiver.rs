@@ -4,7 +4,9 @@
 
 use crate::config::ConnectionConfig;
 use aerotp_fec::auto::BerEstimator;
-use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Mode, Nack, Report, Snack};
+use aerotp_wire::{
+    expand_seq, Ack, ControlBody, Mack, Mode, Nack, Report, Snack, MACK_FIXED_LEN, OVERHEAD,
+};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -50,6 +52,9 @@ pub struct Receiver {
     mode: Mode,
     window: u32,
     mack_count: u16,
+    mtu: usize,
+    /// Selective entries were left over for the next MACK.
+    more_entries: bool,
     ack_every: u32,
     fixed_ack_delay: Option<Duration>,
     crc_check: bool,
@@ -95,6 +100,8 @@ impl Receiver {
             mode,
             window: cfg.recv_window,
             mack_count: cfg.mack_count,
+            mtu: cfg.mtu,
+            more_entries: false,
             ack_every: cfg.ack_every,
             fixed_ack_delay: cfg.ack_delay,
             crc_check: cfg.crc_check,
@@ -439,7 +446,7 @@ impl Receiver {
                         ack: self.ack_fields(),
                         ts_echo: self.latest_ts,
                         ack_delay: u16::try_from(delay_units).unwrap_or(u16::MAX),
-                        entries: std::mem::take(&mut self.pending_entries),
+                        entries: self.take_entries(),
                     });
                 }
             }
@@ -472,7 +479,7 @@ impl Receiver {
             self.report_due = None;
         }
         if body.ack.is_some() || body.mack.is_some() {
-            self.ack_now = false;
+            self.ack_now = std::mem::take(&mut self.more_entries);
             self.since_ack = 0;
             self.ack_pending_since = None;
         } else if self.ack_now && !self.mode.uses_mack() && self.mode != Mode::NearReliable {
@@ -500,6 +507,22 @@ impl Receiver {
             self.stats.reports_sent += 1;
         }
         Some(body)
+    }
+
+    /// Selective entries for one MACK: as many as fit the MTU next to a full NACK list and a
+    /// report; the rest go in the next MACK, at once.
+    fn take_entries(&mut self) -> Vec<u32> {
+        let room = self
+            .mtu
+            .saturating_sub(OVERHEAD + MACK_FIXED_LEN + 12 + 2 + 4 * self.pending_nacks.len());
+        let fit = room / 4;
+        if self.pending_entries.len() <= fit {
+            return std::mem::take(&mut self.pending_entries);
+        }
+        let rest = self.pending_entries.split_off(fit);
+        let now = std::mem::replace(&mut self.pending_entries, rest);
+        self.more_entries = true;
+        now
     }
 
     pub fn report(&self) -> Report {
@@ -620,6 +643,31 @@ mod tests {
         assert_eq!(r.hole_deadline(), None);
         r.on_hole_timeout(ms(10_000));
         assert!(!r.readable());
+    }
+
+    #[test]
+    fn a_full_aggregate_is_split_to_fit_the_mtu() {
+        let mut r = Receiver::new(&ConnectionConfig {
+            mode: Mode::Reliable,
+            recv_window: 1024,
+            mack_count: 365,
+            ..ConnectionConfig::default()
+        });
+        // 365 out-of-order arrivals (TPDU 0 missing).
+        for s in 1..=365u32 {
+            r.on_data(ms(0), s, 1, vec![1], false);
+        }
+        let first = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
+        let second = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
+        assert_eq!(first.entries.len() + second.entries.len(), 365);
+        let mut out = Vec::new();
+        ControlBody {
+            mack: Some(first),
+            ..Default::default()
+        }
+        .emit(&mut out)
+        .unwrap();
+        assert!(OVERHEAD + out.len() + 12 <= 1500, "{}", out.len());
     }
 
     #[test]
