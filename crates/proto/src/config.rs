@@ -96,6 +96,10 @@ pub struct ConnectionConfig {
     pub crc_check: bool,
     /// Hybrid-nack: how long the sender keeps a TPDU for a possible NACK.
     pub retention: Duration,
+    /// Copies of a short, empty ASYN sent back to back before the data (0: the ASYN rides on
+    /// the first data TPDU, as in the papers). Redundancy keeps set-up at one propagation delay
+    /// under loss; each copy costs a header (52 bytes with IPv4/UDP).
+    pub asyn_copies: u8,
     /// Record a per-TPDU trace (first send, delivery) for delay measurements; bounded.
     pub trace: bool,
 }
@@ -124,6 +128,7 @@ impl Default for ConnectionConfig {
             ack_every: 64,
             crc_check: true,
             retention: Duration::from_secs(2),
+            asyn_copies: 3,
             trace: false,
         }
     }
@@ -162,6 +167,9 @@ impl ConnectionConfig {
         }
         if self.send_buffer < self.mtu {
             return Err(ConfigError::SendBuffer(self.send_buffer));
+        }
+        if self.asyn_copies > 16 {
+            return Err(ConfigError::AsynCopies(self.asyn_copies));
         }
         if self.ack_every == 0 {
             return Err(ConfigError::AckEvery);
@@ -212,6 +220,8 @@ pub enum ConfigError {
     Window(u32),
     #[error("send buffer {0} bytes is smaller than one MTU")]
     SendBuffer(usize),
+    #[error("{0} ASYN copies is too many: give 0 to 16")]
+    AsynCopies(u8),
     #[error("ack_every must be at least 1")]
     AckEvery,
     #[error("timers must be non-zero")]

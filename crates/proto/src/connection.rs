@@ -128,6 +128,10 @@ impl Connection {
         if cfg.trace {
             rx.trace = Some(Vec::new());
         }
+        let mut tx = Sender::new(mode, cfg.send_buffer, initial_window, cfg.retention);
+        if role == Role::Initiator {
+            tx.open(cfg.asyn_copies);
+        }
         Connection {
             role,
             state,
@@ -137,7 +141,7 @@ impl Connection {
             tag,
             mode,
             pacer: Pacer::new(cfg.rate_bps, cfg.per_packet_overhead, cfg.mtu),
-            tx: Sender::new(mode, cfg.send_buffer, initial_window, cfg.retention),
+            tx,
             rx,
             rtt: RttEstimator::new(cfg.initial_rtt, cfg.min_rto),
             fec: FecControl::new(
@@ -645,7 +649,7 @@ impl Connection {
         let has_send = if self.silent {
             self.probe_pending
         } else {
-            self.tx.has_retransmission() || self.tx.has_new()
+            self.tx.has_retransmission() || self.tx.has_new() || self.tx.asyn_pending()
         };
         if has_send || self.asynack_due || self.afinack_due {
             min(self.pacer.next_send());

@@ -52,7 +52,8 @@ pub struct SenderStats {
     pub snack_ranges_received: u64,
     pub timeouts: u64,
     pub probes: u64,
-    pub abandoned_tpdus: u64,
+    /// Redundant copies of the opening ASYN.
+    pub asyn_copies: u64,
 }
 
 #[derive(Debug)]
@@ -79,6 +80,8 @@ pub struct Sender {
     retention: Duration,
     /// Entries sent and not yet acknowledged (kept in step with `entries`).
     unacked: usize,
+    /// Empty ASYN copies still to send before data.
+    asyn_copies_left: u8,
     pub stats: SenderStats,
 }
 
@@ -104,6 +107,7 @@ impl Sender {
             fin_acked: false,
             retention,
             unacked: 0,
+            asyn_copies_left: 0,
             stats: SenderStats::default(),
         }
     }
@@ -177,6 +181,9 @@ impl Sender {
         max_body: usize,
         asyn: bool,
     ) -> Option<Outgoing> {
+        if self.asyn_copies_left > 0 {
+            return Some(self.next_asyn_copy(now));
+        }
         let uses_mack = self.mode.uses_mack();
         while let Some(seq) = self.retx.pop_front() {
             let tx = self.next_tx;
@@ -218,6 +225,11 @@ impl Sender {
             flags.insert(Flags::AFIN);
             self.fin_seq = Some(self.next_seq);
         }
+        Some(self.new_tpdu(now, body, flags))
+    }
+
+    /// Numbers, records (if the mode keeps TPDUs) and returns a new TPDU.
+    fn new_tpdu(&mut self, now: Duration, body: Vec<u8>, flags: Flags) -> Outgoing {
         let seq = self.next_seq;
         self.next_seq += 1;
         let tx = self.next_tx;
@@ -246,12 +258,42 @@ impl Sender {
                 self.flight.push_back(Transmission { tx, seq, at: now });
             }
         }
-        Some(Outgoing {
+        Outgoing {
             seq,
             flags,
             body,
             retransmission: false,
-        })
+        }
+    }
+
+    /// Opens the connection with `copies` back-to-back copies of an empty ASYN TPDU (number 0)
+    /// before any data: a short TPDU sent redundantly establishes the receiver one propagation
+    /// delay after connect even when some copies are lost. With 0 the ASYN rides on the first
+    /// data TPDU instead, as in the papers.
+    pub fn open(&mut self, copies: u8) {
+        if self.next_seq == 0 {
+            self.asyn_copies_left = copies;
+        }
+    }
+
+    /// Whether an ASYN copy is waiting to go.
+    pub fn asyn_pending(&self) -> bool {
+        self.asyn_copies_left > 0
+    }
+
+    fn next_asyn_copy(&mut self, now: Duration) -> Outgoing {
+        self.asyn_copies_left -= 1;
+        if self.next_seq == 0 {
+            return self.new_tpdu(now, Vec::new(), Flags::ASYN);
+        }
+        self.stats.tpdus_sent += 1;
+        self.stats.asyn_copies += 1;
+        Outgoing {
+            seq: 0,
+            flags: Flags::ASYN,
+            body: Vec::new(),
+            retransmission: false,
+        }
     }
 
     fn entry_mut(&mut self, seq: u64) -> Option<&mut Option<Sent>> {
@@ -518,6 +560,26 @@ mod tests {
         (0..n)
             .map_while(|i| s.next_outgoing(Duration::from_millis(i as u64), 100, true))
             .collect()
+    }
+
+    #[test]
+    fn asyn_copies_come_first_then_data_from_one() {
+        let mut s = sender(Mode::Reliable);
+        s.open(3);
+        s.write(&[1u8; 150]);
+        let seqs: Vec<(u64, usize, bool)> =
+            std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true))
+                .map(|o| (o.seq, o.body.len(), o.flags.contains(Flags::ASYN)))
+                .collect();
+        let want = vec![
+            (0, 0, true),
+            (0, 0, true),
+            (0, 0, true),
+            (1, 100, false),
+            (2, 50, false),
+        ];
+        assert_eq!(seqs, want);
+        assert_eq!(s.stats.asyn_copies, 2);
     }
 
     #[test]
