@@ -1,7 +1,10 @@
 //! `aerotp`: one command-line front end over the engine, simulator, runtime and emulators.
 
+mod common;
 mod lab_cmd;
 mod link_cmd;
+mod recv_cmd;
+mod send_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -22,6 +25,10 @@ enum Command {
     Link(link_cmd::Args),
     /// Two network namespaces (air, ground) joined by an emulated link; run commands in them (root).
     Lab(lab_cmd::Args),
+    /// Send a file (or stdin) to `aerotp recv` over AeroTP.
+    Send(send_cmd::Args),
+    /// Receive files sent with `aerotp send` (many transfers, in turn or at once).
+    Recv(recv_cmd::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -33,5 +40,11 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Link(args) => tokio::runtime::Runtime::new()?.block_on(link_cmd::run(args)),
         Command::Lab(args) => std::process::exit(lab_cmd::run(args)?),
+        Command::Send(args) => {
+            std::process::exit(tokio::runtime::Runtime::new()?.block_on(send_cmd::run(args)))
+        }
+        Command::Recv(args) => {
+            std::process::exit(tokio::runtime::Runtime::new()?.block_on(recv_cmd::run(args)))
+        }
     }
 }

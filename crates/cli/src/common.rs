@@ -1,0 +1,333 @@
+//! Shared pieces of `aerotp send`, `recv`, `demo` and `bench`: flag parsers, the file header,
+//! exit codes, statistics as JSON, progress bars.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use aerotp_net::{ConnectionStats, FecSetting, Mode, Report};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{json, Value};
+
+/// Exit status: the mode's guarantee was met.
+pub const EXIT_OK: i32 = 0;
+/// Exit status: a local error (file, socket, address in use, …).
+pub const EXIT_LOCAL: i32 = 1;
+/// Exit status: bad command line (clap's own code).
+#[allow(dead_code)]
+pub const EXIT_USAGE: i32 = 2;
+/// Exit status: nothing heard from the peer within `--connect-timeout`.
+pub const EXIT_UNREACHABLE: i32 = 3;
+/// Exit status: the connection ended before the mode's guarantee was met (reset, idle or
+/// close timeout, unconfirmed delivery in a fully reliable mode).
+pub const EXIT_BROKEN: i32 = 4;
+/// Exit status (recv): a lossy mode closed cleanly but bytes are missing; kept as `.partial`.
+pub const EXIT_INCOMPLETE: i32 = 5;
+
+pub fn rate_arg(s: &str) -> Result<u64, String> {
+    let r = aerotp_link::parse_rate(s).map_err(|e| e.to_string())?;
+    if r < 1000 {
+        return Err(format!(
+            "{r} b/s is too low: give at least 1000 b/s (e.g. 5mbit)"
+        ));
+    }
+    Ok(r)
+}
+
+pub fn duration_arg(s: &str) -> Result<Duration, String> {
+    let d = aerotp_link::parse_duration(s).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err("must be greater than zero (e.g. 10s)".into());
+    }
+    Ok(d)
+}
+
+pub fn mode_arg(s: &str) -> Result<Mode, String> {
+    let m: Mode = s.parse()?;
+    if m == Mode::Datagram {
+        return Err("datagram mode carries messages, not files; choose a connection mode \
+                    (reliable, near-reliable, quasi-reliable, hybrid-nack, hybrid-nack-mack, unreliable)"
+            .into());
+    }
+    Ok(m)
+}
+
+pub fn fec_arg(s: &str) -> Result<FecSetting, String> {
+    FecSetting::parse(s).map_err(|e| e.to_string())
+}
+
+pub fn ber_arg(s: &str) -> Result<f64, String> {
+    let p: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number; give a bit error rate such as 1e-5"))?;
+    if !(p.is_finite() && (0.0..1.0).contains(&p)) {
+        return Err(format!(
+            "{p} is outside [0, 1); give a bit error rate such as 1e-5"
+        ));
+    }
+    if p >= 0.5 {
+        return Err(format!(
+            "{p}: a channel with BER >= 0.5 carries no information; give a value below 0.5"
+        ));
+    }
+    Ok(p)
+}
+
+pub fn mack_arg(s: &str) -> Result<u16, String> {
+    let n: u16 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number; give 1 to 365 ACKs per MACK"))?;
+    if !(1..=365).contains(&n) {
+        return Err(format!("{n} is out of range; give 1 to 365 ACKs per MACK"));
+    }
+    Ok(n)
+}
+
+pub fn mtu_arg(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number; give 128 to 65000 bytes"))?;
+    if !(128..=65_000).contains(&n) {
+        return Err(format!("MTU {n} is out of range; give 128 to 65000 bytes"));
+    }
+    Ok(n)
+}
+
+/// Parses sizes such as `1GB`, `100MB`, `64kB`, `1000` (bytes; decimal units, `KiB`… binary).
+pub fn size_arg(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size; give e.g. 1GB, 100MB, 64kB"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        _ => {
+            return Err(format!(
+                "unknown size unit in '{s}'; use B, kB, MB, GB, KiB, MiB or GiB"
+            ))
+        }
+    };
+    let n = v * mult;
+    if !(n.is_finite() && n >= 1.0 && n <= 1e13) {
+        return Err(format!("size '{s}' out of range (1 B to 10 TB)"));
+    }
+    Ok(n as u64)
+}
+
+/// The file header a sender puts before the file's bytes (docs/runtime.md §File header):
+/// magic `ATPF`, version 1, name length (u16 BE), UTF-8 name, size (u64 BE, `u64::MAX` if
+/// unknown).
+pub const HEADER_MAGIC: &[u8; 4] = b"ATPF";
+pub const UNKNOWN_SIZE: u64 = u64::MAX;
+pub const MAX_NAME: usize = 255;
+
+pub fn encode_header(name: &str, size: Option<u64>) -> Vec<u8> {
+    let mut name = name.as_bytes();
+    if name.len() > MAX_NAME {
+        name = &name[..MAX_NAME];
+    }
+    let mut h = Vec::with_capacity(15 + name.len());
+    h.extend_from_slice(HEADER_MAGIC);
+    h.push(1);
+    h.extend_from_slice(&(name.len() as u16).to_be_bytes());
+    h.extend_from_slice(name);
+    h.extend_from_slice(&size.unwrap_or(UNKNOWN_SIZE).to_be_bytes());
+    h
+}
+
+/// What the header parser says about the first bytes of a transfer.
+#[derive(Debug, PartialEq)]
+pub enum HeaderParse {
+    /// Need more bytes.
+    More,
+    /// Not an AeroTP file header.
+    Invalid,
+    /// Name, size, header length.
+    Done(String, Option<u64>, usize),
+}
+
+pub fn decode_header(b: &[u8]) -> HeaderParse {
+    if b.len() < 7 {
+        return if HEADER_MAGIC.starts_with(&b[..b.len().min(4)]) {
+            HeaderParse::More
+        } else {
+            HeaderParse::Invalid
+        };
+    }
+    if &b[..4] != HEADER_MAGIC || b[4] != 1 {
+        return HeaderParse::Invalid;
+    }
+    let n = usize::from(u16::from_be_bytes([b[5], b[6]]));
+    if n > MAX_NAME {
+        return HeaderParse::Invalid;
+    }
+    if b.len() < 7 + n + 8 {
+        return HeaderParse::More;
+    }
+    let Ok(name) = std::str::from_utf8(&b[7..7 + n]) else {
+        return HeaderParse::Invalid;
+    };
+    let mut sz = [0u8; 8];
+    sz.copy_from_slice(&b[7 + n..15 + n]);
+    let size = u64::from_be_bytes(sz);
+    HeaderParse::Done(
+        name.to_owned(),
+        (size != UNKNOWN_SIZE).then_some(size),
+        15 + n,
+    )
+}
+
+/// A safe local file name from what the sender announced: its last path component, without
+/// control characters; `None` if nothing usable is left.
+pub fn sanitize_name(name: &str) -> Option<String> {
+    let last = name.rsplit(['/', '\\']).next().unwrap_or("");
+    let clean: String = last.chars().filter(|c| !c.is_control()).collect();
+    let clean = clean.trim().to_owned();
+    if clean.is_empty()
+        || clean == "."
+        || clean == ".."
+        || clean.starts_with('.') && clean.ends_with(".aerotp-tmp")
+    {
+        None
+    } else {
+        Some(clean)
+    }
+}
+
+/// A progress bar on stderr if it is a terminal, hidden otherwise.
+pub fn progress_bar(total: Option<u64>, prefix: &str) -> ProgressBar {
+    let pb = match total {
+        Some(t) => ProgressBar::new(t),
+        None => ProgressBar::no_length(),
+    };
+    if !std::io::stderr().is_terminal() {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    let style = ProgressStyle::with_template(
+        "{prefix} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    pb.set_style(style);
+    pb.set_prefix(prefix.to_owned());
+    pb
+}
+
+pub fn progress_message(s: &ConnectionStats) -> String {
+    format!(
+        "retx {} corrected {} lost {} rtt {:.1}ms",
+        s.sender.tpdus_retransmitted,
+        s.receiver.tpdus_corrected,
+        s.receiver.tpdus_lost,
+        s.srtt.as_secs_f64() * 1e3
+    )
+}
+
+pub fn outcome_name(r: &Report) -> String {
+    match &r.outcome {
+        aerotp_net::CloseOutcome::Finished { confirmed } => {
+            format!("finished (confirmed: {confirmed})")
+        }
+        aerotp_net::CloseOutcome::CloseTimeout => "close timeout".into(),
+        aerotp_net::CloseOutcome::IdleTimeout => "idle timeout".into(),
+        aerotp_net::CloseOutcome::Reset(r) => format!("reset by peer: {r}"),
+        aerotp_net::CloseOutcome::Aborted => "aborted".into(),
+    }
+}
+
+/// Final statistics as one JSON object (docs/runtime.md lists the fields).
+pub fn stats_json(role: &str, name: &str, bytes: u64, elapsed: Duration, report: &Report) -> Value {
+    let s = &report.stats;
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    json!({
+        "role": role,
+        "mode": report.mode.name(),
+        "file": name,
+        "bytes": bytes,
+        "tpdus_sent": s.sender.tpdus_sent,
+        "tpdus_retransmitted": s.sender.tpdus_retransmitted,
+        "tpdus_received": s.receiver.tpdus_received,
+        "tpdus_corrected": s.receiver.tpdus_corrected,
+        "tpdus_corrupted": s.receiver.tpdus_corrupted,
+        "tpdus_lost": s.receiver.tpdus_lost,
+        "nacks_received": s.sender.nacks_received,
+        "timeouts": s.sender.timeouts,
+        "outages": s.outages,
+        "measured_ber": s.measured_ber,
+        "peer_reported_ber": s.peer_reported_ber,
+        "fec_parity": s.fec_parity,
+        "rate_bps": s.rate_bps,
+        "rtt_ms": s.rtt.as_secs_f64() * 1e3,
+        "srtt_ms": s.srtt.as_secs_f64() * 1e3,
+        "wire_bytes_sent": s.bytes_sent_wire,
+        "wire_bytes_received": s.bytes_received_wire,
+        "goodput_bps": bytes as f64 * 8.0 / secs,
+        "elapsed_s": secs,
+        "outcome": outcome_name(report),
+        "delivered_confirmed": report.delivered_confirmed,
+        "guarantee_met": report.guarantee_met,
+    })
+}
+
+pub fn human_rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.2} Gb/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.2} Mb/s", bps / 1e6)
+    } else {
+        format!("{:.1} kb/s", bps / 1e3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trip_and_partial() {
+        let h = encode_header("flight-42.pcm", Some(1_000_000));
+        for cut in 0..h.len() {
+            assert_eq!(decode_header(&h[..cut]), HeaderParse::More, "{cut}");
+        }
+        assert_eq!(
+            decode_header(&h),
+            HeaderParse::Done("flight-42.pcm".into(), Some(1_000_000), h.len())
+        );
+        assert_eq!(
+            decode_header(&encode_header("x", None)),
+            HeaderParse::Done("x".into(), None, 16)
+        );
+        assert_eq!(decode_header(b"GARBAGE!"), HeaderParse::Invalid);
+    }
+
+    #[test]
+    fn names_are_sanitised() {
+        assert_eq!(sanitize_name("../../etc/passwd").as_deref(), Some("passwd"));
+        assert_eq!(sanitize_name("a\nb").as_deref(), Some("ab"));
+        assert_eq!(sanitize_name(".."), None);
+        assert_eq!(sanitize_name("dir/"), None);
+    }
+
+    #[test]
+    fn flags_validate() {
+        assert_eq!(size_arg("1GB"), Ok(1_000_000_000));
+        assert_eq!(size_arg("64KiB"), Ok(65536));
+        assert!(size_arg("1XB").is_err());
+        assert!(ber_arg("1").is_err() && ber_arg("-1e-5").is_err() && ber_arg("1e-4").is_ok());
+        assert!(mode_arg("datagram").is_err() && mode_arg("nope").is_err());
+        assert!(mack_arg("0").is_err() && mack_arg("366").is_err());
+        assert!(rate_arg("10").is_err() && rate_arg("5mbit") == Ok(5_000_000));
+    }
+}

@@ -1,0 +1,430 @@
+//! `aerotp recv`: accepts AeroTP connections and stores each transfer as a file.
+//!
+//! A transfer is written to a temporary name in the destination directory
+//! (`.NAME.ID.aerotp-tmp`), fsynced, and renamed to `NAME` only when the mode's guarantee
+//! was met and every announced byte arrived; otherwise it is renamed to `NAME.partial`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aerotp_net::{Connection, ConnectionConfig, Endpoint, EndpointConfig, Report};
+use anyhow::Context;
+use indicatif::{MultiProgress, ProgressBar};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::time::Instant;
+
+use crate::common::*;
+
+/// Receive files sent with `aerotp send`. Exit status (with --once, or -o FILE / -o -):
+/// 0 the mode's guarantee was met and the file is complete, 1 local error, 2 bad usage,
+/// 4 the connection broke first, 5 a lossy mode finished with bytes missing (kept as
+/// NAME.partial).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// UDP address to listen on: 0.0.0.0:9000, [::]:9000, 127.0.0.1:9000.
+    #[arg(long)]
+    listen: SocketAddr,
+    /// AeroTP port to accept on (not a UDP port).
+    #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT)]
+    port: u16,
+    /// Destination: a directory (each transfer gets its own file, named by the sender), a
+    /// file (one transfer; implies --once) or - for standard output (implies --once).
+    #[arg(short = 'o', long = "output", default_value = ".")]
+    output: String,
+    /// Print each transfer's final statistics as one JSON object (one line) on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Exit after the first transfer, with its status.
+    #[arg(long)]
+    once: bool,
+    /// Rate of what the receiver sends (acknowledgements; set it to the return link's rate).
+    #[arg(long, default_value = "1gbit", value_parser = rate_arg)]
+    rate: u64,
+    /// ACKs aggregated per MACK (1-365).
+    #[arg(long, value_parser = mack_arg)]
+    mack: Option<u16>,
+    /// Drop a transfer when nothing is heard from the sender for this long (outages!).
+    #[arg(long, default_value = "40min", value_parser = duration_arg)]
+    idle_timeout: Duration,
+}
+
+/// Where a transfer's bytes go.
+#[derive(Debug, Clone)]
+pub enum Sink {
+    /// A file named from the sender's header in this directory.
+    Dir(PathBuf),
+    /// This file (replaced when the transfer is complete).
+    File(PathBuf),
+    Stdout,
+    /// Kept in memory with arrival times (demo).
+    Memory,
+    /// Counted only (benchmark).
+    Discard,
+}
+
+/// A finished (or failed) receive.
+#[derive(Debug)]
+pub struct RecvOutcome {
+    pub name: String,
+    pub bytes: u64,
+    pub expected: Option<u64>,
+    pub report: Report,
+    /// From accept to the end of the stream.
+    pub elapsed: Duration,
+    pub sha256: Option<String>,
+    pub saved_as: Option<PathBuf>,
+    /// Memory sink: the bytes, and (end offset, arrival time since accept) per chunk.
+    pub data: Vec<u8>,
+    pub arrivals: Vec<(usize, Duration)>,
+    /// The stream ended with an error (connection broke) rather than EOF.
+    pub read_error: Option<String>,
+    pub exit_code: i32,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+struct Output {
+    writer: Option<Box<dyn AsyncWrite + Unpin + Send>>,
+    tmp: Option<PathBuf>,
+    final_path: Option<PathBuf>,
+}
+
+fn unique_in(dir: &Path, name: &str) -> PathBuf {
+    let p = dir.join(name);
+    if !p.exists() {
+        return p;
+    }
+    (1..10_000)
+        .map(|i| dir.join(format!("{name}.{i}")))
+        .find(|p| !p.exists())
+        .unwrap_or(p)
+}
+
+async fn open_output(sink: &Sink, name: &str, id: u64) -> anyhow::Result<Output> {
+    let (dir, final_path) = match sink {
+        Sink::Dir(d) => (d.clone(), unique_in(d, name)),
+        Sink::File(f) => {
+            let dir = f
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            (dir, f.clone())
+        }
+        Sink::Stdout => {
+            return Ok(Output {
+                writer: Some(Box::new(tokio::io::stdout())),
+                tmp: None,
+                final_path: None,
+            })
+        }
+        Sink::Memory | Sink::Discard => {
+            return Ok(Output {
+                writer: None,
+                tmp: None,
+                final_path: None,
+            })
+        }
+    };
+    let base = final_path
+        .file_name()
+        .map_or_else(|| "received".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{base}.{id}.aerotp-tmp"));
+    let f = tokio::fs::File::create(&tmp)
+        .await
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    Ok(Output {
+        writer: Some(Box::new(BufWriter::with_capacity(1 << 20, f))),
+        tmp: Some(tmp),
+        final_path: Some(final_path),
+    })
+}
+
+/// Reads one transfer from `conn` into `sink`, then finishes the connection.
+pub async fn receive(
+    conn: Connection,
+    sink: &Sink,
+    pb: &ProgressBar,
+) -> anyhow::Result<RecvOutcome> {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let start = Instant::now();
+    let hash = !matches!(sink, Sink::Discard);
+    let mut sha = Sha256::new();
+    let mut head: Vec<u8> = Vec::new();
+    let mut parsed: Option<(String, Option<u64>)> = None;
+    let mut out: Option<Output> = None;
+    let mut bytes = 0u64;
+    let mut data = Vec::new();
+    let mut arrivals = Vec::new();
+    let mut read_error = None;
+    let mut first = true;
+    let fallback_name =
+        format!("received-{}-{id}.bin", conn.remote_address().ip()).replace(':', "_");
+    let mut last_tick = Instant::now();
+    loop {
+        let chunk = match conn.read_chunk().await {
+            Ok(Some(c)) => c,
+            Ok(None) => break,
+            Err(e) => {
+                read_error = Some(e.to_string());
+                break;
+            }
+        };
+        let mut body: &[u8] = &chunk.data;
+        if parsed.is_none() {
+            if first && chunk.seq != 0 {
+                // Lossy mode lost the first TPDU and with it the header.
+                parsed = Some((fallback_name.clone(), None));
+            } else {
+                head.extend_from_slice(body);
+                match decode_header(&head) {
+                    HeaderParse::More => {
+                        first = false;
+                        continue;
+                    }
+                    HeaderParse::Invalid => parsed = Some((fallback_name.clone(), None)),
+                    HeaderParse::Done(n, size, hl) => {
+                        let name = sanitize_name(&n).unwrap_or_else(|| fallback_name.clone());
+                        parsed = Some((name, size));
+                        head.drain(..hl);
+                    }
+                }
+                body = &[];
+            }
+            first = false;
+            let (name, size) = parsed.clone().expect("just set");
+            if let Some(s) = size {
+                pb.set_length(s);
+            }
+            pb.set_prefix(format!("recv {name}"));
+            out = Some(open_output(sink, &name, id).await?);
+            if body.is_empty() && !head.is_empty() {
+                let h = std::mem::take(&mut head);
+                write_bytes(out.as_mut(), &h, hash, &mut sha, sink, &mut data).await?;
+                bytes += h.len() as u64;
+                arrivals.push((data.len(), start.elapsed()));
+            }
+        }
+        if !body.is_empty() {
+            write_bytes(out.as_mut(), body, hash, &mut sha, sink, &mut data).await?;
+            bytes += body.len() as u64;
+            if matches!(sink, Sink::Memory) {
+                arrivals.push((data.len(), start.elapsed()));
+            }
+        }
+        if last_tick.elapsed() > Duration::from_millis(200) {
+            last_tick = Instant::now();
+            pb.set_position(bytes);
+            pb.set_message(progress_message(&conn.stats()));
+        }
+    }
+    let elapsed = start.elapsed();
+    pb.set_position(bytes);
+    let (name, expected) = parsed.unwrap_or((fallback_name, None));
+    if out.is_none() {
+        out = Some(open_output(sink, &name, id).await?);
+    }
+    let mut out = out.expect("opened");
+    if let Some(w) = out.writer.as_mut() {
+        w.flush().await.context("writing the output")?;
+    }
+    // Close our half (we send nothing) and wait for the end of the connection.
+    let report = conn.finish().await;
+    let complete = expected.is_none_or(|e| e == bytes);
+    let exit_code = if read_error.is_some() || !report.guarantee_met {
+        EXIT_BROKEN
+    } else if !complete {
+        EXIT_INCOMPLETE
+    } else {
+        EXIT_OK
+    };
+    let mut saved_as = None;
+    if let (Some(tmp), Some(fin)) = (out.tmp.take(), out.final_path.take()) {
+        drop(out.writer.take());
+        let f = tokio::fs::OpenOptions::new()
+            .write(true)
+            .open(&tmp)
+            .await
+            .context("reopening the temporary file")?;
+        f.sync_all().await.context("fsync")?;
+        drop(f);
+        let dest = if exit_code == EXIT_OK {
+            fin
+        } else {
+            let mut p = fin.into_os_string();
+            p.push(".partial");
+            PathBuf::from(p)
+        };
+        tokio::fs::rename(&tmp, &dest)
+            .await
+            .with_context(|| format!("renaming to {}", dest.display()))?;
+        saved_as = Some(dest);
+    }
+    Ok(RecvOutcome {
+        name,
+        bytes,
+        expected,
+        report,
+        elapsed,
+        sha256: hash.then(|| hex(&sha.finalize())),
+        saved_as,
+        data,
+        arrivals,
+        read_error,
+        exit_code,
+    })
+}
+
+async fn write_bytes(
+    out: Option<&mut Output>,
+    b: &[u8],
+    hash: bool,
+    sha: &mut Sha256,
+    sink: &Sink,
+    data: &mut Vec<u8>,
+) -> anyhow::Result<()> {
+    if hash {
+        sha.update(b);
+    }
+    if matches!(sink, Sink::Memory) {
+        data.extend_from_slice(b);
+    }
+    if let Some(w) = out.and_then(|o| o.writer.as_mut()) {
+        w.write_all(b).await.context("writing the output")?;
+    }
+    Ok(())
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+pub fn listener_config(
+    rate: u64,
+    mack: Option<u16>,
+    idle_timeout: Duration,
+) -> anyhow::Result<ConnectionConfig> {
+    let mut cfg = ConnectionConfig {
+        rate_bps: rate,
+        idle_timeout,
+        linger: crate::send_cmd::LINGER,
+        ..Default::default()
+    };
+    if let Some(m) = mack {
+        cfg.mack_count = m;
+    }
+    cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(cfg)
+}
+
+fn report_line(o: &RecvOutcome, json: bool) {
+    if json {
+        let mut v = stats_json("recv", &o.name, o.bytes, o.elapsed, &o.report);
+        v["expected_bytes"] = o.expected.into();
+        v["sha256"] = o.sha256.clone().into();
+        v["saved_as"] = o.saved_as.as_ref().map(|p| p.display().to_string()).into();
+        v["read_error"] = o.read_error.clone().into();
+        v["exit_code"] = o.exit_code.into();
+        println!("{v}");
+    } else {
+        let s = &o.report.stats.receiver;
+        eprintln!(
+            "received {} ({} of {} bytes) in {:.2} s, {} mode, {}: {} TPDUs, {} corrected, {} lost; goodput {}{}{}",
+            o.name,
+            o.bytes,
+            o.expected.map_or_else(|| "?".into(), |e| e.to_string()),
+            o.elapsed.as_secs_f64(),
+            o.report.mode,
+            outcome_name(&o.report),
+            s.tpdus_received,
+            s.tpdus_corrected,
+            s.tpdus_lost,
+            human_rate(o.bytes as f64 * 8.0 / o.elapsed.as_secs_f64().max(1e-9)),
+            o.saved_as.as_ref().map_or_else(String::new, |p| format!("; saved as {}", p.display())),
+            o.read_error.as_ref().map_or_else(String::new, |e| format!("; error: {e}")),
+        );
+    }
+}
+
+pub async fn run(args: Args) -> i32 {
+    match run_inner(args).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("aerotp recv: {e:#}");
+            EXIT_LOCAL
+        }
+    }
+}
+
+async fn run_inner(args: Args) -> anyhow::Result<i32> {
+    let (sink, once) = if args.output == "-" {
+        (Sink::Stdout, true)
+    } else {
+        let p = PathBuf::from(&args.output);
+        if p.is_dir() || args.output.ends_with('/') {
+            if !p.is_dir() {
+                anyhow::bail!("-o {}: no such directory", args.output);
+            }
+            (Sink::Dir(p), args.once)
+        } else {
+            let parent = p
+                .parent()
+                .filter(|x| !x.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                anyhow::bail!(
+                    "-o {}: directory {} does not exist",
+                    args.output,
+                    parent.display()
+                );
+            }
+            (Sink::File(p), true)
+        }
+    };
+    let cfg = listener_config(args.rate, args.mack, args.idle_timeout)?;
+    let ep = Endpoint::bind(args.listen, EndpointConfig::default())?;
+    ep.listen(args.port, cfg)?;
+    tracing::info!(addr = %ep.local_addr(), port = args.port, "listening");
+    let multi = MultiProgress::new();
+    let sink = Arc::new(sink);
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        let conn = tokio::select! {
+            c = ep.accept() => match c { Some(c) => c, None => anyhow::bail!("the endpoint stopped") },
+            _ = tokio::signal::ctrl_c() => break,
+            Some(r) = tasks.join_next(), if !tasks.is_empty() => {
+                if let Ok(code) = r { if once { return Ok(code); } }
+                continue;
+            }
+        };
+        let pb = multi.add(progress_bar(None, "recv"));
+        let sink = sink.clone();
+        let json = args.json;
+        tasks.spawn(async move {
+            let r = receive(conn, &sink, &pb).await;
+            pb.finish_and_clear();
+            match r {
+                Ok(o) => {
+                    report_line(&o, json);
+                    o.exit_code
+                }
+                Err(e) => {
+                    eprintln!("aerotp recv: {e:#}");
+                    EXIT_LOCAL
+                }
+            }
+        });
+        if once {
+            // Serve only this transfer.
+            let code = tasks
+                .join_next()
+                .await
+                .map_or(EXIT_LOCAL, |r| r.unwrap_or(EXIT_LOCAL));
+            return Ok(code);
+        }
+    }
+    Ok(EXIT_OK)
+}
