@@ -5,6 +5,7 @@ mod lab_cmd;
 mod link_cmd;
 mod recv_cmd;
 mod send_cmd;
+mod sim_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +30,8 @@ enum Command {
     Send(send_cmd::Args),
     /// Receive files sent with `aerotp send` (many transfers, in turn or at once).
     Recv(recv_cmd::Args),
+    /// Simulate transfers over an impaired link in virtual time (deterministic, parallel runs).
+    Sim(sim_cmd::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -46,5 +49,6 @@ fn main() -> anyhow::Result<()> {
         Command::Recv(args) => {
             std::process::exit(tokio::runtime::Runtime::new()?.block_on(recv_cmd::run(args)))
         }
+        Command::Sim(args) => sim_cmd::run(args),
     }
 }

@@ -1,1 +1,30 @@
-//! Deterministic discrete-event simulator and paper experiments.
+//! Deterministic discrete-event simulator and the papers' experiments.
+//!
+//! [`run_once`] drives two endpoints of the real engine (`aerotp-proto`) over the link model
+//! (`aerotp-link`) in virtual time: the same scenario and seed give the same [`RunResult`] bit
+//! for bit. [`run_many`] spreads the runs of a point over all cores (rayon) and summarises
+//! them. The `experiment` module reproduces the papers' experiments (CSV + PNG).
+//! How it works and what each metric means: `docs/simulator.md`.
+//!
+//! ```
+//! use aerotp_sim::{run_many, Scenario, SimMode, Topology};
+//! use aerotp_proto::Mode;
+//!
+//! let s = Scenario {
+//!     mode: SimMode::Aero(Mode::Reliable),
+//!     size: 30_000,
+//!     topology: Topology::TwoNode,
+//!     ..Scenario::default()
+//! };
+//! let sum = run_many(&s, 2, 1).unwrap();
+//! assert_eq!(sum.complete_runs, 2);
+//! assert!(sum.goodput_bps < 5e6);
+//! ```
+
+mod run;
+mod scenario;
+mod summary;
+
+pub use run::{datagram_parity, mix_seed, run_once, RunResult};
+pub use scenario::{parse_size, Scenario, SimError, SimMode, Topology, IP_UDP_OVERHEAD};
+pub use summary::{run_many, run_seed, summarize, Stat, Summary};
