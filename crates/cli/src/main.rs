@@ -1,6 +1,8 @@
 //! `aerotp`: one command-line front end over the engine, simulator, runtime and emulators.
 
+mod bench_cmd;
 mod common;
+mod demo_cmd;
 mod lab_cmd;
 mod link_cmd;
 mod recv_cmd;
@@ -30,6 +32,10 @@ enum Command {
     Send(send_cmd::Args),
     /// Receive files sent with `aerotp send` (many transfers, in turn or at once).
     Recv(recv_cmd::Args),
+    /// Receiver, emulated lossy link and sender in one process: what each mode delivers.
+    Demo(demo_cmd::Args),
+    /// Benchmarks (loopback: AeroTP reliable vs QUIC).
+    Bench(bench_cmd::Args),
     /// Simulate transfers over an impaired link in virtual time (deterministic, parallel runs).
     Sim(sim_cmd::Args),
 }
@@ -49,6 +55,8 @@ fn main() -> anyhow::Result<()> {
         Command::Recv(args) => {
             std::process::exit(tokio::runtime::Runtime::new()?.block_on(recv_cmd::run(args)))
         }
+        Command::Demo(args) => std::process::exit(demo_cmd::run(args)),
+        Command::Bench(args) => std::process::exit(bench_cmd::run(args)),
         Command::Sim(args) => sim_cmd::run(args),
     }
 }

@@ -62,8 +62,6 @@ pub enum Sink {
     Stdout,
     /// Kept in memory with arrival times (demo).
     Memory,
-    /// Counted only (benchmark).
-    Discard,
 }
 
 /// A finished (or failed) receive.
@@ -77,9 +75,9 @@ pub struct RecvOutcome {
     pub elapsed: Duration,
     pub sha256: Option<String>,
     pub saved_as: Option<PathBuf>,
-    /// Memory sink: the bytes, and (end offset, arrival time since accept) per chunk.
+    /// Memory sink: the bytes, and (end offset, arrival time) per chunk.
     pub data: Vec<u8>,
-    pub arrivals: Vec<(usize, Duration)>,
+    pub arrivals: Vec<(usize, Instant)>,
     /// The stream ended with an error (connection broke) rather than EOF.
     pub read_error: Option<String>,
     pub exit_code: i32,
@@ -121,7 +119,7 @@ async fn open_output(sink: &Sink, name: &str, id: u64) -> anyhow::Result<Output>
                 final_path: None,
             })
         }
-        Sink::Memory | Sink::Discard => {
+        Sink::Memory => {
             return Ok(Output {
                 writer: None,
                 tmp: None,
@@ -151,7 +149,7 @@ pub async fn receive(
 ) -> anyhow::Result<RecvOutcome> {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let start = Instant::now();
-    let hash = !matches!(sink, Sink::Discard);
+    let hash = true;
     let mut sha = Sha256::new();
     let mut head: Vec<u8> = Vec::new();
     let mut parsed: Option<(String, Option<u64>)> = None;
@@ -160,7 +158,6 @@ pub async fn receive(
     let mut data = Vec::new();
     let mut arrivals = Vec::new();
     let mut read_error = None;
-    let mut first = true;
     let fallback_name =
         format!("received-{}-{id}.bin", conn.remote_address().ip()).replace(':', "_");
     let mut last_tick = Instant::now();
@@ -175,16 +172,12 @@ pub async fn receive(
         };
         let mut body: &[u8] = &chunk.data;
         if parsed.is_none() {
-            if first && chunk.seq != 0 {
-                // Lossy mode lost the first TPDU and with it the header.
-                parsed = Some((fallback_name.clone(), None));
-            } else {
+            // (The first TPDU may be an empty ASYN, so the header's TPDU number is not fixed; a
+            // lossy mode that lost the header's TPDU delivers bytes without the magic.)
+            {
                 head.extend_from_slice(body);
                 match decode_header(&head) {
-                    HeaderParse::More => {
-                        first = false;
-                        continue;
-                    }
+                    HeaderParse::More => continue,
                     HeaderParse::Invalid => parsed = Some((fallback_name.clone(), None)),
                     HeaderParse::Done(n, size, hl) => {
                         let name = sanitize_name(&n).unwrap_or_else(|| fallback_name.clone());
@@ -194,7 +187,6 @@ pub async fn receive(
                 }
                 body = &[];
             }
-            first = false;
             let (name, size) = parsed.clone().expect("just set");
             if let Some(s) = size {
                 pb.set_length(s);
@@ -205,14 +197,14 @@ pub async fn receive(
                 let h = std::mem::take(&mut head);
                 write_bytes(out.as_mut(), &h, hash, &mut sha, sink, &mut data).await?;
                 bytes += h.len() as u64;
-                arrivals.push((data.len(), start.elapsed()));
+                arrivals.push((data.len(), Instant::now()));
             }
         }
         if !body.is_empty() {
             write_bytes(out.as_mut(), body, hash, &mut sha, sink, &mut data).await?;
             bytes += body.len() as u64;
             if matches!(sink, Sink::Memory) {
-                arrivals.push((data.len(), start.elapsed()));
+                arrivals.push((data.len(), Instant::now()));
             }
         }
         if last_tick.elapsed() > Duration::from_millis(200) {

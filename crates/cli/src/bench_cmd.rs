@@ -1,0 +1,258 @@
+//! `aerotp bench loopback`: AeroTP reliable mode vs QUIC (quinn) over loopback UDP, same size,
+//! same process, both on one tokio thread (so "one core" carries sender and receiver).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aerotp_net::{Endpoint, EndpointConfig, Mode};
+use anyhow::Context;
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+use tokio::time::Instant;
+
+use crate::common::*;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum What {
+    /// Reliable AeroTP and QUIC (quinn) transfers of the same size over 127.0.0.1.
+    Loopback(LoopArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct LoopArgs {
+    /// Bytes to send: 1GB, 100MB, 64MiB.
+    #[arg(long, default_value = "1GB", value_parser = size_arg)]
+    size: u64,
+    /// AeroTP sending rate (pacer): set far above what loopback carries.
+    #[arg(long, default_value = "20gbit", value_parser = rate_arg)]
+    rate: u64,
+    /// AeroTP datagram size.
+    #[arg(long, default_value_t = 1500, value_parser = mtu_arg)]
+    mtu: usize,
+    /// Skip the QUIC run.
+    #[arg(long)]
+    no_quic: bool,
+    /// Print the results as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// CPU time (user + system) of this process so far.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    if r != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+#[derive(Debug, Clone)]
+struct Run {
+    name: &'static str,
+    bytes: u64,
+    wall: Duration,
+    cpu: Duration,
+    ok: bool,
+    note: String,
+}
+
+impl Run {
+    fn gbps(&self) -> f64 {
+        self.bytes as f64 * 8.0 / self.wall.as_secs_f64().max(1e-9) / 1e9
+    }
+    fn cpu_per_gb(&self) -> f64 {
+        self.cpu.as_secs_f64() / (self.bytes as f64 / 1e9)
+    }
+    fn json(&self) -> serde_json::Value {
+        json!({"protocol": self.name, "bytes": self.bytes, "seconds": self.wall.as_secs_f64(),
+               "gbit_per_s": self.gbps(), "cpu_seconds": self.cpu.as_secs_f64(),
+               "cpu_seconds_per_gb": self.cpu_per_gb(), "complete": self.ok, "note": self.note})
+    }
+}
+
+const CHUNK: usize = 1 << 20;
+
+async fn aerotp_run(size: u64, rate: u64, mtu: usize) -> anyhow::Result<Run> {
+    let lo: SocketAddr = "127.0.0.1:0".parse()?;
+    let server = Endpoint::bind(lo, EndpointConfig::default())?;
+    let mut lcfg =
+        crate::recv_cmd::listener_config(100_000_000_000, None, Duration::from_secs(60))?;
+    lcfg.mtu = mtu;
+    server.listen(1, lcfg)?;
+    let server_addr = server.local_addr();
+    let client = Endpoint::bind(lo, EndpointConfig::default())?;
+    let cfg = crate::send_cmd::connection_config(Mode::Reliable, rate, None, None, mtu, None)?;
+    let cpu0 = cpu_time();
+    let t0 = Instant::now();
+    let rx = tokio::spawn(async move {
+        let conn = server.accept().await.context("no connection")?;
+        let mut got = 0u64;
+        while let Some(c) = conn.read_chunk().await? {
+            got += c.data.len() as u64;
+        }
+        let end = Instant::now();
+        let rep = conn.finish().await;
+        anyhow::Ok((got, end, rep.guarantee_met))
+    });
+    let mut conn = client.connect(server_addr, 1, cfg)?;
+    let buf = vec![0x5Au8; CHUNK];
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(CHUNK as u64) as usize;
+        conn.write_all(&buf[..n]).await?;
+        left -= n as u64;
+    }
+    let sender = conn.finish().await;
+    let (got, end, rx_ok) = rx.await??;
+    let wall = end - t0;
+    let cpu = cpu_time() - cpu0;
+    let s = &sender.stats;
+    Ok(Run {
+        name: "aerotp-reliable",
+        bytes: got,
+        wall,
+        cpu,
+        ok: got == size && sender.guarantee_met && rx_ok,
+        note: format!(
+            "{} TPDUs, {} retransmitted, {} timeouts",
+            s.sender.tpdus_sent, s.sender.tpdus_retransmitted, s.sender.timeouts
+        ),
+    })
+}
+
+async fn quic_run(size: u64) -> anyhow::Result<Run> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
+    let cert_der = rustls::pki_types::CertificateDer::from(cert.cert.der().to_vec());
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
+        cert.key_pair.serialize_der(),
+    ));
+    let server_cfg = quinn::ServerConfig::with_single_cert(vec![cert_der.clone()], key)?;
+    let server = quinn::Endpoint::server(server_cfg, "127.0.0.1:0".parse()?)?;
+    let addr = server.local_addr()?;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert_der)?;
+    let client_cfg = quinn::ClientConfig::with_root_certificates(Arc::new(roots))?;
+    let mut client = quinn::Endpoint::client("127.0.0.1:0".parse()?)?;
+    client.set_default_client_config(client_cfg);
+    let cpu0 = cpu_time();
+    let t0 = Instant::now();
+    let rx = tokio::spawn(async move {
+        let conn = server.accept().await.context("no QUIC connection")?.await?;
+        let mut stream = conn.accept_uni().await?;
+        let mut got = 0u64;
+        while let Some(c) = stream.read_chunk(usize::MAX, true).await? {
+            got += c.bytes.len() as u64;
+        }
+        let end = Instant::now();
+        conn.close(0u32.into(), b"done");
+        server.wait_idle().await;
+        anyhow::Ok((got, end))
+    });
+    let conn = client.connect(addr, "localhost")?.await?;
+    let mut s = conn.open_uni().await?;
+    let buf = bytes_chunk();
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(CHUNK as u64) as usize;
+        s.write_all(&buf[..n]).await?;
+        left -= n as u64;
+    }
+    s.finish()?;
+    let (got, end) = rx.await??;
+    let wall = end - t0;
+    let cpu = cpu_time() - cpu0;
+    conn.close(0u32.into(), b"done");
+    client.wait_idle().await;
+    let st = conn.stats();
+    Ok(Run {
+        name: "quic-quinn",
+        bytes: got,
+        wall,
+        cpu,
+        ok: got == size,
+        note: format!(
+            "{} datagrams sent, {} lost",
+            st.udp_tx.datagrams, st.path.lost_packets
+        ),
+    })
+}
+
+fn bytes_chunk() -> Vec<u8> {
+    vec![0x5Au8; CHUNK]
+}
+
+pub fn run(args: Args) -> i32 {
+    let What::Loopback(a) = args.what;
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("aerotp bench: {e}");
+            return EXIT_LOCAL;
+        }
+    };
+    let r = rt.block_on(async {
+        let aero = aerotp_run(a.size, a.rate, a.mtu).await?;
+        let quic = if a.no_quic {
+            None
+        } else {
+            Some(quic_run(a.size).await?)
+        };
+        anyhow::Ok((aero, quic))
+    });
+    let (aero, quic) = match r {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("aerotp bench: {e:#}");
+            return EXIT_LOCAL;
+        }
+    };
+    let runs: Vec<Run> = std::iter::once(aero).chain(quic).collect();
+    if a.json {
+        println!(
+            "{}",
+            json!({"size": a.size, "rate_bps": a.rate, "mtu": a.mtu, "runtime": "tokio current_thread (one core for sender + receiver)", "runs": runs.iter().map(Run::json).collect::<Vec<_>>()})
+        );
+    } else {
+        println!(
+            "loopback, {} bytes, one tokio thread for sender and receiver",
+            a.size
+        );
+        println!(
+            "{:<18} {:>10} {:>12} {:>10} {:>14}  {:<8} note",
+            "protocol", "seconds", "throughput", "CPU s", "CPU s per GB", "complete"
+        );
+        for r in &runs {
+            println!(
+                "{:<18} {:>10.3} {:>12} {:>10.3} {:>14.3}  {:<8} {}",
+                r.name,
+                r.wall.as_secs_f64(),
+                human_rate(r.gbps() * 1e9),
+                r.cpu.as_secs_f64(),
+                r.cpu_per_gb(),
+                r.ok,
+                r.note
+            );
+        }
+    }
+    if runs.iter().all(|r| r.ok) {
+        EXIT_OK
+    } else {
+        EXIT_BROKEN
+    }
+}

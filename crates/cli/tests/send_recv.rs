@@ -1,0 +1,486 @@
+//! `aerotp send` / `aerotp recv` / `aerotp demo` as a user runs them (the built binary), on
+//! loopback, directly and through `aerotp link` (BER 1e-4 and an outage).
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_aerotp"))
+}
+
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits for `child` at most `limit`, killing it if it takes longer.
+fn wait_bounded(mut child: Child, limit: Duration) -> Output {
+    let t = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "timed out; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn pattern(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn json_of(out: &Output) -> serde_json::Value {
+    let s = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(s.lines().last().unwrap_or("")).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {s:?} stderr {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn spawn_link(listen: u16, to: u16, extra: &[&str]) -> Child {
+    let mut c = bin();
+    c.args([
+        "link",
+        "--listen",
+        &format!("127.0.0.1:{listen}"),
+        "--to",
+        &format!("127.0.0.1:{to}"),
+        "--stats-interval",
+        "0s",
+    ]);
+    c.args(extra).stdout(Stdio::null()).stderr(Stdio::null());
+    c.spawn().unwrap()
+}
+
+/// One file through a relay; returns (recv output, send output, received bytes).
+fn through_link(
+    mode: &str,
+    data: &[u8],
+    link: &[&str],
+    send_extra: &[&str],
+) -> (Output, Output, Option<Vec<u8>>) {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("flight.bin");
+    std::fs::write(&src, data).unwrap();
+    let out_dir = dir.path().join("rx");
+    std::fs::create_dir(&out_dir).unwrap();
+    let rport = free_port();
+    let lport = free_port();
+    let recv = bin()
+        .args([
+            "recv",
+            "--listen",
+            &format!("127.0.0.1:{rport}"),
+            "-o",
+            out_dir.to_str().unwrap(),
+            "--once",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut relay = spawn_link(lport, rport, link);
+    std::thread::sleep(Duration::from_millis(300));
+    let send = bin()
+        .args([
+            "send",
+            src.to_str().unwrap(),
+            "--to",
+            &format!("127.0.0.1:{lport}"),
+            "--mode",
+            mode,
+            "--json",
+        ])
+        .args(send_extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let send = wait_bounded(send, Duration::from_secs(40));
+    let recv = wait_bounded(recv, Duration::from_secs(20));
+    let _ = relay.kill();
+    let _ = relay.wait();
+    let got = std::fs::read(out_dir.join("flight.bin")).ok();
+    assert!(
+        !out_dir.read_dir().unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".aerotp-tmp")),
+        "no temporary file left"
+    );
+    (recv, send, got)
+}
+
+#[test]
+fn reliable_and_hybrid_through_ber_1e4_and_an_outage() {
+    let data = pattern(400_000, 3);
+    let link = [
+        "--rate",
+        "20mbit",
+        "--delay",
+        "5ms",
+        "--ber",
+        "1e-4",
+        "--outage",
+        "500ms+500ms",
+    ];
+    for mode in ["reliable", "hybrid-nack-mack"] {
+        let (recv, send, got) = through_link(mode, &data, &link, &["--rate", "18mbit"]);
+        assert_eq!(
+            send.status.code(),
+            Some(0),
+            "{mode}: {}",
+            String::from_utf8_lossy(&send.stderr)
+        );
+        assert_eq!(
+            recv.status.code(),
+            Some(0),
+            "{mode}: {}",
+            String::from_utf8_lossy(&recv.stderr)
+        );
+        assert!(got.as_deref() == Some(&data[..]), "{mode}: file differs");
+        let r = json_of(&recv);
+        let s = json_of(&send);
+        assert_eq!(r["bytes"], 400_000);
+        assert_eq!(s["delivered_confirmed"], true);
+        assert!(
+            s["tpdus_retransmitted"].as_u64().unwrap() > 0,
+            "{mode}: lossy link → retransmissions"
+        );
+        let ber = r["measured_ber"].as_f64().unwrap();
+        assert!(ber > 2e-5 && ber < 5e-4, "{mode}: measured BER {ber}");
+    }
+}
+
+#[test]
+fn quasi_reliable_reports_losses_and_keeps_partial() {
+    let data = pattern(400_000, 5);
+    let link = [
+        "--rate",
+        "20mbit",
+        "--delay",
+        "5ms",
+        "--ber",
+        "1e-5",
+        "--outage",
+        "300ms+400ms",
+    ];
+    let dir_marker = "flight.bin.partial";
+    let (recv, send, got) = through_link("quasi-reliable", &data, &link, &["--rate", "5mbit"]);
+    assert_eq!(
+        send.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    assert_eq!(
+        recv.status.code(),
+        Some(5),
+        "incomplete lossy transfer: {}",
+        String::from_utf8_lossy(&recv.stderr)
+    );
+    assert!(got.is_none(), "never left looking complete");
+    let r = json_of(&recv);
+    assert!(r["tpdus_lost"].as_u64().unwrap() > 0);
+    assert!(r["bytes"].as_u64().unwrap() < 400_000);
+    assert!(r["saved_as"].as_str().unwrap().ends_with(dir_marker));
+}
+
+#[test]
+fn several_transfers_at_once_get_their_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let rport = free_port();
+    let mut recv = bin()
+        .args([
+            "recv",
+            "--listen",
+            &format!("127.0.0.1:{rport}"),
+            "-o",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let files: Vec<(String, Vec<u8>)> = (0..3)
+        .map(|i| {
+            (
+                format!("part{i}.dat"),
+                pattern(150_000 + i * 1000, i as u64 + 10),
+            )
+        })
+        .collect();
+    let src = tempfile::tempdir().unwrap();
+    let senders: Vec<Child> = files
+        .iter()
+        .map(|(n, d)| {
+            let p = src.path().join(n);
+            std::fs::write(&p, d).unwrap();
+            bin()
+                .args([
+                    "send",
+                    p.to_str().unwrap(),
+                    "--to",
+                    &format!("127.0.0.1:{rport}"),
+                    "--mode",
+                    "reliable",
+                    "--rate",
+                    "20mbit",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for s in senders {
+        let o = wait_bounded(s, Duration::from_secs(20));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    let _ = recv.kill();
+    let _ = recv.wait();
+    for (n, d) in &files {
+        assert_eq!(std::fs::read(dir.path().join(n)).unwrap(), *d, "{n}");
+    }
+}
+
+fn expect_fail(args: &[&str], code: i32, needle: &str) {
+    let c = bin()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = wait_bounded(c, Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+    assert!(
+        err.to_lowercase().contains(&needle.to_lowercase()),
+        "{args:?}: expected '{needle}' in: {err}"
+    );
+}
+
+#[test]
+fn bad_flags_are_rejected_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.bin");
+    std::fs::write(&f, b"hello").unwrap();
+    let f = f.to_str().unwrap();
+    let to = "127.0.0.1:9";
+    expect_fail(
+        &["send", f, "--to", to, "--mode", "bogus"],
+        2,
+        "unknown transfer mode",
+    );
+    expect_fail(
+        &["send", f, "--to", to, "--mode", "datagram"],
+        2,
+        "not files",
+    );
+    expect_fail(
+        &[
+            "send", f, "--to", to, "--mode", "reliable", "--rate", "fast",
+        ],
+        2,
+        "rate",
+    );
+    expect_fail(
+        &["send", f, "--to", to, "--mode", "reliable", "--rate", "10"],
+        2,
+        "too low",
+    );
+    expect_fail(
+        &["send", f, "--to", to, "--mode", "reliable", "--fec", "999"],
+        2,
+        "fec",
+    );
+    expect_fail(
+        &["send", f, "--to", to, "--mode", "reliable", "--mack", "0"],
+        2,
+        "1 to 365",
+    );
+    expect_fail(
+        &["send", f, "--to", to, "--mode", "reliable", "--mtu", "50"],
+        2,
+        "128 to 65000",
+    );
+    expect_fail(
+        &[
+            "send",
+            f,
+            "--to",
+            to,
+            "--mode",
+            "reliable",
+            "--initial-ber",
+            "1.5",
+        ],
+        2,
+        "outside [0, 1)",
+    );
+    expect_fail(
+        &[
+            "send",
+            f,
+            "--to",
+            to,
+            "--mode",
+            "reliable",
+            "--initial-ber",
+            "-0.1",
+        ],
+        2,
+        "outside [0, 1)",
+    );
+    expect_fail(
+        &[
+            "send",
+            f,
+            "--to",
+            to,
+            "--mode",
+            "reliable",
+            "--connect-timeout",
+            "0s",
+        ],
+        2,
+        "greater than zero",
+    );
+    expect_fail(
+        &["send", f, "--to", "nowhere", "--mode", "reliable"],
+        1,
+        "--to nowhere",
+    );
+    expect_fail(
+        &[
+            "send",
+            "/nonexistent/file",
+            "--to",
+            to,
+            "--mode",
+            "reliable",
+        ],
+        1,
+        "cannot open",
+    );
+    expect_fail(&["recv", "--listen", "not-an-address"], 2, "invalid");
+    expect_fail(
+        &["recv", "--listen", "127.0.0.1:0", "--rate", "1x"],
+        2,
+        "rate",
+    );
+    expect_fail(
+        &["recv", "--listen", "127.0.0.1:0", "-o", "/nonexistent/dir/"],
+        1,
+        "no such directory",
+    );
+    let busy = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    expect_fail(&["recv", "--listen", &addr], 1, "in use");
+}
+
+#[test]
+fn unreachable_peer_fails_after_the_connect_timeout() {
+    // A bound UDP socket that never answers.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.bin");
+    std::fs::write(&f, pattern(10_000, 1)).unwrap();
+    let t = Instant::now();
+    let to = silent.local_addr().unwrap().to_string();
+    expect_fail(
+        &[
+            "send",
+            f.to_str().unwrap(),
+            "--to",
+            &to,
+            "--mode",
+            "reliable",
+            "--connect-timeout",
+            "1s",
+        ],
+        3,
+        "no answer",
+    );
+    assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+}
+
+#[test]
+fn stdin_to_stdout() {
+    let rport = free_port();
+    let recv = bin()
+        .args(["recv", "--listen", &format!("[::1]:{rport}"), "-o", "-"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let data = pattern(200_000, 9);
+    let mut send = bin()
+        .args([
+            "send",
+            "-",
+            "--to",
+            &format!("[::1]:{rport}"),
+            "--mode",
+            "reliable",
+            "--rate",
+            "50mbit",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut w = send.stdin.take().unwrap();
+        w.write_all(&data).unwrap();
+    }
+    let s = wait_bounded(send, Duration::from_secs(20));
+    assert_eq!(
+        s.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&s.stderr)
+    );
+    let r = wait_bounded(recv, Duration::from_secs(20));
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(r.stdout == data, "stdout carries the stream exactly");
+    let _ = Path::new(".");
+}
