@@ -211,3 +211,69 @@ async fn datagram_mode_messages() {
         .send_datagram(b.local_addr(), 5, 9, &[0; 2000], 0, 1500)
         .is_err());
 }
+
+#[tokio::test]
+async fn garbage_datagrams_leave_no_connection_behind() {
+    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap(), EndpointConfig::default()).unwrap();
+    server.listen(1, cfg(Mode::Reliable, 10_000_000)).unwrap();
+    let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let to = server.local_addr();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    // A valid data header (reliable, ASYN, to port 1) whose body does not match its CRC.
+    let mut valid = vec![0x10, 0x01, 0xC0, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 1, 0, 7, 0, 8];
+    let hec = crc16(&valid);
+    valid.extend_from_slice(&hec.to_be_bytes());
+    valid.extend_from_slice(b"badbody!\0\0\0\0");
+    for i in 0..3000 {
+        let d: Vec<u8> = match i % 3 {
+            0 => (0..(rnd() % 1500) as usize).map(|_| rnd() as u8).collect(),
+            1 => valid[..(rnd() % 20) as usize].to_vec(),
+            _ => {
+                let mut v = valid.clone();
+                let k = 20 + (rnd() as usize % 12);
+                v[k] ^= 1 << (rnd() % 8);
+                v
+            }
+        };
+        sock.send_to(&d, to).await.unwrap();
+        if i % 100 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (st, _, _) = server.stats();
+    assert!(st.datagrams_in > 2500, "{st:?}");
+    assert_eq!(server.connection_count(), 0, "{st:?}");
+    // Still serves a real transfer afterwards.
+    let client = Endpoint::bind("127.0.0.1:0".parse().unwrap(), EndpointConfig::default()).unwrap();
+    let mut c = client.connect(to, 1, cfg(Mode::Reliable, 10_000_000)).unwrap();
+    let s2 = server.clone();
+    let rx = tokio::spawn(async move {
+        let mut conn = s2.accept().await.unwrap();
+        let mut v = Vec::new();
+        conn.read_to_end(&mut v).await.unwrap();
+        conn.finish().await;
+        v
+    });
+    c.write_all(b"still alive").await.unwrap();
+    assert!(c.finish().await.guarantee_met);
+    assert_eq!(tokio::time::timeout(Duration::from_secs(5), rx).await.unwrap().unwrap(), b"still alive");
+}
+
+/// CRC-16/IBM-3740 (the header's HEC).
+fn crc16(b: &[u8]) -> u16 {
+    let mut c = 0xFFFFu16;
+    for &x in b {
+        c ^= u16::from(x) << 8;
+        for _ in 0..8 {
+            c = if c & 0x8000 != 0 { (c << 1) ^ 0x1021 } else { c << 1 };
+        }
+    }
+    c
+}
