@@ -120,7 +120,7 @@ pub fn size_arg(s: &str) -> Result<u64, String> {
         }
     };
     let n = v * mult;
-    if !(n.is_finite() && n >= 1.0 && n <= 1e13) {
+    if !(n.is_finite() && (1.0..=1e13).contains(&n)) {
         return Err(format!("size '{s}' out of range (1 B to 10 TB)"));
     }
     Ok(n as u64)

@@ -186,8 +186,12 @@ impl State {
                     let release = match self.slots.get_mut(&h) {
                         Some(s) => {
                             s.outcome = Some(o);
-                            s.read_waker.take().map(Waker::wake);
-                            s.write_waker.take().map(Waker::wake);
+                            if let Some(w) = s.read_waker.take() {
+                                w.wake();
+                            }
+                            if let Some(w) = s.write_waker.take() {
+                                w.wake();
+                            }
                             s.status.notify_waiters();
                             s.detached
                         }
