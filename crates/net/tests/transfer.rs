@@ -226,7 +226,9 @@ async fn garbage_datagrams_leave_no_connection_behind() {
         x
     };
     // A valid data header (reliable, ASYN, to port 1) whose body does not match its CRC.
-    let mut valid = vec![0x10, 0x01, 0xC0, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 1, 0, 7, 0, 8];
+    let mut valid = vec![
+        0x10, 0x01, 0xC0, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 1, 0, 7, 0, 8,
+    ];
     let hec = crc16(&valid);
     valid.extend_from_slice(&hec.to_be_bytes());
     valid.extend_from_slice(b"badbody!\0\0\0\0");
@@ -252,7 +254,9 @@ async fn garbage_datagrams_leave_no_connection_behind() {
     assert_eq!(server.connection_count(), 0, "{st:?}");
     // Still serves a real transfer afterwards.
     let client = Endpoint::bind("127.0.0.1:0".parse().unwrap(), EndpointConfig::default()).unwrap();
-    let mut c = client.connect(to, 1, cfg(Mode::Reliable, 10_000_000)).unwrap();
+    let mut c = client
+        .connect(to, 1, cfg(Mode::Reliable, 10_000_000))
+        .unwrap();
     let s2 = server.clone();
     let rx = tokio::spawn(async move {
         let mut conn = s2.accept().await.unwrap();
@@ -263,7 +267,13 @@ async fn garbage_datagrams_leave_no_connection_behind() {
     });
     c.write_all(b"still alive").await.unwrap();
     assert!(c.finish().await.guarantee_met);
-    assert_eq!(tokio::time::timeout(Duration::from_secs(5), rx).await.unwrap().unwrap(), b"still alive");
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(5), rx)
+            .await
+            .unwrap()
+            .unwrap(),
+        b"still alive"
+    );
 }
 
 /// CRC-16/IBM-3740 (the header's HEC).
@@ -272,7 +282,11 @@ fn crc16(b: &[u8]) -> u16 {
     for &x in b {
         c ^= u16::from(x) << 8;
         for _ in 0..8 {
-            c = if c & 0x8000 != 0 { (c << 1) ^ 0x1021 } else { c << 1 };
+            c = if c & 0x8000 != 0 {
+                (c << 1) ^ 0x1021
+            } else {
+                c << 1
+            };
         }
     }
     c
