@@ -3,6 +3,7 @@
 mod bench_cmd;
 mod common;
 mod demo_cmd;
+mod experiment_cmd;
 mod lab_cmd;
 mod link_cmd;
 mod recv_cmd;
@@ -38,6 +39,8 @@ enum Command {
     Bench(bench_cmd::Args),
     /// Simulate transfers over an impaired link in virtual time (deterministic, parallel runs).
     Sim(sim_cmd::Args),
+    /// Reproduce the papers' experiments in the simulator (CSV, PNG, report).
+    Experiment(experiment_cmd::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -58,5 +61,6 @@ fn main() -> anyhow::Result<()> {
         Command::Demo(args) => std::process::exit(demo_cmd::run(args)),
         Command::Bench(args) => std::process::exit(bench_cmd::run(args)),
         Command::Sim(args) => sim_cmd::run(args),
+        Command::Experiment(args) => experiment_cmd::run(args),
     }
 }

@@ -21,6 +21,8 @@
 //! assert!(sum.goodput_bps < 5e6);
 //! ```
 
+pub mod experiment;
+mod plot;
 mod run;
 mod scenario;
 mod summary;
