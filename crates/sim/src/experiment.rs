@@ -983,3 +983,78 @@ fn report(
     s += "\n### Every row\n\nThe CSVs next to the plots hold every point (means over runs, 95 % CI of goodput).\n";
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ns3_rows_are_averaged_per_point_and_plotted() {
+        let dir = std::env::temp_dir().join(format!("aerotp-sim-exp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("ber_sweep.csv");
+        std::fs::write(
+            &csv,
+            "protocol,ber,delay_s,run,delivered_bytes,goodput_bps,mean_delay_s,overhead_bytes,complete,elapsed_s\n\
+             tcp-newreno,1e-05,0.01,1,1000000,300000,0.2,200000,1,30\n\
+             tcp-newreno,1e-05,0.01,2,500000,100000,,100000,0,120\n\
+             tcp-vegas,0.0,0.01,1,1000000,4700000,0.17,56000,1,1.7\n",
+        )
+        .unwrap();
+        let rows = ns3_rows(&csv, "modes").unwrap();
+        assert_eq!(rows.len(), 2);
+        let nr = rows
+            .iter()
+            .find(|r| r.series == "tcp-newreno (ns-3)")
+            .unwrap();
+        assert_eq!((nr.runs, nr.complete_runs), (2, 1));
+        assert_eq!(nr.delivered_bytes, 750_000.0);
+        assert_eq!(nr.goodput_bps, 200_000.0);
+        assert_eq!(nr.mean_delay_s, Some(0.2));
+        assert_eq!(nr.x, 1e-5);
+        let refs: Vec<&Row> = rows.iter().collect();
+        let s = series(&refs, &mbps);
+        assert_eq!(s.len(), 2);
+        assert!(s.iter().all(|s| s.peer));
+        let png = dir.join("t.png");
+        let mut files = Vec::new();
+        let fig = Fig {
+            file: "t.png",
+            title: "t",
+            x_label: "x",
+            y_label: "y",
+            metric: &mbps,
+            legend_low: true,
+        };
+        figure(&dir, &refs, &fig, true, &mut files).unwrap();
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn quick_points_cover_every_experiment() {
+        let o = Options {
+            out: PathBuf::new(),
+            runs: 1,
+            quick: true,
+            seed: 1,
+            ns3_dir: PathBuf::new(),
+            progress: false,
+            command: String::new(),
+        };
+        let pts = points(&o);
+        for e in ["setup", "fec", "mack", "modes", "delay"] {
+            assert!(pts.iter().any(|p| p.experiment == e), "{e}");
+        }
+        assert!(pts.iter().all(|p| p.scenario.validate().is_ok()));
+        // FEC auto appears wherever FEC applies.
+        for e in ["fec", "mack", "modes", "delay"] {
+            assert!(
+                pts.iter()
+                    .any(|p| p.experiment == e && p.series.contains("auto")),
+                "{e}"
+            );
+        }
+    }
+}

@@ -72,7 +72,7 @@ fn small_sweep_meets_invariants() {
             if ber == 0.0 {
                 assert_eq!(sum.complete_runs, 3, "{mode} at BER 0");
                 assert!(
-                    sum.goodput_bps > 4.0e6,
+                    sum.goodput_bps > 3.0e6,
                     "{mode} at BER 0: {}",
                     sum.goodput_bps
                 );
@@ -103,8 +103,9 @@ fn small_sweep_meets_invariants() {
 
 #[test]
 fn setup_delay_and_caps() {
-    // Two nodes, 10 Mb/s, 5 ms: the receiver accepts on the first TPDU, after one
-    // serialisation (1528 B at 10 Mb/s = 1.2224 ms) and the propagation delay.
+    // Two nodes, 10 Mb/s, 5 ms: the receiver accepts on the first TPDU that arrives, at least
+    // one propagation delay after connect and at most one full 1500-byte serialisation
+    // (1528 B at 10 Mb/s = 1.2224 ms) later.
     let s = Scenario {
         topology: Topology::TwoNode,
         rate_bps: 10_000_000,
@@ -112,11 +113,8 @@ fn setup_delay_and_caps() {
         ..small(SimMode::Aero(Mode::Reliable), 0.0)
     };
     let r = run_once(&s, 1);
-    assert!(
-        (r.setup_delay_s.unwrap() - 0.0062224).abs() < 1e-6,
-        "{:?}",
-        r.setup_delay_s
-    );
+    let setup = r.setup_delay_s.unwrap();
+    assert!((0.005..=0.0062224 + 1e-9).contains(&setup), "{setup}");
     // A cap shorter than the transfer leaves the run incomplete and ends it at the cap.
     let capped = Scenario {
         cap: Duration::from_millis(50),
