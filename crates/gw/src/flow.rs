@@ -1,0 +1,603 @@
+//! One TCP flow between the gateways, symmetric: each side holds its TCP socket, the custody
+//! of the bytes it read from it that the peer has not confirmed, and how many of the peer's
+//! bytes it has written to it. A flow outlives the AeroTP connection that carries it
+//! ([`run_session`]); a near-reliable flow resumes on a new connection.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use aerotp_net::Connection;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::frame::{Class, Frame, MAX_DATA};
+use crate::store::Custody;
+
+/// Bytes read from TCP per read.
+const TCP_READ: usize = 64 * 1024;
+
+/// Bytes held in custody across all flows of a gateway (the store's bound).
+#[derive(Debug)]
+pub struct Budget {
+    pub capacity: u64,
+    pub held: AtomicU64,
+    pub changed: watch::Sender<u64>,
+}
+
+impl Budget {
+    pub fn new(capacity: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            capacity,
+            held: AtomicU64::new(0),
+            changed: watch::channel(0).0,
+        })
+    }
+    pub fn free(&self) -> u64 {
+        self.capacity
+            .saturating_sub(self.held.load(Ordering::Relaxed))
+    }
+    fn release(&self, n: u64) {
+        if n > 0 {
+            self.held.fetch_sub(n, Ordering::Relaxed);
+            self.changed.send_modify(|v| *v += 1);
+        }
+    }
+}
+
+/// The mutable state of a flow.
+#[derive(Debug)]
+pub struct FlowState {
+    /// Confirmed by the peer (custody released below it).
+    pub base: u64,
+    /// Read from our TCP side.
+    pub end: u64,
+    /// Our TCP side reached EOF (`end` is final).
+    pub fin: bool,
+    /// The peer has shut its TCP write half after all our bytes.
+    pub peer_fin: bool,
+    /// Bytes of the peer's direction written to our TCP socket.
+    pub in_delivered: u64,
+    /// The peer's FIN was received and our TCP write half shut.
+    pub in_fin: bool,
+    /// The flow is aborted; the reason, and whether the peer still has to be told.
+    pub reset: Option<(String, bool)>,
+    /// Bytes sent on the AeroTP connections (including resends after a resume).
+    pub bytes_sent: u64,
+    pub resumes: u64,
+}
+
+/// A TCP flow through the gateway pair.
+pub struct Flow {
+    pub id: u64,
+    pub class: Class,
+    pub dest: String,
+    pub route: String,
+    pub custody_mode: bool,
+    pub started: Instant,
+    state: Mutex<FlowState>,
+    custody: Mutex<Custody>,
+    budget: Arc<Budget>,
+    /// Most bytes this flow holds (window).
+    window: u64,
+    changed: watch::Sender<u64>,
+    tcp_w: tokio::sync::Mutex<Option<OwnedWriteHalf>>,
+    reader_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Held by the session running the flow (a resume waits for the old one to stop).
+    pub session: tokio::sync::Mutex<()>,
+    /// The connection of the current session (aborted on take-over).
+    pub conn: Mutex<Option<Connection>>,
+    /// Current rate of the session, b/s (for statistics).
+    pub rate: AtomicU64,
+}
+
+impl std::fmt::Debug for Flow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Flow").field("id", &self.id).finish()
+    }
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionEnd {
+    /// Both directions delivered and confirmed.
+    Complete,
+    /// The flow was reset (locally or by the peer).
+    Reset(String),
+    /// The AeroTP connection broke first; a custody flow may resume.
+    Broken(String),
+}
+
+#[allow(clippy::too_many_arguments)]
+impl Flow {
+    pub fn new(
+        id: u64,
+        class: Class,
+        dest: String,
+        route: String,
+        custody: Custody,
+        budget: Arc<Budget>,
+        window: u64,
+        base: u64,
+        end: u64,
+        fin: bool,
+    ) -> Arc<Flow> {
+        let custody_mode = custody.is_disk();
+        budget.held.fetch_add(end - base, Ordering::Relaxed);
+        Arc::new(Flow {
+            id,
+            class,
+            dest,
+            route,
+            custody_mode,
+            started: Instant::now(),
+            state: Mutex::new(FlowState {
+                base,
+                end,
+                fin,
+                peer_fin: false,
+                in_delivered: 0,
+                in_fin: false,
+                reset: None,
+                bytes_sent: 0,
+                resumes: 0,
+            }),
+            custody: Mutex::new(custody),
+            budget,
+            window,
+            changed: watch::channel(0).0,
+            tcp_w: tokio::sync::Mutex::new(None),
+            reader_task: Mutex::new(None),
+            session: tokio::sync::Mutex::new(()),
+            conn: Mutex::new(None),
+            rate: AtomicU64::new(0),
+        })
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, FlowState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn custody(&self) -> MutexGuard<'_, Custody> {
+        self.custody.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|v| *v += 1);
+    }
+
+    /// Attaches the TCP socket: spawns the task reading it into custody.
+    pub async fn attach_tcp(self: &Arc<Self>, s: TcpStream) {
+        let _ = s.set_nodelay(true);
+        let (r, w) = s.into_split();
+        *self.tcp_w.lock().await = Some(w);
+        let me = self.clone();
+        let h = tokio::spawn(async move { me.read_tcp(r).await });
+        *self.reader_task.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+    }
+
+    /// No TCP socket any more (restored after a restart): reverse bytes are discarded.
+    pub fn detach_tcp_source(&self) {
+        let mut st = self.lock();
+        st.fin = true;
+        drop(st);
+        let _ = self.custody().set_fin();
+        self.bump();
+    }
+
+    async fn read_tcp(self: Arc<Self>, mut r: OwnedReadHalf) {
+        let mut brx = self.budget.changed.subscribe();
+        let mut frx = self.changed.subscribe();
+        let mut buf = vec![0u8; TCP_READ];
+        loop {
+            // Backpressure: read only what the window and the store have room for.
+            let room = loop {
+                brx.borrow_and_update();
+                frx.borrow_and_update();
+                let held = {
+                    let st = self.lock();
+                    if st.reset.is_some() {
+                        return;
+                    }
+                    st.end - st.base
+                };
+                let room = self.window.saturating_sub(held).min(self.budget.free());
+                if room > 0 {
+                    break room;
+                }
+                tokio::select! {
+                    _ = brx.changed() => {}
+                    _ = frx.changed() => {}
+                }
+            };
+            let want = (room as usize).min(TCP_READ);
+            let n = match r.read(&mut buf[..want]).await {
+                Ok(n) => n,
+                Err(e) => {
+                    self.reset(format!("source TCP error: {e}"), true);
+                    return;
+                }
+            };
+            if n == 0 {
+                let res = {
+                    let me = self.clone();
+                    tokio::task::spawn_blocking(move || me.custody().set_fin()).await
+                };
+                match res {
+                    Ok(Ok(())) => {
+                        self.lock().fin = true;
+                        self.bump();
+                        tracing::debug!(flow = %format!("{:016x}", self.id), "TCP EOF");
+                    }
+                    Ok(Err(e)) => self.reset(format!("store error: {e}"), true),
+                    Err(e) => self.reset(format!("store task: {e}"), true),
+                }
+                return;
+            }
+            let data = buf[..n].to_vec();
+            let res = if self.custody_mode {
+                let me = self.clone();
+                tokio::task::spawn_blocking(move || me.custody().append(&data))
+                    .await
+                    .unwrap_or_else(|e| Err(io::Error::other(e)))
+            } else {
+                self.custody().append(&data)
+            };
+            if let Err(e) = res {
+                self.reset(format!("store error: {e}"), true);
+                return;
+            }
+            self.budget.held.fetch_add(n as u64, Ordering::Relaxed);
+            self.lock().end += n as u64;
+            self.bump();
+        }
+    }
+
+    /// Aborts the flow: our TCP is reset (RST), the peer is told if `tell_peer`.
+    pub fn reset(&self, reason: String, tell_peer: bool) {
+        {
+            let mut st = self.lock();
+            if st.reset.is_some() {
+                return;
+            }
+            tracing::info!(flow = %format!("{:016x}", self.id), %reason, "flow reset");
+            st.reset = Some((reason, tell_peer));
+        }
+        if let Some(h) = self
+            .reader_task
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            h.abort();
+        }
+        if let Ok(mut w) = self.tcp_w.try_lock() {
+            if let Some(w) = w.take() {
+                rst(w);
+            }
+        }
+        self.bump();
+    }
+
+    /// Releases the flow's share of the store budget (flow finished or reset).
+    pub fn release_budget(&self) {
+        let st = self.lock();
+        let held = st.end - st.base;
+        drop(st);
+        self.budget.release(held);
+        let mut st = self.lock();
+        st.base = st.end;
+    }
+
+    /// Removes the flow's on-disk store.
+    pub fn remove_store(&self) {
+        let mut c = self.custody();
+        if let Custody::Disk(_) = &*c {
+            if let Custody::Disk(d) = std::mem::replace(&mut *c, Custody::mem(0)) {
+                if let Err(e) = d.remove() {
+                    tracing::warn!(flow = %format!("{:016x}", self.id), error = %e, "cannot remove store");
+                }
+            }
+        }
+    }
+
+    /// Trims custody below `to` (confirmed by the peer).
+    async fn confirm(self: &Arc<Self>, to: u64, fin: bool) -> Result<(), String> {
+        let (old, end) = {
+            let st = self.lock();
+            (st.base, st.end)
+        };
+        if to > end || (fin && to != end) {
+            return Err(format!("peer confirmed {to} beyond {end}"));
+        }
+        if to > old {
+            let me = self.clone();
+            let r = if self.custody_mode {
+                tokio::task::spawn_blocking(move || me.custody().trim(to))
+                    .await
+                    .unwrap_or_else(|e| Err(io::Error::other(e)))
+            } else {
+                self.custody().trim(to)
+            };
+            r.map_err(|e| format!("store error: {e}"))?;
+            let mut st = self.lock();
+            st.base = st.base.max(to);
+            drop(st);
+            self.budget.release(to - old);
+        }
+        if fin {
+            self.lock().peer_fin = true;
+        }
+        self.bump();
+        Ok(())
+    }
+
+    /// Peer's view at a (re)start of a session: it has `delivered` of our bytes.
+    pub async fn peer_has(self: &Arc<Self>, delivered: u64, fin: bool) -> Result<(), String> {
+        let base = self.lock().base;
+        if delivered < base {
+            return Err(format!(
+                "peer has {delivered} bytes but {base} were confirmed: peer lost its state"
+            ));
+        }
+        self.confirm(delivered, fin).await
+    }
+
+    /// Sets what we have delivered of the peer's direction (a completed flow's record).
+    pub fn set_in(&self, delivered: u64, fin: bool) {
+        let mut st = self.lock();
+        st.in_delivered = delivered;
+        st.in_fin = fin;
+        st.peer_fin = true;
+    }
+
+    pub fn in_progress(&self) -> (u64, bool) {
+        let st = self.lock();
+        (st.in_delivered, st.in_fin)
+    }
+
+    /// Flow complete on our side: everything confirmed both ways.
+    fn complete(st: &FlowState) -> bool {
+        st.fin && st.peer_fin && st.base == st.end && st.in_fin
+    }
+
+    /// Writes a chunk of the peer's direction to our TCP socket, counting partial writes (a
+    /// cancelled session never loses track of what reached the socket).
+    async fn deliver(&self, d: &[u8]) -> Result<(), String> {
+        let mut w = self.tcp_w.lock().await;
+        let Some(tw) = w.as_mut() else {
+            // No TCP socket (restored flow whose source is gone): discarded.
+            self.lock().in_delivered += d.len() as u64;
+            self.bump();
+            return Ok(());
+        };
+        let mut pos = 0;
+        while pos < d.len() {
+            match tw.write(&d[pos..]).await {
+                Ok(0) => return Err("TCP write returned 0".into()),
+                Ok(n) => {
+                    pos += n;
+                    self.lock().in_delivered += n as u64;
+                    self.bump();
+                }
+                Err(e) => return Err(format!("TCP write error: {e}")),
+            }
+        }
+        Ok(())
+    }
+
+    async fn deliver_fin(&self) {
+        let mut w = self.tcp_w.lock().await;
+        if let Some(tw) = w.as_mut() {
+            let _ = tw.shutdown().await;
+        }
+        self.lock().in_fin = true;
+        self.bump();
+    }
+
+    /// Aborts our TCP socket with RST after a reset from the peer.
+    async fn reset_tcp(&self, reason: String) {
+        self.reset(reason, false);
+        if let Some(w) = self.tcp_w.lock().await.take() {
+            rst(w);
+        }
+    }
+
+    /// Current rate share (set by the scheduler) and whether data is waiting to be sent.
+    pub fn backlog(&self, sent_to: u64) -> u64 {
+        self.lock().end.saturating_sub(sent_to)
+    }
+}
+
+/// Closes a TCP socket with RST (SO_LINGER 0).
+pub fn rst(w: OwnedWriteHalf) {
+    let s: &TcpStream = w.as_ref();
+    let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
+    // The read half is owned by the aborted reader task; the socket closes with both.
+    drop(w);
+}
+
+/// Bytes queued for sending on a session (for the scheduler): updated by the writer.
+#[derive(Debug, Default)]
+pub struct SessionLoad {
+    pub backlog: AtomicU64,
+}
+
+/// Runs one session of `flow` on `conn` (handshake done): sends our bytes from `send_from`,
+/// delivers the peer's, exchanges confirmations, FINs and resets. Returns when the flow is
+/// complete, reset, or the connection broke.
+pub async fn run_session(
+    flow: Arc<Flow>,
+    conn: Connection,
+    reader: BufReader<Connection>,
+    send_from: u64,
+    load: Arc<SessionLoad>,
+) -> SessionEnd {
+    *flow.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn.clone());
+    let end = {
+        let w = writer(&flow, conn.clone(), send_from, &load);
+        let r = frame_reader(&flow, reader);
+        tokio::pin!(w);
+        tokio::pin!(r);
+        tokio::select! {
+            e = &mut r => e,
+            e = &mut w => match e {
+                // Our side is done: wait for the peer's close (its reader side).
+                None => r.await,
+                Some(e) => e,
+            },
+        }
+    };
+    match &end {
+        SessionEnd::Complete => {}
+        SessionEnd::Reset(_) => conn.close(),
+        SessionEnd::Broken(r) => conn.abort(r),
+    }
+    *flow.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    end
+}
+
+enum Action {
+    Reset(String),
+    Confirm(u64, bool),
+    Data(u64, usize),
+    Fin,
+    Close,
+    Wait,
+}
+
+/// The sending half of a session. `None`: flow complete on our side and the connection closed
+/// (the peer's close ends the session).
+async fn writer(
+    flow: &Arc<Flow>,
+    mut conn: Connection,
+    send_from: u64,
+    load: &SessionLoad,
+) -> Option<SessionEnd> {
+    let mut rx = flow.changed.subscribe();
+    let mut next = send_from;
+    let mut fin_sent = false;
+    let mut confirmed: Option<(u64, bool)> = None;
+    let mut buf = Vec::with_capacity(MAX_DATA + 16);
+    loop {
+        rx.borrow_and_update();
+        let action = {
+            let st = flow.lock();
+            load.backlog
+                .store(st.end.saturating_sub(next), Ordering::Relaxed);
+            if let Some((r, tell)) = &st.reset {
+                if *tell {
+                    Action::Reset(r.clone())
+                } else {
+                    return Some(SessionEnd::Reset(r.clone()));
+                }
+            } else if confirmed != Some((st.in_delivered, st.in_fin)) {
+                Action::Confirm(st.in_delivered, st.in_fin)
+            } else if next < st.end {
+                Action::Data(next, ((st.end - next) as usize).min(MAX_DATA))
+            } else if st.fin && !fin_sent {
+                Action::Fin
+            } else if fin_sent && Flow::complete(&st) {
+                Action::Close
+            } else {
+                Action::Wait
+            }
+        };
+        buf.clear();
+        match action {
+            Action::Reset(r) => {
+                Frame::Reset(r.clone()).encode(&mut buf);
+                let _ = conn.write_all(&buf).await;
+                return Some(SessionEnd::Reset(r));
+            }
+            Action::Confirm(o, f) => {
+                Frame::Confirm { offset: o, fin: f }.encode(&mut buf);
+                confirmed = Some((o, f));
+            }
+            Action::Data(off, n) => {
+                let res = flow.custody().read_at(off, n);
+                match res {
+                    Ok(d) if !d.is_empty() => {
+                        next += d.len() as u64;
+                        flow.lock().bytes_sent += d.len() as u64;
+                        Frame::Data(d).encode(&mut buf);
+                    }
+                    Ok(_) => {
+                        flow.reset(format!("custody has nothing at {off}"), true);
+                        continue;
+                    }
+                    Err(e) => {
+                        flow.reset(format!("custody read at {off}: {e}"), true);
+                        continue;
+                    }
+                }
+            }
+            Action::Fin => {
+                Frame::Fin.encode(&mut buf);
+                fin_sent = true;
+            }
+            Action::Close => {
+                conn.close();
+                load.backlog.store(0, Ordering::Relaxed);
+                return None;
+            }
+            Action::Wait => {
+                if rx.changed().await.is_err() {
+                    return Some(SessionEnd::Broken("flow dropped".into()));
+                }
+                continue;
+            }
+        }
+        if let Err(e) = conn.write_all(&buf).await {
+            return Some(SessionEnd::Broken(format!("AeroTP write: {e}")));
+        }
+    }
+}
+
+/// The receiving half of a session.
+async fn frame_reader(flow: &Arc<Flow>, mut r: BufReader<Connection>) -> SessionEnd {
+    loop {
+        match Frame::read(&mut r).await {
+            Ok(Some(Frame::Data(d))) => {
+                if flow.lock().in_fin {
+                    return SessionEnd::Broken("DATA after FIN".into());
+                }
+                if let Err(e) = flow.deliver(&d).await {
+                    flow.reset(e.clone(), true);
+                    // The writer sends the RESET frame and ends the session.
+                    continue;
+                }
+            }
+            Ok(Some(Frame::Confirm { offset, fin })) => {
+                if let Err(e) = flow.confirm(offset, fin).await {
+                    flow.reset(e, true);
+                }
+            }
+            Ok(Some(Frame::Fin)) => flow.deliver_fin().await,
+            Ok(Some(Frame::Reset(r))) => {
+                flow.reset_tcp(format!("reset by peer: {r}")).await;
+                return SessionEnd::Reset(r);
+            }
+            Ok(Some(f)) => return SessionEnd::Broken(format!("unexpected frame {f:?}")),
+            Ok(None) => {
+                let st = flow.lock();
+                return if Flow::complete(&st) {
+                    SessionEnd::Complete
+                } else if let Some((r, _)) = &st.reset {
+                    SessionEnd::Reset(r.clone())
+                } else {
+                    SessionEnd::Broken("peer closed the connection early".into())
+                };
+            }
+            Err(e) => {
+                if let Some((r, _)) = &flow.lock().reset {
+                    return SessionEnd::Reset(r.clone());
+                }
+                return SessionEnd::Broken(format!("AeroTP read: {e}"));
+            }
+        }
+    }
+}
