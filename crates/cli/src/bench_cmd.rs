@@ -23,6 +23,12 @@ pub struct Args {
 enum What {
     /// Reliable AeroTP and QUIC (quinn) transfers of the same size over 127.0.0.1.
     Loopback(LoopArgs),
+    /// Lab (root): TCP cubic/reno/bbr, QUIC, UDP and AeroTP modes against the bit-error rate.
+    Lossy(crate::lab_bench_cmd::LossyArgs),
+    /// Lab (root): connection set-up to first data byte, kernel TCP vs AeroTP, against loss.
+    Setup(crate::lab_bench_cmd::SetupArgs),
+    /// Lab (root): a transfer across a long outage, kernel TCP vs the reliable AeroTP modes.
+    Outage(crate::lab_bench_cmd::OutageArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -195,7 +201,12 @@ fn bytes_chunk() -> Vec<u8> {
 }
 
 pub fn run(args: Args) -> i32 {
-    let What::Loopback(a) = args.what;
+    let a = match args.what {
+        What::Loopback(a) => a,
+        What::Lossy(a) => return crate::lab_bench_cmd::lossy(a),
+        What::Setup(a) => return crate::lab_bench_cmd::setup(a),
+        What::Outage(a) => return crate::lab_bench_cmd::outage(a),
+    };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -4,6 +4,7 @@ mod bench_cmd;
 mod common;
 mod demo_cmd;
 mod experiment_cmd;
+mod lab_bench_cmd;
 mod lab_cmd;
 mod link_cmd;
 mod recv_cmd;
