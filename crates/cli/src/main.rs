@@ -4,6 +4,7 @@ mod bench_cmd;
 mod common;
 mod demo_cmd;
 mod experiment_cmd;
+mod gw_cmd;
 mod lab_bench_cmd;
 mod lab_cmd;
 mod link_cmd;
@@ -38,6 +39,8 @@ enum Command {
     Demo(demo_cmd::Args),
     /// Benchmarks (loopback: AeroTP reliable vs QUIC).
     Bench(bench_cmd::Args),
+    /// AeroGW gateways: TCP/UDP ⇄ AeroTP (ingress, egress, stats).
+    Gw(gw_cmd::Args),
     /// Simulate transfers over an impaired link in virtual time (deterministic, parallel runs).
     Sim(sim_cmd::Args),
     /// Reproduce the papers' experiments in the simulator (CSV, PNG, report).
@@ -61,6 +64,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Demo(args) => std::process::exit(demo_cmd::run(args)),
         Command::Bench(args) => std::process::exit(bench_cmd::run(args)),
+        Command::Gw(args) => std::process::exit(gw_cmd::run(args)?),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Experiment(args) => experiment_cmd::run(args),
     }

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# AeroGW in the TUN lab (docs/results/gw.md): root, `aerotp` built (AEROTP=path).
+#  1. HTTP download of SIZE bytes with curl (air) from python3 -m http.server (ground):
+#     through the near-reliable gateways, then over plain kernel TCP, same lab, same run.
+#  2. Upload of SIZE bytes through the gateways (near-reliable custody); the ingress is killed
+#     with SIGKILL mid-transfer and restarted on the same store; the destination's file is
+#     compared with the source's.
+# Usage: crates/gw/scripts/lab-gw.sh [RATE] [DELAY] [BER] [SIZE_MB]
+set -euo pipefail
+AEROTP=${AEROTP:-aerotp}
+RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; MB=${4:-10}
+W=$(mktemp -d /tmp/gw-lab.XXXX)
+mkdir -p "$W/srv" "$W/store" "$W/out"
+head -c $((MB * 1000000)) /dev/urandom > "$W/srv/blob"
+cat > "$W/ingress.toml" <<TOML
+peer = "10.77.0.2:9000"
+rate = "$RATE"
+store = "$W/store"
+metrics = "127.0.0.1:9464"
+[[flow]]
+tcp_listen = "127.0.0.1:8080"
+mode = "near-reliable"
+class = "bulk"
+[[flow]]
+tcp_listen = "127.0.0.1:8081"
+dest = "10.77.0.2:7000"
+mode = "near-reliable"
+class = "bulk"
+TOML
+TAG=gw$$
+"$AEROTP" lab --rate "$RATE" --delay "$DELAY" --ber "$BER" --seed 7 --name "$TAG" >"$W/lab.log" 2>&1 &
+LAB=$!
+cleanup() { kill "$LAB" 2>/dev/null || true; wait "$LAB" 2>/dev/null || true; }
+trap cleanup EXIT
+for _ in $(seq 50); do
+  AIR=$(ip netns list | awk '{print $1}' | grep -E "^aerotp-air-$LAB-$TAG$" || true)
+  [ -n "$AIR" ] && ip netns exec "$AIR" ip link show atp-air >/dev/null 2>&1 && break
+  sleep 0.2
+done
+GROUND=aerotp-ground-$LAB-$TAG
+air() { ip netns exec "$AIR" "$@"; }
+ground() { ip netns exec "$GROUND" "$@"; }
+echo "work dir $W; lab $AIR / $GROUND: $RATE $DELAY BER $BER"
+
+ground python3 -m http.server -b 10.77.0.2 -d "$W/srv" 8000 >"$W/http.log" 2>&1 &
+ground python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.77.0.2", 7000)); s.listen(1)
+c, _ = s.accept()
+with open(sys.argv[1], "wb") as f:
+    while True:
+        b = c.recv(65536)
+        if not b: break
+        f.write(b)
+c.close()
+' "$W/out/upload" &
+RECV=$!
+RUST_LOG=${RUST_LOG:-info} ground "$AEROTP" gw egress --listen 10.77.0.2:9000 --tcp-connect 10.77.0.2:8000 \
+  --allow 10.77.0.2:7000 --rate "$RATE" --metrics 127.0.0.1:9465 >"$W/egress.log" 2>&1 &
+# Not through the shell function: $! must be the gateway itself (ip netns exec execs it).
+start_ingress() {
+  RUST_LOG=${RUST_LOG:-info} ip netns exec "$AIR" "$AEROTP" gw ingress --config "$W/ingress.toml" >>"$W/ingress.log" 2>&1 &
+  ING=$!
+}
+start_ingress
+sleep 1
+
+echo "== HTTP download $MB MB through the near-reliable gateways"
+air curl -sS -o "$W/out/gw.bin" -w "gateway: %{time_total} s, %{size_download} B, %{speed_download} B/s\n" \
+  http://127.0.0.1:8080/blob
+echo "== the same download over plain kernel TCP"
+air timeout 900 curl -sS -o "$W/out/tcp.bin" -w "kernel TCP: %{time_total} s, %{size_download} B, %{speed_download} B/s\n" \
+  http://10.77.0.2:8000/blob || echo "kernel TCP: did not finish within 900 s"
+sha256sum "$W/srv/blob" "$W/out/gw.bin" "$W/out/tcp.bin" 2>/dev/null | awk '{print $1}' | uniq -c
+
+echo "== upload $MB MB through the gateways, ingress killed (SIGKILL) mid-transfer"
+T0=$(date +%s.%N)
+air python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", 8081))
+with open(sys.argv[1], "rb") as f:
+    s.sendall(f.read())
+s.shutdown(socket.SHUT_WR)
+print("source: all bytes accepted by the ingress")
+try:
+    s.recv(1)
+except OSError as e:
+    print("source connection after the kill:", e)
+' "$W/srv/blob" &
+SRC=$!
+sleep 6
+echo "destination has $(stat -c %s "$W/out/upload" 2>/dev/null || echo 0) B; kill -9 ingress (pid $ING)"
+echo "killed: $(cat /proc/$ING/comm)"; kill -9 "$ING"; wait "$ING" 2>/dev/null || true
+sleep 2
+pgrep -f "gw ingress --config $W" >/dev/null && { echo "ingress still alive after SIGKILL"; exit 1; }
+echo "store holds: $(du -sb "$W/store" | cut -f1) B; restarting the ingress on the same store"
+start_ingress
+wait "$RECV"
+T1=$(date +%s.%N)
+grep -q "cannot listen" "$W/ingress.log" && { echo "restarted ingress failed"; exit 1; }
+echo "destination closed after $(echo "$T1 - $T0" | bc) s; resumes logged by ingress: $(grep -c 'flow resumed' "$W/ingress.log")"
+sha256sum "$W/srv/blob" "$W/out/upload" | awk '{print $1}' | uniq -c
+cmp "$W/srv/blob" "$W/out/upload" && echo "upload: identical ($(stat -c %s "$W/out/upload") B)"
+wait "$SRC" 2>/dev/null || true
+ground "$AEROTP" gw stats --metrics 127.0.0.1:9465 | grep -E "^aerotp_gw_(flows|resumes)" || true
+kill "$ING" 2>/dev/null || true
