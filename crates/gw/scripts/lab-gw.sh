@@ -5,10 +5,10 @@
 #  2. Upload of SIZE bytes through the gateways (near-reliable custody); the ingress is killed
 #     with SIGKILL mid-transfer and restarted on the same store; the destination's file is
 #     compared with the source's.
-# Usage: crates/gw/scripts/lab-gw.sh [RATE] [DELAY] [BER] [SIZE_MB]
+# Usage: crates/gw/scripts/lab-gw.sh [RATE] [DELAY] [BER] [SIZE_MB] [LOSS]
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
-RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; MB=${4:-10}
+RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; MB=${4:-10}; LOSS=${5:-0}
 W=$(mktemp -d /tmp/gw-lab.XXXX)
 mkdir -p "$W/srv" "$W/store" "$W/out"
 head -c $((MB * 1000000)) /dev/urandom > "$W/srv/blob"
@@ -28,7 +28,7 @@ mode = "near-reliable"
 class = "bulk"
 TOML
 TAG=gw$$
-"$AEROTP" lab --rate "$RATE" --delay "$DELAY" --ber "$BER" --seed 7 --name "$TAG" >"$W/lab.log" 2>&1 &
+"$AEROTP" lab --rate "$RATE" --delay "$DELAY" --ber "$BER" --loss "$LOSS" --seed 7 --name "$TAG" >"$W/lab.log" 2>&1 &
 LAB=$!
 cleanup() { kill "$LAB" 2>/dev/null || true; wait "$LAB" 2>/dev/null || true; }
 trap cleanup EXIT
@@ -40,7 +40,7 @@ done
 GROUND=aerotp-ground-$LAB-$TAG
 air() { ip netns exec "$AIR" "$@"; }
 ground() { ip netns exec "$GROUND" "$@"; }
-echo "work dir $W; lab $AIR / $GROUND: $RATE $DELAY BER $BER"
+echo "work dir $W; lab $AIR / $GROUND: $RATE $DELAY BER $BER loss $LOSS"
 
 ground python3 -m http.server -b 10.77.0.2 -d "$W/srv" 8000 >"$W/http.log" 2>&1 &
 ground python3 -c '
