@@ -416,8 +416,9 @@ impl Flow {
 pub fn rst(w: OwnedWriteHalf) {
     let s: &TcpStream = w.as_ref();
     let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
-    // The read half is owned by the aborted reader task; the socket closes with both.
-    drop(w);
+    // Dropping the write half would shut it down (FIN) first; `forget` leaves the closing to
+    // the read half (owned by the aborted reader task): the socket then closes with RST.
+    w.forget();
 }
 
 /// Bytes queued for sending on a session (for the scheduler): updated by the writer.
