@@ -58,6 +58,8 @@ pub struct ConnectionStats {
     pub control_sent: u64,
     pub rtt: Duration,
     pub srtt: Duration,
+    /// Current retransmission timeout.
+    pub rto: Duration,
     pub fec_parity: u8,
     pub measured_ber: f64,
     pub peer_reported_ber: f64,
@@ -271,6 +273,7 @@ impl Connection {
         s.receiver = self.rx.stats.clone();
         s.rtt = self.rtt.latest();
         s.srtt = self.rtt.smoothed();
+        s.rto = self.rtt.rto();
         s.fec_parity = self.fec.parity();
         s.measured_ber = self.rx.ber.estimate().unwrap_or(0.0);
         s.peer_reported_ber = self.peer_ber;
@@ -380,6 +383,8 @@ impl Connection {
             self.push_event(ConnEvent::Connected);
         }
         if let Some(m) = &c.mack {
+            self.rtt
+                .on_peer_max_delay(Duration::from_millis(u64::from(m.max_delay)));
             let echo_us = self.now_us(now).wrapping_sub(m.ts_echo);
             let delay = Duration::from_micros(u64::from(m.ack_delay) * 100);
             let rtt = Duration::from_micros(u64::from(echo_us)).saturating_sub(delay);
@@ -569,6 +574,7 @@ impl Connection {
             ack: self.rx.final_ack(),
             ts_echo: 0,
             ack_delay: 0,
+            max_delay: self.rx.max_delay_ms(),
             entries: Vec::new(),
         }
     }
@@ -674,10 +680,13 @@ impl Connection {
         if let Some(r) = self.tx.retention_deadline() {
             min(r);
         }
-        if let Some(d) = self.close_deadline() {
-            min(d);
-        }
-        if let Some(l) = self.linger_until {
+        // CLOSE_TO only while our side is unconfirmed, LISTEN_TO only once it is: a deadline
+        // that has passed and can no longer act must not be reported (the caller would spin).
+        if !self.send_done() {
+            if let Some(d) = self.close_deadline() {
+                min(d);
+            }
+        } else if let Some(l) = self.linger_until {
             min(l);
         }
         min(self.last_heard + self.cfg.idle_timeout);

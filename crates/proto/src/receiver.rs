@@ -149,6 +149,11 @@ impl Receiver {
             .clamp(Duration::from_millis(1), Duration::from_millis(500))
     }
 
+    /// The current aggregation delay in whole milliseconds (rounded up), for MACKs.
+    pub fn max_delay_ms(&self) -> u16 {
+        u16::try_from(self.ack_delay().as_micros().div_ceil(1000)).unwrap_or(u16::MAX)
+    }
+
     /// Whether TPDUs of this connection use FEC, so the sender may want receiver reports.
     pub fn want_reports(&mut self) {
         self.reports_wanted = true;
@@ -164,14 +169,18 @@ impl Receiver {
         fin: bool,
     ) -> bool {
         let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
-        if let Some(last) = self.last_arrival {
-            let gap = now.saturating_sub(last);
-            self.interarrival = Some(match self.interarrival {
-                None => gap,
-                Some(i) => (i * 7 + gap) / 8,
-            });
+        // The arrival spacing of data-bearing TPDUs sets the aggregation delay; empty TPDUs
+        // (back-to-back ASYN copies, AFIN) would make it look far shorter than it is.
+        if !body.is_empty() {
+            if let Some(last) = self.last_arrival {
+                let gap = now.saturating_sub(last);
+                self.interarrival = Some(match self.interarrival {
+                    None => gap,
+                    Some(i) => (i * 7 + gap) / 8,
+                });
+            }
+            self.last_arrival = Some(now);
         }
-        self.last_arrival = Some(now);
         self.latest_ts = timestamp;
         self.latest_at = now;
         if let Some(sent) = self.nack_sent_at.remove(&seq) {
@@ -192,6 +201,16 @@ impl Receiver {
         self.stats.tpdus_received += 1;
         let prev_highest = self.highest;
         self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
+        // A new gap: the sender should hear of it now rather than after the aggregate fills
+        // (like TCP's immediate ACK on out-of-order data), so MACK aggregation does not slow
+        // loss recovery.
+        let new_gap = match prev_highest {
+            Some(h) => seq > h + 1,
+            None => seq > 0,
+        };
+        if new_gap && self.mode.uses_mack() {
+            self.ack_now = true;
+        }
         if self.mode == Mode::NearReliable {
             if let Some(h) = prev_highest {
                 if seq > h + 1 {
@@ -446,6 +465,7 @@ impl Receiver {
                         ack: self.ack_fields(),
                         ts_echo: self.latest_ts,
                         ack_delay: u16::try_from(delay_units).unwrap_or(u16::MAX),
+                        max_delay: self.max_delay_ms(),
                         entries: self.take_entries(),
                     });
                 }
@@ -578,18 +598,25 @@ mod tests {
     }
 
     #[test]
-    fn mack_after_count_lists_out_of_order_entries() {
+    fn mack_after_count_in_order_and_at_once_on_a_new_gap() {
         let mut r = rx(Mode::Reliable);
-        for s in [0u32, 2, 3] {
+        // In order: aggregated until mack_count (4) TPDUs.
+        for s in [0u32, 1, 2] {
             r.on_data(ms(0), s, 0, vec![1], false);
+            assert!(r.poll_feedback(ms(0)).is_none());
         }
-        assert!(r.poll_feedback(ms(0)).is_none());
-        r.on_data(ms(0), 5, 0, vec![1], false);
-        let fb = r.poll_feedback(ms(0)).unwrap();
-        let m = fb.mack.unwrap();
-        assert_eq!(m.ack.cum, 1);
-        assert_eq!(m.entries, vec![2, 3, 5]);
-        assert!(r.poll_feedback(ms(1)).is_none());
+        r.on_data(ms(0), 3, 0, vec![1], false);
+        let m = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
+        assert_eq!((m.ack.cum, m.entries.len()), (4, 0));
+        // A new gap (5 missing) is reported at once, listing the out-of-order arrival.
+        r.on_data(ms(1), 6, 0, vec![1], false);
+        let m = r.poll_feedback(ms(1)).unwrap().mack.unwrap();
+        assert_eq!(m.ack.cum, 4);
+        assert_eq!(m.entries, vec![6]);
+        // Filling in behind the gap is not a new gap: aggregated again.
+        r.on_data(ms(2), 7, 0, vec![1], false);
+        assert!(r.poll_feedback(ms(2)).is_none());
+        assert!(m.max_delay > 0);
     }
 
     #[test]

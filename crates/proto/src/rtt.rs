@@ -11,6 +11,8 @@ pub struct RttEstimator {
     /// Largest acknowledgement delay the peer reported, added to the timeout.
     max_ack_delay: Duration,
     latest: Duration,
+    /// The receiver's current aggregation delay, as its MACKs report it.
+    peer_max_delay: Duration,
     /// Time from a TPDU's transmission to its acknowledgement, for the TPDU that waited
     /// longest in each aggregate (fast rise, slow decay). It covers the round trip plus the
     /// receiver's MACK aggregation, which the round-trip samples leave out.
@@ -27,6 +29,7 @@ impl RttEstimator {
             max_ack_delay: Duration::ZERO,
             latest: initial,
             ack_latency: Duration::ZERO,
+            peer_max_delay: Duration::ZERO,
         }
     }
 
@@ -49,6 +52,10 @@ impl RttEstimator {
         }
     }
 
+    pub fn on_peer_max_delay(&mut self, d: Duration) {
+        self.peer_max_delay = d.min(Duration::from_secs(2));
+    }
+
     /// The longest transmission-to-acknowledgement time among the TPDUs one acknowledgement
     /// covered.
     pub fn on_ack_latency(&mut self, sample: Duration) {
@@ -68,13 +75,15 @@ impl RttEstimator {
         self.latest
     }
 
-    /// Retransmission timeout: srtt + 4·rttvar + the peer's acknowledgement delay.
+    /// Retransmission timeout: srtt + 4·rttvar + the peer's acknowledgement delay (the larger of
+    /// the hold times seen and the aggregation delay it reports), and never less than 1.25 × the
+    /// observed transmission-to-acknowledgement latency.
     pub fn rto(&self) -> Duration {
         let base = match self.srtt {
             Some(s) => s + self.rttvar * 4,
             None => self.initial * 3,
         };
-        (base + self.max_ack_delay)
+        (base + self.max_ack_delay.max(self.peer_max_delay))
             .max(self.ack_latency * 5 / 4)
             .max(self.min_rto)
     }

@@ -272,22 +272,16 @@ proptest! {
 #[test]
 #[ignore = "debugging aid: prints a timeline"]
 fn timeline() {
-    let seed = 15334280489695947502;
-    let data = pattern(52183, seed);
+    let seed = 11;
+    let data = pattern(1_000_000, 9);
     let imp = Impair {
         delay: ms(10),
-        jitter: ms(2),
-        loss: 0.14591668777060093,
-        ber: 4.374820580836695e-5,
+        ber: 1e-5,
         ..Default::default()
     };
-    harness::debug_timeline(
-        cfg(Mode::Reliable),
-        &data,
-        imp,
-        seed,
-        Duration::from_secs(30),
-    );
+    let mut c = cfg(Mode::Reliable);
+    c.fec = FecSetting::Auto;
+    harness::debug_timeline(c, &data, imp, seed, Duration::from_secs(30));
 }
 
 #[test]
@@ -313,10 +307,17 @@ fn goodput_at_high_ber() {
             let o = transfer(c, &data, imp, 11, Duration::from_secs(120));
             let gp = o.received.len() as f64 * 8.0 / o.last_byte_at.as_secs_f64();
             eprintln!(
-                "{mode} {fec:?} ber={ber}: {} bytes, {:.3} Mb/s, intact={}",
+                "{mode} {fec:?} ber={ber}: {} bytes, {:.3} Mb/s, intact={}, sender {:?}",
                 o.received.len(),
                 gp / 1e6,
-                o.received == data
+                o.received == data,
+                o.sender_stats.as_ref().map(|s| (
+                    s.sender.tpdus_sent,
+                    s.sender.tpdus_retransmitted,
+                    s.sender.timeouts,
+                    s.sender.nacks_received,
+                    s.fec_parity
+                ))
             );
         }
     }

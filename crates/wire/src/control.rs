@@ -4,7 +4,7 @@ use crate::error::WireError;
 use crate::header::Flags;
 
 /// Fixed part of a MACK body before its entries.
-pub const MACK_FIXED_LEN: usize = 28;
+pub const MACK_FIXED_LEN: usize = 30;
 const ACK_LEN: usize = 20;
 const REPORT_LEN: usize = 12;
 const MAX_REASON: usize = 256;
@@ -28,6 +28,9 @@ pub struct Mack {
     pub ts_echo: u32,
     /// Time it was held before this MACK, in 100 µs units.
     pub ack_delay: u16,
+    /// The longest the receiver currently holds an acknowledgement (its aggregation delay), in
+    /// milliseconds: the sender adds it to its retransmission timeout.
+    pub max_delay: u16,
     /// Low 32 bits of TPDU numbers received at or above `cum`.
     pub entries: Vec<u32>,
 }
@@ -127,6 +130,7 @@ impl ControlBody {
             let ack = r.ack()?;
             let ts_echo = r.u32("mack ts_echo")?;
             let ack_delay = r.u16("mack ack_delay")?;
+            let max_delay = r.u16("mack max_delay")?;
             let k = r.count(4, "mack entries")?;
             let mut entries = Vec::with_capacity(k);
             for _ in 0..k {
@@ -136,6 +140,7 @@ impl ControlBody {
                 ack,
                 ts_echo,
                 ack_delay,
+                max_delay,
                 entries,
             });
         } else if flags.contains(Flags::ACK) {
@@ -246,6 +251,7 @@ impl ControlBody {
             put_ack(out, &m.ack);
             out.extend_from_slice(&m.ts_echo.to_be_bytes());
             out.extend_from_slice(&m.ack_delay.to_be_bytes());
+            out.extend_from_slice(&m.max_delay.to_be_bytes());
             out.extend_from_slice(&count(m.entries.len(), "mack entries")?.to_be_bytes());
             for e in &m.entries {
                 out.extend_from_slice(&e.to_be_bytes());
@@ -298,6 +304,7 @@ mod tests {
                 },
                 ts_echo: 7,
                 ack_delay: 3,
+                max_delay: 40,
                 entries: vec![1, 2, 0xFFFF_FFFF],
             }),
             nack: Some(Nack { seqs: vec![5, 6] }),
@@ -360,8 +367,8 @@ mod tests {
     fn huge_count_does_not_allocate() {
         // MACK with count 65535 but no entries: refused before allocating.
         let mut b = vec![0u8; MACK_FIXED_LEN];
-        b[26] = 0xFF;
-        b[27] = 0xFF;
+        b[28] = 0xFF;
+        b[29] = 0xFF;
         assert!(matches!(
             ControlBody::parse(Flags::MACK, &b),
             Err(WireError::Truncated {

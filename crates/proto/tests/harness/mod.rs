@@ -37,6 +37,7 @@ pub struct Net {
     pub imp: Impair,
     n: u64,
     pub wire_bytes: u64,
+    stalled: u32,
 }
 
 pub fn addr_a() -> SocketAddr {
@@ -57,6 +58,7 @@ impl Net {
             imp,
             n: 0,
             wire_bytes: 0,
+            stalled: 0,
         }
     }
 
@@ -120,6 +122,20 @@ impl Net {
         .flatten()
         .min();
         let Some(next) = next else { return false };
+        // An engine that keeps asking to be woken at a time that has passed without doing
+        // anything would spin a real runtime at 100 % CPU.
+        if next <= self.now {
+            self.stalled += 1;
+            assert!(
+                self.stalled < 10_000,
+                "engine livelock at {:?}: a:{:?} b:{:?}",
+                self.now,
+                self.a.poll_timeout(),
+                self.b.poll_timeout()
+            );
+        } else {
+            self.stalled = 0;
+        }
         self.now = self.now.max(next);
         while self.heap.peek().is_some_and(|r| r.0 .0 <= self.now) {
             let Reverse((_, _, to_b, d)) = self.heap.pop().unwrap();
@@ -145,6 +161,7 @@ pub struct Outcome {
     /// When the last byte reached the receiving application.
     pub last_byte_at: Duration,
     pub wire_bytes: u64,
+    pub sender_stats: Option<aerotp_proto::ConnectionStats>,
 }
 
 /// One transfer of `data` from a to b; both sides close after the data; stops at `limit`.
@@ -173,6 +190,7 @@ pub fn transfer(
         finished_at: Duration::ZERO,
         last_byte_at: Duration::ZERO,
         wire_bytes: 0,
+        sender_stats: None,
     };
     let mut rx_closed = false;
     let mut buf = vec![0u8; 65536];
@@ -227,6 +245,7 @@ pub fn transfer(
     }
     out.finished_at = net.now;
     out.wire_bytes = net.wire_bytes;
+    out.sender_stats = net.a.stats(ch);
     out
 }
 
@@ -266,7 +285,7 @@ pub fn debug_timeline(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64
                 got += n;
             }
         }
-        if net.now >= last_print + Duration::from_millis(250) {
+        if net.now >= last_print + Duration::from_millis(50) {
             last_print = net.now;
             let s = net.a.stats(ch);
             eprintln!(
@@ -280,7 +299,9 @@ pub fn debug_timeline(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64
                     s.sender.timeouts,
                     s.sender.probes,
                     s.outages,
-                    s.srtt
+                    s.srtt,
+                    s.rto,
+                    s.receiver.macks_sent,
                 ))
             );
         }
