@@ -185,6 +185,7 @@ async fn supervise(args: Args) -> Result<i32> {
     };
 
     let stats = lab.stats();
+    let checksum_drops = lab.checksum_drops();
     // Teardown SIGTERMs (then SIGKILLs) everything still running in the namespaces,
     // the ground command and an interrupted air command included.
     let stopped = lab.stop();
@@ -203,8 +204,17 @@ async fn supervise(args: Args) -> Result<i32> {
     }
     print_stats("forward (air -> ground)", &stats.0);
     print_stats("reverse (ground -> air)", &stats.1);
+    eprintln!(
+        "dropped by the receiving host's TCP/UDP checksum: forward {}, reverse {}",
+        checksum_drops.0, checksum_drops.1
+    );
     if args.json {
-        let json = serde_json::json!({ "forward": stats.0, "reverse": stats.1, "exit_code": code });
+        let json = serde_json::json!({
+            "forward": stats.0,
+            "reverse": stats.1,
+            "checksum_drops": { "forward": checksum_drops.0, "reverse": checksum_drops.1 },
+            "exit_code": code,
+        });
         println!("{json}");
     }
     stopped.context("lab teardown")?;

@@ -39,6 +39,7 @@
 //! # }
 //! ```
 
+mod checksum;
 mod forward;
 mod netns;
 mod tun;
@@ -135,10 +136,21 @@ pub struct LabConfig {
 pub struct Lab {
     air_ns: String,
     ground_ns: String,
-    forward: Arc<Mutex<aerotp_link::Link>>,
-    reverse: Arc<Mutex<aerotp_link::Link>>,
+    forward: Arc<Mutex<CheckedLink>>,
+    reverse: Arc<Mutex<CheckedLink>>,
     core: Core,
 }
+
+/// A link plus the receiving host's transport checksum check (see `checksum`).
+#[derive(Debug)]
+struct CheckedLink {
+    link: aerotp_link::Link,
+    /// Packets dropped after the link because a flipped bit broke their TCP/UDP checksum.
+    checksum_drops: u64,
+}
+
+/// Link tag for packets whose transport checksum the receiver verifies.
+const CHECKED: u64 = 1;
 
 impl Lab {
     /// Build the namespaces, TUN devices and links and start forwarding. Needs root.
@@ -163,8 +175,14 @@ impl Lab {
                 NEXT.fetch_add(1, Ordering::Relaxed).to_string()
             }
         };
-        let forward = Arc::new(Mutex::new(forward));
-        let reverse = Arc::new(Mutex::new(reverse));
+        let forward = Arc::new(Mutex::new(CheckedLink {
+            link: forward,
+            checksum_drops: 0,
+        }));
+        let reverse = Arc::new(Mutex::new(CheckedLink {
+            link: reverse,
+            checksum_drops: 0,
+        }));
         let core = Core::start(&tag, forward.clone(), reverse.clone())?;
         Ok(Lab {
             air_ns: core.ns.names[0].clone(),
@@ -227,13 +245,30 @@ impl Lab {
             self.forward
                 .lock()
                 .expect("link lock poisoned")
+                .link
                 .stats()
                 .clone(),
             self.reverse
                 .lock()
                 .expect("link lock poisoned")
+                .link
                 .stats()
                 .clone(),
+        )
+    }
+
+    /// Packets the (forward, reverse) receivers dropped for a broken TCP/UDP checksum: what
+    /// the link corrupted and a real host would not accept.
+    pub fn checksum_drops(&self) -> (u64, u64) {
+        (
+            self.forward
+                .lock()
+                .expect("link lock poisoned")
+                .checksum_drops,
+            self.reverse
+                .lock()
+                .expect("link lock poisoned")
+                .checksum_drops,
         )
     }
 
@@ -291,16 +326,28 @@ fn check_tag(tag: &str) -> Result<()> {
     Ok(())
 }
 
-impl Channel for aerotp_link::Link {
-    fn offer(&mut self, now: Duration, packet: Vec<u8>) {
+impl Channel for CheckedLink {
+    fn offer(&mut self, now: Duration, mut packet: Vec<u8>) {
+        let tag = if checksum::normalise(&mut packet) {
+            CHECKED
+        } else {
+            0
+        };
         // The link's own stats count what it accepted and dropped.
-        let _ = self.send(now, packet);
+        let _ = self.link.send_tagged(now, packet, tag);
     }
     fn take(&mut self, now: Duration) -> Option<Vec<u8>> {
-        self.recv(now)
+        while let Some(d) = self.link.recv_delivery(now) {
+            if d.tag == CHECKED && d.flipped_bits > 0 && !checksum::passes(&d.packet) {
+                self.checksum_drops += 1;
+                continue;
+            }
+            return Some(d.packet);
+        }
+        None
     }
     fn next_arrival(&self) -> Option<Duration> {
-        aerotp_link::Link::next_arrival(self)
+        self.link.next_arrival()
     }
 }
 
