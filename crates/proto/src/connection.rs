@@ -92,6 +92,8 @@ pub struct Connection {
     fin_sent_at: Option<Duration>,
     afinack_due: bool,
     afinack_sent: bool,
+    /// Closed, and a late TPDU asks for the final acknowledgement again.
+    final_ack_due: bool,
     asynack_due: bool,
     linger_until: Option<Duration>,
     rst_due: Option<String>,
@@ -163,6 +165,7 @@ impl Connection {
             fin_sent_at: None,
             afinack_due: false,
             afinack_sent: false,
+            final_ack_due: false,
             asynack_due: role == Role::Acceptor,
             linger_until: None,
             rst_due: None,
@@ -256,7 +259,13 @@ impl Connection {
 
     /// Whether the connection is closed and has nothing left to send.
     pub fn is_drained(&self) -> bool {
-        self.closed.is_some() && self.rst_due.is_none()
+        self.closed.is_some() && self.rst_due.is_none() && !self.final_ack_due
+    }
+
+    /// The final cumulative acknowledgement of the receiving half (for the endpoint to repeat
+    /// after the connection is released).
+    pub fn final_cum(&self) -> Option<u64> {
+        self.rx.fin_complete().then(|| self.rx.final_ack().cum)
     }
 
     fn finish_with(&mut self, outcome: CloseOutcome) {
@@ -282,6 +291,18 @@ impl Connection {
         s
     }
 
+    /// A one-line summary of both halves' state, for diagnostics and bug reports.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} tx[{}] rx[{}] silent={} rto={:?}",
+            self.state,
+            self.tx.describe(),
+            self.rx.describe(),
+            self.silent,
+            self.rtt.rto()
+        )
+    }
+
     /// Changes the sending rate (backpressure from the network layer, or the application).
     pub fn set_rate(&mut self, rate_bps: u64) {
         self.pacer.set_rate(rate_bps);
@@ -300,6 +321,14 @@ impl Connection {
     }
 
     pub fn handle(&mut self, now: Duration, r: Received) {
+        if self.closed.is_some() {
+            // Finished, not yet released: a late data TPDU means the peer missed our final
+            // acknowledgement; repeat it (once per TPDU, paced) so the peer can finish too.
+            if r.header.flags.is_data() && self.rx.fin_complete() {
+                self.final_ack_due = true;
+            }
+            return;
+        }
         self.last_heard = now;
         self.heard_once = true;
         self.stats_wire.datagrams_received += 1;
@@ -392,7 +421,8 @@ impl Connection {
                 self.rtt.on_sample(rtt.max(Duration::from_micros(1)), delay);
             }
             self.tx.on_ack(&m.ack);
-            self.tx.on_mack_entries(&m.entries);
+            self.tx.set_loss_time(self.rtt.loss_time());
+            self.tx.on_mack_entries(&m.entries, now);
         } else if let Some(a) = &c.ack {
             self.tx.on_ack(a);
         }
@@ -501,7 +531,14 @@ impl Connection {
             return self.emit_control(now, Flags::empty(), &body, out, start);
         }
         if self.closed.is_some() {
-            return false;
+            if !std::mem::take(&mut self.final_ack_due) {
+                return false;
+            }
+            let body = ControlBody {
+                ack: Some(self.rx.final_ack()),
+                ..Default::default()
+            };
+            return self.emit_control(now, Flags::AFIN, &body, out, start);
         }
         if let Some(mut body) = self.rx.poll_feedback(now) {
             let mut extra = Flags::empty();
@@ -644,7 +681,7 @@ impl Connection {
 
     pub fn poll_timeout(&self) -> Option<Duration> {
         if self.closed.is_some() {
-            return if self.rst_due.is_some() {
+            return if self.rst_due.is_some() || self.final_ack_due {
                 Some(self.pacer.next_send())
             } else {
                 None
@@ -669,6 +706,11 @@ impl Connection {
         if !self.silent {
             if let Some(d) = self.tx.timeout_deadline(self.rtt.rto()) {
                 min(d);
+            }
+            if self.mode.uses_mack() {
+                if let Some(d) = self.tx.loss_deadline() {
+                    min(d);
+                }
             }
             if self.watches_outages() && self.tx.has_outstanding() {
                 min(self.last_heard + self.silence_threshold());
@@ -733,7 +775,9 @@ impl Connection {
                 self.next_probe = Some(now + self.cfg.probe_interval);
             }
         } else {
-            self.tx.on_timeout(now, self.rtt.rto());
+            if self.tx.on_timeout(now, self.rtt.rto()) > 0 {
+                self.rtt.on_timeouts(now);
+            }
         }
         self.check_finished(now);
     }

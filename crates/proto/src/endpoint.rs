@@ -95,7 +95,9 @@ pub struct Endpoint {
     by_key: HashMap<Key, ConnectionHandle>,
     listeners: HashMap<u16, ConnectionConfig>,
     tombstones: VecDeque<(Key, u8)>,
-    tombstone_keys: HashSet<(Key, u8)>,
+    /// Released connections: (key, tag) → final cumulative acknowledgement, if the peer's
+    /// AFIN had arrived.
+    tombstone_keys: HashMap<(Key, u8), Option<u64>>,
     hints: HashMap<SocketAddr, u8>,
     events: VecDeque<Event>,
     datagrams_in: VecDeque<DatagramMsg>,
@@ -121,7 +123,7 @@ impl Endpoint {
             by_key: HashMap::new(),
             listeners: HashMap::new(),
             tombstones: VecDeque::new(),
-            tombstone_keys: HashSet::new(),
+            tombstone_keys: HashMap::new(),
             hints: HashMap::new(),
             events: VecDeque::new(),
             datagrams_in: VecDeque::new(),
@@ -273,19 +275,19 @@ impl Endpoint {
                 self.by_key.remove(&key);
             }
             self.order.retain(|x| *x != h);
-            self.remember(key, c.tag);
+            self.remember(key, c.tag, c.final_cum());
         }
     }
 
     /// Remembers a released connection (bounded, oldest forgotten first).
-    fn remember(&mut self, key: Key, tag: u8) {
+    fn remember(&mut self, key: Key, tag: u8, final_cum: Option<u64>) {
         if self.tombstones.len() >= TOMBSTONE_LIMIT {
             if let Some(old) = self.tombstones.pop_front() {
                 self.tombstone_keys.remove(&old);
             }
         }
         self.tombstones.push_back((key, tag));
-        self.tombstone_keys.insert((key, tag));
+        self.tombstone_keys.insert((key, tag), final_cum);
     }
 
     /// Sends one datagram-mode message (no connection state). `parity` is its FEC strength.
@@ -416,23 +418,21 @@ impl Endpoint {
             // A new incarnation on the same ports replaces a finished one.
             self.release(ch);
         }
-        if self.tombstone_keys.contains(&(key, h.tag)) {
+        if let Some(&final_cum) = self.tombstone_keys.get(&(key, h.tag)) {
             self.stats.stray += 1;
-            if h.flags.is_data() && h.flags.contains(Flags::AFIN) {
-                // Our AFINACK was lost and we have released the connection: answer again.
-                self.queue_control(
-                    remote,
-                    &h,
-                    Flags::AFIN,
-                    ControlBody {
-                        ack: Some(Ack {
-                            cum: u64::from(h.seq) + 1,
-                            delivered: 0,
-                            window: 0,
-                        }),
-                        ..Default::default()
-                    },
-                );
+            if let (true, Some(cum)) = (h.flags.is_data(), final_cum) {
+                // The peer missed our final acknowledgement and we have released the
+                // connection: answer with it again so the peer can finish.
+                let ack = Ack {
+                    cum,
+                    delivered: 0,
+                    window: 0,
+                };
+                let body = ControlBody {
+                    ack: Some(ack),
+                    ..Default::default()
+                };
+                self.queue_control(remote, &h, Flags::AFIN, body);
             }
             return;
         }

@@ -149,6 +149,18 @@ impl Receiver {
             .clamp(Duration::from_millis(1), Duration::from_millis(500))
     }
 
+    /// A one-line summary of the reorder state, for diagnostics.
+    pub fn describe(&self) -> String {
+        let keys: Vec<u64> = self.buffer.keys().take(8).copied().collect();
+        format!(
+            "expected={} highest={:?} buffered={} first={:?}",
+            self.expected,
+            self.highest,
+            self.buffer.len(),
+            keys
+        )
+    }
+
     /// The current aggregation delay in whole milliseconds (rounded up), for MACKs.
     pub fn max_delay_ms(&self) -> u16 {
         u16::try_from(self.ack_delay().as_micros().div_ceil(1000)).unwrap_or(u16::MAX)

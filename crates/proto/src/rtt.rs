@@ -11,6 +11,9 @@ pub struct RttEstimator {
     /// Largest acknowledgement delay the peer reported, added to the timeout.
     max_ack_delay: Duration,
     latest: Duration,
+    /// Exponential backoff after timeouts (1, 2, 4, … 16), reset by a clean latency sample.
+    backoff: u32,
+    last_backoff: Option<Duration>,
     /// The receiver's current aggregation delay, as its MACKs report it.
     peer_max_delay: Duration,
     /// Time from a TPDU's transmission to its acknowledgement, for the TPDU that waited
@@ -30,6 +33,8 @@ impl RttEstimator {
             latest: initial,
             ack_latency: Duration::ZERO,
             peer_max_delay: Duration::ZERO,
+            backoff: 1,
+            last_backoff: None,
         }
     }
 
@@ -58,13 +63,32 @@ impl RttEstimator {
 
     /// The longest transmission-to-acknowledgement time among the TPDUs one acknowledgement
     /// covered.
+    /// Timeouts fired: wait twice as long before the next (a queue building up somewhere makes
+    /// every timeout look early; retransmitting into it would only deepen it).
+    /// Doubles at most once per timeout interval, like one TCP retransmission timer: TPDUs
+    /// expiring one after another in the same interval are one event, not many.
+    pub fn on_timeouts(&mut self, now: Duration) {
+        if self.last_backoff.is_some_and(|t| now < t + self.rto()) {
+            return;
+        }
+        self.last_backoff = Some(now);
+        self.backoff = (self.backoff * 2).min(16);
+    }
+
     pub fn on_ack_latency(&mut self, sample: Duration) {
+        self.backoff = 1;
         let sample = sample.min(Duration::from_secs(60));
         self.ack_latency = if sample > self.ack_latency {
             sample
         } else {
             (self.ack_latency * 15 + sample) / 16
         };
+    }
+
+    /// Time threshold for loss detection: 9/8 of the larger of smoothed and latest RTT, at
+    /// least 1 ms.
+    pub fn loss_time(&self) -> Duration {
+        (self.smoothed().max(self.latest) * 9 / 8).max(Duration::from_millis(1))
     }
 
     pub fn smoothed(&self) -> Duration {
@@ -83,9 +107,10 @@ impl RttEstimator {
             Some(s) => s + self.rttvar * 4,
             None => self.initial * 3,
         };
-        (base + self.max_ack_delay.max(self.peer_max_delay))
+        let rto = (base + self.max_ack_delay.max(self.peer_max_delay))
             .max(self.ack_latency * 5 / 4)
-            .max(self.min_rto)
+            .max(self.min_rto);
+        (rto * self.backoff).min(Duration::from_secs(60))
     }
 }
 

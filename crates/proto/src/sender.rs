@@ -82,6 +82,8 @@ pub struct Sender {
     unacked: usize,
     /// Empty ASYN copies still to send before data.
     asyn_copies_left: u8,
+    /// Time threshold of loss detection (set from the RTT by the connection).
+    loss_time: Duration,
     pub stats: SenderStats,
 }
 
@@ -108,6 +110,7 @@ impl Sender {
             retention,
             unacked: 0,
             asyn_copies_left: 0,
+            loss_time: Duration::from_millis(100),
             stats: SenderStats::default(),
         }
     }
@@ -216,7 +219,7 @@ impl Sender {
             return None;
         }
         let n = self.queue.len().min(max_body);
-        let body: Vec<u8> = self.queue.drain(..n).collect();
+        let body = self.take_front(n);
         let mut flags = Flags::empty();
         if asyn && self.next_seq == 0 {
             flags.insert(Flags::ASYN);
@@ -226,6 +229,40 @@ impl Sender {
             self.fin_seq = Some(self.next_seq);
         }
         Some(self.new_tpdu(now, body, flags))
+    }
+
+    /// A one-line summary of the send state, for diagnostics.
+    pub fn describe(&self) -> String {
+        let unacked: Vec<u64> = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e, Some(s) if !s.acked))
+            .map(|(i, _)| self.base + i as u64)
+            .take(8)
+            .collect();
+        format!(
+            "base={} next={} peer_cum={} unacked={} first_unacked={:?} retx={:?} flight={}",
+            self.base,
+            self.next_seq,
+            self.peer_cum,
+            self.unacked,
+            unacked,
+            self.retx,
+            self.flight.len()
+        )
+    }
+
+    /// Moves the first `n` queued bytes out with two slice copies (a byte-wise drain was a
+    /// visible cost at loopback speeds).
+    fn take_front(&mut self, n: usize) -> Vec<u8> {
+        let mut body = Vec::with_capacity(n);
+        let (a, b) = self.queue.as_slices();
+        let from_a = a.len().min(n);
+        body.extend_from_slice(&a[..from_a]);
+        body.extend_from_slice(&b[..n - from_a]);
+        self.queue.drain(..n);
+        body
     }
 
     /// Numbers, records (if the mode keeps TPDUs) and returns a new TPDU.
@@ -323,8 +360,13 @@ impl Sender {
             Some(Some(s)) if !s.acked => {
                 s.acked = true;
                 let tx = s.tx;
-                let sent = s.last_sent;
-                self.ack_latency = Some(self.ack_latency.map_or(sent, |o: Duration| o.min(sent)));
+                // Karn: a retransmitted TPDU's acknowledgement may answer any of its copies,
+                // so it gives no latency sample.
+                if s.sends == 1 {
+                    let sent = s.last_sent;
+                    self.ack_latency =
+                        Some(self.ack_latency.map_or(sent, |o: Duration| o.min(sent)));
+                }
                 self.unacked -= 1;
                 self.stats.acked_tpdus += 1;
                 if self.fin_seq == Some(seq) {
@@ -380,7 +422,21 @@ impl Sender {
     }
 
     /// Applies MACK selective entries and runs packet-threshold loss detection.
-    pub fn on_mack_entries(&mut self, entries: &[u32]) {
+    /// Time-threshold loss detection: a TPDU sent this long before one that has been
+    /// acknowledged is lost (QUIC's rule; catches losses with fewer than three TPDUs behind
+    /// them, such as the first data TPDU of a transfer).
+    pub fn set_loss_time(&mut self, d: Duration) {
+        self.loss_time = d;
+    }
+
+    /// When the oldest TPDU overtaken by an acknowledged one is declared lost by time.
+    pub fn loss_deadline(&self) -> Option<Duration> {
+        let largest = self.largest_acked_tx?;
+        let t = self.flight.iter().find(|t| self.is_current_unacked(**t))?;
+        (t.tx < largest).then(|| t.at + self.loss_time)
+    }
+
+    pub fn on_mack_entries(&mut self, entries: &[u32], now: Duration) {
         let expected = self.peer_cum;
         for &e in entries {
             let seq = expand_seq(expected, e);
@@ -392,21 +448,27 @@ impl Sender {
             }
         }
         self.release_front();
-        self.detect_losses();
+        self.detect_losses(now);
     }
 
-    fn detect_losses(&mut self) {
+    /// Packet- and time-threshold loss detection over the transmissions older than the newest
+    /// acknowledged one.
+    fn detect_losses(&mut self, now: Duration) {
         let Some(largest) = self.largest_acked_tx else {
             return;
         };
         while let Some(t) = self.flight.front().copied() {
-            if t.tx + REORDER_THRESHOLD > largest {
+            if !self.is_current_unacked(t) {
+                self.flight.pop_front();
+                continue;
+            }
+            let by_count = t.tx + REORDER_THRESHOLD <= largest;
+            let by_time = t.tx < largest && t.at + self.loss_time <= now;
+            if !(by_count || by_time) {
                 break;
             }
             self.flight.pop_front();
-            if self.is_current_unacked(t) {
-                self.queue_retx(t.seq);
-            }
+            self.queue_retx(t.seq);
         }
     }
 
@@ -452,6 +514,9 @@ impl Sender {
 
     /// Retransmission timeout: transmissions older than `rto` are declared lost.
     pub fn on_timeout(&mut self, now: Duration, rto: Duration) -> usize {
+        if self.mode.uses_mack() {
+            self.detect_losses(now);
+        }
         let mut n = 0;
         while let Some(t) = self.flight.front().copied() {
             if !self.is_current_unacked(t) {
@@ -607,7 +672,7 @@ mod tests {
             delivered: 200,
             window: 1024,
         });
-        s.on_mack_entries(&[3, 4, 5, 6, 7]);
+        s.on_mack_entries(&[3, 4, 5, 6, 7], Duration::from_millis(20));
         let r = s
             .next_outgoing(Duration::from_millis(20), 100, true)
             .unwrap();

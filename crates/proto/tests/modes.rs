@@ -272,16 +272,21 @@ proptest! {
 #[test]
 #[ignore = "debugging aid: prints a timeline"]
 fn timeline() {
-    let seed = 11;
-    let data = pattern(1_000_000, 9);
+    let seed = 564605024930982662;
+    let data = pattern(10165, seed);
     let imp = Impair {
         delay: ms(10),
-        ber: 1e-5,
+        jitter: ms(5),
+        loss: 0.14662220565862222,
         ..Default::default()
     };
-    let mut c = cfg(Mode::Reliable);
-    c.fec = FecSetting::Auto;
-    harness::debug_timeline(c, &data, imp, seed, Duration::from_secs(30));
+    harness::debug_timeline(
+        cfg(Mode::HybridNackMack),
+        &data,
+        imp,
+        seed,
+        Duration::from_secs(300),
+    );
 }
 
 #[test]

@@ -284,6 +284,9 @@ pub fn debug_timeline(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64
                 }
                 got += n;
             }
+            if net.b.at_eof(h) {
+                let _ = net.b.close(h);
+            }
         }
         if net.now >= last_print + Duration::from_millis(50) {
             last_print = net.now;
@@ -308,6 +311,22 @@ pub fn debug_timeline(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64
         if !net.step() {
             break;
         }
+    }
+    eprintln!(
+        "A: {}",
+        net.a
+            .connection(ch)
+            .map(|c| c.describe())
+            .unwrap_or_default()
+    );
+    if let Some(h) = rx {
+        eprintln!(
+            "B: {}",
+            net.b
+                .connection(h)
+                .map(|c| c.describe())
+                .unwrap_or_default()
+        );
     }
     eprintln!(
         "sender: {:#?}",
