@@ -10,7 +10,7 @@ use crate::state::State;
 use aerotp_wire::{Ack, ControlBody, Flags, Header, Mode};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 use thiserror::Error;
