@@ -225,7 +225,12 @@ pub async fn receive(
     }
     // Close our half (we send nothing) and wait for the end of the connection.
     let report = conn.finish().await;
-    let complete = expected.is_none_or(|e| e == bytes);
+    // Without the header (a lossy mode lost its TPDU) nothing says the stream is whole: only
+    // a mode that guarantees delivery may call it complete (a raw stream from another program).
+    let complete = match expected {
+        Some(e) => e == bytes,
+        None => report.mode.is_fully_reliable() && report.guarantee_met,
+    };
     let exit_code = if read_error.is_some() || !report.guarantee_met {
         EXIT_BROKEN
     } else if !complete {
