@@ -1,7 +1,6 @@
 //! `aerotp send` / `aerotp recv` / `aerotp demo` as a user runs them (the built binary), on
 //! loopback, directly and through `aerotp link` (BER 1e-4 and an outage).
 
-use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
