@@ -16,6 +16,24 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A child process killed and reaped when dropped, so a failing test leaves nothing running.
+struct KillOnDrop(Option<Child>);
+
+impl KillOnDrop {
+    fn take(mut self) -> Child {
+        self.0.take().expect("taken once")
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Waits for `child` at most `limit`, killing it if it takes longer.
 fn wait_bounded(mut child: Child, limit: Duration) -> Output {
     let t = Instant::now();
@@ -100,7 +118,9 @@ fn through_link(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut relay = spawn_link(lport, rport, link);
+    // Killed on every way out of this function, a failed assertion included.
+    let recv = KillOnDrop(Some(recv));
+    let _relay = KillOnDrop(Some(spawn_link(lport, rport, link)));
     std::thread::sleep(Duration::from_millis(300));
     let send = bin()
         .args([
@@ -118,9 +138,7 @@ fn through_link(
         .spawn()
         .unwrap();
     let send = wait_bounded(send, Duration::from_secs(40));
-    let recv = wait_bounded(recv, Duration::from_secs(20));
-    let _ = relay.kill();
-    let _ = relay.wait();
+    let recv = wait_bounded(recv.take(), Duration::from_secs(20));
     let got = std::fs::read(out_dir.join("flight.bin")).ok();
     assert!(
         !out_dir.read_dir().unwrap().any(|e| e
