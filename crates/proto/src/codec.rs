@@ -134,12 +134,8 @@ pub fn decode(
 }
 
 /// Whether the bytes after the CRC are exactly the parity the header announces.
-fn trailer_fits(datagram_len: usize, body_len: usize, parity: u8) -> bool {
-    datagram_len_for(body_len, parity) == Some(datagram_len)
-}
-
-fn datagram_len_for(body_len: usize, parity: u8) -> Option<usize> {
-    datagram_len(body_len, parity)
+fn trailer_fits(len: usize, body_len: usize, parity: u8) -> bool {
+    datagram_len(body_len, parity) == Some(len)
 }
 
 #[cfg(test)]
