@@ -276,9 +276,45 @@ mod tests {
                 send_buffer: 10,
                 ..Default::default()
             },
+            ConnectionConfig {
+                fec_initial_ber: 0.7,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                fec_initial_ber: f64::NAN,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                asyn_copies: 17,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                ack_every: 0,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                probe_interval: std::time::Duration::ZERO,
+                ..Default::default()
+            },
         ];
         for c in bad {
-            assert!(c.validate().is_err(), "{c:?}");
+            let err = c.validate().expect_err("bad config accepted");
+            // Every message says what to give instead.
+            assert!(!err.to_string().is_empty());
         }
+        assert_eq!(
+            ConnectionConfig {
+                asyn_copies: 17,
+                ..Default::default()
+            }
+            .validate(),
+            Err(ConfigError::AsynCopies(17))
+        );
+        assert!(ConnectionConfig {
+            asyn_copies: 0,
+            ..Default::default()
+        }
+        .validate()
+        .is_ok());
     }
 }
