@@ -546,7 +546,7 @@ impl Connection {
                 self.asynack_due = false;
                 extra = Flags::ASYN;
                 if body.mack.is_none() {
-                    body.mack = Some(self.asynack_mack());
+                    body.mack = Some(self.asynack_mack(now));
                     body.ack = None;
                 }
             }
@@ -555,7 +555,7 @@ impl Connection {
         if self.asynack_due {
             self.asynack_due = false;
             let body = ControlBody {
-                mack: Some(self.asynack_mack()),
+                mack: Some(self.asynack_mack(now)),
                 ..Default::default()
             };
             return self.emit_control(now, Flags::ASYN, &body, out, start);
@@ -606,11 +606,16 @@ impl Connection {
         true
     }
 
-    fn asynack_mack(&self) -> aerotp_wire::Mack {
+    /// The ASYNACK's MACK. It echoes the ASYN's timestamp, so the initiator has a round-trip
+    /// sample (and a timeout fitted to the path, not the 3 × `initial_rtt` guess) from the
+    /// moment it is connected: a first data TPDU lost with its gap MACK is then repaired in
+    /// about one timeout of the real path.
+    fn asynack_mack(&self, now: Duration) -> aerotp_wire::Mack {
+        let (ts_echo, ack_delay) = self.rx.echo(now);
         aerotp_wire::Mack {
             ack: self.rx.final_ack(),
-            ts_echo: 0,
-            ack_delay: 0,
+            ts_echo,
+            ack_delay,
             max_delay: self.rx.max_delay_ms(),
             entries: Vec::new(),
         }

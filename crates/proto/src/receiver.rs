@@ -166,6 +166,13 @@ impl Receiver {
         u16::try_from(self.ack_delay().as_micros().div_ceil(1000)).unwrap_or(u16::MAX)
     }
 
+    /// The latest TPDU's timestamp to echo and how long it has been held since it arrived, in
+    /// 100 µs units: what a MACK carries so the sender can measure the round trip.
+    pub fn echo(&self, now: Duration) -> (u32, u16) {
+        let held = now.saturating_sub(self.latest_at).as_micros() / 100;
+        (self.latest_ts, u16::try_from(held).unwrap_or(u16::MAX))
+    }
+
     /// Whether TPDUs of this connection use FEC, so the sender may want receiver reports.
     pub fn want_reports(&mut self) {
         self.reports_wanted = true;
@@ -181,9 +188,11 @@ impl Receiver {
         fin: bool,
     ) -> bool {
         let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
-        // The arrival spacing of data-bearing TPDUs sets the aggregation delay; empty TPDUs
-        // (back-to-back ASYN copies, AFIN) would make it look far shorter than it is.
-        if !body.is_empty() {
+        let new = seq >= self.expected && !self.buffer.contains_key(&seq);
+        // The arrival spacing of new data-bearing TPDUs sets the aggregation delay; empty
+        // TPDUs (AFIN) and duplicates (the back-to-back ASYN copies) would make it look far
+        // shorter than it is.
+        if new && !body.is_empty() {
             if let Some(last) = self.last_arrival {
                 let gap = now.saturating_sub(last);
                 self.interarrival = Some(match self.interarrival {
@@ -199,7 +208,6 @@ impl Receiver {
             let sample = now.saturating_sub(sent);
             self.repair_rtt = (self.repair_rtt * 7 + sample) / 8;
         }
-        let new = seq >= self.expected && !self.buffer.contains_key(&seq);
         if !new {
             self.stats.tpdus_duplicate += 1;
             // A duplicate means our acknowledgement was lost or late: answer at once.
@@ -472,11 +480,11 @@ impl Receiver {
                 let count_due = self.since_ack >= u32::from(self.mack_count)
                     || self.pending_entries.len() >= usize::from(self.mack_count);
                 if self.ack_now || count_due || ack_timer {
-                    let delay_units = now.saturating_sub(self.latest_at).as_micros() / 100;
+                    let (ts_echo, ack_delay) = self.echo(now);
                     body.mack = Some(Mack {
                         ack: self.ack_fields(),
-                        ts_echo: self.latest_ts,
-                        ack_delay: u16::try_from(delay_units).unwrap_or(u16::MAX),
+                        ts_echo,
+                        ack_delay,
                         max_delay: self.max_delay_ms(),
                         entries: self.take_entries(),
                     });

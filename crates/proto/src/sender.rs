@@ -41,6 +41,12 @@ pub struct Outgoing {
     pub retransmission: bool,
 }
 
+/// Most application bytes the redundant ASYN copies carry. Short enough that a copy is
+/// rarely hit by bit errors (544 bytes on the wire: 35 % at BER 1e-4 without FEC, all three
+/// copies lost 4 %), long enough for a typical first telemetry message; the rest follows in
+/// full-size TPDUs from number 1.
+pub const ASYN_DATA_MAX: usize = 512;
+
 #[derive(Debug, Clone, Default)]
 pub struct SenderStats {
     pub bytes_written: u64,
@@ -80,8 +86,11 @@ pub struct Sender {
     retention: Duration,
     /// Entries sent and not yet acknowledged (kept in step with `entries`).
     unacked: usize,
-    /// Empty ASYN copies still to send before data.
+    /// ASYN copies still to send before further data.
     asyn_copies_left: u8,
+    /// The body of TPDU 0 while copies of it are still to go (modes that keep no sent
+    /// TPDUs need it too).
+    asyn_body: Vec<u8>,
     /// Time threshold of loss detection (set from the RTT by the connection).
     loss_time: Duration,
     pub stats: SenderStats,
@@ -110,6 +119,7 @@ impl Sender {
             retention,
             unacked: 0,
             asyn_copies_left: 0,
+            asyn_body: Vec::new(),
             loss_time: Duration::from_millis(100),
             stats: SenderStats::default(),
         }
@@ -185,7 +195,7 @@ impl Sender {
         asyn: bool,
     ) -> Option<Outgoing> {
         if self.asyn_copies_left > 0 {
-            return Some(self.next_asyn_copy(now));
+            return Some(self.next_asyn_copy(now, max_body));
         }
         let uses_mack = self.mode.uses_mack();
         while let Some(seq) = self.retx.pop_front() {
@@ -303,10 +313,13 @@ impl Sender {
         }
     }
 
-    /// Opens the connection with `copies` back-to-back copies of an empty ASYN TPDU (number 0)
-    /// before any data: a short TPDU sent redundantly establishes the receiver one propagation
-    /// delay after connect even when some copies are lost. With 0 the ASYN rides on the first
-    /// data TPDU instead, as in the papers.
+    /// Opens the connection with `copies` back-to-back copies of the ASYN TPDU (number 0)
+    /// before any further data: a TPDU sent redundantly establishes the receiver one
+    /// propagation delay after connect even when some copies are lost. The copies carry the
+    /// first application bytes already queued when they go (up to `ASYN_DATA_MAX`), so the
+    /// first data arrives with the connection, as opportunistic set-up intends, and is as
+    /// loss-proof as the set-up itself. With 0 copies the ASYN rides on the first data TPDU
+    /// once, as in the papers.
     pub fn open(&mut self, copies: u8) {
         if self.next_seq == 0 {
             self.asyn_copies_left = copies;
@@ -318,17 +331,27 @@ impl Sender {
         self.asyn_copies_left > 0
     }
 
-    fn next_asyn_copy(&mut self, now: Duration) -> Outgoing {
+    fn next_asyn_copy(&mut self, now: Duration, max_body: usize) -> Outgoing {
         self.asyn_copies_left -= 1;
         if self.next_seq == 0 {
-            return self.new_tpdu(now, Vec::new(), Flags::ASYN);
+            let n = self.queue.len().min(max_body).min(ASYN_DATA_MAX);
+            let body = self.take_front(n);
+            if self.asyn_copies_left > 0 {
+                self.asyn_body.clone_from(&body);
+            }
+            return self.new_tpdu(now, body, Flags::ASYN);
         }
         self.stats.tpdus_sent += 1;
         self.stats.asyn_copies += 1;
+        let body = if self.asyn_copies_left > 0 {
+            self.asyn_body.clone()
+        } else {
+            std::mem::take(&mut self.asyn_body)
+        };
         Outgoing {
             seq: 0,
             flags: Flags::ASYN,
-            body: Vec::new(),
+            body,
             retransmission: false,
         }
     }
@@ -636,15 +659,43 @@ mod tests {
             std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true))
                 .map(|o| (o.seq, o.body.len(), o.flags.contains(Flags::ASYN)))
                 .collect();
+        // The copies carry the first bytes (up to the TPDU size), the rest follows from 1.
         let want = vec![
-            (0, 0, true),
-            (0, 0, true),
-            (0, 0, true),
-            (1, 100, false),
-            (2, 50, false),
+            (0, 100, true),
+            (0, 100, true),
+            (0, 100, true),
+            (1, 50, false),
         ];
         assert_eq!(seqs, want);
         assert_eq!(s.stats.asyn_copies, 2);
+        assert_eq!(s.stats.bytes_sent_payload, 150);
+    }
+
+    #[test]
+    fn asyn_copies_carry_at_most_asyn_data_max() {
+        for mode in [Mode::Reliable, Mode::QuasiReliable] {
+            let mut s = sender(mode);
+            s.open(2);
+            s.write(&[9u8; 3000]);
+            let a = s.next_outgoing(Duration::ZERO, 1400, true).unwrap();
+            let b = s.next_outgoing(Duration::ZERO, 1400, true).unwrap();
+            assert_eq!((a.seq, a.body.len()), (0, ASYN_DATA_MAX), "{mode:?}");
+            assert_eq!((b.seq, &b.body), (0, &a.body), "{mode:?}");
+            let c = s.next_outgoing(Duration::ZERO, 1400, true).unwrap();
+            assert_eq!((c.seq, c.body.len()), (1, 1400), "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn asyn_copies_stay_empty_when_nothing_is_queued() {
+        let mut s = sender(Mode::Reliable);
+        s.open(2);
+        let a = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+        s.write(&[1u8; 80]);
+        let b = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+        let c = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+        assert_eq!((a.seq, a.body.len(), b.seq, b.body.len()), (0, 0, 0, 0));
+        assert_eq!((c.seq, c.body.len()), (1, 80));
     }
 
     #[test]
