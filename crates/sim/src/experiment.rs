@@ -109,6 +109,18 @@ pub struct Outcome {
 const BERS: [f64; 7] = [0.0, 1e-6, 1e-5, 2.5e-5, 5e-5, 7.5e-5, 1e-4];
 const BERS_QUICK: [f64; 3] = [0.0, 1e-5, 1e-4];
 
+/// A series of AeroTP runs named as the tables show it: `reliable`, `reliable, FEC auto`,
+/// `quasi-reliable, FEC 96 words`.
+fn aero_series(mode: Mode, fec: FecSetting) -> (String, SimMode, Option<FecSetting>) {
+    let name = match fec {
+        FecSetting::Off => mode.name().to_string(),
+        FecSetting::Auto => format!("{}, FEC auto", mode.name()),
+        FecSetting::Words(w) => format!("{}, FEC {w} words", mode.name()),
+        FecSetting::Parity(p) => format!("{}, FEC p{p}", mode.name()),
+    };
+    (name, aero(mode), Some(fec))
+}
+
 fn aero(mode: Mode) -> SimMode {
     SimMode::Aero(mode)
 }
@@ -219,37 +231,13 @@ fn points(o: &Options) -> Vec<Point> {
         });
     }
     // 4. The modes over BER (seeds 000/002 §IV-D, 001 §IV-F).
-    let modes: Vec<(String, SimMode, Option<FecSetting>)> = vec![
-        (
-            "reliable".into(),
-            aero(Mode::Reliable),
-            Some(FecSetting::Off),
-        ),
-        (
-            "reliable, FEC auto".into(),
-            aero(Mode::Reliable),
-            Some(FecSetting::Auto),
-        ),
-        (
-            "quasi-reliable, FEC 96 words".into(),
-            aero(Mode::QuasiReliable),
-            Some(FecSetting::Words(96)),
-        ),
-        (
-            "quasi-reliable, FEC auto".into(),
-            aero(Mode::QuasiReliable),
-            Some(FecSetting::Auto),
-        ),
-        (
-            "hybrid-nack, FEC auto".into(),
-            aero(Mode::HybridNack),
-            Some(FecSetting::Auto),
-        ),
-        (
-            "hybrid-nack-mack, FEC auto".into(),
-            aero(Mode::HybridNackMack),
-            Some(FecSetting::Auto),
-        ),
+    let modes = [
+        aero_series(Mode::Reliable, FecSetting::Off),
+        aero_series(Mode::Reliable, FecSetting::Auto),
+        aero_series(Mode::QuasiReliable, FecSetting::Words(96)),
+        aero_series(Mode::QuasiReliable, FecSetting::Auto),
+        aero_series(Mode::HybridNack, FecSetting::Auto),
+        aero_series(Mode::HybridNackMack, FecSetting::Auto),
         ("udp".into(), SimMode::Udp, None),
     ];
     for (name, mode, fec) in &modes {
@@ -274,22 +262,10 @@ fn points(o: &Options) -> Vec<Point> {
         &[0, 10, 50, 100, 200, 300, 500]
     };
     let delay_bers: &[f64] = if o.quick { &[1e-4] } else { &[0.0, 1e-5, 1e-4] };
-    let delay_modes: Vec<(String, SimMode, Option<FecSetting>)> = vec![
-        (
-            "reliable, FEC auto".into(),
-            aero(Mode::Reliable),
-            Some(FecSetting::Auto),
-        ),
-        (
-            "quasi-reliable, FEC auto".into(),
-            aero(Mode::QuasiReliable),
-            Some(FecSetting::Auto),
-        ),
-        (
-            "hybrid-nack-mack, FEC auto".into(),
-            aero(Mode::HybridNackMack),
-            Some(FecSetting::Auto),
-        ),
+    let delay_modes = [
+        aero_series(Mode::Reliable, FecSetting::Auto),
+        aero_series(Mode::QuasiReliable, FecSetting::Auto),
+        aero_series(Mode::HybridNackMack, FecSetting::Auto),
         ("udp".into(), SimMode::Udp, None),
     ];
     for &ber in delay_bers {
