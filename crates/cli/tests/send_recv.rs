@@ -316,84 +316,36 @@ fn bad_flags_are_rejected_with_a_message() {
     std::fs::write(&f, b"hello").unwrap();
     let f = f.to_str().unwrap();
     let to = "127.0.0.1:9";
-    expect_fail(
-        &["send", f, "--to", to, "--mode", "bogus"],
-        2,
-        "unknown transfer mode",
-    );
-    expect_fail(
-        &["send", f, "--to", to, "--mode", "datagram"],
-        2,
-        "not files",
-    );
-    expect_fail(
-        &[
-            "send", f, "--to", to, "--mode", "reliable", "--rate", "fast",
-        ],
-        2,
-        "rate",
-    );
-    expect_fail(
-        &["send", f, "--to", to, "--mode", "reliable", "--rate", "10"],
-        2,
-        "too low",
-    );
-    expect_fail(
-        &["send", f, "--to", to, "--mode", "reliable", "--fec", "999"],
-        2,
-        "fec",
-    );
-    expect_fail(
-        &["send", f, "--to", to, "--mode", "reliable", "--mack", "0"],
-        2,
-        "1 to 365",
-    );
-    expect_fail(
-        &["send", f, "--to", to, "--mode", "reliable", "--mtu", "50"],
-        2,
-        "128 to 65000",
-    );
-    expect_fail(
-        &[
-            "send",
-            f,
-            "--to",
-            to,
-            "--mode",
-            "reliable",
-            "--initial-ber",
-            "1.5",
-        ],
-        2,
-        "outside [0, 1)",
-    );
-    expect_fail(
-        &[
-            "send",
-            f,
-            "--to",
-            to,
-            "--mode",
-            "reliable",
-            "--initial-ber=-0.1",
-        ],
-        2,
-        "outside [0, 1)",
-    );
-    expect_fail(
-        &[
-            "send",
-            f,
-            "--to",
-            to,
-            "--mode",
-            "reliable",
-            "--connect-timeout",
-            "0s",
-        ],
-        2,
-        "greater than zero",
-    );
+    // `send FILE --to 127.0.0.1:9` followed by: (flags, exit code, words the error must hold).
+    let send_cases: &[(&[&str], i32, &str)] = &[
+        (&["--mode", "bogus"], 2, "unknown transfer mode"),
+        (&["--mode", "datagram"], 2, "not files"),
+        (&["--mode", "reliable", "--rate", "fast"], 2, "rate"),
+        (&["--mode", "reliable", "--rate", "10"], 2, "too low"),
+        (&["--mode", "reliable", "--fec", "999"], 2, "fec"),
+        (&["--mode", "reliable", "--mack", "0"], 2, "1 to 365"),
+        (&["--mode", "reliable", "--mtu", "50"], 2, "128 to 65000"),
+        (
+            &["--mode", "reliable", "--initial-ber", "1.5"],
+            2,
+            "outside [0, 1)",
+        ),
+        (
+            &["--mode", "reliable", "--initial-ber=-0.1"],
+            2,
+            "outside [0, 1)",
+        ),
+        (
+            &["--mode", "reliable", "--connect-timeout", "0s"],
+            2,
+            "greater than zero",
+        ),
+    ];
+    for (flags, code, needle) in send_cases {
+        let mut args = vec!["send", f, "--to", to];
+        args.extend_from_slice(flags);
+        expect_fail(&args, *code, needle);
+    }
     expect_fail(
         &["send", f, "--to", "nowhere", "--mode", "reliable"],
         1,
@@ -411,17 +363,20 @@ fn bad_flags_are_rejected_with_a_message() {
         1,
         "cannot open",
     );
-    expect_fail(&["recv", "--listen", "not-an-address"], 2, "invalid");
-    expect_fail(
-        &["recv", "--listen", "127.0.0.1:0", "--rate", "1x"],
-        2,
-        "rate",
-    );
-    expect_fail(
-        &["recv", "--listen", "127.0.0.1:0", "-o", "/nonexistent/dir/"],
-        1,
-        "no such directory",
-    );
+    let recv_cases: &[(&[&str], i32, &str)] = &[
+        (&["--listen", "not-an-address"], 2, "invalid"),
+        (&["--listen", "127.0.0.1:0", "--rate", "1x"], 2, "rate"),
+        (
+            &["--listen", "127.0.0.1:0", "-o", "/nonexistent/dir/"],
+            1,
+            "no such directory",
+        ),
+    ];
+    for (flags, code, needle) in recv_cases {
+        let mut args = vec!["recv"];
+        args.extend_from_slice(flags);
+        expect_fail(&args, *code, needle);
+    }
     let busy = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = busy.local_addr().unwrap().to_string();
     expect_fail(&["recv", "--listen", &addr], 1, "in use");
