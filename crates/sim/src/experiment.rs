@@ -868,6 +868,8 @@ fn report(
     for (c, ok) in checks {
         let _ = writeln!(s, "- [{}] {c}", if *ok { "x" } else { " " });
     }
+    let delivered = |r: &Row| format!("{:.0} ({}/{})", r.delivered_bytes, r.complete_runs, r.runs);
+    let overhead_kb = |r: &Row| format!("{:.1}", r.overhead_bytes / 1e3);
     s += "\n### Set-up delay vs packet loss (two nodes, 10 Mb/s, 5 ms, 100 kB)\n\nPapers: AeroTP 9.2 ms -> 10.1 ms from 0 to 20 % loss; TCP 20 ms -> ~3 s.\n\n![setup](seeds/setup.png)\n\n";
     s += &matrix(
         &pick("setup"),
@@ -886,13 +888,9 @@ fn report(
     s += "\n### FEC strength, quasi-reliable (papers' words per TPDU)\n\nPapers: >= 96 words corrects everything; 128/256 saturate the link.\n\n![fec goodput](seeds/fec_goodput.png)\n![fec delivered over time](seeds/fec_cumulative.png)\n![fec delay](seeds/fec_delay.png)\n![fec overhead](seeds/fec_overhead.png)\n\nGoodput (Mb/s):\n\n";
     s += &matrix(&pick("fec"), "BER", &ber, &|r| mb(r.goodput_bps));
     s += "\nDelivered (bytes, mean) / complete runs:\n\n";
-    s += &matrix(&pick("fec"), "BER", &ber, &|r| {
-        format!("{:.0} ({}/{})", r.delivered_bytes, r.complete_runs, r.runs)
-    });
+    s += &matrix(&pick("fec"), "BER", &ber, &delivered);
     s += "\nOverhead (kB):\n\n";
-    s += &matrix(&pick("fec"), "BER", &ber, &|r| {
-        format!("{:.1}", r.overhead_bytes / 1e3)
-    });
+    s += &matrix(&pick("fec"), "BER", &ber, &overhead_kb);
     s += "\nFEC auto: words per TPDU chosen (end of run, mean):\n\n";
     let auto: Vec<&Row> = pick("fec")
         .into_iter()
@@ -932,13 +930,9 @@ fn report(
     s += "\n### Transfer modes over BER\n\nPapers: reliable delivers all 1 MB at every BER; TCP fails above 3.5e-5; UDP loses a share; the FEC mode loses less; NACK mode loses data above 2.5e-5, NACK+MACK delivers all; hybrids cost more overhead than pure FEC or ARQ; all AeroTP modes far less than TCP.\n\n![modes goodput](seeds/modes_goodput.png)\n![modes delivered](seeds/modes_delivered.png)\n![modes overhead](seeds/modes_overhead.png)\n![modes delay](seeds/modes_delay.png)\n\nGoodput (Mb/s):\n\n";
     s += &matrix(&pick("modes"), "BER", &ber, &|r| mb(r.goodput_bps));
     s += "\nDelivered (bytes, mean) / complete runs:\n\n";
-    s += &matrix(&pick("modes"), "BER", &ber, &|r| {
-        format!("{:.0} ({}/{})", r.delivered_bytes, r.complete_runs, r.runs)
-    });
+    s += &matrix(&pick("modes"), "BER", &ber, &delivered);
     s += "\nOverhead (kB, both directions):\n\n";
-    s += &matrix(&pick("modes"), "BER", &ber, &|r| {
-        format!("{:.1}", r.overhead_bytes / 1e3)
-    });
+    s += &matrix(&pick("modes"), "BER", &ber, &overhead_kb);
     s += "\n### Link delay 0-500 ms (seed 004)\n\nPaper (004): AeroTP-FEC >= ~2.9 Mb/s at every delay; NewReno, Westwood, SCPS-TP break down.\n\n";
     let delay_rows = pick("delay");
     let mut dbers: Vec<f64> = delay_rows
