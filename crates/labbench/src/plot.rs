@@ -1,46 +1,11 @@
-//! PNG line plots over categorical x values (plotters, bitmap backend, DejaVu Sans).
+//! PNG line plots over categorical x values (plotters, bitmap backend; the font and colours of
+//! the simulator's plots, `aerotp_sim::plot`).
 
 use std::path::Path;
-use std::sync::OnceLock;
 
+use aerotp_sim::plot::{ensure_font, PALETTE};
 use anyhow::{anyhow, bail, Result};
 use plotters::prelude::*;
-
-const FONTS: [&str; 3] = [
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-];
-
-fn register_font() -> Result<()> {
-    static DONE: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let bytes = FONTS
-            .iter()
-            .find_map(|p| std::fs::read(p).ok())
-            .ok_or_else(|| {
-                format!("no DejaVuSans.ttf in {FONTS:?} (apt-get install fonts-dejavu-core)")
-            })?;
-        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
-            .map_err(|_| "font not usable".to_string())
-    })
-    .clone()
-    .map_err(|e| anyhow!(e))
-}
-
-const COLORS: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
 
 /// One line per series over the categorical x `labels` (NaN points are skipped).
 pub fn lines(
@@ -51,7 +16,7 @@ pub fn lines(
     labels: &[String],
     series: &[(String, Vec<f64>)],
 ) -> Result<()> {
-    register_font()?;
+    ensure_font();
     if labels.is_empty() {
         bail!("nothing to plot");
     }
@@ -89,7 +54,7 @@ pub fn lines(
         .draw()
         .map_err(e)?;
     for (k, (name, ys)) in series.iter().enumerate() {
-        let color = COLORS[k % COLORS.len()];
+        let color = PALETTE[k % PALETTE.len()];
         let pts: Vec<(f64, f64)> = ys
             .iter()
             .enumerate()
@@ -127,7 +92,7 @@ pub fn xy(
     series: &[(String, Vec<(f64, f64)>)],
     marks: &[f64],
 ) -> Result<()> {
-    register_font()?;
+    ensure_font();
     let all = series.iter().flat_map(|(_, v)| v.iter().copied());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
     for (x, y) in all {
@@ -163,7 +128,7 @@ pub fn xy(
             .map_err(e)?;
     }
     for (k, (name, pts)) in series.iter().enumerate() {
-        let color = COLORS[k % COLORS.len()];
+        let color = PALETTE[k % PALETTE.len()];
         chart
             .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
             .map_err(e)?
@@ -181,4 +146,39 @@ pub fn xy(
         .map_err(e)?;
     root.present().map_err(e)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png_size(path: &Path) -> (u32, u32) {
+        let b = std::fs::read(path).unwrap();
+        assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+        let w = u32::from_be_bytes(b[16..20].try_into().unwrap());
+        let h = u32::from_be_bytes(b[20..24].try_into().unwrap());
+        (w, h)
+    }
+
+    #[test]
+    fn both_plots_write_pngs_and_empty_input_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("aerotp-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let labels: Vec<String> = ["0", "1e-5", "1e-4"].map(String::from).to_vec();
+        let series = vec![
+            ("tcp".to_string(), vec![4.7, 1.1, f64::NAN]),
+            ("aerotp".to_string(), vec![4.7, 4.6, 4.3]),
+        ];
+        let p = dir.join("lines.png");
+        lines(&p, "goodput", "BER", "Mb/s", &labels, &series).unwrap();
+        let (w, h) = png_size(&p);
+        assert!(w > 100 && h > 100, "{w}x{h}");
+        assert!(lines(&dir.join("none.png"), "t", "x", "y", &[], &series).is_err());
+        let p = dir.join("xy.png");
+        let pts = vec![("delivered".to_string(), vec![(0.0, 0.0), (1.0, 2.0)])];
+        xy(&p, "outage", "s", "MB", &pts, &[0.5]).unwrap();
+        let (w, h) = png_size(&p);
+        assert!(w > 100 && h > 100, "{w}x{h}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

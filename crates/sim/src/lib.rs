@@ -22,7 +22,7 @@
 //! ```
 
 pub mod experiment;
-mod plot;
+pub mod plot;
 mod run;
 mod scenario;
 mod summary;

@@ -10,7 +10,9 @@ use plotters::style::{register_font, FontStyle};
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
-fn ensure_font() {
+/// Registers the embedded DejaVu Sans as plotters' `sans-serif` (once per process); every
+/// plot of the workspace calls it, so text renders the same without system fonts.
+pub fn ensure_font() {
     REGISTER.call_once(|| {
         // The font is known-good; registration only fails on a corrupt file.
         let _ = register_font("sans-serif", FontStyle::Normal, FONT);
@@ -41,7 +43,8 @@ pub struct Chart<'a> {
     pub legend_low: bool,
 }
 
-const PALETTE: [RGBColor; 12] = [
+/// Line colours shared by every plot of the workspace.
+pub const PALETTE: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
