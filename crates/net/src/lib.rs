@@ -788,6 +788,10 @@ async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
         let (deadline, more, stop) = {
             let mut st = shared.lock();
             let now = shared.now();
+            // What has arrived goes in before the timers run: after the thread was descheduled
+            // (a loaded machine), acknowledgements waiting in the socket must not be taken for
+            // losses by a retransmission timeout checked first.
+            receive(&io, &mut st, &mut rbuf, now);
             st.engine.handle_timeout(now);
             st.dispatch(&shared);
             let mut more = false;
@@ -854,6 +858,8 @@ async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
             wake_at = Some(wake_at.map_or(limit, |t| t.min(limit)));
         }
         tokio::select! {
+            // Arrivals first when several branches are ready (see `receive` above).
+            biased;
             r = io.readable() => {
                 idle_spins = 0;
                 if let Err(e) = r {
@@ -863,28 +869,33 @@ async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
                 }
                 let mut st = shared.lock();
                 let now = shared.now();
-                // Each read is one datagram or one GRO train of datagrams `stride` bytes long
-                // (the last may be shorter).
-                let mut taken = 0;
-                while taken < RECV_BATCH {
-                    match io.try_recv(&mut rbuf) {
-                        Ok((n, from, stride)) => {
-                            for d in rbuf[..n].chunks(stride.max(1)) {
-                                st.engine.handle_datagram(now, from, d);
-                                taken += 1;
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) => {
-                            tracing::debug!(error = %e, "recv failed");
-                            st.recv_errors += 1;
-                            taken += 1;
-                        }
-                    }
-                }
+                receive(&io, &mut st, &mut rbuf, now);
             }
             _ = sleep_until(wake_at) => {}
             _ = shared.wake.notified() => {}
+        }
+    }
+}
+
+/// Feeds the engine what the socket holds without waiting, up to [`RECV_BATCH`] datagrams.
+/// Each read is one datagram or one GRO train of datagrams `stride` bytes long (the last may
+/// be shorter).
+fn receive(io: &udp::UdpIo, st: &mut State, rbuf: &mut [u8], now: Duration) {
+    let mut taken = 0;
+    while taken < RECV_BATCH {
+        match io.try_recv(rbuf) {
+            Ok((n, from, stride)) => {
+                for d in rbuf[..n].chunks(stride.max(1)) {
+                    st.engine.handle_datagram(now, from, d);
+                    taken += 1;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => {
+                tracing::debug!(error = %e, "recv failed");
+                st.recv_errors += 1;
+                taken += 1;
+            }
         }
     }
 }
