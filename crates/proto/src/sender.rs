@@ -64,11 +64,13 @@ pub struct SenderStats {
 #[derive(Debug)]
 pub struct Sender {
     mode: Mode,
-    /// Written bytes not yet sent: `head` (frozen, TPDU bodies are cut from it), then `tail`
-    /// (still being written to).
+    /// Written bytes not yet sent, in order: `head` (TPDU bodies are cut from it), `full`
+    /// (frozen buffers that filled up), then `tail` (still being written to). A buffer that
+    /// fills up is frozen rather than grown, since growing would copy what it holds.
     head: Bytes,
+    full: VecDeque<Bytes>,
     tail: BytesMut,
-    /// Bytes in `head` and `tail`.
+    /// Bytes in `head`, `full` and `tail`.
     queued: usize,
     queue_limit: usize,
     fin_requested: bool,
@@ -102,6 +104,7 @@ impl Sender {
         Sender {
             mode,
             head: Bytes::new(),
+            full: VecDeque::new(),
             tail: BytesMut::new(),
             queued: 0,
             queue_limit,
@@ -135,6 +138,9 @@ impl Sender {
         let room = self.queue_limit.saturating_sub(self.queued);
         let n = room.min(data.len());
         if self.tail.capacity() - self.tail.len() < n {
+            if !self.tail.is_empty() {
+                self.full.push_back(self.tail.split().freeze());
+            }
             self.tail.reserve(n.max(WRITE_CHUNK.min(self.queue_limit)));
         }
         self.tail.extend_from_slice(&data[..n]);
@@ -270,22 +276,34 @@ impl Sender {
     }
 
     /// Takes the first `n` queued bytes (`n` ≤ `queued`): a slice of the buffer they were
-    /// written into, without copying, unless the TPDU straddles the frozen chunk and the bytes
-    /// written after it.
+    /// written into, without copying, unless the TPDU straddles two buffers.
     fn take_front(&mut self, n: usize) -> Bytes {
         self.queued -= n;
         if self.head.is_empty() {
-            self.head = self.tail.split().freeze();
+            self.head = self.next_buffer();
         }
         if self.head.len() >= n {
             return self.head.split_to(n);
         }
         let mut body = BytesMut::with_capacity(n);
-        body.extend_from_slice(&self.head);
-        self.head = self.tail.split().freeze();
-        let k = (n - body.len()).min(self.head.len());
-        body.extend_from_slice(&self.head.split_to(k));
+        while body.len() < n {
+            if self.head.is_empty() {
+                self.head = self.next_buffer();
+                if self.head.is_empty() {
+                    break;
+                }
+            }
+            let k = (n - body.len()).min(self.head.len());
+            body.extend_from_slice(&self.head.split_to(k));
+        }
         body.freeze()
+    }
+
+    /// The oldest written buffer not yet cut from: a full one, or what `tail` holds.
+    fn next_buffer(&mut self) -> Bytes {
+        self.full
+            .pop_front()
+            .unwrap_or_else(|| self.tail.split().freeze())
     }
 
     /// Numbers, records (if the mode keeps TPDUs) and returns a new TPDU.
@@ -747,29 +765,31 @@ mod tests {
     #[test]
     fn bodies_cut_from_writes_of_any_size_keep_the_bytes_in_order() {
         let data: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let mut s = Sender::new(Mode::Reliable, 4_000, 1 << 16, Duration::from_secs(1));
-        let sizes = [1usize, 7, 333, 999, 3000, 5, 4096];
-        let (mut written, mut got, mut step) = (0, Vec::new(), 0usize);
-        while got.len() < data.len() {
-            let n = sizes[step % sizes.len()].min(data.len() - written);
-            let took = s.write(&data[written..written + n]);
-            assert!(s.queued <= 4_000, "the queue limit holds");
-            written += took;
-            // Take a varying number of TPDUs, so bodies straddle what was written.
-            for _ in 0..(step % 4) + usize::from(took < n) {
-                match s.next_outgoing(Duration::ZERO, 333, false) {
-                    Some(o) => {
-                        assert!(!o.body.is_empty() && o.body.len() <= 333);
-                        got.extend_from_slice(&o.body);
+        for max_body in [333usize, 1500, 3500] {
+            let mut s = Sender::new(Mode::Reliable, 4_000, 1 << 16, Duration::from_secs(1));
+            let sizes = [1usize, 7, 333, 999, 3000, 5, 4096];
+            let (mut written, mut got, mut step) = (0, Vec::new(), 0usize);
+            while got.len() < data.len() {
+                let n = sizes[step % sizes.len()].min(data.len() - written);
+                let took = s.write(&data[written..written + n]);
+                assert!(s.queued <= 4_000, "the queue limit holds");
+                written += took;
+                // Take a varying number of TPDUs, so bodies straddle what was written.
+                for _ in 0..(step % 4) + usize::from(took < n) {
+                    match s.next_outgoing(Duration::ZERO, max_body, false) {
+                        Some(o) => {
+                            assert!(!o.body.is_empty() && o.body.len() <= max_body);
+                            got.extend_from_slice(&o.body);
+                        }
+                        None => break,
                     }
-                    None => break,
                 }
+                step += 1;
             }
-            step += 1;
+            assert_eq!(got, data, "max_body {max_body}");
+            assert_eq!(s.queued, 0);
+            assert!(s.next_outgoing(Duration::ZERO, max_body, false).is_none());
         }
-        assert_eq!(got, data);
-        assert_eq!(s.queued, 0);
-        assert!(s.next_outgoing(Duration::ZERO, 333, false).is_none());
     }
 
     #[test]
