@@ -35,6 +35,8 @@ use tokio::net::UdpSocket;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+mod udp;
+
 pub use proto::{
     CloseOutcome, ConnectionConfig, ConnectionStats, DatagramMsg, Delivered, EndpointConfig,
     EndpointStats, FecSetting, Mode,
@@ -262,7 +264,16 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
-/// Creates the UDP socket: non-blocking, large buffers, `SO_NO_CHECK` on IPv4.
+/// Whether a socket bound to `addr` sends zero UDP checksums (`SO_NO_CHECK`): on IPv4, unless
+/// bound to a loopback address. A loopback-bound socket can only reach loopback, which corrupts
+/// nothing, so zero checksums would buy nothing there, and they would cost GSO (the kernel
+/// refuses segmentation offload with zero checksums).
+pub fn zero_checksums(addr: SocketAddr) -> bool {
+    addr.is_ipv4() && !addr.ip().is_loopback()
+}
+
+/// Creates the UDP socket: non-blocking, large buffers, `SO_NO_CHECK` where
+/// [`zero_checksums`] says so.
 pub fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     let domain = if addr.is_ipv4() {
         Domain::IPV4
@@ -272,7 +283,7 @@ pub fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
     let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
     let _ = s.set_send_buffer_size(SOCKET_BUFFER);
-    if addr.is_ipv4() {
+    if zero_checksums(addr) {
         set_no_check(&s)?;
     }
     s.set_nonblocking(true)?;
@@ -344,7 +355,7 @@ impl Endpoint {
             local_addr,
         });
         let user = Arc::new(UserRef::new(&shared));
-        tokio::spawn(drive(shared, socket));
+        tokio::spawn(drive(shared, socket, !zero_checksums(addr)));
         Ok(Endpoint { user })
     }
 
@@ -765,31 +776,33 @@ async fn sleep_until(t: Option<Instant>) {
     }
 }
 
-async fn drive(shared: Arc<Shared>, socket: UdpSocket) {
-    let mut rbuf = vec![0u8; 65_536];
-    let mut out: Vec<(SocketAddr, Vec<u8>)> = Vec::with_capacity(BATCH);
-    let mut pool: Vec<Vec<u8>> = Vec::new();
+async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
+    let mut io = udp::UdpIo::new(socket, gso);
+    let mut rbuf = vec![0u8; udp::RECV_BUFFER];
+    let mut dgram: Vec<u8> = Vec::new();
+    let mut outbox = udp::Outbox::default();
     let mut unused_since: Option<Instant> = None;
     let mut idle_spins = 0u32;
     loop {
+        let max_segments = io.max_segments();
         let (deadline, more, stop) = {
             let mut st = shared.lock();
             let now = shared.now();
+            // What has arrived goes in before the timers run: after the thread was descheduled
+            // (a loaded machine), acknowledgements waiting in the socket must not be taken for
+            // losses by a retransmission timeout checked first.
+            receive(&io, &mut st, &mut rbuf, now);
             st.engine.handle_timeout(now);
             st.dispatch(&shared);
             let mut more = false;
             loop {
-                if out.len() >= BATCH {
+                if outbox.datagrams >= BATCH {
                     more = true;
                     break;
                 }
-                let mut b = pool.pop().unwrap_or_default();
-                match st.engine.poll_transmit(now, &mut b) {
-                    Some(t) => out.push((t.remote, b)),
-                    None => {
-                        pool.push(b);
-                        break;
-                    }
+                match st.engine.poll_transmit(now, &mut dgram) {
+                    Some(t) => outbox.push(t.remote, &dgram, max_segments),
+                    None => break,
                 }
             }
             st.dispatch(&shared);
@@ -809,14 +822,15 @@ async fn drive(shared: Arc<Shared>, socket: UdpSocket) {
                 (deadline, more, false)
             }
         };
-        let sent_any = !out.is_empty();
-        for (addr, b) in out.drain(..) {
-            if let Err(e) = socket.send_to(&b, addr).await {
-                tracing::debug!(%addr, error = %e, "send_to failed");
-                shared.lock().send_errors += 1;
+        let sent_any = !outbox.is_empty();
+        let trains = outbox.take();
+        for t in &trains {
+            let failed = io.send(t).await;
+            if failed > 0 {
+                shared.lock().send_errors += failed as u64;
             }
-            pool.push(b);
         }
+        outbox.recycle(trains);
         if stop {
             shared.accept.notify_waiters();
             shared.datagram.notify_waiters();
@@ -844,27 +858,44 @@ async fn drive(shared: Arc<Shared>, socket: UdpSocket) {
             wake_at = Some(wake_at.map_or(limit, |t| t.min(limit)));
         }
         tokio::select! {
-            r = socket.recv_from(&mut rbuf) => {
+            // Arrivals first when several branches are ready (see `receive` above).
+            biased;
+            r = io.readable() => {
                 idle_spins = 0;
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "socket not readable");
+                    shared.lock().recv_errors += 1;
+                    continue;
+                }
                 let mut st = shared.lock();
                 let now = shared.now();
-                match r {
-                    Ok((n, from)) => st.engine.handle_datagram(now, from, &rbuf[..n]),
-                    Err(e) => {
-                        tracing::debug!(error = %e, "recv_from failed");
-                        st.recv_errors += 1;
-                    }
-                }
-                for _ in 0..RECV_BATCH {
-                    match socket.try_recv_from(&mut rbuf) {
-                        Ok((n, from)) => st.engine.handle_datagram(now, from, &rbuf[..n]),
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(_) => st.recv_errors += 1,
-                    }
-                }
+                receive(&io, &mut st, &mut rbuf, now);
             }
             _ = sleep_until(wake_at) => {}
             _ = shared.wake.notified() => {}
+        }
+    }
+}
+
+/// Feeds the engine what the socket holds without waiting, up to [`RECV_BATCH`] datagrams.
+/// Each read is one datagram or one GRO train of datagrams `stride` bytes long (the last may
+/// be shorter).
+fn receive(io: &udp::UdpIo, st: &mut State, rbuf: &mut [u8], now: Duration) {
+    let mut taken = 0;
+    while taken < RECV_BATCH {
+        match io.try_recv(rbuf) {
+            Ok((n, from, stride)) => {
+                for d in rbuf[..n].chunks(stride.max(1)) {
+                    st.engine.handle_datagram(now, from, d);
+                    taken += 1;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => {
+                tracing::debug!(error = %e, "recv failed");
+                st.recv_errors += 1;
+                taken += 1;
+            }
         }
     }
 }

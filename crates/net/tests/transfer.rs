@@ -125,6 +125,52 @@ async fn reliable_loopback_ipv4_and_ipv6() {
     }
 }
 
+/// A socket bound to the wildcard address keeps zero checksums and sends one datagram per call;
+/// one bound to loopback sends GSO trains and reads GRO trains. Either talks to the other.
+#[tokio::test]
+async fn wildcard_and_loopback_bound_endpoints_interoperate() {
+    assert!(aerotp_net::zero_checksums("0.0.0.0:0".parse().unwrap()));
+    assert!(!aerotp_net::zero_checksums("127.0.0.1:0".parse().unwrap()));
+    assert!(!aerotp_net::zero_checksums("[::]:0".parse().unwrap()));
+    let data = pattern(3 << 20);
+    for (server_bind, client_bind) in [("0.0.0.0:0", "127.0.0.1:0"), ("127.0.0.1:0", "0.0.0.0:0")] {
+        let run = async {
+            let server =
+                Endpoint::bind(server_bind.parse().unwrap(), EndpointConfig::default()).unwrap();
+            server
+                .listen(7, cfg(Mode::Reliable, 2_000_000_000))
+                .unwrap();
+            let target = SocketAddr::from(([127, 0, 0, 1], server.local_addr().port()));
+            let client =
+                Endpoint::bind(client_bind.parse().unwrap(), EndpointConfig::default()).unwrap();
+            let recv = tokio::spawn(async move {
+                let mut conn = server.accept().await.unwrap();
+                let mut got = Vec::new();
+                conn.read_to_end(&mut got).await.unwrap();
+                (got, conn.finish().await)
+            });
+            let mut conn = client
+                .connect(target, 7, cfg(Mode::Reliable, 2_000_000_000))
+                .unwrap();
+            conn.write_all(&data).await.unwrap();
+            let sender = conn.finish().await;
+            let (got, receiver) = recv.await.unwrap();
+            (got, sender, receiver)
+        };
+        let (got, sender, receiver) = tokio::time::timeout(Duration::from_secs(20), run)
+            .await
+            .expect("bounded");
+        let case = format!("server {server_bind}, client {client_bind}");
+        assert_eq!(sha(&got), sha(&data), "{case}");
+        assert!(sender.guarantee_met, "{case}: {:?}", sender.outcome);
+        assert_eq!(
+            receiver.outcome,
+            CloseOutcome::Finished { confirmed: true },
+            "{case}"
+        );
+    }
+}
+
 fn lossy_link(outage: bool) -> LinkConfig {
     LinkConfig {
         rate_bps: 20_000_000,

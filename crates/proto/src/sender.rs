@@ -3,17 +3,22 @@
 //! timeout) that schedule retransmissions. Which reactions apply is the mode's composition.
 
 use aerotp_wire::{expand_seq, Ack, Flags, Mode};
+use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Transmissions older than this many later-acknowledged transmissions are declared lost
 /// (packet-threshold loss detection, as in QUIC).
 const REORDER_THRESHOLD: u64 = 3;
+/// Smallest allocation for the bytes the application writes (fewer, larger buffers that TPDU
+/// bodies are cut from without copying).
+const WRITE_CHUNK: usize = 256 << 10;
 
-/// One TPDU kept for retransmission.
+/// One TPDU kept for retransmission. Its body shares the buffer the application's bytes were
+/// written into with the copy handed out for sending (no payload copy per TPDU).
 #[derive(Debug, Clone)]
 struct Sent {
-    body: Vec<u8>,
+    body: Bytes,
     flags: Flags,
     first_sent: Duration,
     last_sent: Duration,
@@ -37,7 +42,7 @@ struct Transmission {
 pub struct Outgoing {
     pub seq: u64,
     pub flags: Flags,
-    pub body: Vec<u8>,
+    pub body: Bytes,
     pub retransmission: bool,
 }
 
@@ -65,7 +70,14 @@ pub struct SenderStats {
 #[derive(Debug)]
 pub struct Sender {
     mode: Mode,
-    queue: VecDeque<u8>,
+    /// Written bytes not yet sent, in order: `head` (TPDU bodies are cut from it), `full`
+    /// (frozen buffers that filled up), then `tail` (still being written to). A buffer that
+    /// fills up is frozen rather than grown, since growing would copy what it holds.
+    head: Bytes,
+    full: VecDeque<Bytes>,
+    tail: BytesMut,
+    /// Bytes in `head`, `full` and `tail`.
+    queued: usize,
     queue_limit: usize,
     fin_requested: bool,
     fin_seq: Option<u64>,
@@ -90,7 +102,7 @@ pub struct Sender {
     asyn_copies_left: u8,
     /// The body of TPDU 0 while copies of it are still to go (modes that keep no sent
     /// TPDUs need it too).
-    asyn_body: Vec<u8>,
+    asyn_body: Bytes,
     /// Time threshold of loss detection (set from the RTT by the connection).
     loss_time: Duration,
     pub stats: SenderStats,
@@ -100,7 +112,10 @@ impl Sender {
     pub fn new(mode: Mode, queue_limit: usize, initial_window: u32, retention: Duration) -> Sender {
         Sender {
             mode,
-            queue: VecDeque::new(),
+            head: Bytes::new(),
+            full: VecDeque::new(),
+            tail: BytesMut::new(),
+            queued: 0,
             queue_limit,
             fin_requested: false,
             fin_seq: None,
@@ -119,7 +134,7 @@ impl Sender {
             retention,
             unacked: 0,
             asyn_copies_left: 0,
-            asyn_body: Vec::new(),
+            asyn_body: Bytes::new(),
             loss_time: Duration::from_millis(100),
             stats: SenderStats::default(),
         }
@@ -130,9 +145,16 @@ impl Sender {
         if self.fin_requested {
             return 0;
         }
-        let room = self.queue_limit.saturating_sub(self.queue.len());
+        let room = self.queue_limit.saturating_sub(self.queued);
         let n = room.min(data.len());
-        self.queue.extend(&data[..n]);
+        if self.tail.capacity() - self.tail.len() < n {
+            if !self.tail.is_empty() {
+                self.full.push_back(self.tail.split().freeze());
+            }
+            self.tail.reserve(n.max(WRITE_CHUNK.min(self.queue_limit)));
+        }
+        self.tail.extend_from_slice(&data[..n]);
+        self.queued += n;
         self.stats.bytes_written += n as u64;
         n
     }
@@ -141,7 +163,7 @@ impl Sender {
         if self.fin_requested {
             0
         } else {
-            self.queue_limit.saturating_sub(self.queue.len())
+            self.queue_limit.saturating_sub(self.queued)
         }
     }
 
@@ -164,7 +186,7 @@ impl Sender {
     /// Everything written has been sent and acknowledged (or, for modes without positive
     /// acknowledgements, sent).
     pub fn all_acked(&self) -> bool {
-        self.queue.is_empty() && self.fin_seq.is_some() && self.fin_acked && self.outstanding() == 0
+        self.queued == 0 && self.fin_seq.is_some() && self.fin_acked && self.outstanding() == 0
     }
 
     /// TPDUs sent and not yet acknowledged (kept for retransmission).
@@ -180,7 +202,7 @@ impl Sender {
     pub fn has_new(&self) -> bool {
         let window_ok = !self.mode.uses_mack() && self.mode != Mode::NearReliable
             || self.next_seq < self.peer_cum + u64::from(self.peer_window);
-        window_ok && (!self.queue.is_empty() || (self.fin_requested && self.fin_seq.is_none()))
+        window_ok && (self.queued > 0 || (self.fin_requested && self.fin_seq.is_none()))
     }
 
     pub fn has_retransmission(&self) -> bool {
@@ -228,13 +250,13 @@ impl Sender {
         if !self.has_new() {
             return None;
         }
-        let n = self.queue.len().min(max_body);
+        let n = self.queued.min(max_body);
         let body = self.take_front(n);
         let mut flags = Flags::empty();
         if asyn && self.next_seq == 0 {
             flags.insert(Flags::ASYN);
         }
-        if self.fin_requested && self.queue.is_empty() {
+        if self.fin_requested && self.queued == 0 {
             flags.insert(Flags::AFIN);
             self.fin_seq = Some(self.next_seq);
         }
@@ -263,20 +285,39 @@ impl Sender {
         )
     }
 
-    /// Moves the first `n` queued bytes out with two slice copies (a byte-wise drain was a
-    /// visible cost at loopback speeds).
-    fn take_front(&mut self, n: usize) -> Vec<u8> {
-        let mut body = Vec::with_capacity(n);
-        let (a, b) = self.queue.as_slices();
-        let from_a = a.len().min(n);
-        body.extend_from_slice(&a[..from_a]);
-        body.extend_from_slice(&b[..n - from_a]);
-        self.queue.drain(..n);
-        body
+    /// Takes the first `n` queued bytes (`n` ≤ `queued`): a slice of the buffer they were
+    /// written into, without copying, unless the TPDU straddles two buffers.
+    fn take_front(&mut self, n: usize) -> Bytes {
+        self.queued -= n;
+        if self.head.is_empty() {
+            self.head = self.next_buffer();
+        }
+        if self.head.len() >= n {
+            return self.head.split_to(n);
+        }
+        let mut body = BytesMut::with_capacity(n);
+        while body.len() < n {
+            if self.head.is_empty() {
+                self.head = self.next_buffer();
+                if self.head.is_empty() {
+                    break;
+                }
+            }
+            let k = (n - body.len()).min(self.head.len());
+            body.extend_from_slice(&self.head.split_to(k));
+        }
+        body.freeze()
+    }
+
+    /// The oldest written buffer not yet cut from: a full one, or what `tail` holds.
+    fn next_buffer(&mut self) -> Bytes {
+        self.full
+            .pop_front()
+            .unwrap_or_else(|| self.tail.split().freeze())
     }
 
     /// Numbers, records (if the mode keeps TPDUs) and returns a new TPDU.
-    fn new_tpdu(&mut self, now: Duration, body: Vec<u8>, flags: Flags) -> Outgoing {
+    fn new_tpdu(&mut self, now: Duration, body: Bytes, flags: Flags) -> Outgoing {
         let seq = self.next_seq;
         self.next_seq += 1;
         let tx = self.next_tx;
@@ -334,7 +375,7 @@ impl Sender {
     fn next_asyn_copy(&mut self, now: Duration, max_body: usize) -> Outgoing {
         self.asyn_copies_left -= 1;
         if self.next_seq == 0 {
-            let n = self.queue.len().min(max_body).min(ASYN_DATA_MAX);
+            let n = self.queued.min(max_body).min(ASYN_DATA_MAX);
             let body = self.take_front(n);
             if self.asyn_copies_left > 0 {
                 self.asyn_body.clone_from(&body);
@@ -770,6 +811,36 @@ mod tests {
             window: 3,
         });
         assert!(s.next_outgoing(Duration::ZERO, 100, true).is_some());
+    }
+
+    #[test]
+    fn bodies_cut_from_writes_of_any_size_keep_the_bytes_in_order() {
+        let data: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for max_body in [333usize, 1500, 3500] {
+            let mut s = Sender::new(Mode::Reliable, 4_000, 1 << 16, Duration::from_secs(1));
+            let sizes = [1usize, 7, 333, 999, 3000, 5, 4096];
+            let (mut written, mut got, mut step) = (0, Vec::new(), 0usize);
+            while got.len() < data.len() {
+                let n = sizes[step % sizes.len()].min(data.len() - written);
+                let took = s.write(&data[written..written + n]);
+                assert!(s.queued <= 4_000, "the queue limit holds");
+                written += took;
+                // Take a varying number of TPDUs, so bodies straddle what was written.
+                for _ in 0..(step % 4) + usize::from(took < n) {
+                    match s.next_outgoing(Duration::ZERO, max_body, false) {
+                        Some(o) => {
+                            assert!(!o.body.is_empty() && o.body.len() <= max_body);
+                            got.extend_from_slice(&o.body);
+                        }
+                        None => break,
+                    }
+                }
+                step += 1;
+            }
+            assert_eq!(got, data, "max_body {max_body}");
+            assert_eq!(s.queued, 0);
+            assert!(s.next_outgoing(Duration::ZERO, max_body, false).is_none());
+        }
     }
 
     #[test]

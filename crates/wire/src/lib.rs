@@ -12,7 +12,7 @@ mod mode;
 mod seq;
 mod tpdu;
 
-pub use checks::{crc32c, hec};
+pub use checks::{crc32c, crc32c_table, hec};
 pub use control::{Ack, ControlBody, Mack, Nack, Report, Snack, MACK_FIXED_LEN};
 pub use error::WireError;
 pub use header::{Flags, Header, HEADER_LEN, VERSION};

@@ -1,0 +1,455 @@
+//! Batched UDP I/O for the driver: generic segmentation offload (GSO, `UDP_SEGMENT`) on send
+//! and generic receive offload (GRO, `UDP_GRO`) on receive, on Linux.
+//!
+//! With GSO one `sendmsg` hands the kernel a train of equal-sized datagrams to one destination
+//! (the last may be shorter); it travels the IP stack as one buffer and is cut into datagrams
+//! only where needed (on loopback: not at all when the receiver asked for GRO). With GRO one
+//! `recvmsg` returns such a train whole, with the segment size in a control message. The
+//! datagrams on the wire are exactly those sent one by one; only the per-datagram system-call
+//! and stack cost goes. The kernel refuses GSO on a socket that sends zero UDP checksums
+//! (`SO_NO_CHECK`), so GSO is used only where checksums are on (see [`crate::udp_socket`]).
+//! Where the kernel lacks either feature, or refuses a train, the datagrams go one by one.
+
+use std::io;
+use std::net::SocketAddr;
+
+use tokio::io::Interest;
+use tokio::net::UdpSocket;
+
+/// Most datagrams in one GSO train (the kernel's `UDP_MAX_SEGMENTS` is 64 or more).
+pub(crate) const MAX_SEGMENTS: usize = 64;
+/// Most bytes in one GSO train (a UDP payload fits in 65 507 bytes over IPv4).
+pub(crate) const MAX_TRAIN_BYTES: usize = 65_000;
+/// Receive buffer: the largest UDP payload, or a whole GRO train.
+pub(crate) const RECV_BUFFER: usize = 65_536;
+
+/// A train of datagrams to one destination: `count` datagrams of `segment` bytes, the last
+/// possibly shorter, back to back in `buf`.
+#[derive(Debug)]
+pub(crate) struct Train {
+    pub dest: SocketAddr,
+    pub buf: Vec<u8>,
+    pub segment: usize,
+    pub count: usize,
+    /// The last datagram is shorter than `segment`: nothing more may join.
+    closed: bool,
+}
+
+impl Train {
+    fn new(dest: SocketAddr, data: &[u8], mut buf: Vec<u8>) -> Train {
+        buf.clear();
+        buf.extend_from_slice(data);
+        Train {
+            dest,
+            buf,
+            segment: data.len(),
+            count: 1,
+            closed: false,
+        }
+    }
+
+    /// Appends `data` if it may follow in this train.
+    fn try_push(&mut self, dest: SocketAddr, data: &[u8], max_segments: usize) -> bool {
+        let fits = !self.closed
+            && dest == self.dest
+            && !data.is_empty()
+            && data.len() <= self.segment
+            && self.count < max_segments
+            && self.buf.len() + data.len() <= MAX_TRAIN_BYTES;
+        if fits {
+            self.buf.extend_from_slice(data);
+            self.count += 1;
+            self.closed = data.len() < self.segment;
+        }
+        fits
+    }
+
+    /// The datagrams of the train.
+    pub fn datagrams(&self) -> impl Iterator<Item = &[u8]> {
+        self.buf.chunks(self.segment.max(1))
+    }
+}
+
+/// Outgoing datagrams grouped into trains (bounded: the driver takes at most its batch from the
+/// engine before sending).
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    pub trains: Vec<Train>,
+    pool: Vec<Vec<u8>>,
+    pub datagrams: usize,
+}
+
+impl Outbox {
+    /// Adds one datagram, joining the last train when it can (`max_segments` 1 = no trains).
+    pub fn push(&mut self, dest: SocketAddr, data: &[u8], max_segments: usize) {
+        self.datagrams += 1;
+        if let Some(t) = self.trains.last_mut() {
+            if t.try_push(dest, data, max_segments) {
+                return;
+            }
+        }
+        let buf = self.pool.pop().unwrap_or_default();
+        self.trains.push(Train::new(dest, data, buf));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.trains.is_empty()
+    }
+
+    /// Takes the trains out (their buffers come back through [`Outbox::recycle`]).
+    pub fn take(&mut self) -> Vec<Train> {
+        self.datagrams = 0;
+        std::mem::take(&mut self.trains)
+    }
+
+    pub fn recycle(&mut self, mut trains: Vec<Train>) {
+        for t in trains.drain(..) {
+            if self.pool.len() < 2 * MAX_SEGMENTS {
+                self.pool.push(t.buf);
+            }
+        }
+        // Keep the (empty) vector's capacity for the next batch.
+        if self.trains.is_empty() {
+            self.trains = trains;
+        }
+    }
+}
+
+/// The driver's socket with the offloads it could turn on.
+#[derive(Debug)]
+pub(crate) struct UdpIo {
+    socket: UdpSocket,
+    /// Most datagrams per send (1 = no GSO).
+    max_segments: usize,
+}
+
+impl UdpIo {
+    /// Wraps `socket`, turning on GSO (unless `gso` is false) and GRO where the kernel has them.
+    pub fn new(socket: UdpSocket, gso: bool) -> UdpIo {
+        let max_segments = if gso && sys::gso_supported(&socket) {
+            MAX_SEGMENTS
+        } else {
+            1
+        };
+        sys::enable_gro(&socket);
+        UdpIo {
+            socket,
+            max_segments,
+        }
+    }
+
+    pub fn max_segments(&self) -> usize {
+        self.max_segments
+    }
+
+    /// Sends a train; returns how many of its datagrams could not be sent.
+    pub async fn send(&mut self, t: &Train) -> usize {
+        if t.count > 1 {
+            match self.send_one(t.dest, &t.buf, t.segment).await {
+                Ok(()) => return 0,
+                Err(e) => {
+                    // The kernel or the route refused the train (no GSO on this device, a
+                    // segment above the path MTU, ...): send one by one from now on.
+                    tracing::debug!(error = %e, segments = t.count, "GSO send refused; GSO off");
+                    self.max_segments = 1;
+                }
+            }
+        }
+        let mut failed = 0;
+        for d in t.datagrams() {
+            if let Err(e) = self.send_one(t.dest, d, 0).await {
+                tracing::debug!(addr = %t.dest, error = %e, "send failed");
+                failed += 1;
+            }
+        }
+        failed
+    }
+
+    async fn send_one(&self, dest: SocketAddr, buf: &[u8], segment: usize) -> io::Result<()> {
+        loop {
+            self.socket.writable().await?;
+            match self.socket.try_io(Interest::WRITABLE, || {
+                sys::send(&self.socket, dest, buf, segment)
+            }) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => return r,
+            }
+        }
+    }
+
+    pub async fn readable(&self) -> io::Result<()> {
+        self.socket.readable().await
+    }
+
+    /// Receives one datagram or GRO train into `buf` without waiting: (bytes, sender, segment
+    /// size). `WouldBlock` when nothing is waiting.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
+        self.socket
+            .try_io(Interest::READABLE, || sys::recv(&self.socket, buf))
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod sys {
+    use std::io;
+    use std::mem::{size_of, size_of_val, zeroed};
+    use std::net::SocketAddr;
+    use std::os::fd::AsRawFd;
+
+    use socket2::SockAddr;
+    use tokio::net::UdpSocket;
+
+    /// Control-message space, 8-byte aligned; room for one `int` message or two.
+    type CmsgBuf = [u64; 8];
+
+    pub(super) fn gso_supported(s: &UdpSocket) -> bool {
+        let mut v: libc::c_int = 0;
+        let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: valid fd; `v` and `len` are live and sized as the option expects.
+        let r = unsafe {
+            libc::getsockopt(
+                s.as_raw_fd(),
+                libc::SOL_UDP,
+                libc::UDP_SEGMENT,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        r == 0
+    }
+
+    pub(super) fn enable_gro(s: &UdpSocket) {
+        let one: libc::c_int = 1;
+        // SAFETY: valid fd, pointer to a c_int of the given length. Best effort.
+        let _ = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_UDP,
+                libc::UDP_GRO,
+                (&one as *const libc::c_int).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+
+    /// One `sendmsg`; `segment` > 0 and shorter than `buf` asks for segmentation.
+    pub(super) fn send(
+        s: &UdpSocket,
+        dest: SocketAddr,
+        buf: &[u8],
+        segment: usize,
+    ) -> io::Result<()> {
+        let addr = SockAddr::from(dest);
+        let mut iov = libc::iovec {
+            iov_base: buf.as_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        let mut cmsg: CmsgBuf = [0; 8];
+        // SAFETY: an all-zero msghdr is valid (no name, no iovecs, no control).
+        let mut msg: libc::msghdr = unsafe { zeroed() };
+        msg.msg_name = addr.as_ptr() as *mut libc::c_void;
+        msg.msg_namelen = addr.len();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if segment > 0 && segment < buf.len() {
+            let seg = u16::try_from(segment)
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "segment too large"))?;
+            // SAFETY: `cmsg` is aligned and larger than CMSG_SPACE(2); CMSG_FIRSTHDR of a
+            // msghdr whose control length covers it is non-null and in bounds.
+            unsafe {
+                msg.msg_control = cmsg.as_mut_ptr().cast();
+                msg.msg_controllen = libc::CMSG_SPACE(size_of::<u16>() as u32) as _;
+                let c = libc::CMSG_FIRSTHDR(&msg);
+                (*c).cmsg_level = libc::SOL_UDP;
+                (*c).cmsg_type = libc::UDP_SEGMENT;
+                (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+            }
+        }
+        // SAFETY: every pointer in `msg` refers to a live buffer of the stated length.
+        let r = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, 0) };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// One `recvmsg`: (bytes, sender, GRO segment size or the length itself).
+    pub(super) fn recv(s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
+        let mut cmsg: CmsgBuf = [0; 8];
+        let fd = s.as_raw_fd();
+        // SAFETY: `try_init` hands us storage for any socket address and its length; every
+        // pointer in `msg` refers to a live buffer of the stated length; the control messages
+        // are walked with the CMSG macros within `msg_controllen`.
+        let ((n, stride, truncated), from) = unsafe {
+            SockAddr::try_init(|storage, len| {
+                let mut iov = libc::iovec {
+                    iov_base: buf.as_mut_ptr().cast(),
+                    iov_len: buf.len(),
+                };
+                let mut msg: libc::msghdr = zeroed();
+                msg.msg_name = storage.cast();
+                msg.msg_namelen = *len;
+                msg.msg_iov = &mut iov;
+                msg.msg_iovlen = 1;
+                msg.msg_control = cmsg.as_mut_ptr().cast();
+                msg.msg_controllen = size_of_val(&cmsg) as _;
+                let r = libc::recvmsg(fd, &mut msg, 0);
+                if r < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                *len = msg.msg_namelen;
+                let n = r as usize;
+                let mut stride = n;
+                let mut c = libc::CMSG_FIRSTHDR(&msg);
+                while !c.is_null() {
+                    if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == libc::UDP_GRO {
+                        let v = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
+                        if v > 0 {
+                            stride = v as usize;
+                        }
+                    }
+                    c = libc::CMSG_NXTHDR(&msg, c);
+                }
+                Ok((n, stride, msg.msg_flags & libc::MSG_TRUNC != 0))
+            })?
+        };
+        if truncated {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "datagram truncated",
+            ));
+        }
+        let from = from
+            .as_socket()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP sender"))?;
+        Ok((n, from, stride))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod sys {
+    use std::io;
+    use std::net::SocketAddr;
+    use tokio::net::UdpSocket;
+
+    pub(super) fn gso_supported(_s: &UdpSocket) -> bool {
+        false
+    }
+
+    pub(super) fn enable_gro(_s: &UdpSocket) {}
+
+    pub(super) fn send(
+        s: &UdpSocket,
+        dest: SocketAddr,
+        buf: &[u8],
+        _segment: usize,
+    ) -> io::Result<()> {
+        s.try_send_to(buf, dest).map(|_| ())
+    }
+
+    pub(super) fn recv(s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
+        let (n, from) = s.try_recv_from(buf)?;
+        Ok((n, from, n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(p: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], p))
+    }
+
+    #[test]
+    fn trains_group_equal_datagrams_to_one_destination() {
+        let mut o = Outbox::default();
+        for _ in 0..3 {
+            o.push(addr(1), &[1; 100], MAX_SEGMENTS);
+        }
+        o.push(addr(1), &[2; 40], MAX_SEGMENTS); // shorter: closes the train
+        o.push(addr(1), &[3; 40], MAX_SEGMENTS); // new train
+        o.push(addr(2), &[4; 40], MAX_SEGMENTS); // other destination
+        o.push(addr(2), &[5; 60], MAX_SEGMENTS); // longer than the segment
+        let t = o.take();
+        let shape: Vec<(u16, usize, usize, usize)> = t
+            .iter()
+            .map(|t| (t.dest.port(), t.segment, t.count, t.buf.len()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (1, 100, 4, 340),
+                (1, 40, 1, 40),
+                (2, 40, 1, 40),
+                (2, 60, 1, 60)
+            ]
+        );
+        let d: Vec<usize> = t[0].datagrams().map(<[u8]>::len).collect();
+        assert_eq!(d, vec![100, 100, 100, 40]);
+        o.recycle(t);
+        assert!(o.is_empty());
+    }
+
+    #[test]
+    fn trains_are_bounded() {
+        let mut o = Outbox::default();
+        for _ in 0..200 {
+            o.push(addr(1), &[0; 1500], MAX_SEGMENTS);
+        }
+        for t in &o.trains {
+            assert!(t.count <= MAX_SEGMENTS && t.buf.len() <= MAX_TRAIN_BYTES);
+        }
+        assert_eq!(o.trains.iter().map(|t| t.count).sum::<usize>(), 200);
+        let mut one = Outbox::default();
+        for _ in 0..5 {
+            one.push(addr(1), &[0; 10], 1);
+        }
+        assert_eq!(one.trains.len(), 5, "max_segments 1: no trains");
+    }
+
+    /// A train sent with GSO arrives as the same datagrams, whether the receiver reads it
+    /// whole (GRO) or the kernel cut it.
+    #[tokio::test]
+    async fn gso_train_arrives_as_the_same_datagrams() {
+        for gro_receiver in [true, false] {
+            let a = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            let dest = b.local_addr().unwrap();
+            let mut tx = UdpIo::new(a, true);
+            let rx = if gro_receiver {
+                UdpIo::new(b, false)
+            } else {
+                UdpIo {
+                    socket: b,
+                    max_segments: 1,
+                }
+            };
+            let mut o = Outbox::default();
+            let sent: Vec<Vec<u8>> = (0..10u8)
+                .map(|i| vec![i; if i == 9 { 700 } else { 1200 }])
+                .collect();
+            for d in &sent {
+                o.push(dest, d, tx.max_segments());
+            }
+            for t in o.take() {
+                assert_eq!(tx.send(&t).await, 0);
+            }
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; RECV_BUFFER];
+            while got.len() < sent.len() {
+                rx.readable().await.unwrap();
+                match rx.try_recv(&mut buf) {
+                    Ok((n, _, stride)) => {
+                        got.extend(buf[..n].chunks(stride).map(<[u8]>::to_vec));
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            assert_eq!(got, sent, "GRO receiver: {gro_receiver}");
+        }
+    }
+}
