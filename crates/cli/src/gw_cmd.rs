@@ -76,7 +76,10 @@ struct RoleArgs {
     /// Largest AeroTP datagram, bytes.
     #[arg(long)]
     mtu: Option<usize>,
-    /// Ingress: custody store directory (near-reliable flows).
+    /// Crash-safe state directory. Ingress (required for near-reliable flows): the custody
+    /// store, resent after a restart. Egress (recommended): per-flow record of the bytes
+    /// written to each destination, so a restarted egress resumes flows on a new destination
+    /// connection exactly where they stopped (without it, a restarted egress refuses resumes).
     #[arg(long)]
     store: Option<PathBuf>,
     /// Bytes the custody store may hold (e.g. 256MB); when full, sources are not read.
