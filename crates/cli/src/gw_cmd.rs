@@ -49,7 +49,10 @@ struct RoleArgs {
     /// Ingress: destination host:port asked of the egress (default: the egress's own).
     #[arg(long)]
     dest: Option<String>,
-    /// Flow mode: near-reliable (TCP default), reliable, datagram (UDP).
+    /// Flow mode. TCP: near-reliable (default; custody store), reliable (end to end).
+    /// UDP: datagram (default; one AeroTP datagram each, no state), quasi-reliable (one
+    /// AeroTP connection per client: FEC, in order, may lose; losses counted), unreliable
+    /// (same, no FEC or repair).
     #[arg(long)]
     mode: Option<String>,
     /// Flow class: control, telemetry, bulk.

@@ -41,6 +41,8 @@ pub struct Registry {
     pub udp_in: AtomicU64,
     pub udp_out: AtomicU64,
     pub udp_dropped: AtomicU64,
+    /// Datagrams missing at this gateway (sequence gaps in stream-mode UDP flows).
+    pub udp_lost: AtomicU64,
 }
 
 impl Registry {
@@ -199,7 +201,10 @@ impl Gateway {
                     let g = gw.clone();
                     tokio::spawn(async move { g.accept_tcp(l, route).await });
                 }
-                FlowKind::Udp => crate::udp::start_ingress(gw.clone(), route, peer).await?,
+                FlowKind::Udp if route.mode == Mode::Datagram => {
+                    crate::udp::start_ingress(gw.clone(), route, peer).await?
+                }
+                FlowKind::Udp => crate::udpstream::start_ingress(gw.clone(), route, peer).await?,
             }
         }
         Ok(gw)
@@ -407,7 +412,8 @@ impl Gateway {
             settings.rate,
         );
         cfg.rate_bps = settings.rate;
-        ep.listen(TCP_PORT, cfg)?;
+        ep.listen(TCP_PORT, cfg.clone())?;
+        ep.listen(crate::udpstream::UDP_STREAM_PORT, cfg)?;
         tracing::info!(local = %ep.local_addr(), "egress up");
         let gw = Gateway::new(settings, ep, "egress");
         if let Some(root) = gw.settings.store.clone() {
@@ -418,7 +424,12 @@ impl Gateway {
         tokio::spawn(async move {
             while let Some(conn) = g.ep.accept().await {
                 let g2 = g.clone();
-                tokio::spawn(async move { g2.egress_conn(conn).await });
+                match conn.mode() {
+                    Mode::QuasiReliable | Mode::Unreliable => {
+                        tokio::spawn(crate::udpstream::egress_flow(g2, conn))
+                    }
+                    _ => tokio::spawn(async move { g2.egress_conn(conn).await }),
+                };
             }
         });
         Ok(gw)

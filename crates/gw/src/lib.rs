@@ -15,6 +15,7 @@ pub mod progress;
 pub mod sched;
 pub mod store;
 pub mod udp;
+pub mod udpstream;
 
 pub use config::{FileConfig, Settings};
 pub use gateway::Gateway;
