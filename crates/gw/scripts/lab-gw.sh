@@ -2,8 +2,8 @@
 # AeroGW in the TUN lab (docs/results/gw.md): root, `aerotp` built (AEROTP=path).
 #  1. HTTP download of SIZE bytes with curl (air) from python3 -m http.server (ground):
 #     through the near-reliable gateways, then over plain kernel TCP with each congestion
-#     control in CCS (set in the ground namespace, where the sender is; a fresh server per
-#     CC, since a listener keeps the CC it was created with), same lab, same run.
+#     control in CCS (the sender is the ground's HTTP server: a fresh server per CC with
+#     TCP_CONGESTION set on its listener, checked with ss), same lab, same run.
 #  2. Upload of SIZE bytes through the gateways (near-reliable custody); the ingress is killed
 #     with SIGKILL mid-transfer and restarted on the same store; the destination's file is
 #     compared with the source's.
@@ -41,7 +41,10 @@ TOML
 TAG=gw$$
 "$AEROTP" lab --rate "$RATE" --delay "$DELAY" --ber "$BER" --loss "$LOSS" --seed 7 --name "$TAG" >"$W/lab.log" 2>&1 &
 LAB=$!
-cleanup() { kill "$LAB" 2>/dev/null || true; wait "$LAB" 2>/dev/null || true; }
+cleanup() {
+  kill "$LAB" 2>/dev/null || true; wait "$LAB" 2>/dev/null || true
+  grep -E "^(forward|reverse|dropped by)" "$W/lab.log" || true
+}
 trap cleanup EXIT
 for _ in $(seq 50); do
   AIR=$(ip netns list | awk '{print $1}' | grep -E "^aerotp-air-$LAB-$TAG$" || true)
@@ -111,8 +114,19 @@ echo "gateway file: $(same "$W/out/gw.bin")"
 PORT=8100
 for CC in $CCS; do
   echo "== the same download over plain kernel TCP, $CC (sender: ground)"
-  ground sysctl -qw net.ipv4.tcp_congestion_control="$CC"
-  ground python3 -m http.server -b 10.77.0.2 -d "$W/srv" $PORT >"$W/http-$CC.log" 2>&1 &
+  # python3's http.server with TCP_CONGESTION set on its listener (accepted sockets inherit
+  # it). Not `sysctl net.ipv4.tcp_congestion_control` in the namespace: outside the initial
+  # namespace the kernel lets the default be only one of tcp_allowed_congestion_control
+  # (EPERM for cubic on this host), and the host-wide setting is not ours to change.
+  ground python3 -c '
+import functools, http.server, socket, sys
+class S(http.server.ThreadingHTTPServer):
+    def server_bind(self):
+        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[1].encode())
+        super().server_bind()
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])
+S(("10.77.0.2", int(sys.argv[3])), h).serve_forever()
+' "$CC" "$W/srv" $PORT >"$W/http-$CC.log" 2>&1 &
   HS=$!
   sleep 1
   ( sleep 3; ground ss -tin "sport = :$PORT" | grep -oE "\b(cubic|bbr|reno)\b" | head -1 | sed "s/^/  CC seen by ss on the server socket: /" ) &
@@ -122,7 +136,6 @@ for CC in $CCS; do
   kill "$HS" 2>/dev/null || true; wait "$HS" 2>/dev/null || true
   PORT=$((PORT + 1))
 done
-echo "lab so far: $(grep -iE "checksum|corrupt" "$W/lab.log" | tail -2 | tr '\n' ' ')"
 
 echo "== upload $MB MB through the gateways, ingress killed (SIGKILL) mid-transfer"
 T0=$(date +%s.%N)

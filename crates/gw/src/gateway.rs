@@ -22,6 +22,8 @@ use crate::store::{self, Custody, DiskLog, FlowMeta};
 pub const TCP_PORT: u16 = 1;
 /// AeroTP port of UDP flows (datagram mode) and first port of stream-mode UDP flows.
 pub const UDP_PORT: u16 = 2;
+/// AeroTP send buffer of every flow connection (bytes the engine queues or has in flight).
+pub const SEND_BUFFER: usize = 1 << 20;
 /// Egress: per-flow window of the egress → ingress direction held in memory.
 pub const REVERSE_WINDOW: u64 = 4 << 20;
 /// Egress: completed flows remembered (a resume after a lost final confirmation).
@@ -90,7 +92,7 @@ pub fn conn_config(
     c.fec = fec;
     c.idle_timeout = s.idle_timeout;
     // Small enough that confirmations are not stuck behind seconds of queued data.
-    c.send_buffer = 1 << 20;
+    c.send_buffer = SEND_BUFFER;
     c
 }
 
