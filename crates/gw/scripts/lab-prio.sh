@@ -9,9 +9,10 @@
 # gateways' rate for the whole window). During the window (DUR s), at once:
 #  - control: a reliable TCP flow; a Python client sends a 200-byte message every 100 ms, the
 #    ground echoes it; round-trip time per message at the client (p50, p95, max);
-#  - telemetry: a reliable TCP flow offering TELE b/s of 1000-byte records stamped with the
-#    send time; the ground receiver reports the goodput and the one-way delay (same host
-#    clock in both namespaces);
+#  - telemetry: a reliable TCP flow offering TELE b/s of 1000-byte records, each stamped with
+#    the time it was due; the ground receiver reports records received (of those produced),
+#    goodput from the first record's due time to the last arrival, and the records' age at
+#    arrival (same host clock in both namespaces; includes time held back by backpressure);
 #  - the bulk flow's goodput at its destination over the same window.
 # In "equal" all three flows are class bulk; else control/telemetry/bulk.
 # Usage: crates/gw/scripts/lab-prio.sh [RATE] [DELAY] [BER] [DUR_S]
@@ -76,7 +77,7 @@ import socket, struct, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("10.77.0.2", 7300)); s.listen(1); s.settimeout(60)
 c, _ = s.accept(); c.settimeout(30)
-buf = b""; d = []; n = 0; t0 = None
+buf = b""; d = []; n = 0; t0 = None; last = -1
 while True:
     try:
         b = c.recv(65536)
@@ -85,13 +86,13 @@ while True:
     if not b: break
     buf += b
     while len(buf) >= 1000:
-        ts, = struct.unpack(">d", buf[:8]); buf = buf[1000:]
+        ts, i = struct.unpack(">dI", buf[:12]); buf = buf[1000:]
         now = time.time()
-        if t0 is None: t0 = now
-        d.append((now - ts) * 1000); n += 1000; t1 = now
+        if t0 is None: t0 = ts
+        d.append((now - ts) * 1000); n += 1000; t1 = now; last = i
 d.sort()
 q = lambda p: d[min(len(d) - 1, int(p * len(d)))]
-print("telemetry %d records, goodput %.2f Mb/s, one-way delay p50 %.0f ms p95 %.0f ms max %.0f ms" % (len(d), n * 8 / max(1e-9, t1 - t0) / 1e6, q(0.5), q(0.95), d[-1]))
+print("telemetry %d records (of %d due), goodput %.2f Mb/s, age p50 %.0f ms p95 %.0f ms max %.0f ms" % (len(d), last + 1, n * 8 / max(1e-9, t1 - t0) / 1e6, q(0.5), q(0.95), d[-1]))
 '
 TELE_TX='
 import socket, struct, sys, time
@@ -102,7 +103,9 @@ t0 = time.time(); i = 0
 while time.time() - t0 < dur:
     due = t0 + i * per
     if due > time.time(): time.sleep(due - time.time())
-    s.sendall(struct.pack(">dI", time.time(), i) + b"t" * 988)
+    # Stamped with the time it was due, not when sendall returned: a producer held back by
+    # backpressure shows up as age at the receiver.
+    s.sendall(struct.pack(">dI", due, i) + b"t" * 988)
     i += 1
 s.close()
 '
