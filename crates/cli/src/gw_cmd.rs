@@ -49,7 +49,10 @@ struct RoleArgs {
     /// Ingress: destination host:port asked of the egress (default: the egress's own).
     #[arg(long)]
     dest: Option<String>,
-    /// Flow mode: near-reliable (TCP default), reliable, datagram (UDP).
+    /// Flow mode. TCP: near-reliable (default; custody store), reliable (end to end).
+    /// UDP: datagram (default; one AeroTP datagram each, no state), quasi-reliable (one
+    /// AeroTP connection per client: FEC, in order, may lose; losses counted), unreliable
+    /// (same, no FEC or repair).
     #[arg(long)]
     mode: Option<String>,
     /// Flow class: control, telemetry, bulk.
@@ -76,7 +79,10 @@ struct RoleArgs {
     /// Largest AeroTP datagram, bytes.
     #[arg(long)]
     mtu: Option<usize>,
-    /// Ingress: custody store directory (near-reliable flows).
+    /// Crash-safe state directory. Ingress (required for near-reliable flows): the custody
+    /// store, resent after a restart. Egress (recommended): per-flow record of the bytes
+    /// written to each destination, so a restarted egress resumes flows on a new destination
+    /// connection exactly where they stopped (without it, a restarted egress refuses resumes).
     #[arg(long)]
     store: Option<PathBuf>,
     /// Bytes the custody store may hold (e.g. 256MB); when full, sources are not read.

@@ -203,12 +203,15 @@ impl FileConfig {
             };
             let ok = match kind {
                 FlowKind::Tcp => matches!(mode, Mode::NearReliable | Mode::Reliable),
-                FlowKind::Udp => mode == Mode::Datagram,
+                FlowKind::Udp => matches!(
+                    mode,
+                    Mode::Datagram | Mode::QuasiReliable | Mode::Unreliable
+                ),
             };
             if !ok {
                 bail!(
                     "mode {mode} is not offered for {kind:?} flows (TCP: near-reliable, reliable; \
-                     UDP: datagram)"
+                     UDP: datagram, quasi-reliable, unreliable): change the flow's mode"
                 );
             }
             let class: Class = match &f.class {

@@ -15,6 +15,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::frame::{Class, Frame, MAX_DATA};
+use crate::progress::{self, Progress, ProgressLog};
 use crate::store::Custody;
 
 /// Bytes read from TCP per read.
@@ -92,6 +93,11 @@ pub struct Flow {
     pub conn: Mutex<Option<Connection>>,
     /// Current rate of the session, b/s (for statistics).
     pub rate: AtomicU64,
+    /// Egress with a store: the crash-safe record of what was written to the destination.
+    progress: Mutex<Option<ProgressLog>>,
+    /// Egress: restored from the store after a restart, no destination connection yet: the
+    /// record, and whether the host rebooted since the flow was created.
+    pub restored: Mutex<Option<(Progress, bool)>>,
 }
 
 impl std::fmt::Debug for Flow {
@@ -154,6 +160,58 @@ impl Flow {
             session: tokio::sync::Mutex::new(()),
             conn: Mutex::new(None),
             rate: AtomicU64::new(0),
+            progress: Mutex::new(None),
+            restored: Mutex::new(None),
+        })
+    }
+
+    /// Egress: records this flow's deliveries in `log` from now on.
+    pub fn set_progress(&self, log: ProgressLog) {
+        *self.progress.lock().unwrap_or_else(|e| e.into_inner()) = Some(log);
+    }
+
+    /// Egress: the flow's delivery record, taken (flow finished).
+    pub fn take_progress(&self) -> Option<ProgressLog> {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    fn has_progress(&self) -> bool {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Updates the delivery record and syncs it (flags; no-op without a record).
+    pub async fn persist(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Progress) + Send + 'static,
+    ) -> Result<(), String> {
+        if !self.has_progress() {
+            return Ok(());
+        }
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.record(f, true))
+            .await
+            .unwrap_or_else(|e| Err(format!("store task: {e}")))
+    }
+
+    /// Updates the delivery record (`sync`: and `fdatasync`s it; else one `pwrite`).
+    fn record(&self, f: impl FnOnce(&mut Progress), sync: bool) -> Result<(), String> {
+        let mut g = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        match g.as_mut() {
+            Some(log) => {
+                let mut p = log.last();
+                f(&mut p);
+                log.record(p, sync)
+            }
+            None => Ok(()),
+        }
+        .map_err(|e| {
+            format!("egress store error (delivery record): {e}; check the --store directory")
         })
     }
 
@@ -236,6 +294,14 @@ impl Flow {
                     Err(e) => self.reset(format!("store task: {e}"), true),
                 }
                 return;
+            }
+            if self.has_progress() && self.lock().end == 0 {
+                // Before the destination's first bytes can leave: an egress restart must know
+                // that this conversation has a reverse direction it cannot replay.
+                if let Err(e) = self.persist(|p| p.flags |= progress::REVERSE).await {
+                    self.reset(e, true);
+                    return;
+                }
             }
             let data = buf[..n].to_vec();
             let res = if self.custody_mode {
@@ -366,7 +432,7 @@ impl Flow {
 
     /// Writes a chunk of the peer's direction to our TCP socket, counting partial writes (a
     /// cancelled session never loses track of what reached the socket).
-    async fn deliver(&self, d: &[u8]) -> Result<(), String> {
+    async fn deliver(self: &Arc<Self>, d: &[u8]) -> Result<(), String> {
         let mut w = self.tcp_w.lock().await;
         let Some(tw) = w.as_mut() else {
             // No TCP socket (restored flow whose source is gone): discarded.
@@ -374,28 +440,64 @@ impl Flow {
             self.bump();
             return Ok(());
         };
+        let recorded = self.has_progress();
         let mut pos = 0;
         while pos < d.len() {
-            match tw.write(&d[pos..]).await {
+            if let Err(e) = tw.writable().await {
+                return Err(format!("TCP write error: {e}"));
+            }
+            if recorded {
+                // Intent just before the syscall, written just after: a restart in between
+                // knows exactly which bytes are in doubt (progress.rs).
+                let from = self.lock().in_delivered;
+                let to = from + (d.len() - pos) as u64;
+                self.record(
+                    move |p| {
+                        p.written = from;
+                        p.intent = to;
+                    },
+                    false,
+                )?;
+            }
+            let r = tw.try_write(&d[pos..]);
+            let n = match r {
                 Ok(0) => return Err("TCP write returned 0".into()),
-                Ok(n) => {
-                    pos += n;
-                    self.lock().in_delivered += n as u64;
-                    self.bump();
-                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
                 Err(e) => return Err(format!("TCP write error: {e}")),
+            };
+            pos += n;
+            let done = {
+                let mut st = self.lock();
+                st.in_delivered += n as u64;
+                st.in_delivered
+            };
+            if recorded {
+                self.record(
+                    move |p| {
+                        p.written = done;
+                        p.intent = done;
+                    },
+                    false,
+                )?;
+            }
+            if n > 0 {
+                self.bump();
             }
         }
         Ok(())
     }
 
-    async fn deliver_fin(&self) {
+    async fn deliver_fin(self: &Arc<Self>) -> Result<(), String> {
         let mut w = self.tcp_w.lock().await;
         if let Some(tw) = w.as_mut() {
             let _ = tw.shutdown().await;
         }
+        drop(w);
+        self.persist(|p| p.flags |= progress::IN_FIN).await?;
         self.lock().in_fin = true;
         self.bump();
+        Ok(())
     }
 
     /// Aborts our TCP socket with RST after a reset from the peer.
@@ -577,7 +679,11 @@ async fn frame_reader(flow: &Arc<Flow>, mut r: BufReader<Connection>) -> Session
                     flow.reset(e, true);
                 }
             }
-            Ok(Some(Frame::Fin)) => flow.deliver_fin().await,
+            Ok(Some(Frame::Fin)) => {
+                if let Err(e) = flow.deliver_fin().await {
+                    flow.reset(e, true);
+                }
+            }
             Ok(Some(Frame::Reset(r))) => {
                 flow.reset_tcp(format!("reset by peer: {r}")).await;
                 return SessionEnd::Reset(r);

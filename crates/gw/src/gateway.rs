@@ -1,6 +1,6 @@
 //! The ingress and egress gateways (docs/gateway.md).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,6 +14,7 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::config::{FlowKind, Route, Settings};
 use crate::flow::{run_session, Budget, Flow, SessionEnd, SessionLoad};
 use crate::frame::{Class, Frame, Hello};
+use crate::progress::{self, Completed, EgressMeta, ProgressLog};
 use crate::sched::Scheduler;
 use crate::store::{self, Custody, DiskLog, FlowMeta};
 
@@ -21,6 +22,8 @@ use crate::store::{self, Custody, DiskLog, FlowMeta};
 pub const TCP_PORT: u16 = 1;
 /// AeroTP port of UDP flows (datagram mode) and first port of stream-mode UDP flows.
 pub const UDP_PORT: u16 = 2;
+/// AeroTP send buffer of every flow connection (bytes the engine queues or has in flight).
+pub const SEND_BUFFER: usize = 1 << 20;
 /// Egress: per-flow window of the egress → ingress direction held in memory.
 pub const REVERSE_WINDOW: u64 = 4 << 20;
 /// Egress: completed flows remembered (a resume after a lost final confirmation).
@@ -40,6 +43,8 @@ pub struct Registry {
     pub udp_in: AtomicU64,
     pub udp_out: AtomicU64,
     pub udp_dropped: AtomicU64,
+    /// Datagrams missing at this gateway (sequence gaps in stream-mode UDP flows).
+    pub udp_lost: AtomicU64,
 }
 
 impl Registry {
@@ -72,7 +77,7 @@ pub struct Gateway {
     pub sched: Arc<Scheduler>,
     pub budget: Arc<Budget>,
     pub reg: Arc<Registry>,
-    completed: Mutex<(VecDeque<u64>, HashMap<u64, u64>)>,
+    completed: Mutex<Completed>,
 }
 
 pub fn conn_config(
@@ -87,7 +92,7 @@ pub fn conn_config(
     c.fec = fec;
     c.idle_timeout = s.idle_timeout;
     // Small enough that confirmations are not stuck behind seconds of queued data.
-    c.send_buffer = 1 << 20;
+    c.send_buffer = SEND_BUFFER;
     c
 }
 
@@ -124,7 +129,7 @@ impl Gateway {
                 role,
                 ..Registry::default()
             }),
-            completed: Mutex::new((VecDeque::new(), HashMap::new())),
+            completed: Mutex::new(Completed::default()),
         })
     }
 
@@ -198,7 +203,10 @@ impl Gateway {
                     let g = gw.clone();
                     tokio::spawn(async move { g.accept_tcp(l, route).await });
                 }
-                FlowKind::Udp => crate::udp::start_ingress(gw.clone(), route, peer).await?,
+                FlowKind::Udp if route.mode == Mode::Datagram => {
+                    crate::udp::start_ingress(gw.clone(), route, peer).await?
+                }
+                FlowKind::Udp => crate::udpstream::start_ingress(gw.clone(), route, peer).await?,
             }
         }
         Ok(gw)
@@ -325,6 +333,11 @@ impl Gateway {
                         }
                         Ok(Ok(Some(Frame::Refused(r)))) => {
                             conn.close();
+                            if attempt > 0 || restored {
+                                tracing::error!(flow = %fid(flow.id), reason = %r,
+                                    "the egress refused to resume the flow: its custody is dropped \
+                                     and the flow is lost (see the egress log)");
+                            }
                             flow.reset(format!("refused by the egress: {r}"), false);
                             break SessionEnd::Reset(r);
                         }
@@ -369,6 +382,13 @@ impl Gateway {
             }
         }
         flow.release_budget();
+        if !matches!(end, SessionEnd::Complete) {
+            if let Some(log) = flow.take_progress() {
+                if let Err(e) = log.remove() {
+                    tracing::warn!(flow = %fid(flow.id), error = %e, "cannot remove the flow's egress record");
+                }
+            }
+        }
         let keep =
             matches!(end, SessionEnd::Broken(_)) && flow.custody_mode && self.reg.role == "ingress";
         if remove_store && !keep {
@@ -394,18 +414,169 @@ impl Gateway {
             settings.rate,
         );
         cfg.rate_bps = settings.rate;
-        ep.listen(TCP_PORT, cfg)?;
+        ep.listen(TCP_PORT, cfg.clone())?;
+        ep.listen(crate::udpstream::UDP_STREAM_PORT, cfg)?;
         tracing::info!(local = %ep.local_addr(), "egress up");
         let gw = Gateway::new(settings, ep, "egress");
+        if let Some(root) = gw.settings.store.clone() {
+            gw.restore_egress(&root).await?;
+        }
         crate::udp::start_egress(gw.clone()).await?;
         let g = gw.clone();
         tokio::spawn(async move {
             while let Some(conn) = g.ep.accept().await {
                 let g2 = g.clone();
-                tokio::spawn(async move { g2.egress_conn(conn).await });
+                match conn.mode() {
+                    Mode::QuasiReliable | Mode::Unreliable => {
+                        tokio::spawn(crate::udpstream::egress_flow(g2, conn))
+                    }
+                    _ => tokio::spawn(async move { g2.egress_conn(conn).await }),
+                };
             }
         });
         Ok(gw)
+    }
+
+    /// Egress restart: flows recorded in the store wait for their ingress to resume them
+    /// (docs/gateway.md §Egress restart); completed ones answer a late resume.
+    async fn restore_egress(self: &Arc<Self>, root: &std::path::Path) -> Result<()> {
+        let r = root.to_owned();
+        let found = tokio::task::spawn_blocking(move || progress::restore_all(&r))
+            .await?
+            .with_context(|| {
+                format!(
+                    "cannot read the egress store {} (give a writable --store directory)",
+                    root.display()
+                )
+            })?;
+        let mut done = Vec::new();
+        let boot = progress::boot_id();
+        for f in found {
+            let f = match f {
+                Ok(f) => f,
+                Err((p, e)) => {
+                    tracing::error!(file = %p.display(), error = %e,
+                        "cannot read an egress flow record; left in place (remove it if the flow is over)");
+                    continue;
+                }
+            };
+            if f.progress.flags & progress::COMPLETE != 0 {
+                done.push(f);
+                continue;
+            }
+            let id = f.meta.flow_id;
+            let class = Class::from_u8(f.meta.class).unwrap_or(Class::Bulk);
+            tracing::info!(flow = %fid(id), dest = %f.meta.dest, written = f.progress.written,
+                intent = f.progress.intent, flags = f.progress.flags,
+                "restored flow from the egress store; waiting for the ingress to resume it");
+            let flow = Flow::new(
+                id,
+                class,
+                f.meta.dest.clone(),
+                String::new(),
+                Custody::mem(0),
+                self.budget.clone(),
+                REVERSE_WINDOW,
+                0,
+                0,
+                false,
+            );
+            {
+                let mut st = flow.lock();
+                st.in_delivered = f.progress.written;
+                st.in_fin = f.progress.flags & progress::IN_FIN != 0;
+            }
+            let rebooted = f.meta.boot_id != boot;
+            *flow.restored.lock().unwrap_or_else(|e| e.into_inner()) = Some((f.progress, rebooted));
+            flow.set_progress(f.log);
+            self.reg.insert(&flow);
+            self.expire_unresumed(flow, 0);
+        }
+        done.sort_by_key(|f| f.modified);
+        let mut c = self.completed.lock().unwrap_or_else(|e| e.into_inner());
+        for f in done {
+            c.push(
+                f.meta.flow_id,
+                f.progress.written,
+                Some(f.log),
+                COMPLETED_KEPT,
+            );
+        }
+        Ok(())
+    }
+
+    /// Resets `flow` if no ingress resumes it within the resume timeout.
+    fn expire_unresumed(self: &Arc<Self>, flow: Arc<Flow>, resumes: u64) {
+        let g = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(g.settings.resume_timeout).await;
+            let stale = flow.lock().resumes == resumes
+                && flow
+                    .conn
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_none();
+            if stale && g.reg.get(flow.id).is_some() {
+                flow.reset("no resume within the resume timeout".into(), false);
+                g.finish_flow(&flow, &SessionEnd::Reset("resume timeout".into()), false);
+            }
+        });
+    }
+
+    /// Egress: a flow restored after a restart is resumed by its ingress. Returns why it
+    /// cannot continue exactly, or attaches a new destination connection.
+    async fn continue_restored(
+        &self,
+        flow: &Arc<Flow>,
+        (p, rebooted): (progress::Progress, bool),
+    ) -> Result<(), String> {
+        if rebooted {
+            return Err(format!(
+                "the egress host rebooted during this flow (boot id changed): the destination \
+                 connection's unsent bytes died with it and the record of what was written \
+                 may be stale ({} bytes recorded), so the flow is reset",
+                p.written
+            ));
+        }
+        if let Some((a, b)) = p.in_doubt() {
+            return Err(format!(
+                "the egress was restarted while writing bytes {a}..{b} of this flow to the \
+                 destination; whether they reached it is unknown, so the flow is reset rather \
+                 than risk a loss or a duplicate"
+            ));
+        }
+        if p.flags & progress::REVERSE != 0 {
+            return Err(format!(
+                "the egress was restarted and the destination connection ({}) had already sent \
+                 data back; a new connection cannot continue that conversation, so the flow \
+                 is reset",
+                flow.dest
+            ));
+        }
+        if p.flags & progress::IN_FIN != 0 {
+            // Everything, FIN included, reached the destination: nothing left to connect for.
+            flow.detach_tcp_source();
+            return Ok(());
+        }
+        let s = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&flow.dest)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "{}: {e} (reconnecting after an egress restart)",
+                    flow.dest
+                ))
+            }
+            Err(_) => {
+                return Err(format!(
+                    "{}: connect timed out (after an egress restart)",
+                    flow.dest
+                ))
+            }
+        };
+        flow.attach_tcp(s).await;
+        tracing::info!(flow = %fid(flow.id), dest = %flow.dest, from = p.written,
+            "egress restart: flow continues on a new destination connection");
+        Ok(())
     }
 
     fn dest_for(&self, h: &Hello) -> Result<String, String> {
@@ -448,6 +619,16 @@ impl Gateway {
         };
         let flow = if hello.resume {
             if let Some(f) = self.reg.get(hello.flow_id) {
+                let restored = f.restored.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(p) = restored {
+                    if let Err(why) = self.continue_restored(&f, p).await {
+                        tracing::warn!(flow = %fid(f.id), reason = %why, "restored flow cannot continue");
+                        refuse(&mut conn, why.clone()).await;
+                        f.reset(why.clone(), false);
+                        self.finish_flow(&f, &SessionEnd::Reset(why), false);
+                        return;
+                    }
+                }
                 let old = f.conn.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 if let Some(old) = old {
                     old.abort("superseded by a resumed connection");
@@ -459,7 +640,7 @@ impl Gateway {
             } else {
                 let done = {
                     let c = self.completed.lock().unwrap_or_else(|e| e.into_inner());
-                    c.1.get(&hello.flow_id).copied()
+                    c.delivered.get(&hello.flow_id).copied()
                 };
                 match done {
                     Some(delivered) => {
@@ -480,8 +661,16 @@ impl Gateway {
                         f
                     }
                     None => {
-                        tracing::warn!(flow = %fid(hello.flow_id), "resume of an unknown flow refused");
-                        refuse(&mut conn, "unknown flow (egress lost its state)".into()).await;
+                        tracing::warn!(flow = %fid(hello.flow_id), store = self.settings.store.is_some(),
+                            "resume of an unknown flow refused");
+                        let why = if self.settings.store.is_some() {
+                            "unknown flow: not in the egress's store (removed, expired, or the \
+                             store directory changed)"
+                        } else {
+                            "unknown flow: the egress was restarted without --store, so it \
+                             cannot know what reached the destination"
+                        };
+                        refuse(&mut conn, why.into()).await;
                         return;
                     }
                 }
@@ -523,6 +712,26 @@ impl Gateway {
                 0,
                 false,
             );
+            if let (Some(root), true) = (self.settings.store.clone(), hello.custody) {
+                let meta = EgressMeta {
+                    flow_id: hello.flow_id,
+                    class: hello.class as u8,
+                    dest: dest.clone(),
+                    boot_id: progress::boot_id(),
+                };
+                match tokio::task::spawn_blocking(move || ProgressLog::create(&root, &meta)).await {
+                    Ok(Ok(log)) => f.set_progress(log),
+                    r => {
+                        let why = format!(
+                            "egress store error: {:?}; check the egress's --store directory",
+                            r.map(|x| x.err())
+                        );
+                        tracing::error!(flow = %fid(f.id), reason = %why, "refusing the flow");
+                        refuse(&mut conn, why).await;
+                        return;
+                    }
+                }
+            }
             f.attach_tcp(s).await;
             self.reg.insert(&f);
             self.reg.flows_total.fetch_add(1, Ordering::Relaxed);
@@ -552,29 +761,17 @@ impl Gateway {
         drop(_session);
         match &end {
             SessionEnd::Complete => {
-                let mut c = self.completed.lock().unwrap_or_else(|e| e.into_inner());
-                c.0.push_back(flow.id);
-                c.1.insert(flow.id, flow.in_progress().0);
-                while c.0.len() > COMPLETED_KEPT {
-                    if let Some(old) = c.0.pop_front() {
-                        c.1.remove(&old);
-                    }
+                if let Err(e) = flow.persist(|p| p.flags |= progress::COMPLETE).await {
+                    tracing::warn!(flow = %fid(flow.id), error = %e, "cannot record completion");
                 }
+                let log = flow.take_progress();
+                let mut c = self.completed.lock().unwrap_or_else(|e| e.into_inner());
+                c.push(flow.id, flow.in_progress().0, log, COMPLETED_KEPT);
             }
             SessionEnd::Broken(r) if hello.custody => {
                 // Keep the destination connection for a resume.
                 tracing::warn!(flow = %fid(flow.id), reason = %r, "connection lost; waiting for a resume");
-                let g = self.clone();
-                let f = flow.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(g.settings.resume_timeout).await;
-                    let stale = f.lock().resumes == my_resumes
-                        && f.conn.lock().unwrap_or_else(|e| e.into_inner()).is_none();
-                    if stale && g.reg.get(f.id).is_some() {
-                        f.reset("no resume within the resume timeout".into(), false);
-                        g.finish_flow(&f, &SessionEnd::Reset("resume timeout".into()), false);
-                    }
-                });
+                self.expire_unresumed(flow.clone(), my_resumes);
                 return;
             }
             SessionEnd::Broken(r) => flow.reset(format!("connection lost: {r}"), false),

@@ -11,9 +11,11 @@ pub mod flow;
 pub mod frame;
 pub mod gateway;
 pub mod metrics;
+pub mod progress;
 pub mod sched;
 pub mod store;
 pub mod udp;
+pub mod udpstream;
 
 pub use config::{FileConfig, Settings};
 pub use gateway::Gateway;

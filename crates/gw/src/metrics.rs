@@ -88,8 +88,14 @@ pub fn render(gw: &Gateway) -> String {
     g(
         &mut s,
         "udp_dropped",
-        "UDP datagrams dropped",
+        "UDP datagrams dropped (not allowed, no destination, full send queue)",
         r.udp_dropped.load(Ordering::Relaxed),
+    );
+    g(
+        &mut s,
+        "udp_lost",
+        "UDP datagrams lost on the air link (sequence gaps seen here, stream-mode flows)",
+        r.udp_lost.load(Ordering::Relaxed),
     );
     g(
         &mut s,

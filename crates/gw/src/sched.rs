@@ -33,6 +33,17 @@ struct Entry {
     rate: u64,
 }
 
+impl Entry {
+    /// Busy: bytes wait in the gateway for this connection, or in the engine's send buffer
+    /// (queued or not yet acknowledged). The engine's buffer matters: a flow's writer hands
+    /// the engine up to a whole send buffer at once, so a gateway-only count would call a
+    /// saturating flow idle and hand every flow an as-if-busy rate (the link oversubscribed).
+    fn busy(&self) -> bool {
+        self.load.backlog.load(Ordering::Relaxed) > 0
+            || (self.conn.outcome().is_none() && self.conn.writable() < crate::gateway::SEND_BUFFER)
+    }
+}
+
 /// The rate allocator of one gateway.
 pub struct Scheduler {
     total: u64,
@@ -85,11 +96,7 @@ impl Scheduler {
     /// Rate for a connection about to open (as if it were busy).
     pub fn initial_rate(&self, class: Class) -> u64 {
         let e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let busy: Vec<Class> = e
-            .values()
-            .filter(|x| x.load.backlog.load(Ordering::Relaxed) > 0)
-            .map(|x| x.class)
-            .collect();
+        let busy: Vec<Class> = e.values().filter(|x| x.busy()).map(|x| x.class).collect();
         self.share(class, &busy, true)
     }
 
@@ -156,13 +163,9 @@ impl Scheduler {
     /// Recomputes every connection's rate from which flows have bytes waiting.
     pub fn recompute(&self) {
         let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let busy: Vec<Class> = e
-            .values()
-            .filter(|x| x.load.backlog.load(Ordering::Relaxed) > 0)
-            .map(|x| x.class)
-            .collect();
+        let busy: Vec<Class> = e.values().filter(|x| x.busy()).map(|x| x.class).collect();
         for x in e.values_mut() {
-            let is_busy = x.load.backlog.load(Ordering::Relaxed) > 0;
+            let is_busy = x.busy();
             let r = self.share(x.class, &busy, !is_busy);
             if r != x.rate {
                 x.rate = r;

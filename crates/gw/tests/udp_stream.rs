@@ -1,0 +1,172 @@
+//! UDP flows over quasi-reliable and unreliable AeroTP connections, on loopback through a
+//! relay that drops AeroTP packets ingress → egress: every datagram the destination gets is
+//! one the client sent, intact, in order, at most once; replies come back the same way; and
+//! what is missing is exactly what the gateways report as lost or dropped.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aerotp_gw::config::{FileConfig, FlowSpec};
+use tokio::net::UdpSocket;
+
+const N: u32 = 3000;
+
+fn datagram(i: u32) -> Vec<u8> {
+    let len = 16 + (i as usize * 7919) % 1100;
+    let mut v = i.to_be_bytes().to_vec();
+    v.extend((4..len).map(|j| (j as u32).wrapping_mul(31).wrapping_add(i) as u8));
+    v
+}
+
+fn index_of(d: &[u8]) -> u32 {
+    let i = u32::from_be_bytes(d[..4].try_into().unwrap());
+    assert_eq!(d, &datagram(i)[..], "datagram {i} altered");
+    i
+}
+
+/// Forwards AeroTP packets between the ingress (whoever is not the egress) and the egress;
+/// drops every 10th packet towards the egress among packets 100..1600.
+async fn lossy_relay(egress: SocketAddr) -> (SocketAddr, Arc<AtomicU64>) {
+    let s = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let a = s.local_addr().unwrap();
+    let dropped = Arc::new(AtomicU64::new(0));
+    let d2 = dropped.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        let mut ingress = None;
+        let mut k = 0u64;
+        loop {
+            let Ok((n, from)) = s.recv_from(&mut buf).await else {
+                return;
+            };
+            if from == egress {
+                if let Some(i) = ingress {
+                    let _ = s.send_to(&buf[..n], i).await;
+                }
+            } else {
+                ingress = Some(from);
+                k += 1;
+                if (100..1600).contains(&k) && k % 10 == 5 {
+                    d2.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                let _ = s.send_to(&buf[..n], egress).await;
+            }
+        }
+    });
+    (a, dropped)
+}
+
+async fn run(mode: &str) {
+    // Destination: echoes every datagram, records them.
+    let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let dest_addr = dest.local_addr().unwrap();
+    let at_dest = Arc::new(std::sync::Mutex::new(Vec::<u32>::new()));
+    let at_dest2 = at_dest.clone();
+    tokio::spawn(async move {
+        let mut b = vec![0u8; 65_536];
+        while let Ok((n, from)) = dest.recv_from(&mut b).await {
+            at_dest2.lock().unwrap().push(index_of(&b[..n]));
+            let _ = dest.send_to(&b[..n], from).await;
+        }
+    });
+    let eg = FileConfig {
+        listen: Some("127.0.0.1:0".into()),
+        udp_connect: Some(dest_addr.to_string()),
+        rate: Some("20mbit".into()),
+        ..Default::default()
+    };
+    let egress = aerotp_gw::start("egress", eg.settings().unwrap())
+        .await
+        .unwrap();
+    let (relay, relay_dropped) = lossy_relay(egress.ep.local_addr()).await;
+    let entry = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let ing = FileConfig {
+        peer: Some(relay.to_string()),
+        rate: Some("20mbit".into()),
+        flows: vec![FlowSpec {
+            udp_listen: Some(entry.to_string()),
+            mode: Some(mode.into()),
+            class: Some("telemetry".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ingress = aerotp_gw::start("ingress", ing.settings().unwrap())
+        .await
+        .unwrap();
+    let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let replies = Arc::new(std::sync::Mutex::new(Vec::<u32>::new()));
+    let (c2, r2) = (client.clone(), replies.clone());
+    tokio::spawn(async move {
+        let mut b = vec![0u8; 65_536];
+        while let Ok(n) = c2.recv(&mut b).await {
+            r2.lock().unwrap().push(index_of(&b[..n]));
+        }
+    });
+    client.connect(entry).await.unwrap();
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    for i in 0..N {
+        tick.tick().await;
+        client.send(&datagram(i)).await.unwrap();
+    }
+    // Settle: every datagram is at the destination or accounted for as lost/dropped.
+    let acct = || {
+        let got = at_dest.lock().unwrap().len() as u64;
+        let lost = egress.reg.udp_lost.load(Ordering::Relaxed);
+        let dropped = ingress.reg.udp_dropped.load(Ordering::Relaxed)
+            + egress.reg.udp_dropped.load(Ordering::Relaxed);
+        (got, lost, dropped)
+    };
+    let t = Instant::now();
+    while {
+        let (g, l, d) = acct();
+        g + l + d < u64::from(N) || replies.lock().unwrap().len() < g as usize
+    } && t.elapsed() < Duration::from_secs(15)
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (got, lost, dropped) = acct();
+    let back = replies.lock().unwrap().clone();
+    let seen = at_dest.lock().unwrap().clone();
+    eprintln!(
+        "{mode}: sent {N}, relay dropped {} AeroTP packets; destination got {got}, gateways \
+         report {lost} lost + {dropped} dropped; {} replies back (ingress reports {} lost)",
+        relay_dropped.load(Ordering::Relaxed),
+        back.len(),
+        ingress.reg.udp_lost.load(Ordering::Relaxed)
+    );
+    assert!(relay_dropped.load(Ordering::Relaxed) > 0);
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "in order, no duplicates"
+    );
+    assert!(back.windows(2).all(|w| w[0] < w[1]), "replies in order");
+    assert_eq!(
+        got + lost + dropped,
+        u64::from(N),
+        "every datagram delivered or reported lost/dropped, exactly"
+    );
+    assert!(got > u64::from(N) / 2, "most datagrams delivered");
+    // The reverse direction is not impaired: every reply comes back or is reported.
+    assert_eq!(
+        back.len() as u64 + ingress.reg.udp_lost.load(Ordering::Relaxed),
+        got,
+        "every reply delivered or reported lost"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_over_quasi_reliable() {
+    run("quasi-reliable").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_over_unreliable() {
+    run("unreliable").await;
+}
