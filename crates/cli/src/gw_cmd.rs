@@ -58,7 +58,9 @@ struct RoleArgs {
     /// Flow class: control, telemetry, bulk.
     #[arg(long)]
     class: Option<String>,
-    /// FEC: off, auto, N words, pN parity bytes.
+    /// FEC: off, auto, N words, pN parity bytes. Ingress: for the flow given by
+    /// --tcp-listen/--udp-listen (and flows of --config without their own). Egress: for what it
+    /// sends back (answers, downloads). Default off, auto for quasi-reliable UDP flows.
     #[arg(long)]
     fec: Option<String>,
     /// Egress: default TCP destination.
@@ -118,7 +120,7 @@ impl RoleArgs {
                 dest: self.dest,
                 mode: self.mode,
                 class: self.class,
-                fec: self.fec,
+                fec: None,
             });
         }
         let flags = FileConfig {
@@ -139,6 +141,7 @@ impl RoleArgs {
             weights: None,
             idle_timeout: self.idle_timeout,
             resume_timeout: self.resume_timeout,
+            fec: self.fec,
             flows,
         };
         Ok(match &self.config {

@@ -10,11 +10,13 @@
 #  3. The same with the egress killed (SIGKILL) and restarted on its store: the destination
 #     (appending every connection it gets, in order) must hold the file exactly.
 # Usage: crates/gw/scripts/lab-gw.sh [RATE] [DELAY] [BER] [SIZE_MB] [LOSS]
-# Env: CCS="cubic bbr reno" (kernel TCP congestion controls to compare), AEROTP=path.
+# Env: CCS="cubic bbr reno" (kernel TCP congestion controls to compare), AEROTP=path,
+#      GW_FEC=auto|off|N|pN (FEC of both gateways' sending directions; default off).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; MB=${4:-10}; LOSS=${5:-0}
 CCS=${CCS:-cubic bbr reno}
+GW_FEC=${GW_FEC:-off}
 W=$(mktemp -d /tmp/gw-lab.XXXX)
 mkdir -p "$W/srv" "$W/store" "$W/out"
 head -c $((MB * 1000000)) /dev/urandom > "$W/srv/blob"
@@ -23,6 +25,7 @@ peer = "10.77.0.2:9000"
 rate = "$RATE"
 store = "$W/store"
 metrics = "127.0.0.1:9464"
+fec = "$GW_FEC"
 [[flow]]
 tcp_listen = "127.0.0.1:8080"
 mode = "near-reliable"
@@ -93,7 +96,7 @@ mkdir -p "$W/store-eg"
 start_egress() {
   RUST_LOG=${RUST_LOG:-info} ip netns exec "$GROUND" "$AEROTP" gw egress --listen 10.77.0.2:9000 \
     --tcp-connect 10.77.0.2:8000 --allow 10.77.0.2:7000 --allow 10.77.0.2:7001 --rate "$RATE" \
-    --store "$W/store-eg" --metrics 127.0.0.1:9465 >>"$W/egress.log" 2>&1 &
+    --store "$W/store-eg" --metrics 127.0.0.1:9465 --fec "$GW_FEC" >>"$W/egress.log" 2>&1 &
   EG=$!
 }
 start_egress
@@ -105,7 +108,7 @@ start_ingress() {
 start_ingress
 sleep 1
 
-echo "== HTTP download $MB MB through the near-reliable gateways"
+echo "== HTTP download $MB MB through the near-reliable gateways (FEC $GW_FEC)"
 air curl -sS -o "$W/out/gw.bin" -w "gateway: %{time_total} s, %{size_download} B, %{speed_download} B/s\n" \
   http://127.0.0.1:8080/blob
 SRC_SHA=$(sha256sum "$W/srv/blob" | cut -d' ' -f1)

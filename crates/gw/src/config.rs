@@ -53,6 +53,9 @@ pub struct FileConfig {
     pub weights: Option<[u32; 3]>,
     pub idle_timeout: Option<String>,
     pub resume_timeout: Option<String>,
+    /// FEC of what this gateway sends when a flow does not say: at the egress, the answers
+    /// and downloads it carries back (the ingress chooses per flow for its own direction).
+    pub fec: Option<String>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowSpec>,
 }
@@ -85,7 +88,8 @@ impl FileConfig {
             priority,
             weights,
             idle_timeout,
-            resume_timeout
+            resume_timeout,
+            fec
         );
         self.allow.extend(other.allow);
         self.flows.extend(other.flows);
@@ -130,6 +134,8 @@ pub struct Settings {
     pub idle_timeout: Duration,
     pub resume_timeout: Duration,
     pub routes: Vec<Route>,
+    /// FEC of the egress's sending direction (`fec` without a flow), off by default.
+    pub fec: aerotp_net::FecSetting,
 }
 
 pub fn parse_size(s: &str) -> Result<u64> {
@@ -189,6 +195,10 @@ impl FileConfig {
             "strict" => Policy::Strict { floor: 0.02 },
             p => bail!("priority '{p}': give strict or weighted"),
         };
+        let fec = match &self.fec {
+            Some(s) => aerotp_net::FecSetting::parse(s).context("fec")?,
+            None => aerotp_net::FecSetting::Off,
+        };
         let mut routes = Vec::new();
         for f in &self.flows {
             let (kind, local) = match (&f.tcp_listen, &f.udp_listen) {
@@ -220,6 +230,7 @@ impl FileConfig {
             };
             let fec = match &f.fec {
                 Some(s) => aerotp_net::FecSetting::parse(s)?,
+                None if self.fec.is_some() => fec,
                 None if mode == Mode::QuasiReliable => aerotp_net::FecSetting::Auto,
                 None => aerotp_net::FecSetting::Off,
             };
@@ -258,6 +269,87 @@ impl FileConfig {
             idle_timeout: dur(&self.idle_timeout, Duration::from_secs(30))?,
             resume_timeout: dur(&self.resume_timeout, Duration::from_secs(3600))?,
             routes,
+            fec,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aerotp_net::FecSetting;
+
+    fn flow(udp: bool, mode: Option<&str>, fec: Option<&str>) -> FlowSpec {
+        let local = Some("127.0.0.1:0".to_string());
+        FlowSpec {
+            tcp_listen: if udp { None } else { local.clone() },
+            udp_listen: if udp { local } else { None },
+            mode: mode.map(String::from),
+            fec: fec.map(String::from),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn fec_per_flow_then_gateway_then_mode_default() {
+        let cfg = FileConfig {
+            flows: vec![
+                flow(false, None, None),
+                flow(false, Some("reliable"), Some("p16")),
+                flow(true, Some("quasi-reliable"), None),
+            ],
+            ..Default::default()
+        };
+        let s = cfg.settings().unwrap();
+        let fecs: Vec<FecSetting> = s.routes.iter().map(|r| r.fec).collect();
+        assert_eq!(
+            fecs,
+            [FecSetting::Off, FecSetting::Parity(16), FecSetting::Auto]
+        );
+        assert_eq!(s.fec, FecSetting::Off);
+
+        let cfg = FileConfig {
+            fec: Some("auto".into()),
+            ..cfg
+        };
+        let s = cfg.settings().unwrap();
+        let fecs: Vec<FecSetting> = s.routes.iter().map(|r| r.fec).collect();
+        assert_eq!(
+            fecs,
+            [FecSetting::Auto, FecSetting::Parity(16), FecSetting::Auto]
+        );
+        assert_eq!(s.fec, FecSetting::Auto);
+    }
+
+    #[test]
+    fn flags_win_over_the_file_and_bad_values_say_which_key() {
+        let flags = FileConfig {
+            fec: Some("p8".into()),
+            ..Default::default()
+        };
+        let file = FileConfig {
+            fec: Some("auto".into()),
+            rate: Some("2mbit".into()),
+            ..Default::default()
+        };
+        let s = flags.merge(file).settings().unwrap();
+        assert_eq!((s.fec, s.rate), (FecSetting::Parity(8), 2_000_000));
+
+        let bad = FileConfig {
+            fec: Some("lots".into()),
+            ..Default::default()
+        };
+        let e = format!("{:#}", bad.settings().unwrap_err());
+        assert!(e.contains("fec"), "{e}");
+        let bad = FileConfig {
+            flows: vec![FlowSpec {
+                tcp_listen: Some("127.0.0.1:0".into()),
+                mode: Some("quasi-reliable".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let e = format!("{:#}", bad.settings().unwrap_err());
+        assert!(e.contains("not offered for Tcp flows"), "{e}");
     }
 }

@@ -407,12 +407,9 @@ impl Gateway {
             .listen
             .context("egress needs --listen ADDR (UDP, for AeroTP)")?;
         let ep = Endpoint::bind(listen, EndpointConfig::default())?;
-        let mut cfg = conn_config(
-            &settings,
-            Mode::NearReliable,
-            aerotp_net::FecSetting::Off,
-            settings.rate,
-        );
+        // The ingress picks mode and FEC for its direction per flow; what the egress sends
+        // back (answers, downloads) uses the egress's own `fec`.
+        let mut cfg = conn_config(&settings, Mode::NearReliable, settings.fec, settings.rate);
         cfg.rate_bps = settings.rate;
         ep.listen(TCP_PORT, cfg.clone())?;
         ep.listen(crate::udpstream::UDP_STREAM_PORT, cfg)?;
