@@ -11,7 +11,8 @@
 #     (appending every connection it gets, in order) must hold the file exactly.
 # Usage: crates/gw/scripts/lab-gw.sh [RATE] [DELAY] [BER] [SIZE_MB] [LOSS]
 # Env: CCS="cubic bbr reno" (kernel TCP congestion controls to compare), AEROTP=path,
-#      GW_FEC=auto|off|N|pN (FEC of both gateways' sending directions; default off).
+#      GW_FEC=auto|off|N|pN (FEC of both gateways' sending directions; default off),
+#      DOWNLOAD_ONLY=1 (stop after the downloads: no kill -9 uploads).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; MB=${4:-10}; LOSS=${5:-0}
@@ -140,6 +141,7 @@ S(("10.77.0.2", int(sys.argv[3])), h).serve_forever()
   PORT=$((PORT + 1))
 done
 
+if [ "${DOWNLOAD_ONLY:-0}" = 1 ]; then echo "DOWNLOAD_ONLY=1: skipping the kill -9 uploads"; exit 0; fi
 echo "== upload $MB MB through the gateways, ingress killed (SIGKILL) mid-transfer"
 T0=$(date +%s.%N)
 air python3 -c '
