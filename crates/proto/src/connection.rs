@@ -101,6 +101,8 @@ pub struct Connection {
     events: VecDeque<ConnEvent>,
     was_writable: bool,
     connected_reported: bool,
+    /// When an initiator first heard from its peer (to recognise a restarted peer).
+    connected_at: Option<Duration>,
     peer_ber: f64,
     /// First-send time of each TPDU when tracing: (TPDU number, time).
     pub send_trace: Option<Vec<(u64, Duration)>>,
@@ -173,6 +175,7 @@ impl Connection {
             events: VecDeque::new(),
             was_writable: true,
             connected_reported: false,
+            connected_at: None,
             peer_ber: 0.0,
             send_trace: if cfg.trace { Some(Vec::new()) } else { None },
             stats_wire: ConnectionStats::default(),
@@ -378,6 +381,26 @@ impl Connection {
         }
     }
 
+    /// Whether an ASYNACK shows that the peer has lost this connection: a listener that
+    /// restarted (or released the connection) takes our next data TPDU for the start of a new
+    /// connection and answers it with an ASYNACK echoing that TPDU's timestamp. The genuine
+    /// ASYNACK echoes a TPDU sent before we first heard from the peer, so an echo younger
+    /// than our connection to the peer can only come from a new incarnation. Without this the
+    /// peer's new, empty connection would keep ours alive until the idle timeout while
+    /// nothing could be delivered.
+    fn peer_restarted(&self, now: Duration, h: &Header, c: &ControlBody) -> bool {
+        let (Some(connected_at), Some(m)) = (self.connected_at, &c.mack) else {
+            return false;
+        };
+        if !h.flags.contains(Flags::ASYN) || m.ts_echo == 0 {
+            return false;
+        }
+        // Age of the echoed TPDU; the 32-bit microsecond clock wraps after 71 minutes, far
+        // longer than any datagram lives in the network.
+        let age = Duration::from_micros(u64::from(self.now_us(now).wrapping_sub(m.ts_echo)));
+        age < now.saturating_sub(connected_at)
+    }
+
     fn on_peer_fin(&mut self, now: Duration) {
         self.apply(StateEvent::AfinRx);
         self.afinack_due = true;
@@ -404,11 +427,21 @@ impl Connection {
         } else {
             StateEvent::NackRx
         };
+        if self.peer_restarted(now, h, &c) {
+            self.rst_due = Some("connection reset: this end restarted".into());
+            self.finish_with(CloseOutcome::Reset(
+                "the peer restarted and lost this connection (it answered a TPDU sent after \
+                 set-up as if it opened a new connection): open a new connection"
+                    .into(),
+            ));
+            return;
+        }
         if self.state == State::AsynSent {
             self.apply(ev);
         }
         if !self.connected_reported && self.role == Role::Initiator {
             self.connected_reported = true;
+            self.connected_at = Some(now);
             self.push_event(ConnEvent::Connected);
         }
         if let Some(m) = &c.mack {

@@ -239,6 +239,95 @@ fn reliable_survives_an_outage_and_resumes_quickly() {
     );
 }
 
+/// A receiver that restarts mid-transfer (its endpoint replaced by a fresh one on the same
+/// address) is recognised by the sender within about a round trip of its next TPDU, in every
+/// fully reliable mode, instead of after the idle timeout; and the listener's new connection
+/// is reset too, so nothing is left open.
+#[test]
+fn a_restarted_receiver_resets_the_connection_at_once() {
+    use aerotp_proto::{Endpoint, EndpointConfig, Event};
+    for mode in [Mode::Reliable, Mode::NearReliable, Mode::HybridNackMack] {
+        let imp = Impair {
+            delay: ms(10),
+            ..Default::default()
+        };
+        let mut net = harness::Net::new(3, imp);
+        net.b.listen(7, cfg(mode)).unwrap();
+        let ch = net
+            .a
+            .connect(Duration::ZERO, harness::addr_b(), 7, cfg(mode))
+            .unwrap();
+        let data = pattern(2_000_000, 3);
+        let (mut written, mut restarted_at, mut closed) = (0, None, None);
+        let mut accepted = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        let mut steps = 0u32;
+        while net.now < Duration::from_secs(30) && closed.is_none() && steps < 2_000_000 {
+            steps += 1;
+            if written < data.len() {
+                written += net.a.write(ch, &data[written..]).unwrap_or(0);
+            }
+            while let Some(e) = net.a.poll_event() {
+                if let Event::Closed(h, o) = e {
+                    if h == ch {
+                        closed = Some((net.now, o));
+                    }
+                }
+            }
+            while let Some(e) = net.b.poll_event() {
+                if let Event::Accepted(h) = e {
+                    accepted.push(h);
+                }
+            }
+            for &h in &accepted {
+                while net.b.read(h, &mut buf).unwrap_or(0) > 0 {}
+            }
+            if restarted_at.is_none() && net.now >= ms(1000) {
+                accepted.clear();
+                net.b = Endpoint::new(EndpointConfig::default(), 99);
+                net.b.listen(7, cfg(mode)).unwrap();
+                restarted_at = Some(net.now);
+            }
+            if !net.step() {
+                break;
+            }
+        }
+        let restarted_at = restarted_at.expect("the transfer lasts past 1 s");
+        let Some((at, CloseOutcome::Reset(why))) = closed else {
+            panic!("{mode:?}: sender not reset: {closed:?}");
+        };
+        assert!(why.contains("peer restarted"), "{mode:?}: {why}");
+        // The sender first sees silence, then probes every 250 ms; the new listener answers
+        // the first probe.
+        assert!(
+            at - restarted_at < ms(1500),
+            "{mode:?}: reset {:?} after the restart",
+            at - restarted_at
+        );
+        // The listener's new connection (opened by the sender's probe) is reset as well.
+        let mut listener_closed = None;
+        for _ in 0..1000 {
+            while let Some(e) = net.b.poll_event() {
+                if let Event::Closed(_, o) = e {
+                    listener_closed = Some(o);
+                }
+            }
+            if listener_closed.is_some() || !net.step() {
+                break;
+            }
+        }
+        assert_eq!(
+            accepted.len(),
+            1,
+            "{mode:?}: the probe opened one connection"
+        );
+        assert!(
+            matches!(listener_closed, Some(CloseOutcome::Reset(_))),
+            "{mode:?}: listener's connection: {listener_closed:?}"
+        );
+    }
+}
+
 proptest! {
     // A fixed seed keeps CI deterministic; set PROPTEST_CASES (and change the seed) to explore.
     #![proptest_config(ProptestConfig {
