@@ -141,12 +141,12 @@ S(("10.77.0.2", int(sys.argv[3])), h).serve_forever()
   PORT=$((PORT + 1))
 done
 
-if [ "${DOWNLOAD_ONLY:-0}" = 1 ]; then echo "DOWNLOAD_ONLY=1: skipping the kill -9 uploads"; exit 0; fi
-echo "== upload $MB MB through the gateways, ingress killed (SIGKILL) mid-transfer"
-T0=$(date +%s.%N)
-air python3 -c '
+# The upload's source (air): writes the file to the ingress at 127.0.0.1:PORT, half-closes,
+# then waits for the ingress to close (or reset) its connection. Sets SRC.
+upload_source() {
+  air python3 -c '
 import socket, sys
-s = socket.create_connection(("127.0.0.1", 8081))
+s = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
 with open(sys.argv[1], "rb") as f:
     s.sendall(f.read())
 s.shutdown(socket.SHUT_WR)
@@ -154,9 +154,15 @@ print("source: all bytes accepted by the ingress")
 try:
     s.recv(1)
 except OSError as e:
-    print("source connection after the kill:", e)
-' "$W/srv/blob" &
-SRC=$!
+    print("source connection:", e)
+' "$W/srv/blob" "$1" &
+  SRC=$!
+}
+
+if [ "${DOWNLOAD_ONLY:-0}" = 1 ]; then echo "DOWNLOAD_ONLY=1: skipping the kill -9 uploads"; exit 0; fi
+echo "== upload $MB MB through the gateways, ingress killed (SIGKILL) mid-transfer"
+T0=$(date +%s.%N)
+upload_source 8081
 sleep 6
 echo "destination has $(stat -c %s "$W/out/upload" 2>/dev/null || echo 0) B; kill -9 ingress (pid $ING)"
 echo "killed: $(cat /proc/$ING/comm)"; kill -9 "$ING"; wait "$ING" 2>/dev/null || true
@@ -175,19 +181,7 @@ ground "$AEROTP" gw stats --metrics 127.0.0.1:9465 | grep -E "^aerotp_gw_(flows|
 
 echo "== upload $MB MB through the gateways, egress killed (SIGKILL) mid-transfer"
 T0=$(date +%s.%N)
-air python3 -c '
-import socket, sys
-s = socket.create_connection(("127.0.0.1", 8082))
-with open(sys.argv[1], "rb") as f:
-    s.sendall(f.read())
-s.shutdown(socket.SHUT_WR)
-print("source: all bytes accepted by the ingress")
-try:
-    s.recv(1)
-except OSError as e:
-    print("source connection:", e)
-' "$W/srv/blob" &
-SRC=$!
+upload_source 8082
 sleep 6
 echo "destination has $(stat -c %s "$W/out/upload2" 2>/dev/null || echo 0) B; kill -9 egress (pid $EG)"
 echo "killed: $(cat /proc/$EG/comm)"; kill -9 "$EG"; wait "$EG" 2>/dev/null || true

@@ -3,6 +3,10 @@
 //! it: its tasks are dropped where they wait, its sockets closed by their owners' drop (the
 //! kernel closes them the same way at a kill -9), nothing of the gateway's own shutdown runs.
 
+mod common;
+
+use common::{free_tcp, free_udp, random};
+
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -10,29 +14,8 @@ use std::time::{Duration, Instant};
 
 use aerotp_gw::config::{FileConfig, FlowSpec};
 use aerotp_gw::Gateway;
-use rand::{RngCore, SeedableRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-fn random(n: usize, seed: u64) -> Vec<u8> {
-    let mut v = vec![0u8; n];
-    rand_pcg::Pcg64::seed_from_u64(seed).fill_bytes(&mut v);
-    v
-}
-
-fn free_tcp() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-fn free_udp() -> SocketAddr {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
 
 /// An egress on its own runtime (a stand-in for its own process).
 struct Egress {

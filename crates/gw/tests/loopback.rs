@@ -1,27 +1,16 @@
 //! Gateway pair on loopback: real TCP sockets at both ends, every byte compared.
 
+mod common;
+
+use common::{free_tcp, random};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use aerotp_gw::{FileConfig, Gateway};
-use rand::{RngCore, SeedableRng};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-fn random(n: usize, seed: u64) -> Vec<u8> {
-    let mut v = vec![0u8; n];
-    rand_pcg::Pcg64::seed_from_u64(seed).fill_bytes(&mut v);
-    v
-}
-
-fn free_port() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
 
 /// Destination: reads everything, answers with the SHA-256 of it followed by `reply` bytes.
 async fn dest_server(reply: Vec<u8>) -> (SocketAddr, tokio::task::JoinHandle<Vec<u8>>) {
@@ -53,7 +42,7 @@ async fn pair(
     let egress = aerotp_gw::start("egress", eg.settings().unwrap())
         .await
         .unwrap();
-    let entry = free_port();
+    let entry = free_tcp();
     let ing = FileConfig {
         peer: Some(egress.ep.local_addr().to_string()),
         rate: Some("200mbit".into()),
@@ -184,7 +173,7 @@ async fn broken_connection_resumes_without_loss_or_duplicates() {
     let egress = aerotp_gw::start("egress", eg.settings().unwrap())
         .await
         .unwrap();
-    let entry = free_port();
+    let entry = free_tcp();
     let ing = FileConfig {
         peer: Some(egress.ep.local_addr().to_string()),
         rate: Some("40mbit".into()),
