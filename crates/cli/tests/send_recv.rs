@@ -65,6 +65,16 @@ fn pattern(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Asserts a finished command's exit status, showing its stderr (and `what`) if it differs.
+fn assert_exit(o: &Output, code: i32, what: &str) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{what}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 fn json_of(out: &Output) -> serde_json::Value {
     let s = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(s.lines().last().unwrap_or("")).unwrap_or_else(|e| {
@@ -166,18 +176,8 @@ fn reliable_and_hybrid_through_ber_1e4_and_an_outage() {
     ];
     for mode in ["reliable", "hybrid-nack-mack"] {
         let (recv, send, got) = through_link(mode, &data, &link, &["--rate", "18mbit"]);
-        assert_eq!(
-            send.status.code(),
-            Some(0),
-            "{mode}: {}",
-            String::from_utf8_lossy(&send.stderr)
-        );
-        assert_eq!(
-            recv.status.code(),
-            Some(0),
-            "{mode}: {}",
-            String::from_utf8_lossy(&recv.stderr)
-        );
+        assert_exit(&send, 0, mode);
+        assert_exit(&recv, 0, mode);
         assert!(got.as_deref() == Some(&data[..]), "{mode}: file differs");
         let r = json_of(&recv);
         let s = json_of(&send);
@@ -209,18 +209,8 @@ fn quasi_reliable_reports_losses_and_keeps_partial() {
     ];
     let dir_marker = "flight.bin.partial";
     let (recv, send, got) = through_link("quasi-reliable", &data, &link, &["--rate", "5mbit"]);
-    assert_eq!(
-        send.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&send.stderr)
-    );
-    assert_eq!(
-        recv.status.code(),
-        Some(5),
-        "incomplete lossy transfer: {}",
-        String::from_utf8_lossy(&recv.stderr)
-    );
+    assert_exit(&send, 0, "send");
+    assert_exit(&recv, 5, "incomplete lossy transfer");
     assert!(got.is_none(), "never left looking complete");
     let r = json_of(&recv);
     assert!(r["tpdus_lost"].as_u64().unwrap() > 0);
@@ -278,12 +268,7 @@ fn several_transfers_at_once_get_their_own_files() {
         .collect();
     for s in senders {
         let o = wait_bounded(s, Duration::from_secs(20));
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0, "send");
     }
     std::thread::sleep(Duration::from_millis(1000));
     let _ = recv.kill();
@@ -445,19 +430,9 @@ fn stdin_to_stdout() {
         w.write_all(&data).unwrap();
     }
     let s = wait_bounded(send, Duration::from_secs(20));
-    assert_eq!(
-        s.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&s.stderr)
-    );
+    assert_exit(&s, 0, "send");
     let r = wait_bounded(recv, Duration::from_secs(20));
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    assert_exit(&r, 0, "recv");
     let got = std::fs::read(&out_path).unwrap();
     assert!(
         got == data,

@@ -196,7 +196,7 @@ impl FileConfig {
             p => bail!("priority '{p}': give strict or weighted"),
         };
         let fec = match &self.fec {
-            Some(s) => aerotp_net::FecSetting::parse(s).context("fec")?,
+            Some(s) => aerotp_net::FecSetting::parse(s).context("fec (--fec or the `fec` key)")?,
             None => aerotp_net::FecSetting::Off,
         };
         let mut routes = Vec::new();

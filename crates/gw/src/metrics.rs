@@ -31,78 +31,68 @@ pub fn render(gw: &Gateway) -> String {
         .values()
         .cloned()
         .collect();
-    g(
-        &mut s,
-        "flows_active",
-        "TCP flows in progress",
-        flows.len() as u64,
-    );
-    g(
-        &mut s,
-        "flows_total",
-        "TCP flows opened",
-        r.flows_total.load(Ordering::Relaxed),
-    );
-    g(
-        &mut s,
-        "flows_completed",
-        "TCP flows completed",
-        r.flows_completed.load(Ordering::Relaxed),
-    );
-    g(
-        &mut s,
-        "flows_reset",
-        "TCP flows reset or abandoned",
-        r.flows_reset.load(Ordering::Relaxed),
-    );
-    g(
-        &mut s,
-        "resumes",
-        "flow sessions resumed on a new connection",
-        r.resumes.load(Ordering::Relaxed),
-    );
-    g(
-        &mut s,
-        "custody_bytes",
-        "bytes held, not yet confirmed",
-        gw.budget.held.load(Ordering::Relaxed),
-    );
-    g(
-        &mut s,
-        "custody_capacity_bytes",
-        "custody bound",
-        gw.budget.capacity,
-    );
-    g(
-        &mut s,
-        "udp_in",
-        "UDP datagrams taken in",
-        r.udp_in.load(Ordering::Relaxed),
-    );
-    g(
-        &mut s,
-        "udp_out",
-        "UDP datagrams given out",
-        r.udp_out.load(Ordering::Relaxed),
-    );
-    g(
-        &mut s,
-        "udp_dropped",
-        "UDP datagrams dropped (not allowed, no destination, full send queue)",
-        r.udp_dropped.load(Ordering::Relaxed),
-    );
-    g(
-        &mut s,
-        "udp_lost",
-        "UDP datagrams lost on the air link (sequence gaps seen here, stream-mode flows)",
-        r.udp_lost.load(Ordering::Relaxed),
-    );
-    g(
-        &mut s,
-        "link_rate_bps",
-        "configured air link rate",
-        gw.sched.total(),
-    );
+    // Gateway-wide gauges: (name, help, value).
+    let gauges = [
+        ("flows_active", "TCP flows in progress", flows.len() as u64),
+        (
+            "flows_total",
+            "TCP flows opened",
+            r.flows_total.load(Ordering::Relaxed),
+        ),
+        (
+            "flows_completed",
+            "TCP flows completed",
+            r.flows_completed.load(Ordering::Relaxed),
+        ),
+        (
+            "flows_reset",
+            "TCP flows reset or abandoned",
+            r.flows_reset.load(Ordering::Relaxed),
+        ),
+        (
+            "resumes",
+            "flow sessions resumed on a new connection",
+            r.resumes.load(Ordering::Relaxed),
+        ),
+        (
+            "custody_bytes",
+            "bytes held, not yet confirmed",
+            gw.budget.held.load(Ordering::Relaxed),
+        ),
+        (
+            "custody_capacity_bytes",
+            "custody bound",
+            gw.budget.capacity,
+        ),
+        (
+            "udp_in",
+            "UDP datagrams taken in",
+            r.udp_in.load(Ordering::Relaxed),
+        ),
+        (
+            "udp_out",
+            "UDP datagrams given out",
+            r.udp_out.load(Ordering::Relaxed),
+        ),
+        (
+            "udp_dropped",
+            "UDP datagrams dropped (not allowed, no destination, full send queue)",
+            r.udp_dropped.load(Ordering::Relaxed),
+        ),
+        (
+            "udp_lost",
+            "UDP datagrams lost on the air link (sequence gaps seen here, stream-mode flows)",
+            r.udp_lost.load(Ordering::Relaxed),
+        ),
+        (
+            "link_rate_bps",
+            "configured air link rate",
+            gw.sched.total(),
+        ),
+    ];
+    for (name, help, v) in gauges {
+        g(&mut s, name, help, v);
+    }
     let per = [
         ("flow_bytes_read", "bytes read from this side's TCP socket"),
         (

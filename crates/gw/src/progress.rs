@@ -360,6 +360,47 @@ mod tests {
     }
 
     #[test]
+    fn foreign_or_garbage_records_are_reported_and_good_ones_restored() {
+        let root = tempfile::tempdir().unwrap();
+        let meta = |flow_id| EgressMeta {
+            flow_id,
+            class: 1,
+            dest: "127.0.0.1:9".into(),
+            boot_id: boot_id(),
+        };
+        drop(ProgressLog::create(root.path(), &meta(1)).unwrap());
+        drop(ProgressLog::create(root.path(), &meta(2)).unwrap());
+        // Flow 2's progress file overwritten with garbage; a foreign .meta file beside them.
+        fs::write(
+            root.path().join(format!("{:016x}.progress", 2)),
+            [0x5a; 100],
+        )
+        .unwrap();
+        fs::write(root.path().join("junk.meta"), "hello\n").unwrap();
+        let all = restore_all(root.path()).unwrap();
+        assert_eq!(all.len(), 3);
+        let ok: Vec<u64> = all
+            .iter()
+            .filter_map(|r| r.as_ref().ok().map(|f| f.meta.flow_id))
+            .collect();
+        assert_eq!(ok, [1]);
+        let errors: Vec<String> = all
+            .iter()
+            .filter_map(|r| r.as_ref().err().map(|(_, e)| e.to_string()))
+            .collect();
+        assert!(
+            errors.iter().any(|e| e.contains("no valid progress slot")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("not an egress flow record")),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
     fn completed_records_are_bounded() {
         let root = tempfile::tempdir().unwrap();
         let mut c = Completed::default();

@@ -578,4 +578,47 @@ mod tests {
         assert_eq!(d.lost, 4);
         assert!(d.skipped > 0);
     }
+
+    #[test]
+    fn garbage_yields_no_frames_and_a_frame_after_it_is_found() {
+        // Pseudo-random bytes (xorshift), with the magic byte and a valid header check
+        // planted often, so the slow paths (header passes, length or CRC does not) run.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut junk = Vec::new();
+        for i in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 97 == 0 {
+                // A header that checks, claiming up to 64 KiB of payload whose CRC is wrong.
+                let mut f = Vec::new();
+                encode(K_DATA, x as u32, &x.to_be_bytes(), &mut f);
+                f[2..4].copy_from_slice(&(x as u16).to_be_bytes());
+                let hc = header_check(&f[..8]);
+                f[8..10].copy_from_slice(&hc.to_be_bytes());
+                junk.extend_from_slice(&f);
+            } else {
+                junk.push(if x % 5 == 0 { MAGIC } else { x as u8 });
+            }
+        }
+        let mut d = Deframer::default();
+        let mut frames = 0;
+        for c in junk.chunks(1400) {
+            d.push(c);
+            while d.next_frame().is_some() {
+                frames += 1;
+            }
+        }
+        assert_eq!(frames, 0, "a frame out of garbage");
+        // The tail of the junk may still be waiting for a long claimed payload; a real frame
+        // after enough further bytes is found all the same.
+        let mut tail = vec![0u8; 70_000];
+        encode(K_DATA, 7, b"telemetry", &mut tail);
+        d.push(&tail);
+        let mut got = Vec::new();
+        while let Some(f) = d.next_frame() {
+            got.push(f);
+        }
+        assert_eq!(got, vec![(K_DATA, b"telemetry".to_vec())]);
+    }
 }

@@ -200,14 +200,24 @@ async fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// The egress is killed mid-transfer and restarted on its store: the ingress resumes, the
-/// egress reconnects to the destination and continues from the recorded offset: the
-/// destination's connections together carry every byte once, in order.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn egress_killed_and_restarted_continues_exactly() {
+/// An 8 MB upload under way through an ingress and an egress (each with its store) to an
+/// appending destination.
+struct Upload {
+    eg_store: tempfile::TempDir,
+    in_store: tempfile::TempDir,
+    up: Vec<u8>,
+    seen: Received,
+    server: tokio::task::JoinHandle<(Vec<u8>, usize)>,
+    eg_cfg: FileConfig,
+    egress: Egress,
+    ingress: Arc<Gateway>,
+    client: tokio::task::JoinHandle<usize>,
+}
+
+async fn start_upload(seed: u64) -> Upload {
     let (eg_store, in_store) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let up = random(8_000_000, 11);
-    let (dest, _, server) = appending_destination(up.len()).await;
+    let up = random(8_000_000, seed);
+    let (dest, seen, server) = appending_destination(up.len()).await;
     let entry = free_tcp();
     let (eg_cfg, in_cfg) = configs(dest, free_udp(), eg_store.path(), in_store.path(), entry);
     let egress = Egress::start(eg_cfg.clone());
@@ -215,6 +225,35 @@ async fn egress_killed_and_restarted_continues_exactly() {
         .await
         .unwrap();
     let client = tokio::spawn(source(entry, up.clone()));
+    Upload {
+        eg_store,
+        in_store,
+        up,
+        seen,
+        server,
+        eg_cfg,
+        egress,
+        ingress,
+        client,
+    }
+}
+
+/// The egress is killed mid-transfer and restarted on its store: the ingress resumes, the
+/// egress reconnects to the destination and continues from the recorded offset: the
+/// destination's connections together carry every byte once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn egress_killed_and_restarted_continues_exactly() {
+    let Upload {
+        eg_store,
+        in_store,
+        up,
+        server,
+        eg_cfg,
+        egress,
+        ingress,
+        client,
+        ..
+    } = start_upload(11).await;
     let at = wait_mid_transfer(&egress, 2_000_000, 7_000_000).await;
     egress.kill();
     eprintln!("egress killed after writing about {at} B");
@@ -262,16 +301,17 @@ async fn egress_killed_and_restarted_continues_exactly() {
 /// so it refuses the resume and the flow is reset — nothing is resent, nothing duplicated.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_in_doubt_resets_the_flow() {
-    let (eg_store, in_store) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let up = random(8_000_000, 12);
-    let (dest, seen, server) = appending_destination(up.len()).await;
-    let entry = free_tcp();
-    let (eg_cfg, in_cfg) = configs(dest, free_udp(), eg_store.path(), in_store.path(), entry);
-    let egress = Egress::start(eg_cfg.clone());
-    let ingress = aerotp_gw::start("ingress", in_cfg.settings().unwrap())
-        .await
-        .unwrap();
-    let client = tokio::spawn(source(entry, up.clone()));
+    let Upload {
+        eg_store,
+        in_store,
+        up,
+        seen,
+        server,
+        eg_cfg,
+        egress,
+        ingress,
+        client,
+    } = start_upload(12).await;
     wait_mid_transfer(&egress, 2_000_000, 7_000_000).await;
     egress.kill();
     let mut recs = aerotp_gw::progress::restore_all(eg_store.path()).unwrap();

@@ -28,15 +28,18 @@ async fn dest_server(reply: Vec<u8>) -> (SocketAddr, tokio::task::JoinHandle<Vec
     (a, h)
 }
 
+/// An egress (to `dest`) and an ingress (one TCP flow in `mode`) at `rate`; returns them and
+/// the ingress's TCP entry.
 async fn pair(
     mode: &str,
     dest: SocketAddr,
     store: Option<&std::path::Path>,
+    rate: &str,
 ) -> (Arc<Gateway>, Arc<Gateway>, SocketAddr) {
     let eg = FileConfig {
         listen: Some("127.0.0.1:0".into()),
         tcp_connect: Some(dest.to_string()),
-        rate: Some("200mbit".into()),
+        rate: Some(rate.into()),
         ..Default::default()
     };
     let egress = aerotp_gw::start("egress", eg.settings().unwrap())
@@ -45,7 +48,7 @@ async fn pair(
     let entry = free_tcp();
     let ing = FileConfig {
         peer: Some(egress.ep.local_addr().to_string()),
-        rate: Some("200mbit".into()),
+        rate: Some(rate.into()),
         store: store.map(|p| p.to_owned()),
         flows: vec![aerotp_gw::config::FlowSpec {
             tcp_listen: Some(entry.to_string()),
@@ -82,7 +85,7 @@ async fn round_trip(mode: &str, store: Option<&std::path::Path>) {
     let up = random(3_000_000, 1);
     let down = random(1_500_000, 2);
     let (dest, server) = dest_server(down.clone()).await;
-    let (ingress, _egress, entry) = pair(mode, dest, store).await;
+    let (ingress, _egress, entry) = pair(mode, dest, store, "200mbit").await;
     let got = tokio::time::timeout(Duration::from_secs(60), transfer(entry, &up, down.len()))
         .await
         .expect("transfer within 60 s");
@@ -127,7 +130,7 @@ async fn refused_destination_resets_the_source() {
     hold.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
         .unwrap();
     let dead = hold.local_addr().unwrap().as_socket().unwrap();
-    let (_i, _e, entry) = pair("reliable", dead, None).await;
+    let (_i, _e, entry) = pair("reliable", dead, None, "200mbit").await;
     let is_reset = |e: &std::io::Error| {
         matches!(
             e.kind(),
@@ -164,29 +167,8 @@ async fn broken_connection_resumes_without_loss_or_duplicates() {
     let dir = tempfile::tempdir().unwrap();
     let up = random(6_000_000, 3);
     let (dest, server) = dest_server(Vec::new()).await;
-    let eg = FileConfig {
-        listen: Some("127.0.0.1:0".into()),
-        tcp_connect: Some(dest.to_string()),
-        rate: Some("40mbit".into()),
-        ..Default::default()
-    };
-    let egress = aerotp_gw::start("egress", eg.settings().unwrap())
-        .await
-        .unwrap();
-    let entry = free_tcp();
-    let ing = FileConfig {
-        peer: Some(egress.ep.local_addr().to_string()),
-        rate: Some("40mbit".into()),
-        store: Some(dir.path().to_owned()),
-        flows: vec![aerotp_gw::config::FlowSpec {
-            tcp_listen: Some(entry.to_string()),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ingress = aerotp_gw::start("ingress", ing.settings().unwrap())
-        .await
-        .unwrap();
+    // near-reliable (the default TCP mode) with a custody store.
+    let (ingress, _egress, entry) = pair("near-reliable", dest, Some(dir.path()), "40mbit").await;
     let client = tokio::spawn({
         let up = up.clone();
         async move { transfer(entry, &up, 0).await }

@@ -100,8 +100,8 @@ pub struct Connection {
     closed: Option<CloseOutcome>,
     events: VecDeque<ConnEvent>,
     was_writable: bool,
-    connected_reported: bool,
-    /// When an initiator first heard from its peer (to recognise a restarted peer).
+    /// When an initiator first heard from its peer (reported as `Connected` then; also
+    /// recognises a restarted peer).
     connected_at: Option<Duration>,
     peer_ber: f64,
     /// First-send time of each TPDU when tracing: (TPDU number, time).
@@ -174,7 +174,6 @@ impl Connection {
             closed: None,
             events: VecDeque::new(),
             was_writable: true,
-            connected_reported: false,
             connected_at: None,
             peer_ber: 0.0,
             send_trace: if cfg.trace { Some(Vec::new()) } else { None },
@@ -439,8 +438,7 @@ impl Connection {
         if self.state == State::AsynSent {
             self.apply(ev);
         }
-        if !self.connected_reported && self.role == Role::Initiator {
-            self.connected_reported = true;
+        if self.connected_at.is_none() && self.role == Role::Initiator {
             self.connected_at = Some(now);
             self.push_event(ConnEvent::Connected);
         }

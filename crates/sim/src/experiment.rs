@@ -109,6 +109,18 @@ pub struct Outcome {
 const BERS: [f64; 7] = [0.0, 1e-6, 1e-5, 2.5e-5, 5e-5, 7.5e-5, 1e-4];
 const BERS_QUICK: [f64; 3] = [0.0, 1e-5, 1e-4];
 
+/// The BERs the simulator ran (ns-3 rows may add others), ascending, once each.
+fn simulated_bers(rows: &[&Row]) -> Vec<f64> {
+    let mut bers: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.source == "aerotp-sim")
+        .map(|r| r.ber)
+        .collect();
+    bers.sort_by(f64::total_cmp);
+    bers.dedup();
+    bers
+}
+
 /// A series of AeroTP runs named as the tables show it: `reliable`, `reliable, FEC auto`,
 /// `quasi-reliable, FEC 96 words`.
 fn aero_series(mode: Mode, fec: FecSetting) -> (String, SimMode, Option<FecSetting>) {
@@ -655,13 +667,7 @@ pub fn seeds(o: &Options) -> anyhow::Result<Outcome> {
         &mut files,
     )?;
     let delay_rows = pick("delay");
-    let mut dbers: Vec<f64> = delay_rows
-        .iter()
-        .filter(|r| r.source == "aerotp-sim")
-        .map(|r| r.ber)
-        .collect();
-    dbers.sort_by(f64::total_cmp);
-    dbers.dedup();
+    let dbers = simulated_bers(&delay_rows);
     for &ber in &dbers {
         let rs: Vec<Row> = delay_rows
             .iter()
@@ -935,13 +941,7 @@ fn report(
     s += &matrix(&pick("modes"), "BER", &ber, &overhead_kb);
     s += "\n### Link delay 0-500 ms (seed 004)\n\nPaper (004): AeroTP-FEC >= ~2.9 Mb/s at every delay; NewReno, Westwood, SCPS-TP break down.\n\n";
     let delay_rows = pick("delay");
-    let mut dbers: Vec<f64> = delay_rows
-        .iter()
-        .filter(|r| r.source == "aerotp-sim")
-        .map(|r| r.ber)
-        .collect();
-    dbers.sort_by(f64::total_cmp);
-    dbers.dedup();
+    let dbers = simulated_bers(&delay_rows);
     for b in dbers {
         let _ = writeln!(s, "BER {}: goodput (Mb/s) and complete runs\n\n![delay {b:e}](seeds/delay_goodput_ber{b:e}.png)\n", ber(b));
         let rs: Vec<&Row> = delay_rows.iter().copied().filter(|r| r.ber == b).collect();
