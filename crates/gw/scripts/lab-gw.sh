@@ -12,12 +12,14 @@
 # Usage: crates/gw/scripts/lab-gw.sh [RATE] [DELAY] [BER] [SIZE_MB] [LOSS]
 # Env: CCS="cubic bbr reno" (kernel TCP congestion controls to compare), AEROTP=path,
 #      GW_FEC=auto|off|N|pN (FEC of both gateways' sending directions; default off),
-#      DOWNLOAD_ONLY=1 (stop after the downloads: no kill -9 uploads).
+#      DOWNLOAD_ONLY=1 (stop after the downloads: no kill -9 uploads),
+#      SEED=7 (the link's bit-error generator; vary it to sample other error patterns).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; MB=${4:-10}; LOSS=${5:-0}
 CCS=${CCS:-cubic bbr reno}
 GW_FEC=${GW_FEC:-off}
+SEED=${SEED:-7}
 W=$(mktemp -d /tmp/gw-lab.XXXX)
 mkdir -p "$W/srv" "$W/store" "$W/out"
 head -c $((MB * 1000000)) /dev/urandom > "$W/srv/blob"
@@ -43,7 +45,7 @@ mode = "near-reliable"
 class = "bulk"
 TOML
 TAG=gw$$
-"$AEROTP" lab --rate "$RATE" --delay "$DELAY" --ber "$BER" --loss "$LOSS" --seed 7 --name "$TAG" >"$W/lab.log" 2>&1 &
+"$AEROTP" lab --rate "$RATE" --delay "$DELAY" --ber "$BER" --loss "$LOSS" --seed "$SEED" --name "$TAG" >"$W/lab.log" 2>&1 &
 LAB=$!
 cleanup() {
   kill "$LAB" 2>/dev/null || true; wait "$LAB" 2>/dev/null || true
@@ -58,7 +60,7 @@ done
 GROUND=aerotp-ground-$LAB-$TAG
 air() { ip netns exec "$AIR" "$@"; }
 ground() { ip netns exec "$GROUND" "$@"; }
-echo "work dir $W; lab $AIR / $GROUND: $RATE $DELAY BER $BER loss $LOSS"
+echo "work dir $W; lab $AIR / $GROUND: $RATE $DELAY BER $BER loss $LOSS seed $SEED"
 
 ground python3 -m http.server -b 10.77.0.2 -d "$W/srv" 8000 >"$W/http.log" 2>&1 &
 ground python3 -c '
