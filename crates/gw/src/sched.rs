@@ -1,11 +1,11 @@
 //! Shares the air link's rate among the flows' AeroTP connections: control before telemetry
 //! before bulk, strict or weighted (docs/gateway.md §Priorities). Recomputed every
-//! [`PERIOD`] from which flows have bytes waiting.
+//! [`PERIOD`] from which flows have bytes waiting and what the others actually send.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aerotp_net::Connection;
 
@@ -15,6 +15,17 @@ use crate::frame::Class;
 pub const PERIOD: Duration = Duration::from_millis(50);
 /// Engine's lowest rate.
 const MIN_RATE: u64 = 1000;
+/// A flow with nothing waiting keeps this multiple of what it recently sent reserved, so that
+/// a flow fed a little faster than before is not squeezed at once.
+const HEADROOM: f64 = 1.25;
+/// However much the idle flows reserve, the busy ones share at least this fraction of the
+/// link (an idle flow's reservation follows its past, a busy flow's need is now).
+const MIN_BUSY_FRACTION: f64 = 0.1;
+/// Per period, a flow's usage estimate moves this far toward a lower sample; a higher sample
+/// is taken at once. Rising at once keeps a bursty flow's reservation; decaying over a few
+/// periods (time constant about PERIOD / 0.2 = 250 ms) frees what a quietened flow no longer
+/// uses.
+const USAGE_DECAY_STEP: f64 = 0.2;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Policy {
@@ -25,23 +36,107 @@ pub enum Policy {
     Weighted { weights: [u32; 3] },
 }
 
+/// What the allocator knows of one connection.
+#[derive(Debug, Clone, Copy)]
+struct Demand {
+    class: Class,
+    /// Bytes wait to be sent (see [`Entry::busy`]).
+    busy: bool,
+    /// Recent sending rate on the wire, b/s (see [`next_usage`]).
+    usage_bps: f64,
+}
+
 struct Entry {
     conn: Connection,
     class: Class,
     load: Arc<SessionLoad>,
     flow: Option<Arc<Flow>>,
     rate: u64,
+    /// The connection's `bytes_sent_wire` at the last usage sample.
+    wire_bytes: u64,
+    usage_bps: f64,
 }
 
 impl Entry {
-    /// Busy: bytes wait in the gateway for this connection, or in the engine's send buffer
-    /// (queued or not yet acknowledged). The engine's buffer matters: a flow's writer hands
-    /// the engine up to a whole send buffer at once, so a gateway-only count would call a
-    /// saturating flow idle and hand every flow an as-if-busy rate (the link oversubscribed).
+    /// Busy: bytes wait in the gateway for this connection, or unsent in the engine's send
+    /// buffer. The engine's buffer matters: a flow's writer hands the engine up to a whole
+    /// send buffer at once, so a gateway-only count would call a saturating flow idle and
+    /// hand every flow an as-if-busy rate (the link oversubscribed).
     fn busy(&self) -> bool {
         self.load.backlog.load(Ordering::Relaxed) > 0
             || (self.conn.outcome().is_none() && self.conn.writable() < crate::gateway::SEND_BUFFER)
     }
+
+    fn demand(&self) -> Demand {
+        Demand {
+            class: self.class,
+            busy: self.busy(),
+            usage_bps: self.usage_bps,
+        }
+    }
+}
+
+/// The usage estimate after a period in which the flow sent at `sample_bps`: up at once,
+/// down by [`USAGE_DECAY_STEP`] of the difference.
+fn next_usage(prev_bps: f64, sample_bps: f64) -> f64 {
+    if sample_bps >= prev_bps {
+        sample_bps
+    } else {
+        prev_bps + (sample_bps - prev_bps) * USAGE_DECAY_STEP
+    }
+}
+
+/// The rate of a flow of `class` out of `total` given the classes of the busy flows (`busy`
+/// includes the flow itself if it is busy; `add_self` counts it in when it is not listed).
+fn share(total: u64, policy: Policy, class: Class, busy: &[Class], add_self: bool) -> u64 {
+    let extra = add_self.then_some(class);
+    let all = || busy.iter().copied().chain(extra);
+    let r = match policy {
+        Policy::Weighted { weights } => {
+            let w = |c: Class| u64::from(weights[c as usize].max(1));
+            let sum: u64 = all().map(w).sum();
+            total * w(class) / sum.max(1)
+        }
+        Policy::Strict { floor } => {
+            let top = all().min().unwrap_or(class);
+            let floor_bps = (total as f64 * floor) as u64;
+            if class == top {
+                let n = all().filter(|&c| c == top).count() as u64;
+                let lower = all().filter(|&c| c != top).count() as u64;
+                total.saturating_sub(lower * floor_bps) / n.max(1)
+            } else {
+                floor_bps
+            }
+        }
+    };
+    r.clamp(MIN_RATE, total.max(MIN_RATE))
+}
+
+/// Every connection's rate. A flow with nothing waiting is paced at the rate it would get if
+/// it became busy (its next bytes are not held back), and what it actually sends (with
+/// [`HEADROOM`], at most that rate) is reserved; the busy flows share what is left by the
+/// policy. Without the reservation, a flow fed steadily below its share (idle at most
+/// samples) would add its traffic on top of the busy flows' full rate: a standing queue at
+/// the air link, for every class.
+fn allocate(total: u64, policy: Policy, demands: &[Demand]) -> Vec<u64> {
+    let busy: Vec<Class> = demands.iter().filter(|d| d.busy).map(|d| d.class).collect();
+    let as_if_busy = |d: &Demand| share(total, policy, d.class, &busy, true);
+    let reserved: f64 = demands
+        .iter()
+        .filter(|d| !d.busy)
+        .map(|d| (d.usage_bps * HEADROOM).min(as_if_busy(d) as f64))
+        .sum();
+    let left = (total as f64 - reserved).max(total as f64 * MIN_BUSY_FRACTION) as u64;
+    demands
+        .iter()
+        .map(|d| {
+            if d.busy {
+                share(left, policy, d.class, &busy, false)
+            } else {
+                as_if_busy(d)
+            }
+        })
+        .collect()
 }
 
 /// The rate allocator of one gateway.
@@ -97,7 +192,7 @@ impl Scheduler {
     pub fn initial_rate(&self, class: Class) -> u64 {
         let e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let busy: Vec<Class> = e.values().filter(|x| x.busy()).map(|x| x.class).collect();
-        self.share(class, &busy, true)
+        share(self.total, self.policy, class, &busy, true)
     }
 
     pub fn register(
@@ -112,6 +207,7 @@ impl Scheduler {
             *n += 1;
             *n
         };
+        let wire_bytes = conn.stats().bytes_sent_wire;
         self.entries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -123,6 +219,8 @@ impl Scheduler {
                     load,
                     flow,
                     rate: 0,
+                    wire_bytes,
+                    usage_bps: 0.0,
                 },
             );
         self.recompute();
@@ -132,41 +230,30 @@ impl Scheduler {
         }
     }
 
-    /// The rate of a flow of `class` given the classes of the busy flows (`busy` includes the
-    /// flow itself if it is busy; `add_self` counts it in when it is not listed).
-    fn share(&self, class: Class, busy: &[Class], add_self: bool) -> u64 {
-        let mut busy = busy.to_vec();
-        if add_self {
-            busy.push(class);
+    /// Samples every connection's sending rate over the last `elapsed`.
+    fn sample_usage(&self, elapsed: Duration) {
+        let secs = elapsed.as_secs_f64();
+        if secs <= 0.0 {
+            return;
         }
-        let r = match self.policy {
-            Policy::Weighted { weights } => {
-                let w = |c: Class| u64::from(weights[c as usize].max(1));
-                let sum: u64 = busy.iter().map(|&c| w(c)).sum();
-                self.total * w(class) / sum.max(1)
-            }
-            Policy::Strict { floor } => {
-                let top = busy.iter().min().copied().unwrap_or(class);
-                let floor_bps = (self.total as f64 * floor) as u64;
-                if class == top {
-                    let n = busy.iter().filter(|&&c| c == top).count() as u64;
-                    let lower = busy.iter().filter(|&&c| c != top).count() as u64;
-                    self.total.saturating_sub(lower * floor_bps) / n.max(1)
-                } else {
-                    floor_bps
-                }
-            }
-        };
-        r.clamp(MIN_RATE, self.total.max(MIN_RATE))
+        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        for x in e.values_mut() {
+            let wire = x.conn.stats().bytes_sent_wire;
+            let sample = wire.saturating_sub(x.wire_bytes) as f64 * 8.0 / secs;
+            x.wire_bytes = wire;
+            x.usage_bps = next_usage(x.usage_bps, sample);
+        }
     }
 
-    /// Recomputes every connection's rate from which flows have bytes waiting.
+    /// Recomputes every connection's rate from which flows have bytes waiting and what the
+    /// others send.
     pub fn recompute(&self) {
         let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let busy: Vec<Class> = e.values().filter(|x| x.busy()).map(|x| x.class).collect();
-        for x in e.values_mut() {
-            let is_busy = x.busy();
-            let r = self.share(x.class, &busy, !is_busy);
+        let ids: Vec<u64> = e.keys().copied().collect();
+        let demands: Vec<Demand> = ids.iter().map(|id| e[id].demand()).collect();
+        let rates = allocate(self.total, self.policy, &demands);
+        for (id, r) in ids.iter().zip(rates) {
+            let Some(x) = e.get_mut(id) else { continue };
             if r != x.rate {
                 x.rate = r;
                 x.conn.set_rate(r);
@@ -177,15 +264,22 @@ impl Scheduler {
         }
     }
 
-    /// Recomputes every [`PERIOD`] until the scheduler is dropped elsewhere.
+    /// Samples usage and recomputes every [`PERIOD`] until the scheduler is dropped
+    /// elsewhere.
     pub fn spawn(self: &Arc<Self>) {
         let w = Arc::downgrade(self);
         tokio::spawn(async move {
             let mut t = tokio::time::interval(PERIOD);
+            let mut last = Instant::now();
             loop {
                 t.tick().await;
                 match w.upgrade() {
-                    Some(s) => s.recompute(),
+                    Some(s) => {
+                        let now = Instant::now();
+                        s.sample_usage(now - last);
+                        last = now;
+                        s.recompute();
+                    }
                     None => return,
                 }
             }
@@ -197,21 +291,112 @@ impl Scheduler {
 mod tests {
     use super::*;
 
+    fn busy(class: Class) -> Demand {
+        Demand {
+            class,
+            busy: true,
+            usage_bps: 0.0,
+        }
+    }
+
+    fn idle(class: Class, usage_bps: f64) -> Demand {
+        Demand {
+            class,
+            busy: false,
+            usage_bps,
+        }
+    }
+
+    const WEIGHTED: Policy = Policy::Weighted { weights: [8, 4, 1] };
+
     #[test]
     fn shares_follow_the_policy() {
-        let w = Scheduler::new(9_000_000, Policy::Weighted { weights: [8, 4, 1] });
-        let busy = [Class::Control, Class::Bulk];
-        assert_eq!(w.share(Class::Control, &busy, false), 8_000_000);
-        assert_eq!(w.share(Class::Bulk, &busy, false), 1_000_000);
-        // Alone, a flow gets the whole link.
-        assert_eq!(w.share(Class::Bulk, &[], true), 9_000_000);
-        let s = Scheduler::new(10_000_000, Policy::Strict { floor: 0.01 });
-        let busy = [Class::Telemetry, Class::Bulk, Class::Bulk];
-        assert_eq!(s.share(Class::Telemetry, &busy, false), 9_800_000);
-        assert_eq!(s.share(Class::Bulk, &busy, false), 100_000);
+        let busy2 = [Class::Control, Class::Bulk];
         assert_eq!(
-            s.share(Class::Bulk, &[Class::Bulk, Class::Bulk], false),
+            share(9_000_000, WEIGHTED, Class::Control, &busy2, false),
+            8_000_000
+        );
+        assert_eq!(
+            share(9_000_000, WEIGHTED, Class::Bulk, &busy2, false),
+            1_000_000
+        );
+        // Alone, a flow gets the whole link.
+        assert_eq!(
+            share(9_000_000, WEIGHTED, Class::Bulk, &[], true),
+            9_000_000
+        );
+        let strict = Policy::Strict { floor: 0.01 };
+        let busy3 = [Class::Telemetry, Class::Bulk, Class::Bulk];
+        assert_eq!(
+            share(10_000_000, strict, Class::Telemetry, &busy3, false),
+            9_800_000
+        );
+        assert_eq!(
+            share(10_000_000, strict, Class::Bulk, &busy3, false),
+            100_000
+        );
+        let two_bulk = [Class::Bulk, Class::Bulk];
+        assert_eq!(
+            share(10_000_000, strict, Class::Bulk, &two_bulk, false),
             5_000_000
         );
+    }
+
+    #[test]
+    fn busy_flows_alone_share_the_whole_link() {
+        let d = [busy(Class::Control), busy(Class::Bulk)];
+        assert_eq!(
+            allocate(9_000_000, WEIGHTED, &d),
+            vec![8_000_000, 1_000_000]
+        );
+        // Idle flows that send nothing reserve nothing, and may burst at their busy share.
+        let d = [busy(Class::Bulk), idle(Class::Telemetry, 0.0)];
+        assert_eq!(
+            allocate(10_000_000, WEIGHTED, &d),
+            vec![10_000_000, 8_000_000]
+        );
+    }
+
+    #[test]
+    fn what_an_idle_flow_sends_is_kept_from_the_busy_ones() {
+        // Telemetry fed at 2 Mb/s (never backlogged) next to a saturating bulk flow: bulk gets
+        // the link less 1.25 x 2 Mb/s, so the two together do not exceed the link.
+        let d = [busy(Class::Bulk), idle(Class::Telemetry, 2_000_000.0)];
+        let r = allocate(10_000_000, WEIGHTED, &d);
+        assert_eq!(r, vec![7_500_000, 8_000_000]);
+        assert!(r[0] as f64 + 2_000_000.0 <= 10_000_000.0);
+        // The same under strict priority, the idle flow being the higher class.
+        let strict = Policy::Strict { floor: 0.02 };
+        let r = allocate(10_000_000, strict, &d);
+        assert_eq!(r[0], 7_500_000);
+        // An idle lower-class flow reserves at most what it could get (the floor).
+        let d = [busy(Class::Control), idle(Class::Bulk, 3_000_000.0)];
+        let r = allocate(10_000_000, strict, &d);
+        assert_eq!(r, vec![9_800_000, 200_000]);
+    }
+
+    #[test]
+    fn idle_reservations_never_starve_the_busy_flows() {
+        let d = [
+            busy(Class::Bulk),
+            idle(Class::Control, 9_000_000.0),
+            idle(Class::Telemetry, 9_000_000.0),
+        ];
+        let r = allocate(10_000_000, WEIGHTED, &d);
+        assert_eq!(r[0], 1_000_000, "{r:?}");
+    }
+
+    #[test]
+    fn usage_rises_at_once_and_decays_over_periods() {
+        assert_eq!(next_usage(1_000.0, 5_000.0), 5_000.0);
+        let mut u = 5_000_000.0;
+        let mut periods = 0;
+        while u > 50_000.0 {
+            u = next_usage(u, 0.0);
+            periods += 1;
+        }
+        // 0.8^n < 1 %: 21 periods of 50 ms, about a second.
+        assert_eq!(periods, 21);
+        assert!(next_usage(u, 0.0) < u);
     }
 }
