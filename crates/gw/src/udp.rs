@@ -24,6 +24,30 @@ fn parity(f: aerotp_net::FecSetting) -> u8 {
     }
 }
 
+/// Receives the next datagram on a gateway's UDP socket. An ICMP error (port unreachable
+/// after we sent to a client that went away) is reported by the kernel to the next receive,
+/// once: it is skipped. Any other error is logged and retried after a pause, so a socket that
+/// keeps failing cannot spin a core.
+pub(crate) async fn recv_datagram(sock: &UdpSocket, buf: &mut [u8]) -> (usize, SocketAddr) {
+    loop {
+        match sock.recv_from(buf).await {
+            Ok(x) => return x,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset
+                ) =>
+            {
+                tracing::debug!(error = %e, "UDP recv: ICMP error from an earlier send");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "UDP recv failed; retrying in 100 ms");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
 /// Ingress: client address ↔ AeroTP source port.
 #[derive(Default)]
 struct Clients {
@@ -94,13 +118,7 @@ pub async fn start_ingress(gw: Arc<Gateway>, route: Route, peer: SocketAddr) -> 
     tokio::spawn(async move {
         let mut buf = vec![0u8; 65_536];
         loop {
-            let (n, from) = match sock.recv_from(&mut buf).await {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::debug!(error = %e, "UDP recv");
-                    continue;
-                }
-            };
+            let (n, from) = recv_datagram(&sock, &mut buf).await;
             let port = shared
                 .clients
                 .lock()

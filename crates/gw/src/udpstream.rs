@@ -207,13 +207,7 @@ pub async fn start_ingress(gw: Arc<Gateway>, route: Route, peer: SocketAddr) -> 
     tokio::spawn(async move {
         let mut buf = vec![0u8; 65_536];
         loop {
-            let (n, from) = match sock.recv_from(&mut buf).await {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::debug!(error = %e, "UDP recv");
-                    continue;
-                }
-            };
+            let (n, from) = crate::udp::recv_datagram(&sock, &mut buf).await;
             let f = {
                 let mut t = table.lock().unwrap_or_else(|e| e.into_inner());
                 match t
