@@ -15,12 +15,15 @@
 #    arrival (same host clock in both namespaces; includes time held back by backpressure);
 #  - the bulk flow's goodput at its destination over the same window.
 # In "equal" all three flows are class bulk; else control/telemetry/bulk.
+#  - with UDP=b/s set: a UDP flow in datagram mode (passthrough, class telemetry) of
+#    1000-byte datagrams at that rate, each stamped with the time it was due; the ground
+#    counts what arrived and its one-way delay.
 # Usage: crates/gw/scripts/lab-prio.sh [RATE] [DELAY] [BER] [DUR_S]
-# Env: TELE (default 3500000), GWRATE (gateways' --rate, default RATE).
+# Env: TELE (default 3500000), GWRATE (gateways' --rate, default RATE), UDP (default 0: none).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; DUR=${4:-10}
-TELE=${TELE:-3500000}; GWRATE=${GWRATE:-$RATE}
+TELE=${TELE:-3500000}; GWRATE=${GWRATE:-$RATE}; UDP=${UDP:-0}
 W=$(mktemp -d /tmp/gw-prio.XXXX)
 head -c 40000000 /dev/urandom > "$W/bulk"
 TAG=gp$$
@@ -36,7 +39,7 @@ done
 GROUND=aerotp-ground-$LAB-$TAG
 air() { ip netns exec "$AIR" "$@"; }
 ground() { ip netns exec "$GROUND" "$@"; }
-echo "work dir $W; lab $RATE $DELAY BER $BER; gateways --rate $GWRATE; window $DUR s; telemetry offered $TELE b/s"
+echo "work dir $W; lab $RATE $DELAY BER $BER; gateways --rate $GWRATE; window $DUR s; telemetry offered $TELE b/s; UDP datagrams $UDP b/s"
 
 # Ground: echo server (small flow) and bulk sink (counts bytes into a file).
 ground python3 -c '
@@ -133,6 +136,35 @@ rtts.sort()
 q = lambda p: rtts[min(len(rtts) - 1, int(p * len(rtts)))]
 print("%d msgs  p50 %.1f ms  p95 %.1f ms  max %.1f ms" % (len(rtts), q(0.5), q(0.95), rtts[-1]))
 '
+UDP_RX='
+import math, socket, struct, sys, time
+dur = float(sys.argv[1])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.77.0.2", 7400))
+s.settimeout(0.5)
+d = []; last = -1; end = time.time() + dur
+while time.time() < end:
+    try:
+        b = s.recv(2048)
+    except socket.timeout:
+        continue
+    ts, i = struct.unpack(">dI", b[:12])
+    d.append((time.time() - ts) * 1000); last = max(last, i)
+d.sort()
+q = lambda p: d[min(len(d) - 1, int(p * len(d)))] if d else math.nan
+print("udp datagrams %d received (of %d sent up to the last), delay p50 %.0f ms p95 %.0f ms max %.0f ms" % (len(d), last + 1, q(0.5), q(0.95), q(1.0)))
+'
+UDP_TX='
+import socket, struct, sys, time
+rate = float(sys.argv[1]); dur = float(sys.argv[2])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+per = 1000 * 8 / rate
+t0 = time.time(); i = 0
+while time.time() - t0 < dur:
+    due = t0 + i * per
+    if due > time.time(): time.sleep(due - time.time())
+    s.sendto(struct.pack(">dI", due, i) + b"u" * 988, ("127.0.0.1", 8400))
+    i += 1
+'
 printf "%20d\n" 0 > "$W/bulk.count"
 count() { tr -d ' \n' < "$W/bulk.count"; }
 
@@ -165,8 +197,11 @@ dest = "10.77.0.2:7200"
 mode = "near-reliable"
 class = "bulk"
 TOML
+  if [ "$UDP" != 0 ]; then
+    printf '[[flow]]\nudp_listen = "127.0.0.1:8400"\ndest = "10.77.0.2:7400"\nmode = "datagram"\nclass = "telemetry"\n' >> "$W/ingress.toml"
+  fi
   RUST_LOG=warn ip netns exec "$GROUND" "$AEROTP" gw egress --listen 10.77.0.2:9000 --allow 10.77.0.2:7100 \
-    --allow 10.77.0.2:7200 --allow 10.77.0.2:7300 --rate "$GWRATE" --priority "$PRIO" --store "$W/store-eg" >>"$W/egress-$POLICY.log" 2>&1 &
+    --allow 10.77.0.2:7200 --allow 10.77.0.2:7300 --allow 10.77.0.2:7400 --rate "$GWRATE" --priority "$PRIO" --store "$W/store-eg" >>"$W/egress-$POLICY.log" 2>&1 &
   EG=$!
   RUST_LOG=warn ip netns exec "$AIR" "$AEROTP" gw ingress --config "$W/ingress.toml" >>"$W/ingress-$POLICY.log" 2>&1 &
   ING=$!
@@ -188,6 +223,11 @@ s.recv(1)
   sleep 0.3
   air python3 -c "$TELE_TX" "$TELE" "$DUR" >/dev/null 2>&1 &
   TTX=$!
+  if [ "$UDP" != 0 ]; then
+    ground python3 -c "$UDP_RX" "$(echo "$DUR + 3" | bc)" > "$W/udp-$POLICY.out" 2>&1 &
+    URX=$!
+    air python3 -c "$UDP_TX" "$UDP" "$DUR" >/dev/null 2>&1 &
+  fi
   C0=$(count); T0=$(date +%s.%N)
   R=$(air python3 -c "$ECHO_CLIENT" "$DUR" 2>&1 || true)
   C1=$(count); T1=$(date +%s.%N)
@@ -197,6 +237,10 @@ s.recv(1)
   printf "%-9s priority %-8s control (class %s): %s\n" "$POLICY" "$PRIO" "$CLASS" "$R"
   printf "%-9s          %-8s %s (class %s)\n" "" "" "$(cat "$W/tele-$POLICY.out")" "$TCLASS"
   printf "%-9s          %-8s bulk goodput %.2f Mb/s\n" "" "" "$G"
+  if [ "$UDP" != 0 ]; then
+    wait "$URX" 2>/dev/null || true
+    printf "%-9s          %-8s %s (class telemetry)\n" "" "" "$(cat "$W/udp-$POLICY.out")"
+  fi
   [ -n "$BULK" ] && { kill "$BULK" 2>/dev/null || true; wait "$BULK" 2>/dev/null || true; }
   kill "$ING" "$EG" 2>/dev/null || true
   wait "$ING" "$EG" 2>/dev/null || true

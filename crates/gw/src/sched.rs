@@ -3,7 +3,7 @@
 //! [`PERIOD`] from which flows have bytes waiting and what the others actually send.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -117,15 +117,17 @@ fn share(total: u64, policy: Policy, class: Class, busy: &[Class], add_self: boo
 /// [`HEADROOM`], at most that rate) is reserved; the busy flows share what is left by the
 /// policy. Without the reservation, a flow fed steadily below its share (idle at most
 /// samples) would add its traffic on top of the busy flows' full rate: a standing queue at
-/// the air link, for every class.
-fn allocate(total: u64, policy: Policy, demands: &[Demand]) -> Vec<u64> {
+/// the air link, for every class. `unpaced_bps` is what the gateway sends outside any
+/// connection (datagram mode, sent at once): reserved the same way, with no cap.
+fn allocate(total: u64, policy: Policy, demands: &[Demand], unpaced_bps: f64) -> Vec<u64> {
     let busy: Vec<Class> = demands.iter().filter(|d| d.busy).map(|d| d.class).collect();
     let as_if_busy = |d: &Demand| share(total, policy, d.class, &busy, true);
     let reserved: f64 = demands
         .iter()
         .filter(|d| !d.busy)
         .map(|d| (d.usage_bps * HEADROOM).min(as_if_busy(d) as f64))
-        .sum();
+        .sum::<f64>()
+        + unpaced_bps * HEADROOM;
     let left = (total as f64 - reserved).max(total as f64 * MIN_BUSY_FRACTION) as u64;
     demands
         .iter()
@@ -145,6 +147,11 @@ pub struct Scheduler {
     policy: Policy,
     entries: Mutex<HashMap<u64, Entry>>,
     next: Mutex<u64>,
+    /// Bytes handed to the endpoint outside any connection (datagram mode), counted by
+    /// [`Scheduler::count_unpaced`]; sampled like a connection's wire bytes.
+    unpaced_bytes: AtomicU64,
+    /// (`unpaced_bytes` at the last sample, usage estimate in b/s).
+    unpaced_usage: Mutex<(u64, f64)>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -181,7 +188,16 @@ impl Scheduler {
             policy,
             entries: Mutex::new(HashMap::new()),
             next: Mutex::new(0),
+            unpaced_bytes: AtomicU64::new(0),
+            unpaced_usage: Mutex::new((0, 0.0)),
         })
+    }
+
+    /// Counts a datagram-mode message of `payload` bytes sent outside any connection (its
+    /// header and CRC added here; FEC parity, a few percent, is not).
+    pub fn count_unpaced(&self, payload: usize) {
+        let wire = (payload + aerotp_wire::OVERHEAD) as u64;
+        self.unpaced_bytes.fetch_add(wire, Ordering::Relaxed);
     }
 
     pub fn total(&self) -> u64 {
@@ -236,13 +252,16 @@ impl Scheduler {
         if secs <= 0.0 {
             return;
         }
+        let rate = |now: u64, before: u64| now.saturating_sub(before) as f64 * 8.0 / secs;
         let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         for x in e.values_mut() {
             let wire = x.conn.stats().bytes_sent_wire;
-            let sample = wire.saturating_sub(x.wire_bytes) as f64 * 8.0 / secs;
+            x.usage_bps = next_usage(x.usage_bps, rate(wire, x.wire_bytes));
             x.wire_bytes = wire;
-            x.usage_bps = next_usage(x.usage_bps, sample);
         }
+        let mut u = self.unpaced_usage.lock().unwrap_or_else(|e| e.into_inner());
+        let now = self.unpaced_bytes.load(Ordering::Relaxed);
+        *u = (now, next_usage(u.1, rate(now, u.0)));
     }
 
     /// Recomputes every connection's rate from which flows have bytes waiting and what the
@@ -251,7 +270,12 @@ impl Scheduler {
         let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let ids: Vec<u64> = e.keys().copied().collect();
         let demands: Vec<Demand> = ids.iter().map(|id| e[id].demand()).collect();
-        let rates = allocate(self.total, self.policy, &demands);
+        let unpaced_bps = self
+            .unpaced_usage
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1;
+        let rates = allocate(self.total, self.policy, &demands, unpaced_bps);
         for (id, r) in ids.iter().zip(rates) {
             let Some(x) = e.get_mut(id) else { continue };
             if r != x.rate {
@@ -346,13 +370,13 @@ mod tests {
     fn busy_flows_alone_share_the_whole_link() {
         let d = [busy(Class::Control), busy(Class::Bulk)];
         assert_eq!(
-            allocate(9_000_000, WEIGHTED, &d),
+            allocate(9_000_000, WEIGHTED, &d, 0.0),
             vec![8_000_000, 1_000_000]
         );
         // Idle flows that send nothing reserve nothing, and may burst at their busy share.
         let d = [busy(Class::Bulk), idle(Class::Telemetry, 0.0)];
         assert_eq!(
-            allocate(10_000_000, WEIGHTED, &d),
+            allocate(10_000_000, WEIGHTED, &d, 0.0),
             vec![10_000_000, 8_000_000]
         );
     }
@@ -362,17 +386,34 @@ mod tests {
         // Telemetry fed at 2 Mb/s (never backlogged) next to a saturating bulk flow: bulk gets
         // the link less 1.25 x 2 Mb/s, so the two together do not exceed the link.
         let d = [busy(Class::Bulk), idle(Class::Telemetry, 2_000_000.0)];
-        let r = allocate(10_000_000, WEIGHTED, &d);
+        let r = allocate(10_000_000, WEIGHTED, &d, 0.0);
         assert_eq!(r, vec![7_500_000, 8_000_000]);
         assert!(r[0] as f64 + 2_000_000.0 <= 10_000_000.0);
         // The same under strict priority, the idle flow being the higher class.
         let strict = Policy::Strict { floor: 0.02 };
-        let r = allocate(10_000_000, strict, &d);
+        let r = allocate(10_000_000, strict, &d, 0.0);
         assert_eq!(r[0], 7_500_000);
         // An idle lower-class flow reserves at most what it could get (the floor).
         let d = [busy(Class::Control), idle(Class::Bulk, 3_000_000.0)];
-        let r = allocate(10_000_000, strict, &d);
+        let r = allocate(10_000_000, strict, &d, 0.0);
         assert_eq!(r, vec![9_800_000, 200_000]);
+    }
+
+    #[test]
+    fn datagram_mode_traffic_is_kept_from_the_busy_flows() {
+        let d = [busy(Class::Control), busy(Class::Bulk)];
+        let strict = Policy::Strict { floor: 0.01 };
+        // 0.8 Mb/s of datagrams: 1 Mb/s kept; control gets the rest less bulk's floor (1 %
+        // of what is left).
+        assert_eq!(
+            allocate(10_000_000, strict, &d, 800_000.0),
+            vec![8_910_000, 90_000]
+        );
+        let s = Scheduler::new(10_000_000, strict);
+        s.count_unpaced(1000 - aerotp_wire::OVERHEAD);
+        assert_eq!(s.unpaced_bytes.load(Ordering::Relaxed), 1000);
+        s.sample_usage(Duration::from_millis(10));
+        assert_eq!(s.unpaced_usage.lock().unwrap().1, 800_000.0);
     }
 
     #[test]
@@ -382,7 +423,7 @@ mod tests {
             idle(Class::Control, 9_000_000.0),
             idle(Class::Telemetry, 9_000_000.0),
         ];
-        let r = allocate(10_000_000, WEIGHTED, &d);
+        let r = allocate(10_000_000, WEIGHTED, &d, 0.0);
         assert_eq!(r[0], 1_000_000, "{r:?}");
     }
 

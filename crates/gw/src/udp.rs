@@ -133,7 +133,10 @@ pub async fn start_ingress(gw: Arc<Gateway>, route: Route, peer: SocketAddr) -> 
                 .ep
                 .send_datagram(peer, port, UDP_PORT, &msg, par, mtu)
             {
-                Ok(()) => shared.gw.reg.udp_in.fetch_add(1, Ordering::Relaxed),
+                Ok(()) => {
+                    shared.gw.sched.count_unpaced(msg.len());
+                    shared.gw.reg.udp_in.fetch_add(1, Ordering::Relaxed)
+                }
                 Err(e) => {
                     tracing::debug!(error = %e, "datagram too large or refused");
                     shared.gw.reg.udp_dropped.fetch_add(1, Ordering::Relaxed)
@@ -266,6 +269,7 @@ pub async fn start_egress(gw: Arc<Gateway>) -> Result<()> {
                                         )
                                         .is_ok()
                                     {
+                                        g2.sched.count_unpaced(n + 1);
                                         g2.reg.udp_out.fetch_add(1, Ordering::Relaxed);
                                     }
                                 }
