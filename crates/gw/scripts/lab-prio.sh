@@ -15,15 +15,16 @@
 #    arrival (same host clock in both namespaces; includes time held back by backpressure);
 #  - the bulk flow's goodput at its destination over the same window.
 # In "equal" all three flows are class bulk; else control/telemetry/bulk.
-#  - with UDP=b/s set: a UDP flow in datagram mode (passthrough, class telemetry) of
+#  - with UDP=b/s set: a UDP flow in datagram mode (passthrough, class UDP_CLASS) of
 #    1000-byte datagrams at that rate, each stamped with the time it was due; the ground
 #    counts what arrived and its one-way delay.
 # Usage: crates/gw/scripts/lab-prio.sh [RATE] [DELAY] [BER] [DUR_S]
-# Env: TELE (default 3500000), GWRATE (gateways' --rate, default RATE), UDP (default 0: none).
+# Env: TELE (default 3500000), GWRATE (gateways' --rate, default RATE), UDP (default 0: none),
+#      UDP_CLASS (default telemetry).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; DUR=${4:-10}
-TELE=${TELE:-3500000}; GWRATE=${GWRATE:-$RATE}; UDP=${UDP:-0}
+TELE=${TELE:-3500000}; GWRATE=${GWRATE:-$RATE}; UDP=${UDP:-0}; UDP_CLASS=${UDP_CLASS:-telemetry}
 W=$(mktemp -d /tmp/gw-prio.XXXX)
 head -c 40000000 /dev/urandom > "$W/bulk"
 TAG=gp$$
@@ -39,7 +40,7 @@ done
 GROUND=aerotp-ground-$LAB-$TAG
 air() { ip netns exec "$AIR" "$@"; }
 ground() { ip netns exec "$GROUND" "$@"; }
-echo "work dir $W; lab $RATE $DELAY BER $BER; gateways --rate $GWRATE; window $DUR s; telemetry offered $TELE b/s; UDP datagrams $UDP b/s"
+echo "work dir $W; lab $RATE $DELAY BER $BER; gateways --rate $GWRATE; window $DUR s; telemetry offered $TELE b/s; UDP datagrams $UDP b/s ($UDP_CLASS)"
 
 # Ground: echo server (small flow) and bulk sink (counts bytes into a file).
 ground python3 -c '
@@ -198,7 +199,7 @@ mode = "near-reliable"
 class = "bulk"
 TOML
   if [ "$UDP" != 0 ]; then
-    printf '[[flow]]\nudp_listen = "127.0.0.1:8400"\ndest = "10.77.0.2:7400"\nmode = "datagram"\nclass = "telemetry"\n' >> "$W/ingress.toml"
+    printf '[[flow]]\nudp_listen = "127.0.0.1:8400"\ndest = "10.77.0.2:7400"\nmode = "datagram"\nclass = "%s"\n' "$UDP_CLASS" >> "$W/ingress.toml"
   fi
   RUST_LOG=warn ip netns exec "$GROUND" "$AEROTP" gw egress --listen 10.77.0.2:9000 --allow 10.77.0.2:7100 \
     --allow 10.77.0.2:7200 --allow 10.77.0.2:7300 --allow 10.77.0.2:7400 --rate "$GWRATE" --priority "$PRIO" --store "$W/store-eg" >>"$W/egress-$POLICY.log" 2>&1 &
@@ -239,7 +240,7 @@ s.recv(1)
   printf "%-9s          %-8s bulk goodput %.2f Mb/s\n" "" "" "$G"
   if [ "$UDP" != 0 ]; then
     wait "$URX" 2>/dev/null || true
-    printf "%-9s          %-8s %s (class telemetry)\n" "" "" "$(cat "$W/udp-$POLICY.out")"
+    printf "%-9s          %-8s %s (class %s)\n" "" "" "$(cat "$W/udp-$POLICY.out")" "$UDP_CLASS"
   fi
   [ -n "$BULK" ] && { kill "$BULK" 2>/dev/null || true; wait "$BULK" 2>/dev/null || true; }
   kill "$ING" "$EG" 2>/dev/null || true

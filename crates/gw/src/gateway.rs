@@ -43,6 +43,8 @@ pub struct Registry {
     pub udp_in: AtomicU64,
     pub udp_out: AtomicU64,
     pub udp_dropped: AtomicU64,
+    /// Datagram-mode datagrams over their class's share (dropped at the ingress).
+    pub udp_policed: AtomicU64,
     /// Datagrams missing at this gateway (sequence gaps in stream-mode UDP flows).
     pub udp_lost: AtomicU64,
 }

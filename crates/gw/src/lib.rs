@@ -11,6 +11,7 @@ pub mod flow;
 pub mod frame;
 pub mod gateway;
 pub mod metrics;
+pub mod policer;
 pub mod progress;
 pub mod sched;
 pub mod store;

@@ -80,6 +80,11 @@ pub fn render(gw: &Gateway) -> String {
             r.udp_dropped.load(Ordering::Relaxed),
         ),
         (
+            "udp_policed",
+            "UDP datagrams of datagram-mode routes dropped over their class's share of the link",
+            r.udp_policed.load(Ordering::Relaxed),
+        ),
+        (
             "udp_lost",
             "UDP datagrams lost on the air link (sequence gaps seen here, stream-mode flows)",
             r.udp_lost.load(Ordering::Relaxed),

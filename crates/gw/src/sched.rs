@@ -112,6 +112,11 @@ fn share(total: u64, policy: Policy, class: Class, busy: &[Class], add_self: boo
     r.clamp(MIN_RATE, total.max(MIN_RATE))
 }
 
+/// Per class (indexed by `Class as usize`), the rate one more busy flow of it would get.
+fn class_shares(total: u64, policy: Policy, busy: &[Class]) -> [u64; 3] {
+    [Class::Control, Class::Telemetry, Class::Bulk].map(|c| share(total, policy, c, busy, true))
+}
+
 /// Every connection's rate. A flow with nothing waiting is paced at the rate it would get if
 /// it became busy (its next bytes are not held back), and what it actually sends (with
 /// [`HEADROOM`], at most that rate) is reserved; the busy flows share what is left by the
@@ -152,6 +157,9 @@ pub struct Scheduler {
     unpaced_bytes: AtomicU64,
     /// (`unpaced_bytes` at the last sample, usage estimate in b/s).
     unpaced_usage: Mutex<(u64, f64)>,
+    /// Per class, the rate a busy flow of it would get now: the cap of datagram-mode routes
+    /// of that class (see [`crate::policer`]).
+    datagram_rates: [AtomicU64; 3],
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -190,7 +198,14 @@ impl Scheduler {
             next: Mutex::new(0),
             unpaced_bytes: AtomicU64::new(0),
             unpaced_usage: Mutex::new((0, 0.0)),
+            datagram_rates: [0, 1, 2].map(|_| AtomicU64::new(total.max(MIN_RATE))),
         })
+    }
+
+    /// What a datagram-mode route of `class` may send now, in b/s: the rate a busy flow of
+    /// its class would get (updated every [`PERIOD`]).
+    pub fn datagram_rate(&self, class: Class) -> u64 {
+        self.datagram_rates[class as usize].load(Ordering::Relaxed)
     }
 
     /// Counts a datagram-mode message of `payload` bytes sent outside any connection (its
@@ -276,6 +291,11 @@ impl Scheduler {
             .unwrap_or_else(|e| e.into_inner())
             .1;
         let rates = allocate(self.total, self.policy, &demands, unpaced_bps);
+        let busy: Vec<Class> = demands.iter().filter(|d| d.busy).map(|d| d.class).collect();
+        let caps = class_shares(self.total, self.policy, &busy);
+        for (slot, r) in self.datagram_rates.iter().zip(caps) {
+            slot.store(r, Ordering::Relaxed);
+        }
         for (id, r) in ids.iter().zip(rates) {
             let Some(x) = e.get_mut(id) else { continue };
             if r != x.rate {
@@ -414,6 +434,26 @@ mod tests {
         assert_eq!(s.unpaced_bytes.load(Ordering::Relaxed), 1000);
         s.sample_usage(Duration::from_millis(10));
         assert_eq!(s.unpaced_usage.lock().unwrap().1, 800_000.0);
+    }
+
+    #[test]
+    fn datagram_routes_are_capped_at_their_class_share() {
+        let strict = Policy::Strict { floor: 0.02 };
+        // A busy control flow: lower classes get the floor; a control route shares with it.
+        assert_eq!(
+            class_shares(10_000_000, strict, &[Class::Control]),
+            [5_000_000, 200_000, 200_000]
+        );
+        assert_eq!(
+            class_shares(9_000_000, WEIGHTED, &[Class::Bulk]),
+            [8_000_000, 7_200_000, 4_500_000]
+        );
+        // Nothing busy: any class may use the whole link; that is where a scheduler starts.
+        assert_eq!(class_shares(9_000_000, WEIGHTED, &[]), [9_000_000; 3]);
+        let s = Scheduler::new(10_000_000, strict);
+        assert_eq!(s.datagram_rate(Class::Bulk), 10_000_000);
+        s.recompute();
+        assert_eq!(s.datagram_rate(Class::Bulk), 10_000_000);
     }
 
     #[test]

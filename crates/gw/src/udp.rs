@@ -6,11 +6,14 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+use std::time::Instant;
+
 use anyhow::{Context, Result};
 use tokio::net::UdpSocket;
 
 use crate::config::Route;
 use crate::gateway::{Gateway, UDP_PORT};
+use crate::policer::Policer;
 
 /// Most UDP peers remembered per gateway (the oldest is forgotten first).
 const MAX_PEERS: usize = 4096;
@@ -115,10 +118,18 @@ pub async fn start_ingress(gw: Arc<Gateway>, route: Route, peer: SocketAddr) -> 
     let dest = route.dest.as_bytes()[..route.dest.len().min(255)].to_vec();
     let par = parity(route.fec);
     let mtu = gw.settings.mtu;
+    let class = route.class;
     tokio::spawn(async move {
         let mut buf = vec![0u8; 65_536];
+        let mut policer = Policer::new(Instant::now());
         loop {
             let (n, from) = recv_datagram(&sock, &mut buf).await;
+            let wire = 1 + dest.len() + n + aerotp_wire::OVERHEAD;
+            let cap = shared.gw.sched.datagram_rate(class);
+            if !policer.admit(wire, cap, Instant::now()) {
+                shared.gw.reg.udp_policed.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             let port = shared
                 .clients
                 .lock()
