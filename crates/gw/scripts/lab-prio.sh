@@ -106,7 +106,7 @@ per = 1000 * 8 / rate
 t0 = time.time(); i = 0
 while time.time() - t0 < dur:
     due = t0 + i * per
-    if due > time.time(): time.sleep(due - time.time())
+    time.sleep(max(0.0, due - time.time()))
     # Stamped with the time it was due, not when sendall returned: a producer held back by
     # backpressure shows up as age at the receiver.
     s.sendall(struct.pack(">dI", due, i) + b"t" * 988)
@@ -162,10 +162,15 @@ per = 1000 * 8 / rate
 t0 = time.time(); i = 0
 while time.time() - t0 < dur:
     due = t0 + i * per
-    if due > time.time(): time.sleep(due - time.time())
+    time.sleep(max(0.0, due - time.time()))
     s.sendto(struct.pack(">dI", due, i) + b"u" * 988, ("127.0.0.1", 8400))
     i += 1
 '
+# gwudp NETNS PORT KEY: the gateway's aerotp_gw_udp_KEY counter (metrics on 127.0.0.1:PORT).
+gwudp() {
+  ip netns exec "$1" "$AEROTP" gw stats --metrics "127.0.0.1:$2" 2>/dev/null |
+    awk -v k="aerotp_gw_udp_$3" 'index($1, k "{") == 1 {print $2}'
+}
 printf "%20d\n" 0 > "$W/bulk.count"
 count() { tr -d ' \n' < "$W/bulk.count"; }
 
@@ -182,6 +187,7 @@ peer = "10.77.0.2:9000"
 rate = "$GWRATE"
 store = "$W/store-in"
 priority = "$PRIO"
+metrics = "127.0.0.1:9464"
 [[flow]]
 tcp_listen = "127.0.0.1:8100"
 dest = "10.77.0.2:7100"
@@ -202,7 +208,7 @@ TOML
     printf '[[flow]]\nudp_listen = "127.0.0.1:8400"\ndest = "10.77.0.2:7400"\nmode = "datagram"\nclass = "%s"\n' "$UDP_CLASS" >> "$W/ingress.toml"
   fi
   RUST_LOG=warn ip netns exec "$GROUND" "$AEROTP" gw egress --listen 10.77.0.2:9000 --allow 10.77.0.2:7100 \
-    --allow 10.77.0.2:7200 --allow 10.77.0.2:7300 --allow 10.77.0.2:7400 --rate "$GWRATE" --priority "$PRIO" --store "$W/store-eg" >>"$W/egress-$POLICY.log" 2>&1 &
+    --allow 10.77.0.2:7200 --allow 10.77.0.2:7300 --allow 10.77.0.2:7400 --rate "$GWRATE" --priority "$PRIO" --store "$W/store-eg" --metrics 127.0.0.1:9465 >>"$W/egress-$POLICY.log" 2>&1 &
   EG=$!
   RUST_LOG=warn ip netns exec "$AIR" "$AEROTP" gw ingress --config "$W/ingress.toml" >>"$W/ingress-$POLICY.log" 2>&1 &
   ING=$!
@@ -241,6 +247,11 @@ s.recv(1)
   if [ "$UDP" != 0 ]; then
     wait "$URX" 2>/dev/null || true
     printf "%-9s          %-8s %s (class %s)\n" "" "" "$(cat "$W/udp-$POLICY.out")" "$UDP_CLASS"
+    # The gateways' own UDP counters: taken in, policed and dropped at the ingress; handed to
+    # the destination at the egress.
+    printf "%-9s          %-8s gateways: ingress took %s, policed %s, dropped %s; egress delivered %s\n" "" "" \
+      "$(gwudp "$AIR" 9464 in)" "$(gwudp "$AIR" 9464 policed)" "$(gwudp "$AIR" 9464 dropped)" \
+      "$(gwudp "$GROUND" 9465 in)"
   fi
   [ -n "$BULK" ] && { kill "$BULK" 2>/dev/null || true; wait "$BULK" 2>/dev/null || true; }
   kill "$ING" "$EG" 2>/dev/null || true

@@ -123,18 +123,28 @@ fn class_shares(total: u64, policy: Policy, busy: &[Class]) -> [u64; 3] {
 /// policy. Without the reservation, a flow fed steadily below its share (idle at most
 /// samples) would add its traffic on top of the busy flows' full rate: a standing queue at
 /// the air link, for every class. `unpaced_bps` is what the gateway sends outside any
-/// connection (datagram mode, sent at once): reserved the same way, with no cap.
-fn allocate(total: u64, policy: Policy, demands: &[Demand], unpaced_bps: f64) -> Vec<u64> {
+/// connection (datagram mode, sent at once): reserved the same way.
+///
+/// Also returns, per class, the cap of a datagram-mode route: what one more busy flow of
+/// the class would get out of the link less the idle connections' reservations (a route
+/// capped at the whole link would send on top of them).
+fn allocate(
+    total: u64,
+    policy: Policy,
+    demands: &[Demand],
+    unpaced_bps: f64,
+) -> (Vec<u64>, [u64; 3]) {
     let busy: Vec<Class> = demands.iter().filter(|d| d.busy).map(|d| d.class).collect();
     let as_if_busy = |d: &Demand| share(total, policy, d.class, &busy, true);
-    let reserved: f64 = demands
+    let idle_reserved: f64 = demands
         .iter()
         .filter(|d| !d.busy)
         .map(|d| (d.usage_bps * HEADROOM).min(as_if_busy(d) as f64))
-        .sum::<f64>()
-        + unpaced_bps * HEADROOM;
-    let left = (total as f64 - reserved).max(total as f64 * MIN_BUSY_FRACTION) as u64;
-    demands
+        .sum();
+    let at_least = |bps: f64| bps.max(total as f64 * MIN_BUSY_FRACTION) as u64;
+    let caps = class_shares(at_least(total as f64 - idle_reserved), policy, &busy);
+    let left = at_least(total as f64 - idle_reserved - unpaced_bps * HEADROOM);
+    let rates = demands
         .iter()
         .map(|d| {
             if d.busy {
@@ -143,7 +153,8 @@ fn allocate(total: u64, policy: Policy, demands: &[Demand], unpaced_bps: f64) ->
                 as_if_busy(d)
             }
         })
-        .collect()
+        .collect();
+    (rates, caps)
 }
 
 /// The rate allocator of one gateway.
@@ -290,9 +301,7 @@ impl Scheduler {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .1;
-        let rates = allocate(self.total, self.policy, &demands, unpaced_bps);
-        let busy: Vec<Class> = demands.iter().filter(|d| d.busy).map(|d| d.class).collect();
-        let caps = class_shares(self.total, self.policy, &busy);
+        let (rates, caps) = allocate(self.total, self.policy, &demands, unpaced_bps);
         for (slot, r) in self.datagram_rates.iter().zip(caps) {
             slot.store(r, Ordering::Relaxed);
         }
@@ -390,13 +399,13 @@ mod tests {
     fn busy_flows_alone_share_the_whole_link() {
         let d = [busy(Class::Control), busy(Class::Bulk)];
         assert_eq!(
-            allocate(9_000_000, WEIGHTED, &d, 0.0),
+            allocate(9_000_000, WEIGHTED, &d, 0.0).0,
             vec![8_000_000, 1_000_000]
         );
         // Idle flows that send nothing reserve nothing, and may burst at their busy share.
         let d = [busy(Class::Bulk), idle(Class::Telemetry, 0.0)];
         assert_eq!(
-            allocate(10_000_000, WEIGHTED, &d, 0.0),
+            allocate(10_000_000, WEIGHTED, &d, 0.0).0,
             vec![10_000_000, 8_000_000]
         );
     }
@@ -406,16 +415,16 @@ mod tests {
         // Telemetry fed at 2 Mb/s (never backlogged) next to a saturating bulk flow: bulk gets
         // the link less 1.25 x 2 Mb/s, so the two together do not exceed the link.
         let d = [busy(Class::Bulk), idle(Class::Telemetry, 2_000_000.0)];
-        let r = allocate(10_000_000, WEIGHTED, &d, 0.0);
+        let r = allocate(10_000_000, WEIGHTED, &d, 0.0).0;
         assert_eq!(r, vec![7_500_000, 8_000_000]);
         assert!(r[0] as f64 + 2_000_000.0 <= 10_000_000.0);
         // The same under strict priority, the idle flow being the higher class.
         let strict = Policy::Strict { floor: 0.02 };
-        let r = allocate(10_000_000, strict, &d, 0.0);
+        let r = allocate(10_000_000, strict, &d, 0.0).0;
         assert_eq!(r[0], 7_500_000);
         // An idle lower-class flow reserves at most what it could get (the floor).
         let d = [busy(Class::Control), idle(Class::Bulk, 3_000_000.0)];
-        let r = allocate(10_000_000, strict, &d, 0.0);
+        let r = allocate(10_000_000, strict, &d, 0.0).0;
         assert_eq!(r, vec![9_800_000, 200_000]);
     }
 
@@ -426,7 +435,7 @@ mod tests {
         // 0.8 Mb/s of datagrams: 1 Mb/s kept; control gets the rest less bulk's floor (1 %
         // of what is left).
         assert_eq!(
-            allocate(10_000_000, strict, &d, 800_000.0),
+            allocate(10_000_000, strict, &d, 800_000.0).0,
             vec![8_910_000, 90_000]
         );
         let s = Scheduler::new(10_000_000, strict);
@@ -448,6 +457,18 @@ mod tests {
             class_shares(9_000_000, WEIGHTED, &[Class::Bulk]),
             [8_000_000, 7_200_000, 4_500_000]
         );
+        // An idle telemetry flow sending 2 Mb/s: datagram routes share what it leaves.
+        let d = [idle(Class::Telemetry, 2_000_000.0)];
+        assert_eq!(
+            allocate(10_000_000, WEIGHTED, &d, 0.0).1,
+            [7_500_000; 3],
+            "nothing busy: a route may use the link less the reservation"
+        );
+        let d = [busy(Class::Bulk), idle(Class::Telemetry, 2_000_000.0)];
+        assert_eq!(
+            allocate(10_000_000, strict, &d, 0.0).1,
+            [7_350_000, 7_350_000, 3_750_000]
+        );
         // Nothing busy: any class may use the whole link; that is where a scheduler starts.
         assert_eq!(class_shares(9_000_000, WEIGHTED, &[]), [9_000_000; 3]);
         let s = Scheduler::new(10_000_000, strict);
@@ -463,7 +484,7 @@ mod tests {
             idle(Class::Control, 9_000_000.0),
             idle(Class::Telemetry, 9_000_000.0),
         ];
-        let r = allocate(10_000_000, WEIGHTED, &d, 0.0);
+        let r = allocate(10_000_000, WEIGHTED, &d, 0.0).0;
         assert_eq!(r[0], 1_000_000, "{r:?}");
     }
 
