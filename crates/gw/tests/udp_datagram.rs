@@ -7,8 +7,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aerotp_gw::config::{FileConfig, FlowSpec};
 use tokio::net::UdpSocket;
+
+mod common;
+
+use common::{udp_egress, udp_ingress};
 
 const RATE_BPS: f64 = 2_000_000.0;
 const LEN: usize = 1000;
@@ -45,33 +48,8 @@ async fn datagram_routes_are_held_to_their_share() {
             got2.lock().unwrap().push(i);
         }
     });
-    let eg = FileConfig {
-        listen: Some("127.0.0.1:0".into()),
-        udp_connect: Some(dest_addr.to_string()),
-        rate: Some("2mbit".into()),
-        ..Default::default()
-    };
-    let egress = aerotp_gw::start("egress", eg.settings().unwrap())
-        .await
-        .unwrap();
-    let entry = std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let ing = FileConfig {
-        peer: Some(egress.ep.local_addr().to_string()),
-        rate: Some("2mbit".into()),
-        flows: vec![FlowSpec {
-            udp_listen: Some(entry.to_string()),
-            mode: Some("datagram".into()),
-            class: Some("bulk".into()),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ingress = aerotp_gw::start("ingress", ing.settings().unwrap())
-        .await
-        .unwrap();
+    let egress = udp_egress(dest_addr, "2mbit").await;
+    let (ingress, entry) = udp_ingress(egress.ep.local_addr(), "datagram", "bulk", "2mbit").await;
     let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     client.connect(entry).await.unwrap();
     let policed = || ingress.reg.udp_policed.load(Ordering::Relaxed);

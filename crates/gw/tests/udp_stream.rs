@@ -8,8 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aerotp_gw::config::{FileConfig, FlowSpec};
 use tokio::net::UdpSocket;
+
+mod common;
+
+use common::{udp_egress, udp_ingress};
 
 const N: u32 = 3000;
 
@@ -72,34 +75,9 @@ async fn run(mode: &str) {
             let _ = dest.send_to(&b[..n], from).await;
         }
     });
-    let eg = FileConfig {
-        listen: Some("127.0.0.1:0".into()),
-        udp_connect: Some(dest_addr.to_string()),
-        rate: Some("20mbit".into()),
-        ..Default::default()
-    };
-    let egress = aerotp_gw::start("egress", eg.settings().unwrap())
-        .await
-        .unwrap();
+    let egress = udp_egress(dest_addr, "20mbit").await;
     let (relay, relay_dropped) = lossy_relay(egress.ep.local_addr()).await;
-    let entry = std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let ing = FileConfig {
-        peer: Some(relay.to_string()),
-        rate: Some("20mbit".into()),
-        flows: vec![FlowSpec {
-            udp_listen: Some(entry.to_string()),
-            mode: Some(mode.into()),
-            class: Some("telemetry".into()),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ingress = aerotp_gw::start("ingress", ing.settings().unwrap())
-        .await
-        .unwrap();
+    let (ingress, entry) = udp_ingress(relay, mode, "telemetry", "20mbit").await;
     let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
     let replies = Arc::new(std::sync::Mutex::new(Vec::<u32>::new()));
     let (c2, r2) = (client.clone(), replies.clone());
