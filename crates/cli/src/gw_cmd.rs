@@ -75,7 +75,10 @@ struct RoleArgs {
     /// Egress: any destination an ingress asks for.
     #[arg(long)]
     allow_any: bool,
-    /// Air link rate shared by the flows (e.g. 5mbit).
+    /// Air link rate shared by the flows (e.g. 5mbit). With classes mixed, set it about 10 %
+    /// below the link's rate: the pacers count AeroTP datagrams, not IP/UDP headers or link
+    /// framing, and at the full rate a queue forms at the link that every class waits in. A
+    /// lone bulk transfer is fastest at the full rate.
     #[arg(long)]
     rate: Option<String>,
     /// Largest AeroTP datagram, bytes.
@@ -96,7 +99,10 @@ struct RoleArgs {
     /// Serve Prometheus metrics over HTTP here.
     #[arg(long)]
     metrics: Option<String>,
-    /// strict or weighted (control 8 : telemetry 4 : bulk 1).
+    /// How busy flows share the rate: weighted (control 8 : telemetry 4 : bulk 1, the
+    /// default) or strict (the highest busy class first; lower busy classes keep 2 % per
+    /// flow). Either way what idle flows and datagram-mode routes send is kept for them
+    /// first, and datagram-mode routes are held to their class's share (docs/gateway.md).
     #[arg(long)]
     priority: Option<String>,
     /// Drop a connection silent for this long (then a near-reliable flow resumes).
