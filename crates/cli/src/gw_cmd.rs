@@ -75,10 +75,9 @@ struct RoleArgs {
     /// Egress: any destination an ingress asks for.
     #[arg(long)]
     allow_any: bool,
-    /// Air link rate shared by the flows (e.g. 5mbit). With classes mixed, set it about 10 %
-    /// below the link's rate: the pacers count AeroTP datagrams, not IP/UDP headers or link
-    /// framing, and at the full rate a queue forms at the link that every class waits in. A
-    /// lone bulk transfer is fastest at the full rate.
+    /// Air link rate shared by the flows (e.g. 5mbit), counted with each datagram's IPv4/UDP
+    /// headers. On a radio with framing of its own, set it below the link's rate by that
+    /// framing's share: a queue at the link delays every class alike.
     #[arg(long)]
     rate: Option<String>,
     /// Largest AeroTP datagram, bytes.

@@ -171,6 +171,9 @@ pub struct Scheduler {
     /// Per class, the rate a busy flow of it would get now: the cap of datagram-mode routes
     /// of that class (see [`crate::policer`]).
     datagram_rates: [AtomicU64; 3],
+    /// Bytes a datagram-mode message adds on the link beyond its payload: AeroTP header and
+    /// CRC, plus the IPv4/UDP headers that the connections' pacers count per datagram too.
+    datagram_overhead: usize,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -210,7 +213,15 @@ impl Scheduler {
             unpaced_bytes: AtomicU64::new(0),
             unpaced_usage: Mutex::new((0, 0.0)),
             datagram_rates: [0, 1, 2].map(|_| AtomicU64::new(total.max(MIN_RATE))),
+            datagram_overhead: aerotp_wire::OVERHEAD
+                + aerotp_net::ConnectionConfig::default().per_packet_overhead,
         })
+    }
+
+    /// What a datagram-mode message of `payload` bytes weighs against its route's cap, counted
+    /// as the connections' pacers count their datagrams.
+    pub fn datagram_link_len(&self, payload: usize) -> usize {
+        payload + self.datagram_overhead
     }
 
     /// What a datagram-mode route of `class` may send now, in b/s: the rate a busy flow of

@@ -124,7 +124,7 @@ pub async fn start_ingress(gw: Arc<Gateway>, route: Route, peer: SocketAddr) -> 
         let mut policer = Policer::new(Instant::now());
         loop {
             let (n, from) = recv_datagram(&sock, &mut buf).await;
-            let wire = 1 + dest.len() + n + aerotp_wire::OVERHEAD;
+            let wire = shared.gw.sched.datagram_link_len(1 + dest.len() + n);
             let cap = shared.gw.sched.datagram_rate(class);
             if !policer.admit(wire, cap, Instant::now()) {
                 shared.gw.reg.udp_policed.fetch_add(1, Ordering::Relaxed);

@@ -77,10 +77,11 @@ async fn datagram_routes_are_held_to_their_share() {
     let took = send(&client, 150, 1000, Duration::from_millis(1)).await;
     settle(1150).await;
     let delivered = got.lock().unwrap().len() as u64 - 150;
-    let wire = (LEN + 1 + aerotp_wire::OVERHEAD) as f64; // + destination length byte
-                                                         // The bucket was full after phase 1 (at most 100 ms of the rate, at least 64 KiB); the
-                                                         // last datagrams reach the policer a little after the sender's clock stopped (50 ms of
-                                                         // slack). At least the rate itself must pass, less 10 %.
+    // Payload: the destination-length byte, the datagram.
+    let wire = ingress.sched.datagram_link_len(LEN + 1) as f64;
+    // The bucket was full after phase 1 (at most 100 ms of the rate, at least 64 KiB); the
+    // last datagrams reach the policer a little after the sender's clock stopped (50 ms of
+    // slack). At least the rate itself must pass, less 10 %.
     let bound = (RATE_BPS / 8.0 * (took.as_secs_f64() + 0.05) + 65_536.0) / wire + 2.0;
     let floor = RATE_BPS / 8.0 * took.as_secs_f64() / wire * 0.9;
     eprintln!(
