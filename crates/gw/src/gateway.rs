@@ -62,6 +62,15 @@ impl Registry {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id);
     }
+    /// The live flows now.
+    pub fn snapshot(&self) -> Vec<Arc<Flow>> {
+        self.flows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
     pub fn get(&self, id: u64) -> Option<Arc<Flow>> {
         self.flows
             .lock()

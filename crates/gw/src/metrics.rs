@@ -24,13 +24,7 @@ pub fn render(gw: &Gateway) -> String {
         );
         let _ = writeln!(s, "aerotp_gw_{name}{{role=\"{role}\"}} {v}");
     };
-    let flows: Vec<_> = r
-        .flows
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .values()
-        .cloned()
-        .collect();
+    let flows = r.snapshot();
     // Gateway-wide gauges: (name, help, value).
     let gauges = [
         ("flows_active", "TCP flows in progress", flows.len() as u64),

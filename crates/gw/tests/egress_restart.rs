@@ -165,16 +165,7 @@ async fn source(entry: SocketAddr, up: Vec<u8>) -> usize {
 async fn wait_mid_transfer(eg: &Egress, lo: u64, hi: u64) -> u64 {
     let t = Instant::now();
     loop {
-        let flows: Vec<_> = eg
-            .gw()
-            .reg
-            .flows
-            .lock()
-            .unwrap()
-            .values()
-            .cloned()
-            .collect();
-        for f in flows {
+        for f in eg.gw().reg.snapshot() {
             let d = f.in_progress().0;
             if d >= lo {
                 assert!(d < hi, "missed the window: {d} B already written");

@@ -177,15 +177,7 @@ async fn broken_connection_resumes_without_loss_or_duplicates() {
     let mut broke = 0;
     for _ in 0..200 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let flows: Vec<_> = ingress
-            .reg
-            .flows
-            .lock()
-            .unwrap()
-            .values()
-            .cloned()
-            .collect();
-        for f in flows {
+        for f in ingress.reg.snapshot() {
             let (base, end) = {
                 let st = f.lock();
                 (st.base, st.end)
