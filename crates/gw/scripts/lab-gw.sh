@@ -20,6 +20,9 @@ RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; MB=${4:-10}; LOSS=${5:-0}
 CCS=${CCS:-cubic bbr reno}
 GW_FEC=${GW_FEC:-off}
 SEED=${SEED:-7}
+. "$(dirname "$0")/lab-up.sh"
+need_number SEED "$SEED"
+need_number SIZE_MB "$MB"
 W=$(mktemp -d /tmp/gw-lab.XXXX)
 mkdir -p "$W/srv" "$W/store" "$W/out"
 head -c $((MB * 1000000)) /dev/urandom > "$W/srv/blob"
@@ -45,21 +48,7 @@ mode = "near-reliable"
 class = "bulk"
 TOML
 TAG=gw$$
-"$AEROTP" lab --rate "$RATE" --delay "$DELAY" --ber "$BER" --loss "$LOSS" --seed "$SEED" --name "$TAG" >"$W/lab.log" 2>&1 &
-LAB=$!
-cleanup() {
-  kill "$LAB" 2>/dev/null || true; wait "$LAB" 2>/dev/null || true
-  grep -E "^(forward|reverse|dropped by)" "$W/lab.log" || true
-}
-trap cleanup EXIT
-for _ in $(seq 50); do
-  AIR=$(ip netns list | awk '{print $1}' | grep -E "^aerotp-air-$LAB-$TAG$" || true)
-  [ -n "$AIR" ] && ip netns exec "$AIR" ip link show atp-air >/dev/null 2>&1 && break
-  sleep 0.2
-done
-GROUND=aerotp-ground-$LAB-$TAG
-air() { ip netns exec "$AIR" "$@"; }
-ground() { ip netns exec "$GROUND" "$@"; }
+lab_up --rate "$RATE" --delay "$DELAY" --ber "$BER" --loss "$LOSS" --seed "$SEED"
 echo "work dir $W; lab $AIR / $GROUND: $RATE $DELAY BER $BER loss $LOSS seed $SEED"
 
 ground python3 -m http.server -b 10.77.0.2 -d "$W/srv" 8000 >"$W/http.log" 2>&1 &

@@ -25,21 +25,15 @@ set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; DUR=${4:-10}
 TELE=${TELE:-3500000}; GWRATE=${GWRATE:-$RATE}; UDP=${UDP:-0}; UDP_CLASS=${UDP_CLASS:-telemetry}
+. "$(dirname "$0")/lab-up.sh"
+need_number TELE "$TELE"
+need_number UDP "$UDP"
+need_number DUR_S "$DUR"
+case $UDP_CLASS in control|telemetry|bulk) ;; *) echo "UDP_CLASS must be control, telemetry or bulk, not '$UDP_CLASS'" >&2; exit 2 ;; esac
 W=$(mktemp -d /tmp/gw-prio.XXXX)
 head -c 40000000 /dev/urandom > "$W/bulk"
 TAG=gp$$
-"$AEROTP" lab --rate "$RATE" --delay "$DELAY" --ber "$BER" --seed 11 --name "$TAG" >"$W/lab.log" 2>&1 &
-LAB=$!
-cleanup() { kill "$LAB" 2>/dev/null || true; wait "$LAB" 2>/dev/null || true; }
-trap cleanup EXIT
-for _ in $(seq 50); do
-  AIR=$(ip netns list | awk '{print $1}' | grep -E "^aerotp-air-$LAB-$TAG$" || true)
-  [ -n "$AIR" ] && ip netns exec "$AIR" ip link show atp-air >/dev/null 2>&1 && break
-  sleep 0.2
-done
-GROUND=aerotp-ground-$LAB-$TAG
-air() { ip netns exec "$AIR" "$@"; }
-ground() { ip netns exec "$GROUND" "$@"; }
+lab_up --rate "$RATE" --delay "$DELAY" --ber "$BER" --seed 11
 echo "work dir $W; lab $RATE $DELAY BER $BER; gateways --rate $GWRATE; window $DUR s; telemetry offered $TELE b/s; UDP datagrams $UDP b/s ($UDP_CLASS)"
 
 # Ground: echo server (small flow) and bulk sink (counts bytes into a file).
