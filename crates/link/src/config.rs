@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LinkError;
+use crate::trace::Trace;
 
 /// One direction of a link. A bidirectional link is two `Link`s, possibly with different
 /// configs (asymmetric return link). See `docs/link-model.md` for the exact semantics.
@@ -57,6 +58,11 @@ pub struct LinkConfig {
     pub periodic_outage: Option<PeriodicOutage>,
     /// Probability that a delivered packet is delivered twice (same arrival time).
     pub duplicate: f64,
+    /// Optional random outages: exponential up-times, uniform down-times (a satellite call
+    /// that drops and is redialled).
+    pub random_outage: Option<RandomOutage>,
+    /// Optional time-varying rate, delay, BER and loss, replayed from a CSV trace.
+    pub trace: Option<Trace>,
 }
 
 impl Default for LinkConfig {
@@ -77,41 +83,173 @@ impl Default for LinkConfig {
             outages: Vec::new(),
             periodic_outage: None,
             duplicate: 0.0,
+            random_outage: None,
+            trace: None,
         }
     }
 }
 
-/// Gilbert–Elliott two-state loss model, advanced once per packet put on the air.
+/// Gilbert–Elliott two-state channel: a Good and a Bad state, each with its own packet loss
+/// probability and (optionally) its own bit-error rate.
 ///
-/// In state Good a packet is lost with probability `loss_good`, in state Bad with
-/// `loss_bad`; after that decision the state moves Good→Bad with probability `p_gb` and
-/// Bad→Good with `p_bg`. The link starts in Good. Stationary mean loss:
-/// `(p_bg * loss_good + p_gb * loss_bad) / (p_gb + p_bg)`; mean burst (Bad sojourn)
-/// length `1 / p_bg` packets.
+/// How long the chain stays in a state is given in one of three forms (exactly one):
+/// * per-packet transition probabilities `p_gb`, `p_bg` (the chain advances once per packet
+///   put on the air; mean Bad sojourn `1 / p_bg` packets);
+/// * mean sojourns in packets, `good_packets`, `bad_packets` (the same chain, with
+///   `p_gb = 1 / good_packets`, `p_bg = 1 / bad_packets`);
+/// * mean sojourns in time, `good_time`, `bad_time` (a continuous-time chain: sojourns are
+///   exponential with these means, and a packet sees the state at its transmission start).
+///
+/// The link starts in Good. In state Good a packet is lost with probability `loss_good` and
+/// its bits flip at `ber_good`; in Bad with `loss_bad` and `ber_bad`. A per-state BER that is
+/// not given is the link's `ber`. See `docs/link-model.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GilbertElliott {
-    /// Probability of moving from Good to Bad after a packet.
+    /// Probability of moving from Good to Bad after a packet (per-packet form).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub p_gb: f64,
-    /// Probability of moving from Bad to Good after a packet.
+    /// Probability of moving from Bad to Good after a packet (per-packet form).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub p_bg: f64,
+    /// Mean number of packets in Good (packet form, ≥ 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub good_packets: Option<f64>,
+    /// Mean number of packets in Bad (packet form, ≥ 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad_packets: Option<f64>,
+    /// Mean time in Good (time form, > 0).
+    #[serde(
+        default,
+        with = "serde_opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub good_time: Option<Duration>,
+    /// Mean time in Bad (time form, > 0).
+    #[serde(
+        default,
+        with = "serde_opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bad_time: Option<Duration>,
     /// Loss probability in the Bad state (default 1).
     #[serde(default = "one")]
     pub loss_bad: f64,
     /// Loss probability in the Good state (default 0).
     #[serde(default)]
     pub loss_good: f64,
+    /// Bit-error rate in the Bad state (default: the link's `ber`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ber_bad: Option<f64>,
+    /// Bit-error rate in the Good state (default: the link's `ber`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ber_good: Option<f64>,
 }
 
 fn one() -> f64 {
     1.0
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+/// How the Gilbert–Elliott chain moves between states, resolved from the three forms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sojourn {
+    /// Per packet: probability of leaving Good, probability of leaving Bad.
+    PerPacket { p_gb: f64, p_bg: f64 },
+    /// In time: exponential sojourns with these means.
+    Timed { good: Duration, bad: Duration },
+}
+
 impl GilbertElliott {
+    /// A per-packet chain that is lost with `loss_bad` in Bad and never in Good, no
+    /// per-state BER (the link's BER applies in both states).
+    pub fn per_packet(p_gb: f64, p_bg: f64, loss_bad: f64) -> GilbertElliott {
+        GilbertElliott {
+            p_gb,
+            p_bg,
+            good_packets: None,
+            bad_packets: None,
+            good_time: None,
+            bad_time: None,
+            loss_bad,
+            loss_good: 0.0,
+            ber_bad: None,
+            ber_good: None,
+        }
+    }
+
+    /// A time-based chain (mean sojourns `good`, `bad`), lost with `loss_bad` in Bad.
+    pub fn timed(good: Duration, bad: Duration, loss_bad: f64) -> GilbertElliott {
+        GilbertElliott {
+            good_time: Some(good),
+            bad_time: Some(bad),
+            ..GilbertElliott::per_packet(0.0, 0.0, loss_bad)
+        }
+    }
+
+    /// The sojourn form in force. Call after `LinkConfig::validate` (which checks that
+    /// exactly one form is given).
+    pub fn sojourn(&self) -> Sojourn {
+        match (
+            self.good_time,
+            self.bad_time,
+            self.good_packets,
+            self.bad_packets,
+        ) {
+            (Some(good), Some(bad), _, _) => Sojourn::Timed { good, bad },
+            (_, _, Some(g), Some(b)) => Sojourn::PerPacket {
+                p_gb: 1.0 / g,
+                p_bg: 1.0 / b,
+            },
+            _ => Sojourn::PerPacket {
+                p_gb: self.p_gb,
+                p_bg: self.p_bg,
+            },
+        }
+    }
+
+    /// Stationary probability of the Bad state (per packet for the packet forms, per unit
+    /// of time for the time form).
+    pub fn bad_share(&self) -> f64 {
+        match self.sojourn() {
+            Sojourn::PerPacket { p_gb, p_bg } => p_gb / (p_gb + p_bg),
+            Sojourn::Timed { good, bad } => {
+                bad.as_secs_f64() / (good.as_secs_f64() + bad.as_secs_f64())
+            }
+        }
+    }
+
     /// Stationary mean loss probability of the chain.
     pub fn mean_loss(&self) -> f64 {
-        (self.p_bg * self.loss_good + self.p_gb * self.loss_bad) / (self.p_gb + self.p_bg)
+        let b = self.bad_share();
+        (1.0 - b) * self.loss_good + b * self.loss_bad
     }
+}
+
+/// Random outages: the link is up for an exponentially distributed time with mean `mean_up`,
+/// then down for a time drawn uniformly in `[down_min, down_max]`, then up again, and so on
+/// from the link's epoch (which starts up). A satellite call that drops and is redialled.
+///
+/// The schedule is drawn from its own random stream: from `seed` when given (two directions,
+/// or two links, with the same `seed` drop together), otherwise from the link's seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomOutage {
+    /// Mean up-time (> 0).
+    #[serde(with = "serde_duration")]
+    pub mean_up: Duration,
+    /// Shortest down-time (> 0).
+    #[serde(with = "serde_duration")]
+    pub down_min: Duration,
+    /// Longest down-time (≥ down_min).
+    #[serde(with = "serde_duration")]
+    pub down_max: Duration,
+    /// Seed of the schedule (default: derived from the link's seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// A scheduled outage: the link is down during `[start, start + duration)`.
@@ -190,16 +328,27 @@ impl LinkConfig {
         probability("loss", self.loss, true)?;
         probability("duplicate", self.duplicate, true)?;
         if let Some(ge) = &self.burst {
-            probability("burst.p_gb", ge.p_gb, true)?;
-            probability("burst.p_bg", ge.p_bg, true)?;
-            probability("burst.loss_bad", ge.loss_bad, true)?;
-            probability("burst.loss_good", ge.loss_good, true)?;
-            if ge.p_gb + ge.p_bg == 0.0 {
+            validate_burst(ge)?;
+        }
+        if let Some(r) = &self.random_outage {
+            if r.mean_up.is_zero() {
                 return Err(LinkError::config(
-                    "burst",
-                    "has p_gb = p_bg = 0; the chain would never move, set at least one > 0",
+                    "random_outage.mean_up",
+                    "is 0; give the mean time the link stays up, e.g. \"3min\"",
                 ));
             }
+            if r.down_min.is_zero() || r.down_max < r.down_min {
+                return Err(LinkError::config(
+                    "random_outage.down_min",
+                    format!(
+                        "and down_max are {:?} and {:?}; need 0 < down_min <= down_max (e.g. \"45s\" and \"50s\")",
+                        r.down_min, r.down_max
+                    ),
+                ));
+            }
+        }
+        if let Some(t) = &self.trace {
+            t.validate()?;
         }
         for o in &self.outages {
             if o.duration.is_zero() {
@@ -230,6 +379,106 @@ impl LinkConfig {
             }
         }
         Ok(())
+    }
+}
+
+fn validate_burst(ge: &GilbertElliott) -> Result<(), LinkError> {
+    probability("burst.loss_bad", ge.loss_bad, true)?;
+    probability("burst.loss_good", ge.loss_good, true)?;
+    if let Some(b) = ge.ber_bad {
+        probability("burst.ber_bad", b, false)?;
+    }
+    if let Some(b) = ge.ber_good {
+        probability("burst.ber_good", b, false)?;
+    }
+    let per_packet = ge.p_gb != 0.0 || ge.p_bg != 0.0;
+    let packets = ge.good_packets.is_some() || ge.bad_packets.is_some();
+    let timed = ge.good_time.is_some() || ge.bad_time.is_some();
+    let forms = [per_packet, packets, timed].iter().filter(|&&f| f).count();
+    if forms != 1 {
+        return Err(LinkError::config(
+            "burst",
+            "needs exactly one way of giving sojourns: p_gb and p_bg (per packet), \
+             good_packets and bad_packets (mean packets), or good_time and bad_time (mean time)",
+        ));
+    }
+    if per_packet {
+        probability("burst.p_gb", ge.p_gb, true)?;
+        probability("burst.p_bg", ge.p_bg, true)?;
+        if ge.p_gb + ge.p_bg == 0.0 {
+            return Err(LinkError::config(
+                "burst",
+                "has p_gb = p_bg = 0; the chain would never move, set at least one > 0",
+            ));
+        }
+    }
+    if packets {
+        for (field, v) in [
+            ("burst.good_packets", ge.good_packets),
+            ("burst.bad_packets", ge.bad_packets),
+        ] {
+            match v {
+                Some(n) if n.is_finite() && n >= 1.0 => {}
+                Some(n) => {
+                    return Err(LinkError::config(
+                        field,
+                        format!("is {n}; a mean sojourn in packets must be at least 1"),
+                    ))
+                }
+                None => {
+                    return Err(LinkError::config(
+                        field,
+                        "is missing; give good_packets and bad_packets together",
+                    ))
+                }
+            }
+        }
+    }
+    if timed {
+        for (field, v) in [
+            ("burst.good_time", ge.good_time),
+            ("burst.bad_time", ge.bad_time),
+        ] {
+            match v {
+                Some(d) if !d.is_zero() => {}
+                Some(_) => {
+                    return Err(LinkError::config(
+                        field,
+                        "is 0; a mean sojourn must be positive (e.g. \"2s\", \"50ms\")",
+                    ))
+                }
+                None => {
+                    return Err(LinkError::config(
+                        field,
+                        "is missing; give good_time and bad_time together",
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Serde for `Option<Duration>` as the CLI string form.
+pub mod serde_opt_duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Serialises `Some` as `format_duration`, `None` as nothing.
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_str(&crate::parse::format_duration(*d)),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// Deserialises with `parse_duration`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let s = String::deserialize(d)?;
+        crate::parse::parse_duration(&s)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -304,13 +553,9 @@ mod tests {
         assert!(bad(&|c| c.queue_bytes = 0).contains("queue_bytes"));
         assert!(bad(&|c| c.queue_packets = 0).contains("queue_packets"));
         assert!(bad(&|c| c.duplicate = 2.0).contains("duplicate"));
-        assert!(bad(&|c| c.burst = Some(GilbertElliott {
-            p_gb: 0.0,
-            p_bg: 0.0,
-            loss_bad: 1.0,
-            loss_good: 0.0
-        }))
-        .contains("burst"));
+        assert!(
+            bad(&|c| c.burst = Some(GilbertElliott::per_packet(0.0, 0.0, 1.0))).contains("burst")
+        );
         assert!(bad(&|c| c.periodic_outage = Some(PeriodicOutage {
             period: Duration::from_secs(1),
             duration: Duration::from_secs(1),
@@ -338,12 +583,7 @@ mod tests {
                 start: Duration::from_secs(2),
                 duration: Duration::from_millis(1500),
             }],
-            burst: Some(GilbertElliott {
-                p_gb: 0.01,
-                p_bg: 0.2,
-                loss_bad: 0.9,
-                loss_good: 0.0,
-            }),
+            burst: Some(GilbertElliott::per_packet(0.01, 0.2, 0.9)),
             ..LinkConfig::default()
         };
         let json = serde_json::to_string(&c).unwrap();

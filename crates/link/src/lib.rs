@@ -29,11 +29,18 @@
 mod config;
 mod error;
 mod link;
+mod network;
 mod parse;
 mod path;
+mod trace;
 
-pub use config::{serde_duration, serde_rate, GilbertElliott, LinkConfig, Outage, PeriodicOutage};
+pub use config::{
+    serde_duration, serde_opt_duration, serde_rate, GilbertElliott, LinkConfig, Outage,
+    PeriodicOutage, RandomOutage, Sojourn,
+};
 pub use error::LinkError;
 pub use link::{Delivery, DropReason, Link, LinkStats, LossReason, Offer};
+pub use network::{Network, PathSpec, ScenarioError, MAX_PATHS};
 pub use parse::{format_duration, format_rate, parse_duration, parse_outage, parse_rate};
 pub use path::Path;
+pub use trace::{Trace, TraceRow};

@@ -168,12 +168,7 @@ fn determinism_same_seed_same_output() {
         allow_reorder: true,
         duplicate: 0.05,
         protected_prefix: 28,
-        burst: Some(GilbertElliott {
-            p_gb: 0.02,
-            p_bg: 0.3,
-            loss_bad: 0.8,
-            loss_good: 0.0,
-        }),
+        burst: Some(GilbertElliott::per_packet(0.02, 0.3, 0.8)),
         ..LinkConfig::default()
     };
     let run = |seed: u64| {
@@ -373,12 +368,7 @@ fn random_loss_rate() {
 
 #[test]
 fn gilbert_elliott_mean_loss_and_bursts() {
-    let ge = GilbertElliott {
-        p_gb: 0.01,
-        p_bg: 0.1,
-        loss_bad: 1.0,
-        loss_good: 0.0,
-    };
+    let ge = GilbertElliott::per_packet(0.01, 0.1, 1.0);
     let cfg = LinkConfig {
         burst: Some(ge),
         rate_bps: 1_000_000_000,
