@@ -159,7 +159,7 @@ impl Trace {
                     .ok_or_else(|| bad(origin, n, format!("{c} {v:?} is not a number")))?;
                 match *c {
                     "time_s" | "delay_ms" => {
-                        if x < 0.0 || x > 1e9 {
+                        if !(0.0..=1e9).contains(&x) {
                             return Err(bad(
                                 origin,
                                 n,
@@ -178,7 +178,7 @@ impl Trace {
                         }
                     }
                     "rate_bps" => {
-                        if x < 1.0 || x > 1e12 || x.fract() != 0.0 {
+                        if !(1.0..=1e12).contains(&x) || x.fract() != 0.0 {
                             return Err(bad(
                                 origin,
                                 n,
