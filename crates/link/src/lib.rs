@@ -41,6 +41,9 @@ pub use config::{
 pub use error::LinkError;
 pub use link::{Delivery, DropReason, Link, LinkStats, LossReason, Offer};
 pub use network::{Network, PathSpec, ScenarioError, MAX_PATHS};
-pub use parse::{format_duration, format_rate, parse_duration, parse_outage, parse_rate};
+pub use parse::{
+    format_duration, format_rate, parse_burst, parse_duration, parse_outage, parse_random_outage,
+    parse_rate, OutageScope, BURST_FORMS, RANDOM_OUTAGE_FORMS,
+};
 pub use path::Path;
 pub use trace::{Trace, TraceRow};
