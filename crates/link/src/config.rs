@@ -280,6 +280,10 @@ pub struct PeriodicOutage {
     pub offset: Duration,
 }
 
+/// Shortest mean sojourn of a time-form burst chain, and shortest up- or down-time of random
+/// outages: those processes are generated one period at a time.
+const MIN_PERIOD: Duration = Duration::from_micros(1);
+
 fn probability(field: &'static str, p: f64, allow_one: bool) -> Result<(), LinkError> {
     let ok = p.is_finite() && p >= 0.0 && if allow_one { p <= 1.0 } else { p < 1.0 };
     if ok {
@@ -335,6 +339,26 @@ impl LinkConfig {
                 return Err(LinkError::config(
                     "random_outage.mean_up",
                     "is 0; give the mean time the link stays up, e.g. \"3min\"",
+                ));
+            }
+            // The schedule is generated period by period: sub-microsecond periods would
+            // make a long run cost billions of draws, and are not a link property anyway.
+            if r.mean_up < MIN_PERIOD {
+                return Err(LinkError::config(
+                    "random_outage.mean_up",
+                    format!(
+                        "is {:?}; it must be at least 1us (e.g. \"3min\")",
+                        r.mean_up
+                    ),
+                ));
+            }
+            if !r.down_min.is_zero() && r.down_min < MIN_PERIOD {
+                return Err(LinkError::config(
+                    "random_outage.down_min",
+                    format!(
+                        "is {:?}; it must be at least 1us (e.g. \"45s\")",
+                        r.down_min
+                    ),
                 ));
             }
             if r.down_min.is_zero() || r.down_max < r.down_min {
@@ -440,7 +464,15 @@ fn validate_burst(ge: &GilbertElliott) -> Result<(), LinkError> {
             ("burst.bad_time", ge.bad_time),
         ] {
             match v {
-                Some(d) if !d.is_zero() => {}
+                Some(d) if d >= MIN_PERIOD => {}
+                Some(d) if !d.is_zero() => {
+                    return Err(LinkError::config(
+                        field,
+                        format!(
+                            "is {d:?}; a mean sojourn must be at least 1us (e.g. \"2s\", \"50ms\")"
+                        ),
+                    ))
+                }
                 Some(_) => {
                     return Err(LinkError::config(
                         field,

@@ -1,18 +1,28 @@
 //! One direction of a link: FIFO serialisation, drop-tail queue, loss, outages, bit flips,
-//! propagation delay with optional jitter, duplication. Pure: time is passed in, randomness
-//! comes from the seed, so the same seed and inputs give the same outputs bit for bit.
+//! propagation delay with optional jitter, duplication, a Gilbert–Elliott channel with
+//! per-state loss and BER, random outages and trace replay. Pure: time is passed in,
+//! randomness comes from the seed, so the same seed and inputs give the same outputs bit for
+//! bit.
+//!
+//! Random streams. The per-packet draws (burst loss, per-packet burst transitions, random
+//! loss, bit flips, jitter, duplication) come from one PCG stream seeded exactly as before
+//! these processes existed, so configurations that do not use them draw what they always
+//! drew. The processes that run in time, independently of the traffic (the time-form
+//! Gilbert–Elliott chain, random outages), have streams of their own: their schedules are a
+//! function of the seed and of time only, never of which packets were sent.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
 use rand::Rng;
-use rand_distr::{Distribution, Geometric};
+use rand_distr::{Distribution, Exp1, Geometric};
 use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
 
-use crate::config::LinkConfig;
+use crate::config::{GilbertElliott, LinkConfig, Sojourn};
 use crate::error::LinkError;
+use crate::trace::TraceRow;
 
 /// Why an offered packet was refused before it was put on the air.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +122,10 @@ pub struct LinkStats {
     pub corrupted_packets: u64,
     /// Bits flipped in delivered packets.
     pub bits_flipped: u64,
+    /// Transmitted packets that found the Gilbert–Elliott chain in Bad (lost or not).
+    pub burst_bad_packets: u64,
+    /// Random outages (down periods) begun by the start of the latest transmission.
+    pub random_outages: u64,
 }
 
 impl LinkStats {
@@ -154,13 +168,163 @@ impl Ord for InFlight {
     }
 }
 
+/// Stream numbers of the processes that have their own random stream.
+const STREAM_BURST_TIME: u64 = 1;
+const STREAM_RANDOM_OUTAGE: u64 = 2;
+
+/// SplitMix64 step: a well-mixed 64-bit value from any input.
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The generator of stream `stream` of `seed`. Two SplitMix64 outputs make the 128-bit PCG
+/// state, so the streams of one seed, and the streams of nearby seeds, start at unrelated
+/// points of the generator's cycle (a plain XOR of the seed would put them close together).
+fn stream_rng(seed: u64, stream: u64) -> Pcg64Mcg {
+    let a = splitmix(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    let b = splitmix(a ^ 0x5851_F42D_4C95_7F2D);
+    Pcg64Mcg::new((u128::from(a) << 64) | u128::from(b))
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// How long one period of an alternating process lasts.
+#[derive(Debug, Clone, Copy)]
+enum Span {
+    /// Exponential with this mean, in ns, rounded to the ns.
+    Exp(f64),
+    /// Uniform over these whole ns, both ends included.
+    Uniform(u64, u64),
+}
+
+impl Span {
+    fn sample(self, rng: &mut Pcg64Mcg) -> u64 {
+        match self {
+            // `as` saturates: a draw beyond u64::MAX ns (585 years) is the end of time.
+            Span::Exp(mean_ns) => {
+                let x: f64 = Exp1.sample(rng);
+                (x * mean_ns).round() as u64
+            }
+            Span::Uniform(lo, hi) => rng.gen_range(lo..=hi),
+        }
+    }
+}
+
+/// A process that alternates between an "off" state (Gilbert–Elliott Good, link up) and an
+/// "on" state (Bad, down), starting off at the epoch: off for a draw of `off`, on for a draw
+/// of `on`, off again, ... Each cycle draws the off span, then the on span, from its own
+/// stream. Times are ns since the epoch.
+///
+/// Memory is bounded: only a cursor is kept (the on period in force or next, and the one
+/// before it). Questions about earlier times regenerate the process from `origin` (the
+/// stream at the epoch), so every answer is a function of the seed and the time only.
+#[derive(Debug, Clone)]
+struct Alternating {
+    off: Span,
+    on: Span,
+    /// The stream as it was at the epoch.
+    origin: Pcg64Mcg,
+    rng: Pcg64Mcg,
+    /// The on period before `cur`.
+    prev: Option<(u64, u64)>,
+    /// An on period `[start, end)`; the cursor keeps it the first one ending after the
+    /// latest time advanced to.
+    cur: (u64, u64),
+    /// How many on periods precede `cur`.
+    index: u64,
+}
+
+impl Alternating {
+    fn new(off: Span, on: Span, origin: Pcg64Mcg) -> Alternating {
+        let mut rng = origin.clone();
+        let cur = Alternating::draw(off, on, &mut rng, 0);
+        Alternating {
+            off,
+            on,
+            origin,
+            rng,
+            prev: None,
+            cur,
+            index: 0,
+        }
+    }
+
+    fn draw(off: Span, on: Span, rng: &mut Pcg64Mcg, after: u64) -> (u64, u64) {
+        let start = after.saturating_add(off.sample(rng));
+        (start, start.saturating_add(on.sample(rng)))
+    }
+
+    fn restarted(&self) -> Alternating {
+        Alternating::new(self.off, self.on, self.origin.clone())
+    }
+
+    /// Moves the cursor to the first on period ending after `t` (never backwards).
+    fn advance(&mut self, t: u64) {
+        // At the end of time the process stops: u64::MAX ns is 585 years.
+        while self.cur.1 <= t && self.cur.1 != u64::MAX {
+            let next = Alternating::draw(self.off, self.on, &mut self.rng, self.cur.1);
+            self.prev = Some(self.cur);
+            self.cur = next;
+            self.index += 1;
+        }
+    }
+
+    /// The first on period ending after `t` (or the last one, at the end of time), without
+    /// moving the cursor.
+    fn period_ending_after(&self, t: u64) -> (u64, u64) {
+        match self.prev {
+            // `prev` starts after its predecessor ended, so for t in [prev.start, prev.end)
+            // prev is the first period ending after t.
+            Some(p) if t < p.1 && t >= p.0 => p,
+            Some(p) if t < p.1 => {
+                let mut fresh = self.restarted();
+                fresh.advance(t);
+                fresh.cur
+            }
+            _ if self.cur.1 > t => self.cur,
+            _ => {
+                let mut ahead = self.clone();
+                ahead.advance(t);
+                ahead.cur
+            }
+        }
+    }
+
+    /// On periods that start before `until`, from the epoch.
+    fn periods(&self, until: u64) -> Vec<(u64, u64)> {
+        let mut p = self.restarted();
+        let mut out = Vec::new();
+        while p.cur.0 < until {
+            out.push(p.cur);
+            if p.cur.1 == u64::MAX {
+                break;
+            }
+            let end = p.cur.1;
+            p.advance(end);
+        }
+        out
+    }
+}
+
 /// One direction of a link. See the crate docs and `docs/link-model.md`.
 #[derive(Debug)]
 pub struct Link {
     config: LinkConfig,
     rng: Pcg64Mcg,
-    /// Gap between flipped bits, `None` when `ber == 0`.
-    flip_gap: Option<Geometric>,
+    /// Sampler of the gap between flipped bits for the BER it was built for (the BER in
+    /// force changes with the burst state and the trace; rebuilt only when it does).
+    flip_gap: Option<(f64, Geometric)>,
+    /// Per-packet Gilbert–Elliott transitions (p_gb, p_bg), for the two packet forms.
+    ge_per_packet: Option<(f64, f64)>,
+    /// The time-form Gilbert–Elliott chain (on = Bad).
+    ge_timed: Option<Alternating>,
+    /// The random outage schedule (on = down).
+    random_outage: Option<Alternating>,
     /// Latest `now` seen by `send` (time is clamped to be monotonic).
     last_now: Duration,
     /// When the transmitter finishes the last accepted packet.
@@ -181,16 +345,40 @@ impl Link {
     pub fn new(config: LinkConfig, seed: u64) -> Result<Link, LinkError> {
         config.validate()?;
         let flip_gap = if config.ber > 0.0 {
-            Some(
+            Some((
+                config.ber,
                 Geometric::new(config.ber)
                     .map_err(|e| LinkError::config("ber", format!("is {}: {e}", config.ber)))?,
-            )
+            ))
         } else {
             None
         };
+        let (ge_per_packet, ge_timed) = match config.burst.as_ref().map(GilbertElliott::sojourn) {
+            None => (None, None),
+            Some(Sojourn::PerPacket { p_gb, p_bg }) => (Some((p_gb, p_bg)), None),
+            Some(Sojourn::Timed { good, bad }) => (
+                None,
+                Some(Alternating::new(
+                    Span::Exp(nanos(good) as f64),
+                    Span::Exp(nanos(bad) as f64),
+                    stream_rng(seed, STREAM_BURST_TIME),
+                )),
+            ),
+        };
+        let random_outage = config.random_outage.map(|r| {
+            Alternating::new(
+                Span::Exp(nanos(r.mean_up) as f64),
+                Span::Uniform(nanos(r.down_min), nanos(r.down_max)),
+                stream_rng(r.seed.unwrap_or(seed), STREAM_RANDOM_OUTAGE),
+            )
+        });
         Ok(Link {
+            // The original stream, seeded as it always was: old configs draw as before.
             rng: Pcg64Mcg::new(u128::from(seed) ^ 0x2545_f491_4f6c_dd1d_0000_0000_0000_0001),
             flip_gap,
+            ge_per_packet,
+            ge_timed,
+            random_outage,
             config,
             last_now: Duration::ZERO,
             tx_free: Duration::ZERO,
@@ -206,11 +394,33 @@ impl Link {
 
     /// Time the transmitter needs for a packet of `len` bytes:
     /// `ceil((len + per_packet_overhead) * 8 / rate)` rounded up to the nanosecond.
+    /// This is at the configured `rate_bps`; with a trace, see [`Link::serialisation_time_at`].
     pub fn serialisation_time(&self, len: usize) -> Duration {
+        self.serialisation_time_rate(len, self.config.rate_bps)
+    }
+
+    /// Serialisation time of a packet of `len` bytes whose transmission starts at `t`: at the
+    /// rate in force at `t` (the trace's, else the configured one), for the whole packet.
+    pub fn serialisation_time_at(&self, len: usize, t: Duration) -> Duration {
+        self.serialisation_time_rate(len, self.rate_at(t))
+    }
+
+    /// The rate in force at `t`: the trace row's `rate_bps` if it gives one, else `rate_bps`.
+    pub fn rate_at(&self, t: Duration) -> u64 {
+        self.trace_row(t)
+            .and_then(|r| r.rate_bps)
+            .unwrap_or(self.config.rate_bps)
+    }
+
+    fn serialisation_time_rate(&self, len: usize, rate_bps: u64) -> Duration {
         let bits = (len as u128 + u128::from(self.config.per_packet_overhead)) * 8;
-        let rate = u128::from(self.config.rate_bps);
+        let rate = u128::from(rate_bps.max(1));
         let ns = (bits * 1_000_000_000).div_ceil(rate);
         Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    fn trace_row(&self, t: Duration) -> Option<&TraceRow> {
+        self.config.trace.as_ref().and_then(|tr| tr.row_at(t))
     }
 
     /// Offers a packet at time `now`. Returns what happened (queued or dropped and why).
@@ -240,37 +450,50 @@ impl Link {
             return Offer::Dropped(DropReason::InFlightLimit);
         }
 
-        // 2. FIFO serialisation.
+        // 2. FIFO serialisation. The trace row in force when the transmission starts gives
+        // the rate, delay, BER and loss for the whole packet.
         let tx_start = now.max(self.tx_free);
-        let tx_end = tx_start + self.serialisation_time(packet.len());
+        let row = self.trace_row(tx_start).copied().unwrap_or_default();
+        let rate = row.rate_bps.unwrap_or(self.config.rate_bps);
+        let tx_end = tx_start + self.serialisation_time_rate(packet.len(), rate);
         self.tx_free = tx_end;
         self.backlog.push_back((tx_end, len));
         self.backlog_bytes += len;
 
         // 3. Losses, in a fixed order. The burst chain advances for every transmitted
         // packet so that its timing does not depend on the other loss processes.
-        let burst_lost = self.burst_step();
-        let reason = if self.overlaps_outage(tx_start, tx_end) {
+        let (burst_lost, burst_bad) = self.burst_step(tx_start);
+        let reason = if self.overlaps_outage_advancing(tx_start, tx_end) {
             Some(LossReason::Outage)
         } else if burst_lost {
             Some(LossReason::Burst)
-        } else if self.config.loss > 0.0 && self.rng.gen_bool(self.config.loss) {
-            Some(LossReason::Random)
         } else {
-            None
+            let loss = row.loss.unwrap_or(self.config.loss);
+            if loss > 0.0 && self.rng.gen_bool(loss) {
+                Some(LossReason::Random)
+            } else {
+                None
+            }
         };
         if let Some(reason) = reason {
             return self.lose(reason, len);
         }
 
-        // 4. Bit flips over virtual header + packet.
-        let flipped_bits = match self.flip_bits(&mut packet) {
+        // 4. Bit flips over virtual header + packet, at the BER in force: the burst state's
+        // own BER if it has one, else the trace's, else the configured one.
+        let base_ber = row.ber.unwrap_or(self.config.ber);
+        let ber = match (self.config.burst, burst_bad) {
+            (Some(ge), Some(true)) => ge.ber_bad.unwrap_or(base_ber),
+            (Some(ge), Some(false)) => ge.ber_good.unwrap_or(base_ber),
+            _ => base_ber,
+        };
+        let flipped_bits = match self.flip_bits(&mut packet, ber) {
             Some(n) => n,
             None => return self.lose(LossReason::HeaderCorrupt, len),
         };
 
         // 5. Propagation delay and jitter.
-        let mut arrival = tx_end + self.config.delay;
+        let mut arrival = tx_end + row.delay.unwrap_or(self.config.delay);
         if !self.config.jitter.is_zero() {
             let j = self.rng.gen_range(0..=self.config.jitter.as_nanos() as u64);
             arrival += Duration::from_nanos(j);
@@ -337,9 +560,58 @@ impl Link {
         &self.config
     }
 
-    /// False during an outage (scheduled or periodic).
+    /// False during an outage (scheduled, periodic or random). A trace row with `loss = 1`
+    /// loses every packet but is not an outage.
     pub fn is_up(&self, now: Duration) -> bool {
         !self.overlaps_outage(now, now)
+    }
+
+    /// The random outages (`[start, end)`, relative to the epoch) that start before `until`,
+    /// from the epoch on. The schedule depends only on the seed and on time, not on the
+    /// traffic, so this is the schedule the link applies, whenever it is asked. Empty without
+    /// `random_outage`. The list is built for the call (the link itself keeps only the
+    /// current period); its length is about `until / (mean_up + mean down)`.
+    pub fn random_outage_intervals(&self, until: Duration) -> Vec<(Duration, Duration)> {
+        intervals(self.random_outage.as_ref(), until)
+    }
+
+    /// Every down interval `[start, end)` that starts before `until`: scheduled, periodic
+    /// and random outages together, sorted, with overlapping or touching ones merged.
+    pub fn outage_intervals(&self, until: Duration) -> Vec<(Duration, Duration)> {
+        let mut all: Vec<(Duration, Duration)> = self
+            .config
+            .outages
+            .iter()
+            .filter(|o| o.start < until)
+            .map(|o| (o.start, o.start + o.duration))
+            .collect();
+        if let Some(p) = &self.config.periodic_outage {
+            let mut start = p.offset;
+            while start < until {
+                all.push((start, start + p.duration));
+                match start.checked_add(p.period) {
+                    Some(next) => start = next,
+                    None => break,
+                }
+            }
+        }
+        all.extend(self.random_outage_intervals(until));
+        all.sort();
+        let mut merged: Vec<(Duration, Duration)> = Vec::with_capacity(all.len());
+        for (s, e) in all {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        merged
+    }
+
+    /// The Bad periods `[start, end)` of a time-form Gilbert–Elliott chain that start before
+    /// `until`, from the epoch on (a function of the seed and time only, like
+    /// [`Link::random_outage_intervals`]). Empty for the per-packet forms or without `burst`.
+    pub fn burst_bad_intervals(&self, until: Duration) -> Vec<(Duration, Duration)> {
+        intervals(self.ge_timed.as_ref(), until)
     }
 
     /// Packets accepted and not yet returned by `recv`.
@@ -386,32 +658,56 @@ impl Link {
         });
     }
 
-    /// Decides the burst loss for this packet, then advances the Gilbert–Elliott chain.
-    fn burst_step(&mut self) -> bool {
+    /// Decides the burst loss of a packet whose transmission starts at `tx_start`; returns
+    /// (lost, state the packet saw: `Some(true)` = Bad, `None` without a burst model).
+    ///
+    /// Per-packet forms: the packet sees the current state, its loss is drawn, then the
+    /// chain moves (both draws from the main stream, as they always were). Time form: the
+    /// state at `tx_start` of the continuous-time chain (its own stream); only the loss is
+    /// drawn from the main stream.
+    fn burst_step(&mut self, tx_start: Duration) -> (bool, Option<bool>) {
         let Some(ge) = self.config.burst else {
-            return false;
+            return (false, None);
         };
-        let p_loss = if self.ge_bad {
-            ge.loss_bad
-        } else {
-            ge.loss_good
-        };
-        let lost = p_loss > 0.0 && self.rng.gen_bool(p_loss);
-        let p_switch = if self.ge_bad { ge.p_bg } else { ge.p_gb };
-        if p_switch > 0.0 && self.rng.gen_bool(p_switch) {
-            self.ge_bad = !self.ge_bad;
+        if let Some(chain) = &mut self.ge_timed {
+            let t = nanos(tx_start);
+            chain.advance(t);
+            self.ge_bad = chain.cur.0 <= t;
         }
-        lost
+        let bad = self.ge_bad;
+        self.stats.burst_bad_packets += u64::from(bad);
+        let p_loss = if bad { ge.loss_bad } else { ge.loss_good };
+        let lost = p_loss > 0.0 && self.rng.gen_bool(p_loss);
+        if let Some((p_gb, p_bg)) = self.ge_per_packet {
+            let p_switch = if bad { p_bg } else { p_gb };
+            if p_switch > 0.0 && self.rng.gen_bool(p_switch) {
+                self.ge_bad = !self.ge_bad;
+            }
+        }
+        (lost, Some(bad))
     }
 
-    /// Flips bits in place; `None` if a flip hit the virtual header (packet must be lost).
+    /// Flips bits in place at `ber`; `None` if a flip hit the virtual header (packet must be
+    /// lost).
     ///
     /// The number of flips is exactly Binomial(8·(H + n), ber): the gaps between flipped
     /// bits are drawn from a geometric distribution (rand_distr's exact sampler), so the
     /// cost is one draw per flip plus one, not one per bit.
-    fn flip_bits(&mut self, packet: &mut [u8]) -> Option<u32> {
-        let Some(gap) = self.flip_gap else {
+    fn flip_bits(&mut self, packet: &mut [u8], ber: f64) -> Option<u32> {
+        if ber <= 0.0 {
             return Some(0);
+        }
+        let gap = match self.flip_gap {
+            Some((b, g)) if b == ber => g,
+            // `ber` was validated to be in (0, 1), where Geometric::new cannot fail; a link
+            // that could not build the sampler would flip nothing rather than panic.
+            _ => match Geometric::new(ber) {
+                Ok(g) => {
+                    self.flip_gap = Some((ber, g));
+                    g
+                }
+                Err(_) => return Some(0),
+            },
         };
         let header_bits = u64::from(self.config.protected_prefix) * 8;
         let total_bits = header_bits + packet.len() as u64 * 8;
@@ -431,11 +727,30 @@ impl Link {
         Some(flips)
     }
 
+    /// As [`Link::overlaps_outage`], moving the random outage cursor to `a` first (`send`'s
+    /// transmission starts never go backwards), and counting the outages begun.
+    fn overlaps_outage_advancing(&mut self, a: Duration, b: Duration) -> bool {
+        if let Some(r) = &mut self.random_outage {
+            let t = nanos(a);
+            r.advance(t);
+            self.stats.random_outages = r.index + u64::from(r.cur.0 <= t);
+        }
+        self.overlaps_outage(a, b)
+    }
+
     /// True if the closed interval `[a, b]` meets an outage `[s, s + d)`. A transmission
     /// ending exactly when an outage starts survives; a zero-length one at `a` is lost iff
     /// `a` is inside an outage.
     fn overlaps_outage(&self, a: Duration, b: Duration) -> bool {
         let meets = |s: Duration, e: Duration| a < e && (b > s || (a == b && a >= s));
+        if let Some(r) = &self.random_outage {
+            // Periods are in increasing time: the first one ending after `a` is the only one
+            // that can meet [a, b] if it does not start after b.
+            let (s, e) = r.period_ending_after(nanos(a));
+            if meets(Duration::from_nanos(s), Duration::from_nanos(e)) {
+                return true;
+            }
+        }
         if self
             .config
             .outages
@@ -462,4 +777,13 @@ impl Link {
         }
         false
     }
+}
+
+fn intervals(process: Option<&Alternating>, until: Duration) -> Vec<(Duration, Duration)> {
+    process.map_or_else(Vec::new, |p| {
+        p.periods(nanos(until))
+            .into_iter()
+            .map(|(s, e)| (Duration::from_nanos(s), Duration::from_nanos(e)))
+            .collect()
+    })
 }

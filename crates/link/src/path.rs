@@ -125,6 +125,8 @@ impl Path {
             s.duplicated += h.duplicated;
             s.corrupted_packets += h.corrupted_packets;
             s.bits_flipped += h.bits_flipped;
+            s.burst_bad_packets += h.burst_bad_packets;
+            s.random_outages += h.random_outages;
         }
         s
     }
