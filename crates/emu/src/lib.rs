@@ -1,5 +1,9 @@
 //! Real-time drivers of the link model: a UDP relay (`aerotp link`).
 //!
+//! One [`Relay`] is one path: a listening address, a destination, and a forward and a
+//! reverse [`Link`]. A scenario of several paths is several relays sharing one epoch,
+//! run together by [`run_relays`]; [`path_seed`] gives each path its own seed.
+//!
 //! The relay listens on `listen`. Every datagram from a client goes through the forward
 //! [`Link`] model and then out to `to` from a socket dedicated to that client and
 //! connected to `to`, so the server's replies come back on that socket; they go through
@@ -44,7 +48,7 @@ pub struct RelayConfig {
     pub forward: LinkConfig,
     /// Server → client direction; `None` = same as `forward`.
     pub reverse: Option<LinkConfig>,
-    /// Seed of the forward link; the reverse link uses a value derived from it.
+    /// Seed of the forward link; the reverse link uses `seed ^ REVERSE_SEED_MIX`.
     pub seed: u64,
     /// Maximum number of concurrent clients; datagrams from further clients are dropped.
     pub max_clients: usize,
@@ -52,6 +56,32 @@ pub struct RelayConfig {
     pub idle_timeout: Duration,
     /// Period of the statistics log line (tracing, INFO); `None` = never.
     pub stats_interval: Option<Duration>,
+    /// Name of the path in log lines (`path0` by default).
+    pub name: String,
+}
+
+/// Mixed into a path's seed for the reverse link's seed.
+pub const REVERSE_SEED_MIX: u64 = 0x5EED_5EED_5EED_5EED;
+/// Mixed into a path's seed for the schedule of a path-level random outage (one schedule
+/// shared by both directions).
+pub const OUTAGE_SEED_MIX: u64 = 0x0D0A_0D0A_0D0A_0D0A;
+
+/// The seed of path `index` of a scenario run with `seed`: path 0 uses `seed` itself (so a
+/// one-path relay draws exactly what it always drew), path i > 0 a SplitMix64 mix of
+/// `seed` and `i`, so paths draw independent impairments from one seed.
+pub fn path_seed(seed: u64, index: usize) -> u64 {
+    if index == 0 {
+        return seed;
+    }
+    let mut z = seed.wrapping_add((index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Seed of the shared random-outage schedule of the path whose seed is `path_seed`.
+pub fn outage_seed(path_seed: u64) -> u64 {
+    path_seed ^ OUTAGE_SEED_MIX
 }
 
 impl RelayConfig {
@@ -67,6 +97,7 @@ impl RelayConfig {
             max_clients: 64,
             idle_timeout: Duration::from_secs(600),
             stats_interval: Some(Duration::from_secs(10)),
+            name: "path0".into(),
         }
     }
 }
@@ -220,13 +251,12 @@ impl Relay {
                 source,
             }
         })?;
-        let reverse =
-            Link::new(reverse_cfg, config.seed ^ 0x5EED_5EED_5EED_5EED).map_err(|source| {
-                RelayError::Config {
-                    direction: "reverse",
-                    source,
-                }
-            })?;
+        let reverse = Link::new(reverse_cfg, config.seed ^ REVERSE_SEED_MIX).map_err(|source| {
+            RelayError::Config {
+                direction: "reverse",
+                source,
+            }
+        })?;
         let listen = udp_socket(config.listen, None, "binding the listening socket")?;
         Ok(Relay {
             config,
@@ -235,6 +265,12 @@ impl Relay {
             reverse,
             start: Instant::now(),
         })
+    }
+
+    /// Moves the model's epoch (time zero of outages and traces) to `start`, so that the
+    /// relays of several paths share one clock. Call before [`Relay::run`].
+    pub fn set_epoch(&mut self, start: Instant) {
+        self.start = start;
     }
 
     /// The address clients should send to (useful when `listen` had port 0).
@@ -268,7 +304,8 @@ impl Relay {
             (Ipv6Addr::UNSPECIFIED, 0).into()
         };
 
-        tracing::info!(listen = %listen_addr, to = %self.config.to, "link relay running");
+        let name = self.config.name.clone();
+        tracing::info!(path = %name, listen = %listen_addr, to = %self.config.to, "link relay running");
         tokio::pin!(shutdown);
         loop {
             let next = match (self.forward.next_arrival(), self.reverse.next_arrival()) {
@@ -347,7 +384,7 @@ impl Relay {
                     }
                 }
                 _ = stats_tick.tick(), if self.config.stats_interval.is_some() => {
-                    log_stats(&self.forward, &self.reverse, clients.len());
+                    log_stats(&name, &self.forward, &self.reverse, clients.len());
                 }
                 _ = sweep.tick() => {
                     let now_i = Instant::now();
@@ -368,7 +405,7 @@ impl Relay {
         for c in clients.values() {
             c.reader.abort();
         }
-        log_stats(&self.forward, &self.reverse, clients.len());
+        log_stats(&name, &self.forward, &self.reverse, clients.len());
         stats.forward = self.forward.stats().clone();
         stats.reverse = self.reverse.stats().clone();
         Ok(stats)
@@ -402,9 +439,10 @@ async fn read_replies(id: u64, socket: Arc<UdpSocket>, tx: mpsc::Sender<(u64, Ve
     }
 }
 
-fn log_stats(forward: &Link, reverse: &Link, clients: usize) {
+fn log_stats(path: &str, forward: &Link, reverse: &Link, clients: usize) {
     for (dir, s) in [("forward", forward.stats()), ("reverse", reverse.stats())] {
         tracing::info!(
+            path,
             direction = dir,
             clients,
             offered = s.offered_packets,
@@ -413,6 +451,7 @@ fn log_stats(forward: &Link, reverse: &Link, clients: usize) {
             lost_random = s.lost_random,
             lost_burst = s.lost_burst,
             lost_outage = s.lost_outage,
+            duplicated = s.duplicated,
             lost_header = s.lost_header_corrupt,
             corrupted = s.corrupted_packets,
             bits_flipped = s.bits_flipped,
@@ -427,4 +466,45 @@ pub async fn run_relay(
     shutdown: impl Future,
 ) -> Result<RelayStats, RelayError> {
     Relay::bind(config).await?.run(shutdown).await
+}
+
+/// Binds one relay per config (one per path), gives them one epoch (now), runs them until
+/// `shutdown` completes, and returns their counters in the order of `configs`. If a config
+/// is invalid or a socket cannot be bound, nothing runs.
+pub async fn run_relays(
+    configs: Vec<RelayConfig>,
+    shutdown: impl Future,
+) -> Result<Vec<RelayStats>, RelayError> {
+    let mut relays = Vec::with_capacity(configs.len());
+    for c in configs {
+        relays.push(Relay::bind(c).await?);
+    }
+    let epoch = Instant::now();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut tasks = Vec::with_capacity(relays.len());
+    for mut relay in relays {
+        relay.set_epoch(epoch);
+        let mut rx = stop_rx.clone();
+        tasks.push(tokio::spawn(relay.run(async move {
+            // Resolves when the sender says stop or is gone.
+            let _ = rx.wait_for(|stop| *stop).await;
+        })));
+    }
+    shutdown.await;
+    let _ = stop_tx.send(true);
+    let mut out = Vec::with_capacity(tasks.len());
+    let mut first_err = None;
+    for t in tasks {
+        match t.await {
+            Ok(Ok(stats)) => out.push(stats),
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(join) => std::panic::resume_unwind(join.into_panic()),
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
 }
