@@ -712,7 +712,11 @@ impl Connection {
         {
             return None;
         }
-        Some(f.max(self.last_heard) + self.cfg.close_timeout)
+        // On a slow or long link one AFIN retransmission can take longer than the configured
+        // close timeout (a 1500 B TPDU is 5 s at 2.4 kb/s): allow at least three timeouts'
+        // worth of retransmissions before giving up.
+        let wait = self.cfg.close_timeout.max(self.rtt.rto() * 3);
+        Some(f.max(self.last_heard) + wait)
     }
 
     pub fn poll_timeout(&self) -> Option<Duration> {
@@ -765,7 +769,12 @@ impl Connection {
                 min(d);
             }
         } else if let Some(l) = self.linger_until {
-            min(l);
+            // The linger only ends the connection once the AFINACK is out and the peer's AFIN
+            // complete (`check_finished`); before that the AFINACK's pacer slot above is the
+            // deadline that acts. Reporting `l` then would be a deadline nothing acts on.
+            if !self.afinack_due && self.rx.fin_complete() {
+                min(l);
+            }
         }
         min(self.last_heard + self.cfg.idle_timeout);
         t

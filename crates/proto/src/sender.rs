@@ -624,6 +624,11 @@ impl Sender {
         if self.mode != Mode::HybridNack {
             return None;
         }
+        // The AFIN is never expired (`expire_retained` keeps it until acknowledged), so its
+        // retention is no deadline: reporting it would wake the driver for nothing, forever.
+        if self.fin_seq == Some(self.base) {
+            return None;
+        }
         match self.entries.front() {
             Some(Some(s)) => Some(s.first_sent + self.retention),
             _ => None,

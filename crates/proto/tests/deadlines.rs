@@ -1,0 +1,195 @@
+//! The deadline contract over a grid of links: every deadline `poll_timeout` reports is one
+//! that `handle_timeout` acts on, so a driver that jumps to it always makes progress, and
+//! every transfer ends within a bounded number of events.
+//!
+//! Contract checked at every step: after `handle_timeout(now)` and draining
+//! `poll_transmit(now)`, `poll_timeout()` is `None` or later than `now`. A deadline at or
+//! before `now` that survives `handle_timeout` is a livelock: the driver would wake at the
+//! same instant forever (issue: 2.4 kb/s, 1.5 s, MTU 256 spun on the linger deadline while
+//! the AFINACK waited for its pacer slot).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use aerotp_link::{LinkConfig, Path};
+use aerotp_proto::{
+    CloseOutcome, ConnectionConfig, Endpoint, EndpointConfig, Event, FecSetting, Mode,
+};
+
+const PORT: u16 = 7000;
+/// Most loop iterations a run may take. A 6 kB transfer needs a few hundred; thousands
+/// leave room for loss recovery with backoff, and a livelock is caught long before.
+const MAX_STEPS: u64 = 100_000;
+
+struct Outcome {
+    sender: Option<CloseOutcome>,
+    delivered: usize,
+    steps: u64,
+    end: Duration,
+}
+
+fn run(mode: Mode, rate: u64, delay: Duration, mtu: usize, loss: f64, seed: u64) -> Outcome {
+    let link = LinkConfig {
+        rate_bps: rate,
+        delay,
+        loss,
+        per_packet_overhead: 28,
+        protected_prefix: 28,
+        queue_bytes: 1 << 20,
+        ..LinkConfig::default()
+    };
+    let mut fwd = Path::new(vec![link.clone()], seed).unwrap();
+    let mut rev = Path::new(vec![link], seed ^ 0xABCD).unwrap();
+    let cfg = ConnectionConfig {
+        rate_bps: rate,
+        mtu,
+        per_packet_overhead: 28,
+        fec: FecSetting::Off,
+        ..ConnectionConfig::with_mode(mode)
+    };
+    cfg.validate().unwrap();
+    let (sa, sb) = (
+        SocketAddr::from(([10, 0, 0, 1], 9000)),
+        SocketAddr::from(([10, 0, 0, 2], 9000)),
+    );
+    let mut a = Endpoint::new(EndpointConfig::default(), seed);
+    let mut b = Endpoint::new(EndpointConfig::default(), seed + 1);
+    b.listen(PORT, cfg.clone()).unwrap();
+    let mut now = Duration::ZERO;
+    let ch = a.connect(now, sb, PORT, cfg).unwrap();
+    let data: Vec<u8> = (0..6_000u32).map(|i| (i * 7 + 3) as u8).collect();
+    let (mut written, mut closed, mut rx, mut rx_closed) = (0, false, None, false);
+    let mut sender = None;
+    let mut receiver_done = false;
+    let mut delivered = 0usize;
+    let mut buf = Vec::new();
+    let mut steps = 0;
+    while steps < MAX_STEPS {
+        steps += 1;
+        if written < data.len() {
+            written += a.write(ch, &data[written..]).unwrap_or(0);
+        }
+        if written == data.len() && !closed {
+            a.close(ch).unwrap();
+            closed = true;
+        }
+        while let Some(e) = a.poll_event() {
+            if let Event::Closed(h, o) = e {
+                if h == ch {
+                    sender = Some(o);
+                }
+            }
+        }
+        while let Some(e) = b.poll_event() {
+            match e {
+                Event::Accepted(h) => rx = Some(h),
+                Event::Closed(h, _) if Some(h) == rx => receiver_done = true,
+                _ => {}
+            }
+        }
+        if let Some(h) = rx {
+            while let Ok(Some(c)) = b.read_chunk(h) {
+                // The lossy modes skip what they lost, so only the fully reliable ones
+                // must deliver the file's bytes in order.
+                if mode.is_fully_reliable() {
+                    assert_eq!(
+                        data.get(delivered..delivered + c.data.len()),
+                        Some(&c.data[..]),
+                        "{mode:?} {rate} b/s {delay:?} MTU {mtu} loss {loss}: bytes out of order"
+                    );
+                }
+                delivered += c.data.len();
+            }
+            if !rx_closed && b.at_eof(h) {
+                let _ = b.close(h);
+                rx_closed = true;
+            }
+        }
+        while a.poll_transmit(now, &mut buf).is_some() {
+            fwd.send(now, buf.clone());
+        }
+        while b.poll_transmit(now, &mut buf).is_some() {
+            rev.send(now, buf.clone());
+        }
+        for (side, t) in [("sender", a.poll_timeout()), ("receiver", b.poll_timeout())] {
+            if let Some(t) = t {
+                assert!(
+                    t > now || steps == 1,
+                    "{mode:?} {rate} b/s {delay:?} MTU {mtu} loss {loss}: the {side} reports \
+                     deadline {t:?} at {now:?} after handling it (nothing acts on it)"
+                );
+            }
+        }
+        if sender.is_some() && (receiver_done || rx.is_none()) {
+            break;
+        }
+        let next = [
+            fwd.next_arrival(),
+            rev.next_arrival(),
+            a.poll_timeout(),
+            b.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(next) = next else { break };
+        now = next.max(now);
+        while let Some(p) = fwd.recv(now) {
+            b.handle_datagram(now, sa, &p);
+        }
+        while let Some(p) = rev.recv(now) {
+            a.handle_datagram(now, sb, &p);
+        }
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+    }
+    Outcome {
+        sender,
+        delivered,
+        steps,
+        end: now,
+    }
+}
+
+#[test]
+fn every_reported_deadline_acts_and_every_transfer_ends() {
+    let modes = [
+        Mode::Reliable,
+        Mode::NearReliable,
+        Mode::HybridNack,
+        Mode::HybridNackMack,
+        Mode::QuasiReliable,
+        Mode::Unreliable,
+    ];
+    let mut seed = 1;
+    for mode in modes {
+        for rate in [2_400u64, 64_000, 5_000_000] {
+            for delay_ms in [0u64, 10, 1_500] {
+                for mtu in [128usize, 256, 400, 1500] {
+                    for loss in [0.0, 0.1] {
+                        seed += 1;
+                        let delay = Duration::from_millis(delay_ms);
+                        let o = run(mode, rate, delay, mtu, loss, seed);
+                        let what =
+                            format!("{mode:?} {rate} b/s {delay_ms} ms MTU {mtu} loss {loss}");
+                        assert!(
+                            o.steps < MAX_STEPS,
+                            "{what}: no end after {} steps",
+                            o.steps
+                        );
+                        let Some(end) = o.sender else {
+                            panic!(
+                                "{what}: the sender never closed ({} steps, {:?})",
+                                o.steps, o.end
+                            )
+                        };
+                        if mode.is_fully_reliable() {
+                            assert_eq!(end, CloseOutcome::Finished { confirmed: true }, "{what}");
+                            assert_eq!(o.delivered, 6_000, "{what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
