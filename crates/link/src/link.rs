@@ -787,3 +787,58 @@ fn intervals(process: Option<&Alternating>, until: Duration) -> Vec<(Duration, D
             .collect()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Brute force: the first period of the full list that ends after `t`.
+    fn expected(all: &[(u64, u64)], t: u64) -> (u64, u64) {
+        *all.iter().find(|p| p.1 > t).unwrap()
+    }
+
+    #[test]
+    fn lookups_agree_with_the_full_schedule_from_any_cursor() {
+        let p = Alternating::new(
+            Span::Exp(3e6),
+            Span::Uniform(500_000, 2_000_000),
+            stream_rng(17, STREAM_RANDOM_OUTAGE),
+        );
+        let all = p.periods(2_000_000_000);
+        assert!(all.len() > 300, "{}", all.len());
+        assert!(all.windows(2).all(|w| w[0].1 <= w[1].0));
+        let mut cursor = p.clone();
+        let mut probe = stream_rng(5, 99);
+        for step in 0..400u64 {
+            // Move the cursor forward; ask about times behind it (regenerated or `prev`),
+            // at it, and ahead of it (looked up on a copy).
+            let at = step * 4_000_000;
+            cursor.advance(at);
+            assert_eq!(cursor.cur, expected(&all, at));
+            for _ in 0..5 {
+                let t = probe.gen_range(0..1_700_000_000u64);
+                assert_eq!(
+                    cursor.period_ending_after(t),
+                    expected(&all, t),
+                    "t {t} at {at}"
+                );
+            }
+            if let Some(prev) = cursor.prev {
+                assert_eq!(cursor.period_ending_after(prev.0), prev);
+            }
+        }
+        // `index` counts the periods the cursor passed (it keeps only `prev` and `cur`).
+        assert_eq!(
+            cursor.index as usize,
+            all.iter().filter(|p| p.1 <= 1_596_000_000).count()
+        );
+    }
+
+    #[test]
+    fn streams_differ_by_seed_and_stream() {
+        let draw = |seed, stream| stream_rng(seed, stream).gen::<u64>();
+        assert_ne!(draw(1, STREAM_BURST_TIME), draw(2, STREAM_BURST_TIME));
+        assert_ne!(draw(1, STREAM_BURST_TIME), draw(1, STREAM_RANDOM_OUTAGE));
+        assert_eq!(draw(3, STREAM_RANDOM_OUTAGE), draw(3, STREAM_RANDOM_OUTAGE));
+    }
+}
