@@ -9,6 +9,10 @@
 //! the kernels react as on a real link: a flipped IP header is dropped by the receiving stack,
 //! a flipped TCP segment fails its checksum, a zero-checksum UDP datagram reaches the socket.
 //!
+//! A lab may have several paths ([`Lab::start_paths`]): path `i` is its own TUN pair,
+//! `atp-air<i>`/`atp-ground<i>` with 10.77.`i`.1/30 and 10.77.`i`.2/30, and its own two links
+//! (path 0 keeps the names and addresses above). The kernels pick the path by address.
+//!
 //! Everything created is removed by [`Lab::stop`] or on drop; namespaces of a lab whose
 //! process died are removed by [`cleanup_leftovers`], which every `start` calls first.
 //! Needs root (CAP_SYS_ADMIN for namespaces, CAP_NET_ADMIN for TUN) and iproute2's `ip`.
@@ -78,6 +82,26 @@ pub const AIR_IF: &str = "atp-air";
 /// TUN interface name in the ground namespace.
 pub const GROUND_IF: &str = "atp-ground";
 
+/// Most paths a lab may have (the third octet of 10.77.i.0/30 numbers them).
+pub const MAX_LAB_PATHS: usize = 16;
+
+/// Air and ground addresses of path `i`: 10.77.i.1 and 10.77.i.2 (path 0: [`AIR_ADDR`],
+/// [`GROUND_ADDR`]).
+pub fn path_addrs(i: usize) -> (Ipv4Addr, Ipv4Addr) {
+    let i = u8::try_from(i).unwrap_or(u8::MAX);
+    (Ipv4Addr::new(10, 77, i, 1), Ipv4Addr::new(10, 77, i, 2))
+}
+
+/// TUN interface names of path `i` (air, ground): `atp-air`/`atp-ground` for path 0,
+/// `atp-air<i>`/`atp-ground<i>` after.
+pub fn path_ifnames(i: usize) -> (String, String) {
+    if i == 0 {
+        (AIR_IF.to_owned(), GROUND_IF.to_owned())
+    } else {
+        (format!("{AIR_IF}{i}"), format!("{GROUND_IF}{i}"))
+    }
+}
+
 /// How long processes left in a namespace get between SIGTERM and SIGKILL at teardown.
 const KILL_GRACE: Duration = Duration::from_millis(500);
 
@@ -130,14 +154,56 @@ pub struct LabConfig {
     pub name: Option<String>,
 }
 
+/// One path of a multi-path lab: its two links and their seeds.
+#[derive(Debug, Clone, Default)]
+pub struct LabPath {
+    /// Air → ground link.
+    pub forward: LinkConfig,
+    /// Ground → air link.
+    pub reverse: LinkConfig,
+    /// Seed of the forward link.
+    pub forward_seed: u64,
+    /// Seed of the reverse link.
+    pub reverse_seed: u64,
+}
+
+/// What to build for a lab of several paths ([`Lab::start_paths`]).
+#[derive(Debug, Clone, Default)]
+pub struct LabPathsConfig {
+    /// The paths, 1 to [`MAX_LAB_PATHS`]; path i gets 10.77.i.0/30.
+    pub paths: Vec<LabPath>,
+    /// As [`LabConfig::name`].
+    pub name: Option<String>,
+}
+
+impl From<LabConfig> for LabPathsConfig {
+    fn from(c: LabConfig) -> LabPathsConfig {
+        LabPathsConfig {
+            paths: vec![LabPath {
+                forward: c.forward,
+                reverse: c.reverse,
+                forward_seed: c.seed,
+                reverse_seed: c.seed ^ REVERSE_SEED_MIX,
+            }],
+            name: c.name,
+        }
+    }
+}
+
+/// The two links of one path.
+#[derive(Debug)]
+struct PathLinks {
+    forward: Arc<Mutex<CheckedLink>>,
+    reverse: Arc<Mutex<CheckedLink>>,
+}
+
 /// A running lab. Dropping it stops forwarding and removes the namespaces (and so the TUN
 /// devices and any process still running in them); [`Lab::stop`] does the same and reports.
 #[derive(Debug)]
 pub struct Lab {
     air_ns: String,
     ground_ns: String,
-    forward: Arc<Mutex<CheckedLink>>,
-    reverse: Arc<Mutex<CheckedLink>>,
+    paths: Vec<PathLinks>,
     core: Core,
 }
 
@@ -155,11 +221,42 @@ const CHECKED: u64 = 1;
 impl Lab {
     /// Build the namespaces, TUN devices and links and start forwarding. Needs root.
     pub fn start(config: LabConfig) -> Result<Lab> {
+        Lab::start_paths(config.into())
+    }
+
+    /// As [`Lab::start`], with one TUN pair and two links per path (see the crate docs for
+    /// names and addresses). Every config is checked before anything is created.
+    pub fn start_paths(config: LabPathsConfig) -> Result<Lab> {
         netns::check_prerequisites()?;
-        let forward = aerotp_link::Link::new(config.forward, config.seed)
-            .context("forward (air → ground) link config")?;
-        let reverse = aerotp_link::Link::new(config.reverse, config.seed ^ REVERSE_SEED_MIX)
-            .context("reverse (ground → air) link config")?;
+        if config.paths.is_empty() || config.paths.len() > MAX_LAB_PATHS {
+            bail!(
+                "a lab has 1 to {MAX_LAB_PATHS} paths; {} were given",
+                config.paths.len()
+            );
+        }
+        let mut paths = Vec::with_capacity(config.paths.len());
+        for (i, p) in config.paths.into_iter().enumerate() {
+            // Path 0's messages stay as they were for one-path labs.
+            let which = if i == 0 {
+                String::new()
+            } else {
+                format!("path {i} ")
+            };
+            let forward = aerotp_link::Link::new(p.forward, p.forward_seed)
+                .with_context(|| format!("{which}forward (air → ground) link config"))?;
+            let reverse = aerotp_link::Link::new(p.reverse, p.reverse_seed)
+                .with_context(|| format!("{which}reverse (ground → air) link config"))?;
+            let checked = |link| {
+                Arc::new(Mutex::new(CheckedLink {
+                    link,
+                    checksum_drops: 0,
+                }))
+            };
+            paths.push(PathLinks {
+                forward: checked(forward),
+                reverse: checked(reverse),
+            });
+        }
         match cleanup_leftovers() {
             Ok(0) => {}
             Ok(n) => tracing::info!("removed {n} namespaces left by labs whose process is gone"),
@@ -175,22 +272,56 @@ impl Lab {
                 NEXT.fetch_add(1, Ordering::Relaxed).to_string()
             }
         };
-        let forward = Arc::new(Mutex::new(CheckedLink {
-            link: forward,
-            checksum_drops: 0,
-        }));
-        let reverse = Arc::new(Mutex::new(CheckedLink {
-            link: reverse,
-            checksum_drops: 0,
-        }));
-        let core = Core::start(&tag, forward.clone(), reverse.clone())?;
+        let channels: Vec<_> = paths
+            .iter()
+            .map(|p| (p.forward.clone(), p.reverse.clone()))
+            .collect();
+        let core = Core::start(&tag, channels)?;
         Ok(Lab {
             air_ns: core.ns.names[0].clone(),
             ground_ns: core.ns.names[1].clone(),
-            forward,
-            reverse,
+            paths,
             core,
         })
+    }
+
+    /// Number of paths.
+    pub fn path_count(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// Address of the air end of path `i` (10.77.i.1).
+    pub fn air_addr_of(&self, i: usize) -> IpAddr {
+        IpAddr::V4(path_addrs(i).0)
+    }
+
+    /// Address of the ground end of path `i` (10.77.i.2).
+    pub fn ground_addr_of(&self, i: usize) -> IpAddr {
+        IpAddr::V4(path_addrs(i).1)
+    }
+
+    /// Statistics of the (forward, reverse) links of path `i` so far (`None` past the last).
+    pub fn path_stats(&self, i: usize) -> Option<(LinkStats, LinkStats)> {
+        let p = self.paths.get(i)?;
+        let get = |c: &Arc<Mutex<CheckedLink>>| {
+            c.lock().expect("link lock poisoned").link.stats().clone()
+        };
+        Some((get(&p.forward), get(&p.reverse)))
+    }
+
+    /// Checksum drops of path `i` (forward, reverse), as [`Lab::checksum_drops`].
+    pub fn path_checksum_drops(&self, i: usize) -> Option<(u64, u64)> {
+        let p = self.paths.get(i)?;
+        let get =
+            |c: &Arc<Mutex<CheckedLink>>| c.lock().expect("link lock poisoned").checksum_drops;
+        Some((get(&p.forward), get(&p.reverse)))
+    }
+
+    /// Statistics of every path, in path order.
+    pub fn all_stats(&self) -> Vec<(LinkStats, LinkStats)> {
+        (0..self.paths.len())
+            .filter_map(|i| self.path_stats(i))
+            .collect()
     }
 
     /// Name of the air network namespace.
@@ -239,49 +370,33 @@ impl Lab {
         netns::spawn_in(self.ns(side), f)
     }
 
-    /// Statistics of the (forward, reverse) links so far.
+    /// Statistics of the (forward, reverse) links of path 0 so far.
     pub fn stats(&self) -> (LinkStats, LinkStats) {
-        (
-            self.forward
-                .lock()
-                .expect("link lock poisoned")
-                .link
-                .stats()
-                .clone(),
-            self.reverse
-                .lock()
-                .expect("link lock poisoned")
-                .link
-                .stats()
-                .clone(),
-        )
+        self.path_stats(0).expect("a lab has at least one path")
     }
 
-    /// Packets the (forward, reverse) receivers dropped for a broken TCP/UDP checksum: what
-    /// the link corrupted and a real host would not accept.
+    /// Packets the (forward, reverse) receivers of path 0 dropped for a broken TCP/UDP
+    /// checksum: what the link corrupted and a real host would not accept.
     pub fn checksum_drops(&self) -> (u64, u64) {
-        (
-            self.forward
-                .lock()
-                .expect("link lock poisoned")
-                .checksum_drops,
-            self.reverse
-                .lock()
-                .expect("link lock poisoned")
-                .checksum_drops,
-        )
+        self.path_checksum_drops(0)
+            .expect("a lab has at least one path")
     }
 
-    /// Packets read from / written to the TUN devices for (forward, reverse).
+    /// Packets read from / written to the TUN devices of path 0 for (forward, reverse).
     pub fn tun_counters(&self) -> (TunCounters, TunCounters) {
-        self.core.counters()
+        self.core.counters(0)
     }
 
-    /// Stop forwarding, remove everything, and return the final (forward, reverse) stats.
-    /// Fails if forwarding had stopped on an error or if something could not be removed.
-    pub fn stop(mut self) -> Result<(LinkStats, LinkStats)> {
+    /// Stop forwarding, remove everything, and return the final (forward, reverse) stats of
+    /// path 0. Fails if forwarding had stopped on an error or if something could not be removed.
+    pub fn stop(self) -> Result<(LinkStats, LinkStats)> {
+        self.stop_all().map(|mut v| v.swap_remove(0))
+    }
+
+    /// As [`Lab::stop`], returning the final stats of every path.
+    pub fn stop_all(mut self) -> Result<Vec<(LinkStats, LinkStats)>> {
         let result = self.core.shutdown();
-        let stats = self.stats();
+        let stats = self.all_stats();
         result.map(|()| stats)
     }
 }
@@ -383,23 +498,24 @@ impl Drop for Namespaces {
     }
 }
 
+/// The (forward, reverse) channels of one path.
+type ChannelPair<C> = (Arc<Mutex<C>>, Arc<Mutex<C>>);
+
 /// The link-model-independent part of a lab: namespaces, TUN devices, forwarding threads.
 #[derive(Debug)]
 struct Core {
     stop: Arc<StopSignal>,
-    threads: Vec<(&'static str, thread::JoinHandle<io::Result<()>>)>,
-    counters: [Arc<Mutex<TunCounters>>; 2],
+    threads: Vec<(String, thread::JoinHandle<io::Result<()>>)>,
+    /// Per path: [forward, reverse].
+    counters: Vec<[Arc<Mutex<TunCounters>>; 2]>,
     // Dropped after the threads are joined and before the namespaces are removed.
-    tuns: Option<(Arc<Tun>, Arc<Tun>)>,
+    tuns: Vec<(Arc<Tun>, Arc<Tun>)>,
     ns: Namespaces,
 }
 
 impl Core {
-    fn start<F: Channel + 'static, R: Channel + 'static>(
-        tag: &str,
-        forward: Arc<Mutex<F>>,
-        reverse: Arc<Mutex<R>>,
-    ) -> Result<Core> {
+    /// One (forward, reverse) channel pair per path.
+    fn start<C: Channel + 'static>(tag: &str, paths: Vec<ChannelPair<C>>) -> Result<Core> {
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };
         let air_ns = format!("{}{pid}-{tag}", netns::AIR_PREFIX);
@@ -411,37 +527,60 @@ impl Core {
             })?;
             ns.names.push(name.clone());
         }
-        let air = make_end(&air_ns, AIR_IF, AIR_ADDR)?;
-        let ground = make_end(&ground_ns, GROUND_IF, GROUND_ADDR)?;
         let stop = Arc::new(StopSignal::new().context("creating the stop eventfd")?);
-        let counters = [
-            Arc::new(Mutex::new(TunCounters::default())),
-            Arc::new(Mutex::new(TunCounters::default())),
-        ];
         let mut core = Core {
             stop,
             threads: Vec::new(),
-            counters,
-            tuns: Some((air.clone(), ground.clone())),
+            counters: Vec::new(),
+            tuns: Vec::new(),
             ns,
         };
+        for i in 0..paths.len() {
+            let (air_if, ground_if) = path_ifnames(i);
+            let (air_addr, ground_addr) = path_addrs(i);
+            let air = make_end(&air_ns, &air_if, air_addr, i == 0)?;
+            let ground = make_end(&ground_ns, &ground_if, ground_addr, i == 0)?;
+            core.tuns.push((air, ground));
+            core.counters.push([
+                Arc::new(Mutex::new(TunCounters::default())),
+                Arc::new(Mutex::new(TunCounters::default())),
+            ]);
+        }
+        // One epoch for every path and direction: outages and traces share one clock.
         let epoch = Instant::now();
-        core.spawn_direction("forward", air.clone(), ground.clone(), forward, 0, epoch)?;
-        core.spawn_direction("reverse", ground, air, reverse, 1, epoch)?;
+        for (i, (forward, reverse)) in paths.into_iter().enumerate() {
+            let (air, ground) = core.tuns[i].clone();
+            let suffix = if i == 0 { String::new() } else { i.to_string() };
+            core.spawn_direction(
+                format!("forward{suffix}"),
+                air.clone(),
+                ground.clone(),
+                forward,
+                core.counters[i][0].clone(),
+                epoch,
+            )?;
+            core.spawn_direction(
+                format!("reverse{suffix}"),
+                ground,
+                air,
+                reverse,
+                core.counters[i][1].clone(),
+                epoch,
+            )?;
+        }
         Ok(core)
     }
 
     fn spawn_direction<C: Channel + 'static>(
         &mut self,
-        label: &'static str,
+        label: String,
         src: Arc<Tun>,
         dst: Arc<Tun>,
         chan: Arc<Mutex<C>>,
-        index: usize,
+        counters: Arc<Mutex<TunCounters>>,
         epoch: Instant,
     ) -> Result<()> {
         let stop = self.stop.clone();
-        let counters = self.counters[index].clone();
         let handle = thread::Builder::new()
             .name(format!("lab-{label}"))
             .spawn(move || forward::run(&src, &dst, &chan, &counters, epoch, &stop))
@@ -450,8 +589,12 @@ impl Core {
         Ok(())
     }
 
-    fn counters(&self) -> (TunCounters, TunCounters) {
-        let get = |i: usize| *self.counters[i].lock().expect("counters lock poisoned");
+    fn counters(&self, path: usize) -> (TunCounters, TunCounters) {
+        let get = |i: usize| {
+            *self.counters[path][i]
+                .lock()
+                .expect("counters lock poisoned")
+        };
         (get(0), get(1))
     }
 
@@ -466,7 +609,7 @@ impl Core {
                 Err(_) => errors.push(format!("{label} forwarding thread panicked")),
             }
         }
-        self.tuns = None;
+        self.tuns.clear();
         if let Err(e) = self.ns.remove_all() {
             errors.push(format!("{e:#}"));
         }
@@ -487,8 +630,9 @@ impl Drop for Core {
 
 /// Configure one end inside namespace `ns`: IPv6 off (so only the traffic you send crosses
 /// the link: no router solicitations or MLD reports), a TUN interface with `addr`/30, MTU
-/// 1500, up; loopback up.
-fn make_end(ns: &str, ifname: &'static str, addr: Ipv4Addr) -> Result<Arc<Tun>> {
+/// 1500, up; loopback up (`first`: done once per namespace).
+fn make_end(ns: &str, ifname: &str, addr: Ipv4Addr, first: bool) -> Result<Arc<Tun>> {
+    let name = ifname.to_owned();
     let tun = netns::in_ns(ns, move || {
         for knob in ["all", "default"] {
             let path = format!("/proc/sys/net/ipv6/conf/{knob}/disable_ipv6");
@@ -499,12 +643,14 @@ fn make_end(ns: &str, ifname: &'static str, addr: Ipv4Addr) -> Result<Arc<Tun>> 
                 Err(e) => return Err(io::Error::new(e.kind(), format!("writing {path}: {e}"))),
             }
         }
-        Tun::create(ifname)
+        Tun::create(&name)
     })
     .with_context(|| format!("creating TUN {ifname} in {ns}"))?;
     let cidr = format!("{addr}/{PREFIX_LEN}");
     let mtu = MTU.to_string();
-    netns::ip(&["-n", ns, "link", "set", "lo", "up"])?;
+    if first {
+        netns::ip(&["-n", ns, "link", "set", "lo", "up"])?;
+    }
     netns::ip(&["-n", ns, "addr", "add", &cidr, "dev", tun.name()])?;
     netns::ip(&["-n", ns, "link", "set", tun.name(), "mtu", &mtu, "up"])?;
     Ok(Arc::new(tun))
@@ -527,6 +673,20 @@ mod tests {
             assert_eq!(side.to_string().parse::<Side>(), Ok(side));
         }
         assert!("sky".parse::<Side>().unwrap_err().contains("air"));
+    }
+
+    #[test]
+    fn paths_get_their_own_subnet_and_interfaces() {
+        assert_eq!(path_addrs(0), (AIR_ADDR, GROUND_ADDR));
+        assert_eq!(path_ifnames(0), (AIR_IF.to_owned(), GROUND_IF.to_owned()));
+        assert_eq!(
+            path_addrs(3),
+            (Ipv4Addr::new(10, 77, 3, 1), Ipv4Addr::new(10, 77, 3, 2))
+        );
+        let (a, g) = path_ifnames(MAX_LAB_PATHS - 1);
+        assert_eq!((a.as_str(), g.as_str()), ("atp-air15", "atp-ground15"));
+        // Linux interface names hold at most 15 bytes.
+        assert!(g.len() <= 15);
     }
 
     #[test]

@@ -379,3 +379,108 @@ fn invalid_configs_are_rejected_before_anything_is_created() {
     assert!(format!("{err:#}").contains("invalid lab name"), "{err:#}");
     assert!(!namespaces().iter().any(|n| n.contains("bad")));
 }
+
+/// Several paths: each is its own TUN pair and subnet with its own links. UDP sent between
+/// path 1's addresses crosses path 1 only (its counters move, path 0's do not) with path 1's
+/// delay, and UDP between path 0's addresses crosses path 0 with its own delay.
+#[test]
+fn each_path_carries_its_own_traffic_with_its_own_delay() {
+    use aerotp_lab::{LabPath, LabPathsConfig};
+    if std::env::var("AEROTP_SKIP_LAB").as_deref() == Ok("1") {
+        eprintln!("AEROTP_SKIP_LAB=1: skipping lab test paths");
+        return;
+    }
+    const N: usize = 20;
+    let path = |delay_ms: u64, seed: u64| LabPath {
+        forward: link(5_000_000, delay_ms),
+        reverse: link(5_000_000, delay_ms),
+        forward_seed: seed,
+        reverse_seed: seed + 1,
+    };
+    let lab = Lab::start_paths(LabPathsConfig {
+        paths: vec![path(10, 1), path(60, 3), path(5, 5)],
+        name: Some("paths".into()),
+    })
+    .expect("start a lab of three paths (root, iproute2)");
+    assert_eq!(lab.path_count(), 3);
+    assert_eq!(lab.ground_addr_of(1).to_string(), "10.77.1.2");
+    assert_eq!(lab.ground_addr_of(0), lab.ground_addr());
+
+    // Median one-way delay of N datagrams from the air end of `i` to its ground end.
+    let one_way = |i: usize, port: u16| -> f64 {
+        let ground = SocketAddr::new(lab.ground_addr_of(i), port);
+        let air = SocketAddr::new(lab.air_addr_of(i), 0);
+        let rx = lab
+            .spawn_in(Side::Ground, move || -> io::Result<Vec<Instant>> {
+                let sock = UdpSocket::bind(ground)?;
+                sock.set_read_timeout(Some(Duration::from_secs(3)))?;
+                let mut at = Vec::new();
+                let mut buf = [0u8; 64];
+                while at.len() < N {
+                    sock.recv(&mut buf)?;
+                    at.push(Instant::now());
+                }
+                Ok(at)
+            })
+            .expect("receiver thread");
+        std::thread::sleep(Duration::from_millis(100));
+        let tx = lab
+            .spawn_in(Side::Air, move || -> io::Result<Vec<Instant>> {
+                let sock = UdpSocket::bind(air)?;
+                let mut sent = Vec::new();
+                for k in 0..N {
+                    sent.push(Instant::now());
+                    sock.send_to(&[k as u8; 32], ground)?;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Ok(sent)
+            })
+            .expect("sender thread");
+        let sent = tx.join().expect("sender").expect("send");
+        let got = rx
+            .join()
+            .expect("receiver")
+            .expect("every datagram arrives");
+        let mut d: Vec<f64> = sent
+            .iter()
+            .zip(&got)
+            .map(|(s, r)| (*r - *s).as_secs_f64() * 1e3)
+            .collect();
+        d.sort_by(f64::total_cmp);
+        d[N / 2]
+    };
+    let before = lab.all_stats();
+    let d1 = one_way(1, 5101);
+    let mid = lab.all_stats();
+    assert_eq!(
+        mid[1].0.offered_packets - before[1].0.offered_packets,
+        N as u64
+    );
+    assert_eq!(
+        mid[0].0.offered_packets, before[0].0.offered_packets,
+        "path 0 untouched"
+    );
+    assert_eq!(
+        mid[2].0.offered_packets, before[2].0.offered_packets,
+        "path 2 untouched"
+    );
+    let d0 = one_way(0, 5100);
+    let after = lab.all_stats();
+    assert_eq!(
+        after[0].0.offered_packets - mid[0].0.offered_packets,
+        N as u64
+    );
+    assert_eq!(after[1].0.offered_packets, mid[1].0.offered_packets);
+    // 60 ms and 10 ms of propagation, plus < 0.1 ms of serialisation and timer slack.
+    assert!(
+        (60.0..66.0).contains(&d1),
+        "path 1 one-way delay {d1:.2} ms"
+    );
+    assert!(
+        (10.0..16.0).contains(&d0),
+        "path 0 one-way delay {d0:.2} ms"
+    );
+    let all = lab.stop_all().expect("clean teardown");
+    assert_eq!(all.len(), 3);
+    assert!(!namespaces().iter().any(|n| n.ends_with("-paths")));
+}
