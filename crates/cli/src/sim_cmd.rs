@@ -107,10 +107,6 @@ impl Args {
     fn scenario(&self) -> Scenario {
         Scenario {
             mode: self.mode,
-            ber: self.ber,
-            loss: self.loss,
-            rate_bps: self.rate,
-            delay: self.delay,
             size: self.size,
             mtu: self.mtu,
             fec: self.fec,
@@ -118,7 +114,14 @@ impl Args {
             topology: self.topology,
             cap: self.cap,
             timeline: false,
+            ..Scenario::default()
         }
+        .with_rate(self.rate)
+        .with_links(|l| {
+            l.ber = self.ber;
+            l.loss = self.loss;
+            l.delay = self.delay;
+        })
     }
 }
 

@@ -18,9 +18,9 @@ fn main() {
         for ber in [0.0, 1e-5, 1e-4] {
             let s = Scenario {
                 mode: mode.parse::<SimMode>().unwrap(),
-                ber,
                 ..Scenario::default()
-            };
+            }
+            .with_links(|l| l.ber = ber);
             let t = Instant::now();
             let m = run_many(&s, runs, 1).unwrap();
             println!(

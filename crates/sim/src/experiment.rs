@@ -164,13 +164,15 @@ fn points(o: &Options) -> Vec<Point> {
                 x: loss,
                 scenario: Scenario {
                     mode: aero(mode),
-                    loss,
-                    rate_bps: 10_000_000,
-                    delay: Duration::from_millis(5),
                     size: 100_000,
                     topology: Topology::TwoNode,
                     ..base.clone()
-                },
+                }
+                .with_rate(10_000_000)
+                .with_links(|l| {
+                    l.loss = loss;
+                    l.delay = Duration::from_millis(5);
+                }),
             });
         }
     }
@@ -199,10 +201,10 @@ fn points(o: &Options) -> Vec<Point> {
                 x: ber,
                 scenario: Scenario {
                     mode: aero(Mode::QuasiReliable),
-                    ber,
                     fec: Some(f),
                     ..base.clone()
-                },
+                }
+                .with_links(|l| l.ber = ber),
             });
         }
     }
@@ -220,11 +222,11 @@ fn points(o: &Options) -> Vec<Point> {
                 x: ber,
                 scenario: Scenario {
                     mode: aero(Mode::Reliable),
-                    ber,
                     mack: m,
                     fec: Some(FecSetting::Off),
                     ..base.clone()
-                },
+                }
+                .with_links(|l| l.ber = ber),
             });
         }
     }
@@ -235,11 +237,11 @@ fn points(o: &Options) -> Vec<Point> {
             x: ber,
             scenario: Scenario {
                 mode: aero(Mode::Reliable),
-                ber,
                 mack: 32,
                 fec: Some(FecSetting::Auto),
                 ..base.clone()
-            },
+            }
+            .with_links(|l| l.ber = ber),
         });
     }
     // 4. The modes over BER (seeds 000/002 §IV-D, 001 §IV-F).
@@ -260,10 +262,10 @@ fn points(o: &Options) -> Vec<Point> {
                 x: ber,
                 scenario: Scenario {
                     mode: *mode,
-                    ber,
                     fec: *fec,
                     ..base.clone()
-                },
+                }
+                .with_links(|l| l.ber = ber),
             });
         }
     }
@@ -289,11 +291,13 @@ fn points(o: &Options) -> Vec<Point> {
                     x: d as f64 / 1000.0,
                     scenario: Scenario {
                         mode: *mode,
-                        ber,
                         fec: *fec,
-                        delay: Duration::from_millis(d),
                         ..base.clone()
-                    },
+                    }
+                    .with_links(|l| {
+                        l.ber = ber;
+                        l.delay = Duration::from_millis(d);
+                    }),
                 });
             }
         }

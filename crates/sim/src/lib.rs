@@ -26,7 +26,11 @@ pub mod plot;
 mod run;
 mod scenario;
 mod summary;
+mod workload;
 
 pub use run::{datagram_parity, mix_seed, run_once, RunResult};
-pub use scenario::{parse_size, Scenario, SimError, SimMode, Topology, IP_UDP_OVERHEAD};
-pub use summary::{run_many, run_seed, summarize, Stat, Summary};
+pub use scenario::{
+    parse_size, Scenario, SimError, SimMode, Topology, ENGINE_KEYS, IP_UDP_OVERHEAD, LINK_KEY_FORMS,
+};
+pub use summary::{ceiling_bps, run_many, run_seed, summarize, Percentiles, Stat, Summary};
+pub use workload::Workload;

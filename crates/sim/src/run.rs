@@ -1,11 +1,11 @@
 //! One simulated transfer: two endpoints of the engine (or a plain UDP sender) joined by the
 //! link model, driven in virtual time by a discrete-event loop.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use aerotp_link::Path;
+use aerotp_link::{Delivery, Path};
 use aerotp_proto::{
     CloseOutcome, ConnectionHandle, Endpoint, EndpointConfig, Event, FecSetting, Mode,
 };
@@ -14,6 +14,7 @@ use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
 
 use crate::scenario::{Scenario, SimMode, IP_UDP_OVERHEAD};
+use crate::workload::Workload;
 
 const PORT: u16 = 7000;
 /// Upper bound of loop iterations per run: a guard against a livelock (never reached in
@@ -62,7 +63,20 @@ pub struct RunResult {
     pub last_delivery_s: Option<f64>,
     /// Datagrams the sender sent (data and control).
     pub datagrams_sent: u64,
+    /// TPDUs the sender retransmitted (the engine's `tpdus_retransmitted`).
     pub retransmissions: u64,
+    /// Retransmissions of a TPDU an earlier copy of which had already arrived intact (CRC
+    /// good, possibly after FEC) at the receiver when the retransmission was sent.
+    pub spurious_retransmissions: u64,
+    /// Bytes on the wire sender → receiver (datagrams + 28 B each), all paths.
+    pub wire_bytes_forward: u64,
+    /// Bytes on the wire receiver → sender (datagrams + 28 B each), all paths.
+    pub wire_bytes_reverse: u64,
+    /// Per message of a non-bulk workload, in message order: delivery of its last byte −
+    /// the time the application wrote it (request-response: the response's last byte − the
+    /// request's write). Messages not delivered are absent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub message_delays: Vec<f64>,
     /// TPDUs whose bit errors FEC corrected at the receiver.
     pub tpdus_corrected: u64,
     /// TPDUs the receiver gave up on (lossy modes) or datagrams lost (udp/datagram).
@@ -121,18 +135,135 @@ pub fn run_once(s: &Scenario, seed: u64) -> RunResult {
     }
 }
 
-/// The two directions of the network.
+/// Smooth weighted round robin (as nginx and Linux teql spread packets): each pick adds every
+/// path's weight to its credit, takes the path with the most credit and charges it the total.
+/// Over any window the picks follow the weights as closely as whole packets allow.
+#[derive(Debug)]
+struct RoundRobin {
+    weights: Vec<i128>,
+    credit: Vec<i128>,
+}
+
+impl RoundRobin {
+    fn new(weights: impl Iterator<Item = u64>) -> RoundRobin {
+        let weights: Vec<i128> = weights.map(i128::from).collect();
+        RoundRobin {
+            credit: vec![0; weights.len()],
+            weights,
+        }
+    }
+
+    fn pick(&mut self) -> usize {
+        if self.weights.len() == 1 {
+            return 0;
+        }
+        let total: i128 = self.weights.iter().sum();
+        let mut best = 0;
+        for i in 0..self.weights.len() {
+            self.credit[i] += self.weights[i];
+            if self.credit[i] > self.credit[best] {
+                best = i;
+            }
+        }
+        self.credit[best] -= total;
+        best
+    }
+}
+
+/// The network: per path a forward and a reverse `Path` (the papers' LAN hops around the
+/// path's impaired link, or the link alone). The engine has no multipath scheduler yet, so
+/// the driver spreads the sender's datagrams over the paths in proportion to their forward
+/// rates and the receiver's over the reverse links in proportion to the reverse rates.
 struct Net {
-    fwd: Path,
-    rev: Path,
+    fwd: Vec<Path>,
+    rev: Vec<Path>,
+    fwd_rr: RoundRobin,
+    rev_rr: RoundRobin,
+}
+
+/// Seed streams of path `i`: path 0 keeps the streams of the single-link simulator (1, 2) so
+/// its results are unchanged; the others take their own. The path-level random outage's
+/// schedule seed is shared by both directions of the path.
+fn path_seeds(seed: u64, i: usize) -> (u64, u64, u64) {
+    let i = i as u64;
+    let (f, r) = if i == 0 {
+        (1, 2)
+    } else {
+        (100 + 2 * i, 101 + 2 * i)
+    };
+    (mix_seed(seed, f), mix_seed(seed, r), mix_seed(seed, 50 + i))
 }
 
 impl Net {
     fn new(s: &Scenario, seed: u64) -> Net {
-        let fwd = Path::new(s.hops(), mix_seed(seed, 1)).expect("validated scenario");
-        let rev = Path::new(s.hops(), mix_seed(seed, 2)).expect("validated scenario");
-        Net { fwd, rev }
+        let (mut fwd, mut rev) = (Vec::new(), Vec::new());
+        for i in 0..s.network.paths.len() {
+            let (fs, rs, os) = path_seeds(seed, i);
+            fwd.push(Path::new(s.hops(i, true, os), fs).expect("validated scenario"));
+            rev.push(Path::new(s.hops(i, false, os), rs).expect("validated scenario"));
+        }
+        let paths = &s.network.paths;
+        Net {
+            fwd_rr: RoundRobin::new(paths.iter().map(|p| p.forward.rate_bps)),
+            rev_rr: RoundRobin::new(paths.iter().map(|p| p.reverse_config(0).rate_bps)),
+            fwd,
+            rev,
+        }
     }
+
+    fn send_fwd(&mut self, now: Duration, packet: Vec<u8>, tag: u64) {
+        let i = self.fwd_rr.pick();
+        self.fwd[i].send_tagged(now, packet, tag);
+    }
+
+    fn send_rev(&mut self, now: Duration, packet: Vec<u8>) {
+        let i = self.rev_rr.pick();
+        self.rev[i].send(now, packet);
+    }
+
+    fn recv_fwd(&mut self, now: Duration) -> Option<Delivery> {
+        self.fwd.iter_mut().find_map(|p| p.recv_delivery(now))
+    }
+
+    fn recv_rev(&mut self, now: Duration) -> Option<Delivery> {
+        self.rev.iter_mut().find_map(|p| p.recv_delivery(now))
+    }
+
+    fn next_arrival(&self) -> Option<Duration> {
+        self.fwd
+            .iter()
+            .chain(&self.rev)
+            .filter_map(Path::next_arrival)
+            .min()
+    }
+}
+
+/// Tag of a datagram the sender puts on the wire: bit 32 set for a data TPDU, its FEC parity
+/// in bits 40-47 and its sequence number below (read from the header while it is intact, so
+/// the receiver side knows which TPDU arrived even if bits flip on the way).
+const DATA_TAG: u64 = 1 << 32;
+
+fn tag_of(datagram: &[u8]) -> u64 {
+    match aerotp_wire::Header::parse(datagram) {
+        Ok(h) if h.flags.is_data() => DATA_TAG | u64::from(h.fec) << 40 | u64::from(h.seq),
+        _ => 0,
+    }
+}
+
+/// Whether a delivered data TPDU arrived intact: its CRC checks as received, or after the FEC
+/// decoding the receiver does (with the parity it was sent with). The driver checks this
+/// itself rather than reading the engine's counters, whose snapshot costs far more than a CRC.
+fn usable(datagram: &[u8], parity: u8, scratch: &mut Vec<u8>) -> bool {
+    if matches!(aerotp_wire::parse_tpdu(datagram), Ok(t) if t.body_ok) {
+        return true;
+    }
+    if parity == 0 {
+        return false;
+    }
+    scratch.clear();
+    scratch.extend_from_slice(datagram);
+    aerotp_fec::decode(parity, scratch).is_ok()
+        && matches!(aerotp_wire::parse_tpdu(scratch), Ok(t) if t.body_ok && t.header.fec == parity)
 }
 
 fn result_base(seed: u64) -> RunResult {
@@ -149,6 +280,10 @@ fn result_base(seed: u64) -> RunResult {
         last_delivery_s: None,
         datagrams_sent: 0,
         retransmissions: 0,
+        spurious_retransmissions: 0,
+        wire_bytes_forward: 0,
+        wire_bytes_reverse: 0,
+        message_delays: Vec::new(),
         tpdus_corrected: 0,
         tpdus_lost: 0,
         fec_parity: 0,
@@ -158,6 +293,7 @@ fn result_base(seed: u64) -> RunResult {
 }
 
 fn finish_common(r: &mut RunResult, first_send: Option<Duration>, last_delivery: Option<Duration>) {
+    r.wire_bytes = r.wire_bytes_forward + r.wire_bytes_reverse;
     r.overhead_bytes = r.wire_bytes as i64 - r.delivered_bytes as i64;
     r.last_delivery_s = last_delivery.map(secs);
     if let (Some(f), Some(l)) = (first_send, last_delivery) {
@@ -169,7 +305,32 @@ fn finish_common(r: &mut RunResult, first_send: Option<Duration>, last_delivery:
 
 /// An AeroTP connection from the sender's endpoint to the receiver's listening endpoint.
 fn run_connection(s: &Scenario, seed: u64) -> RunResult {
-    let data = payload(s.size, mix_seed(seed, 0));
+    let msgs = s.workload.messages(s.size);
+    let total: usize = msgs.iter().map(|m| m.1).sum();
+    let data = payload(total, mix_seed(seed, 0));
+    // Request-response: the server's answers, their own reproducible bytes.
+    let (resp_len, back_to_back) = match s.workload {
+        Workload::RequestResponse {
+            response, interval, ..
+        } => (response, interval.is_none()),
+        _ => (0, false),
+    };
+    let rr = resp_len > 0;
+    let responses = payload(
+        resp_len * if rr { msgs.len() } else { 0 },
+        mix_seed(seed, 5),
+    );
+    // End offset of each message in the client's stream.
+    let ends: Vec<usize> = msgs
+        .iter()
+        .scan(0, |o, m| {
+            *o += m.1;
+            Some(*o)
+        })
+        .collect();
+    // When each message was released to the engine (None = not yet).
+    let mut released_at: Vec<Option<Duration>> = vec![None; msgs.len()];
+    let mut released = 0usize; // messages released
     let cfg = s.connection_config();
     let mut net = Net::new(s, seed);
     let mut a = Endpoint::new(EndpointConfig::default(), mix_seed(seed, 3));
@@ -183,23 +344,47 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
     let mut r = result_base(seed);
     let mut written = 0usize;
     let mut closed = false;
-    let mut rx: Option<ConnectionHandle> = None;
-    let mut rx_closed = false;
+    let mut rx = RxState::default();
     let mut intact = true;
     let mut sender_close: Option<CloseOutcome> = None;
-    let mut receiver_closed = false;
     let mut first_send: Option<Duration> = None;
     let mut last_delivery: Option<Duration> = None;
     let mut buf = Vec::with_capacity(s.mtu);
     let mut steps = 0u64;
+    // Messages whose last byte has reached the server application / responses the client has.
+    let mut done = 0usize;
+    let mut server_got = 0usize;
+    let mut srv_released = 0usize; // responses the server has released
+    let mut srv_written = 0usize;
+    let mut client_got = 0usize;
+    // TPDU numbers (wire) of data TPDUs that arrived intact, for spurious retransmissions.
+    let mut arrived: HashSet<u32> = HashSet::new();
+    let mut sent_seqs: HashSet<u32> = HashSet::new();
+    let mut retx_seen = 0u64;
+    let mut scratch = Vec::with_capacity(s.mtu);
 
     loop {
         steps += 1;
-        // Sending application: writes the whole file as the send buffer allows, then closes.
-        if written < data.len() {
-            written += a.write(ch, &data[written..]).unwrap_or(0);
+        // Sending application: releases each message at its time (a request-response client
+        // without an interval: when the previous response is in), writes what the send
+        // buffer takes, and closes once everything is written.
+        while released < msgs.len() {
+            let due = if rr && back_to_back {
+                released == 0 || client_got >= released * resp_len
+            } else {
+                msgs[released].0 <= now
+            };
+            if !due {
+                break;
+            }
+            released_at[released] = Some(now);
+            released += 1;
         }
-        if written == data.len() && !closed {
+        let limit = if released == 0 { 0 } else { ends[released - 1] };
+        if written < limit {
+            written += a.write(ch, &data[written..limit]).unwrap_or(0);
+        }
+        if released == msgs.len() && written == data.len() && !closed {
             let _ = a.close(ch);
             closed = true;
         }
@@ -210,60 +395,102 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
                 }
             }
         }
-        while let Some(e) = b.poll_event() {
-            match e {
-                Event::Accepted(h) if rx.is_none() => {
-                    rx = Some(h);
-                    r.setup_delay_s = Some(secs(now));
-                }
-                Event::Closed(h, _) if Some(h) == rx => receiver_closed = true,
-                _ => {}
-            }
-        }
-        // Receiving application: reads as data arrives, closes at end of file.
-        if let Some(h) = rx {
+        rx.events(&mut b, now, &mut r);
+        // Receiving application: reads as data arrives, checks it, closes at end of file
+        // (request-response: answers each whole request, closes after the last answer).
+        if let Some(h) = rx.handle {
             while let Ok(Some(chunk)) = b.read_chunk(h) {
                 if chunk.data.is_empty() {
                     continue;
                 }
-                let off = r.delivered_bytes as usize;
+                let off = server_got;
                 if data.get(off..off + chunk.data.len()) != Some(&chunk.data[..]) {
                     intact = false;
                 }
+                server_got += chunk.data.len();
                 r.delivered_bytes += chunk.data.len() as u64;
                 last_delivery = Some(now);
                 if s.timeline {
                     r.timeline.push((secs(now), r.delivered_bytes));
                 }
+                while !rr && done < ends.len() && server_got >= ends[done] {
+                    if let Some(at) = released_at[done] {
+                        r.message_delays.push(secs(now.saturating_sub(at)));
+                    }
+                    done += 1;
+                }
             }
-            if !rx_closed && b.at_eof(h) {
+            if rr {
+                while srv_released < msgs.len() && server_got >= ends[srv_released] {
+                    srv_released += 1;
+                }
+                let limit = srv_released * resp_len;
+                if srv_written < limit {
+                    srv_written += b.write(h, &responses[srv_written..limit]).unwrap_or(0);
+                }
+            }
+            let answered = !rr || srv_written == responses.len();
+            if !rx.closed && answered && b.at_eof(h) {
                 let _ = b.close(h);
-                rx_closed = true;
+                rx.closed = true;
+            }
+        }
+        // Request-response client: reads the answers.
+        if rr {
+            while let Ok(Some(chunk)) = a.read_chunk(ch) {
+                if chunk.data.is_empty() {
+                    continue;
+                }
+                let off = client_got;
+                if responses.get(off..off + chunk.data.len()) != Some(&chunk.data[..]) {
+                    intact = false;
+                }
+                client_got += chunk.data.len();
+                r.delivered_bytes += chunk.data.len() as u64;
+                last_delivery = Some(now);
+                while done < msgs.len() && client_got >= (done + 1) * resp_len {
+                    if let Some(at) = released_at[done] {
+                        r.message_delays.push(secs(now.saturating_sub(at)));
+                    }
+                    done += 1;
+                }
             }
         }
         // Both endpoints transmit what is due now.
         while let Some(t) = a.poll_transmit(now, &mut buf) {
             first_send.get_or_insert(now);
-            r.wire_bytes += (t.len + IP_UDP_OVERHEAD) as u64;
+            r.wire_bytes_forward += (t.len + IP_UDP_OVERHEAD) as u64;
             r.datagrams_sent += 1;
-            net.fwd.send(now, buf.clone());
+            let tag = tag_of(&buf[..t.len]);
+            // A data TPDU sent before is a retransmission or one of the opening ASYN copies;
+            // the engine's retransmission counter tells which (read only then: it is dear).
+            if tag & DATA_TAG != 0 && !sent_seqs.insert(tag as u32) {
+                let retx = a.stats(ch).map_or(0, |st| st.sender.tpdus_retransmitted);
+                if retx > retx_seen && arrived.contains(&(tag as u32)) {
+                    r.spurious_retransmissions += 1;
+                }
+                retx_seen = retx;
+            }
+            net.send_fwd(now, buf.clone(), tag);
         }
         while let Some(t) = b.poll_transmit(now, &mut buf) {
-            r.wire_bytes += (t.len + IP_UDP_OVERHEAD) as u64;
-            net.rev.send(now, buf.clone());
+            r.wire_bytes_reverse += (t.len + IP_UDP_OVERHEAD) as u64;
+            net.send_rev(now, buf.clone());
         }
-        if sender_close.is_some() && receiver_closed {
+        if sender_close.is_some() && rx.closed_event {
             break;
         }
         if steps >= MAX_STEPS {
             break;
         }
         // Advance virtual time to the next event.
+        let next_message =
+            (released < msgs.len() && !(rr && back_to_back)).then(|| msgs[released].0);
         let next = [
-            net.fwd.next_arrival(),
-            net.rev.next_arrival(),
+            net.next_arrival(),
             a.poll_timeout(),
             b.poll_timeout(),
+            next_message,
         ]
         .into_iter()
         .flatten()
@@ -275,11 +502,18 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
             break;
         }
         now = next;
-        while let Some(p) = net.fwd.recv(now) {
-            b.handle_datagram(now, addr_sender(), &p);
+        while let Some(d) = net.recv_fwd(now) {
+            let seq = d.tag as u32;
+            if d.tag & DATA_TAG != 0
+                && !arrived.contains(&seq)
+                && usable(&d.packet, (d.tag >> 40) as u8, &mut scratch)
+            {
+                arrived.insert(seq);
+            }
+            b.handle_datagram(now, addr_sender(), &d.packet);
         }
-        while let Some(p) = net.rev.recv(now) {
-            a.handle_datagram(now, addr_receiver(), &p);
+        while let Some(d) = net.recv_rev(now) {
+            a.handle_datagram(now, addr_receiver(), &d.packet);
         }
         a.handle_timeout(now);
         b.handle_timeout(now);
@@ -291,13 +525,13 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
         Some(CloseOutcome::Finished { confirmed: true })
     );
     r.sender_close = sender_close.as_ref().map(close_name).unwrap_or_default();
-    let all = intact && r.delivered_bytes == data.len() as u64;
+    let all = intact && server_got == data.len() && client_got == responses.len();
     r.complete = all && (!s.mode.is_fully_reliable() || confirmed);
     if let Some(st) = a.stats(ch) {
         r.retransmissions = st.sender.tpdus_retransmitted;
         r.fec_parity = st.fec_parity;
     }
-    if let Some(h) = rx {
+    if let Some(h) = rx.handle {
         if let Some(st) = b.stats(h) {
             r.tpdus_corrected = st.receiver.tpdus_corrected;
             r.tpdus_lost = st.receiver.tpdus_lost;
@@ -324,8 +558,37 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
             }
         }
     }
+    if s.workload == Workload::Bulk {
+        r.message_delays.clear();
+    }
     finish_common(&mut r, first_send, last_delivery);
     r
+}
+
+/// The receiving endpoint's connection as the driver sees it.
+#[derive(Default)]
+struct RxState {
+    handle: Option<ConnectionHandle>,
+    /// The receiving application has closed its side.
+    closed: bool,
+    /// The engine reported the connection closed.
+    closed_event: bool,
+}
+
+impl RxState {
+    /// Takes the receiver's events: the accept (set-up delay) and the close.
+    fn events(&mut self, b: &mut Endpoint, now: Duration, r: &mut RunResult) {
+        while let Some(e) = b.poll_event() {
+            match e {
+                Event::Accepted(h) if self.handle.is_none() => {
+                    self.handle = Some(h);
+                    r.setup_delay_s = Some(secs(now));
+                }
+                Event::Closed(h, _) if Some(h) == self.handle => self.closed_event = true,
+                _ => {}
+            }
+        }
+    }
 }
 
 /// UDP baseline and AeroTP datagram mode: the application sends MTU-sized datagrams paced at
@@ -358,18 +621,18 @@ fn run_paced_datagrams(s: &Scenario, seed: u64) -> RunResult {
     loop {
         if sent < chunks.len() && now >= next_send {
             let len = if udp {
-                net.fwd.send_tagged(now, chunks[sent].to_vec(), sent as u64);
+                net.send_fwd(now, chunks[sent].to_vec(), sent as u64);
                 chunks[sent].len()
             } else {
                 a.send_datagram(addr_receiver(), PORT, PORT, chunks[sent], parity, s.mtu)
                     .expect("chunk fits the MTU");
                 let t = a.poll_transmit(now, &mut buf).expect("queued datagram");
                 // The datagram carries its index in no header field: tag it for the delay.
-                net.fwd.send_tagged(now, buf.clone(), sent as u64);
+                net.send_fwd(now, buf.clone(), sent as u64);
                 t.len
             };
             send_times.push(now);
-            r.wire_bytes += (len + IP_UDP_OVERHEAD) as u64;
+            r.wire_bytes_forward += (len + IP_UDP_OVERHEAD) as u64;
             r.datagrams_sent += 1;
             let ser = (len + IP_UDP_OVERHEAD) as u128 * 8 * 1_000_000_000;
             let ser = ser.div_ceil(u128::from(s.rate_bps));
@@ -377,7 +640,7 @@ fn run_paced_datagrams(s: &Scenario, seed: u64) -> RunResult {
             sent += 1;
         }
         let next = [
-            net.fwd.next_arrival(),
+            net.next_arrival(),
             (sent < chunks.len()).then_some(next_send),
         ]
         .into_iter()
@@ -390,7 +653,7 @@ fn run_paced_datagrams(s: &Scenario, seed: u64) -> RunResult {
             break;
         }
         now = next;
-        while let Some(d) = net.fwd.recv_delivery(now) {
+        while let Some(d) = net.recv_fwd(now) {
             let i = d.tag as usize;
             let ok = if udp {
                 d.packet == chunks[i]

@@ -4,9 +4,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use aerotp_link::{LinkConfig, Path};
+use aerotp_link::{LinkConfig, Network, Path};
 use aerotp_proto::{ConnectionConfig, FecSetting, Mode};
 use serde::Serialize;
+
+use crate::workload::Workload;
 
 /// Bytes of IPv4 + UDP header below every datagram: serialisation time on every link, and a
 /// bit flip there drops the packet (as a kernel would).
@@ -95,13 +97,19 @@ impl FromStr for Topology {
 pub enum SimError {
     Mode(String),
     Topology(String),
-    Ber(f64),
-    Loss(f64),
     Size,
     Runs,
     Cap,
     Config(String),
     Parse(String),
+    /// A named setting (`Scenario::set`, plans, `--workload`) that cannot be applied.
+    Setting {
+        key: String,
+        value: String,
+        problem: String,
+    },
+    /// The network: `path[i].forward.K` and what is wrong.
+    Network(String),
 }
 
 impl fmt::Display for SimError {
@@ -112,13 +120,17 @@ impl fmt::Display for SimError {
                 "unknown mode '{m}': give one of reliable, near-reliable, quasi-reliable, hybrid-nack, hybrid-nack-mack, unreliable, datagram, udp"
             ),
             SimError::Topology(t) => write!(f, "unknown topology '{t}': give two-node or papers"),
-            SimError::Ber(b) => write!(f, "BER {b} is out of range: give a value in [0, 1)"),
-            SimError::Loss(l) => write!(f, "loss {l} is out of range: give a probability in [0, 1]"),
             SimError::Size => write!(f, "size must be at least 1 byte (e.g. 1MB, 500kB, 4096)"),
             SimError::Runs => write!(f, "runs must be at least 1"),
             SimError::Cap => write!(f, "the time cap must be positive"),
             SimError::Config(e) => write!(f, "{e}"),
             SimError::Parse(e) => write!(f, "{e}"),
+            SimError::Setting {
+                key,
+                value,
+                problem,
+            } => write!(f, "`{key}` = {value}: {problem}"),
+            SimError::Network(e) => write!(f, "network: {e}"),
         }
     }
 }
@@ -160,18 +172,18 @@ pub fn parse_size(input: &str) -> Result<usize, SimError> {
     Ok(bytes)
 }
 
-/// One transfer: a file of `size` bytes from the sender's application to the receiver's.
+/// One simulated transfer: the network (one or more paths, each with its forward and reverse
+/// link), the engine's settings and what the applications do.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
     pub mode: SimMode,
-    /// Bit-error rate of the impaired link, both directions.
-    pub ber: f64,
-    /// Random packet loss of the impaired link, both directions.
-    pub loss: f64,
-    /// Rate of the impaired link, and the AeroTP sending rate.
+    /// The impaired link(s): path i's forward (sender → receiver) and reverse links. The
+    /// driver adds the 28 B IPv4/UDP overhead and protected prefix, and the LAN hops of the
+    /// `papers` topology, around each.
+    pub network: Network,
+    /// AeroTP's sending rate (and UDP's pacing rate), bit/s.
     pub rate_bps: u64,
-    /// One-way propagation delay of the impaired link.
-    pub delay: Duration,
+    /// Bytes of the bulk file (the `bulk` workload).
     pub size: usize,
     /// Largest datagram (UDP payload) in bytes.
     pub mtu: usize,
@@ -184,16 +196,24 @@ pub struct Scenario {
     pub cap: Duration,
     /// Keep the cumulative delivery timeline (bytes delivered over time) in the result.
     pub timeline: bool,
+    /// What the applications write and when.
+    pub workload: Workload,
 }
 
 impl Default for Scenario {
+    /// The papers' link: 5 Mb/s, 10 ms, no impairment, both ways; 1 MB bulk, reliable.
     fn default() -> Self {
         Scenario {
             mode: SimMode::Aero(Mode::Reliable),
-            ber: 0.0,
-            loss: 0.0,
+            network: Network::single(
+                LinkConfig {
+                    rate_bps: 5_000_000,
+                    delay: Duration::from_millis(10),
+                    ..LinkConfig::default()
+                },
+                None,
+            ),
             rate_bps: 5_000_000,
-            delay: Duration::from_millis(10),
             size: 1_000_000,
             mtu: 1500,
             fec: None,
@@ -201,11 +221,218 @@ impl Default for Scenario {
             topology: Topology::Papers,
             cap: Duration::from_secs(600),
             timeline: false,
+            workload: Workload::Bulk,
         }
     }
 }
 
+/// The engine and application keys `Scenario::set` takes besides the link keys.
+pub const ENGINE_KEYS: &str = "mode, size, mtu, fec, mack, topology, cap, send_rate, rate (every link's rate_bps and send_rate), workload, workload.KEY";
+
+/// The forms a link key takes in `Scenario::set`.
+pub const LINK_KEY_FORMS: &str = "K (both directions of every path), forward.K, reverse.K, path[i].K, path[i].forward.K, path[i].reverse.K, where K is a link config key (rate_bps, delay, jitter, allow_reorder, ber, loss, duplicate, queue_bytes, queue_packets, max_in_flight, burst, burst.good_time, outages, periodic_outage, random_outage.mean_up, trace, ...)";
+
+/// Which direction(s) a link key applies to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Dir {
+    Both,
+    Forward,
+    Reverse,
+}
+
 impl Scenario {
+    /// Path 0's forward link: what the summary reports as the link (JSON keys ber, loss,
+    /// delay_s).
+    pub fn link0(&self) -> &LinkConfig {
+        &self.network.paths[0].forward
+    }
+
+    /// BER of path 0's forward link.
+    pub fn ber(&self) -> f64 {
+        self.link0().ber
+    }
+
+    /// Random loss of path 0's forward link.
+    pub fn loss(&self) -> f64 {
+        self.link0().loss
+    }
+
+    /// Propagation delay of path 0's forward link.
+    pub fn delay(&self) -> Duration {
+        self.link0().delay
+    }
+
+    /// Applies `f` to both directions of every path (a reverse that follows the forward
+    /// link stays following it).
+    pub fn with_links(mut self, f: impl Fn(&mut LinkConfig)) -> Scenario {
+        for p in &mut self.network.paths {
+            f(&mut p.forward);
+            if let Some(r) = &mut p.reverse {
+                f(r);
+            }
+        }
+        self
+    }
+
+    /// Sets the rate of every link and the sending rate (what `--rate` means).
+    pub fn with_rate(self, rate_bps: u64) -> Scenario {
+        let mut s = self.with_links(|l| l.rate_bps = rate_bps);
+        s.rate_bps = rate_bps;
+        s
+    }
+
+    /// Sum of the paths' forward link rates (the sending rate a scenario file implies).
+    pub fn forward_rate_sum(&self) -> u64 {
+        self.network
+            .paths
+            .iter()
+            .map(|p| p.forward.rate_bps)
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// Applies one named setting: THE place plans and flags set a scenario key.
+    ///
+    /// Engine/application keys: see [`ENGINE_KEYS`]. Link keys: any [`LinkConfig`] key,
+    /// nested ones with dots (`burst.good_time`), in the forms of [`LINK_KEY_FORMS`]. A link
+    /// key is applied by a serde round trip of the link config through `toml::Value`, so
+    /// every key the link model knows works with its own parsing (units, `"5mbit"`,
+    /// `"10ms"`). The value's form is checked here; a range the link refuses for this very
+    /// key is reported here too; checks that couple keys (burst sojourn pairs, down_min ≤
+    /// down_max) wait for [`Scenario::validate`], so keys can be set in any order.
+    pub fn set(&mut self, key: &str, value: &toml::Value) -> Result<(), SimError> {
+        let err = |problem: String| SimError::Setting {
+            key: key.to_owned(),
+            value: value_text(value),
+            problem,
+        };
+        match key {
+            "mode" => {
+                self.mode = text(value)
+                    .parse()
+                    .map_err(|e: SimError| err(e.to_string()))?
+            }
+            "size" => self.size = parse_size(&text(value)).map_err(|e| err(e.to_string()))?,
+            "mtu" => {
+                self.mtu = text(value)
+                    .parse()
+                    .map_err(|_| err("is not a whole number of bytes (e.g. 1500)".into()))?
+            }
+            "fec" => {
+                self.fec = Some(FecSetting::parse(&text(value)).map_err(|e| err(e.to_string()))?)
+            }
+            "mack" => {
+                self.mack = text(value)
+                    .parse()
+                    .map_err(|_| err("is not a MACK count (1-365)".into()))?
+            }
+            "topology" => {
+                self.topology = text(value)
+                    .parse()
+                    .map_err(|e: SimError| err(e.to_string()))?
+            }
+            "cap" => {
+                self.cap =
+                    aerotp_link::parse_duration(&text(value)).map_err(|e| err(e.to_string()))?
+            }
+            "send_rate" => {
+                self.rate_bps =
+                    aerotp_link::parse_rate(&text(value)).map_err(|e| err(e.to_string()))?
+            }
+            "rate" => {
+                let r = aerotp_link::parse_rate(&text(value)).map_err(|e| err(e.to_string()))?;
+                *self = std::mem::take(self).with_rate(r);
+            }
+            k if k == "workload" || k.starts_with("workload.") => {
+                self.workload.set(&k["workload".len()..], value)?
+            }
+            _ => self.set_link_key(key, value)?,
+        }
+        Ok(())
+    }
+
+    /// `[path[i].][forward.|reverse.]K`
+    fn set_link_key(&mut self, key: &str, value: &toml::Value) -> Result<(), SimError> {
+        let unknown = |why: String| SimError::Setting {
+            key: key.to_owned(),
+            value: value_text(value),
+            problem: format!("{why}; accepted: {ENGINE_KEYS}; link keys {LINK_KEY_FORMS}"),
+        };
+        let mut rest = key;
+        let mut path: Option<usize> = None;
+        if let Some(r) = rest.strip_prefix("path[") {
+            let (i, r) = r
+                .split_once("].")
+                .ok_or_else(|| unknown("is not a known setting".into()))?;
+            let i: usize = i
+                .parse()
+                .map_err(|_| unknown(format!("path index `{i}` is not a number")))?;
+            if i >= self.network.paths.len() {
+                return Err(SimError::Setting {
+                    key: key.to_owned(),
+                    value: value_text(value),
+                    problem: format!(
+                        "names path {i}, but the network has {} path(s) (path[0] to path[{}])",
+                        self.network.paths.len(),
+                        self.network.paths.len() - 1
+                    ),
+                });
+            }
+            path = Some(i);
+            rest = r;
+        }
+        let (dir, field) = if let Some(f) = rest.strip_prefix("forward.") {
+            (Dir::Forward, f)
+        } else if let Some(f) = rest.strip_prefix("reverse.") {
+            (Dir::Reverse, f)
+        } else {
+            (Dir::Both, rest)
+        };
+        let segments: Vec<&str> = field.split('.').collect();
+        if segments.iter().any(|s| s.is_empty()) {
+            return Err(unknown("has an empty part".into()));
+        }
+        if matches!(segments[0], "per_packet_overhead" | "protected_prefix") {
+            return Err(SimError::Setting {
+                key: key.to_owned(),
+                value: value_text(value),
+                problem: "is set by the simulator (28 B of IPv4/UDP on every link)".into(),
+            });
+        }
+        let indices: Vec<usize> = match path {
+            Some(i) => vec![i],
+            None => (0..self.network.paths.len()).collect(),
+        };
+        for i in indices {
+            let p = &mut self.network.paths[i];
+            // A reverse link that follows the forward one must be materialised before one
+            // direction alone changes.
+            if dir != Dir::Both && p.reverse.is_none() {
+                p.reverse = Some(p.forward.clone());
+            }
+            let targets: Vec<&mut LinkConfig> = match dir {
+                Dir::Both => std::iter::once(&mut p.forward)
+                    .chain(p.reverse.as_mut())
+                    .collect(),
+                Dir::Forward => vec![&mut p.forward],
+                Dir::Reverse => p.reverse.as_mut().into_iter().collect(),
+            };
+            for c in targets {
+                *c = with_link_key(c, &segments, value).map_err(|problem| {
+                    if problem.starts_with("unknown field") {
+                        unknown(problem)
+                    } else {
+                        SimError::Setting {
+                            key: key.to_owned(),
+                            value: value_text(value),
+                            problem,
+                        }
+                    }
+                })?;
+            }
+        }
+        Ok(())
+    }
+
     /// The FEC setting in force (the mode's default when none was given).
     pub fn fec_setting(&self) -> FecSetting {
         match (self.fec, self.mode) {
@@ -232,42 +459,43 @@ impl Scenario {
         }
     }
 
-    /// The impaired link's config (one direction; the other is the same).
-    pub fn impaired_link(&self) -> LinkConfig {
-        LinkConfig {
-            rate_bps: self.rate_bps,
-            delay: self.delay,
-            ber: self.ber,
-            loss: self.loss,
-            per_packet_overhead: IP_UDP_OVERHEAD as u32,
-            protected_prefix: IP_UDP_OVERHEAD as u32,
-            ..LinkConfig::default()
-        }
+    /// The simulator's form of one impaired link: the 28 B IPv4/UDP overhead and prefix.
+    fn impaired(mut c: LinkConfig) -> LinkConfig {
+        c.per_packet_overhead = IP_UDP_OVERHEAD as u32;
+        c.protected_prefix = IP_UDP_OVERHEAD as u32;
+        c
     }
 
-    /// Hop configs of one direction, first hop nearest to that direction's sender.
-    pub fn hops(&self) -> Vec<LinkConfig> {
-        let lossy = self.impaired_link();
+    /// Hop configs of path `i`'s forward (`forward = true`) or reverse direction, first hop
+    /// nearest to that direction's sender; `outage_seed` is the path-level random outage's
+    /// schedule seed.
+    pub fn hops(&self, i: usize, forward: bool, outage_seed: u64) -> Vec<LinkConfig> {
+        let p = &self.network.paths[i];
+        let lossy = Scenario::impaired(if forward {
+            p.forward_config(outage_seed)
+        } else {
+            p.reverse_config(outage_seed)
+        });
         match self.topology {
             Topology::TwoNode => vec![lossy],
             Topology::Papers => Path::papers_hops(lossy)
                 .into_iter()
-                .map(|mut h| {
-                    h.per_packet_overhead = IP_UDP_OVERHEAD as u32;
-                    h.protected_prefix = IP_UDP_OVERHEAD as u32;
-                    h
-                })
+                .map(Scenario::impaired)
                 .collect(),
         }
     }
 
     /// Checks every field and says what is wrong.
     pub fn validate(&self) -> Result<(), SimError> {
-        if !(0.0..1.0).contains(&self.ber) {
-            return Err(SimError::Ber(self.ber));
-        }
-        if !(0.0..=1.0).contains(&self.loss) {
-            return Err(SimError::Loss(self.loss));
+        self.network
+            .validate()
+            .map_err(|(key, problem)| SimError::Network(format!("`{key}` {problem}")))?;
+        if self.rate_bps == 0 {
+            return Err(SimError::Setting {
+                key: "send_rate".into(),
+                value: "0".into(),
+                problem: "the sending rate must be at least 1 bit/s".into(),
+            });
         }
         if self.size == 0 {
             return Err(SimError::Size);
@@ -278,11 +506,28 @@ impl Scenario {
         if self.mtu <= IP_UDP_OVERHEAD && self.mode == SimMode::Udp {
             return Err(SimError::Config(format!("MTU {} is too small", self.mtu)));
         }
+        self.workload.validate()?;
+        if self.workload != Workload::Bulk
+            && matches!(self.mode, SimMode::Udp | SimMode::Aero(Mode::Datagram))
+        {
+            return Err(SimError::Setting {
+                key: "workload".into(),
+                value: self.workload.to_string(),
+                problem: format!(
+                    "needs a connection; mode {} sends the bulk file only",
+                    self.mode
+                ),
+            });
+        }
         self.connection_config()
             .validate()
             .map_err(|e| SimError::Config(e.to_string()))?;
-        for h in self.hops() {
-            h.validate().map_err(|e| SimError::Config(e.to_string()))?;
+        for i in 0..self.network.paths.len() {
+            for fwd in [true, false] {
+                for h in self.hops(i, fwd, 0) {
+                    h.validate().map_err(|e| SimError::Config(e.to_string()))?;
+                }
+            }
         }
         if self.mode == SimMode::Aero(Mode::Datagram) {
             let p = crate::run::datagram_parity(self);
@@ -295,6 +540,73 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// A value as text for parsers that take the CLI form: strings as they are, numbers printed.
+fn text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A value as it appears in messages.
+fn value_text(v: &toml::Value) -> String {
+    v.to_string()
+}
+
+/// `c` with the (nested) key `segments` set to `value`, by a round trip through
+/// `toml::Value`; Err is the problem (serde's message, or the link's own check of this key).
+fn with_link_key(
+    c: &LinkConfig,
+    segments: &[&str],
+    value: &toml::Value,
+) -> Result<LinkConfig, String> {
+    let mut root = toml::Value::try_from(c).map_err(|e| e.to_string())?;
+    let mut table = root.as_table_mut().ok_or("link config is not a table")?;
+    // A nested key whose table the link does not have yet (e.g. `random_outage.mean_up` on a
+    // link without random outages): the others of that table may be required.
+    let created = segments.len() > 1 && !table.contains_key(segments[0]);
+    for seg in &segments[..segments.len() - 1] {
+        let entry = table
+            .entry(seg.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        table = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("`{seg}` is not a table here"))?;
+    }
+    table.insert(segments[segments.len() - 1].to_string(), value.clone());
+    let mut out: LinkConfig = root.try_into().map_err(|e: toml::de::Error| {
+        if created {
+            format!(
+                "{}; this link has no `{}` yet: set `{}` to a whole table first (e.g. random_outage = {{ mean_up = \"3min\", down_min = \"45s\", down_max = \"50s\" }})",
+                e.message(),
+                segments[0],
+                segments[0]
+            )
+        } else {
+            e.message().to_owned()
+        }
+    })?;
+    // A trace serialises as its file name only: keep the rows already read unless the trace
+    // itself is what changes, in which case read the new file (relative to the working
+    // directory, as `--trace` does).
+    if segments[0] == "trace" {
+        if let Some(t) = &mut out.trace {
+            t.load(std::path::Path::new("."))
+                .map_err(|e| e.to_string())?;
+        }
+    } else {
+        out.trace = c.trace.clone();
+    }
+    // The link's own check, reported now only when it is about this very key (checks that
+    // couple keys wait for Scenario::validate so keys can be set in any order).
+    if let Err(aerotp_link::LinkError::InvalidConfig { field, problem }) = out.validate() {
+        if field == segments.join(".") {
+            return Err(problem);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -328,38 +640,219 @@ mod tests {
     fn validation_rejects_bad_values() {
         let ok = Scenario::default();
         assert!(ok.validate().is_ok());
-        for bad in [
-            Scenario {
-                ber: 1.0,
-                ..ok.clone()
-            },
-            Scenario {
-                ber: -0.1,
-                ..ok.clone()
-            },
-            Scenario {
-                loss: 1.5,
-                ..ok.clone()
-            },
-            Scenario {
-                size: 0,
-                ..ok.clone()
-            },
-            Scenario {
-                mack: 0,
-                ..ok.clone()
-            },
-            Scenario {
-                mtu: 50,
-                ..ok.clone()
-            },
-            Scenario {
-                cap: Duration::ZERO,
-                ..ok.clone()
-            },
+        let link = |f: &dyn Fn(&mut LinkConfig)| ok.clone().with_links(f);
+        for (bad, needle) in [
+            (link(&|l| l.ber = 1.0), "path[0].forward.ber"),
+            (link(&|l| l.ber = -0.1), "path[0].forward.ber"),
+            (link(&|l| l.loss = 1.5), "path[0].forward.loss"),
+            (
+                Scenario {
+                    size: 0,
+                    ..ok.clone()
+                },
+                "size",
+            ),
+            (
+                Scenario {
+                    mack: 0,
+                    ..ok.clone()
+                },
+                "MACK",
+            ),
+            (
+                Scenario {
+                    mtu: 50,
+                    ..ok.clone()
+                },
+                "MTU",
+            ),
+            (
+                Scenario {
+                    cap: Duration::ZERO,
+                    ..ok.clone()
+                },
+                "cap",
+            ),
+            (
+                Scenario {
+                    rate_bps: 0,
+                    ..ok.clone()
+                },
+                "send_rate",
+            ),
+            (
+                Scenario {
+                    mode: SimMode::Udp,
+                    workload: Workload::default_messages(),
+                    ..ok.clone()
+                },
+                "needs a connection",
+            ),
         ] {
-            assert!(bad.validate().is_err(), "{bad:?}");
+            let e = bad.validate().unwrap_err().to_string();
+            assert!(e.contains(needle), "{needle}: {e}");
         }
+    }
+
+    fn v(s: &str) -> toml::Value {
+        toml::Value::String(s.to_owned())
+    }
+
+    fn two_paths() -> Scenario {
+        let mut s = Scenario::default();
+        s.network.paths.push(s.network.paths[0].clone());
+        s
+    }
+
+    #[test]
+    fn set_engine_keys() {
+        let mut s = Scenario::default();
+        s.set("mode", &v("hybrid-nack-mack")).unwrap();
+        s.set("size", &v("2MB")).unwrap();
+        s.set("mtu", &toml::Value::Integer(1200)).unwrap();
+        s.set("fec", &v("p16")).unwrap();
+        s.set("mack", &toml::Value::Integer(8)).unwrap();
+        s.set("topology", &v("two-node")).unwrap();
+        s.set("cap", &v("30s")).unwrap();
+        s.set("send_rate", &v("2mbit")).unwrap();
+        assert_eq!(s.mode, SimMode::Aero(Mode::HybridNackMack));
+        assert_eq!((s.size, s.mtu, s.mack), (2_000_000, 1200, 8));
+        assert_eq!(s.fec, Some(FecSetting::Parity(16)));
+        assert_eq!(s.topology, Topology::TwoNode);
+        assert_eq!(s.cap, Duration::from_secs(30));
+        // send_rate leaves the links alone; rate sets both.
+        assert_eq!((s.rate_bps, s.link0().rate_bps), (2_000_000, 5_000_000));
+        s.set("rate", &toml::Value::Integer(3_000_000)).unwrap();
+        assert_eq!((s.rate_bps, s.link0().rate_bps), (3_000_000, 3_000_000));
+        s.set("workload", &v("messages")).unwrap();
+        s.set("workload.count", &toml::Value::Integer(7)).unwrap();
+        assert_eq!(s.workload.messages(0).len(), 7);
+        s.validate().unwrap();
+        for (key, value, needle) in [
+            ("mode", v("tcp"), "unknown mode"),
+            ("size", v("0"), "size"),
+            ("mtu", v("big"), "whole number"),
+            ("fec", v("300"), "`fec` = \"300\""),
+            ("topology", v("ring"), "two-node or papers"),
+            ("cap", v("soon"), "`cap`"),
+            ("rate", v("fast"), "`rate`"),
+            ("workload", v("telemetry"), "request-response"),
+        ] {
+            let e = s.clone().set(key, &value).unwrap_err().to_string();
+            assert!(e.contains(needle), "{key}: {e}");
+        }
+    }
+
+    #[test]
+    fn set_link_keys_in_every_form() {
+        let mut s = two_paths();
+        s.set("ber", &toml::Value::Float(1e-5)).unwrap();
+        for p in &s.network.paths {
+            assert_eq!(p.forward_config(0).ber, 1e-5);
+            assert_eq!(p.reverse_config(0).ber, 1e-5);
+        }
+        s.set("reverse.delay", &v("300ms")).unwrap();
+        s.set("forward.loss", &toml::Value::Float(0.01)).unwrap();
+        for p in &s.network.paths {
+            assert_eq!(p.forward_config(0).delay, Duration::from_millis(10));
+            assert_eq!(p.reverse_config(0).delay, Duration::from_millis(300));
+            assert_eq!((p.forward.loss, p.reverse_config(0).loss), (0.01, 0.0));
+        }
+        s.set("path[1].rate_bps", &v("256kbit")).unwrap();
+        s.set("path[1].reverse.jitter", &v("5ms")).unwrap();
+        s.set("path[0].forward.allow_reorder", &toml::Value::Boolean(true))
+            .unwrap();
+        assert_eq!(s.network.paths[0].forward.rate_bps, 5_000_000);
+        assert_eq!(s.network.paths[1].forward.rate_bps, 256_000);
+        assert_eq!(s.network.paths[1].reverse_config(0).rate_bps, 256_000);
+        assert_eq!(
+            s.network.paths[1].reverse_config(0).jitter,
+            Duration::from_millis(5)
+        );
+        assert!(s.network.paths[0].forward.allow_reorder);
+        assert!(!s.network.paths[1].forward.allow_reorder);
+        // Nested keys, set one at a time in either order: coupled checks wait for validate.
+        s.set("burst.bad_time", &v("50ms")).unwrap();
+        assert!(s.validate().unwrap_err().to_string().contains("burst"));
+        s.set("burst.good_time", &v("2s")).unwrap();
+        s.set("burst.ber_bad", &toml::Value::Float(1e-3)).unwrap();
+        // A table with required keys cannot be started one key at a time: the error says
+        // to give it whole; then its keys can be changed one by one.
+        let e = s
+            .clone()
+            .set("random_outage.mean_up", &v("3min"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("whole table"), "{e}");
+        s.set(
+            "random_outage",
+            &toml::from_str::<toml::Value>(
+                "mean_up = \"3min\"\ndown_min = \"45s\"\ndown_max = \"46s\"\n",
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        s.set("random_outage.down_max", &v("50s")).unwrap();
+        s.set(
+            "outages",
+            &toml::Value::Array(vec![toml::from_str::<toml::Value>(
+                "start = \"5s\"\nduration = \"2s\"\n",
+            )
+            .unwrap()]),
+        )
+        .unwrap();
+        s.set("duplicate", &toml::Value::Float(0.01)).unwrap();
+        s.set("queue_bytes", &toml::Value::Integer(30_000)).unwrap();
+        s.validate().unwrap();
+        let l = &s.network.paths[1].reverse_config(0);
+        let b = l.burst.unwrap();
+        assert_eq!(b.good_time, Some(Duration::from_secs(2)));
+        assert_eq!(b.ber_bad, Some(1e-3));
+        assert_eq!(l.random_outage.unwrap().down_max, Duration::from_secs(50));
+        assert_eq!(l.outages.len(), 1);
+        assert_eq!((l.duplicate, l.queue_bytes), (0.01, 30_000));
+    }
+
+    #[test]
+    fn bad_link_keys_name_key_value_and_accepted() {
+        let s = two_paths();
+        for (key, value, needle) in [
+            ("ber", toml::Value::Float(2.0), "[0, 1)"),
+            ("forward.loss", toml::Value::Float(1.5), "[0, 1]"),
+            ("rate_bps", toml::Value::Integer(0), "at least 1"),
+            ("delay", v("10"), "missing unit"),
+            ("speed", v("1"), "path[i].forward.K"),
+            ("burst.colour", v("red"), "unknown field"),
+            ("path[2].ber", toml::Value::Float(0.0), "has 2 path(s)"),
+            ("path[x].ber", toml::Value::Float(0.0), "not a number"),
+            ("path[0]ber", toml::Value::Float(0.0), "accepted"),
+            ("forward.", toml::Value::Float(0.0), "empty part"),
+            (
+                "protected_prefix",
+                toml::Value::Integer(0),
+                "set by the simulator",
+            ),
+            ("allow_reorder", v("yes"), "allow_reorder"),
+            ("ber.x", toml::Value::Float(0.0), "not a table"),
+        ] {
+            let e = s.clone().set(key, &value).unwrap_err().to_string();
+            assert!(e.contains(&format!("`{key}`")), "{key}: {e}");
+            assert!(e.contains(needle), "{key}: {e}");
+        }
+    }
+
+    #[test]
+    fn link_round_trip_changes_nothing_else() {
+        // Setting a key to its current value through the toml round trip gives back the
+        // same scenario: no field is lost or rounded on the way.
+        let mut s = Scenario::default().with_links(|l| {
+            l.jitter = Duration::from_nanos(1_234_567);
+            l.ber = 1.234_567_89e-5;
+            l.burst = Some(aerotp_link::GilbertElliott::per_packet(0.01, 0.3, 0.7));
+        });
+        let before = s.clone();
+        s.set("loss", &toml::Value::Float(0.0)).unwrap();
+        assert_eq!(s, before);
     }
 
     #[test]

@@ -3,8 +3,11 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::run::{mix_seed, run_once, RunResult};
-use crate::scenario::{Scenario, SimError};
+use aerotp_link::LinkConfig;
+
+use crate::run::{datagram_parity, mix_seed, run_once, RunResult};
+use crate::scenario::{Scenario, SimError, SimMode, IP_UDP_OVERHEAD};
+use crate::workload::Workload;
 
 /// Mean, spread and extremes of one metric over runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -40,6 +43,37 @@ impl Stat {
             max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             ci95: 1.96 * stddev / (n as f64).sqrt(),
             n,
+        })
+    }
+}
+
+/// Percentiles of per-message delivery delays pooled over all runs of a point (seconds;
+/// nearest rank: the smallest delay with at least that share of the messages at or below).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    /// Messages the percentiles are over (delivered messages of all runs).
+    pub n: usize,
+}
+
+impl Percentiles {
+    /// None if there are no values.
+    pub fn of(values: &[f64]) -> Option<Percentiles> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let rank = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        Some(Percentiles {
+            p50: rank(0.5),
+            p90: rank(0.9),
+            p99: rank(0.99),
+            max: v[v.len() - 1],
+            n: v.len(),
         })
     }
 }
@@ -82,6 +116,20 @@ pub struct Summary {
     pub retransmissions: f64,
     pub tpdus_corrected: f64,
     pub tpdus_lost: f64,
+    /// Means over runs: retransmissions of a TPDU already delivered intact (see
+    /// `RunResult::spurious_retransmissions`), and the bytes on the wire each way.
+    pub spurious_retransmissions: f64,
+    pub wire_bytes_forward: f64,
+    pub wire_bytes_reverse: f64,
+    /// What the forward links can carry in application bytes (bit/s), mean over runs of
+    /// [`ceiling_bps`] with each run's final FEC parity.
+    pub ceiling_bps: f64,
+    /// Number of paths of the network.
+    pub paths: usize,
+    /// The workload (`--workload` form).
+    pub workload: String,
+    /// Per-message delivery delays pooled over runs (non-bulk workloads; else null).
+    pub message_delay: Option<Percentiles>,
     #[serde(skip)]
     pub results: Vec<RunResult>,
 }
@@ -126,12 +174,17 @@ pub fn summarize(s: &Scenario, seed: u64, results: Vec<RunResult>) -> Summary {
     let mean = |f: &dyn Fn(&RunResult) -> f64| col(f).iter().sum::<f64>() / results.len() as f64;
     let fec_parity = mean(&|r| f64::from(r.fec_parity));
     let fec_words = mean(&|r| aerotp_fec::words_for_parity(r.fec_parity, s.mtu));
+    let ceiling = mean(&|r| ceiling_bps(s, run_parity(s, r)));
+    let delays: Vec<f64> = results
+        .iter()
+        .flat_map(|r| r.message_delays.iter().copied())
+        .collect();
     Summary {
         mode: s.mode.name().to_owned(),
-        ber: s.ber,
-        loss: s.loss,
+        ber: s.ber(),
+        loss: s.loss(),
         rate_bps: s.rate_bps,
-        delay_s: s.delay.as_secs_f64(),
+        delay_s: s.delay().as_secs_f64(),
         size: s.size,
         mtu: s.mtu,
         fec: fec_name(s),
@@ -156,8 +209,85 @@ pub fn summarize(s: &Scenario, seed: u64, results: Vec<RunResult>) -> Summary {
         retransmissions: mean(&|r| r.retransmissions as f64),
         tpdus_corrected: mean(&|r| r.tpdus_corrected as f64),
         tpdus_lost: mean(&|r| r.tpdus_lost as f64),
+        spurious_retransmissions: mean(&|r| r.spurious_retransmissions as f64),
+        wire_bytes_forward: mean(&|r| r.wire_bytes_forward as f64),
+        wire_bytes_reverse: mean(&|r| r.wire_bytes_reverse as f64),
+        ceiling_bps: ceiling,
+        paths: s.network.paths.len(),
+        workload: s.workload.to_string(),
+        message_delay: if s.workload == Workload::Bulk {
+            None
+        } else {
+            Percentiles::of(&delays)
+        },
         results,
     }
+}
+
+/// The FEC parity a run's full datagrams carried: the engine's at the end of the run, the
+/// fixed one of datagram mode, none for UDP.
+fn run_parity(s: &Scenario, r: &RunResult) -> u8 {
+    match s.mode {
+        SimMode::Udp => 0,
+        SimMode::Aero(aerotp_proto::Mode::Datagram) => datagram_parity(s),
+        SimMode::Aero(_) => r.fec_parity,
+    }
+}
+
+/// The goodput ceiling of the network, bit/s: the sum over paths of each forward link's
+///
+/// `rate_bps × payload / (MTU + 28) × P(a full datagram survives)`
+///
+/// where payload is the application bytes of a full datagram (UDP: the MTU; AeroTP: the
+/// largest TPDU body at the MTU with `parity` bytes of FEC per codeword) and the survival
+/// probability is `(1 − loss) · (1 − ber)^(8·28) · (1 − F(ber, MTU, parity))`, F being the
+/// probability that the datagram does not decode (`aerotp_fec::auto::tpdu_failure_probability`;
+/// without FEC `1 − (1 − ber)^(8·MTU)`, so the survival is `(1 − loss)(1 − ber)^(8(MTU+28))`).
+/// A Gilbert–Elliott burst averages the survival over its states (stationary share of Bad,
+/// each state's loss and BER); periodic and random outages multiply by the share of time the
+/// link is up. Scheduled outages and traces are not counted (their share depends on the run's
+/// length). See docs/simulator.md.
+pub fn ceiling_bps(s: &Scenario, parity: u8) -> f64 {
+    let wire = (s.mtu + IP_UDP_OVERHEAD) as f64;
+    let payload = match s.mode {
+        SimMode::Udp => s.mtu,
+        SimMode::Aero(_) => aerotp_proto::max_body(s.mtu, parity),
+    } as f64;
+    s.network
+        .paths
+        .iter()
+        .map(|p| {
+            let c = p.forward_config(0);
+            c.rate_bps as f64 * payload / wire * survival(&c, s.mtu, parity)
+        })
+        .sum()
+}
+
+/// Probability that a full datagram on link `c` arrives usable (see [`ceiling_bps`]).
+fn survival(c: &LinkConfig, mtu: usize, parity: u8) -> f64 {
+    let at = |loss: f64, ber: f64| {
+        let header = (1.0 - ber).powi(8 * IP_UDP_OVERHEAD as i32);
+        let body = 1.0 - aerotp_fec::auto::tpdu_failure_probability(ber, mtu, parity);
+        (1.0 - loss) * header * body
+    };
+    let mut p = match &c.burst {
+        None => at(0.0, c.ber),
+        Some(ge) => {
+            let bad = ge.bad_share();
+            (1.0 - bad) * at(ge.loss_good, ge.ber_good.unwrap_or(c.ber))
+                + bad * at(ge.loss_bad, ge.ber_bad.unwrap_or(c.ber))
+        }
+    };
+    p *= 1.0 - c.loss;
+    if let Some(o) = &c.periodic_outage {
+        p *= 1.0 - o.duration.as_secs_f64() / o.period.as_secs_f64();
+    }
+    if let Some(o) = &c.random_outage {
+        let up = o.mean_up.as_secs_f64();
+        let down = (o.down_min.as_secs_f64() + o.down_max.as_secs_f64()) / 2.0;
+        p *= up / (up + down);
+    }
+    p
 }
 
 #[cfg(test)]

@@ -8,10 +8,10 @@ use aerotp_sim::{run_many, run_once, Scenario, SimMode, Topology};
 fn small(mode: SimMode, ber: f64) -> Scenario {
     Scenario {
         mode,
-        ber,
         size: 60_000,
         ..Scenario::default()
     }
+    .with_links(|l| l.ber = ber)
 }
 
 #[test]
@@ -21,10 +21,7 @@ fn same_seed_same_result_bit_for_bit() {
         SimMode::Aero(Mode::HybridNackMack),
         SimMode::Udp,
     ] {
-        let s = Scenario {
-            loss: 0.02,
-            ..small(mode, 5e-5)
-        };
+        let s = small(mode, 5e-5).with_links(|l| l.loss = 0.02);
         let a = run_once(&s, 42);
         let b = run_once(&s, 42);
         assert_eq!(a, b, "{mode}");
@@ -108,10 +105,10 @@ fn setup_delay_and_caps() {
     // (1528 B at 10 Mb/s = 1.2224 ms) later.
     let s = Scenario {
         topology: Topology::TwoNode,
-        rate_bps: 10_000_000,
-        delay: Duration::from_millis(5),
         ..small(SimMode::Aero(Mode::Reliable), 0.0)
-    };
+    }
+    .with_rate(10_000_000)
+    .with_links(|l| l.delay = Duration::from_millis(5));
     let r = run_once(&s, 1);
     let setup = r.setup_delay_s.unwrap();
     assert!((0.005..=0.0062224 + 1e-9).contains(&setup), "{setup}");
