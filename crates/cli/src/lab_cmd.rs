@@ -8,39 +8,34 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use aerotp_lab::link::{parse_duration, parse_outage, parse_rate, LinkConfig, LinkStats, Outage};
-use aerotp_lab::{Lab, LabConfig, Side};
+use aerotp_emu::{outage_seed, path_seed};
+use aerotp_lab::link::{parse_duration, LinkStats, Network};
+use aerotp_lab::{Lab, LabPath, LabPathsConfig, Side, MAX_LAB_PATHS};
 use anyhow::{anyhow, Context, Result};
+
+use crate::link_flags::LinkFlags;
+
+/// The reverse link of path 0 uses `seed ^ REVERSE_SEED_MIX`, as it always has
+/// (`aerotp_lab::LabConfig`); path i > 0 mixes its own path seed the same way.
+const REVERSE_SEED_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 use tokio::signal::unix::{signal, SignalKind};
 
 /// Arguments of `aerotp lab`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
     after_help = "Commands run with `sh -c` inside the namespace and see AEROTP_AIR_ADDR, \
-AEROTP_GROUND_ADDR and AEROTP_PEER_ADDR.\n\
+AEROTP_GROUND_ADDR and AEROTP_PEER_ADDR (path 0), AEROTP_PATHS (the number of paths) and, \
+for every path i, AEROTP_AIR_ADDR_i, AEROTP_GROUND_ADDR_i and AEROTP_PEER_ADDR_i \
+(10.77.i.1, 10.77.i.2). See docs/lab.md.\n\
 Example: aerotp lab --rate 2mbit --delay 300ms --ber 1e-5 \\\n  \
 --ground 'python3 -m http.server -b $AEROTP_GROUND_ADDR 8000' \\\n  \
 --air 'curl -s -o /dev/null -w \"%{time_total}s\\n\" http://$AEROTP_GROUND_ADDR:8000/'"
 )]
 pub struct Args {
-    /// Forward (air → ground) rate, e.g. 5mbit, 250kbit, 1.2Mbps.
-    #[arg(long, default_value = "5mbit", value_parser = parse_rate)]
-    pub rate: u64,
-    /// Reverse (ground → air) rate; default: same as --rate.
-    #[arg(long, value_parser = parse_rate)]
-    pub reverse_rate: Option<u64>,
-    /// One-way propagation delay of both directions, e.g. 10ms, 0.3s.
-    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
-    pub delay: Duration,
-    /// Bit error rate of both directions, applied to whole IP packets (0 ≤ BER < 1).
-    #[arg(long, default_value_t = 0.0)]
-    pub ber: f64,
-    /// Random packet loss probability of both directions (0 ≤ P ≤ 1).
-    #[arg(long, default_value_t = 0.0)]
-    pub loss: f64,
-    /// Link outage START+DURATION from lab start, both directions, e.g. 5s+2s. Repeatable.
-    #[arg(long = "outage", value_parser = parse_outage)]
-    pub outages: Vec<Outage>,
+    /// The link: a scenario file (one TUN pair per path) and flags that override it.
+    /// "Forward" is air → ground, "reverse" ground → air.
+    #[command(flatten)]
+    pub link: LinkFlags,
     /// Seed of the impairment draws (the reverse link derives its own from it).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -70,25 +65,36 @@ pub struct Args {
 }
 
 impl Args {
-    fn lab_config(&self) -> LabConfig {
-        let forward = LinkConfig {
-            rate_bps: self.rate,
-            delay: self.delay,
-            ber: self.ber,
-            loss: self.loss,
-            outages: self.outages.clone(),
-            ..LinkConfig::default()
-        };
-        let reverse = LinkConfig {
-            rate_bps: self.reverse_rate.unwrap_or(self.rate),
-            ..forward.clone()
-        };
-        LabConfig {
-            forward,
-            reverse,
-            seed: self.seed,
-            name: self.name.clone(),
-        }
+    /// The network and the lab to build from it (the lab's links carry whole IP packets:
+    /// no virtual header, no per-packet overhead, as `LinkConfig::default()` has them).
+    fn lab_config(&self) -> Result<(Network, LabPathsConfig)> {
+        let net = self.link.network()?;
+        anyhow::ensure!(
+            net.paths.len() <= MAX_LAB_PATHS,
+            "the lab has at most {MAX_LAB_PATHS} paths; the scenario has {}",
+            net.paths.len()
+        );
+        let paths = net
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let seed = path_seed(self.seed, i);
+                LabPath {
+                    forward: p.forward_config(outage_seed(seed)),
+                    reverse: p.reverse_config(outage_seed(seed)),
+                    forward_seed: seed,
+                    reverse_seed: seed ^ REVERSE_SEED_MIX,
+                }
+            })
+            .collect();
+        Ok((
+            net,
+            LabPathsConfig {
+                paths,
+                name: self.name.clone(),
+            },
+        ))
     }
 }
 
@@ -123,17 +129,21 @@ async fn supervise(args: Args) -> Result<i32> {
         .transpose()
         .map_err(|e| anyhow!(e))?;
 
-    let lab = Lab::start(args.lab_config())?;
-    eprintln!(
-        "lab up: air {} ({}) <-> ground {} ({}); forward {} bit/s, reverse {} bit/s, delay {:?}",
-        lab.air_ns(),
-        lab.air_addr(),
-        lab.ground_ns(),
-        lab.ground_addr(),
-        args.rate,
-        args.reverse_rate.unwrap_or(args.rate),
-        args.delay,
-    );
+    let (net, config) = args.lab_config()?;
+    let lab = Lab::start_paths(config.clone())?;
+    eprintln!("lab up: air {}, ground {}", lab.air_ns(), lab.ground_ns());
+    for (i, (p, c)) in net.paths.iter().zip(&config.paths).enumerate() {
+        eprintln!(
+            "  {}: air {} <-> ground {}; forward {} bit/s, {:?}; reverse {} bit/s, {:?}",
+            p.display_name(i),
+            lab.air_addr_of(i),
+            lab.ground_addr_of(i),
+            c.forward.rate_bps,
+            c.forward.delay,
+            c.reverse.rate_bps,
+            c.reverse.delay,
+        );
+    }
 
     let mut ground = match &args.ground {
         Some(cmd) => Some(spawn(&lab, Side::Ground, "sh", &["-c", cmd])?),
@@ -184,8 +194,13 @@ async fn supervise(args: Args) -> Result<i32> {
         }
     };
 
-    let stats = lab.stats();
-    let checksum_drops = lab.checksum_drops();
+    let stats = lab.all_stats();
+    let checksum_drops: Vec<(u64, u64)> = (0..lab.path_count())
+        .filter_map(|i| lab.path_checksum_drops(i))
+        .collect();
+    let addrs: Vec<_> = (0..lab.path_count())
+        .map(|i| (lab.air_addr_of(i), lab.ground_addr_of(i)))
+        .collect();
     // Teardown SIGTERMs (then SIGKILLs) everything still running in the namespaces,
     // the ground command and an interrupted air command included.
     let stopped = lab.stop();
@@ -202,35 +217,101 @@ async fn supervise(args: Args) -> Result<i32> {
             }
         }
     }
-    print_stats("forward (air -> ground)", &stats.0);
-    print_stats("reverse (ground -> air)", &stats.1);
-    eprintln!(
-        "dropped by the receiving host's TCP/UDP checksum: forward {}, reverse {}",
-        checksum_drops.0, checksum_drops.1
-    );
+    let multi = net.paths.len() > 1 || args.link.scenario.is_some();
+    for (i, ((fwd, rev), drops)) in stats.iter().zip(&checksum_drops).enumerate() {
+        let name = if multi {
+            format!("{} ", net.paths[i].display_name(i))
+        } else {
+            String::new()
+        };
+        print_stats(&format!("{name}forward (air -> ground)"), fwd);
+        print_stats(&format!("{name}reverse (ground -> air)"), rev);
+        eprintln!(
+            "{name}dropped by the receiving host's TCP/UDP checksum: forward {}, reverse {}",
+            drops.0, drops.1
+        );
+    }
     if args.json {
-        let json = serde_json::json!({
-            "forward": stats.0,
-            "reverse": stats.1,
-            "checksum_drops": { "forward": checksum_drops.0, "reverse": checksum_drops.1 },
-            "exit_code": code,
-        });
-        println!("{json}");
+        println!(
+            "{}",
+            stats_json(&net, &stats, &checksum_drops, &addrs, code, multi)
+        );
     }
     stopped.context("lab teardown")?;
     Ok(code)
 }
 
-fn spawn(lab: &Lab, side: Side, program: &str, args: &[&str]) -> Result<tokio::process::Child> {
-    let peer = match side {
-        Side::Air => lab.ground_addr(),
-        Side::Ground => lab.air_addr(),
+/// The final JSON: path 0's counters at the top level (the shape a one-path lab always
+/// had), and with a scenario or several paths a `paths` list with every path's counters.
+fn stats_json(
+    net: &Network,
+    stats: &[(LinkStats, LinkStats)],
+    drops: &[(u64, u64)],
+    addrs: &[(std::net::IpAddr, std::net::IpAddr)],
+    code: i32,
+    multi: bool,
+) -> serde_json::Value {
+    let mut json = serde_json::json!({
+        "forward": stats[0].0,
+        "reverse": stats[0].1,
+        "checksum_drops": { "forward": drops[0].0, "reverse": drops[0].1 },
+        "exit_code": code,
+    });
+    if multi {
+        let paths: Vec<_> = stats
+            .iter()
+            .zip(drops)
+            .zip(addrs)
+            .enumerate()
+            .map(|(i, (((f, r), d), (air, ground)))| {
+                serde_json::json!({
+                    "name": net.paths[i].display_name(i),
+                    "air_addr": air.to_string(),
+                    "ground_addr": ground.to_string(),
+                    "forward": f,
+                    "reverse": r,
+                    "checksum_drops": { "forward": d.0, "reverse": d.1 },
+                })
+            })
+            .collect();
+        json["paths"] = paths.into();
+    }
+    json
+}
+
+/// The environment of the lab's commands: path 0's addresses unsuffixed (as always), the
+/// number of paths, and every path's addresses with a `_<i>` suffix.
+fn lab_env(lab: &Lab, side: Side) -> Vec<(String, String)> {
+    let peer_of = |i: usize| match side {
+        Side::Air => lab.ground_addr_of(i),
+        Side::Ground => lab.air_addr_of(i),
     };
+    let mut env = vec![
+        ("AEROTP_AIR_ADDR".to_string(), lab.air_addr().to_string()),
+        (
+            "AEROTP_GROUND_ADDR".to_string(),
+            lab.ground_addr().to_string(),
+        ),
+        ("AEROTP_PEER_ADDR".to_string(), peer_of(0).to_string()),
+        ("AEROTP_PATHS".to_string(), lab.path_count().to_string()),
+    ];
+    for i in 0..lab.path_count() {
+        env.push((
+            format!("AEROTP_AIR_ADDR_{i}"),
+            lab.air_addr_of(i).to_string(),
+        ));
+        env.push((
+            format!("AEROTP_GROUND_ADDR_{i}"),
+            lab.ground_addr_of(i).to_string(),
+        ));
+        env.push((format!("AEROTP_PEER_ADDR_{i}"), peer_of(i).to_string()));
+    }
+    env
+}
+
+fn spawn(lab: &Lab, side: Side, program: &str, args: &[&str]) -> Result<tokio::process::Child> {
     let mut cmd = lab.command(side, program);
-    cmd.args(args)
-        .env("AEROTP_AIR_ADDR", lab.air_addr().to_string())
-        .env("AEROTP_GROUND_ADDR", lab.ground_addr().to_string())
-        .env("AEROTP_PEER_ADDR", peer.to_string());
+    cmd.args(args).envs(lab_env(lab, side));
     tokio::process::Command::from(cmd)
         .spawn()
         .with_context(|| format!("starting `{program}` in {} ({side})", lab.ns(side)))
@@ -296,4 +377,104 @@ fn print_stats(label: &str, s: &LinkStats) {
         s.corrupted_packets,
         s.bits_flipped,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn config(argv: &[&str]) -> Result<(Network, LabPathsConfig)> {
+        let mut v = vec!["lab"];
+        v.extend_from_slice(argv);
+        Cli::try_parse_from(v)
+            .map_err(|e| anyhow!("{e}"))?
+            .args
+            .lab_config()
+    }
+
+    #[test]
+    fn one_path_by_default_with_the_old_seeds_and_whole_packet_links() {
+        let (_, c) = config(&[
+            "--rate",
+            "2mbit",
+            "--reverse-rate",
+            "1mbit",
+            "--ber",
+            "1e-5",
+        ])
+        .unwrap();
+        assert_eq!(c.paths.len(), 1);
+        let p = &c.paths[0];
+        assert_eq!(
+            (p.forward.rate_bps, p.reverse.rate_bps),
+            (2_000_000, 1_000_000)
+        );
+        assert_eq!((p.forward.ber, p.reverse.ber), (1e-5, 1e-5));
+        // Seeds as `aerotp lab` always drew them (default --seed 1).
+        assert_eq!((p.forward_seed, p.reverse_seed), (1, 1 ^ REVERSE_SEED_MIX));
+        // The lab carries real IP headers: no virtual header, no added overhead.
+        assert_eq!(
+            (p.forward.protected_prefix, p.forward.per_packet_overhead),
+            (0, 0)
+        );
+        // Flags the lab lacked before now work: jitter, reverse delay, bursts, duplication.
+        let (_, c) = config(&[
+            "--jitter",
+            "2ms",
+            "--reverse-delay",
+            "300ms",
+            "--burst",
+            "good=100,bad=3",
+            "--duplicate",
+            "0.01",
+            "--queue",
+            "30000",
+            "--reorder",
+        ])
+        .unwrap();
+        let p = &c.paths[0];
+        assert_eq!(p.forward.jitter, Duration::from_millis(2));
+        assert!(p.forward.allow_reorder);
+        assert_eq!(p.reverse.delay, Duration::from_millis(300));
+        assert_eq!(p.forward.delay, Duration::from_millis(10));
+        assert_eq!(p.reverse.burst.unwrap().bad_packets, Some(3.0));
+        assert_eq!(p.forward.duplicate, 0.01);
+        assert_eq!(p.reverse.queue_bytes, 30_000);
+    }
+
+    #[test]
+    fn scenario_paths_become_lab_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.toml");
+        std::fs::write(
+            &file,
+            "[[path]]\nforward = { delay = \"10ms\" }\n\
+             [[path]]\nname = \"sat\"\nforward = { rate_bps = \"256kbit\", delay = \"300ms\" }\n\
+             random_outage = { mean_up = \"1min\", down_min = \"5s\", down_max = \"6s\" }\n",
+        )
+        .unwrap();
+        let (net, c) = config(&["--scenario", file.to_str().unwrap(), "--seed", "4"]).unwrap();
+        assert_eq!(net.paths.len(), 2);
+        assert_eq!(c.paths.len(), 2);
+        let sat = &c.paths[1];
+        assert_eq!(sat.forward.rate_bps, 256_000);
+        assert_eq!(sat.forward_seed, path_seed(4, 1));
+        assert_ne!(sat.forward_seed, c.paths[0].forward_seed);
+        // The path-level outage: one schedule, both directions.
+        assert_eq!(sat.forward.random_outage, sat.reverse.random_outage);
+        assert_eq!(
+            sat.forward.random_outage.unwrap().seed,
+            Some(outage_seed(path_seed(4, 1)))
+        );
+        assert!(c.paths[0].forward.random_outage.is_none());
+        let e = config(&["--ber", "2"]).unwrap_err().to_string();
+        assert!(e.contains("--ber") && e.contains("[0, 1)"), "{e}");
+    }
 }

@@ -1,170 +1,165 @@
 //! `aerotp link`: a UDP relay that applies the link model (rate, delay, bit errors, loss,
-//! outages) between clients and a server, in real time.
+//! bursts, outages, ...) between clients and a server, in real time; one relay per path of
+//! the scenario.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use aerotp_emu::{run_relay, RelayConfig};
-use aerotp_link::{parse_duration, parse_outage, parse_rate, LinkConfig, Outage};
+use aerotp_emu::{outage_seed, path_seed, run_relays, RelayConfig, RelayStats};
+use aerotp_link::{parse_duration, Network};
 use anyhow::Context;
 
+use crate::link_flags::LinkFlags;
+
 /// Relay UDP datagrams through an emulated link: clients send to --listen, the relay
-/// forwards to --to; replies come back through the reverse direction.
+/// forwards to --to; replies come back through the reverse direction. With a scenario of
+/// N paths there are N relays, one per path, each with its own listening and destination
+/// address: give --listen and --to N times (path order), or once each, and path i then
+/// uses the port + i.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+aerotp link --listen 127.0.0.1:9000 --to 127.0.0.1:9001 --rate 5mbit --delay 10ms --ber 1e-5\n  \
+aerotp link --scenario two-radios.toml --listen 127.0.0.1:9000 --to 127.0.0.1:9100\n    \
+(path 0: 9000 -> 9100, path 1: 9001 -> 9101)")]
 pub struct Args {
     /// Address to listen on; clients send their datagrams here (e.g. 0.0.0.0:9000).
-    #[arg(long)]
-    listen: SocketAddr,
-    /// Address to forward to (the server side), e.g. 10.0.0.2:9000.
-    #[arg(long)]
-    to: SocketAddr,
-    /// Link rate in bits per second: 5mbit, 10Mbps, 2.4kbit, 500000.
-    #[arg(long, default_value = "5mbit", value_parser = rate_arg)]
-    rate: u64,
-    /// One-way propagation delay: 10ms, 1.5s, 250us.
-    #[arg(long, default_value = "10ms", value_parser = duration_arg)]
-    delay: Duration,
-    /// Extra delay drawn uniformly in [0, JITTER] per datagram (never reorders).
-    #[arg(long, default_value = "0s", value_parser = duration_arg)]
-    jitter: Duration,
-    /// Bit error rate, in [0, 1): each bit of the datagram (and of its virtual IP/UDP
-    /// header, see --header-bytes) flips with this probability.
-    #[arg(long, default_value_t = 0.0, value_parser = ber_arg)]
-    ber: f64,
-    /// Independent random datagram loss probability, in [0, 1].
-    #[arg(long, default_value_t = 0.0, value_parser = loss_arg)]
-    loss: f64,
-    /// Scheduled outage START+DURATION relative to relay start, e.g. 30s+10s; repeatable.
-    #[arg(long = "outage", value_parser = outage_arg)]
-    outages: Vec<Outage>,
-    /// Transmit queue limit in bytes (drop-tail). Default: 150000 (100 × 1500 B).
-    #[arg(long)]
-    queue: Option<u64>,
-    /// Rate of the server → client direction (default: same as --rate).
-    #[arg(long, value_parser = rate_arg)]
-    reverse_rate: Option<u64>,
-    /// Delay of the server → client direction (default: same as --delay).
-    #[arg(long, value_parser = duration_arg)]
-    reverse_delay: Option<Duration>,
+    /// Once per path, or once for all (path i listens on the port + i).
+    #[arg(long, required = true)]
+    listen: Vec<SocketAddr>,
+    /// Address to forward to (the server side), e.g. 10.0.0.2:9000. Once per path, or once
+    /// for all (path i forwards to the port + i).
+    #[arg(long, required = true)]
+    to: Vec<SocketAddr>,
+    #[command(flatten)]
+    link: LinkFlags,
     /// Bytes of IPv4+UDP header the relayed payload lacks: counted in serialisation time
     /// and subject to bit errors, a flip there drops the datagram. 0 disables both.
     #[arg(long, default_value_t = 28)]
     header_bytes: u32,
-    /// Seed of the impairment model (same seed + same traffic = same impairments).
+    /// Seed of the impairment model (same seed + same traffic = same impairments). Path 0
+    /// uses it as is, path i a value derived from it and i.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Maximum number of concurrent clients.
+    /// Maximum number of concurrent clients (per path).
     #[arg(long, default_value_t = 64)]
     max_clients: usize,
     /// Forget a client after this long without traffic (keep it above your longest outage).
     #[arg(long, default_value = "10min", value_parser = duration_arg)]
     idle_timeout: Duration,
-    /// Period of the statistics log line (0s = never).
+    /// Period of the statistics log line, one per path and direction (0s = never).
     #[arg(long, default_value = "10s", value_parser = duration_arg)]
     stats_interval: Duration,
-}
-
-fn rate_arg(s: &str) -> Result<u64, String> {
-    parse_rate(s).map_err(|e| e.to_string())
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
-fn outage_arg(s: &str) -> Result<Outage, String> {
-    parse_outage(s).map_err(|e| e.to_string())
-}
-
-fn probability(s: &str, allow_one: bool, example: &str) -> Result<f64, String> {
-    let p: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("not a number; give a probability such as {example}"))?;
-    let ok = p.is_finite() && p >= 0.0 && if allow_one { p <= 1.0 } else { p < 1.0 };
-    if ok {
-        Ok(p)
-    } else if allow_one {
-        Err(format!(
-            "{p} is outside [0, 1]; give a probability such as {example}"
-        ))
-    } else {
-        Err(format!(
-            "{p} is outside [0, 1); give a bit error rate such as {example}"
-        ))
+/// Address of path `i` of `n`: the i-th of `given`, or the first with its port + i.
+fn path_addr(flag: &str, given: &[SocketAddr], i: usize, n: usize) -> anyhow::Result<SocketAddr> {
+    match given.len() {
+        1 => {
+            let base = given[0];
+            if n > 1 && base.port() == 0 {
+                anyhow::bail!(
+                    "{flag} {base}: with {n} paths a single {flag} needs a port (path i uses the port + i); \
+                     give a port or {flag} once per path"
+                );
+            }
+            let port = u16::try_from(usize::from(base.port()) + i).map_err(|_| {
+                anyhow::anyhow!("{flag} {base}: path {i} would need port {} (above 65535)", usize::from(base.port()) + i)
+            })?;
+            Ok(SocketAddr::new(base.ip(), port))
+        }
+        m if m == n => Ok(given[i]),
+        m => anyhow::bail!(
+            "{flag} is given {m} times but the scenario has {n} paths; give it once (path i uses the port + i) or once per path"
+        ),
     }
 }
 
-fn ber_arg(s: &str) -> Result<f64, String> {
-    probability(s, false, "1e-5")
-}
-
-fn loss_arg(s: &str) -> Result<f64, String> {
-    probability(s, true, "0.01")
-}
-
 impl Args {
-    /// The relay configuration these flags describe, validated.
-    fn relay_config(&self) -> anyhow::Result<RelayConfig> {
-        let mut forward = LinkConfig {
-            rate_bps: self.rate,
-            delay: self.delay,
-            jitter: self.jitter,
-            ber: self.ber,
-            loss: self.loss,
-            outages: self.outages.clone(),
-            per_packet_overhead: self.header_bytes,
-            protected_prefix: self.header_bytes,
-            ..LinkConfig::default()
-        };
-        if let Some(q) = self.queue {
-            anyhow::ensure!(
-                q > 0,
-                "--queue 0: the queue must hold at least one datagram"
-            );
-            forward.queue_bytes = q;
-        }
-        forward
-            .validate()
-            .context("forward direction (--rate, --delay, --ber, ...)")?;
-        let mut reverse = forward.clone();
-        if let Some(r) = self.reverse_rate {
-            reverse.rate_bps = r;
-        }
-        if let Some(d) = self.reverse_delay {
-            reverse.delay = d;
-        }
-        reverse
-            .validate()
-            .context("reverse direction (--reverse-rate, --reverse-delay)")?;
+    /// One relay configuration per path of the network these flags describe, validated.
+    fn relay_configs(&self) -> anyhow::Result<(Network, Vec<RelayConfig>)> {
+        let net = self.link.network()?;
         anyhow::ensure!(
             self.max_clients > 0,
             "--max-clients 0: the relay must accept at least one client"
         );
-        let mut config = RelayConfig::new(self.listen, self.to, forward);
-        config.reverse = Some(reverse);
-        config.seed = self.seed;
-        config.max_clients = self.max_clients;
-        config.idle_timeout = self.idle_timeout;
-        config.stats_interval = (!self.stats_interval.is_zero()).then_some(self.stats_interval);
-        Ok(config)
+        let n = net.paths.len();
+        let mut configs = Vec::with_capacity(n);
+        for (i, path) in net.paths.iter().enumerate() {
+            let seed = path_seed(self.seed, i);
+            let name = path.display_name(i);
+            let mut forward = path.forward_config(outage_seed(seed));
+            let mut reverse = path.reverse_config(outage_seed(seed));
+            for c in [&mut forward, &mut reverse] {
+                // The relayed payload lacks its IPv4/UDP header: the relay adds it to the
+                // serialisation time and to the bits that can flip.
+                c.per_packet_overhead = self.header_bytes;
+                c.protected_prefix = self.header_bytes;
+            }
+            forward
+                .validate()
+                .with_context(|| format!("path {name}: forward direction"))?;
+            reverse
+                .validate()
+                .with_context(|| format!("path {name}: reverse direction"))?;
+            let listen = path_addr("--listen", &self.listen, i, n)?;
+            let to = path_addr("--to", &self.to, i, n)?;
+            let mut config = RelayConfig::new(listen, to, forward);
+            config.reverse = Some(reverse);
+            config.seed = seed;
+            config.max_clients = self.max_clients;
+            config.idle_timeout = self.idle_timeout;
+            config.stats_interval = (!self.stats_interval.is_zero()).then_some(self.stats_interval);
+            config.name = name;
+            configs.push(config);
+        }
+        Ok((net, configs))
     }
 }
 
-/// Runs the relay until Ctrl-C, then prints the final counters as JSON on stdout.
+/// The final JSON: a single path without a scenario file keeps the shape it always had
+/// (the counters at the top level); otherwise one entry per path with its name and addresses.
+fn stats_json(configs: &[RelayConfig], stats: &[RelayStats], scenario: bool) -> serde_json::Value {
+    if configs.len() == 1 && !scenario {
+        return serde_json::to_value(&stats[0]).unwrap_or_default();
+    }
+    let paths: Vec<serde_json::Value> = configs
+        .iter()
+        .zip(stats)
+        .map(|(c, s)| {
+            let mut v = serde_json::to_value(s).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("name".into(), c.name.clone().into());
+                o.insert("listen".into(), c.listen.to_string().into());
+                o.insert("to".into(), c.to.to_string().into());
+            }
+            v
+        })
+        .collect();
+    serde_json::json!({ "paths": paths })
+}
+
+/// Runs the relays until Ctrl-C, then prints the final counters as JSON on stdout.
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let config = args.relay_config()?;
-    let (listen, to) = (config.listen, config.to);
+    let (net, configs) = args.relay_configs()?;
+    for c in &configs {
+        eprintln!("link {}: {} -> {}", c.name, c.listen, c.to);
+    }
+    tracing::info!("{}", args.link.describe(&net));
     let shutdown = async {
         if let Err(e) = tokio::signal::ctrl_c().await {
             tracing::warn!(error = %e, "cannot listen for Ctrl-C; stop the relay with a signal");
             std::future::pending::<()>().await;
         }
     };
-    let stats = run_relay(config, shutdown)
+    let stats = run_relays(configs.clone(), shutdown)
         .await
-        .with_context(|| format!("link relay {listen} -> {to}"))?;
-    println!("{}", serde_json::to_string_pretty(&stats)?);
+        .context("link relay")?;
+    let json = stats_json(&configs, &stats, args.link.scenario.is_some());
+    println!("{}", serde_json::to_string_pretty(&json)?);
     Ok(())
 }
 
@@ -214,9 +209,16 @@ mod tests {
             "10mbit",
             "--seed",
             "7",
+            "--jitter",
+            "3ms",
+            "--reorder",
+            "--duplicate",
+            "0.01",
         ])
         .unwrap();
-        let c = args.relay_config().unwrap();
+        let (_, configs) = args.relay_configs().unwrap();
+        assert_eq!(configs.len(), 1);
+        let c = &configs[0];
         assert_eq!(c.forward.rate_bps, 2400);
         assert_eq!(c.forward.delay, Duration::from_millis(1500));
         assert_eq!(c.forward.ber, 1e-5);
@@ -225,10 +227,87 @@ mod tests {
         assert_eq!(c.forward.outages[1].start, Duration::from_secs(60));
         assert_eq!(c.forward.queue_bytes, 3000);
         assert_eq!(c.forward.protected_prefix, 28);
-        let reverse = c.reverse.unwrap();
+        assert_eq!(c.forward.per_packet_overhead, 28);
+        assert_eq!(c.forward.jitter, Duration::from_millis(3));
+        assert!(c.forward.allow_reorder);
+        assert_eq!(c.forward.duplicate, 0.01);
+        let reverse = c.reverse.as_ref().unwrap();
         assert_eq!(reverse.rate_bps, 10_000_000);
         assert_eq!(reverse.delay, Duration::from_millis(1500));
-        assert_eq!(c.seed, 7);
+        assert_eq!(reverse.protected_prefix, 28);
+        assert_eq!(c.seed, 7, "path 0 keeps the seed as given");
+        assert_eq!(c.listen, "127.0.0.1:9000".parse().unwrap());
+        // Defaults as before: 5 Mb/s, 10 ms, header bytes 28.
+        let (_, configs) = parse(&[]).unwrap().relay_configs().unwrap();
+        assert_eq!(configs[0].forward.rate_bps, 5_000_000);
+        assert_eq!(configs[0].forward.delay, Duration::from_millis(10));
+        let (_, configs) = parse(&["--header-bytes", "0"])
+            .unwrap()
+            .relay_configs()
+            .unwrap();
+        assert_eq!(configs[0].forward.protected_prefix, 0);
+    }
+
+    fn scenario(paths: usize) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for i in 0..paths {
+            text += &format!(
+                "[[path]]\nname = \"p{i}\"\nforward = {{ rate_bps = \"{}mbit\" }}\n\
+                 random_outage = {{ mean_up = \"10s\", down_min = \"1s\", down_max = \"2s\" }}\n",
+                i + 1
+            );
+        }
+        let p = dir.path().join("s.toml");
+        std::fs::write(&p, text).unwrap();
+        (dir, p.to_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn one_relay_per_path_with_own_addresses_and_seeds() {
+        let (_d, file) = scenario(3);
+        let (net, configs) = parse(&["--scenario", &file, "--seed", "5"])
+            .unwrap()
+            .relay_configs()
+            .unwrap();
+        assert_eq!(net.paths.len(), 3);
+        assert_eq!(configs.len(), 3);
+        for (i, c) in configs.iter().enumerate() {
+            assert_eq!(c.name, format!("p{i}"));
+            assert_eq!(c.listen.port(), 9000 + i as u16);
+            assert_eq!(c.to.port(), 9001 + i as u16);
+            assert_eq!(c.forward.rate_bps, (i as u64 + 1) * 1_000_000);
+            assert_eq!(c.seed, path_seed(5, i));
+            // The path-level random outage: one schedule for both directions.
+            let r = c.reverse.as_ref().unwrap();
+            assert_eq!(c.forward.random_outage, r.random_outage);
+            assert_eq!(
+                c.forward.random_outage.unwrap().seed,
+                Some(outage_seed(c.seed))
+            );
+        }
+        let seeds: std::collections::HashSet<u64> = configs.iter().map(|c| c.seed).collect();
+        assert_eq!(seeds.len(), 3, "paths draw independent impairments");
+        // One address per path, explicitly.
+        let (_, configs) = Cli::try_parse_from([
+            "link",
+            "--scenario",
+            &file,
+            "--listen",
+            "127.0.0.1:7000",
+            "--listen",
+            "127.0.0.1:7100",
+            "--listen",
+            "127.0.0.1:7200",
+            "--to",
+            "127.0.0.1:8000",
+        ])
+        .unwrap()
+        .args
+        .relay_configs()
+        .unwrap();
+        assert_eq!(configs[2].listen.port(), 7200);
+        assert_eq!(configs[2].to.port(), 8002);
     }
 
     #[test]
@@ -243,10 +322,84 @@ mod tests {
         assert!(err.contains("not a number"), "{err}");
         let err = parse(&["--outage", "5s"]).unwrap_err();
         assert!(err.contains("START+DURATION"), "{err}");
-        let err = parse(&["--queue", "0"])
+        let err = parse(&["--queue", "0"]).unwrap_err();
+        assert!(err.contains("--queue"), "{err}");
+        let err = parse(&["--max-clients", "0"])
             .unwrap()
-            .relay_config()
+            .relay_configs()
             .unwrap_err();
-        assert!(err.to_string().contains("--queue"), "{err}");
+        assert!(err.to_string().contains("--max-clients"), "{err}");
+        let (_d, file) = scenario(3);
+        let err = Cli::try_parse_from([
+            "link",
+            "--scenario",
+            &file,
+            "--listen",
+            "127.0.0.1:7000",
+            "--listen",
+            "127.0.0.1:7100",
+            "--to",
+            "127.0.0.1:8000",
+        ])
+        .unwrap()
+        .args
+        .relay_configs()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("--listen is given 2 times") && err.contains("3 paths"),
+            "{err}"
+        );
+        let err = Cli::try_parse_from([
+            "link",
+            "--scenario",
+            &file,
+            "--listen",
+            "127.0.0.1:0",
+            "--to",
+            "127.0.0.1:8000",
+        ])
+        .unwrap()
+        .args
+        .relay_configs()
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("needs a port"), "{err}");
+        let err = Cli::try_parse_from([
+            "link",
+            "--scenario",
+            &file,
+            "--listen",
+            "127.0.0.1:65535",
+            "--to",
+            "127.0.0.1:8000",
+        ])
+        .unwrap()
+        .args
+        .relay_configs()
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("above 65535"), "{err}");
+    }
+
+    #[test]
+    fn json_keeps_its_shape_for_one_path_and_lists_paths_otherwise() {
+        let (_, one) = parse(&[]).unwrap().relay_configs().unwrap();
+        let v = stats_json(&one, &[RelayStats::default()], false);
+        assert!(
+            v.get("forward").is_some() && v.get("paths").is_none(),
+            "{v}"
+        );
+        let (_d, file) = scenario(2);
+        let (_, two) = parse(&["--scenario", &file])
+            .unwrap()
+            .relay_configs()
+            .unwrap();
+        let v = stats_json(&two, &[RelayStats::default(), RelayStats::default()], true);
+        let paths = v["paths"].as_array().unwrap();
+        assert_eq!(paths.len(), 2);
+        assert_eq!(paths[1]["name"], "p1");
+        assert_eq!(paths[1]["listen"], "127.0.0.1:9001");
+        assert!(paths[1]["reverse"]["offered_packets"].is_number());
     }
 }

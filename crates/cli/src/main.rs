@@ -8,6 +8,7 @@ mod gw_cmd;
 mod lab_bench_cmd;
 mod lab_cmd;
 mod link_cmd;
+mod link_flags;
 mod recv_cmd;
 mod send_cmd;
 mod sim_cmd;
