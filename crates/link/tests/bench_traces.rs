@@ -64,3 +64,36 @@ fn every_shipped_trace_loads_and_replays() {
         }
     }
 }
+
+/// The scenario shipped beside the traces loads (its trace relative to it) and builds links,
+/// and the docs quote it and the step trace as they are.
+#[test]
+fn shipped_scenario_loads_and_docs_quote_the_files() {
+    use aerotp_link::Network;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let file = root.join("bench/traces/two-paths.toml");
+    let net = Network::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(net.paths.len(), 2);
+    for (i, p) in net.paths.iter().enumerate() {
+        for c in [p.forward_config(3), p.reverse_config(3)] {
+            Link::new(c, i as u64).unwrap();
+        }
+    }
+    let los = net.paths[0].forward_config(3);
+    assert_eq!(los.trace.as_ref().unwrap().rows.len(), 151);
+    assert_eq!(los.burst.unwrap().ber_bad, Some(1e-3));
+    assert_eq!(net.paths[0].reverse_config(3).rate_bps, 256_000);
+    let sat = &net.paths[1];
+    assert_eq!(
+        sat.forward_config(3).random_outage,
+        sat.reverse_config(3).random_outage
+    );
+    let docs = std::fs::read_to_string(root.join("docs/link-model.md")).unwrap();
+    for quoted in ["bench/traces/two-paths.toml", "bench/traces/steps.csv"] {
+        let text = std::fs::read_to_string(root.join(quoted)).unwrap();
+        assert!(
+            docs.contains(&text),
+            "docs/link-model.md no longer quotes {quoted} as it is"
+        );
+    }
+}
