@@ -468,8 +468,7 @@ pub async fn run_relay(
     Relay::bind(config).await?.run(shutdown).await
 }
 
-/// Binds one relay per config (one per path), gives them one epoch (now), runs them until
-/// `shutdown` completes, and returns their counters in the order of `configs`. If a config
+/// Binds one relay per config (one per path) and runs them with [`run_all`]. If a config
 /// is invalid or a socket cannot be bound, nothing runs.
 pub async fn run_relays(
     configs: Vec<RelayConfig>,
@@ -479,6 +478,15 @@ pub async fn run_relays(
     for c in configs {
         relays.push(Relay::bind(c).await?);
     }
+    run_all(relays, shutdown).await
+}
+
+/// Gives bound relays (one per path) one epoch (now), runs them until `shutdown`
+/// completes, and returns their counters in the order given.
+pub async fn run_all(
+    relays: Vec<Relay>,
+    shutdown: impl Future,
+) -> Result<Vec<RelayStats>, RelayError> {
     let epoch = Instant::now();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = Vec::with_capacity(relays.len());

@@ -249,3 +249,67 @@ async fn invalid_config_is_refused_with_the_direction() {
     let err = Relay::bind(cfg).await.unwrap_err().to_string();
     assert!(err.contains("reverse") && err.contains("ber"), "{err}");
 }
+
+/// Several paths: each relay carries its own traffic with its own delay, on one epoch.
+#[tokio::test]
+async fn paths_relay_their_own_traffic_with_their_own_delay() {
+    use aerotp_emu::{path_seed, run_all};
+    let (s0, mut seen0) = echo_server().await;
+    let (s1, mut seen1) = echo_server().await;
+    let path = |to, delay_ms: u64, i: usize| {
+        let mut c = config(
+            to,
+            LinkConfig {
+                delay: Duration::from_millis(delay_ms),
+                ..fast_link()
+            },
+        );
+        c.seed = path_seed(1, i);
+        c.name = format!("p{i}");
+        c
+    };
+    let r0 = Relay::bind(path(s0, 5, 0)).await.unwrap();
+    let r1 = Relay::bind(path(s1, 80, 1)).await.unwrap();
+    let (a0, a1) = (r0.local_addr().unwrap(), r1.local_addr().unwrap());
+    let (stop, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(run_all(vec![r0, r1], async {
+        rx.await.ok();
+    }));
+    let c = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let sent = Instant::now();
+    for i in 0..10u8 {
+        c.send_to(&[0, i], a0).await.unwrap();
+        c.send_to(&[1, i, i], a1).await.unwrap();
+    }
+    let mut first = [None, None];
+    for (k, seen) in [&mut seen0, &mut seen1].into_iter().enumerate() {
+        for i in 0..10u8 {
+            let (at, p) = timeout(Duration::from_secs(2), seen.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(p[0] as usize, k, "path {k} carries only its own datagrams");
+            assert_eq!(p[1], i);
+            first[k].get_or_insert(at - sent);
+        }
+    }
+    let d0 = first[0].unwrap();
+    let d1 = first[1].unwrap();
+    assert!(
+        d0 >= Duration::from_millis(5) && d0 < Duration::from_millis(40),
+        "{d0:?}"
+    );
+    assert!(
+        d1 >= Duration::from_millis(80) && d1 < Duration::from_millis(120),
+        "{d1:?}"
+    );
+    stop.send(()).unwrap();
+    let stats = timeout(Duration::from_secs(5), task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(stats.len(), 2);
+    assert_eq!(stats[0].forward.offered_packets, 10);
+    assert_eq!(stats[1].forward.offered_packets, 10);
+}
