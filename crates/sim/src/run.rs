@@ -1,7 +1,7 @@
 //! One simulated transfer: two endpoints of the engine (or a plain UDP sender) joined by the
 //! link model, driven in virtual time by a discrete-event loop.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -65,8 +65,9 @@ pub struct RunResult {
     pub datagrams_sent: u64,
     /// TPDUs the sender retransmitted (the engine's `tpdus_retransmitted`).
     pub retransmissions: u64,
-    /// Retransmissions of a TPDU an earlier copy of which had already arrived intact (CRC
-    /// good, possibly after FEC) at the receiver when the retransmission was sent.
+    /// Retransmissions of a TPDU an earlier copy of which (sent before this retransmission)
+    /// arrived intact at the receiver (CRC good as received or after FEC), whenever it
+    /// arrived: retransmissions that were not needed.
     pub spurious_retransmissions: u64,
     /// Bytes on the wire sender → receiver (datagrams + 28 B each), all paths.
     pub wire_bytes_forward: u64,
@@ -239,14 +240,55 @@ impl Net {
 }
 
 /// Tag of a datagram the sender puts on the wire: bit 32 set for a data TPDU, its FEC parity
-/// in bits 40-47 and its sequence number below (read from the header while it is intact, so
-/// the receiver side knows which TPDU arrived even if bits flip on the way).
+/// in bits 40-47, which copy of its TPDU it is in bits 48-63 (0 = the first), and its
+/// sequence number below (read from the header while it is intact, so the receiver side
+/// knows which TPDU arrived even if bits flip on the way).
 const DATA_TAG: u64 = 1 << 32;
 
 fn tag_of(datagram: &[u8]) -> u64 {
     match aerotp_wire::Header::parse(datagram) {
         Ok(h) if h.flags.is_data() => DATA_TAG | u64::from(h.fec) << 40 | u64::from(h.seq),
         _ => 0,
+    }
+}
+
+/// Copies of each data TPDU, for spurious retransmissions: how many were sent, and the first
+/// copy that arrived intact.
+#[derive(Default)]
+struct Copies {
+    /// Per wire TPDU number: (copies sent, index of the earliest copy that arrived intact).
+    seqs: HashMap<u32, (u16, Option<u16>)>,
+    /// Retransmissions as (TPDU number, copy index).
+    retransmitted: Vec<(u32, u16)>,
+}
+
+impl Copies {
+    /// Numbers a data TPDU's copy; returns (copy index, whether an earlier copy was sent).
+    fn sent(&mut self, seq: u32) -> (u16, bool) {
+        let e = self.seqs.entry(seq).or_insert((0, None));
+        let k = e.0;
+        e.0 = e.0.saturating_add(1);
+        (k, k > 0)
+    }
+
+    fn arrived_intact(&mut self, seq: u32, copy: u16) {
+        if let Some(e) = self.seqs.get_mut(&seq) {
+            e.1 = Some(e.1.map_or(copy, |c| c.min(copy)));
+        }
+    }
+
+    fn needs_check(&self, seq: u32, copy: u16) -> bool {
+        self.seqs
+            .get(&seq)
+            .is_some_and(|e| e.1.is_none_or(|c| c > copy))
+    }
+
+    /// Retransmissions whose TPDU had an earlier copy arrive intact.
+    fn spurious(&self) -> u64 {
+        self.retransmitted
+            .iter()
+            .filter(|(seq, k)| matches!(self.seqs.get(seq), Some((_, Some(c))) if c < k))
+            .count() as u64
     }
 }
 
@@ -357,9 +399,7 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
     let mut srv_released = 0usize; // responses the server has released
     let mut srv_written = 0usize;
     let mut client_got = 0usize;
-    // TPDU numbers (wire) of data TPDUs that arrived intact, for spurious retransmissions.
-    let mut arrived: HashSet<u32> = HashSet::new();
-    let mut sent_seqs: HashSet<u32> = HashSet::new();
+    let mut copies = Copies::default();
     let mut retx_seen = 0u64;
     let mut scratch = Vec::with_capacity(s.mtu);
 
@@ -461,15 +501,20 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
             first_send.get_or_insert(now);
             r.wire_bytes_forward += (t.len + IP_UDP_OVERHEAD) as u64;
             r.datagrams_sent += 1;
-            let tag = tag_of(&buf[..t.len]);
-            // A data TPDU sent before is a retransmission or one of the opening ASYN copies;
-            // the engine's retransmission counter tells which (read only then: it is dear).
-            if tag & DATA_TAG != 0 && !sent_seqs.insert(tag as u32) {
-                let retx = a.stats(ch).map_or(0, |st| st.sender.tpdus_retransmitted);
-                if retx > retx_seen && arrived.contains(&(tag as u32)) {
-                    r.spurious_retransmissions += 1;
+            let mut tag = tag_of(&buf[..t.len]);
+            if tag & DATA_TAG != 0 {
+                let (k, again) = copies.sent(tag as u32);
+                tag |= u64::from(k) << 48;
+                // A data TPDU sent before is a retransmission or one of the opening ASYN
+                // copies; the engine's retransmission counter tells which (read only then:
+                // it is dear).
+                if again {
+                    let retx = a.stats(ch).map_or(0, |st| st.sender.tpdus_retransmitted);
+                    if retx > retx_seen {
+                        copies.retransmitted.push((tag as u32, k));
+                    }
+                    retx_seen = retx;
                 }
-                retx_seen = retx;
             }
             net.send_fwd(now, buf.clone(), tag);
         }
@@ -503,12 +548,12 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
         }
         now = next;
         while let Some(d) = net.recv_fwd(now) {
-            let seq = d.tag as u32;
+            let (seq, copy) = (d.tag as u32, (d.tag >> 48) as u16);
             if d.tag & DATA_TAG != 0
-                && !arrived.contains(&seq)
+                && copies.needs_check(seq, copy)
                 && usable(&d.packet, (d.tag >> 40) as u8, &mut scratch)
             {
-                arrived.insert(seq);
+                copies.arrived_intact(seq, copy);
             }
             b.handle_datagram(now, addr_sender(), &d.packet);
         }
@@ -527,6 +572,7 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
     r.sender_close = sender_close.as_ref().map(close_name).unwrap_or_default();
     let all = intact && server_got == data.len() && client_got == responses.len();
     r.complete = all && (!s.mode.is_fully_reliable() || confirmed);
+    r.spurious_retransmissions = copies.spurious();
     if let Some(st) = a.stats(ch) {
         r.retransmissions = st.sender.tpdus_retransmitted;
         r.fec_parity = st.fec_parity;
