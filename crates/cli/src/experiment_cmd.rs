@@ -1,10 +1,13 @@
-//! `aerotp experiment seeds`: reproduce the papers' experiments in the simulator.
+//! `aerotp experiment run PLAN.toml`: experiments as plan files; `aerotp experiment seeds`
+//! runs the shipped seeds plan (embedded in the binary).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use aerotp_sim::experiment::{seeds, Options};
+use aerotp_sim::plan::run::Progress;
+use aerotp_sim::plan::{run_plan, Options, Outcome, Plan};
 
-/// Reproduce experiments of the papers in the simulator (CSV, PNG, Markdown report).
+/// Run experiment plans (grids of simulated scenarios) and the papers' experiments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -13,8 +16,43 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Which {
-    /// Set-up delay vs loss, FEC strength, MACK aggregation, modes over BER, link delay.
+    /// Run a plan file: every point in parallel, CSV + PNG + report.md; an interrupted run
+    /// resumes where it stopped (points.jsonl in the output folder). Format:
+    /// docs/experiments.md.
+    Run(RunArgs),
+    /// The papers' experiments (set-up delay vs loss, FEC strength, MACK aggregation, modes
+    /// over BER, link delay): the shipped plan bench/plans/seeds.toml.
     Seeds(SeedsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct Common {
+    /// Runs per point instead of the plan's.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    runs: Option<u64>,
+    /// Base seed instead of the plan's.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Worker threads (default: every core).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// The plan's shorter value lists (its `quick` tables): a smoke test.
+    #[arg(long)]
+    quick: bool,
+    /// Rerun every point, discarding the results of earlier runs in the output folder.
+    #[arg(long)]
+    fresh: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// The plan file (TOML).
+    plan: PathBuf,
+    /// Output folder (default: the plan's `out`, else results/<plan name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
 }
 
 #[derive(Debug, clap::Args)]
@@ -22,45 +60,61 @@ struct SeedsArgs {
     /// Output directory for the CSVs, PNGs and report.md.
     #[arg(long, default_value = "docs/results/seeds")]
     out: PathBuf,
-    /// Runs per point (the set-up experiment uses 5x this).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
-    runs: u64,
-    /// Fewer points per experiment (smoke test).
-    #[arg(long)]
-    quick: bool,
-    /// Base seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
     /// Directory of the ns-3 TCP CSVs to join (ber_sweep.csv, delay_sweep.csv), if present.
     #[arg(long, default_value = "docs/results/ns3")]
     ns3: PathBuf,
+    #[command(flatten)]
+    common: Common,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let Which::Seeds(a) = args.which;
-    let command = std::iter::once("aerotp".to_string())
+fn options(out: PathBuf, c: &Common) -> Options {
+    let mut o = Options::new(out);
+    o.runs = c.runs.map(|r| r as usize);
+    o.seed = c.seed;
+    o.jobs = c.jobs.map(|j| j as usize);
+    o.fresh = c.fresh;
+    o.progress = Progress::On {
+        every: Duration::from_secs(10),
+    };
+    o.command = std::iter::once("aerotp".to_string())
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
         .join(" ");
-    let o = Options {
-        out: a.out,
-        runs: a.runs as usize,
-        quick: a.quick,
-        seed: a.seed,
-        ns3_dir: a.ns3,
-        progress: true,
-        command,
-    };
-    let out = seeds(&o)?;
+    o
+}
+
+fn print(out: &Outcome, dir: &Path) {
     for (c, ok) in &out.checks {
         println!("[{}] {c}", if *ok { "met" } else { "NOT met" });
     }
     println!(
-        "{} runs in {:.1} s; wrote {} files to {}",
-        out.runs_total,
+        "{} points ({} kept from an earlier run), {} runs in {:.1} s; wrote {} files to {}",
+        out.points,
+        out.resumed,
+        out.sim_runs,
         out.wall.as_secs_f64(),
         out.files.len(),
-        o.out.display()
+        dir.display()
     );
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let (plan, o) = match args.which {
+        Which::Run(a) => {
+            let plan = Plan::load(&a.plan, a.common.quick)?;
+            let out = a.out.or_else(|| plan.out.clone()).unwrap_or_else(|| {
+                Path::new("results").join(a.plan.file_stem().unwrap_or_default())
+            });
+            (plan, options(out, &a.common))
+        }
+        Which::Seeds(a) => {
+            let plan = Plan::seeds(a.common.quick)?;
+            let mut o = options(a.out, &a.common);
+            o.join_dir = Some(a.ns3);
+            (plan, o)
+        }
+    };
+    let out = run_plan(&plan, &o)?;
+    print(&out, &o.out);
     Ok(())
 }

@@ -3,7 +3,9 @@
 //! [`run_once`] drives two endpoints of the real engine (`aerotp-proto`) over the link model
 //! (`aerotp-link`) in virtual time: the same scenario and seed give the same [`RunResult`] bit
 //! for bit. [`run_many`] spreads the runs of a point over all cores (rayon) and summarises
-//! them. The `experiment` module reproduces the papers' experiments (CSV + PNG).
+//! them. The `plan` module runs experiments written as plan files (grids of scenarios: CSV,
+//! PNG, report; docs/experiments.md); `experiment::seeds` runs the papers' experiments, the
+//! shipped plan bench/plans/seeds.toml.
 //! How it works and what each metric means: `docs/simulator.md`.
 //!
 //! ```
@@ -22,6 +24,7 @@
 //! ```
 
 pub mod experiment;
+pub mod plan;
 pub mod plot;
 mod run;
 mod scenario;

@@ -1,0 +1,385 @@
+//! Running a plan: check every point, skip those already in `points.jsonl`, run the rest
+//! in parallel (every point's runs on all cores) with a progress bar, then write the CSVs,
+//! plots and report.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use super::grid::point_key;
+use super::row::{flatten, Row, SIM_SOURCE};
+use super::store::Store;
+use super::{join, output, report, Plan};
+use crate::run::{run_once, RunResult};
+use crate::summary::{run_seed, summarize};
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Nothing (tests).
+    Off,
+    /// A bar on a terminal, else a plain line every `every` (so CI logs show progress).
+    On { every: Duration },
+}
+
+/// Options of one run of a plan.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub out: PathBuf,
+    /// Runs per point instead of the plan's.
+    pub runs: Option<usize>,
+    /// Seed instead of the plan's.
+    pub seed: Option<u64>,
+    /// Worker threads (default: all cores).
+    pub jobs: Option<usize>,
+    pub progress: Progress,
+    /// The command line, for the report.
+    pub command: String,
+    /// Ignore and replace the results of earlier runs.
+    pub fresh: bool,
+    /// Stop after this many newly run points, as an interruption would (tests).
+    pub stop_after: Option<usize>,
+    /// Folder the join files are read from instead of the plan's (`seeds --ns3`).
+    pub join_dir: Option<PathBuf>,
+}
+
+impl Options {
+    pub fn new(out: PathBuf) -> Options {
+        Options {
+            out,
+            runs: None,
+            seed: None,
+            jobs: None,
+            progress: Progress::Off,
+            command: String::new(),
+            fresh: false,
+            stop_after: None,
+            join_dir: None,
+        }
+    }
+}
+
+/// What a run of a plan produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub rows: Vec<Row>,
+    pub files: Vec<PathBuf>,
+    pub wall: Duration,
+    /// Simulated runs done by this run (points kept from earlier runs not counted).
+    pub sim_runs: usize,
+    pub points: usize,
+    pub resumed: usize,
+    pub report: String,
+    pub checks: Vec<(String, bool)>,
+    /// Stopped before every point was done (`stop_after`); nothing but points.jsonl written.
+    pub interrupted: bool,
+}
+
+/// Done/total with an ETA: a bar on a terminal, plain lines otherwise.
+struct Meter {
+    bar: Option<ProgressBar>,
+    every: Duration,
+    total: usize,
+    done: AtomicUsize,
+    start_done: usize,
+    start: Instant,
+    last: Mutex<Instant>,
+}
+
+impl Meter {
+    fn new(p: Progress, total: usize, done: usize) -> Meter {
+        let now = Instant::now();
+        let (bar, every) = match p {
+            Progress::On { every } if std::io::stderr().is_terminal() => {
+                let b =
+                    ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+                b.set_style(
+                    ProgressStyle::with_template(
+                        "{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}",
+                    )
+                    .expect("valid template")
+                    .progress_chars("=> "),
+                );
+                b.set_position(done as u64);
+                // Runs kept from an earlier run must not count towards the rate.
+                b.reset_eta();
+                (Some(b), every)
+            }
+            Progress::On { every } => (None, every),
+            Progress::Off => (None, Duration::MAX),
+        };
+        Meter {
+            bar,
+            every,
+            total,
+            done: AtomicUsize::new(done),
+            start_done: done,
+            start: now,
+            last: Mutex::new(now),
+        }
+    }
+
+    fn add(&self, n: usize) {
+        let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
+        if let Some(b) = &self.bar {
+            b.inc(n as u64);
+            return;
+        }
+        if self.every == Duration::MAX {
+            return;
+        }
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.elapsed() < self.every && done < self.total {
+            return;
+        }
+        *last = Instant::now();
+        let el = self.start.elapsed().as_secs_f64();
+        let now = (done - self.start_done).max(1) as f64;
+        let eta = el / now * (self.total - done) as f64;
+        eprintln!(
+            "experiment: {done}/{} runs ({:.1} %), {} elapsed, eta {}",
+            self.total,
+            100.0 * done as f64 / self.total.max(1) as f64,
+            hms(el),
+            hms(eta)
+        );
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+fn hms(s: f64) -> String {
+    let s = s.round() as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// Runs a checked plan. Every point's scenario is built and checked first: a bad point
+/// stops the run before anything is simulated.
+pub fn run_plan(plan: &Plan, o: &Options) -> anyhow::Result<Outcome> {
+    match o.jobs {
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build()
+            .context("starting the worker threads")?
+            .install(|| run_in_pool(plan, o)),
+        None => run_in_pool(plan, o),
+    }
+}
+
+fn run_in_pool(plan: &Plan, o: &Options) -> anyhow::Result<Outcome> {
+    let start = Instant::now();
+    let runs = o.runs.unwrap_or(plan.runs);
+    anyhow::ensure!(runs > 0, "--runs must be at least 1");
+    let seed = o.seed.unwrap_or(plan.seed);
+    let n = plan.len();
+    // Check every point and key it (in parallel: a 10 000-point plan takes a blink).
+    let keys: Vec<String> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let p = plan.point(i);
+            let s = plan.scenario(&p)?;
+            Ok(point_key(&s, seed, plan.runs_of(p.experiment, runs)))
+        })
+        .collect::<Result<_, super::PlanError>>()?;
+    std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
+    let (store, mut done) = Store::open(&o.out, o.fresh)?;
+    let mut rows: Vec<Option<Row>> = Vec::with_capacity(n);
+    let mut todo = Vec::new();
+    let (mut total_runs, mut done_runs) = (0, 0);
+    for (i, k) in keys.iter().enumerate() {
+        let p = plan.point(i);
+        let r = plan.runs_of(p.experiment, runs);
+        total_runs += r;
+        match done.remove(k) {
+            Some(mut row) => {
+                // Names and x come from the plan as it is now; the numbers from the file.
+                let ex = &plan.experiments[p.experiment];
+                row.experiment.clone_from(&ex.name);
+                row.series.clone_from(&ex.series[p.series].name);
+                row.x = ex.x_of(&p);
+                done_runs += r;
+                rows.push(Some(row));
+            }
+            None => {
+                rows.push(None);
+                todo.push(i);
+            }
+        }
+    }
+    drop(done);
+    let resumed = n - todo.len();
+    let meter = Meter::new(o.progress, total_runs, done_runs);
+    let rows = Mutex::new(rows);
+    let started = AtomicUsize::new(0);
+    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    todo.par_iter().for_each(|&i| {
+        if o.stop_after
+            .is_some_and(|k| started.fetch_add(1, Ordering::SeqCst) >= k)
+        {
+            return;
+        }
+        let p = plan.point(i);
+        let ex = &plan.experiments[p.experiment];
+        let s = match plan.scenario(&p) {
+            Ok(s) => s,
+            Err(e) => {
+                *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.into());
+                return;
+            }
+        };
+        let r = plan.runs_of(p.experiment, runs);
+        let results: Vec<RunResult> = (0..r)
+            .into_par_iter()
+            .map(|j| run_once(&s, run_seed(seed, j)))
+            .collect();
+        // The summary's run list (and any trace in it) is dropped here: memory stays at
+        // one row of numbers per point.
+        let mut metrics = flatten(&summarize(&s, seed, results));
+        for (g, &c) in ex.grid.iter().zip(&p.coords) {
+            metrics.insert(format!("set.{}", g.key), g.values[c].1);
+        }
+        let row = Row {
+            experiment: ex.name.clone(),
+            series: ex.series[p.series].name.clone(),
+            source: SIM_SOURCE.into(),
+            x: ex.x_of(&p),
+            metrics,
+        };
+        if let Err(e) = store.append(&keys[i], &row) {
+            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+        }
+        rows.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(row);
+        meter.add(r);
+    });
+    meter.finish();
+    if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    let rows = rows.into_inner().unwrap_or_else(|e| e.into_inner());
+    let new_runs: usize = total_runs - done_runs;
+    if rows.iter().any(Option::is_none) {
+        return Ok(Outcome {
+            rows: rows.into_iter().flatten().collect(),
+            files: vec![o.out.join(super::store::FILE)],
+            wall: start.elapsed(),
+            sim_runs: 0,
+            points: n,
+            resumed,
+            report: String::new(),
+            checks: Vec::new(),
+            interrupted: true,
+        });
+    }
+    let mut rows: Vec<Row> = rows.into_iter().flatten().collect();
+
+    // One run per series kept with its delivery timeline (a handful of runs; rerun each
+    // time rather than stored).
+    let timelines: Vec<Vec<(String, RunResult)>> = plan
+        .experiments
+        .iter()
+        .enumerate()
+        .map(|(e, ex)| {
+            let Some(t) = &ex.timeline else {
+                return Ok(Vec::new());
+            };
+            let pts: Vec<_> = (0..ex.len())
+                .map(|i| ex.point(e, i))
+                .filter(|p| ex.x_of(p) == t.x)
+                .collect();
+            pts.par_iter()
+                .map(|p| {
+                    let mut s = plan.scenario(p)?;
+                    s.timeline = true;
+                    Ok((
+                        ex.series[p.series].name.clone(),
+                        run_once(&s, run_seed(seed, t.run)),
+                    ))
+                })
+                .collect::<Result<Vec<_>, super::PlanError>>()
+        })
+        .collect::<Result<_, _>>()?;
+    let timeline_runs: usize = timelines.iter().map(Vec::len).sum();
+
+    let mut joined = Vec::new();
+    for j in &plan.joins {
+        let file = match &o.join_dir {
+            Some(d) => d.join(j.file.file_name().unwrap_or_default()),
+            None => j.file.clone(),
+        };
+        if j.optional && !file.exists() {
+            continue;
+        }
+        rows.extend(join::ns3_rows(
+            &file,
+            &plan.experiments[j.experiment].name,
+            &j.x,
+        )?);
+        joined.push(file);
+    }
+
+    let out = o.out.as_path();
+    let mut files = Vec::new();
+    for ((ex, cols), tl) in plan.experiments.iter().zip(&plan.columns).zip(&timelines) {
+        let rs: Vec<&Row> = rows.iter().filter(|r| r.experiment == ex.name).collect();
+        let path = out.join(format!("{}.csv", ex.name));
+        output::write_csv(&path, cols, &rs)?;
+        files.push(path);
+        files.extend(output::plots(out, ex, &rs)?);
+        files.extend(output::timelines(out, ex, tl)?);
+    }
+    let checks: Vec<(String, bool)> = plan
+        .checks
+        .iter()
+        .map(|c| {
+            let e = plan
+                .experiments
+                .iter()
+                .position(|e| e.name == c.experiment)
+                .unwrap_or(0);
+            c.evaluate(&rows, plan.runs_of(e, runs))
+        })
+        .collect();
+    let wall = start.elapsed();
+    let sim_runs = new_runs + timeline_runs;
+    let report = report::report(
+        plan,
+        &report::RunInfo {
+            command: &o.command,
+            runs,
+            seed,
+            sim_runs,
+            wall_s: wall.as_secs_f64(),
+            threads: rayon::current_num_threads(),
+            points: n,
+            resumed,
+            joined: &joined,
+        },
+        &rows,
+        &timelines,
+        &checks,
+    );
+    let rp = out.join("report.md");
+    std::fs::write(&rp, &report).with_context(|| format!("writing {}", rp.display()))?;
+    files.push(rp);
+    Ok(Outcome {
+        rows,
+        files,
+        wall,
+        sim_runs,
+        points: n,
+        resumed,
+        report,
+        checks,
+        interrupted: false,
+    })
+}

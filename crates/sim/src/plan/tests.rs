@@ -1,0 +1,215 @@
+//! End-to-end tests of plans: the shipped plans never rot, a tiny plan runs, an
+//! interrupted run resumes to the same output, and the seeds plan gives the CSVs of the
+//! code it replaced.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::run::{run_plan, Options};
+use super::Plan;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("aerotp-plan-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn sha(path: &Path) -> String {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Sha256::digest(&b)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Every plan in bench/plans parses and every point of it builds a valid scenario, full
+/// and quick.
+#[test]
+fn shipped_plans_validate_every_point() {
+    let dir = repo().join("bench/plans");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "toml") {
+            for quick in [false, true] {
+                let plan = Plan::load(&path, quick).unwrap_or_else(|e| panic!("{e}"));
+                assert!(!plan.is_empty(), "{}", path.display());
+                for i in 0..plan.len() {
+                    plan.scenario(&plan.point(i))
+                        .unwrap_or_else(|e| panic!("{e}"));
+                }
+            }
+            n += 1;
+        }
+    }
+    assert!(n >= 2, "plans found: {n}");
+    // The embedded copy is the shipped file.
+    assert_eq!(
+        super::SEEDS_PLAN,
+        std::fs::read_to_string(dir.join("seeds.toml")).unwrap()
+    );
+}
+
+const TINY: &str = r#"
+seed = 7
+runs = 2
+[base]
+size = "20kB"
+topology = "two-node"
+rate = "2mbit"
+[[experiment]]
+name = "tiny"
+title = "Tiny"
+x = "ber"
+grid = { ber = [0.0, 1e-5, 1e-4] }
+series = [
+  { name = "reliable", set = { mode = "reliable" } },
+  { name = "udp", set = { mode = "udp" } },
+]
+[[experiment.plot]]
+file = "tiny_goodput.png"
+title = "goodput"
+x_label = "BER"
+y_label = "Mb/s"
+y = "goodput_bps/1e6"
+x_sci = true
+[[experiment.table]]
+caption = "Goodput (Mb/s):"
+cell = "{goodput_bps/1e6:.3} ({complete_runs}/{runs})"
+x_header = "BER"
+x_format = "{x:sci}"
+[[check]]
+kind = "every"
+text = "reliable completes every run"
+experiment = "tiny"
+series = ["reliable"]
+metric = "complete_runs"
+op = "=="
+than = "runs"
+[[check]]
+kind = "point"
+text = "udp delivers nothing at BER 1e-4"
+experiment = "tiny"
+series = ["udp"]
+x = 1e-4
+metric = "delivered_bytes"
+op = "<="
+value = 0
+"#;
+
+fn tiny() -> Plan {
+    Plan::from_toml_str(TINY, Path::new("tiny.toml"), Path::new(""), false).unwrap()
+}
+
+#[test]
+fn a_tiny_plan_runs_end_to_end() {
+    let out = tmp("tiny");
+    let mut o = Options::new(out.clone());
+    o.command = "aerotp experiment run tiny.toml".into();
+    let r = run_plan(&tiny(), &o).unwrap();
+    assert!(!r.interrupted);
+    assert_eq!((r.points, r.resumed, r.sim_runs), (6, 0, 12));
+    let csv = std::fs::read_to_string(out.join("tiny.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 7);
+    assert!(lines[0].starts_with("experiment,series,source,x,set.ber,runs,complete_runs,"));
+    assert!(
+        lines[1].starts_with("tiny,\"reliable\",aerotp-sim,0,0,2,2,"),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(
+        &std::fs::read(out.join("tiny_goodput.png")).unwrap()[1..4],
+        b"PNG"
+    );
+    // Reliable completes; UDP at BER 1e-4 over 1528-byte datagrams loses most but not all
+    // of them, so the second check must fail and say so.
+    assert!(r.checks[0].1, "{:?}", r.checks);
+    assert!(r.checks[0].0.contains("yes (3 points x 2 runs)"));
+    assert!(!r.checks[1].1, "{:?}", r.checks);
+    assert!(r.report.contains("from the plan `tiny.toml`"));
+    assert!(r.report.contains("`aerotp experiment run tiny.toml`"));
+    assert!(r.report.contains("- [x] reliable completes every run"));
+    assert!(r.report.contains("| series \\ BER | 0 | 1e-5 | 1e-4 |"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn an_interrupted_run_resumes_to_the_same_output() {
+    let whole = tmp("whole");
+    run_plan(&tiny(), &Options::new(whole.clone())).unwrap();
+    let cut = tmp("cut");
+    let mut o = Options::new(cut.clone());
+    o.stop_after = Some(2);
+    let first = run_plan(&tiny(), &o).unwrap();
+    assert!(first.interrupted);
+    assert!(!cut.join("tiny.csv").exists());
+    let kept = std::fs::read_to_string(cut.join("points.jsonl")).unwrap();
+    assert_eq!(kept.lines().count(), 2);
+    // A kill in the middle of writing the next line.
+    std::fs::write(cut.join("points.jsonl"), kept + "{\"key\":\"ab").unwrap();
+    o.stop_after = None;
+    let second = run_plan(&tiny(), &o).unwrap();
+    assert!(!second.interrupted);
+    assert_eq!((second.resumed, second.sim_runs), (2, 8));
+    assert_eq!(sha(&whole.join("tiny.csv")), sha(&cut.join("tiny.csv")));
+    assert_eq!(
+        sha(&whole.join("tiny_goodput.png")),
+        sha(&cut.join("tiny_goodput.png"))
+    );
+    // Everything done: a third run simulates nothing and writes the same again.
+    let third = run_plan(&tiny(), &o).unwrap();
+    assert_eq!((third.resumed, third.sim_runs), (6, 0));
+    assert_eq!(sha(&whole.join("tiny.csv")), sha(&cut.join("tiny.csv")));
+    // Other runs per point are other points.
+    o.runs = Some(1);
+    o.stop_after = Some(0);
+    let other = run_plan(&tiny(), &o).unwrap();
+    assert_eq!(other.resumed, 0);
+    let _ = std::fs::remove_dir_all(&whole);
+    let _ = std::fs::remove_dir_all(&cut);
+}
+
+/// `--quick --runs 2` of the seeds plan against the CSVs the replaced code
+/// (`experiment::seeds` before plans, hard-coded points) wrote for the same options at
+/// commit bd3ab4a: the plan reproduces it byte for byte. A deliberate change of the
+/// engine's behaviour changes these numbers: regenerate them with
+/// `AEROTP_BLESS_SEEDS=1 cargo test -p aerotp-sim the_quick_seeds` and say so in the commit.
+#[test]
+fn the_quick_seeds_plan_writes_the_old_csvs_byte_for_byte() {
+    let out = tmp("seeds");
+    let mut o = Options::new(out.clone());
+    o.runs = Some(2);
+    o.join_dir = Some(repo().join("docs/results/ns3"));
+    let r = run_plan(&Plan::seeds(true).unwrap(), &o).unwrap();
+    let want = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/plan/testdata/seeds-quick-r2");
+    let files = ["setup", "fec", "mack", "modes", "delay"];
+    let timeline = sha(&out.join("fec_timeline.csv"));
+    if std::env::var_os("AEROTP_BLESS_SEEDS").is_some() {
+        for f in files {
+            std::fs::copy(out.join(format!("{f}.csv")), want.join(format!("{f}.csv"))).unwrap();
+        }
+        std::fs::write(
+            want.join("fec_timeline.csv.sha256"),
+            format!("{timeline}\n"),
+        )
+        .unwrap();
+    }
+    for f in files {
+        let got = std::fs::read_to_string(out.join(format!("{f}.csv"))).unwrap();
+        let exp = std::fs::read_to_string(want.join(format!("{f}.csv"))).unwrap();
+        for (i, (g, e)) in got.lines().zip(exp.lines()).enumerate() {
+            assert_eq!(g, e, "{f}.csv line {}", i + 1);
+        }
+        assert_eq!(got, exp, "{f}.csv");
+    }
+    let exp = std::fs::read_to_string(want.join("fec_timeline.csv.sha256")).unwrap();
+    assert_eq!(timeline, exp.trim(), "fec_timeline.csv");
+    assert_eq!(r.checks.len(), 5);
+    let _ = std::fs::remove_dir_all(&out);
+}
