@@ -2,14 +2,18 @@
 //!
 //! The JSON output (`--json`) is a contract other tools check: one object with at least
 //! mode, ber, loss, runs, complete_runs, delivered_bytes, goodput_bps, mean_delay_s,
-//! overhead_bytes, setup_delay_s (means over runs). See docs/simulator.md.
+//! overhead_bytes, setup_delay_s (means over runs), and retransmissions,
+//! spurious_retransmissions, wire_bytes_forward, wire_bytes_reverse, ceiling_bps,
+//! message_delay. See docs/simulator.md.
 
 use std::time::{Duration, Instant};
 
 use aerotp_link::{format_rate, parse_duration, parse_rate};
 use aerotp_proto::FecSetting;
-use aerotp_sim::{parse_size, run_many, Scenario, SimMode, Summary, Topology};
+use aerotp_sim::{parse_size, run_many, Scenario, SimMode, Summary, Topology, Workload};
 use anyhow::{bail, Context};
+
+use crate::link_flags::LinkFlags;
 
 /// Simulate file transfers over an impaired link in virtual time (deterministic: the same
 /// seed gives the same result).
@@ -19,18 +23,20 @@ pub struct Args {
     /// unreliable, datagram, or udp (plain UDP baseline).
     #[arg(long, value_parser = mode_arg)]
     mode: SimMode,
-    /// Bit-error rate of the impaired link (both directions), in [0, 1).
-    #[arg(long, value_parser = ber_arg)]
-    ber: f64,
-    /// Random packet loss probability of the impaired link (both directions), in [0, 1].
-    #[arg(long, default_value_t = 0.0, value_parser = loss_arg)]
-    loss: f64,
-    /// Rate of the impaired link and AeroTP's sending rate: 5mbit, 10Mbps, 2.4kbit.
-    #[arg(long, default_value = "5mbit", value_parser = rate_arg)]
-    rate: u64,
-    /// One-way propagation delay of the impaired link: 10ms, 0s, 1.5s.
-    #[arg(long, default_value = "10ms", value_parser = duration_arg)]
-    delay: Duration,
+    /// The network: a scenario file and/or link flags (every path's forward and reverse
+    /// link). `--rate` sets every link's rate and the sending rate.
+    #[command(flatten)]
+    link: LinkFlags,
+    /// AeroTP's sending rate (UDP's pacing rate). Default: `--rate` if given, else the sum of
+    /// the paths' forward rates (5mbit without a scenario).
+    #[arg(long, value_parser = rate_arg)]
+    send_rate: Option<u64>,
+    /// What the applications do: bulk (the file, default),
+    /// messages[,size=200,interval=100ms,count=100|duration=10s],
+    /// stream[,rate=1mbit,duration=10s,chunk=1000],
+    /// request-response[,request=200,response=2000,count=10,interval=1s].
+    #[arg(long, default_value = "bulk", value_parser = workload_arg)]
+    workload: Workload,
     /// File size: 1MB (= 1 000 000 bytes), 500kB, 1MiB, 4096.
     #[arg(long, default_value = "1MB", value_parser = size_arg)]
     size: usize,
@@ -86,27 +92,16 @@ fn runs_arg(s: &str) -> Result<usize, String> {
         Err(_) => Err(format!("'{s}' is not a number of runs")),
     }
 }
-fn ber_arg(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(b) if (0.0..1.0).contains(&b) => Ok(b),
-        Ok(b) => Err(format!("BER {b} is out of range: give a value in [0, 1)")),
-        Err(_) => Err(format!("'{s}' is not a number (e.g. 1e-5)")),
-    }
-}
-fn loss_arg(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
-        Ok(p) => Err(format!(
-            "loss {p} is out of range: give a probability in [0, 1]"
-        )),
-        Err(_) => Err(format!("'{s}' is not a number (e.g. 0.05)")),
-    }
+fn workload_arg(s: &str) -> Result<Workload, String> {
+    Workload::parse(s).map_err(|e| e.to_string())
 }
 
 impl Args {
-    fn scenario(&self) -> Scenario {
-        Scenario {
+    fn scenario(&self) -> anyhow::Result<Scenario> {
+        let network = self.link.network()?;
+        let mut s = Scenario {
             mode: self.mode,
+            network,
             size: self.size,
             mtu: self.mtu,
             fec: self.fec,
@@ -114,14 +109,14 @@ impl Args {
             topology: self.topology,
             cap: self.cap,
             timeline: false,
+            workload: self.workload.clone(),
             ..Scenario::default()
-        }
-        .with_rate(self.rate)
-        .with_links(|l| {
-            l.ber = self.ber;
-            l.loss = self.loss;
-            l.delay = self.delay;
-        })
+        };
+        s.rate_bps = self
+            .send_rate
+            .or(self.link.rate)
+            .unwrap_or_else(|| s.forward_rate_sum());
+        Ok(s)
     }
 }
 
@@ -143,13 +138,15 @@ fn table(sum: &Summary, wall: Duration) -> String {
         (
             "link",
             format!(
-                "{}, {} ms, BER {}, loss {}",
-                format_rate(sum.rate_bps),
+                "{} path(s); path 0 forward {} ms, BER {}, loss {}",
+                sum.paths,
                 sum.delay_s * 1e3,
                 sum.ber,
                 sum.loss
             ),
         ),
+        ("send rate", format_rate(sum.rate_bps)),
+        ("workload", sum.workload.clone()),
         ("file", format!("{} bytes, MTU {}", sum.size, sum.mtu)),
         (
             "fec",
@@ -181,12 +178,39 @@ fn table(sum: &Summary, wall: Duration) -> String {
                 sum.goodput.ci95 / 1e6
             ),
         ),
+        ("ceiling", format!("{:.3} Mb/s", sum.ceiling_bps / 1e6)),
         ("mean delay", fmt_opt(sum.mean_delay_s, 1e3, "ms")),
+        (
+            "message delay",
+            sum.message_delay.map_or_else(
+                || "-".into(),
+                |d| {
+                    format!(
+                        "p50 {:.3} ms, p90 {:.3}, p99 {:.3}, max {:.3} ({} messages, all runs)",
+                        d.p50 * 1e3,
+                        d.p90 * 1e3,
+                        d.p99 * 1e3,
+                        d.max * 1e3,
+                        d.n
+                    )
+                },
+            ),
+        ),
         ("setup delay", fmt_opt(sum.setup_delay_s, 1e3, "ms")),
         ("overhead", format!("{:.0} bytes", sum.overhead_bytes)),
         (
             "retransmissions",
-            format!("{:.1} TPDUs", sum.retransmissions),
+            format!(
+                "{:.1} TPDUs ({:.1} spurious)",
+                sum.retransmissions, sum.spurious_retransmissions
+            ),
+        ),
+        (
+            "wire bytes",
+            format!(
+                "{:.0} forward, {:.0} reverse",
+                sum.wire_bytes_forward, sum.wire_bytes_reverse
+            ),
         ),
         ("FEC-corrected", format!("{:.1} TPDUs", sum.tpdus_corrected)),
         ("lost", format!("{:.1} TPDUs", sum.tpdus_lost)),
@@ -198,7 +222,7 @@ fn table(sum: &Summary, wall: Duration) -> String {
 
 /// Runs the command; the text it prints is returned for tests.
 pub fn execute(args: &Args) -> anyhow::Result<String> {
-    let s = args.scenario();
+    let s = args.scenario()?;
     if let Err(e) = s.validate() {
         bail!("{e}");
     }
@@ -250,9 +274,27 @@ mod tests {
             "mean_delay_s",
             "overhead_bytes",
             "setup_delay_s",
+            "retransmissions",
+            "spurious_retransmissions",
+            "wire_bytes_forward",
+            "wire_bytes_reverse",
+            "ceiling_bps",
+            "message_delay",
+            "workload",
+            "paths",
         ] {
             assert!(v.get(k).is_some(), "missing {k}");
         }
+        let fwd = v["wire_bytes_forward"].as_f64().unwrap();
+        let rev = v["wire_bytes_reverse"].as_f64().unwrap();
+        assert!(fwd > 40_000.0 && rev > 0.0 && rev < fwd, "{v}");
+        // 5 Mb/s × 1476/1528 × (1 − 1e-5)^(8·1528).
+        let ceiling = 5e6 * 1476.0 / 1528.0 * (1.0f64 - 1e-5).powi(8 * 1528);
+        assert!(
+            (v["ceiling_bps"].as_f64().unwrap() - ceiling).abs() < 1.0,
+            "{v}"
+        );
+        assert!(v["message_delay"].is_null());
         assert_eq!(v["mode"], "reliable");
         assert_eq!(v["runs"], 2);
         assert_eq!(v["complete_runs"], 2);
@@ -262,7 +304,13 @@ mod tests {
 
     #[test]
     fn bad_flags_are_rejected() {
+        // --ber is optional now (default 0).
+        assert!(parse("--mode reliable").is_ok());
         for bad in [
+            "--mode reliable --workload telemetry",
+            "--mode reliable --reverse-delay soon",
+            "--mode reliable --burst good=2s",
+            "--mode reliable --send-rate 0",
             "--mode reliable --ber 1",
             "--mode reliable --ber -0.1",
             "--mode tcp --ber 0",
@@ -280,6 +328,53 @@ mod tests {
         let a = parse("--mode reliable --ber 0 --mack 400").unwrap();
         let e = execute(&a).unwrap_err().to_string();
         assert!(e.contains("MACK"), "{e}");
+    }
+
+    #[test]
+    fn scenario_file_flags_and_workloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("two.toml");
+        std::fs::write(
+            &file,
+            "[[path]]\nforward = { rate_bps = \"3mbit\", delay = \"10ms\" }\n\
+             [[path]]\nforward = { rate_bps = \"2mbit\", delay = \"30ms\" }\n\
+             reverse = { rate_bps = \"256kbit\" }\n",
+        )
+        .unwrap();
+        let f = file.display();
+        let json = |extra: &str| -> serde_json::Value {
+            let a = parse(&format!(
+                "--mode reliable --size 60kB --runs 2 --topology two-node --json {extra}"
+            ))
+            .unwrap();
+            serde_json::from_str(&execute(&a).unwrap()).unwrap()
+        };
+        // The sending rate defaults to the sum of the forward rates; --rate sets both.
+        let v = json(&format!("--scenario {f}"));
+        assert_eq!(v["paths"], 2);
+        assert_eq!(v["rate_bps"], 5_000_000);
+        assert_eq!(v["complete_runs"], 2, "{v}");
+        let v = json(&format!("--scenario {f} --rate 1mbit"));
+        assert_eq!(v["rate_bps"], 1_000_000);
+        let v = json(&format!("--scenario {f} --send-rate 4mbit --ber 1e-6"));
+        assert_eq!(v["rate_bps"], 4_000_000);
+        assert_eq!(v["ber"].as_f64(), Some(1e-6));
+        // A bad file names the file and the key.
+        std::fs::write(&file, "[[path]]\nforward = { ber = 2 }\n").unwrap();
+        let a = parse(&format!("--mode reliable --scenario {f}")).unwrap();
+        let e = execute(&a).unwrap_err().to_string();
+        assert!(
+            e.contains("two.toml") && e.contains("path[0].forward.ber"),
+            "{e}"
+        );
+        // Messages report delays per message; the reverse link's delay adds nothing to a
+        // one-way delay.
+        let v = json("--workload messages,size=100,interval=50ms,count=10 --reverse-delay 200ms");
+        assert_eq!(v["workload"], "messages,size=100,interval=50ms,count=10");
+        let d = &v["message_delay"];
+        assert_eq!(d["n"], 20);
+        let p50 = d["p50"].as_f64().unwrap();
+        assert!(p50 > 0.010 && p50 < 0.011, "{v}");
     }
 
     #[test]
