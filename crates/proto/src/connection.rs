@@ -820,7 +820,12 @@ impl Connection {
                 self.next_probe = Some(now + self.cfg.probe_interval);
             }
         } else {
-            if self.tx.on_timeout(now, self.rtt.rto()) > 0 {
+            let fired = if self.rtt.has_sample() {
+                self.tx.on_timeout(now, self.rtt.rto())
+            } else {
+                self.tx.on_timeout_before_sample(now, self.rtt.rto())
+            };
+            if fired > 0 {
                 self.rtt.on_timeouts(now);
             }
         }

@@ -73,7 +73,16 @@ impl RttEstimator {
             return;
         }
         self.last_backoff = Some(now);
-        self.backoff = (self.backoff * 2).min(2);
+        // Before any sample the timeout is a guess that may be far below the path's round
+        // trip (3 s one way): keep doubling (RFC 6298 §5.5) until the first acknowledgement.
+        // After one, at most one doubling (see `backoff`).
+        let cap = if self.srtt.is_none() { 64 } else { 2 };
+        self.backoff = (self.backoff * 2).min(cap);
+    }
+
+    /// Whether a round-trip sample has been taken.
+    pub fn has_sample(&self) -> bool {
+        self.srtt.is_some()
     }
 
     pub fn on_ack_latency(&mut self, sample: Duration) {

@@ -424,6 +424,7 @@ impl Sender {
             Some(Some(s)) if !s.acked => {
                 s.acked = true;
                 let tx = s.tx;
+                let once = s.sends == 1;
                 // Karn: a retransmitted TPDU's acknowledgement may answer any of its copies,
                 // so it gives no latency sample.
                 if s.sends == 1 {
@@ -436,7 +437,13 @@ impl Sender {
                 if self.fin_seq == Some(seq) {
                     self.fin_acked = true;
                 }
-                Some(tx)
+                // The same ambiguity for loss detection: if the original of a retransmitted
+                // TPDU is what arrived, counting the acknowledgement against the newest
+                // transmission would declare lost everything sent between the two (on a long
+                // path, a probe sent before the first sample made the whole first flight look
+                // lost). Only an unambiguous acknowledgement moves the newest-acknowledged
+                // transmission, as RFC 8985 ignores acknowledgements it cannot attribute.
+                once.then_some(tx)
             }
             _ => None,
         }
@@ -595,6 +602,39 @@ impl Sender {
                 n += 1;
             }
         }
+        self.stats.timeouts += n as u64;
+        n
+    }
+
+    /// Retransmission timeout before the first round-trip sample. The timeout then is a
+    /// guess (3 × the initial RTT), and on a long path it fires while the first flight is
+    /// still on its way: retransmitting every TPDU older than it (as `on_timeout` does) would
+    /// send the whole first flight twice (493 needless retransmissions for 10 MB over 600 ms
+    /// one way). So only the oldest unacknowledged TPDU is resent — a probe, as RFC 8985's
+    /// tail-loss probe and RFC 6298's backed-off first timeout do — and the other overdue
+    /// transmissions are re-armed from `now`; the caller backs the timeout off. The first
+    /// acknowledgement then gives a sample and the normal rules take over.
+    pub fn on_timeout_before_sample(&mut self, now: Duration, rto: Duration) -> usize {
+        while let Some(t) = self.flight.front().copied() {
+            if self.is_current_unacked(t) {
+                break;
+            }
+            self.flight.pop_front();
+        }
+        let Some(oldest) = self.flight.front().copied() else {
+            return 0;
+        };
+        if oldest.at + rto > now {
+            return 0;
+        }
+        self.flight.pop_front();
+        // One timer for the whole flight until the first sample: everything still in flight
+        // waits a full (backed-off) timeout from this probe, not from its own sending time,
+        // or the TPDUs would expire one by one, a TPDU time apart.
+        for t in self.flight.iter_mut() {
+            t.at = now;
+        }
+        let n = usize::from(self.queue_retx(oldest.seq));
         self.stats.timeouts += n as u64;
         n
     }
