@@ -491,30 +491,31 @@ fn experiment(
             set: Vec::new(),
         });
     }
+    // The quick tables are checked whether or not --quick is given, so they cannot rot.
     let mut grid_table = e.grid.clone();
-    if quick {
-        if let Some(q) = &e.quick {
-            for (k, v) in &q.grid {
-                if !grid_table.contains_key(k) {
-                    return Err(cx.err(
-                        format!("experiment[{i}].quick.grid.{k}"),
-                        format!(
-                            "is not a key of experiment[{i}].grid (give one of: {})",
-                            e.grid.keys().cloned().collect::<Vec<_>>().join(", ")
-                        ),
-                    ));
-                }
+    if let Some(q) = &e.quick {
+        for (k, v) in &q.grid {
+            if !e.grid.contains_key(k) {
+                return Err(cx.err(
+                    format!("experiment[{i}].quick.grid.{k}"),
+                    format!(
+                        "is not a key of experiment[{i}].grid (give one of: {})",
+                        e.grid.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+            if quick {
                 grid_table.insert(k.clone(), v.clone());
             }
-            if let Some(keep) = &q.series {
-                for n in keep {
-                    if !series.iter().any(|s| &s.name == n) {
-                        return Err(cx.err(
-                            format!("experiment[{i}].quick.series"),
-                            format!("names {n:?}, which is not a series of this experiment"),
-                        ));
-                    }
-                }
+        }
+        if let Some(keep) = &q.series {
+            if let Some(n) = keep.iter().find(|n| !series.iter().any(|s| &s.name == *n)) {
+                return Err(cx.err(
+                    format!("experiment[{i}].quick.series"),
+                    format!("names {n:?}, which is not a series of this experiment"),
+                ));
+            }
+            if quick {
                 series.retain(|s| keep.contains(&s.name));
             }
         }

@@ -213,3 +213,49 @@ fn the_quick_seeds_plan_writes_the_old_csvs_byte_for_byte() {
     assert_eq!(r.checks.len(), 5);
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Bad plans: nothing runs, and the error names the file, the key and what is accepted.
+#[test]
+fn bad_plans_name_the_file_the_key_and_what_is_accepted() {
+    let exp = "[[experiment]]\nname = \"a\"\nx = \"ber\"\n";
+    for (text, says) in [
+        ("runs = 0\n[[experiment]]\nname = \"a\"\nx = \"ber\"\ngrid = { ber = [0.0] }", "`runs` is 0; give 1 to 1000000"),
+        ("seed = 1", "`experiment` is missing"),
+        (&format!("{exp}grid = {{ ber = [0.0, 2.0] }}"), "`experiment[0].grid.ber[1]` = 2.0"),
+        (&format!("{exp}grid = {{ ber = [0.0] }}\nseires = 1"), "line 4: unknown field `seires`"),
+        ("[[experiment]]\nname = \"a\"\nx = \"bre\"\ngrid = { ber = [0.0] }", "`experiment[0].x` \"bre\" is not a key of experiment[0].grid (give one of: ber)"),
+        (&format!("{exp}grid = {{ ber = 0.0 }}"), "give a list of values"),
+        (&format!("{exp}grid = {{ ber = [] }}"), "is an empty list"),
+        (&format!("{exp}grid = {{ ber = [[1]] }}"), "a grid value must be a number"),
+        (&format!("{exp}grid = {{ ber = [0.0], mode = [\"tcp\"] }}"), "`experiment[0].grid.mode[0]`"),
+        (&format!("{exp}grid = {{ ber = [0.0] }}\nset = {{ colour = 1 }}"), "`experiment[0].set.colour`"),
+        (&format!("{exp}grid = {{ ber = [0.0] }}\norder = [\"ber\"]"), "must name `series` and every grid key"),
+        (&format!("{exp}grid = {{ ber = [0.0] }}\nquick = {{ grid = {{ loss = [0.0] }} }}"), "not a key of experiment[0].grid"),
+        (&format!("{exp}grid = {{ ber = [0.0] }}\n[[experiment.plot]]\nfile = \"a.png\"\ntitle = \"t\"\nx_label = \"x\"\ny_label = \"y\"\ny = \"goodput_bps/0\""), "`experiment[0].plot[0].y`"),
+        (&format!("{exp}grid = {{ ber = [0.0] }}\n[[experiment.table]]\ncell = \"{{goodput\"\nx_header = \"x\"\nx_format = \"{{x}}\""), "`experiment[0].table[0].cell`"),
+        (&format!("{exp}grid = {{ ber = [0.0] }}\n[[check]]\nkind = \"most\"\ntext = \"t\"\nexperiment = \"a\"\nmetric = \"x\"\nop = \">\"\nvalue = 1"), "`check[0].kind` \"most\" is not known: give every, best, point or compare"),
+        (&format!("{exp}grid = {{ ber = [0.0] }}\n[[check]]\nkind = \"every\"\ntext = \"t\"\nexperiment = \"a\"\nmetric = \"x\"\nop = \"~\"\nvalue = 1"), "`check[0].op`"),
+        (&format!("{exp}grid = {{ ber = [0.0] }}\n[[join]]\nexperiment = \"a\"\nfile = \"f.csv\"\nformat = \"iperf\"\nx = \"ber\""), "`join[0].format` \"iperf\" is not known: give ns3-tcp"),
+        ("network = \"absent.toml\"\n[[experiment]]\nname = \"a\"\nx = \"ber\"\ngrid = { ber = [0.0] }", "`network` = \"absent.toml\""),
+    ] {
+        let e = Plan::from_toml_str(text, Path::new("p.toml"), Path::new(""), false)
+            .and_then(|p| (0..p.len()).try_for_each(|i| p.scenario(&p.point(i)).map(|_| ())))
+            .expect_err(text)
+            .to_string();
+        assert!(e.starts_with("plan p.toml: "), "{e}");
+        assert!(e.contains(says), "{text}\n→ {e}");
+    }
+    // A point that is only wrong as a whole (the burst needs both sojourns) is found by
+    // the check of every point, before anything runs.
+    let text = format!("{exp}grid = {{ ber = [0.0] }}\nset = {{ \"burst.good_time\" = \"1s\" }}");
+    let plan = Plan::from_toml_str(&text, Path::new("p.toml"), Path::new(""), false).unwrap();
+    let out = tmp("bad");
+    let e = run_plan(&plan, &Options::new(out.clone()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`experiment[0]` point (series \"a\", ber = 0.0)"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}
