@@ -1,0 +1,374 @@
+//! pcapng captures of AeroTP datagrams, for Wireshark and `tshark` (docs/capture.md).
+//!
+//! Every datagram is written as an ordinary IP/UDP packet on an interface of link type RAW
+//! (101: the packet starts with the IP header, no Ethernet), with the IPv4 or IPv6 and UDP
+//! headers synthesized from the real (or, in the simulator, the simulated) addresses and
+//! ports, so Wireshark shows plain UDP and the AeroTP dissector (tools/wireshark/aerotp.lua)
+//! takes it from there. A capture has one or more interfaces ("sent", "arrived", ...): the
+//! drivers use them to put what an endpoint sent beside what arrived after the link, so a
+//! corrupted TPDU can be compared with its original.
+//!
+//! Timestamps are passed in (virtual time in the simulator, wall-clock time in the runtime):
+//! this crate reads no clock. Packets are streamed to disk through a fixed-size buffer, so a
+//! capture of any length costs bounded memory.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+use pcap_file::pcapng::blocks::interface_description::{
+    InterfaceDescriptionBlock, InterfaceDescriptionOption,
+};
+use pcap_file::pcapng::PcapNgWriter;
+use pcap_file::DataLink;
+
+/// Bytes of the write buffer: large enough that a fast transfer issues few system calls,
+/// small enough to be irrelevant next to the endpoint's own buffers.
+const BUFFER: usize = 256 * 1024;
+/// Largest UDP payload an IPv4 packet can carry (65535 − 20 − 8); the same bound is used for
+/// IPv6 so both families accept the same datagrams.
+pub const MAX_PAYLOAD: usize = 65_507;
+/// The snapshot length written in every interface description: whole packets.
+const SNAPLEN: u32 = 65_535;
+
+/// Why a capture could not be created or written. Every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("cannot create capture file {path}: {source}")]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write capture file {path}: {message}")]
+    Write { path: PathBuf, message: String },
+    #[error(
+        "capture file {path}: a datagram of {len} bytes cannot be written as one UDP packet \
+         (at most {MAX_PAYLOAD} bytes)"
+    )]
+    TooLong { path: PathBuf, len: usize },
+    #[error("capture file {path}: interface {iface} does not exist (the capture has {count})")]
+    NoInterface {
+        path: PathBuf,
+        iface: u32,
+        count: u32,
+    },
+}
+
+/// A pcapng file being written. Drop flushes on a best-effort basis; call [`Capture::finish`]
+/// to learn whether the last bytes reached the disk.
+pub struct Capture {
+    writer: PcapNgWriter<BufWriter<File>>,
+    path: PathBuf,
+    interfaces: u32,
+    /// The packet being assembled (IP + UDP + payload), reused so writing allocates nothing.
+    packet: Vec<u8>,
+    /// IPv4 identification, incremented per packet as a host would.
+    ip_id: u16,
+    packets: u64,
+}
+
+impl std::fmt::Debug for Capture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capture")
+            .field("path", &self.path)
+            .field("interfaces", &self.interfaces)
+            .field("packets", &self.packets)
+            .finish()
+    }
+}
+
+impl Capture {
+    /// Creates (truncates) `path` and writes the section header and one interface
+    /// description per name in `interfaces` (interface ids are their indexes). Fails before
+    /// anything else is started if the file cannot be created or written.
+    pub fn create(path: &Path, interfaces: &[&str]) -> Result<Capture, CaptureError> {
+        let file = File::create(path).map_err(|source| CaptureError::Create {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let werr = |e: pcap_file::PcapError| CaptureError::Write {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        let mut writer = PcapNgWriter::new(BufWriter::with_capacity(BUFFER, file)).map_err(werr)?;
+        for name in interfaces {
+            let idb = InterfaceDescriptionBlock {
+                linktype: DataLink::RAW,
+                snaplen: SNAPLEN,
+                options: vec![
+                    InterfaceDescriptionOption::IfName(Cow::Owned((*name).to_owned())),
+                    // pcap-file writes timestamps in nanoseconds: say so (10^-9).
+                    InterfaceDescriptionOption::IfTsResol(9),
+                ],
+            };
+            writer.write_pcapng_block(idb).map_err(werr)?;
+        }
+        let mut c = Capture {
+            writer,
+            path: path.to_path_buf(),
+            interfaces: interfaces.len() as u32,
+            packet: Vec::with_capacity(2048),
+            ip_id: 0,
+            packets: 0,
+        };
+        // Put the header on disk now, so an unwritable target (full disk) shows at start-up.
+        c.flush()?;
+        Ok(c)
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Packets written so far.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Writes `payload` as a UDP datagram from `src` to `dst` on interface `iface`, stamped
+    /// `at` (time since the Unix epoch for real captures, virtual time in the simulator).
+    pub fn write(
+        &mut self,
+        iface: u32,
+        at: Duration,
+        src: SocketAddr,
+        dst: SocketAddr,
+        payload: &[u8],
+    ) -> Result<(), CaptureError> {
+        if iface >= self.interfaces {
+            return Err(CaptureError::NoInterface {
+                path: self.path.clone(),
+                iface,
+                count: self.interfaces,
+            });
+        }
+        if payload.len() > MAX_PAYLOAD {
+            return Err(CaptureError::TooLong {
+                path: self.path.clone(),
+                len: payload.len(),
+            });
+        }
+        self.ip_id = self.ip_id.wrapping_add(1);
+        let mut packet = std::mem::take(&mut self.packet);
+        ip_udp_packet(src, dst, self.ip_id, payload, &mut packet);
+        let epb = EnhancedPacketBlock {
+            interface_id: iface,
+            timestamp: at,
+            original_len: packet.len() as u32,
+            data: Cow::Borrowed(&packet),
+            options: vec![],
+        };
+        let r = self.writer.write_pcapng_block(epb);
+        self.packet = packet;
+        r.map_err(|e| CaptureError::Write {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })?;
+        self.packets += 1;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), CaptureError> {
+        self.writer
+            .get_mut()
+            .flush()
+            .map_err(|e| CaptureError::Write {
+                path: self.path.clone(),
+                message: e.to_string(),
+            })
+    }
+
+    /// Flushes the buffer and returns the number of packets written.
+    pub fn finish(mut self) -> Result<u64, CaptureError> {
+        self.flush()?;
+        Ok(self.packets)
+    }
+}
+
+/// Replaces `out` with an IP/UDP packet carrying `payload` from `src` to `dst`: IPv4 when both
+/// addresses are IPv4, otherwise IPv6 (an IPv4 address then appears IPv4-mapped). Both the IPv4
+/// header checksum and the UDP checksum are filled in, so Wireshark's checks pass. The payload
+/// must be at most [`MAX_PAYLOAD`] bytes (longer lengths are clipped in the length fields).
+pub fn ip_udp_packet(
+    src: SocketAddr,
+    dst: SocketAddr,
+    ip_id: u16,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) {
+    out.clear();
+    let udp_len = (8 + payload.len()).min(usize::from(u16::MAX)) as u16;
+    match (src.ip(), dst.ip()) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let total = (20 + usize::from(udp_len)).min(usize::from(u16::MAX)) as u16;
+            out.extend_from_slice(&[0x45, 0]);
+            out.extend_from_slice(&total.to_be_bytes());
+            out.extend_from_slice(&ip_id.to_be_bytes());
+            out.extend_from_slice(&[0x40, 0]); // don't fragment
+            out.extend_from_slice(&[64, 17, 0, 0]); // TTL, UDP, checksum (below)
+            out.extend_from_slice(&s.octets());
+            out.extend_from_slice(&d.octets());
+            let c = !fold(sum(&out[..20], 0));
+            out[10..12].copy_from_slice(&c.to_be_bytes());
+            let pseudo = sum(&s.octets(), 0) + sum(&d.octets(), 0) + 17 + u32::from(udp_len);
+            push_udp(src.port(), dst.port(), udp_len, payload, pseudo, out);
+        }
+        (s, d) => {
+            let s = v6(s).octets();
+            let d = v6(d).octets();
+            out.extend_from_slice(&[0x60, 0, 0, 0]);
+            out.extend_from_slice(&udp_len.to_be_bytes());
+            out.extend_from_slice(&[17, 64]); // next header UDP, hop limit
+            out.extend_from_slice(&s);
+            out.extend_from_slice(&d);
+            let pseudo = sum(&s, 0) + sum(&d, 0) + 17 + u32::from(udp_len);
+            push_udp(src.port(), dst.port(), udp_len, payload, pseudo, out);
+        }
+    }
+}
+
+fn v6(a: IpAddr) -> Ipv6Addr {
+    match a {
+        IpAddr::V4(a) => a.to_ipv6_mapped(),
+        IpAddr::V6(a) => a,
+    }
+}
+
+fn push_udp(sport: u16, dport: u16, udp_len: u16, payload: &[u8], pseudo: u32, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&sport.to_be_bytes());
+    out.extend_from_slice(&dport.to_be_bytes());
+    out.extend_from_slice(&udp_len.to_be_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(payload);
+    let mut c = !fold(sum(&out[start..], pseudo));
+    // A computed 0 is sent as 0xFFFF (RFC 768): 0 means "no checksum".
+    if c == 0 {
+        c = 0xFFFF;
+    }
+    out[start + 6..start + 8].copy_from_slice(&c.to_be_bytes());
+}
+
+/// The ones'-complement sum of `data` as 16-bit big-endian words, added to `acc` unfolded.
+/// A u64 accumulator cannot overflow for any packet (65535 words of at most 0xFFFF).
+fn sum(data: &[u8], acc: u32) -> u32 {
+    let mut s = u64::from(acc);
+    let mut words = data.chunks_exact(2);
+    for w in &mut words {
+        s += u64::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    if let [last] = words.remainder() {
+        s += u64::from(*last) << 8;
+    }
+    while s > 0xFFFF_FFFF {
+        s = (s & 0xFFFF_FFFF) + (s >> 32);
+    }
+    s as u32
+}
+
+fn fold(mut s: u32) -> u16 {
+    while s > 0xFFFF {
+        s = (s & 0xFFFF) + (s >> 16);
+    }
+    s as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn ipv4_header_and_udp_checksums_verify() {
+        let mut p = Vec::new();
+        ip_udp_packet(a("10.0.0.1:9000"), a("10.0.0.2:7000"), 7, b"abc", &mut p);
+        assert_eq!(p.len(), 20 + 8 + 3);
+        assert_eq!(p[0], 0x45);
+        assert_eq!(u16::from_be_bytes([p[2], p[3]]), 31);
+        assert_eq!(&p[12..16], &[10, 0, 0, 1]);
+        assert_eq!(&p[16..20], &[10, 0, 0, 2]);
+        // A correct header sums to 0xFFFF.
+        assert_eq!(fold(sum(&p[..20], 0)), 0xFFFF);
+        assert_eq!(u16::from_be_bytes([p[20], p[21]]), 9000);
+        assert_eq!(u16::from_be_bytes([p[22], p[23]]), 7000);
+        assert_eq!(u16::from_be_bytes([p[24], p[25]]), 11);
+        let pseudo = sum(&p[12..20], 0) + 17 + 11;
+        assert_eq!(fold(sum(&p[20..], pseudo)), 0xFFFF);
+        assert_eq!(&p[28..], b"abc");
+    }
+
+    #[test]
+    fn ipv6_when_an_address_is_ipv6() {
+        let mut p = Vec::new();
+        ip_udp_packet(a("[::1]:1"), a("127.0.0.1:2"), 0, b"hello", &mut p);
+        assert_eq!(p[0] >> 4, 6);
+        assert_eq!(p.len(), 40 + 8 + 5);
+        assert_eq!(u16::from_be_bytes([p[4], p[5]]), 13);
+        let pseudo = sum(&p[8..40], 0) + 17 + 13;
+        assert_eq!(fold(sum(&p[40..], pseudo)), 0xFFFF);
+    }
+
+    #[test]
+    fn unwritable_path_is_an_error_naming_the_file() {
+        let e = Capture::create(Path::new("/nonexistent-dir/x.pcapng"), &["sent"]).unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains("/nonexistent-dir/x.pcapng"), "{m}");
+    }
+
+    #[test]
+    fn bad_interface_and_oversized_datagram_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.pcapng");
+        let mut c = Capture::create(&p, &["sent"]).unwrap();
+        let (s, d) = (a("10.0.0.1:1"), a("10.0.0.2:2"));
+        assert!(matches!(
+            c.write(1, Duration::ZERO, s, d, b"x"),
+            Err(CaptureError::NoInterface { .. })
+        ));
+        assert!(matches!(
+            c.write(0, Duration::ZERO, s, d, &vec![0; MAX_PAYLOAD + 1]),
+            Err(CaptureError::TooLong { .. })
+        ));
+        c.write(0, Duration::from_millis(1500), s, d, &vec![0; MAX_PAYLOAD])
+            .unwrap();
+        assert_eq!(c.finish().unwrap(), 1);
+    }
+
+    #[test]
+    fn file_reads_back_with_interfaces_timestamps_and_packets() {
+        use pcap_file::pcapng::{Block, PcapNgReader};
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.pcapng");
+        let mut c = Capture::create(&p, &["sent", "arrived"]).unwrap();
+        let (s, d) = (a("10.0.0.1:9000"), a("10.0.0.2:7000"));
+        c.write(0, Duration::from_micros(1_000_001), s, d, b"one")
+            .unwrap();
+        c.write(1, Duration::from_micros(2_500_000), d, s, b"two!")
+            .unwrap();
+        assert_eq!(c.finish().unwrap(), 2);
+        let mut r = PcapNgReader::new(File::open(&p).unwrap()).unwrap();
+        let mut got = Vec::new();
+        while let Some(b) = r.next_block() {
+            if let Block::EnhancedPacket(e) = b.unwrap() {
+                got.push((e.interface_id, e.timestamp, e.data.len()));
+            }
+        }
+        assert_eq!(
+            got,
+            vec![
+                (0, Duration::from_micros(1_000_001), 31),
+                (1, Duration::from_micros(2_500_000), 32)
+            ]
+        );
+        assert_eq!(r.interfaces().len(), 2);
+        assert_eq!(r.interfaces()[1].linktype, DataLink::RAW);
+    }
+}
