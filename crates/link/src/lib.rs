@@ -32,6 +32,7 @@ mod link;
 mod network;
 mod parse;
 mod path;
+mod seed;
 mod trace;
 
 pub use config::{
@@ -43,7 +44,8 @@ pub use link::{Delivery, DropReason, Link, LinkStats, LossReason, Offer};
 pub use network::{Network, PathSpec, ScenarioError, MAX_PATHS};
 pub use parse::{
     format_duration, format_rate, parse_burst, parse_duration, parse_outage, parse_random_outage,
-    parse_rate, OutageScope, BURST_FORMS, RANDOM_OUTAGE_FORMS,
+    parse_rate, parse_size, OutageScope, BURST_FORMS, RANDOM_OUTAGE_FORMS, SIZE_FORMS,
 };
 pub use path::Path;
+pub use seed::{mix_seed, splitmix64};
 pub use trace::{Trace, TraceRow};

@@ -103,6 +103,82 @@ pub fn parse_rate(input: &str) -> Result<u64, LinkError> {
         .map_err(|_| LinkError::parse("rate", input, "rate too large (above 2^64 bit/s)"))
 }
 
+/// The forms [`parse_size`] accepts, for error messages and help texts.
+pub const SIZE_FORMS: &str = "a whole number of bytes with an optional unit, case-insensitive: \
+                              B, k/kB (10^3), M/MB (10^6), G/GB (10^9), T/TB (10^12), KiB, MiB, \
+                              GiB, TiB (powers of 1024), e.g. 1MB, 1.5mb, 64KiB, 4096";
+
+/// Parses a byte size.
+///
+/// Accepted: a decimal number followed by an optional unit, case-insensitive: none or `B`
+/// (bytes), `k`/`kB`, `M`/`MB`, `G`/`GB`, `T`/`TB` (decimal: 10^3 … 10^12), `KiB`, `MiB`,
+/// `GiB`, `TiB` (binary: 2^10 … 2^40). `1MB` = `1mb` = 1 000 000 bytes, `1.5kB` = 1500,
+/// `1MiB` = 1 048 576. A size counts bytes, so bit units (`Mbit`, `Mb/s`) are unknown
+/// units, and the result must be a whole number of bytes from 1 to 2^64 − 1 (`0.5`, `1.0001kB`
+/// and `0` are refused, never rounded).
+pub fn parse_size(input: &str) -> Result<u64, LinkError> {
+    let s = input.trim();
+    let (num, unit) = split_number(s);
+    if num.is_empty() {
+        return Err(LinkError::parse(
+            "size",
+            input,
+            format!("no number; expected {SIZE_FORMS}"),
+        ));
+    }
+    let unit_t = unit.trim();
+    let scale: u128 = match unit_t.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "t" | "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => {
+            return Err(LinkError::parse(
+                "size",
+                input,
+                format!("unknown unit {unit_t:?}; expected {SIZE_FORMS}"),
+            ))
+        }
+    };
+    let malformed = || {
+        LinkError::parse(
+            "size",
+            input,
+            format!("malformed number; expected {SIZE_FORMS}"),
+        )
+    };
+    // Exactness: the value times the scale must be a whole number of bytes; scaled_decimal
+    // rounds, so compare with the value computed at a finer scale.
+    let frac_digits = num.split_once('.').map_or(0, |(_, f)| f.len());
+    let fine = 10u128
+        .checked_pow(frac_digits as u32)
+        .ok_or_else(malformed)?;
+    let exact = scale.checked_mul(fine).ok_or_else(malformed)?;
+    let bytes = scaled_decimal(num, scale).ok_or_else(malformed)?;
+    let fine_bytes = scaled_decimal(num, exact).ok_or_else(malformed)?;
+    if bytes.checked_mul(fine) != Some(fine_bytes) {
+        return Err(LinkError::parse(
+            "size",
+            input,
+            "not a whole number of bytes; give a size of at least 1 B",
+        ));
+    }
+    if bytes == 0 {
+        return Err(LinkError::parse(
+            "size",
+            input,
+            "the size must be at least 1 B",
+        ));
+    }
+    u64::try_from(bytes)
+        .map_err(|_| LinkError::parse("size", input, "size too large (above 2^64 - 1 bytes)"))
+}
+
 /// Parses a duration.
 ///
 /// Accepted: a decimal number followed by a unit: `ns`, `us` (or `µs`), `ms`, `s`, `min`,
@@ -744,5 +820,80 @@ mod tests {
                 "{s:?}"
             );
         }
+    }
+
+    #[test]
+    fn sizes_accepted_forms() {
+        let cases: &[(&str, u64)] = &[
+            ("4096", 4096),
+            ("1", 1),
+            ("1B", 1),
+            ("10b", 10),
+            ("1k", 1_000),
+            ("64kB", 64_000),
+            ("64KB", 64_000),
+            ("1MB", 1_000_000),
+            ("1mb", 1_000_000),
+            ("1M", 1_000_000),
+            ("1.5MB", 1_500_000),
+            ("1.5kB", 1_500),
+            ("0.5kB", 500),
+            (".5kB", 500),
+            ("2GB", 2_000_000_000),
+            ("1g", 1_000_000_000),
+            ("3TB", 3_000_000_000_000),
+            ("1KiB", 1024),
+            ("1kib", 1024),
+            ("1MiB", 1 << 20),
+            ("1.5MiB", 1_572_864),
+            ("1GiB", 1 << 30),
+            ("1TiB", 1 << 40),
+            ("  100 MB ", 100_000_000),
+            ("18446744073709551615", u64::MAX),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_size(text), Ok(*want), "{text}");
+        }
+    }
+
+    #[test]
+    fn sizes_refused_forms_name_input_and_forms() {
+        for bad in [
+            "",
+            "MB",
+            "0",
+            "0MB",
+            "0.0",
+            "0.5",
+            "1.0001kB",
+            "1.3B",
+            "-1",
+            "+1",
+            "1XB",
+            "1Mbit",
+            "1Mb/s",
+            "1 M B",
+            "1.2.3",
+            "1e6",
+            "abc",
+            "1mib2",
+            "18446744073709551616",
+            "99999999TB",
+        ] {
+            let e = parse_size(bad).expect_err(bad);
+            let text = e.to_string();
+            assert!(text.contains("size"), "{bad}: {text}");
+            assert!(text.contains(&format!("{bad:?}")), "{bad}: {text}");
+        }
+        let unit = parse_size("1XB").unwrap_err().to_string();
+        assert!(unit.contains("KiB") && unit.contains("MB"), "{unit}");
+        assert!(parse_size("0.5")
+            .unwrap_err()
+            .to_string()
+            .contains("whole number"));
+        assert!(parse_size("0")
+            .unwrap_err()
+            .to_string()
+            .contains("at least 1 B"));
     }
 }

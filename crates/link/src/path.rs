@@ -18,13 +18,10 @@ pub struct Path {
     hops: Vec<Link>,
 }
 
-/// Seed of hop `i`: the path seed mixed with the hop index (SplitMix64 finaliser), so that
-/// hops draw independent streams.
+/// Seed of hop `i`: output i + 1 of a SplitMix64 generator seeded with the path seed, so
+/// that hops draw independent streams.
 fn hop_seed(seed: u64, i: usize) -> u64 {
-    let mut z = seed.wrapping_add((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    crate::seed::splitmix64(seed, i as u64 + 1)
 }
 
 impl Path {
