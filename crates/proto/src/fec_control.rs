@@ -2,8 +2,8 @@
 //! bit-error rate the receiver reports.
 
 use crate::config::FecSetting;
-use aerotp_fec as fec;
-use aerotp_wire::{Mode, Report, OVERHEAD};
+use crate::fec_parity;
+use aerotp_wire::{Mode, Report};
 
 #[derive(Debug, Clone)]
 pub struct FecControl {
@@ -35,27 +35,25 @@ impl FecControl {
             current: 0,
             ber: initial_ber,
         };
-        c.current = match setting {
-            FecSetting::Off => 0,
-            FecSetting::Parity(p) => p,
-            FecSetting::Words(w) => fec::parity_for_words(w, mtu),
-            FecSetting::Auto => c.choose(initial_ber),
-        };
+        c.current = fec_parity::initial_parity(
+            setting,
+            mode,
+            mtu,
+            per_packet_overhead,
+            target,
+            initial_ber,
+        );
         c
     }
 
     fn choose(&self, ber: f64) -> u8 {
-        if ber <= 0.0 {
-            return 0;
-        }
-        match self.mode {
-            // Nothing repairs what FEC misses: hold residual loss under the target.
-            Mode::QuasiReliable | Mode::Unreliable | Mode::Datagram => {
-                fec::auto::parity_for_target(ber, self.mtu, self.target)
-            }
-            // Retransmission repairs the rest: maximise goodput.
-            _ => fec::auto::parity_for_goodput(ber, self.mtu, OVERHEAD + self.per_packet_overhead),
-        }
+        fec_parity::auto_parity(
+            self.mode,
+            ber,
+            self.mtu,
+            self.per_packet_overhead,
+            self.target,
+        )
     }
 
     /// Parity for the next TPDU.

@@ -8,6 +8,7 @@ mod config;
 mod connection;
 mod endpoint;
 mod fec_control;
+mod fec_parity;
 mod pacer;
 mod receiver;
 mod rtt;
@@ -21,6 +22,7 @@ pub use connection::{CloseOutcome, ConnectionStats, Role};
 pub use endpoint::{
     ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Transmit,
 };
+pub use fec_parity::{auto_parity, datagram_parity, initial_parity};
 pub use receiver::{Delivered, ReceiverStats};
 pub use sender::SenderStats;
 pub use state::{transition, Action, State, StateEvent};
