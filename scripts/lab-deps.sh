@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what `aerotp lab` and its tests use: iproute2 (`ip netns`, `ip addr`),
-# iputils-ping (ping inside the namespaces), curl and python3 (ad-hoc traffic).
+# iputils-ping (ping inside the namespaces), curl and python3 (ad-hoc traffic), and tshark
+# (the Wireshark dissector's test in crates/capture decodes the captures it writes).
 # Idempotent: installs only what is missing; needs root (or sudo) and apt-get.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ declare -A probe=(
     [iputils-ping]=ping
     [curl]=curl
     [python3]=python3
+    [tshark]=tshark
 )
 
 missing=()
@@ -19,7 +21,7 @@ for pkg in "${!probe[@]}"; do
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    echo "lab-deps: iproute2, iputils-ping, curl, python3 already present"
+    echo "lab-deps: iproute2, iputils-ping, curl, python3, tshark already present"
     exit 0
 fi
 
@@ -40,5 +42,8 @@ fi
 
 echo "lab-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# wireshark-common asks whether non-root users may capture: answer "no" ahead of time, so the
+# install never waits for input (the tests only read files).
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -190,6 +190,58 @@ impl Capture {
     }
 }
 
+/// Interface names of a simulator capture: id 0 is what the endpoints sent, id 1 what the
+/// link delivered.
+pub const SIM_INTERFACES: [&str; 2] = ["sent", "arrived"];
+
+/// The simulator's capture hook writing to a [`Capture`] with [`SIM_INTERFACES`], stamped in
+/// virtual time (t = 0 is the run's start). The hook cannot fail the run: the first write
+/// error is kept and returned by [`SimCapture::finish`], and nothing more is written after it.
+#[derive(Debug)]
+pub struct SimCapture {
+    cap: Capture,
+    error: Option<CaptureError>,
+}
+
+impl SimCapture {
+    pub fn create(path: &Path) -> Result<SimCapture, CaptureError> {
+        Ok(SimCapture {
+            cap: Capture::create(path, &SIM_INTERFACES)?,
+            error: None,
+        })
+    }
+
+    /// Flushes and returns the packets written, or the first error.
+    pub fn finish(self) -> Result<u64, CaptureError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => self.cap.finish(),
+        }
+    }
+}
+
+impl aerotp_sim::Tap for SimCapture {
+    fn datagram(
+        &mut self,
+        point: aerotp_sim::TapPoint,
+        at: Duration,
+        src: SocketAddr,
+        dst: SocketAddr,
+        bytes: &[u8],
+    ) {
+        if self.error.is_some() {
+            return;
+        }
+        let iface = match point {
+            aerotp_sim::TapPoint::Sent => 0,
+            aerotp_sim::TapPoint::Arrived => 1,
+        };
+        if let Err(e) = self.cap.write(iface, at, src, dst, bytes) {
+            self.error = Some(e);
+        }
+    }
+}
+
 /// Replaces `out` with an IP/UDP packet carrying `payload` from `src` to `dst`: IPv4 when both
 /// addresses are IPv4, otherwise IPv6 (an IPv4 address then appears IPv4-mapped). Both the IPv4
 /// header checksum and the UDP checksum are filled in, so Wireshark's checks pass. The payload

@@ -31,7 +31,7 @@ mod scenario;
 mod summary;
 mod workload;
 
-pub use run::{datagram_parity, mix_seed, run_once, RunResult};
+pub use run::{datagram_parity, mix_seed, run_once, run_once_tapped, RunResult, Tap, TapPoint};
 pub use scenario::{
     parse_size, Scenario, SimError, SimMode, Topology, ENGINE_KEYS, IP_UDP_OVERHEAD, LINK_KEY_FORMS,
 };

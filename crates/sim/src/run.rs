@@ -28,6 +28,27 @@ fn addr_receiver() -> SocketAddr {
     SocketAddr::from(([10, 0, 0, 2], 9000))
 }
 
+/// Where a capture hook saw a datagram: as an endpoint sent it (before the link) or as it
+/// arrived at the other endpoint (after the link: possibly corrupted, reordered or never).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TapPoint {
+    Sent,
+    Arrived,
+}
+
+/// A capture hook (`aerotp sim --pcap`): called with every datagram either endpoint sends and
+/// every datagram the link delivers, in virtual time. It cannot change the run: it sees copies.
+pub trait Tap {
+    fn datagram(
+        &mut self,
+        point: TapPoint,
+        at: Duration,
+        src: SocketAddr,
+        dst: SocketAddr,
+        bytes: &[u8],
+    );
+}
+
 /// SplitMix64 finaliser: independent seeds from one seed and a stream number.
 pub fn mix_seed(seed: u64, stream: u64) -> u64 {
     let mut z = seed ^ stream.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -130,9 +151,19 @@ fn close_name(o: &CloseOutcome) -> String {
 /// Runs one transfer with `seed`. The scenario must be valid (`Scenario::validate`).
 /// Same scenario + same seed = the same result, bit for bit.
 pub fn run_once(s: &Scenario, seed: u64) -> RunResult {
+    run_inner(s, seed, None)
+}
+
+/// [`run_once`] with a capture hook: the same result, and `tap` sees every datagram sent and
+/// every datagram delivered by the link.
+pub fn run_once_tapped(s: &Scenario, seed: u64, tap: &mut dyn Tap) -> RunResult {
+    run_inner(s, seed, Some(tap))
+}
+
+fn run_inner(s: &Scenario, seed: u64, tap: Option<&mut dyn Tap>) -> RunResult {
     match s.mode {
-        SimMode::Aero(Mode::Datagram) | SimMode::Udp => run_paced_datagrams(s, seed),
-        SimMode::Aero(_) => run_connection(s, seed),
+        SimMode::Aero(Mode::Datagram) | SimMode::Udp => run_paced_datagrams(s, seed, tap),
+        SimMode::Aero(_) => run_connection(s, seed, tap),
     }
 }
 
@@ -346,7 +377,7 @@ fn finish_common(r: &mut RunResult, first_send: Option<Duration>, last_delivery:
 }
 
 /// An AeroTP connection from the sender's endpoint to the receiver's listening endpoint.
-fn run_connection(s: &Scenario, seed: u64) -> RunResult {
+fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -> RunResult {
     let msgs = s.workload.messages(s.size);
     let total: usize = msgs.iter().map(|m| m.1).sum();
     let data = payload(total, mix_seed(seed, 0));
@@ -516,10 +547,28 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
                     retx_seen = retx;
                 }
             }
+            if let Some(tap) = tap.as_deref_mut() {
+                tap.datagram(
+                    TapPoint::Sent,
+                    now,
+                    addr_sender(),
+                    addr_receiver(),
+                    &buf[..t.len],
+                );
+            }
             net.send_fwd(now, buf.clone(), tag);
         }
         while let Some(t) = b.poll_transmit(now, &mut buf) {
             r.wire_bytes_reverse += (t.len + IP_UDP_OVERHEAD) as u64;
+            if let Some(tap) = tap.as_deref_mut() {
+                tap.datagram(
+                    TapPoint::Sent,
+                    now,
+                    addr_receiver(),
+                    addr_sender(),
+                    &buf[..t.len],
+                );
+            }
             net.send_rev(now, buf.clone());
         }
         if sender_close.is_some() && rx.closed_event {
@@ -555,9 +604,27 @@ fn run_connection(s: &Scenario, seed: u64) -> RunResult {
             {
                 copies.arrived_intact(seq, copy);
             }
+            if let Some(tap) = tap.as_deref_mut() {
+                tap.datagram(
+                    TapPoint::Arrived,
+                    now,
+                    addr_sender(),
+                    addr_receiver(),
+                    &d.packet,
+                );
+            }
             b.handle_datagram(now, addr_sender(), &d.packet);
         }
         while let Some(d) = net.recv_rev(now) {
+            if let Some(tap) = tap.as_deref_mut() {
+                tap.datagram(
+                    TapPoint::Arrived,
+                    now,
+                    addr_receiver(),
+                    addr_sender(),
+                    &d.packet,
+                );
+            }
             a.handle_datagram(now, addr_receiver(), &d.packet);
         }
         a.handle_timeout(now);
@@ -639,7 +706,7 @@ impl RxState {
 
 /// UDP baseline and AeroTP datagram mode: the application sends MTU-sized datagrams paced at
 /// the link rate (counting the 28 B IPv4/UDP header), no connection, no feedback.
-fn run_paced_datagrams(s: &Scenario, seed: u64) -> RunResult {
+fn run_paced_datagrams(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -> RunResult {
     let data = payload(s.size, mix_seed(seed, 0));
     let mut net = Net::new(s, seed);
     let mut r = result_base(seed);
@@ -677,6 +744,10 @@ fn run_paced_datagrams(s: &Scenario, seed: u64) -> RunResult {
                 net.send_fwd(now, buf.clone(), sent as u64);
                 t.len
             };
+            if let Some(tap) = tap.as_deref_mut() {
+                let bytes: &[u8] = if udp { chunks[sent] } else { &buf[..len] };
+                tap.datagram(TapPoint::Sent, now, addr_sender(), addr_receiver(), bytes);
+            }
             send_times.push(now);
             r.wire_bytes_forward += (len + IP_UDP_OVERHEAD) as u64;
             r.datagrams_sent += 1;
@@ -701,6 +772,15 @@ fn run_paced_datagrams(s: &Scenario, seed: u64) -> RunResult {
         now = next;
         while let Some(d) = net.recv_fwd(now) {
             let i = d.tag as usize;
+            if let Some(tap) = tap.as_deref_mut() {
+                tap.datagram(
+                    TapPoint::Arrived,
+                    now,
+                    addr_sender(),
+                    addr_receiver(),
+                    &d.packet,
+                );
+            }
             let ok = if udp {
                 d.packet == chunks[i]
             } else {

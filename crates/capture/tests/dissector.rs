@@ -1,0 +1,251 @@
+//! The Wireshark dissector (tools/wireshark/aerotp.lua) against captures the simulator writes:
+//! all seven modes, with bit errors so FEC parity, corrupted TPDUs, NACKs, SNACKs and
+//! retransmissions appear. tshark decodes each capture; every packet must be AeroTP, every
+//! TPDU type known, nothing malformed, and the dissector's header-check and CRC verdicts must
+//! equal the Rust parser's (crates/wire) on every packet, corrupted ones included. A capture
+//! with one header bit flipped must show a failed check; a TPDU on an unusual port must still
+//! be found (heuristic).
+//!
+//! Skipped, with the reason printed, only when tshark is not installed (scripts/lab-deps.sh
+//! installs it; CI runs it).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use aerotp_capture::{Capture, SimCapture};
+use aerotp_proto::Mode;
+use aerotp_sim::{run_once_tapped, Scenario, SimMode, Topology};
+use aerotp_wire::parse_tpdu;
+use pcap_file::pcapng::{Block, PcapNgReader};
+
+fn lua() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/aerotp.lua")
+}
+
+fn tshark_present() -> bool {
+    Command::new("tshark").arg("--version").output().is_ok()
+}
+
+/// One decoded packet: the fields the test reads, in the order of `FIELDS`.
+const FIELDS: [&str; 8] = [
+    "frame.interface_id",
+    "frame.protocols",
+    "aerotp.type",
+    "aerotp.hec.status",
+    "aerotp.crc.status",
+    "_ws.malformed",
+    "aerotp.analysis.retransmission",
+    "aerotp.fec.codewords",
+];
+
+fn tshark(file: &Path, extra: &[&str]) -> Vec<Vec<String>> {
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-X")
+        .arg(format!("lua_script:{}", lua().display()))
+        .arg("-r")
+        .arg(file)
+        .args(["-T", "fields", "-E", "separator=\t", "-E", "occurrence=a"]);
+    for f in FIELDS.iter().chain(extra) {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("tshark runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "tshark failed: {stderr}");
+    // A Lua error in the dissector is reported on stderr, not as a failure.
+    assert!(
+        !stderr.contains("Lua") && !stderr.contains("error"),
+        "tshark complained: {stderr}"
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').map(str::to_owned).collect())
+        .collect()
+}
+
+/// The UDP payloads of a capture, in order.
+fn payloads(file: &Path) -> Vec<Vec<u8>> {
+    let mut r = PcapNgReader::new(std::fs::File::open(file).unwrap()).unwrap();
+    let mut out = Vec::new();
+    while let Some(b) = r.next_block() {
+        if let Block::EnhancedPacket(e) = b.unwrap() {
+            let ihl = if e.data[0] >> 4 == 4 { 20 } else { 40 };
+            out.push(e.data[ihl + 8..].to_vec());
+        }
+    }
+    out
+}
+
+const KNOWN_TYPES: [&str; 12] = [
+    "DATA",
+    "DATA+ASYN",
+    "DATA+AFIN",
+    "DATA+ASYN+AFIN",
+    "ASYNACK",
+    "MACK",
+    "ACK",
+    "AFINACK",
+    "NACK",
+    "SNACK",
+    "RPT",
+    "RST",
+];
+
+/// Whether every part of a (possibly combined, "MACK+NACK") type is a known one.
+fn known(t: &str) -> bool {
+    KNOWN_TYPES.contains(&t)
+        || t.split('+')
+            .all(|p| KNOWN_TYPES.contains(&p) && !p.starts_with("DATA"))
+}
+
+#[test]
+fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
+    if !tshark_present() {
+        eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut types: BTreeSet<String> = BTreeSet::new();
+    let (mut retx, mut fec, mut corrupted) = (0usize, 0usize, 0usize);
+    let mut per_mode = BTreeMap::new();
+    for mode in Mode::ALL {
+        let mut s = Scenario {
+            mode: SimMode::Aero(mode),
+            size: 150_000,
+            topology: Topology::TwoNode,
+            ..Scenario::default()
+        };
+        // Enough bit errors that FEC, NACK/SNACK and retransmissions show in a small transfer.
+        s.set("ber", &toml::Value::Float(2e-5)).unwrap();
+        if mode == Mode::Unreliable || mode == Mode::Datagram {
+            s.set("fec", &toml::Value::String("p8".into())).unwrap();
+        }
+        s.validate().unwrap();
+        let file = dir.path().join(format!("{}.pcapng", mode.name()));
+        let mut cap = SimCapture::create(&file).unwrap();
+        let r = run_once_tapped(&s, 7, &mut cap);
+        let n = cap.finish().unwrap();
+        assert!(n > 0, "{mode}: nothing captured");
+        let rows = tshark(&file, &[]);
+        let data = payloads(&file);
+        assert_eq!(rows.len(), data.len(), "{mode}: tshark saw another count");
+        for (i, (row, bytes)) in rows.iter().zip(&data).enumerate() {
+            let frame = i + 1;
+            assert!(
+                row[1].contains("aerotp"),
+                "{mode} frame {frame}: not decoded as AeroTP: {row:?}"
+            );
+            assert!(row[5].is_empty(), "{mode} frame {frame}: malformed {row:?}");
+            let t = &row[2];
+            assert!(known(t), "{mode} frame {frame}: unknown type {t:?}");
+            // The dissector's verdicts equal the Rust parser's.
+            let parsed = parse_tpdu(bytes);
+            let hec_ok = !matches!(parsed, Err(aerotp_wire::WireError::HeaderCheck));
+            assert_eq!(row[3] == "good", hec_ok, "{mode} frame {frame}: {row:?}");
+            if let Ok(tp) = parsed {
+                assert_eq!(
+                    row[4] == "good",
+                    tp.body_ok,
+                    "{mode} frame {frame}: {row:?}"
+                );
+            }
+            // What an endpoint sent is intact.
+            if row[0] == "0" {
+                assert_eq!(row[3], "good", "{mode} frame {frame}: sent with bad HEC");
+                assert_eq!(row[4], "good", "{mode} frame {frame}: sent with bad CRC");
+            } else if row[3] != "good" || row[4] != "good" {
+                corrupted += 1;
+            }
+            if !row[6].is_empty() {
+                retx += 1;
+            }
+            if !row[7].is_empty() {
+                fec += 1;
+            }
+            types.insert(t.clone());
+        }
+        per_mode.insert(mode.name(), (n, r.retransmissions));
+    }
+    eprintln!("packets and engine retransmissions per mode: {per_mode:?}");
+    eprintln!("types seen: {types:?}; retransmissions marked {retx}, with FEC {fec}, corrupted arrivals {corrupted}");
+    for t in ["DATA", "DATA+ASYN", "ASYNACK", "MACK", "AFINACK", "RPT"] {
+        assert!(
+            types.iter().any(|x| x == t || x.split('+').any(|p| p == t)),
+            "no {t} in any capture: {types:?}"
+        );
+    }
+    assert!(
+        types
+            .iter()
+            .any(|x| x.contains("NACK") && !x.contains("SNACK")),
+        "no NACK in any capture: {types:?}"
+    );
+    assert!(
+        types.iter().any(|x| x.contains("SNACK")),
+        "no SNACK: {types:?}"
+    );
+    assert!(retx > 0, "no retransmission marked");
+    assert!(fec > 0, "no FEC parity decoded");
+    assert!(corrupted > 0, "no corrupted arrival at this BER");
+}
+
+#[test]
+fn a_flipped_header_bit_shows_a_failed_check_and_odd_ports_are_found() {
+    if !tshark_present() {
+        eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = Scenario {
+        mode: SimMode::Aero(Mode::Reliable),
+        size: 5_000,
+        topology: Topology::TwoNode,
+        ..Scenario::default()
+    };
+    let clean = dir.path().join("clean.pcapng");
+    let mut cap = SimCapture::create(&clean).unwrap();
+    run_once_tapped(&s, 1, &mut cap);
+    cap.finish().unwrap();
+    let first = payloads(&clean).remove(0);
+    let flipped = dir.path().join("flipped.pcapng");
+    let mut c = Capture::create(&flipped, &["sent"]).unwrap();
+    let a: SocketAddr = "10.0.0.1:9000".parse().unwrap();
+    let b: SocketAddr = "10.0.0.2:9000".parse().unwrap();
+    // Unassigned ports with no dissector of their own: only the heuristic can find these.
+    let (oa, ob): (SocketAddr, SocketAddr) = (
+        "10.0.0.1:47001".parse().unwrap(),
+        "10.0.0.2:47002".parse().unwrap(),
+    );
+    c.write(0, Duration::ZERO, a, b, &first).unwrap();
+    let mut bad = first.clone();
+    bad[7] ^= 0x08; // a sequence-number bit
+    c.write(0, Duration::from_millis(1), a, b, &bad).unwrap();
+    c.write(0, Duration::from_millis(2), oa, ob, &first)
+        .unwrap();
+    c.write(0, Duration::from_millis(3), oa, ob, &bad).unwrap();
+    c.finish().unwrap();
+    let rows = tshark(&flipped, &["_ws.expert.message"]);
+    assert_eq!(rows.len(), 4);
+    for (i, row) in rows.iter().enumerate() {
+        assert!(row[1].contains("aerotp"), "frame {}: {row:?}", i + 1);
+        let want = if i % 2 == 0 { "good" } else { "bad" };
+        assert_eq!(row[3], want, "frame {}: {row:?}", i + 1);
+        if i % 2 == 1 {
+            assert!(
+                row[8].contains("Header check failed"),
+                "frame {}: no expert info: {row:?}",
+                i + 1
+            );
+        }
+    }
+    // Plain UDP that is not AeroTP stays plain UDP on an odd port.
+    let other = dir.path().join("other.pcapng");
+    let mut c = Capture::create(&other, &["sent"]).unwrap();
+    c.write(0, Duration::ZERO, oa, ob, &[0x55; 64]).unwrap();
+    c.finish().unwrap();
+    let rows = tshark(&other, &[]);
+    assert!(!rows[0][1].contains("aerotp"), "{:?}", rows[0]);
+}
