@@ -1,0 +1,316 @@
+//! One connection as a byte stream: `AsyncRead`, `AsyncWrite`, close and finish.
+
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use aerotp_proto::ConnectionHandle;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
+
+use crate::driver::{Shared, Slot, State, UserRef};
+use crate::report::{outcome_error, Report};
+use crate::{CloseOutcome, ConnectionStats, Delivered, Mode};
+
+struct ConnInner {
+    user: UserRef,
+    h: ConnectionHandle,
+    remote: SocketAddr,
+    mode: Mode,
+    status: Arc<Notify>,
+}
+
+impl Drop for ConnInner {
+    fn drop(&mut self) {
+        let shared = &self.user.0;
+        let mut st = shared.lock();
+        let closed = match st.slots.get_mut(&self.h) {
+            Some(s) => {
+                s.detached = true;
+                s.outcome.is_some()
+            }
+            None => return,
+        };
+        if closed {
+            st.slots.remove(&self.h);
+            st.engine.release(self.h);
+        } else {
+            // Graceful: what was written still goes out; released when the close completes.
+            let _ = st.engine.close(self.h);
+        }
+        drop(st);
+        shared.wake.notify_one();
+    }
+}
+
+/// One AeroTP connection. `AsyncRead` reads the in-order byte stream (in lossy modes, what
+/// arrived); `AsyncWrite` queues bytes (`shutdown` = graceful close of our half). Clones share
+/// the connection; the last one dropped closes it gracefully. One task should read and one
+/// write at a time (a clone's waker replaces another's).
+#[derive(Clone)]
+pub struct Connection {
+    inner: Arc<ConnInner>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("handle", &self.inner.h)
+            .field("remote", &self.inner.remote)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    pub(crate) fn new(shared: &Arc<Shared>, h: ConnectionHandle, remote: SocketAddr) -> Connection {
+        let user = UserRef::new(shared);
+        let (status, mode) = {
+            let st = shared.lock();
+            let status = st
+                .slots
+                .get(&h)
+                .map_or_else(|| Arc::new(Notify::new()), |s| s.status.clone());
+            let mode = st.engine.connection(h).map_or(Mode::Reliable, |c| c.mode);
+            (status, mode)
+        };
+        Connection {
+            inner: Arc::new(ConnInner {
+                user,
+                h,
+                remote,
+                mode,
+                status,
+            }),
+        }
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.inner.user.0
+    }
+
+    pub fn remote_address(&self) -> SocketAddr {
+        self.inner.remote
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.inner.mode
+    }
+
+    pub fn handle(&self) -> ConnectionHandle {
+        self.inner.h
+    }
+
+    /// The engine's counters of this connection (see docs/stats.md).
+    pub fn stats(&self) -> ConnectionStats {
+        self.shared()
+            .lock()
+            .engine
+            .stats(self.inner.h)
+            .unwrap_or_default()
+    }
+
+    /// How the connection ended, if it has.
+    pub fn outcome(&self) -> Option<CloseOutcome> {
+        self.shared()
+            .lock()
+            .slots
+            .get(&self.inner.h)
+            .and_then(|s| s.outcome.clone())
+    }
+
+    /// Changes the sending rate (backpressure).
+    pub fn set_rate(&self, rate_bps: u64) {
+        let _ = self.shared().lock().engine.set_rate(self.inner.h, rate_bps);
+        self.shared().wake.notify_one();
+    }
+
+    /// Waits until a status condition holds (checked under the lock after every change).
+    async fn wait_status<T>(&self, mut f: impl FnMut(&Slot) -> Option<T>) -> T {
+        loop {
+            let notified = self.inner.status.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let st = self.shared().lock();
+                match st.slots.get(&self.inner.h) {
+                    Some(s) => {
+                        if let Some(t) = f(s) {
+                            return t;
+                        }
+                    }
+                    None => {
+                        let gone = Slot {
+                            outcome: Some(CloseOutcome::Aborted),
+                            ..Slot::new()
+                        };
+                        if let Some(t) = f(&gone) {
+                            return t;
+                        }
+                    }
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Waits until the peer has answered (`Ok`) or the connection ended first (`Err`).
+    pub async fn connected(&self) -> Result<(), CloseOutcome> {
+        self.wait_status(|s| {
+            if s.connected {
+                Some(Ok(()))
+            } else {
+                s.outcome.clone().map(Err)
+            }
+        })
+        .await
+    }
+
+    /// Waits for the end of the connection, without closing it.
+    pub async fn closed(&self) -> Report {
+        let outcome = self.wait_status(|s| s.outcome.clone()).await;
+        Report::new(self.inner.mode, outcome, self.stats())
+    }
+
+    /// No more data from us: the AFIN follows what was written. Returns at once.
+    pub fn close(&self) {
+        let _ = self.shared().lock().engine.close(self.inner.h);
+        self.shared().wake.notify_one();
+    }
+
+    /// Ends the connection at once with RST.
+    pub fn abort(&self, reason: &str) {
+        let _ = self.shared().lock().engine.abort(self.inner.h, reason);
+        self.shared().wake.notify_one();
+    }
+
+    /// Closes our half and waits until both halves are done; the report says whether the
+    /// mode's guarantee was met. (A receiver should read to EOF first.)
+    pub async fn finish(&self) -> Report {
+        self.close();
+        self.closed().await
+    }
+
+    /// The next delivered chunk with its TPDU number; `Ok(None)` at the end of the stream; an
+    /// error if the connection broke first.
+    pub async fn read_chunk(&self) -> io::Result<Option<Delivered>> {
+        poll_fn(|cx| self.poll_read_chunk(cx)).await
+    }
+
+    pub fn poll_read_chunk(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<Delivered>>> {
+        let shared = self.shared();
+        let mut st = shared.lock();
+        let h = self.inner.h;
+        if let Ok(Some(d)) = st.engine.read_chunk(h) {
+            drop(st);
+            shared.wake.notify_one();
+            return Poll::Ready(Ok(Some(d)));
+        }
+        self.poll_end(&mut st, cx).map(|r| r.map(|()| None))
+    }
+
+    /// Nothing is readable now: EOF, an error, or register the waker.
+    fn poll_end(&self, st: &mut State, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let h = self.inner.h;
+        if st.engine.at_eof(h) {
+            return Poll::Ready(Ok(()));
+        }
+        match st.slots.get_mut(&h) {
+            Some(s) => match &s.outcome {
+                Some(CloseOutcome::Finished { .. }) => Poll::Ready(Ok(())),
+                Some(o) => Poll::Ready(Err(outcome_error(o))),
+                None => {
+                    s.read_waker = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            },
+            None => Poll::Ready(Ok(())),
+        }
+    }
+
+    /// Bytes that `write` would take now.
+    pub fn writable(&self) -> usize {
+        self.shared().lock().engine.writable(self.inner.h)
+    }
+
+    fn poll_write_inner(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let shared = self.shared();
+        let mut st = shared.lock();
+        let h = self.inner.h;
+        let Some(slot) = st.slots.get(&h) else {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "connection released",
+            )));
+        };
+        if let Some(o) = &slot.outcome {
+            return Poll::Ready(Err(outcome_error(o)));
+        }
+        match st.engine.write(h, buf) {
+            Ok(0) => {
+                if let Some(s) = st.slots.get_mut(&h) {
+                    s.write_waker = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            Ok(n) => {
+                drop(st);
+                shared.wake.notify_one();
+                Poll::Ready(Ok(n))
+            }
+            Err(e) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                e.to_string(),
+            ))),
+        }
+    }
+}
+
+impl AsyncRead for Connection {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let shared = self.shared().clone();
+        let mut st = shared.lock();
+        let h = self.inner.h;
+        let n = st.engine.read(h, buf.initialize_unfilled()).unwrap_or(0);
+        if n > 0 {
+            buf.advance(n);
+            drop(st);
+            shared.wake.notify_one();
+            return Poll::Ready(Ok(()));
+        }
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        self.poll_end(&mut st, cx)
+    }
+}
+
+impl AsyncWrite for Connection {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_inner(cx, buf)
+    }
+
+    /// Data is in the engine's send queue: nothing to flush (use `finish` to wait for delivery).
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Graceful close of our sending half; returns at once.
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.close();
+        Poll::Ready(Ok(()))
+    }
+}

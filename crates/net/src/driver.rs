@@ -1,0 +1,284 @@
+//! The driver task: owns the UDP socket, feeds the engine arrivals and timeouts, sends what
+//! it offers, and hands its events to the application's handles through the shared state.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Waker;
+use std::time::Duration;
+
+use aerotp_proto as proto;
+use proto::{CloseOutcome, ConnectionHandle, Event};
+use tokio::net::UdpSocket;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::udp;
+use crate::BATCH;
+
+/// Most datagrams the driver reads from the socket per wake before serving timers again.
+const RECV_BATCH: usize = 256;
+/// After the last application handle is dropped, the longest the driver keeps serving
+/// connections that are still closing.
+const DRAIN_LIMIT: Duration = Duration::from_secs(15);
+
+pub(crate) struct Slot {
+    pub(crate) read_waker: Option<Waker>,
+    pub(crate) write_waker: Option<Waker>,
+    pub(crate) status: Arc<Notify>,
+    pub(crate) connected: bool,
+    pub(crate) outcome: Option<CloseOutcome>,
+    /// No application handle left: release as soon as closed.
+    pub(crate) detached: bool,
+}
+
+impl Slot {
+    pub(crate) fn new() -> Slot {
+        Slot {
+            read_waker: None,
+            write_waker: None,
+            status: Arc::new(Notify::new()),
+            connected: false,
+            outcome: None,
+            detached: false,
+        }
+    }
+}
+
+pub(crate) struct State {
+    pub(crate) engine: proto::Endpoint,
+    pub(crate) slots: HashMap<ConnectionHandle, Slot>,
+    pub(crate) incoming: VecDeque<ConnectionHandle>,
+    /// Application handles alive (endpoints and connections); 0 = the driver may stop.
+    pub(crate) users: usize,
+    pub(crate) driver_stopped: bool,
+    pub(crate) send_errors: u64,
+    pub(crate) recv_errors: u64,
+}
+
+impl State {
+    /// Hands the engine's events to the waiting tasks.
+    pub(crate) fn dispatch(&mut self, shared: &Shared) {
+        while let Some(e) = self.engine.poll_event() {
+            match e {
+                Event::Connected(h) => {
+                    if let Some(s) = self.slots.get_mut(&h) {
+                        s.connected = true;
+                        s.status.notify_waiters();
+                    }
+                }
+                Event::Accepted(h) => {
+                    let mut s = Slot::new();
+                    s.connected = true;
+                    self.slots.insert(h, s);
+                    self.incoming.push_back(h);
+                    shared.accept.notify_one();
+                }
+                Event::Readable(h) => {
+                    if let Some(w) = self.slots.get_mut(&h).and_then(|s| s.read_waker.take()) {
+                        w.wake();
+                    }
+                }
+                Event::Writable(h) => {
+                    if let Some(w) = self.slots.get_mut(&h).and_then(|s| s.write_waker.take()) {
+                        w.wake();
+                    }
+                }
+                Event::Closed(h, o) => {
+                    let release = match self.slots.get_mut(&h) {
+                        Some(s) => {
+                            s.outcome = Some(o);
+                            if let Some(w) = s.read_waker.take() {
+                                w.wake();
+                            }
+                            if let Some(w) = s.write_waker.take() {
+                                w.wake();
+                            }
+                            s.status.notify_waiters();
+                            s.detached
+                        }
+                        None => true,
+                    };
+                    if release {
+                        self.slots.remove(&h);
+                        self.engine.release(h);
+                    }
+                }
+                Event::Datagram => shared.datagram.notify_one(),
+            }
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+    /// Wakes the driver after the application changed something.
+    pub(crate) wake: Notify,
+    pub(crate) accept: Notify,
+    pub(crate) datagram: Notify,
+    pub(crate) epoch: Instant,
+    pub(crate) local_addr: SocketAddr,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves the engine in an unknown state; carry on with
+        // it rather than poisoning every handle (the engine's methods keep it consistent).
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+}
+
+/// Counts an application handle; the driver stops after the last one is gone and the
+/// remaining connections have closed (or after [`DRAIN_LIMIT`]).
+pub(crate) struct UserRef(pub(crate) Arc<Shared>);
+
+impl UserRef {
+    pub(crate) fn new(shared: &Arc<Shared>) -> UserRef {
+        shared.lock().users += 1;
+        UserRef(shared.clone())
+    }
+}
+
+impl Drop for UserRef {
+    fn drop(&mut self) {
+        self.0.lock().users -= 1;
+        self.0.wake.notify_one();
+    }
+}
+
+/// Sleeps until `t`, or forever.
+pub(crate) async fn sleep_until(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
+    let mut io = udp::UdpIo::new(socket, gso);
+    let mut rbuf = vec![0u8; udp::RECV_BUFFER];
+    let mut dgram: Vec<u8> = Vec::new();
+    let mut outbox = udp::Outbox::default();
+    let mut unused_since: Option<Instant> = None;
+    let mut idle_spins = 0u32;
+    loop {
+        let max_segments = io.max_segments();
+        let (deadline, more, stop) = {
+            let mut st = shared.lock();
+            let now = shared.now();
+            // What has arrived goes in before the timers run: after the thread was descheduled
+            // (a loaded machine), acknowledgements waiting in the socket must not be taken for
+            // losses by a retransmission timeout checked first.
+            receive(&io, &mut st, &mut rbuf, now);
+            st.engine.handle_timeout(now);
+            st.dispatch(&shared);
+            let mut more = false;
+            loop {
+                if outbox.datagrams >= BATCH {
+                    more = true;
+                    break;
+                }
+                match st.engine.poll_transmit(now, &mut dgram) {
+                    Some(t) => outbox.push(t.remote, &dgram, max_segments),
+                    None => break,
+                }
+            }
+            st.dispatch(&shared);
+            let deadline = st.engine.poll_timeout();
+            if st.users == 0 {
+                let since = *unused_since.get_or_insert_with(Instant::now);
+                // Detach what is left: released when it closes.
+                for s in st.slots.values_mut() {
+                    s.detached = true;
+                }
+                let stop = st.engine.connection_count() == 0 || since.elapsed() > DRAIN_LIMIT;
+                if stop {
+                    st.driver_stopped = true;
+                }
+                (deadline, more, stop)
+            } else {
+                (deadline, more, false)
+            }
+        };
+        let sent_any = !outbox.is_empty();
+        let trains = outbox.take();
+        for t in &trains {
+            let failed = io.send(t).await;
+            if failed > 0 {
+                shared.lock().send_errors += failed as u64;
+            }
+        }
+        outbox.recycle(trains);
+        if stop {
+            shared.accept.notify_waiters();
+            shared.datagram.notify_waiters();
+            break;
+        }
+        if more {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        // A deadline already past with nothing sent: the engine has nothing to do right now
+        // (e.g. window closed); do not spin on it.
+        let mut wake_at = deadline.map(|d| shared.epoch + d);
+        if let Some(t) = wake_at {
+            if t <= Instant::now() && !sent_any {
+                idle_spins += 1;
+                if idle_spins > 2 {
+                    wake_at = Some(Instant::now() + Duration::from_micros(500));
+                }
+            } else {
+                idle_spins = 0;
+            }
+        }
+        if unused_since.is_some() {
+            let limit = Instant::now() + Duration::from_millis(100);
+            wake_at = Some(wake_at.map_or(limit, |t| t.min(limit)));
+        }
+        tokio::select! {
+            // Arrivals first when several branches are ready (see `receive` above).
+            biased;
+            r = io.readable() => {
+                idle_spins = 0;
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "socket not readable");
+                    shared.lock().recv_errors += 1;
+                    continue;
+                }
+                let mut st = shared.lock();
+                let now = shared.now();
+                receive(&io, &mut st, &mut rbuf, now);
+            }
+            _ = sleep_until(wake_at) => {}
+            _ = shared.wake.notified() => {}
+        }
+    }
+}
+
+/// Feeds the engine what the socket holds without waiting, up to [`RECV_BATCH`] datagrams.
+/// Each read is one datagram or one GRO train of datagrams `stride` bytes long (the last may
+/// be shorter).
+pub(crate) fn receive(io: &udp::UdpIo, st: &mut State, rbuf: &mut [u8], now: Duration) {
+    let mut taken = 0;
+    while taken < RECV_BATCH {
+        match io.try_recv(rbuf) {
+            Ok((n, from, stride)) => {
+                for d in rbuf[..n].chunks(stride.max(1)) {
+                    st.engine.handle_datagram(now, from, d);
+                    taken += 1;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => {
+                tracing::debug!(error = %e, "recv failed");
+                st.recv_errors += 1;
+                taken += 1;
+            }
+        }
+    }
+}

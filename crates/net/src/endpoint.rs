@@ -1,0 +1,180 @@
+//! The application's handle on a UDP socket and its AeroTP engine: bind, listen, connect,
+//! accept, datagrams, statistics.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use aerotp_proto as proto;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::connection::Connection;
+use crate::driver::{drive, Shared, Slot, State, UserRef};
+use crate::socket::{udp_socket, zero_checksums};
+use crate::{ConnectionConfig, DatagramMsg, EndpointConfig, EndpointStats, Error};
+
+/// A UDP socket with its AeroTP endpoint and driver task. Cheap to clone.
+#[derive(Clone)]
+pub struct Endpoint {
+    user: Arc<UserRef>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("local_addr", &self.local_addr())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// Binds a UDP socket on `addr` (port 0 = any) and spawns the driver task. Must be called
+    /// within a tokio runtime.
+    pub fn bind(addr: SocketAddr, config: EndpointConfig) -> Result<Endpoint, Error> {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            ^ u64::from(std::process::id()).rotate_left(32);
+        Endpoint::bind_with_seed(addr, config, seed)
+    }
+
+    /// As [`Endpoint::bind`] with the engine's random seed given (connection tags, ports).
+    pub fn bind_with_seed(
+        addr: SocketAddr,
+        config: EndpointConfig,
+        seed: u64,
+    ) -> Result<Endpoint, Error> {
+        let socket = udp_socket(addr).map_err(|source| Error::Bind { addr, source })?;
+        let local_addr = socket
+            .local_addr()
+            .map_err(|source| Error::Bind { addr, source })?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                engine: proto::Endpoint::new(config, seed),
+                slots: HashMap::new(),
+                incoming: VecDeque::new(),
+                users: 0,
+                driver_stopped: false,
+                send_errors: 0,
+                recv_errors: 0,
+            }),
+            wake: Notify::new(),
+            accept: Notify::new(),
+            datagram: Notify::new(),
+            epoch: Instant::now(),
+            local_addr,
+        });
+        let user = Arc::new(UserRef::new(&shared));
+        tokio::spawn(drive(shared, socket, !zero_checksums(addr)));
+        Ok(Endpoint { user })
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.user.0
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared().local_addr
+    }
+
+    /// Accepts connections to AeroTP port `port` with `config`'s rate, buffers and timers (the
+    /// mode is the initiator's).
+    pub fn listen(&self, port: u16, config: ConnectionConfig) -> Result<(), Error> {
+        self.shared().lock().engine.listen(port, config)?;
+        Ok(())
+    }
+
+    /// Opens a connection to AeroTP port `port` at `remote`. Returns at once (opportunistic
+    /// set-up: data written now rides on the first TPDU); [`Connection::connected`] waits for
+    /// the peer's answer.
+    pub fn connect(
+        &self,
+        remote: SocketAddr,
+        port: u16,
+        config: ConnectionConfig,
+    ) -> Result<Connection, Error> {
+        let shared = self.shared();
+        let h = {
+            let mut st = shared.lock();
+            let now = shared.now();
+            let h = st.engine.connect(now, remote, port, config)?;
+            st.slots.insert(h, Slot::new());
+            h
+        };
+        shared.wake.notify_one();
+        Ok(Connection::new(shared, h, remote))
+    }
+
+    /// The next accepted connection; `None` if the driver has stopped.
+    pub async fn accept(&self) -> Option<Connection> {
+        let shared = self.shared();
+        loop {
+            let notified = shared.accept.notified();
+            {
+                let mut st = shared.lock();
+                if let Some(h) = st.incoming.pop_front() {
+                    let remote = st
+                        .engine
+                        .connection(h)
+                        .map(|c| c.remote)
+                        .unwrap_or(shared.local_addr);
+                    drop(st);
+                    return Some(Connection::new(shared, h, remote));
+                }
+                if st.driver_stopped {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Sends one datagram-mode message to AeroTP port `port` at `remote`, with `parity`
+    /// Reed–Solomon parity bytes per codeword (0 = none), within `mtu` bytes.
+    pub fn send_datagram(
+        &self,
+        remote: SocketAddr,
+        src_port: u16,
+        port: u16,
+        data: &[u8],
+        parity: u8,
+        mtu: usize,
+    ) -> Result<(), Error> {
+        self.shared()
+            .lock()
+            .engine
+            .send_datagram(remote, src_port, port, data, parity, mtu)?;
+        self.shared().wake.notify_one();
+        Ok(())
+    }
+
+    /// The next datagram-mode message received; `None` if the driver has stopped.
+    pub async fn recv_datagram(&self) -> Option<DatagramMsg> {
+        let shared = self.shared();
+        loop {
+            let notified = shared.datagram.notified();
+            {
+                let mut st = shared.lock();
+                if let Some(d) = st.engine.take_datagram() {
+                    return Some(d);
+                }
+                if st.driver_stopped {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Connections the engine holds (open, closing, or closed and not yet released).
+    pub fn connection_count(&self) -> usize {
+        self.shared().lock().engine.connection_count()
+    }
+
+    /// The engine's endpoint counters, plus socket errors (send, receive).
+    pub fn stats(&self) -> (EndpointStats, u64, u64) {
+        let st = self.shared().lock();
+        (st.engine.stats.clone(), st.send_errors, st.recv_errors)
+    }
+}
