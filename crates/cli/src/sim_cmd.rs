@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use aerotp_link::{format_rate, parse_duration, parse_rate};
 use aerotp_proto::FecSetting;
-use aerotp_sim::{parse_size, run_many, Scenario, SimMode, Summary, Topology, Workload};
+use aerotp_sim::{
+    parse_size, run_many, run_once_tapped, run_seed, Scenario, SimMode, Summary, Topology, Workload,
+};
 use anyhow::{bail, Context};
 
 use crate::link_flags::LinkFlags;
@@ -56,6 +58,11 @@ pub struct Args {
     /// Base seed; run i uses a seed derived from it.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Write a pcapng capture of run 0 (the first seed) to FILE: interface "sent" holds every
+    /// datagram either endpoint sent, "arrived" every datagram the link delivered, stamped in
+    /// virtual time (docs/capture.md). Run 0 is the same run as in the summary.
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<std::path::PathBuf>,
     /// two-node (one impaired link) or papers (10 Gb/s LAN - impaired link - 10 Gb/s LAN).
     #[arg(long, default_value = "papers", value_parser = topology_arg)]
     topology: Topology,
@@ -226,14 +233,38 @@ pub fn execute(args: &Args) -> anyhow::Result<String> {
     if let Err(e) = s.validate() {
         bail!("{e}");
     }
+    // Created before anything runs: an unwritable file stops the command at once.
+    let capture = match &args.pcap {
+        Some(p) => Some(aerotp_capture::SimCapture::create(p)?),
+        None => None,
+    };
     let t = Instant::now();
     let sum = run_many(&s, args.runs, args.seed).context("simulation")?;
     let wall = t.elapsed();
-    Ok(if args.json {
+    let mut out = if args.json {
         format!("{}\n", to_json(&sum, wall))
     } else {
         table(&sum, wall)
-    })
+    };
+    if let Some(mut cap) = capture {
+        // Run 0 again with the hook: same scenario and seed, so the same run, bit for bit.
+        run_once_tapped(&s, run_seed(args.seed, 0), &mut cap);
+        let n = cap.finish()?;
+        let line = format!(
+            "capture {}: {n} packets (run 0, seed {})\n",
+            args.pcap
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string()),
+            run_seed(args.seed, 0)
+        );
+        // The JSON output stays one object on stdout; the capture line goes to stderr then.
+        if args.json {
+            eprint!("{line}");
+        } else {
+            out.push_str(&line);
+        }
+    }
+    Ok(out)
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
