@@ -23,7 +23,6 @@ use std::time::Duration;
 
 use aerotp_link::{Link, LinkConfig, LinkError, LinkStats};
 use serde::Serialize;
-use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -33,9 +32,6 @@ use tokio::time::{Instant, MissedTickBehavior};
 const MAX_DATAGRAM: usize = 65_535;
 /// Bound of the channel carrying server replies from per-client reader tasks.
 const REPLY_CHANNEL: usize = 1024;
-/// Socket buffer size requested (best effort) so bursts are not lost in the kernel
-/// before they reach the model's own bounded queue.
-const SOCKET_BUFFER: usize = 4 << 20;
 
 /// Configuration of [`run_relay`].
 #[derive(Debug, Clone)]
@@ -73,10 +69,7 @@ pub fn path_seed(seed: u64, index: usize) -> u64 {
     if index == 0 {
         return seed;
     }
-    let mut z = seed.wrapping_add((index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    aerotp_link::splitmix64(seed, index as u64)
 }
 
 /// Seed of the shared random-outage schedule of the path whose seed is `path_seed`.
@@ -155,58 +148,20 @@ pub enum RelayError {
     },
 }
 
-/// Sets `SO_NO_CHECK` (send IPv4 UDP with checksum 0) so that payloads corrupted by the
-/// model are still delivered to the peer application on a real network instead of being
-/// dropped by its kernel. Written by hand: socket2 does not expose this Linux option.
-#[cfg(target_os = "linux")]
-fn set_no_check(socket: &Socket) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let one: libc::c_int = 1;
-    // SAFETY: the fd is a valid open socket owned by `socket` for the duration of the
-    // call; the option value points to a live c_int and its exact size is passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_NO_CHECK,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn set_no_check(_socket: &Socket) -> io::Result<()> {
-    Ok(())
-}
-
-/// A non-blocking UDP socket bound to `bind`, with `SO_NO_CHECK` on IPv4, optionally
-/// connected to `connect`.
+/// A relay socket from the runtime's one set-up ([`aerotp_net::socket::open`]): non-blocking,
+/// large buffers, `SO_NO_CHECK` on non-loopback IPv4 so that payloads corrupted by the model
+/// are still delivered to the peer application on a real network instead of being dropped by
+/// its kernel; connected to `connect` if given. `what` names the socket in the error.
 fn udp_socket(
     bind: SocketAddr,
     connect: Option<SocketAddr>,
     what: &'static str,
 ) -> Result<UdpSocket, RelayError> {
-    let err = |what, addr| move |source| RelayError::Socket { what, addr, source };
-    let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))
-        .map_err(err(what, bind))?;
-    if bind.is_ipv4() {
-        set_no_check(&socket).map_err(err("setting SO_NO_CHECK", bind))?;
-    }
-    // Best effort: a smaller buffer only means earlier kernel drops under bursts.
-    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
-    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
-    socket.set_nonblocking(true).map_err(err(what, bind))?;
-    socket.bind(&bind.into()).map_err(err(what, bind))?;
-    if let Some(to) = connect {
-        socket.connect(&to.into()).map_err(err(what, to))?;
-    }
-    UdpSocket::from_std(socket.into()).map_err(err(what, bind))
+    aerotp_net::socket::open(bind, connect).map_err(|e| RelayError::Socket {
+        what,
+        addr: e.addr,
+        source: io::Error::new(e.source.kind(), format!("{}: {}", e.op, e.source)),
+    })
 }
 
 struct Client {

@@ -54,6 +54,12 @@ mod tests {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
+    fn old_emu_path_seed(seed: u64, index: usize) -> u64 {
+        let mut z = seed.wrapping_add((index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
     fn old_gw_splitmix(x: u64) -> u64 {
         let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -71,6 +77,7 @@ mod tests {
             }
             for i in 0..8usize {
                 assert_eq!(splitmix64(seed, i as u64 + 1), old_path_hop_seed(seed, i));
+                assert_eq!(splitmix64(seed, i as u64), old_emu_path_seed(seed, i));
             }
             assert_eq!(splitmix64(seed, 1), old_gw_splitmix(seed));
         }
