@@ -95,35 +95,10 @@ pub fn mtu_arg(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
-/// Parses sizes such as `1GB`, `100MB`, `64kB`, `1000` (bytes; decimal units, `KiB`… binary).
+/// Parses a size by the workspace's one rule ([`aerotp_link::parse_size`]): `1GB`, `100mb`,
+/// `64KiB`, `4096` (bytes; decimal units, `KiB`… binary, whole bytes of at least 1).
 pub fn size_arg(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size; give e.g. 1GB, 100MB, 64kB"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => {
-            return Err(format!(
-                "unknown size unit in '{s}'; use B, kB, MB, GB, KiB, MiB or GiB"
-            ))
-        }
-    };
-    let n = v * mult;
-    if !(n.is_finite() && (1.0..=1e13).contains(&n)) {
-        return Err(format!("size '{s}' out of range (1 B to 10 TB)"));
-    }
-    Ok(n as u64)
+    aerotp_link::parse_size(s).map_err(|e| e.to_string())
 }
 
 /// The file header a sender puts before the file's bytes (docs/runtime.md §File header):
@@ -324,7 +299,10 @@ mod tests {
     fn flags_validate() {
         assert_eq!(size_arg("1GB"), Ok(1_000_000_000));
         assert_eq!(size_arg("64KiB"), Ok(65536));
-        assert!(size_arg("1XB").is_err());
+        assert_eq!(size_arg("1mb"), Ok(1_000_000));
+        let e = size_arg("1XB").unwrap_err();
+        assert!(e.contains("\"1XB\"") && e.contains("KiB"), "{e}");
+        assert!(size_arg("0").is_err());
         assert!(ber_arg("1").is_err() && ber_arg("-1e-5").is_err() && ber_arg("1e-4").is_ok());
         assert!(mode_arg("datagram").is_err() && mode_arg("nope").is_err());
         assert!(mack_arg("0").is_err() && mack_arg("366").is_err());

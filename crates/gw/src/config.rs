@@ -138,30 +138,10 @@ pub struct Settings {
     pub fec: aerotp_net::FecSetting,
 }
 
-pub fn parse_size(s: &str) -> Result<u64> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .with_context(|| format!("'{s}' is not a size"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "kib" => 1024.0,
-        "mib" => 1048576.0,
-        "gib" => 1073741824.0,
-        _ => bail!("unknown size unit in '{s}'"),
-    };
-    let n = v * mult;
-    if !(n.is_finite() && n >= 1.0) {
-        bail!("size '{s}' out of range");
-    }
-    Ok(n as u64)
+/// A size setting by the workspace's one rule ([`aerotp_link::parse_size`]); the error names
+/// the key.
+fn size(key: &str, s: &str) -> Result<u64> {
+    aerotp_link::parse_size(s).map_err(|e| anyhow::anyhow!("{key}: {e}"))
 }
 
 fn addr(s: &str, what: &str) -> Result<SocketAddr> {
@@ -258,8 +238,11 @@ impl FileConfig {
             rate,
             mtu: self.mtu.unwrap_or(1400),
             store: self.store.clone(),
-            store_capacity: parse_size(self.store_capacity.as_deref().unwrap_or("256MB"))?,
-            window: parse_size(self.window.as_deref().unwrap_or("256KiB"))?,
+            store_capacity: size(
+                "store_capacity",
+                self.store_capacity.as_deref().unwrap_or("256MB"),
+            )?,
+            window: size("window", self.window.as_deref().unwrap_or("256KiB"))?,
             metrics: self
                 .metrics
                 .as_deref()
@@ -351,5 +334,30 @@ mod tests {
         };
         let e = format!("{:#}", bad.settings().unwrap_err());
         assert!(e.contains("not offered for Tcp flows"), "{e}");
+    }
+
+    #[test]
+    fn sizes_follow_the_shared_rule_and_errors_name_the_key() {
+        let c = FileConfig {
+            store_capacity: Some("1mb".into()),
+            window: Some("64KiB".into()),
+            ..Default::default()
+        };
+        let s = c.settings().unwrap();
+        assert_eq!((s.store_capacity, s.window), (1_000_000, 65_536));
+        for (key, bad) in [
+            ("store_capacity", "0"),
+            ("window", "1.5B"),
+            ("window", "8Mbit"),
+        ] {
+            let mut c = FileConfig::default();
+            if key == "window" {
+                c.window = Some(bad.into());
+            } else {
+                c.store_capacity = Some(bad.into());
+            }
+            let e = format!("{:#}", c.settings().unwrap_err());
+            assert!(e.contains(key) && e.contains(bad), "{e}");
+        }
     }
 }

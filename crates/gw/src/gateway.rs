@@ -115,11 +115,8 @@ fn new_flow_id() -> u64 {
     let x = t
         ^ (u64::from(std::process::id()) << 40)
         ^ N.fetch_add(1, Ordering::Relaxed).rotate_left(20);
-    // splitmix64 finaliser
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    // Spread the time, pid and counter bits over all 64 bits.
+    aerotp_link::splitmix64(x, 1)
 }
 
 fn fid(id: u64) -> String {

@@ -27,7 +27,6 @@ use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 4] = b"AGWP";
 const SLOT: usize = 64;
-const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 
 /// Flag: the ingress's FIN was delivered (the destination's write half was shut).
 pub const IN_FIN: u8 = 1;
@@ -55,7 +54,7 @@ impl Progress {
         b[12..20].copy_from_slice(&self.intent.to_be_bytes());
         b[20..28].copy_from_slice(&self.written.to_be_bytes());
         b[28] = self.flags;
-        let c = CRC.checksum(&b[..SLOT - 4]);
+        let c = aerotp_wire::crc32c(&b[..SLOT - 4]);
         b[SLOT - 4..].copy_from_slice(&c.to_be_bytes());
         b
     }
@@ -65,7 +64,7 @@ impl Progress {
             return None;
         }
         let c = u32::from_be_bytes(b[SLOT - 4..SLOT].try_into().ok()?);
-        if CRC.checksum(&b[..SLOT - 4]) != c {
+        if aerotp_wire::crc32c(&b[..SLOT - 4]) != c {
             return None;
         }
         let u = |i: usize| u64::from_be_bytes(b[i..i + 8].try_into().expect("8 bytes"));

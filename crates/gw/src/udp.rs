@@ -19,14 +19,6 @@ use crate::policer::Policer;
 const MAX_PEERS: usize = 4096;
 const FIRST_PORT: u16 = 1024;
 
-fn parity(f: aerotp_net::FecSetting) -> u8 {
-    match f {
-        aerotp_net::FecSetting::Off => 0,
-        aerotp_net::FecSetting::Parity(p) => p,
-        _ => 8,
-    }
-}
-
 /// Receives the next datagram on a gateway's UDP socket. An ICMP error (port unreachable
 /// after we sent to a client that went away) is reported by the kernel to the next receive,
 /// once: it is skipped. Any other error is logged and retried after a pause, so a socket that
@@ -116,8 +108,15 @@ pub async fn start_ingress(gw: Arc<Gateway>, route: Route, peer: SocketAddr) -> 
         v.len() - 1
     };
     let dest = route.dest.as_bytes()[..route.dest.len().min(255)].to_vec();
-    let par = parity(route.fec);
     let mtu = gw.settings.mtu;
+    // The engine's rule for a datagram: no feedback, so `auto` is the strength for the
+    // engine's initial BER assumption and target loss, `words` the parity for that many
+    // codewords per MTU.
+    let par = aerotp_net::datagram_parity(
+        route.fec,
+        mtu,
+        &aerotp_net::ConnectionConfig::with_mode(aerotp_net::Mode::Datagram),
+    );
     let class = route.class;
     tokio::spawn(async move {
         let mut buf = vec![0u8; 65_536];

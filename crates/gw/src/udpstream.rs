@@ -40,10 +40,9 @@ const K_HELLO_ACK: u8 = 2;
 const HELLO_REPEAT: Duration = Duration::from_millis(200);
 /// A flow with no datagram either way for this long is closed.
 const FLOW_IDLE: Duration = Duration::from_secs(120);
-const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 
 fn header_check(h: &[u8]) -> u16 {
-    CRC.checksum(&h[..8]) as u16
+    aerotp_wire::crc32c(&h[..8]) as u16
 }
 
 /// Appends one frame to `out`.
@@ -56,7 +55,7 @@ pub fn encode(kind: u8, seq: u32, payload: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&seq.to_be_bytes());
     let hc = header_check(&out[start..]);
     out.extend_from_slice(&hc.to_be_bytes());
-    out.extend_from_slice(&CRC.checksum(&payload[..usize::from(len)]).to_be_bytes());
+    out.extend_from_slice(&aerotp_wire::crc32c(&payload[..usize::from(len)]).to_be_bytes());
     out.extend_from_slice(&payload[..usize::from(len)]);
 }
 
@@ -106,7 +105,7 @@ impl Deframer {
             }
             let payload: Vec<u8> = self.buf.range(HEADER..HEADER + len).copied().collect();
             let crc = u32::from_be_bytes([h[10], h[11], h[12], h[13]]);
-            if CRC.checksum(&payload) != crc {
+            if aerotp_wire::crc32c(&payload) != crc {
                 self.skipped += 1;
                 self.buf.pop_front();
                 continue;

@@ -21,8 +21,6 @@ pub const TRAILER: usize = 4;
 /// Smallest usable block.
 pub const MIN_BLOCK: usize = HEADER + TRAILER + 4;
 
-const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
-
 /// The shared time origin of a transfer.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
@@ -97,7 +95,7 @@ pub fn encode(index: u32, sent_ns: u64, out: &mut [u8]) {
     out[4..8].copy_from_slice(&index.to_le_bytes());
     out[8..16].copy_from_slice(&sent_ns.to_le_bytes());
     fill(index, &mut out[HEADER..n - TRAILER]);
-    let crc = CRC.checksum(&out[..n - TRAILER]);
+    let crc = aerotp_wire::crc32c(&out[..n - TRAILER]);
     out[n - TRAILER..].copy_from_slice(&crc.to_le_bytes());
 }
 
@@ -108,7 +106,7 @@ pub fn decode(b: &[u8]) -> Option<(u32, u64)> {
         return None;
     }
     let crc = u32::from_le_bytes(b[n - TRAILER..].try_into().ok()?);
-    if CRC.checksum(&b[..n - TRAILER]) != crc {
+    if aerotp_wire::crc32c(&b[..n - TRAILER]) != crc {
         return None;
     }
     let index = u32::from_le_bytes(b[4..8].try_into().ok()?);

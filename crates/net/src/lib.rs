@@ -36,8 +36,8 @@ mod udp;
 pub use connection::Connection;
 pub use endpoint::Endpoint;
 pub use proto::{
-    CloseOutcome, ConnectionConfig, ConnectionStats, DatagramMsg, Delivered, EndpointConfig,
-    EndpointStats, FecSetting, Mode,
+    datagram_parity, CloseOutcome, ConnectionConfig, ConnectionStats, DatagramMsg, Delivered,
+    EndpointConfig, EndpointStats, FecSetting, Mode,
 };
 pub use report::{outcome_error, Report};
 pub use socket::{udp_socket, zero_checksums};

@@ -137,39 +137,15 @@ impl fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
-/// Parses a byte size: a number with an optional decimal (kB, MB, GB) or binary (KiB, MiB,
-/// GiB) unit, or B. `1MB` = 1 000 000 bytes.
+/// Parses a byte size by the workspace's one rule ([`aerotp_link::parse_size`]: `1MB` = `1mb`
+/// = 1 000 000 bytes, `KiB`… binary, whole bytes of at least 1).
 pub fn parse_size(input: &str) -> Result<usize, SimError> {
-    let s = input.trim();
-    let bad = |why: &str| {
+    let bytes = aerotp_link::parse_size(input).map_err(|e| SimError::Parse(e.to_string()))?;
+    usize::try_from(bytes).map_err(|_| {
         SimError::Parse(format!(
-            "cannot parse size {input:?}: {why} (give e.g. 1MB, 500kB, 1MiB, 4096)"
+            "cannot parse size {input:?}: above this machine's address space"
         ))
-    };
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num.parse().map_err(|_| bad("no number"))?;
-    let mult: f64 = match unit.trim() {
-        "" | "B" | "b" => 1.0,
-        "kB" | "KB" | "k" | "K" => 1e3,
-        "MB" | "M" => 1e6,
-        "GB" | "G" => 1e9,
-        "KiB" => 1024.0,
-        "MiB" => 1024.0 * 1024.0,
-        "GiB" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(bad("unknown unit")),
-    };
-    let bytes = value * mult;
-    if !bytes.is_finite() || bytes.fract() != 0.0 || bytes > 1e12 {
-        return Err(bad("not a whole number of bytes"));
-    }
-    let bytes = bytes as usize;
-    if bytes == 0 {
-        return Err(SimError::Size);
-    }
-    Ok(bytes)
+    })
 }
 
 /// One simulated transfer: the network (one or more paths, each with its forward and reverse
@@ -621,6 +597,9 @@ mod tests {
         assert_eq!(parse_size("1.5MB").unwrap(), 1_500_000);
         assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
         assert_eq!(parse_size("4096").unwrap(), 4096);
+        // The rule the bench and the gateway use too: units are case-insensitive.
+        assert_eq!(parse_size("1mb").unwrap(), 1_000_000);
+        assert_eq!(parse_size("64kib").unwrap(), 65_536);
         for bad in ["0", "0MB", "", "MB", "1XB", "-1", "0.5"] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
