@@ -44,7 +44,7 @@ enum Command {
     Gw(gw_cmd::Args),
     /// Simulate transfers over an impaired link in virtual time (deterministic, parallel runs).
     Sim(sim_cmd::Args),
-    /// Reproduce the papers' experiments in the simulator (CSV, PNG, report).
+    /// Run experiment plans in the simulator (sweeps of any setting; CSV, PNG, report), or the papers' experiments.
     Experiment(experiment_cmd::Args),
 }
 
