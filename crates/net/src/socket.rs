@@ -72,20 +72,22 @@ pub fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(open(addr, None)?)
 }
 
-/// Sets `SO_NO_CHECK` (send IPv4 UDP with checksum 0). Written by hand: socket2 does not
-/// expose this Linux option.
+/// Sets an integer socket option (`setsockopt` with a `c_int`).
 #[cfg(target_os = "linux")]
-fn set_no_check(s: &Socket) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let one: libc::c_int = 1;
-    // SAFETY: the fd is a valid open socket owned by `s` for the duration of the call; the
-    // option value points to a live c_int and its exact size is passed.
+pub(crate) fn set_int_option(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: the caller passes an fd it keeps open for the call; the option value points to
+    // a live c_int and its exact size is passed.
     let r = unsafe {
         libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_NO_CHECK,
-            (&one as *const libc::c_int).cast(),
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
@@ -94,6 +96,41 @@ fn set_no_check(s: &Socket) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Reads an integer socket option (`getsockopt` into a `c_int`).
+#[cfg(target_os = "linux")]
+pub(crate) fn int_option(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+) -> io::Result<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the caller passes an fd it keeps open for the call; `v` and `len` are live and
+    // sized for a c_int.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r == 0 {
+        Ok(v)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets `SO_NO_CHECK` (send IPv4 UDP with checksum 0). Written by hand: socket2 does not
+/// expose this Linux option.
+#[cfg(target_os = "linux")]
+fn set_no_check(s: &Socket) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    set_int_option(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_NO_CHECK, 1)
 }
 
 /// Elsewhere the option does not exist: checksums stay on (corrupted datagrams are losses).
@@ -130,23 +167,14 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[tokio::test]
-    async fn no_check_set_on_wildcard_ipv4() {
+    async fn no_check_set_on_wildcard_ipv4_only() {
         use std::os::fd::AsRawFd;
         let s = open("0.0.0.0:0".parse().unwrap(), None).unwrap();
-        let mut v: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: valid fd; v and len are live and sized for a c_int.
-        let r = unsafe {
-            libc::getsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_NO_CHECK,
-                (&mut v as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        assert_eq!(r, 0);
+        let v = int_option(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_NO_CHECK).unwrap();
         assert_eq!(v, 1);
+        let lo = open("127.0.0.1:0".parse().unwrap(), None).unwrap();
+        let v = int_option(lo.as_raw_fd(), libc::SOL_SOCKET, libc::SO_NO_CHECK).unwrap();
+        assert_eq!(v, 0);
     }
 
     #[tokio::test]

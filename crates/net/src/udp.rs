@@ -203,33 +203,12 @@ mod sys {
     type CmsgBuf = [u64; 8];
 
     pub(super) fn gso_supported(s: &UdpSocket) -> bool {
-        let mut v: libc::c_int = 0;
-        let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: valid fd; `v` and `len` are live and sized as the option expects.
-        let r = unsafe {
-            libc::getsockopt(
-                s.as_raw_fd(),
-                libc::SOL_UDP,
-                libc::UDP_SEGMENT,
-                (&mut v as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        r == 0
+        crate::socket::int_option(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_SEGMENT).is_ok()
     }
 
     pub(super) fn enable_gro(s: &UdpSocket) {
-        let one: libc::c_int = 1;
-        // SAFETY: valid fd, pointer to a c_int of the given length. Best effort.
-        let _ = unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_UDP,
-                libc::UDP_GRO,
-                (&one as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
+        // Best effort: without GRO each datagram is one read.
+        let _ = crate::socket::set_int_option(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_GRO, 1);
     }
 
     /// One `sendmsg`; `segment` > 0 and shorter than `buf` asks for segmentation.
