@@ -451,11 +451,13 @@ impl Connection {
             if rtt < Duration::from_secs(600) && m.ts_echo != 0 {
                 self.rtt.on_sample(rtt.max(Duration::from_micros(1)), delay);
             }
-            self.tx.on_ack(&m.ack);
+            self.tx.set_min_rtt(self.rtt.min_rtt());
+            self.tx.on_ack(&m.ack, now);
             self.tx.set_loss_time(self.rtt.loss_time());
             self.tx.on_mack_entries(&m.entries, now);
         } else if let Some(a) = &c.ack {
-            self.tx.on_ack(a);
+            self.tx.set_min_rtt(self.rtt.min_rtt());
+            self.tx.on_ack(a, now);
         }
         if let Some(l) = self.tx.take_ack_latency(now) {
             self.rtt.on_ack_latency(l);

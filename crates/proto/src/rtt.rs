@@ -11,6 +11,8 @@ pub struct RttEstimator {
     /// Largest acknowledgement delay the peer reported, added to the timeout.
     max_ack_delay: Duration,
     latest: Duration,
+    /// Smallest sample seen.
+    min: Option<Duration>,
     /// Backoff after timeouts (1 or 2: doubling beyond that cost pure ARQ at BER 1e-4 more than
     /// it saved on loopback), reset by a clean latency sample.
     backoff: u32,
@@ -32,6 +34,7 @@ impl RttEstimator {
             min_rto,
             max_ack_delay: Duration::ZERO,
             latest: initial,
+            min: None,
             ack_latency: Duration::ZERO,
             peer_max_delay: Duration::ZERO,
             backoff: 1,
@@ -45,6 +48,7 @@ impl RttEstimator {
             .max(ack_delay)
             .min(Duration::from_secs(1));
         self.latest = rtt;
+        self.min = Some(self.min.map_or(rtt, |m| m.min(rtt)));
         match self.srtt {
             None => {
                 self.srtt = Some(rtt);
@@ -78,6 +82,11 @@ impl RttEstimator {
         // After one, at most one doubling (see `backoff`).
         let cap = if self.srtt.is_none() { 64 } else { 2 };
         self.backoff = (self.backoff * 2).min(cap);
+    }
+
+    /// The smallest round-trip sample so far.
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.min
     }
 
     /// Whether a round-trip sample has been taken.

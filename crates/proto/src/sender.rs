@@ -105,6 +105,9 @@ pub struct Sender {
     asyn_body: Bytes,
     /// Time threshold of loss detection (set from the RTT by the connection).
     loss_time: Duration,
+    /// Smallest round trip seen (None before the first sample): an acknowledgement that comes
+    /// sooner than this after a retransmission answers an earlier copy (RFC 8985 §6.2).
+    min_rtt: Option<Duration>,
     pub stats: SenderStats,
 }
 
@@ -136,6 +139,7 @@ impl Sender {
             asyn_copies_left: 0,
             asyn_body: Bytes::new(),
             loss_time: Duration::from_millis(100),
+            min_rtt: None,
             stats: SenderStats::default(),
         }
     }
@@ -419,12 +423,17 @@ impl Sender {
         self.ack_latency.take().map(|sent| now.saturating_sub(sent))
     }
 
-    fn mark_acked(&mut self, seq: u64) -> Option<u64> {
+    fn mark_acked(&mut self, seq: u64, now: Duration) -> Option<u64> {
+        let min_rtt = self.min_rtt;
         match self.entry_mut(seq) {
             Some(Some(s)) if !s.acked => {
                 s.acked = true;
                 let tx = s.tx;
-                let once = s.sends == 1;
+                // Which copy arrived? Certainly this one if it is the only one; this one too if
+                // the acknowledgement came at least a minimum round trip after it was sent
+                // (an earlier copy's acknowledgement cannot be told from it otherwise).
+                let attributable =
+                    s.sends == 1 || min_rtt.is_some_and(|m| now.saturating_sub(s.last_sent) >= m);
                 // Karn: a retransmitted TPDU's acknowledgement may answer any of its copies,
                 // so it gives no latency sample.
                 if s.sends == 1 {
@@ -441,9 +450,9 @@ impl Sender {
                 // TPDU is what arrived, counting the acknowledgement against the newest
                 // transmission would declare lost everything sent between the two (on a long
                 // path, a probe sent before the first sample made the whole first flight look
-                // lost). Only an unambiguous acknowledgement moves the newest-acknowledged
+                // lost). Only an attributable acknowledgement moves the newest-acknowledged
                 // transmission, as RFC 8985 ignores acknowledgements it cannot attribute.
-                once.then_some(tx)
+                attributable.then_some(tx)
             }
             _ => None,
         }
@@ -462,11 +471,11 @@ impl Sender {
     }
 
     /// Applies a cumulative acknowledgement (ACK, or the cumulative part of a MACK).
-    pub fn on_ack(&mut self, ack: &Ack) {
+    pub fn on_ack(&mut self, ack: &Ack, now: Duration) {
         let cum = ack.cum.min(self.next_seq);
         let from = self.base.max(self.peer_cum.min(cum));
         for seq in from..cum {
-            if let Some(tx) = self.mark_acked(seq) {
+            if let Some(tx) = self.mark_acked(seq, now) {
                 self.largest_acked_tx = Some(self.largest_acked_tx.map_or(tx, |l| l.max(tx)));
             }
         }
@@ -486,7 +495,7 @@ impl Sender {
     /// AFINACK in modes without positive acknowledgements: the AFIN arrived; stop resending it.
     pub fn on_fin_acked(&mut self) {
         if let Some(f) = self.fin_seq {
-            self.mark_acked(f);
+            self.mark_acked(f, Duration::ZERO);
             self.release_front();
         }
         self.fin_acked = true;
@@ -498,6 +507,11 @@ impl Sender {
     /// them, such as the first data TPDU of a transfer).
     pub fn set_loss_time(&mut self, d: Duration) {
         self.loss_time = d;
+    }
+
+    /// The smallest round trip measured so far (see `min_rtt`).
+    pub fn set_min_rtt(&mut self, d: Option<Duration>) {
+        self.min_rtt = d;
     }
 
     /// When the oldest TPDU overtaken by an acknowledged one is declared lost by time.
@@ -514,7 +528,7 @@ impl Sender {
             if seq >= self.next_seq {
                 continue;
             }
-            if let Some(tx) = self.mark_acked(seq) {
+            if let Some(tx) = self.mark_acked(seq, now) {
                 self.largest_acked_tx = Some(self.largest_acked_tx.map_or(tx, |l| l.max(tx)));
             }
         }
@@ -804,11 +818,14 @@ mod tests {
     fn mack_gap_triggers_retransmission_of_the_gap_only() {
         let mut s = sender(Mode::Reliable);
         send_n(&mut s, 10);
-        s.on_ack(&Ack {
-            cum: 2,
-            delivered: 200,
-            window: 1024,
-        });
+        s.on_ack(
+            &Ack {
+                cum: 2,
+                delivered: 200,
+                window: 1024,
+            },
+            Duration::ZERO,
+        );
         s.on_mack_entries(&[3, 4, 5, 6, 7], Duration::from_millis(20));
         let r = s
             .next_outgoing(Duration::from_millis(20), 100, true)
@@ -836,11 +853,14 @@ mod tests {
     fn timeout_retransmits_old_unacked_only() {
         let mut s = sender(Mode::Reliable);
         send_n(&mut s, 4);
-        s.on_ack(&Ack {
-            cum: 2,
-            delivered: 0,
-            window: 1024,
-        });
+        s.on_ack(
+            &Ack {
+                cum: 2,
+                delivered: 0,
+                window: 1024,
+            },
+            Duration::ZERO,
+        );
         let n = s.on_timeout(Duration::from_secs(5), Duration::from_millis(100));
         assert_eq!(n, 2);
         assert!(s.has_retransmission());
@@ -850,11 +870,14 @@ mod tests {
     fn window_limits_new_data() {
         let mut s = Sender::new(Mode::Reliable, 1 << 20, 3, Duration::from_secs(1));
         assert_eq!(send_n(&mut s, 10).len(), 3);
-        s.on_ack(&Ack {
-            cum: 2,
-            delivered: 0,
-            window: 3,
-        });
+        s.on_ack(
+            &Ack {
+                cum: 2,
+                delivered: 0,
+                window: 3,
+            },
+            Duration::ZERO,
+        );
         assert!(s.next_outgoing(Duration::ZERO, 100, true).is_some());
     }
 
