@@ -6,9 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use aerotp_link::{Delivery, Path};
-use aerotp_proto::{
-    CloseOutcome, ConnectionHandle, Endpoint, EndpointConfig, Event, FecSetting, Mode,
-};
+use aerotp_proto::{CloseOutcome, ConnectionHandle, Endpoint, EndpointConfig, Event, Mode};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
@@ -49,13 +47,9 @@ pub trait Tap {
     );
 }
 
-/// SplitMix64 finaliser: independent seeds from one seed and a stream number.
-pub fn mix_seed(seed: u64, stream: u64) -> u64 {
-    let mut z = seed ^ stream.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+/// Independent seeds from one seed and a stream number (the one definition lives in
+/// `aerotp_link`; its test pins the outputs this simulator has always used).
+pub use aerotp_link::mix_seed;
 
 /// What one run measured. Times are seconds of virtual time since the connect call (t = 0).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -122,15 +116,7 @@ fn payload(size: usize, seed: u64) -> Vec<u8> {
 /// Parity per codeword for datagram mode (no feedback, so `auto` means the strength for the
 /// engine's initial BER assumption).
 pub fn datagram_parity(s: &Scenario) -> u8 {
-    let cfg = s.connection_config();
-    match s.fec_setting() {
-        FecSetting::Off => 0,
-        FecSetting::Parity(p) => p,
-        FecSetting::Words(w) => aerotp_fec::parity_for_words(w, s.mtu),
-        FecSetting::Auto => {
-            aerotp_fec::auto::parity_for_target(cfg.fec_initial_ber, s.mtu, cfg.fec_target_loss)
-        }
-    }
+    aerotp_proto::datagram_parity(s.fec_setting(), s.mtu, &s.connection_config())
 }
 
 fn secs(d: Duration) -> f64 {
