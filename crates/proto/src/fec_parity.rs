@@ -79,8 +79,10 @@ mod tests {
 
     #[test]
     fn auto_datagram_follows_the_initial_ber_and_target() {
-        let mut cfg = ConnectionConfig::default();
-        cfg.fec_initial_ber = 1e-4;
+        let mut cfg = ConnectionConfig {
+            fec_initial_ber: 1e-4,
+            ..ConnectionConfig::default()
+        };
         let p = datagram_parity(FecSetting::Auto, 1500, &cfg);
         assert_eq!(
             p,
