@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::config::{GilbertElliott, LinkConfig, Sojourn};
 use crate::error::LinkError;
+use crate::seed::splitmix64;
 use crate::trace::TraceRow;
 
 /// Why an offered packet was refused before it was put on the air.
@@ -172,20 +173,13 @@ impl Ord for InFlight {
 const STREAM_BURST_TIME: u64 = 1;
 const STREAM_RANDOM_OUTAGE: u64 = 2;
 
-/// SplitMix64 step: a well-mixed 64-bit value from any input.
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The generator of stream `stream` of `seed`. Two SplitMix64 outputs make the 128-bit PCG
-/// state, so the streams of one seed, and the streams of nearby seeds, start at unrelated
-/// points of the generator's cycle (a plain XOR of the seed would put them close together).
+/// The generator of stream `stream` of `seed`. Two SplitMix64 one-step hashes
+/// (`splitmix64(x, 1)`) make the 128-bit PCG state, so the streams of one seed, and the
+/// streams of nearby seeds, start at unrelated points of the generator's cycle (a plain XOR
+/// of the seed would put them close together).
 fn stream_rng(seed: u64, stream: u64) -> Pcg64Mcg {
-    let a = splitmix(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
-    let b = splitmix(a ^ 0x5851_F42D_4C95_7F2D);
+    let a = splitmix64(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03), 1);
+    let b = splitmix64(a ^ 0x5851_F42D_4C95_7F2D, 1);
     Pcg64Mcg::new((u128::from(a) << 64) | u128::from(b))
 }
 
