@@ -108,6 +108,14 @@ pub struct Sender {
     /// Smallest round trip seen (None before the first sample): an acknowledgement that comes
     /// sooner than this after a retransmission answers an earlier copy (RFC 8985 §6.2).
     min_rtt: Option<Duration>,
+    /// Reordering has been seen: a first transmission was acknowledged after one sent later
+    /// (RFC 8985 §6.2). From then on the packet-count rule, which takes reordering for loss,
+    /// is off and only the time rule declares losses.
+    reordering_seen: bool,
+    /// Reorder window added to the time rule: widened by a quarter of the minimum RTT each
+    /// time a retransmission proves needless (its original was acknowledged), up to the
+    /// loss time itself (about one smoothed RTT), as RFC 8985 widens `reo_wnd` on DSACKs.
+    reorder_window: Duration,
     pub stats: SenderStats,
 }
 
@@ -140,6 +148,8 @@ impl Sender {
             asyn_body: Bytes::new(),
             loss_time: Duration::from_millis(100),
             min_rtt: None,
+            reordering_seen: false,
+            reorder_window: Duration::ZERO,
             stats: SenderStats::default(),
         }
     }
@@ -425,37 +435,45 @@ impl Sender {
 
     fn mark_acked(&mut self, seq: u64, now: Duration) -> Option<u64> {
         let min_rtt = self.min_rtt;
-        match self.entry_mut(seq) {
+        let largest = self.largest_acked_tx;
+        let (tx, first, attributable) = match self.entry_mut(seq) {
             Some(Some(s)) if !s.acked => {
                 s.acked = true;
-                let tx = s.tx;
-                // Which copy arrived? Certainly this one if it is the only one; this one too if
-                // the acknowledgement came at least a minimum round trip after it was sent
+                // Which copy arrived? Certainly this one if it is the only one; this one too
+                // if the acknowledgement came at least a minimum round trip after it was sent
                 // (an earlier copy's acknowledgement cannot be told from it otherwise).
                 let attributable =
                     s.sends == 1 || min_rtt.is_some_and(|m| now.saturating_sub(s.last_sent) >= m);
-                // Karn: a retransmitted TPDU's acknowledgement may answer any of its copies,
-                // so it gives no latency sample.
-                if s.sends == 1 {
-                    let sent = s.last_sent;
-                    self.ack_latency =
-                        Some(self.ack_latency.map_or(sent, |o: Duration| o.min(sent)));
-                }
-                self.unacked -= 1;
-                self.stats.acked_tpdus += 1;
-                if self.fin_seq == Some(seq) {
-                    self.fin_acked = true;
-                }
-                // The same ambiguity for loss detection: if the original of a retransmitted
-                // TPDU is what arrived, counting the acknowledgement against the newest
-                // transmission would declare lost everything sent between the two (on a long
-                // path, a probe sent before the first sample made the whole first flight look
-                // lost). Only an attributable acknowledgement moves the newest-acknowledged
-                // transmission, as RFC 8985 ignores acknowledgements it cannot attribute.
-                attributable.then_some(tx)
+                (s.tx, (s.sends == 1).then_some(s.last_sent), attributable)
             }
-            _ => None,
+            _ => return None,
+        };
+        // Karn: a retransmitted TPDU's acknowledgement may answer any of its copies, so it
+        // gives no latency sample.
+        if let Some(sent) = first {
+            self.ack_latency = Some(self.ack_latency.map_or(sent, |o: Duration| o.min(sent)));
         }
+        self.unacked -= 1;
+        self.stats.acked_tpdus += 1;
+        if self.fin_seq == Some(seq) {
+            self.fin_acked = true;
+        }
+        if first.is_some() && largest.is_some_and(|l| tx < l) {
+            self.reordering_seen = true;
+        }
+        if !attributable {
+            // The original arrived after all: the retransmission was needless, the reordering
+            // (or delay) window too narrow.
+            let step = min_rtt.unwrap_or(self.loss_time) / 4;
+            self.reorder_window = (self.reorder_window + step).min(self.loss_time);
+        }
+        // The same ambiguity for loss detection: if the original of a retransmitted TPDU is
+        // what arrived, counting the acknowledgement against the newest transmission would
+        // declare lost everything sent between the two (on a long path, a probe sent before
+        // the first sample made the whole first flight look lost). Only an attributable
+        // acknowledgement moves the newest-acknowledged transmission, as RFC 8985 ignores
+        // acknowledgements it cannot attribute.
+        attributable.then_some(tx)
     }
 
     fn release_front(&mut self) {
@@ -518,7 +536,7 @@ impl Sender {
     pub fn loss_deadline(&self) -> Option<Duration> {
         let largest = self.largest_acked_tx?;
         let t = self.flight.iter().find(|t| self.is_current_unacked(**t))?;
-        (t.tx < largest).then(|| t.at + self.loss_time)
+        (t.tx < largest).then(|| t.at + self.loss_time + self.reorder_window)
     }
 
     pub fn on_mack_entries(&mut self, entries: &[u32], now: Duration) {
@@ -547,8 +565,8 @@ impl Sender {
                 self.flight.pop_front();
                 continue;
             }
-            let by_count = t.tx + REORDER_THRESHOLD <= largest;
-            let by_time = t.tx < largest && t.at + self.loss_time <= now;
+            let by_count = !self.reordering_seen && t.tx + REORDER_THRESHOLD <= largest;
+            let by_time = t.tx < largest && t.at + self.loss_time + self.reorder_window <= now;
             if !(by_count || by_time) {
                 break;
             }
