@@ -3,6 +3,7 @@
 
 use crate::config::FecSetting;
 use crate::fec_parity;
+use aerotp_fec as fec;
 use aerotp_wire::{Mode, Report};
 
 #[derive(Debug, Clone)]
@@ -18,6 +19,9 @@ pub struct FecControl {
 }
 
 impl FecControl {
+    /// The choice a sender in `mode` starts with, before any receiver report: `Off` → 0,
+    /// `Parity(p)` → p, `Words(w)` → the parity that gives `w` codewords per `mtu`, `Auto` →
+    /// [`fec_parity::auto_parity`] at `initial_ber`.
     pub fn new(
         setting: FecSetting,
         mode: Mode,
@@ -35,14 +39,12 @@ impl FecControl {
             current: 0,
             ber: initial_ber,
         };
-        c.current = fec_parity::initial_parity(
-            setting,
-            mode,
-            mtu,
-            per_packet_overhead,
-            target,
-            initial_ber,
-        );
+        c.current = match setting {
+            FecSetting::Off => 0,
+            FecSetting::Parity(p) => p,
+            FecSetting::Words(w) => fec::parity_for_words(w, mtu),
+            FecSetting::Auto => c.choose(initial_ber),
+        };
         c
     }
 

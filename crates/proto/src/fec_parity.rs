@@ -3,6 +3,7 @@
 //! pick exactly the strength a connection would start with.
 
 use crate::config::{ConnectionConfig, FecSetting};
+use crate::fec_control::FecControl;
 use aerotp_fec as fec;
 use aerotp_wire::{Mode, OVERHEAD};
 
@@ -29,30 +30,12 @@ pub fn auto_parity(
     }
 }
 
-/// Parity a sender in `mode` starts with for `setting`, before any receiver report:
-/// `Off` → 0, `Parity(p)` → p, `Words(w)` → the parity that gives `w` codewords per `mtu`,
-/// `Auto` → [`auto_parity`] at `initial_ber`.
-pub fn initial_parity(
-    setting: FecSetting,
-    mode: Mode,
-    mtu: usize,
-    per_packet_overhead: usize,
-    target: f64,
-    initial_ber: f64,
-) -> u8 {
-    match setting {
-        FecSetting::Off => 0,
-        FecSetting::Parity(p) => p,
-        FecSetting::Words(w) => fec::parity_for_words(w, mtu),
-        FecSetting::Auto => auto_parity(mode, initial_ber, mtu, per_packet_overhead, target),
-    }
-}
-
 /// Parity for a datagram sent with `setting` over datagrams of `mtu` bytes. Datagrams get no
 /// feedback, so `Auto` stays at the strength for `cfg`'s initial BER assumption and target
-/// residual loss (`fec_initial_ber`, `fec_target_loss`), as a datagram-mode connection starts.
+/// residual loss (`fec_initial_ber`, `fec_target_loss`): the parity a datagram-mode
+/// connection's [`FecControl`] starts with, before any receiver report.
 pub fn datagram_parity(setting: FecSetting, mtu: usize, cfg: &ConnectionConfig) -> u8 {
-    initial_parity(
+    FecControl::new(
         setting,
         Mode::Datagram,
         mtu,
@@ -60,6 +43,7 @@ pub fn datagram_parity(setting: FecSetting, mtu: usize, cfg: &ConnectionConfig) 
         cfg.fec_target_loss,
         cfg.fec_initial_ber,
     )
+    .parity()
 }
 
 #[cfg(test)]
