@@ -325,6 +325,16 @@ fn usable(datagram: &[u8], parity: u8, scratch: &mut Vec<u8>) -> bool {
         && matches!(aerotp_wire::parse_tpdu(scratch), Ok(t) if t.body_ok && t.header.fec == parity)
 }
 
+/// An application read `chunk`: counts it as delivered and moves `got` (bytes read so far)
+/// past it. True when it is exactly the bytes of `expected` at that offset; false for wrong
+/// bytes or bytes beyond the end.
+fn take_chunk(chunk: &[u8], expected: &[u8], got: &mut usize, r: &mut RunResult) -> bool {
+    let intact = expected.get(*got..*got + chunk.len()) == Some(chunk);
+    *got += chunk.len();
+    r.delivered_bytes += chunk.len() as u64;
+    intact
+}
+
 fn result_base(seed: u64) -> RunResult {
     RunResult {
         seed,
@@ -460,12 +470,7 @@ fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -> Run
                 if chunk.data.is_empty() {
                     continue;
                 }
-                let off = server_got;
-                if data.get(off..off + chunk.data.len()) != Some(&chunk.data[..]) {
-                    intact = false;
-                }
-                server_got += chunk.data.len();
-                r.delivered_bytes += chunk.data.len() as u64;
+                intact &= take_chunk(&chunk.data, &data, &mut server_got, &mut r);
                 last_delivery = Some(now);
                 if s.timeline {
                     r.timeline.push((secs(now), r.delivered_bytes));
@@ -498,12 +503,7 @@ fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -> Run
                 if chunk.data.is_empty() {
                     continue;
                 }
-                let off = client_got;
-                if responses.get(off..off + chunk.data.len()) != Some(&chunk.data[..]) {
-                    intact = false;
-                }
-                client_got += chunk.data.len();
-                r.delivered_bytes += chunk.data.len() as u64;
+                intact &= take_chunk(&chunk.data, &responses, &mut client_got, &mut r);
                 last_delivery = Some(now);
                 while done < msgs.len() && client_got >= (done + 1) * resp_len {
                     if let Some(at) = released_at[done] {
@@ -800,4 +800,22 @@ fn run_paced_datagrams(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -
     }
     finish_common(&mut r, send_times.first().copied(), last_delivery);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn take_chunk_checks_each_read_at_its_offset() {
+        let expected = b"abcdef";
+        let mut r = result_base(1);
+        let mut got = 0;
+        assert!(take_chunk(b"ab", expected, &mut got, &mut r));
+        assert!(!take_chunk(b"xd", expected, &mut got, &mut r));
+        assert!(take_chunk(b"ef", expected, &mut got, &mut r));
+        // Past the end: counted, but not intact.
+        assert!(!take_chunk(b"g", expected, &mut got, &mut r));
+        assert_eq!((got, r.delivered_bytes), (7, 7));
+    }
 }

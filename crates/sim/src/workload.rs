@@ -138,13 +138,6 @@ impl Workload {
 
     /// Checks the parameters; errors name the key, the value and what is accepted.
     pub fn validate(&self) -> Result<(), SimError> {
-        let bad = |key: &str, value: String, problem: &str| {
-            Err(SimError::Setting {
-                key: format!("workload.{key}"),
-                value,
-                problem: problem.to_owned(),
-            })
-        };
         match *self {
             Workload::Bulk => {}
             Workload::Messages {
@@ -153,70 +146,67 @@ impl Workload {
                 count,
                 duration,
             } => {
-                if size == 0 {
-                    return bad("size", "0".into(), "a message needs at least 1 byte");
-                }
-                if interval.is_zero() {
-                    return bad(
-                        "interval",
-                        "0s".into(),
-                        "give a positive interval, e.g. 100ms",
-                    );
-                }
-                match (count, duration) {
-                    (Some(0), _) => return bad("count", "0".into(), "give at least 1 message"),
-                    (None, Some(d)) if d.is_zero() => {
-                        return bad(
-                            "duration",
-                            "0s".into(),
-                            "give a positive duration, e.g. 10s",
-                        )
-                    }
-                    (None, None) => return bad("count", "none".into(), "give count or duration"),
-                    _ => {}
-                }
+                require(size > 0, "size", "0", "a message needs at least 1 byte")?;
+                require(
+                    !interval.is_zero(),
+                    "interval",
+                    "0s",
+                    "give a positive interval, e.g. 100ms",
+                )?;
+                // `count` wins over `duration` (setting one clears the other), so the
+                // duration only matters when there is no count.
+                require(count != Some(0), "count", "0", "give at least 1 message")?;
+                require(
+                    count.is_some() || duration.is_some(),
+                    "count",
+                    "none",
+                    "give count or duration",
+                )?;
+                require(
+                    count.is_some() || duration != Some(Duration::ZERO),
+                    "duration",
+                    "0s",
+                    "give a positive duration, e.g. 10s",
+                )?;
                 let n = self.count_of(count, duration, interval);
-                if n > 10_000_000 || n.saturating_mul(size as u64) > 1_000_000_000_000 {
-                    return bad(
-                        "count",
-                        n.to_string(),
-                        "at most 10 000 000 messages and 1 TB in all",
-                    );
-                }
+                require(
+                    n <= 10_000_000 && n.saturating_mul(size as u64) <= 1_000_000_000_000,
+                    "count",
+                    n.to_string(),
+                    "at most 10 000 000 messages and 1 TB in all",
+                )?;
             }
             Workload::Stream {
                 rate_bps,
                 duration,
                 chunk,
             } => {
-                if rate_bps == 0 {
-                    return bad("rate", "0".into(), "give a positive rate, e.g. 1mbit");
-                }
-                if duration.is_zero() {
-                    return bad(
-                        "duration",
-                        "0s".into(),
-                        "give a positive duration, e.g. 10s",
-                    );
-                }
-                if chunk == 0 {
-                    return bad("chunk", "0".into(), "a chunk needs at least 1 byte");
-                }
+                require(
+                    rate_bps > 0,
+                    "rate",
+                    "0",
+                    "give a positive rate, e.g. 1mbit",
+                )?;
+                require(
+                    !duration.is_zero(),
+                    "duration",
+                    "0s",
+                    "give a positive duration, e.g. 10s",
+                )?;
+                require(chunk > 0, "chunk", "0", "a chunk needs at least 1 byte")?;
                 let n = stream_chunks(rate_bps, duration, chunk);
-                if n == 0 {
-                    return bad(
-                        "duration",
-                        format_duration(duration),
-                        "is shorter than one chunk at this rate; give a longer duration or a smaller chunk",
-                    );
-                }
-                if n > 10_000_000 {
-                    return bad(
-                        "chunk",
-                        chunk.to_string(),
-                        "makes more than 10 000 000 chunks; give a larger chunk",
-                    );
-                }
+                require(
+                    n > 0,
+                    "duration",
+                    format_duration(duration),
+                    "is shorter than one chunk at this rate; give a longer duration or a smaller chunk",
+                )?;
+                require(
+                    n <= 10_000_000,
+                    "chunk",
+                    chunk.to_string(),
+                    "makes more than 10 000 000 chunks; give a larger chunk",
+                )?;
             }
             Workload::RequestResponse {
                 request,
@@ -224,22 +214,30 @@ impl Workload {
                 count,
                 interval,
             } => {
-                if request == 0 {
-                    return bad("request", "0".into(), "a request needs at least 1 byte");
-                }
-                if response == 0 {
-                    return bad("response", "0".into(), "a response needs at least 1 byte");
-                }
-                if count == 0 || count > 1_000_000 {
-                    return bad("count", count.to_string(), "give 1 to 1 000 000 exchanges");
-                }
-                if interval == Some(Duration::ZERO) {
-                    return bad(
-                        "interval",
-                        "0s".into(),
-                        "give a positive interval, or none for back to back",
-                    );
-                }
+                require(
+                    request > 0,
+                    "request",
+                    "0",
+                    "a request needs at least 1 byte",
+                )?;
+                require(
+                    response > 0,
+                    "response",
+                    "0",
+                    "a response needs at least 1 byte",
+                )?;
+                require(
+                    (1..=1_000_000).contains(&count),
+                    "count",
+                    count.to_string(),
+                    "give 1 to 1 000 000 exchanges",
+                )?;
+                require(
+                    interval != Some(Duration::ZERO),
+                    "interval",
+                    "0s",
+                    "give a positive interval, or none for back to back",
+                )?;
             }
         }
         Ok(())
@@ -311,30 +309,30 @@ impl Workload {
         let key = format!("workload.{k}");
         let kind = self.kind();
         match (self, k) {
-            (Workload::Messages { size, .. }, "size") => *size = size_of(&key, v)?,
-            (Workload::Messages { interval, .. }, "interval") => *interval = duration_of(&key, v)?,
+            (Workload::Messages { size, .. }, "size") => *size = parsed(&key, v, parse_size)?,
+            (Workload::Messages { interval, .. }, "interval") => *interval = parsed(&key, v, parse_duration)?,
             (Workload::Messages { count, duration, .. }, "count") => {
-                *count = Some(int_of(&key, v)?);
+                *count = Some(parsed(&key, v, int_of)?);
                 *duration = None;
             }
             (Workload::Messages { count, duration, .. }, "duration") => {
-                *duration = Some(duration_of(&key, v)?);
+                *duration = Some(parsed(&key, v, parse_duration)?);
                 *count = None;
             }
-            (Workload::Stream { rate_bps, .. }, "rate") => *rate_bps = rate_of(&key, v)?,
-            (Workload::Stream { duration, .. }, "duration") => *duration = duration_of(&key, v)?,
-            (Workload::Stream { chunk, .. }, "chunk") => *chunk = size_of(&key, v)?,
+            (Workload::Stream { rate_bps, .. }, "rate") => *rate_bps = parsed(&key, v, parse_rate)?,
+            (Workload::Stream { duration, .. }, "duration") => *duration = parsed(&key, v, parse_duration)?,
+            (Workload::Stream { chunk, .. }, "chunk") => *chunk = parsed(&key, v, parse_size)?,
             (Workload::RequestResponse { request, .. }, "request" | "size") => {
-                *request = size_of(&key, v)?
+                *request = parsed(&key, v, parse_size)?
             }
             (Workload::RequestResponse { response, .. }, "response") => {
-                *response = size_of(&key, v)?
+                *response = parsed(&key, v, parse_size)?
             }
-            (Workload::RequestResponse { count, .. }, "count") => *count = int_of(&key, v)?,
+            (Workload::RequestResponse { count, .. }, "count") => *count = parsed(&key, v, int_of)?,
             (Workload::RequestResponse { interval, .. }, "interval") => {
                 *interval = match v.as_str() {
                     Some("none") => None,
-                    _ => Some(duration_of(&key, v)?),
+                    _ => Some(parsed(&key, v, parse_duration)?),
                 }
             }
             _ => {
@@ -428,37 +426,36 @@ fn text_of(v: &toml::Value) -> String {
     }
 }
 
-fn size_of(key: &str, v: &toml::Value) -> Result<usize, SimError> {
-    parse_size(&text_of(v)).map_err(|e| SimError::Setting {
-        key: key.into(),
-        value: text_of(v),
-        problem: e.to_string(),
+/// `Ok` when `ok`; otherwise the error for `workload.KEY` = `value`, saying what is accepted.
+fn require(ok: bool, key: &str, value: impl Into<String>, problem: &str) -> Result<(), SimError> {
+    if ok {
+        return Ok(());
+    }
+    Err(SimError::Setting {
+        key: format!("workload.{key}"),
+        value: value.into(),
+        problem: problem.to_owned(),
     })
 }
 
-fn int_of(key: &str, v: &toml::Value) -> Result<u64, SimError> {
+/// The value of `key` (a string, or any TOML value as written) read by `parse`; a failure
+/// names the key and the value and says why.
+fn parsed<T, E: fmt::Display>(
+    key: &str,
+    v: &toml::Value,
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> Result<T, SimError> {
     let t = text_of(v);
-    t.parse::<u64>().map_err(|_| SimError::Setting {
+    parse(&t).map_err(|e| SimError::Setting {
         key: key.into(),
+        problem: e.to_string(),
         value: t,
-        problem: "is not a whole number (e.g. 100)".into(),
     })
 }
 
-fn duration_of(key: &str, v: &toml::Value) -> Result<Duration, SimError> {
-    parse_duration(&text_of(v)).map_err(|e| SimError::Setting {
-        key: key.into(),
-        value: text_of(v),
-        problem: e.to_string(),
-    })
-}
-
-fn rate_of(key: &str, v: &toml::Value) -> Result<u64, SimError> {
-    parse_rate(&text_of(v)).map_err(|e| SimError::Setting {
-        key: key.into(),
-        value: text_of(v),
-        problem: e.to_string(),
-    })
+fn int_of(t: &str) -> Result<u64, &'static str> {
+    t.parse::<u64>()
+        .map_err(|_| "is not a whole number (e.g. 100)")
 }
 
 #[cfg(test)]
@@ -510,6 +507,43 @@ mod tests {
             let e = Workload::parse(spec).unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");
         }
+    }
+
+    #[test]
+    fn validate_names_the_first_bad_key() {
+        let m = |count, duration| Workload::Messages {
+            size: 10,
+            interval: Duration::from_millis(100),
+            count,
+            duration,
+        };
+        let rr = |count, interval| Workload::RequestResponse {
+            request: 1,
+            response: 1,
+            count,
+            interval,
+        };
+        for (w, key, value) in [
+            (m(None, None), "workload.count", "none"),
+            (m(Some(0), Some(Duration::ZERO)), "workload.count", "0"),
+            (m(None, Some(Duration::ZERO)), "workload.duration", "0s"),
+            (m(Some(10_000_001), None), "workload.count", "10000001"),
+            (rr(0, None), "workload.count", "0"),
+            (rr(1_000_001, None), "workload.count", "1000001"),
+            (rr(1, Some(Duration::ZERO)), "workload.interval", "0s"),
+        ] {
+            match w.validate() {
+                Err(SimError::Setting {
+                    key: k, value: v, ..
+                }) => {
+                    assert_eq!((k.as_str(), v.as_str()), (key, value), "{w:?}")
+                }
+                other => panic!("{w:?}: {other:?}"),
+            }
+        }
+        assert!(m(Some(10_000_000), Some(Duration::ZERO)).validate().is_ok());
+        assert!(m(None, Some(Duration::from_secs(1))).validate().is_ok());
+        assert!(rr(1_000_000, None).validate().is_ok());
     }
 
     #[test]

@@ -59,6 +59,26 @@ pub fn facet_vars(facet: &str, value: f64) -> Vars {
     }
 }
 
+/// The rows of a plot or table split by `facet`: per facet value (see [`facet_values`]) the
+/// value as a template variable and the rows that have it; without a facet, all rows in one
+/// group with no variables.
+pub fn facet_groups<'a>(rows: &[&'a Row], facet: Option<&str>) -> Vec<(Vars, Vec<&'a Row>)> {
+    let Some(f) = facet else {
+        return vec![(Vars::default(), rows.to_vec())];
+    };
+    facet_values(rows, f)
+        .into_iter()
+        .map(|v| {
+            let rs = rows
+                .iter()
+                .copied()
+                .filter(|r| r.number(f) == Some(v))
+                .collect();
+            (facet_vars(f, v), rs)
+        })
+        .collect()
+}
+
 /// Series in the order they first appear, each with its points (x scaled, metric).
 fn series(rows: &[&Row], plot: &Plot) -> Vec<Series> {
     let mut order: Vec<&str> = Vec::new();
@@ -94,21 +114,7 @@ fn series(rows: &[&Row], plot: &Plot) -> Vec<Series> {
 pub fn plots(out: &Path, ex: &Experiment, rows: &[&Row]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for p in &ex.plots {
-        let groups: Vec<(Vars, Vec<&Row>)> = match &p.facet {
-            None => vec![(Vars::default(), rows.to_vec())],
-            Some(f) => facet_values(rows, f)
-                .into_iter()
-                .map(|v| {
-                    let rs = rows
-                        .iter()
-                        .copied()
-                        .filter(|r| r.number(f) == Some(v))
-                        .collect();
-                    (facet_vars(f, v), rs)
-                })
-                .collect(),
-        };
-        for (vars, rs) in groups {
+        for (vars, rs) in facet_groups(rows, p.facet.as_deref()) {
             let path = out.join(p.file.render(&vars));
             let title = p.title.render(&vars);
             draw(
@@ -174,4 +180,48 @@ pub fn timelines(
     )
     .with_context(|| format!("drawing {}", plot_path.display()))?;
     Ok(vec![csv_path, plot_path])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::row::SIM_SOURCE;
+
+    fn row(source: &str, ber: Option<f64>) -> Row {
+        Row {
+            experiment: "e".into(),
+            series: "s".into(),
+            source: source.into(),
+            x: 0.0,
+            metrics: ber.map(|b| ("ber".to_owned(), b)).into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn facet_groups_split_rows_by_the_simulators_values() {
+        let rows = [
+            row(SIM_SOURCE, Some(1e-4)),
+            row(SIM_SOURCE, Some(1e-5)),
+            row("peer", Some(1e-4)),
+            row("peer", Some(1e-3)),
+            row(SIM_SOURCE, None),
+        ];
+        let refs: Vec<&Row> = rows.iter().collect();
+        let all = facet_groups(&refs, None);
+        assert_eq!(all.len(), 1);
+        assert_eq!((all[0].0.numbers.len(), all[0].1.len()), (0, 5));
+        let by_ber = facet_groups(&refs, Some("ber"));
+        // One group per value the simulator has, ascending; the peer's 1e-3 gets none.
+        let shape: Vec<(Vec<(String, f64)>, usize)> = by_ber
+            .iter()
+            .map(|(v, rs)| (v.numbers.clone(), rs.len()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (vec![("ber".to_owned(), 1e-5)], 1),
+                (vec![("ber".to_owned(), 1e-4)], 2),
+            ]
+        );
+    }
 }

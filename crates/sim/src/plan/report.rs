@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::output::{facet_values, facet_vars};
+use super::output::facet_groups;
 use super::row::Row;
-use super::template::{Lookup, Template, Vars};
+use super::template::{Template, Vars};
 use super::{Plan, Table};
 use crate::run::RunResult;
 
@@ -69,21 +69,7 @@ fn table(s: &mut String, t: &Table, rows: &[&Row], prefix: &str) {
                 .is_none_or(|keep| keep.contains(&r.series))
         })
         .collect();
-    let groups: Vec<(Vars, Vec<&Row>)> = match &t.facet {
-        None => vec![(Vars::default(), rows)],
-        Some(f) => facet_values(&rows, f)
-            .into_iter()
-            .map(|v| {
-                let rs = rows
-                    .iter()
-                    .copied()
-                    .filter(|r| r.number(f) == Some(v))
-                    .collect();
-                (facet_vars(f, v), rs)
-            })
-            .collect(),
-    };
-    for (vars, rs) in groups {
+    for (vars, rs) in facet_groups(&rows, t.facet.as_deref()) {
         if let Some(c) = &t.caption {
             let _ = writeln!(s, "{}\n", c.render(&vars));
         }
