@@ -382,20 +382,11 @@ fn print_stats(label: &str, s: &LinkStats) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Debug, Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
-    }
+    use crate::link_flags::test_support::parse_flags;
 
     fn config(argv: &[&str]) -> Result<(Network, LabPathsConfig)> {
-        let mut v = vec!["lab"];
-        v.extend_from_slice(argv);
-        Cli::try_parse_from(v)
+        parse_flags::<Args>(argv)
             .map_err(|e| anyhow!("{e}"))?
-            .args
             .lab_config()
     }
 

@@ -166,55 +166,54 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Debug, Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
-    }
+    use crate::link_flags::test_support::{
+        assert_outages_and_queue, parse_flags, OUTAGES_AND_QUEUE,
+    };
 
     fn parse(extra: &[&str]) -> Result<Args, String> {
-        let mut argv = vec![
-            "link",
-            "--listen",
-            "127.0.0.1:9000",
-            "--to",
-            "127.0.0.1:9001",
-        ];
+        let mut argv = vec!["--listen", "127.0.0.1:9000", "--to", "127.0.0.1:9001"];
         argv.extend_from_slice(extra);
-        Cli::try_parse_from(argv)
-            .map(|c| c.args)
-            .map_err(|e| e.to_string())
+        parse_flags(&argv)
+    }
+
+    /// `link --scenario FILE --listen L... --to 127.0.0.1:8000`: the relay configurations
+    /// (the flags themselves must parse).
+    fn relays(file: &str, listens: &[&str]) -> anyhow::Result<(Network, Vec<RelayConfig>)> {
+        let mut argv = vec!["--scenario", file];
+        for l in listens {
+            argv.extend(["--listen", l]);
+        }
+        argv.extend(["--to", "127.0.0.1:8000"]);
+        parse_flags::<Args>(&argv).unwrap().relay_configs()
     }
 
     #[test]
     fn flags_build_the_link_configs() {
-        let args = parse(&[
-            "--rate",
-            "2.4kbit",
-            "--delay",
-            "1.5s",
-            "--ber",
-            "1e-5",
-            "--loss",
-            "0.1",
-            "--outage",
-            "2s+1s",
-            "--outage",
-            "1min+30s",
-            "--queue",
-            "3000",
-            "--reverse-rate",
-            "10mbit",
-            "--seed",
-            "7",
-            "--jitter",
-            "3ms",
-            "--reorder",
-            "--duplicate",
-            "0.01",
-        ])
+        let args = parse(
+            &[
+                "--rate",
+                "2.4kbit",
+                "--delay",
+                "1.5s",
+                "--ber",
+                "1e-5",
+                "--loss",
+                "0.1",
+                "--reverse-rate",
+                "10mbit",
+                "--seed",
+                "7",
+                "--jitter",
+                "3ms",
+                "--reorder",
+                "--duplicate",
+                "0.01",
+            ]
+            .iter()
+            .chain(&OUTAGES_AND_QUEUE)
+            .copied()
+            .collect::<Vec<_>>(),
+        )
         .unwrap();
         let (_, configs) = args.relay_configs().unwrap();
         assert_eq!(configs.len(), 1);
@@ -223,9 +222,7 @@ mod tests {
         assert_eq!(c.forward.delay, Duration::from_millis(1500));
         assert_eq!(c.forward.ber, 1e-5);
         assert_eq!(c.forward.loss, 0.1);
-        assert_eq!(c.forward.outages.len(), 2);
-        assert_eq!(c.forward.outages[1].start, Duration::from_secs(60));
-        assert_eq!(c.forward.queue_bytes, 3000);
+        assert_outages_and_queue(&c.forward);
         assert_eq!(c.forward.protected_prefix, 28);
         assert_eq!(c.forward.per_packet_overhead, 28);
         assert_eq!(c.forward.jitter, Duration::from_millis(3));
@@ -289,22 +286,10 @@ mod tests {
         let seeds: std::collections::HashSet<u64> = configs.iter().map(|c| c.seed).collect();
         assert_eq!(seeds.len(), 3, "paths draw independent impairments");
         // One address per path, explicitly.
-        let (_, configs) = Cli::try_parse_from([
-            "link",
-            "--scenario",
+        let (_, configs) = relays(
             &file,
-            "--listen",
-            "127.0.0.1:7000",
-            "--listen",
-            "127.0.0.1:7100",
-            "--listen",
-            "127.0.0.1:7200",
-            "--to",
-            "127.0.0.1:8000",
-        ])
-        .unwrap()
-        .args
-        .relay_configs()
+            &["127.0.0.1:7000", "127.0.0.1:7100", "127.0.0.1:7200"],
+        )
         .unwrap();
         assert_eq!(configs[2].listen.port(), 7200);
         assert_eq!(configs[2].to.port(), 8002);
@@ -330,55 +315,16 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("--max-clients"), "{err}");
         let (_d, file) = scenario(3);
-        let err = Cli::try_parse_from([
-            "link",
-            "--scenario",
-            &file,
-            "--listen",
-            "127.0.0.1:7000",
-            "--listen",
-            "127.0.0.1:7100",
-            "--to",
-            "127.0.0.1:8000",
-        ])
-        .unwrap()
-        .args
-        .relay_configs()
-        .unwrap_err()
-        .to_string();
+        let err = relays(&file, &["127.0.0.1:7000", "127.0.0.1:7100"])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("--listen is given 2 times") && err.contains("3 paths"),
             "{err}"
         );
-        let err = Cli::try_parse_from([
-            "link",
-            "--scenario",
-            &file,
-            "--listen",
-            "127.0.0.1:0",
-            "--to",
-            "127.0.0.1:8000",
-        ])
-        .unwrap()
-        .args
-        .relay_configs()
-        .unwrap_err()
-        .to_string();
+        let err = relays(&file, &["127.0.0.1:0"]).unwrap_err().to_string();
         assert!(err.contains("needs a port"), "{err}");
-        let err = Cli::try_parse_from([
-            "link",
-            "--scenario",
-            &file,
-            "--listen",
-            "127.0.0.1:65535",
-            "--to",
-            "127.0.0.1:8000",
-        ])
-        .unwrap()
-        .args
-        .relay_configs()
-        .unwrap_err()
-        .to_string();
+        let err = relays(&file, &["127.0.0.1:65535"]).unwrap_err().to_string();
         assert!(err.contains("above 65535"), "{err}");
     }
 

@@ -309,23 +309,43 @@ impl LinkFlags {
     }
 }
 
+/// What the tests of the subcommands that take these flags share.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
+pub(crate) mod test_support {
+    use std::time::Duration;
 
-    #[derive(Debug, Parser)]
-    struct Cli {
-        #[command(flatten)]
-        flags: LinkFlags,
+    use aerotp_link::LinkConfig;
+    use clap::{Args, Command, FromArgMatches};
+
+    /// Parses `args` (without the program name) into the flags `A` a subcommand flattens,
+    /// as clap does for that subcommand; an error is clap's message.
+    pub(crate) fn parse_flags<A: Args + FromArgMatches>(args: &[&str]) -> Result<A, String> {
+        let cmd = A::augment_args(Command::new("aerotp"));
+        let matches = cmd
+            .try_get_matches_from(std::iter::once("aerotp").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        A::from_arg_matches(&matches).map_err(|e| e.to_string())
     }
 
+    /// Two outages and a queue, as flags; [`assert_outages_and_queue`] checks a link got them.
+    pub(crate) const OUTAGES_AND_QUEUE: [&str; 6] = [
+        "--outage", "2s+1s", "--outage", "1min+30s", "--queue", "3000",
+    ];
+
+    pub(crate) fn assert_outages_and_queue(c: &LinkConfig) {
+        assert_eq!(c.outages.len(), 2);
+        assert_eq!(c.outages[1].start, Duration::from_secs(60));
+        assert_eq!(c.queue_bytes, 3000);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{assert_outages_and_queue, parse_flags, OUTAGES_AND_QUEUE};
+    use super::*;
+
     fn parse(args: &[&str]) -> Result<LinkFlags, String> {
-        let mut argv = vec!["t"];
-        argv.extend_from_slice(args);
-        Cli::try_parse_from(argv)
-            .map(|c| c.flags)
-            .map_err(|e| e.to_string())
+        parse_flags(args)
     }
 
     fn net(args: &[&str]) -> Network {
@@ -363,13 +383,11 @@ mod tests {
             "0.01",
             "--duplicate",
             "0.02",
-            "--outage",
-            "2s+1s",
-            "--outage",
-            "1min+30s",
-            "--queue",
-            "3000",
-        ]);
+        ]
+        .iter()
+        .chain(&OUTAGES_AND_QUEUE)
+        .copied()
+        .collect::<Vec<_>>());
         let p = &n.paths[0];
         for c in [p.forward_config(1), p.reverse_config(1)] {
             assert_eq!(c.rate_bps, 2_000_000);
@@ -379,9 +397,7 @@ mod tests {
             assert_eq!(c.ber, 1e-5);
             assert_eq!(c.loss, 0.01);
             assert_eq!(c.duplicate, 0.02);
-            assert_eq!(c.outages.len(), 2);
-            assert_eq!(c.outages[1].start, Duration::from_secs(60));
-            assert_eq!(c.queue_bytes, 3000);
+            assert_outages_and_queue(&c);
         }
     }
 
