@@ -325,6 +325,31 @@ fn usable(datagram: &[u8], parity: u8, scratch: &mut Vec<u8>) -> bool {
         && matches!(aerotp_wire::parse_tpdu(scratch), Ok(t) if t.body_ok && t.header.fec == parity)
 }
 
+/// Which way a datagram goes: sender to receiver, or back.
+#[derive(Clone, Copy)]
+enum Dir {
+    Forward,
+    Reverse,
+}
+
+/// Shows the tap, if any, a datagram at `point`, with the addresses of its direction.
+fn tap_datagram(
+    tap: &mut Option<&mut dyn Tap>,
+    point: TapPoint,
+    now: Duration,
+    dir: Dir,
+    bytes: &[u8],
+) {
+    let Some(tap) = tap.as_deref_mut() else {
+        return;
+    };
+    let (from, to) = match dir {
+        Dir::Forward => (addr_sender(), addr_receiver()),
+        Dir::Reverse => (addr_receiver(), addr_sender()),
+    };
+    tap.datagram(point, now, from, to, bytes);
+}
+
 /// An application read `chunk`: counts it as delivered and moves `got` (bytes read so far)
 /// past it. True when it is exactly the bytes of `expected` at that offset; false for wrong
 /// bytes or bytes beyond the end.
@@ -533,28 +558,12 @@ fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -> Run
                     retx_seen = retx;
                 }
             }
-            if let Some(tap) = tap.as_deref_mut() {
-                tap.datagram(
-                    TapPoint::Sent,
-                    now,
-                    addr_sender(),
-                    addr_receiver(),
-                    &buf[..t.len],
-                );
-            }
+            tap_datagram(&mut tap, TapPoint::Sent, now, Dir::Forward, &buf[..t.len]);
             net.send_fwd(now, buf.clone(), tag);
         }
         while let Some(t) = b.poll_transmit(now, &mut buf) {
             r.wire_bytes_reverse += (t.len + IP_UDP_OVERHEAD) as u64;
-            if let Some(tap) = tap.as_deref_mut() {
-                tap.datagram(
-                    TapPoint::Sent,
-                    now,
-                    addr_receiver(),
-                    addr_sender(),
-                    &buf[..t.len],
-                );
-            }
+            tap_datagram(&mut tap, TapPoint::Sent, now, Dir::Reverse, &buf[..t.len]);
             net.send_rev(now, buf.clone());
         }
         if sender_close.is_some() && rx.closed_event {
@@ -590,27 +599,11 @@ fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -> Run
             {
                 copies.arrived_intact(seq, copy);
             }
-            if let Some(tap) = tap.as_deref_mut() {
-                tap.datagram(
-                    TapPoint::Arrived,
-                    now,
-                    addr_sender(),
-                    addr_receiver(),
-                    &d.packet,
-                );
-            }
+            tap_datagram(&mut tap, TapPoint::Arrived, now, Dir::Forward, &d.packet);
             b.handle_datagram(now, addr_sender(), &d.packet);
         }
         while let Some(d) = net.recv_rev(now) {
-            if let Some(tap) = tap.as_deref_mut() {
-                tap.datagram(
-                    TapPoint::Arrived,
-                    now,
-                    addr_receiver(),
-                    addr_sender(),
-                    &d.packet,
-                );
-            }
+            tap_datagram(&mut tap, TapPoint::Arrived, now, Dir::Reverse, &d.packet);
             a.handle_datagram(now, addr_receiver(), &d.packet);
         }
         a.handle_timeout(now);
@@ -730,10 +723,8 @@ fn run_paced_datagrams(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -
                 net.send_fwd(now, buf.clone(), sent as u64);
                 t.len
             };
-            if let Some(tap) = tap.as_deref_mut() {
-                let bytes: &[u8] = if udp { chunks[sent] } else { &buf[..len] };
-                tap.datagram(TapPoint::Sent, now, addr_sender(), addr_receiver(), bytes);
-            }
+            let bytes: &[u8] = if udp { chunks[sent] } else { &buf[..len] };
+            tap_datagram(&mut tap, TapPoint::Sent, now, Dir::Forward, bytes);
             send_times.push(now);
             r.wire_bytes_forward += (len + IP_UDP_OVERHEAD) as u64;
             r.datagrams_sent += 1;
@@ -758,15 +749,7 @@ fn run_paced_datagrams(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -
         now = next;
         while let Some(d) = net.recv_fwd(now) {
             let i = d.tag as usize;
-            if let Some(tap) = tap.as_deref_mut() {
-                tap.datagram(
-                    TapPoint::Arrived,
-                    now,
-                    addr_sender(),
-                    addr_receiver(),
-                    &d.packet,
-                );
-            }
+            tap_datagram(&mut tap, TapPoint::Arrived, now, Dir::Forward, &d.packet);
             let ok = if udp {
                 d.packet == chunks[i]
             } else {
