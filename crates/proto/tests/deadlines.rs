@@ -34,6 +34,7 @@ fn run(mode: Mode, rate: u64, delay: Duration, mtu: usize, loss: f64, seed: u64)
     run_sized(mode, rate, delay, mtu, loss, seed, 6_000, Duration::ZERO)
 }
 
+#[allow(clippy::too_many_arguments)] // one flat list of the link's and engine's knobs per run
 fn run_sized(
     mode: Mode,
     rate: u64,
