@@ -48,7 +48,16 @@ enum Command {
     Experiment(experiment_cmd::Args),
 }
 
-fn main() -> anyhow::Result<()> {
+/// Errors print as their chain of messages (`error: what: why`) and exit 1, never as a
+/// backtrace: returning them from `main` would print one whenever RUST_BACKTRACE is set.
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
