@@ -63,6 +63,9 @@ local pf = {
     mack_max_delay = ProtoField.uint16("aerotp.mack.max_delay", "Max ack delay (ms)", base.DEC),
     mack_count = ProtoField.uint16("aerotp.mack.count", "Selective entries", base.DEC),
     mack_entry = ProtoField.uint32("aerotp.mack.entry", "Selectively acknowledged", base.DEC),
+    mack_range_count = ProtoField.uint16("aerotp.mack.range_count", "Received ranges", base.DEC),
+    mack_range_start = ProtoField.uint32("aerotp.mack.range_start", "Received from", base.DEC),
+    mack_range_end = ProtoField.uint32("aerotp.mack.range_end", "Received up to (excl.)", base.DEC),
     nack_count = ProtoField.uint16("aerotp.nack.count", "NACK entries", base.DEC),
     nack_entry = ProtoField.uint32("aerotp.nack.entry", "Arrived corrupted", base.DEC),
     snack_count = ProtoField.uint16("aerotp.snack.count", "SNACK ranges", base.DEC),
@@ -257,7 +260,7 @@ local function dissect_control(tvb, tree, flags, off, n)
         return true
     end
     if bit.band(flags, F_MACK) ~= 0 then
-        local t = tree:add(aerotp, tvb(pos, math.min(stop - pos, 30)), "MACK")
+        local t = tree:add(aerotp, tvb(pos, math.min(stop - pos, 32)), "MACK")
         if not ack_fields(t) then return false end
         if not need(10) then return false end
         t:add(pf.mack_ts_echo, tvb(pos, 4)); t:add(pf.mack_ack_delay, tvb(pos + 4, 2))
@@ -266,6 +269,14 @@ local function dissect_control(tvb, tree, flags, off, n)
         pos = pos + 10
         if not need(4 * k) then return false end
         for _ = 1, k do t:add(pf.mack_entry, tvb(pos, 4)); pos = pos + 4 end
+        if not need(2) then return false end
+        local r = tvb(pos, 2):uint()
+        t:add(pf.mack_range_count, tvb(pos, 2)); pos = pos + 2
+        if not need(8 * r) then return false end
+        for _ = 1, r do
+            t:add(pf.mack_range_start, tvb(pos, 4)); t:add(pf.mack_range_end, tvb(pos + 4, 4))
+            pos = pos + 8
+        end
         t:set_len(pos - (stop - n))
     elseif bit.band(flags, F_ACK) ~= 0 then
         local t = tree:add(aerotp, tvb(pos, math.min(stop - pos, 20)), "ACK")

@@ -18,7 +18,7 @@ use std::time::Duration;
 use aerotp_capture::{Capture, SimCapture};
 use aerotp_proto::Mode;
 use aerotp_sim::{run_once_tapped, Scenario, SimMode, Topology};
-use aerotp_wire::parse_tpdu;
+use aerotp_wire::{parse_tpdu, ControlBody};
 use pcap_file::pcapng::{Block, PcapNgReader};
 
 fn lua() -> PathBuf {
@@ -110,6 +110,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
     let dir = tempfile::tempdir().unwrap();
     let mut types: BTreeSet<String> = BTreeSet::new();
     let (mut retx, mut fec, mut corrupted) = (0usize, 0usize, 0usize);
+    let mut mack_ranges = 0usize;
     let mut per_mode = BTreeMap::new();
     for mode in Mode::ALL {
         let mut s = Scenario {
@@ -129,7 +130,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
         let r = run_once_tapped(&s, 7, &mut cap);
         let n = cap.finish().unwrap();
         assert!(n > 0, "{mode}: nothing captured");
-        let rows = tshark(&file, &[]);
+        let rows = tshark(&file, &["aerotp.mack.range_count"]);
         let data = payloads(&file);
         assert_eq!(rows.len(), data.len(), "{mode}: tshark saw another count");
         for (i, (row, bytes)) in rows.iter().zip(&data).enumerate() {
@@ -151,6 +152,16 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
                     tp.body_ok,
                     "{mode} frame {frame}: {row:?}"
                 );
+                // MACK ranges: the dissector reads the count the parser reads.
+                let control = ControlBody::parse(tp.header.flags, tp.body).ok();
+                if let Some(m) = control.and_then(|c| c.mack).filter(|_| tp.body_ok) {
+                    assert_eq!(
+                        row[8],
+                        m.ranges.len().to_string(),
+                        "{mode} frame {frame}: {row:?}"
+                    );
+                    mack_ranges += m.ranges.len();
+                }
             }
             // What an endpoint sent is intact.
             if row[0] == "0" {
@@ -188,6 +199,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
         "no SNACK: {types:?}"
     );
     assert!(retx > 0, "no retransmission marked");
+    assert!(mack_ranges > 0, "no MACK carried a received range");
     assert!(fec > 0, "no FEC parity decoded");
     assert!(corrupted > 0, "no corrupted arrival at this BER");
 }

@@ -69,9 +69,15 @@ pub struct ConnectionConfig {
     pub fec_initial_ber: f64,
     /// TPDUs acknowledged per MACK (1–365).
     pub mack_count: u16,
-    /// Longest a receiver holds an acknowledgement; `None` = derived from `mack_count` and the
-    /// observed arrival rate (1.5 × the time `mack_count` TPDUs take, within 1 ms – 500 ms).
+    /// Longest a receiver holds an acknowledgement once the feedback budget allows one;
+    /// `None` = 1 ms (aggregation then comes from the budget, `feedback_share`).
     pub ack_delay: Option<Duration>,
+    /// Largest share of the return link's rate the receiver's feedback (MACK, ACK, NACK,
+    /// SNACK, reports) may take, over any stretch of time longer than a few feedback TPDUs.
+    pub feedback_share: f64,
+    /// Rate of the return link, bits per second, if it differs from `rate_bps` (a thin return
+    /// channel): the feedback budget is `feedback_share` of it. `None`: `rate_bps`.
+    pub return_rate_bps: Option<u64>,
     /// Bytes the application may queue before `write` pushes back.
     pub send_buffer: usize,
     /// TPDUs a receiver buffers beyond the next in-order one (flow-control window).
@@ -116,8 +122,10 @@ impl Default for ConnectionConfig {
             fec_initial_ber: 1e-4,
             mack_count: 32,
             ack_delay: None,
+            feedback_share: 0.1,
+            return_rate_bps: None,
             send_buffer: 4 << 20,
-            recv_window: 4096,
+            recv_window: 16_384,
             initial_rtt: Duration::from_millis(100),
             min_rto: Duration::from_millis(20),
             probe_interval: Duration::from_millis(250),
@@ -171,6 +179,12 @@ impl ConnectionConfig {
         if self.asyn_copies > 16 {
             return Err(ConfigError::AsynCopies(self.asyn_copies));
         }
+        if !(self.feedback_share > 0.0 && self.feedback_share <= 1.0) {
+            return Err(ConfigError::FeedbackShare(self.feedback_share));
+        }
+        if self.return_rate_bps.is_some_and(|r| r < 1000) {
+            return Err(ConfigError::Rate(self.return_rate_bps.unwrap_or(0)));
+        }
         if self.ack_every == 0 {
             return Err(ConfigError::AckEvery);
         }
@@ -222,6 +236,8 @@ pub enum ConfigError {
     SendBuffer(usize),
     #[error("{0} ASYN copies is too many: give 0 to 16")]
     AsynCopies(u8),
+    #[error("feedback share {0} is out of range: give a fraction of the return link in (0, 1], e.g. 0.1")]
+    FeedbackShare(f64),
     #[error("ack_every must be at least 1")]
     AckEvery,
     #[error("timers must be non-zero")]

@@ -308,6 +308,10 @@ impl Connection {
     /// Changes the sending rate (backpressure from the network layer, or the application).
     pub fn set_rate(&mut self, rate_bps: u64) {
         self.pacer.set_rate(rate_bps);
+        if self.cfg.return_rate_bps.is_none() {
+            self.cfg.rate_bps = rate_bps;
+            self.rx.set_return_rate(rate_bps, self.cfg.feedback_share);
+        }
     }
 
     /// The delivery trace of the receiving half (TPDU number, time, bytes), if tracing.
@@ -454,7 +458,7 @@ impl Connection {
             self.tx.set_min_rtt(self.rtt.min_rtt());
             self.tx.on_ack(&m.ack, now);
             self.tx.set_loss_time(self.rtt.loss_time());
-            self.tx.on_mack_entries(&m.entries, now);
+            self.tx.on_mack_entries(&m.entries, &m.ranges, now);
         } else if let Some(a) = &c.ack {
             self.tx.set_min_rtt(self.rtt.min_rtt());
             self.tx.on_ack(a, now);
@@ -466,7 +470,7 @@ impl Connection {
             self.tx.on_nack(&n.seqs);
         }
         if let Some(s) = &c.snack {
-            self.tx.on_snack(&s.ranges);
+            self.tx.on_snack(&s.ranges, now);
         }
         if let Some(r) = &c.report {
             self.peer_ber = f64::from(r.ber_ppb) * 1e-9;
@@ -651,6 +655,7 @@ impl Connection {
             ack_delay,
             max_delay: self.rx.max_delay_ms(),
             entries: Vec::new(),
+            ranges: Vec::new(),
         }
     }
 

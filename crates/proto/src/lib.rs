@@ -9,6 +9,7 @@ mod connection;
 mod endpoint;
 mod fec_control;
 mod fec_parity;
+mod feedback_budget;
 mod pacer;
 mod receiver;
 mod rtt;

@@ -3,6 +3,7 @@
 //! receiver reports).
 
 use crate::config::ConnectionConfig;
+use crate::feedback_budget::{FeedbackBudget, TYPICAL_FEEDBACK_BYTES};
 use aerotp_fec::auto::BerEstimator;
 use aerotp_wire::{
     expand_seq, Ack, ControlBody, Mack, Mode, Nack, Report, Snack, MACK_FIXED_LEN, OVERHEAD,
@@ -12,8 +13,14 @@ use std::time::Duration;
 
 /// Most SNACK ranges or NACK entries in one TPDU.
 const MAX_LIST: usize = 64;
+/// Most received blocks a MACK re-reports (the newest; 8 bytes each).
+const MAX_MACK_RANGES: usize = 16;
 /// Receiver reports while data flows, at most this often.
 const REPORT_INTERVAL: Duration = Duration::from_millis(200);
+/// Longest a MACK waits for its aggregate to fill once the budget allows it. Beyond this the
+/// sender's loss detection and timeout (which add the hold) suffer more than the return link
+/// gains; the budget, not the hold, is what protects a thin return link.
+const MAX_AGGREGATION: Duration = Duration::from_millis(25);
 
 #[derive(Debug, Clone)]
 struct Slot {
@@ -53,6 +60,12 @@ pub struct Receiver {
     window: u32,
     mack_count: u16,
     mtu: usize,
+    /// Keeps feedback within its share of the return link.
+    budget: FeedbackBudget,
+    /// Bytes a feedback TPDU costs beyond its control body (header, CRC, IP/UDP).
+    feedback_extra: usize,
+    /// Wire size of the last feedback TPDU, for the hold the MACKs report.
+    last_feedback_len: usize,
     /// Selective entries were left over for the next MACK.
     more_entries: bool,
     ack_every: u32,
@@ -101,6 +114,12 @@ impl Receiver {
             window: cfg.recv_window,
             mack_count: cfg.mack_count,
             mtu: cfg.mtu,
+            budget: FeedbackBudget::new(
+                cfg.return_rate_bps.unwrap_or(cfg.rate_bps),
+                cfg.feedback_share,
+            ),
+            feedback_extra: OVERHEAD + cfg.per_packet_overhead,
+            last_feedback_len: TYPICAL_FEEDBACK_BYTES,
             more_entries: false,
             ack_every: cfg.ack_every,
             fixed_ack_delay: cfg.ack_delay,
@@ -140,13 +159,25 @@ impl Receiver {
             .saturating_sub(u32::try_from(used).unwrap_or(u32::MAX))
     }
 
+    /// How long an acknowledgement waits for its aggregate to fill: 1.5 × the time
+    /// `mack_count` TPDUs take at the observed arrival rate, within 1 ms – 25 ms; nothing at
+    /// all when traffic is sparse (TPDUs further apart than that bound: there is no aggregate
+    /// to wait for, and a prompt acknowledgement is what lets the sender repair a lost
+    /// message within a round trip or two).
     fn ack_delay(&self) -> Duration {
         if let Some(d) = self.fixed_ack_delay {
             return d;
         }
-        let per = self.interarrival.unwrap_or(Duration::from_millis(2));
-        (per * u32::from(self.mack_count) * 3 / 2)
-            .clamp(Duration::from_millis(1), Duration::from_millis(500))
+        match self.interarrival {
+            Some(per) if per < MAX_AGGREGATION => (per * u32::from(self.mack_count) * 3 / 2)
+                .clamp(Duration::from_millis(1), MAX_AGGREGATION),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// The return link's rate changed (the runtime re-paced this end).
+    pub fn set_return_rate(&mut self, rate_bps: u64, share: f64) {
+        self.budget.set_rate(rate_bps, share);
     }
 
     /// A one-line summary of the reorder state, for diagnostics.
@@ -161,9 +192,14 @@ impl Receiver {
         )
     }
 
-    /// The current aggregation delay in whole milliseconds (rounded up), for MACKs.
+    /// The longest this receiver now holds an acknowledgement, in whole milliseconds (rounded
+    /// up), for MACKs: the aggregation delay or, on a return link thin enough that the budget
+    /// spaces feedback further apart, that spacing.
     pub fn max_delay_ms(&self) -> u16 {
-        u16::try_from(self.ack_delay().as_micros().div_ceil(1000)).unwrap_or(u16::MAX)
+        let hold = self
+            .ack_delay()
+            .max(self.budget.interval(self.last_feedback_len));
+        u16::try_from(hold.as_micros().div_ceil(1000)).unwrap_or(u16::MAX)
     }
 
     /// The latest TPDU's timestamp to echo and how long it has been held since it arrived, in
@@ -431,7 +467,8 @@ impl Receiver {
         if let Some(r) = self.report_due {
             min(r);
         }
-        d
+        // Nothing goes before the budget allows it; `poll_feedback` applies the same rule.
+        d.map(|d| d.max(self.budget.ready_at()))
     }
 
     /// Near-reliable: when the open holes are (re)reported. A hole found without a jump in
@@ -471,6 +508,9 @@ impl Receiver {
 
     /// Builds the feedback TPDU body due at `now`, if any, and resets what it carries.
     pub fn poll_feedback(&mut self, now: Duration) -> Option<ControlBody> {
+        if now < self.budget.ready_at() {
+            return None;
+        }
         let mut body = ControlBody::default();
         let ack_timer = self
             .ack_pending_since
@@ -486,8 +526,10 @@ impl Receiver {
                         ts_echo,
                         ack_delay,
                         max_delay: self.max_delay_ms(),
-                        entries: self.take_entries(),
+                        entries: Vec::new(),
+                        ranges: Vec::new(),
                     });
+                    self.fill_selective(body.mack.as_mut().expect("just set"));
                 }
             }
             Mode::NearReliable => {
@@ -546,23 +588,54 @@ impl Receiver {
         if body.report.is_some() {
             self.stats.reports_sent += 1;
         }
+        self.last_feedback_len = body.len() + self.feedback_extra;
+        self.budget.spend(now, self.last_feedback_len);
         Some(body)
     }
 
-    /// Selective entries for one MACK: as many as fit the MTU next to a full NACK list and a
-    /// report; the rest go in the next MACK, at once.
-    fn take_entries(&mut self) -> Vec<u32> {
-        let room = self
+    /// Blocks `[start, end)` of TPDUs received above `cum`, newest first, at most `max`.
+    fn received_blocks(&self, max: usize) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &seq in self.buffer.keys().rev() {
+            match out.last_mut() {
+                Some((start, _)) if *start == seq + 1 => *start = seq,
+                _ => {
+                    if out.len() == max {
+                        break;
+                    }
+                    out.push((seq, seq + 1));
+                }
+            }
+        }
+        out
+    }
+
+    /// The selective part of one MACK: the newest received blocks as ranges (re-reported in
+    /// every MACK, so one lost MACK costs nothing), then the entries that arrived since the
+    /// last MACK and no range covers — as many as fit the MTU next to a full NACK list and a
+    /// report; entries left over go in the next MACK, at once.
+    fn fill_selective(&mut self, mack: &mut Mack) {
+        let mut room = self
             .mtu
             .saturating_sub(OVERHEAD + MACK_FIXED_LEN + 12 + 2 + 4 * self.pending_nacks.len());
+        let blocks = self.received_blocks(MAX_MACK_RANGES.min(room / 8 / 2));
+        room -= 8 * blocks.len();
+        let expected = self.expected;
+        // An entry below `cum` (delivered since) or inside a range says nothing new.
+        let redundant = |seq: u32| {
+            let seq = expand_seq(expected, seq);
+            seq < expected || blocks.iter().any(|&(a, b)| (a..b).contains(&seq))
+        };
+        self.pending_entries.retain(|&e| !redundant(e));
+        mack.ranges = blocks.iter().map(|&(a, b)| (a as u32, b as u32)).collect();
         let fit = room / 4;
         if self.pending_entries.len() <= fit {
-            return std::mem::take(&mut self.pending_entries);
+            mack.entries = std::mem::take(&mut self.pending_entries);
+            return;
         }
         let rest = self.pending_entries.split_off(fit);
-        let now = std::mem::replace(&mut self.pending_entries, rest);
+        mack.entries = std::mem::replace(&mut self.pending_entries, rest);
         self.more_entries = true;
-        now
     }
 
     pub fn report(&self) -> Report {
@@ -628,11 +701,15 @@ mod tests {
         r.on_data(ms(0), 3, 0, vec![1], false);
         let m = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
         assert_eq!((m.ack.cum, m.entries.len()), (4, 0));
-        // A new gap (5 missing) is reported at once, listing the out-of-order arrival.
+        // A new gap (5 missing) is reported at once, the out-of-order arrival as a range.
         r.on_data(ms(1), 6, 0, vec![1], false);
         let m = r.poll_feedback(ms(1)).unwrap().mack.unwrap();
         assert_eq!(m.ack.cum, 4);
-        assert_eq!(m.entries, vec![6]);
+        assert_eq!(m.ranges, vec![(6, 7)]);
+        assert!(
+            m.entries.is_empty(),
+            "an entry inside a range is not repeated"
+        );
         // Filling in behind the gap is not a new gap: aggregated again.
         r.on_data(ms(2), 7, 0, vec![1], false);
         assert!(r.poll_feedback(ms(2)).is_none());
@@ -698,15 +775,33 @@ mod tests {
             mode: Mode::Reliable,
             recv_window: 1024,
             mack_count: 365,
+            ack_delay: Some(Duration::from_millis(10)),
             ..ConnectionConfig::default()
         });
-        // 365 out-of-order arrivals (TPDU 0 missing).
-        for s in 1..=365u32 {
+        // 365 out-of-order arrivals, every other TPDU missing: 365 blocks of one.
+        for s in (1..=729u32).step_by(2) {
             r.on_data(ms(0), s, 1, vec![1], false);
         }
         let first = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
-        let second = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
-        assert_eq!(first.entries.len() + second.entries.len(), 365);
+        // The first, nearly MTU-sized, used the budget's burst: the rest waits for it.
+        let at = r.feedback_deadline().unwrap();
+        assert!(at > ms(0));
+        assert!(r.poll_feedback(at - Duration::from_micros(1)).is_none());
+        let second = r.poll_feedback(at).unwrap().mack.unwrap();
+        // The newest blocks as ranges in both, the other arrivals as entries once.
+        assert_eq!(first.ranges.len(), MAX_MACK_RANGES);
+        assert_eq!(first.ranges[0], (729, 730));
+        assert_eq!(second.ranges, first.ranges);
+        let mut seen: Vec<u32> = first
+            .entries
+            .iter()
+            .chain(&second.entries)
+            .copied()
+            .collect();
+        seen.extend(first.ranges.iter().map(|r| r.0));
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen, (1..=729u32).step_by(2).collect::<Vec<_>>());
         let mut out = Vec::new();
         ControlBody {
             mack: Some(first),
@@ -715,6 +810,69 @@ mod tests {
         .emit(&mut out)
         .unwrap();
         assert!(OVERHEAD + out.len() + 12 <= 1500, "{}", out.len());
+    }
+
+    #[test]
+    fn ranges_survive_a_lost_mack() {
+        let mut r = rx(Mode::Reliable);
+        r.on_data(ms(0), 0, 0, vec![1], false);
+        r.on_data(ms(0), 2, 0, vec![1], false);
+        r.on_data(ms(0), 3, 0, vec![1], false);
+        let lost = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
+        assert_eq!(lost.ranges, vec![(2, 4)]);
+        // That MACK is lost; the next (after a later arrival) still reports 2 and 3.
+        r.on_data(ms(20), 5, 0, vec![1], false);
+        let next = r.poll_feedback(ms(20)).unwrap().mack.unwrap();
+        assert_eq!(next.ack.cum, 1);
+        assert_eq!(next.ranges, vec![(5, 6), (2, 4)]);
+    }
+
+    #[test]
+    fn sparse_traffic_is_acknowledged_at_once() {
+        // No fixed ack delay: a TPDU every 100 ms has no aggregate to wait for.
+        let mut r = Receiver::new(&ConnectionConfig::default());
+        for i in 0..20u32 {
+            let t = ms(100 * u64::from(i));
+            r.on_data(t, i, 0, vec![1; 100], false);
+            assert_eq!(r.feedback_deadline(), Some(t), "TPDU {i}");
+            assert!(r.poll_feedback(t).unwrap().mack.is_some());
+        }
+    }
+
+    #[test]
+    fn feedback_is_held_to_its_share_of_a_thin_return_link() {
+        // 5 Mb/s forward, 10 kb/s back, 10 %: about 1 kb/s of feedback. A TPDU every 2.4 ms
+        // with a gap every tenth (each gap asks for a MACK at once) for 20 s.
+        let mut r = Receiver::new(&ConnectionConfig {
+            return_rate_bps: Some(10_000),
+            ..ConnectionConfig::default()
+        });
+        let mut bytes = 0usize;
+        let mut sent = 0u32;
+        let mut seq = 0u32;
+        let step = Duration::from_micros(2400);
+        let mut now = Duration::ZERO;
+        while now < Duration::from_secs(20) {
+            seq += if seq % 10 == 9 { 2 } else { 1 };
+            r.on_data(now, seq, 0, vec![1; 1400], false);
+            if r.feedback_deadline().is_some_and(|d| d <= now) {
+                let fb = r.poll_feedback(now).expect("a deadline that has come acts");
+                let mut out = Vec::new();
+                fb.emit(&mut out).unwrap();
+                bytes += out.len() + OVERHEAD + 28;
+                sent += 1;
+            }
+            now += step;
+        }
+        // The share, plus the bucket's burst (300 B) and one TPDU sent on credit (< 400 B).
+        let bps = bytes as f64 * 8.0 / 20.0;
+        assert!(
+            bps <= 1000.0 + (300.0 + 400.0) * 8.0 / 20.0,
+            "{bps} b/s of feedback"
+        );
+        assert!(sent >= 10, "{sent} feedback TPDUs");
+        // The hold the MACKs report covers the spacing, so the sender's timeout does too.
+        assert!(r.max_delay_ms() >= 500, "{}", r.max_delay_ms());
     }
 
     #[test]

@@ -539,15 +539,28 @@ impl Sender {
         (t.tx < largest).then(|| t.at + self.loss_time + self.reorder_window)
     }
 
-    pub fn on_mack_entries(&mut self, entries: &[u32], now: Duration) {
+    /// Applies a MACK's selective part: its entries (single TPDUs) and ranges (`[start, end)`
+    /// blocks, low 32 bits), then runs loss detection.
+    pub fn on_mack_entries(&mut self, entries: &[u32], ranges: &[(u32, u32)], now: Duration) {
         let expected = self.peer_cum;
+        let tracked_end = self.next_seq.min(self.base + self.entries.len() as u64);
+        let acked = |s: &mut Sender, seq: u64| {
+            if let Some(tx) = s.mark_acked(seq, now) {
+                s.largest_acked_tx = Some(s.largest_acked_tx.map_or(tx, |l| l.max(tx)));
+            }
+        };
         for &e in entries {
             let seq = expand_seq(expected, e);
-            if seq >= self.next_seq {
-                continue;
+            if seq < tracked_end {
+                acked(self, seq);
             }
-            if let Some(tx) = self.mark_acked(seq, now) {
-                self.largest_acked_tx = Some(self.largest_acked_tx.map_or(tx, |l| l.max(tx)));
+        }
+        for &(a, b) in ranges {
+            let start = expand_seq(expected, a).max(self.base);
+            // Bounded by what we track: a forged or stale range cannot make this loop long.
+            let end = expand_seq(start, b).min(tracked_end);
+            for seq in start..end {
+                acked(self, seq);
             }
         }
         self.release_front();
@@ -592,9 +605,14 @@ impl Sender {
         }
     }
 
-    /// SNACK: these ranges are missing at the receiver.
-    pub fn on_snack(&mut self, ranges: &[(u32, u32)]) {
+    /// SNACK: these ranges are missing at the receiver (as it saw them when it sent the SNACK).
+    /// A TPDU (re)transmitted less than a minimum round trip ago cannot have reached the
+    /// receiver and been missed by it yet: the SNACK predates it, and resending it would be
+    /// needless (on a long path the receiver's repeated SNACKs would otherwise resend every
+    /// hole once per repetition while the first repair is still on its way).
+    pub fn on_snack(&mut self, ranges: &[(u32, u32)], now: Duration) {
         let expected = self.peer_cum.max(self.base);
+        let fresh = self.min_rtt.unwrap_or(Duration::ZERO);
         for &(a, b) in ranges {
             self.stats.snack_ranges_received += 1;
             let start = expand_seq(expected, a);
@@ -602,7 +620,13 @@ impl Sender {
             // Bounded by what we track.
             let end = end.min(self.base + self.entries.len() as u64);
             for seq in start.max(self.base)..end {
-                self.queue_retx(seq);
+                let recent = matches!(
+                    self.entry_mut(seq),
+                    Some(Some(s)) if now.saturating_sub(s.last_sent) < fresh
+                );
+                if !recent {
+                    self.queue_retx(seq);
+                }
             }
         }
     }
@@ -844,7 +868,7 @@ mod tests {
             },
             Duration::ZERO,
         );
-        s.on_mack_entries(&[3, 4, 5, 6, 7], Duration::from_millis(20));
+        s.on_mack_entries(&[3, 4, 5, 6, 7], &[], Duration::from_millis(20));
         let r = s
             .next_outgoing(Duration::from_millis(20), 100, true)
             .unwrap();
@@ -860,7 +884,7 @@ mod tests {
         let mut s = sender(Mode::NearReliable);
         send_n(&mut s, 10);
         s.on_nack(&[4, 4]);
-        s.on_snack(&[(6, 8)]);
+        s.on_snack(&[(6, 8)], Duration::from_millis(50));
         let seqs: Vec<u64> = std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true))
             .map(|o| o.seq)
             .collect();

@@ -429,7 +429,15 @@ fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -> Run
     let mut net = Net::new(s, seed);
     let mut a = Endpoint::new(EndpointConfig::default(), mix_seed(seed, 3));
     let mut b = Endpoint::new(EndpointConfig::default(), mix_seed(seed, 4));
-    b.listen(PORT, cfg.clone()).expect("validated config");
+    // The receiver's feedback budget is a share of what its return links carry.
+    let reverse_rate: u64 = (0..s.network.paths.len())
+        .map(|i| s.network.paths[i].reverse_config(0).rate_bps)
+        .sum();
+    let listen_cfg = aerotp_proto::ConnectionConfig {
+        return_rate_bps: Some(reverse_rate.max(1000)),
+        ..cfg.clone()
+    };
+    b.listen(PORT, listen_cfg).expect("validated config");
     let mut now = Duration::ZERO;
     let ch = a
         .connect(now, addr_receiver(), PORT, cfg)

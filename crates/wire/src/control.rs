@@ -3,8 +3,8 @@
 use crate::error::WireError;
 use crate::header::Flags;
 
-/// Fixed part of a MACK body before its entries.
-pub const MACK_FIXED_LEN: usize = 30;
+/// Fixed part of a MACK body: everything but its entries and ranges (the two counts included).
+pub const MACK_FIXED_LEN: usize = 32;
 const ACK_LEN: usize = 20;
 const REPORT_LEN: usize = 12;
 const MAX_REASON: usize = 256;
@@ -33,6 +33,10 @@ pub struct Mack {
     pub max_delay: u16,
     /// Low 32 bits of TPDU numbers received at or above `cum`.
     pub entries: Vec<u32>,
+    /// Blocks `[start, end)` (low 32 bits) of TPDUs received above `cum`, newest first. Unlike
+    /// `entries`, which list each arrival once, the ranges re-report the receiver's whole
+    /// out-of-order state (as far as it fits), so a lost MACK loses no information.
+    pub ranges: Vec<(u32, u32)>,
 }
 
 /// TPDUs that arrived corrupted and could not be corrected.
@@ -136,12 +140,18 @@ impl ControlBody {
             for _ in 0..k {
                 entries.push(r.u32("mack entry")?);
             }
+            let k = r.count(8, "mack ranges")?;
+            let mut ranges = Vec::with_capacity(k);
+            for _ in 0..k {
+                ranges.push((r.u32("mack range start")?, r.u32("mack range end")?));
+            }
             out.mack = Some(Mack {
                 ack,
                 ts_echo,
                 ack_delay,
                 max_delay,
                 entries,
+                ranges,
             });
         } else if flags.contains(Flags::ACK) {
             out.ack = Some(r.ack()?);
@@ -210,7 +220,7 @@ impl ControlBody {
     pub fn len(&self) -> usize {
         let mut n = 0;
         if let Some(m) = &self.mack {
-            n += MACK_FIXED_LEN + 4 * m.entries.len();
+            n += MACK_FIXED_LEN + 4 * m.entries.len() + 8 * m.ranges.len();
         } else if self.ack.is_some() {
             n += ACK_LEN;
         }
@@ -255,6 +265,11 @@ impl ControlBody {
             out.extend_from_slice(&count(m.entries.len(), "mack entries")?.to_be_bytes());
             for e in &m.entries {
                 out.extend_from_slice(&e.to_be_bytes());
+            }
+            out.extend_from_slice(&count(m.ranges.len(), "mack ranges")?.to_be_bytes());
+            for (a, b) in &m.ranges {
+                out.extend_from_slice(&a.to_be_bytes());
+                out.extend_from_slice(&b.to_be_bytes());
             }
         } else if let Some(a) = &self.ack {
             put_ack(out, a);
@@ -306,6 +321,7 @@ mod tests {
                 ack_delay: 3,
                 max_delay: 40,
                 entries: vec![1, 2, 0xFFFF_FFFF],
+                ranges: vec![(40, 45), (0xFFFF_FFF0, 3)],
             }),
             nack: Some(Nack { seqs: vec![5, 6] }),
             snack: Some(Snack {
