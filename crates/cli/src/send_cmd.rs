@@ -34,7 +34,7 @@ pub struct Args {
     #[arg(long, default_value = "5mbit", value_parser = rate_arg)]
     rate: u64,
     /// FEC: off, auto, N (papers' 32-bit words per TPDU, 0-256) or pN (parity bytes per
-    /// codeword). Default: auto in FEC modes, off otherwise.
+    /// codeword). Default: auto in every mode but unreliable and datagram (off there).
     #[arg(long, value_parser = fec_arg)]
     fec: Option<FecSetting>,
     /// ACKs per MACK for our own receiving half (the receiver's MACKs follow `recv --mack`).

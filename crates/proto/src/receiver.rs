@@ -13,6 +13,8 @@ use std::time::Duration;
 
 /// Most SNACK ranges or NACK entries in one TPDU.
 const MAX_LIST: usize = 64;
+/// Longest a near-reliable receiver waits for reordering before it SNACKs a gap.
+const MAX_REORDER_WAIT: Duration = Duration::from_millis(500);
 /// Most received blocks a MACK re-reports (the newest; 8 bytes each).
 const MAX_MACK_RANGES: usize = 16;
 /// Receiver reports while data flows, at most this often.
@@ -27,6 +29,8 @@ struct Slot {
     body: Vec<u8>,
     fin: bool,
     arrived: Duration,
+    /// The sender's timestamp: tells an original that was overtaken from a retransmission.
+    ts: u32,
 }
 
 /// A chunk delivered in order to the application.
@@ -88,8 +92,12 @@ pub struct Receiver {
     latest_ts: u32,
     latest_at: Duration,
     pending_nacks: Vec<u32>,
-    snack_due: bool,
+    /// Near-reliable: arrival of the TPDU that opened the oldest gap not yet SNACKed.
+    gap_open_since: Option<Duration>,
     last_snack: Option<Duration>,
+    /// Near-reliable: how long a gap may stay open before it is SNACKed, learned from the
+    /// reordering seen (an original arriving behind a TPDU sent after it); zero until then.
+    reorder_wait: Duration,
     interarrival: Option<Duration>,
     last_arrival: Option<Duration>,
     pub ber: BerEstimator,
@@ -139,8 +147,9 @@ impl Receiver {
             latest_ts: 0,
             latest_at: Duration::ZERO,
             pending_nacks: Vec::new(),
-            snack_due: false,
+            gap_open_since: None,
             last_snack: None,
+            reorder_wait: Duration::ZERO,
             interarrival: None,
             last_arrival: None,
             ber: BerEstimator::new(),
@@ -268,12 +277,11 @@ impl Receiver {
             self.ack_now = true;
         }
         if self.mode == Mode::NearReliable {
-            if let Some(h) = prev_highest {
-                if seq > h + 1 {
-                    self.snack_due = true;
-                }
-            } else if seq > 0 {
-                self.snack_due = true;
+            if new_gap && self.gap_open_since.is_none() {
+                self.gap_open_since = Some(now);
+            }
+            if prev_highest.is_some_and(|h| seq < h) {
+                self.learn_reordering(now, seq, timestamp);
             }
         }
         if self.mode.uses_mack()
@@ -295,6 +303,7 @@ impl Receiver {
                 body,
                 fin,
                 arrived: now,
+                ts: timestamp,
             },
         );
         self.deliver_in_order(now);
@@ -332,6 +341,21 @@ impl Receiver {
         // Knowing the TPDU exists also tells us how far the sender got.
         if seq < self.expected + u64::from(self.window) {
             self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
+        }
+    }
+
+    /// A TPDU filled a gap. If it was sent before the TPDU that opened the gap (its timestamp
+    /// is older), it is the original, overtaken rather than lost: the gap should have been
+    /// given at least this long before it was SNACKed (RFC 8985's reordering window, learned
+    /// at the receiver because here the receiver decides what is missing).
+    fn learn_reordering(&mut self, now: Duration, seq: u64, ts: u32) {
+        let Some((_, opener)) = self.buffer.range(seq + 1..).next() else {
+            return;
+        };
+        // Timestamps wrap (32-bit microseconds): compare as a signed difference.
+        if (ts.wrapping_sub(opener.ts) as i32) < 0 {
+            let sample = now.saturating_sub(opener.arrived) * 5 / 4;
+            self.reorder_wait = self.reorder_wait.max(sample).min(MAX_REORDER_WAIT);
         }
     }
 
@@ -451,7 +475,7 @@ impl Receiver {
     pub fn feedback_deadline(&self) -> Option<Duration> {
         let mut d: Option<Duration> = None;
         let mut min = |t: Duration| d = Some(d.map_or(t, |x: Duration| x.min(t)));
-        if self.ack_now || !self.pending_nacks.is_empty() || self.snack_due {
+        if self.ack_now || !self.pending_nacks.is_empty() {
             min(Duration::ZERO);
         }
         if let Some(since) = self.ack_pending_since {
@@ -471,18 +495,24 @@ impl Receiver {
         d.map(|d| d.max(self.budget.ready_at()))
     }
 
-    /// Near-reliable: when the open holes are (re)reported. A hole found without a jump in
-    /// sequence numbers (its TPDU arrived corrupted and the NACK was lost, say) is reported once
-    /// the TPDU behind it has waited the minimum hole time; reports repeat every two repair
-    /// round trips while holes stay open.
+    /// Near-reliable: when the open holes are (re)reported. A new gap is reported once it has
+    /// stayed open for the reordering wait (zero until reordering has been seen); a hole found
+    /// without a jump in sequence numbers (its TPDU arrived corrupted and the NACK was lost,
+    /// say) once the TPDU behind it has waited the minimum hole time; reports repeat every two
+    /// repair round trips while holes stay open.
     fn snack_deadline(&self) -> Option<Duration> {
         if self.mode != Mode::NearReliable || !self.has_holes() {
             return None;
         }
-        let oldest = self.buffer.values().next()?.arrived + self.min_hole_timeout;
-        Some(match self.last_snack {
+        let oldest = self.buffer.values().next()?.arrived
+            + self.min_hole_timeout.max(self.reorder_wait);
+        let repeat = match self.last_snack {
             Some(l) => oldest.max(l + self.repair_rtt * 2),
             None => oldest,
+        };
+        Some(match self.gap_open_since {
+            Some(g) => repeat.min(g + self.reorder_wait),
+            None => repeat,
         })
     }
 
@@ -491,19 +521,41 @@ impl Receiver {
             .is_some_and(|h| h >= self.expected && !self.buffer.is_empty())
     }
 
-    fn snack_ranges(&self) -> Vec<(u32, u32)> {
+    /// The holes to SNACK at `now`: those whose gap has been open for the reordering wait
+    /// (the TPDU behind a hole opened it, near enough). Also returns when the oldest gap left
+    /// out opened, for the next report.
+    fn snack_ranges(&self, now: Duration) -> (Vec<(u32, u32)>, Option<Duration>) {
         let mut out = Vec::new();
+        let mut later: Option<Duration> = None;
         let mut cursor = self.expected;
-        for &seq in self.buffer.keys() {
+        for (&seq, slot) in &self.buffer {
             if seq > cursor {
-                out.push((cursor as u32, seq as u32));
-                if out.len() == MAX_LIST {
-                    return out;
+                if slot.arrived + self.reorder_wait <= now {
+                    if out.len() < MAX_LIST {
+                        out.push((cursor as u32, seq as u32));
+                    }
+                } else {
+                    later = Some(later.map_or(slot.arrived, |l: Duration| l.min(slot.arrived)));
                 }
             }
             cursor = seq + 1;
         }
-        out
+        (out, later)
+    }
+
+    /// Remembers when the TPDUs of SNACKed holes were asked for, so their arrival measures the
+    /// repair round trip (which spaces repeated SNACKs). Bounded like the NACK record.
+    fn note_repair_requests(&mut self, now: Duration, ranges: &[(u32, u32)]) {
+        for &(a, b) in ranges {
+            let start = expand_seq(self.expected, a);
+            let end = expand_seq(start, b);
+            for seq in start..end.min(start + 64) {
+                self.nack_sent_at.entry(seq).or_insert(now);
+            }
+        }
+        while self.nack_sent_at.len() > 4096 {
+            self.nack_sent_at.pop_first();
+        }
     }
 
     /// Builds the feedback TPDU body due at `now`, if any, and resets what it carries.
@@ -539,14 +591,15 @@ impl Receiver {
                 if self.ack_now || self.since_ack >= self.ack_every || periodic {
                     body.ack = Some(self.ack_fields());
                 }
-                let resnack = self.snack_deadline().is_some_and(|d| now >= d);
-                if (self.snack_due || resnack) && self.has_holes() {
-                    body.snack = Some(Snack {
-                        ranges: self.snack_ranges(),
-                    });
-                    self.last_snack = Some(now);
+                if self.snack_deadline().is_some_and(|d| now >= d) {
+                    let (ranges, later) = self.snack_ranges(now);
+                    self.gap_open_since = later;
+                    if !ranges.is_empty() {
+                        self.note_repair_requests(now, &ranges);
+                        body.snack = Some(Snack { ranges });
+                        self.last_snack = Some(now);
+                    }
                 }
-                self.snack_due = false;
             }
             _ => {}
         }

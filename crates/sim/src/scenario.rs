@@ -163,7 +163,7 @@ pub struct Scenario {
     pub size: usize,
     /// Largest datagram (UDP payload) in bytes.
     pub mtu: usize,
-    /// FEC strength; `None` = the mode's default (auto for the FEC modes, off otherwise).
+    /// FEC strength; `None` = the mode's default (auto in every mode but unreliable and datagram).
     pub fec: Option<FecSetting>,
     /// ACKs per MACK.
     pub mack: u16,
