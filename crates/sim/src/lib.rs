@@ -25,7 +25,6 @@
 
 pub mod experiment;
 pub mod plan;
-pub mod plot;
 mod run;
 mod scenario;
 mod summary;
