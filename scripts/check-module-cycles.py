@@ -16,7 +16,7 @@
 Exit status 0 when both hold, 1 otherwise; the report names every cycle (one path per
 strongly connected component) and every long file.
 
-Usage: scripts/check-module-cycles.py [--max-lines N] [--crate DIR ...] [ROOT]
+Usage: scripts/check-module-cycles.py [--max-lines N] [--crate DIR ...] [--self-test] [ROOT]
 
 Written by hand: no maintained tool reads Rust module graphs at this granularity without
 building the crates (cargo-modules needs rust-analyzer and a full build of each crate).
@@ -384,7 +384,10 @@ def main():
     ap.add_argument("root", nargs="?", default=os.path.join(os.path.dirname(__file__), ".."))
     ap.add_argument("--max-lines", type=int, default=MAX_LINES)
     ap.add_argument("--crate", action="append", default=[], help="only these crate directories")
+    ap.add_argument("--self-test", action="store_true", help="check the checker on small crates")
     args = ap.parse_args()
+    if args.self_test:
+        return self_test()
     if args.max_lines < 1:
         sys.exit(f"--max-lines {args.max_lines}: give a whole number of lines, at least 1")
     root = os.path.abspath(args.root)
@@ -425,6 +428,65 @@ def main():
     if not bad:
         print(f"no module cycle and no source file over {args.max_lines} lines in {len(dirs)} crate(s)")
     return 1 if bad else 0
+
+
+def self_test():
+    """Builds small crates in a temporary directory and checks what the report says of them:
+    a sibling cycle and a parent/child knot are found; a path only in a comment or string,
+    a re-export, a test module and a test-only file are not dependencies; a long file is
+    named and a long test-only file is not."""
+    import subprocess
+    import tempfile
+
+    def write(root, rel, text):
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+    def report(root):
+        out = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), root],
+            capture_output=True, text=True, check=False,
+        )
+        return out.returncode, out.stdout
+
+    with tempfile.TemporaryDirectory() as root:
+        write(root, "crates/knot/Cargo.toml", "")
+        write(root, "crates/knot/src/lib.rs", "mod a;\nmod b;\nmod p;\npub use a::A;\n")
+        write(root, "crates/knot/src/a.rs", "use crate::b::B;\npub struct A;\n")
+        write(root, "crates/knot/src/b.rs", "pub struct B;\nfn f() { let _ = crate::a::A; }\n")
+        write(root, "crates/knot/src/p/mod.rs", "mod c;\npub struct P;\nfn g() { c::h(); }\n")
+        write(root, "crates/knot/src/p/c.rs", "use super::P;\npub fn h() {}\n")
+        code, out = report(root)
+        assert code == 1, out
+        assert "cycle in crates/knot: a -> b -> a" in out, out
+        assert "cycle in crates/knot: p -> p::c -> p" in out, out
+
+        write(root, "crates/clean/Cargo.toml", "")
+        write(
+            root,
+            "crates/clean/src/lib.rs",
+            "mod a;\nmod b;\n#[cfg(test)]\nmod tests;\npub use b::B;\n"
+            "// crate::a::A in a comment\n",
+        )
+        write(
+            root,
+            "crates/clean/src/a.rs",
+            "use crate::B;\npub struct A;\n#[cfg(test)]\nmod tests {\n    use crate::a::A;\n}\n",
+        )
+        write(
+            root,
+            "crates/clean/src/b.rs",
+            'pub struct B;\nconst S: &str = "crate::a::A";\n' + "// line\n" * 900,
+        )
+        write(root, "crates/clean/src/tests.rs", "use crate::a::A;\n" + "// line\n" * 900)
+        code, out = report(root)
+        assert "in crates/clean" not in out, out
+        assert "long file: crates/clean/src/b.rs: 902 lines" in out, out
+        assert "tests.rs" not in out, out
+    print("self-test passed")
+    return 0
 
 
 if __name__ == "__main__":
