@@ -15,7 +15,6 @@
 pub mod lossy;
 pub mod outage;
 pub mod payload;
-pub mod plot;
 pub mod setup;
 pub mod transfer;
 

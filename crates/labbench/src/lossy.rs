@@ -333,7 +333,7 @@ pub fn write(cfg: &Config, r: &Report, dir: &Path, command: &str) -> Result<()> 
             })
             .collect()
     };
-    crate::plot::lines(
+    aerotp_plot::lines(
         &dir.join("lossy_goodput.png"),
         "Goodput vs BER (lab, real kernels)",
         "bit-error rate",
@@ -341,7 +341,7 @@ pub fn write(cfg: &Config, r: &Report, dir: &Path, command: &str) -> Result<()> 
         &labels,
         &series(&|p| p.goodput_bps / 1e6),
     )?;
-    crate::plot::lines(
+    aerotp_plot::lines(
         &dir.join("lossy_delivered.png"),
         "Delivered intact bytes vs BER",
         "bit-error rate",

@@ -272,7 +272,7 @@ pub fn write(cfg: &Config, r: &Report, dir: &Path, command: &str) -> Result<()> 
             )
         })
         .collect();
-    crate::plot::xy(
+    aerotp_plot::xy(
         &dir.join("outage_timeline.png"),
         "Receive rate (200 ms window) around the link's return (t = 0)",
         "s after the link's return",

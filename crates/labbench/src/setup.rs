@@ -407,7 +407,7 @@ pub fn write(cfg: &Config, r: &Report, dir: &Path, command: &str) -> Result<()> 
             series.push((format!("{name} {stat}"), ys));
         }
     }
-    crate::plot::lines(
+    aerotp_plot::lines(
         &dir.join("setup.png"),
         "Set-up to first data byte at the receiver",
         "packet loss (both directions)",

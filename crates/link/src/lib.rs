@@ -35,16 +35,14 @@ mod path;
 mod seed;
 mod trace;
 
-pub use config::{
-    serde_duration, serde_opt_duration, serde_rate, GilbertElliott, LinkConfig, Outage,
-    PeriodicOutage, RandomOutage, Sojourn,
-};
+pub use config::{GilbertElliott, LinkConfig, Outage, PeriodicOutage, RandomOutage, Sojourn};
 pub use error::LinkError;
 pub use link::{Delivery, DropReason, Link, LinkStats, LossReason, Offer};
 pub use network::{Network, PathSpec, ScenarioError, MAX_PATHS};
 pub use parse::{
     format_duration, format_rate, parse_burst, parse_duration, parse_outage, parse_random_outage,
-    parse_rate, parse_size, OutageScope, BURST_FORMS, RANDOM_OUTAGE_FORMS, SIZE_FORMS,
+    parse_rate, parse_size, serde_duration, serde_opt_duration, serde_rate, OutageScope,
+    BURST_FORMS, RANDOM_OUTAGE_FORMS, SIZE_FORMS,
 };
 pub use path::Path;
 pub use seed::{mix_seed, splitmix64};

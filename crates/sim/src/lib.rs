@@ -25,15 +25,15 @@
 
 pub mod experiment;
 pub mod plan;
-pub mod plot;
 mod run;
 mod scenario;
 mod summary;
 mod workload;
 
-pub use run::{datagram_parity, mix_seed, run_once, run_once_tapped, RunResult, Tap, TapPoint};
+pub use run::{mix_seed, run_once, run_once_tapped, RunResult, Tap, TapPoint};
 pub use scenario::{
-    parse_size, Scenario, SimError, SimMode, Topology, ENGINE_KEYS, IP_UDP_OVERHEAD, LINK_KEY_FORMS,
+    datagram_parity, parse_size, Scenario, SimError, SimMode, Topology, ENGINE_KEYS,
+    IP_UDP_OVERHEAD, LINK_KEY_FORMS,
 };
 pub use summary::{ceiling_bps, run_many, run_seed, summarize, Percentiles, Stat, Summary};
 pub use workload::Workload;

@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use aerotp_link::LinkConfig;
 
-use crate::run::{datagram_parity, mix_seed, run_once, RunResult};
-use crate::scenario::{Scenario, SimError, SimMode, IP_UDP_OVERHEAD};
+use crate::run::{mix_seed, run_once, RunResult};
+use crate::scenario::{datagram_parity, Scenario, SimError, SimMode, IP_UDP_OVERHEAD};
 use crate::workload::Workload;
 
 /// Mean, spread and extremes of one metric over runs.

@@ -3,12 +3,12 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use aerotp_plot::{draw, Chart, Series};
 use anyhow::Context;
 
 use super::row::Row;
 use super::template::{Lookup, Vars};
 use super::{Column, Experiment, Plot};
-use crate::plot::{draw, Chart, Series};
 use crate::run::RunResult;
 
 /// Writes `rows` with `columns`; the series column is always quoted (names hold commas),

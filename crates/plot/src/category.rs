@@ -1,11 +1,13 @@
-//! PNG line plots over categorical x values (plotters, bitmap backend; the font and colours of
-//! the simulator's plots, `aerotp_sim::plot`).
+//! The lab benches' plots: lines over categorical x values (one point per bench setting) and
+//! (x, y) timelines with vertical marks; the font and colours of every plot.
 
 use std::path::Path;
 
-use aerotp_sim::plot::{ensure_font, PALETTE};
 use anyhow::{anyhow, bail, Result};
 use plotters::prelude::*;
+
+use crate::font::ensure_font;
+use crate::palette::PALETTE;
 
 /// One line per series over the categorical x `labels` (NaN points are skipped).
 pub fn lines(

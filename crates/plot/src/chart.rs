@@ -1,23 +1,12 @@
-//! Line charts as PNG (plotters, bitmap backend). Text is drawn with the DejaVu Sans font
-//! embedded in the binary (assets/), so plots look the same on every machine.
+//! Line charts on numeric axes as PNG (the simulator's plan plots): axis ranges taken from
+//! the data, markers on every point, peers drawn thinner with triangles.
 
 use std::path::Path;
-use std::sync::Once;
 
 use plotters::prelude::*;
-use plotters::style::{register_font, FontStyle};
 
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
-static REGISTER: Once = Once::new();
-
-/// Registers the embedded DejaVu Sans as plotters' `sans-serif` (once per process); every
-/// plot of the workspace calls it, so text renders the same without system fonts.
-pub fn ensure_font() {
-    REGISTER.call_once(|| {
-        // The font is known-good; registration only fails on a corrupt file.
-        let _ = register_font("sans-serif", FontStyle::Normal, FONT);
-    });
-}
+use crate::font::ensure_font;
+use crate::palette::PALETTE;
 
 /// One line of a chart.
 #[derive(Debug, Clone)]
@@ -42,22 +31,6 @@ pub struct Chart<'a> {
     /// Legend in the lower left corner instead of the upper right.
     pub legend_low: bool,
 }
-
-/// Line colours shared by every plot of the workspace.
-pub const PALETTE: [RGBColor; 12] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-    RGBColor(0, 0, 0),
-    RGBColor(120, 60, 180),
-];
 
 fn fmt_x(v: f64, sci: bool) -> String {
     if sci {

@@ -1,0 +1,314 @@
+//! An AeroTP connection run: the sender's endpoint connects to the receiver's listening
+//! endpoint, the applications write and read the workload, the loop advances virtual time.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aerotp_link::mix_seed;
+use aerotp_proto::{CloseOutcome, ConnectionHandle, Endpoint, EndpointConfig, Event};
+
+use super::app::{payload, take_chunk};
+use super::copies::{tag_of, usable, Copies, DATA_TAG};
+use super::net::Net;
+use super::result::{close_name, finish_common, result_base, secs, RunResult};
+use super::tap::{addr_receiver, addr_sender, tap_datagram, Dir, Tap, TapPoint, PORT};
+use crate::scenario::{Scenario, IP_UDP_OVERHEAD};
+use crate::workload::Workload;
+
+/// Upper bound of loop iterations per run: a guard against a livelock (never reached in
+/// practice: a 1 MB transfer takes a few thousand).
+const MAX_STEPS: u64 = 50_000_000;
+
+/// An AeroTP connection from the sender's endpoint to the receiver's listening endpoint.
+pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -> RunResult {
+    let msgs = s.workload.messages(s.size);
+    let total: usize = msgs.iter().map(|m| m.1).sum();
+    let data = payload(total, mix_seed(seed, 0));
+    // Request-response: the server's answers, their own reproducible bytes.
+    let (resp_len, back_to_back) = match s.workload {
+        Workload::RequestResponse {
+            response, interval, ..
+        } => (response, interval.is_none()),
+        _ => (0, false),
+    };
+    let rr = resp_len > 0;
+    let responses = payload(
+        resp_len * if rr { msgs.len() } else { 0 },
+        mix_seed(seed, 5),
+    );
+    // End offset of each message in the client's stream.
+    let ends: Vec<usize> = msgs
+        .iter()
+        .scan(0, |o, m| {
+            *o += m.1;
+            Some(*o)
+        })
+        .collect();
+    // When each message was released to the engine (None = not yet).
+    let mut released_at: Vec<Option<Duration>> = vec![None; msgs.len()];
+    let mut released = 0usize; // messages released
+    let cfg = s.connection_config();
+    let mut net = Net::new(s, seed);
+    let mut a = Endpoint::new(EndpointConfig::default(), mix_seed(seed, 3));
+    let mut b = Endpoint::new(EndpointConfig::default(), mix_seed(seed, 4));
+    // The receiver's feedback budget is a share of what its return links carry.
+    let reverse_rate: u64 = (0..s.network.paths.len())
+        .map(|i| s.network.paths[i].reverse_config(0).rate_bps)
+        .sum();
+    let listen_cfg = aerotp_proto::ConnectionConfig {
+        return_rate_bps: Some(reverse_rate.max(1000)),
+        ..cfg.clone()
+    };
+    b.listen(PORT, listen_cfg).expect("validated config");
+    let mut now = Duration::ZERO;
+    let ch = a
+        .connect(now, addr_receiver(), PORT, cfg)
+        .expect("validated config");
+
+    let mut r = result_base(seed);
+    let mut written = 0usize;
+    let mut closed = false;
+    let mut rx = RxState::default();
+    let mut intact = true;
+    let mut sender_close: Option<CloseOutcome> = None;
+    let mut first_send: Option<Duration> = None;
+    let mut last_delivery: Option<Duration> = None;
+    let mut buf = Vec::with_capacity(s.mtu);
+    let mut steps = 0u64;
+    // Messages whose last byte has reached the server application / responses the client has.
+    let mut done = 0usize;
+    let mut server_got = 0usize;
+    let mut srv_released = 0usize; // responses the server has released
+    let mut srv_written = 0usize;
+    let mut client_got = 0usize;
+    let mut copies = Copies::default();
+    let mut retx_seen = 0u64;
+    let mut scratch = Vec::with_capacity(s.mtu);
+
+    loop {
+        steps += 1;
+        // Sending application: releases each message at its time (a request-response client
+        // without an interval: when the previous response is in), writes what the send
+        // buffer takes, and closes once everything is written.
+        while released < msgs.len() {
+            let due = if rr && back_to_back {
+                released == 0 || client_got >= released * resp_len
+            } else {
+                msgs[released].0 <= now
+            };
+            if !due {
+                break;
+            }
+            released_at[released] = Some(now);
+            released += 1;
+        }
+        let limit = if released == 0 { 0 } else { ends[released - 1] };
+        if written < limit {
+            written += a.write(ch, &data[written..limit]).unwrap_or(0);
+        }
+        if released == msgs.len() && written == data.len() && !closed {
+            let _ = a.close(ch);
+            closed = true;
+        }
+        while let Some(e) = a.poll_event() {
+            if let Event::Closed(h, o) = e {
+                if h == ch {
+                    sender_close = Some(o);
+                }
+            }
+        }
+        rx.events(&mut b, now, &mut r);
+        // Receiving application: reads as data arrives, checks it, closes at end of file
+        // (request-response: answers each whole request, closes after the last answer).
+        if let Some(h) = rx.handle {
+            while let Ok(Some(chunk)) = b.read_chunk(h) {
+                if chunk.data.is_empty() {
+                    continue;
+                }
+                intact &= take_chunk(&chunk.data, &data, &mut server_got, &mut r);
+                last_delivery = Some(now);
+                if s.timeline {
+                    r.timeline.push((secs(now), r.delivered_bytes));
+                }
+                while !rr && done < ends.len() && server_got >= ends[done] {
+                    if let Some(at) = released_at[done] {
+                        r.message_delays.push(secs(now.saturating_sub(at)));
+                    }
+                    done += 1;
+                }
+            }
+            if rr {
+                while srv_released < msgs.len() && server_got >= ends[srv_released] {
+                    srv_released += 1;
+                }
+                let limit = srv_released * resp_len;
+                if srv_written < limit {
+                    srv_written += b.write(h, &responses[srv_written..limit]).unwrap_or(0);
+                }
+            }
+            let answered = !rr || srv_written == responses.len();
+            if !rx.closed && answered && b.at_eof(h) {
+                let _ = b.close(h);
+                rx.closed = true;
+            }
+        }
+        // Request-response client: reads the answers.
+        if rr {
+            while let Ok(Some(chunk)) = a.read_chunk(ch) {
+                if chunk.data.is_empty() {
+                    continue;
+                }
+                intact &= take_chunk(&chunk.data, &responses, &mut client_got, &mut r);
+                last_delivery = Some(now);
+                while done < msgs.len() && client_got >= (done + 1) * resp_len {
+                    if let Some(at) = released_at[done] {
+                        r.message_delays.push(secs(now.saturating_sub(at)));
+                    }
+                    done += 1;
+                }
+            }
+        }
+        // Both endpoints transmit what is due now.
+        while let Some(t) = a.poll_transmit(now, &mut buf) {
+            first_send.get_or_insert(now);
+            r.wire_bytes_forward += (t.len + IP_UDP_OVERHEAD) as u64;
+            r.datagrams_sent += 1;
+            let mut tag = tag_of(&buf[..t.len]);
+            if tag & DATA_TAG != 0 {
+                let (k, again) = copies.sent(tag as u32);
+                tag |= u64::from(k) << 48;
+                // A data TPDU sent before is a retransmission or one of the opening ASYN
+                // copies; the engine's retransmission counter tells which (read only then:
+                // it is dear).
+                if again {
+                    let retx = a.stats(ch).map_or(0, |st| st.sender.tpdus_retransmitted);
+                    if retx > retx_seen {
+                        copies.retransmitted.push((tag as u32, k));
+                    }
+                    retx_seen = retx;
+                }
+            }
+            tap_datagram(&mut tap, TapPoint::Sent, now, Dir::Forward, &buf[..t.len]);
+            net.send_fwd(now, buf.clone(), tag);
+        }
+        while let Some(t) = b.poll_transmit(now, &mut buf) {
+            r.wire_bytes_reverse += (t.len + IP_UDP_OVERHEAD) as u64;
+            tap_datagram(&mut tap, TapPoint::Sent, now, Dir::Reverse, &buf[..t.len]);
+            net.send_rev(now, buf.clone());
+        }
+        if sender_close.is_some() && rx.closed_event {
+            break;
+        }
+        if steps >= MAX_STEPS {
+            break;
+        }
+        // Advance virtual time to the next event.
+        let next_message =
+            (released < msgs.len() && !(rr && back_to_back)).then(|| msgs[released].0);
+        let next = [
+            net.next_arrival(),
+            a.poll_timeout(),
+            b.poll_timeout(),
+            next_message,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(next) = next else { break };
+        let next = next.max(now);
+        if next > s.cap {
+            now = s.cap;
+            break;
+        }
+        now = next;
+        while let Some(d) = net.recv_fwd(now) {
+            let (seq, copy) = (d.tag as u32, (d.tag >> 48) as u16);
+            if d.tag & DATA_TAG != 0
+                && copies.needs_check(seq, copy)
+                && usable(&d.packet, (d.tag >> 40) as u8, &mut scratch)
+            {
+                copies.arrived_intact(seq, copy);
+            }
+            tap_datagram(&mut tap, TapPoint::Arrived, now, Dir::Forward, &d.packet);
+            b.handle_datagram(now, addr_sender(), &d.packet);
+        }
+        while let Some(d) = net.recv_rev(now) {
+            tap_datagram(&mut tap, TapPoint::Arrived, now, Dir::Reverse, &d.packet);
+            a.handle_datagram(now, addr_receiver(), &d.packet);
+        }
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+    }
+
+    r.elapsed_s = secs(now);
+    let confirmed = matches!(
+        sender_close,
+        Some(CloseOutcome::Finished { confirmed: true })
+    );
+    r.sender_close = sender_close.as_ref().map(close_name).unwrap_or_default();
+    let all = intact && server_got == data.len() && client_got == responses.len();
+    r.complete = all && (!s.mode.is_fully_reliable() || confirmed);
+    r.spurious_retransmissions = copies.spurious();
+    if let Some(st) = a.stats(ch) {
+        r.retransmissions = st.sender.tpdus_retransmitted;
+        r.fec_parity = st.fec_parity;
+    }
+    if let Some(h) = rx.handle {
+        if let Some(st) = b.stats(h) {
+            r.tpdus_corrected = st.receiver.tpdus_corrected;
+            r.tpdus_lost = st.receiver.tpdus_lost;
+        }
+        // One-way delay per TPDU: join first-send times and in-order delivery times.
+        let sent: HashMap<u64, Duration> = a
+            .connection(ch)
+            .and_then(|c| c.send_trace.as_ref())
+            .map(|t| t.iter().copied().collect())
+            .unwrap_or_default();
+        if let Some(trace) = b.connection(h).and_then(|c| c.delivery_trace()) {
+            let (mut sum, mut n) = (0.0, 0u64);
+            for &(seq, at, bytes) in trace {
+                if bytes == 0 {
+                    continue;
+                }
+                if let Some(&t0) = sent.get(&seq) {
+                    sum += secs(at.saturating_sub(t0));
+                    n += 1;
+                }
+            }
+            if n > 0 {
+                r.mean_delay_s = Some(sum / n as f64);
+            }
+        }
+    }
+    if s.workload == Workload::Bulk {
+        r.message_delays.clear();
+    }
+    finish_common(&mut r, first_send, last_delivery);
+    r
+}
+
+/// The receiving endpoint's connection as the driver sees it.
+#[derive(Default)]
+struct RxState {
+    handle: Option<ConnectionHandle>,
+    /// The receiving application has closed its side.
+    closed: bool,
+    /// The engine reported the connection closed.
+    closed_event: bool,
+}
+
+impl RxState {
+    /// Takes the receiver's events: the accept (set-up delay) and the close.
+    fn events(&mut self, b: &mut Endpoint, now: Duration, r: &mut RunResult) {
+        while let Some(e) = b.poll_event() {
+            match e {
+                Event::Accepted(h) if self.handle.is_none() => {
+                    self.handle = Some(h);
+                    r.setup_delay_s = Some(secs(now));
+                }
+                Event::Closed(h, _) if Some(h) == self.handle => self.closed_event = true,
+                _ => {}
+            }
+        }
+    }
+}

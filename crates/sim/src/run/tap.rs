@@ -1,0 +1,60 @@
+//! The two endpoints' addresses and the capture hook: what a tap sees of a run.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The port both endpoints use (the receiver listens on it).
+pub(super) const PORT: u16 = 7000;
+
+pub(super) fn addr_sender() -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 1], 9000))
+}
+pub(super) fn addr_receiver() -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 2], 9000))
+}
+
+/// Where a capture hook saw a datagram: as an endpoint sent it (before the link) or as it
+/// arrived at the other endpoint (after the link: possibly corrupted, reordered or never).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TapPoint {
+    Sent,
+    Arrived,
+}
+
+/// A capture hook (`aerotp sim --pcap`): called with every datagram either endpoint sends and
+/// every datagram the link delivers, in virtual time. It cannot change the run: it sees copies.
+pub trait Tap {
+    fn datagram(
+        &mut self,
+        point: TapPoint,
+        at: Duration,
+        src: SocketAddr,
+        dst: SocketAddr,
+        bytes: &[u8],
+    );
+}
+
+/// Which way a datagram goes: sender to receiver, or back.
+#[derive(Clone, Copy)]
+pub(super) enum Dir {
+    Forward,
+    Reverse,
+}
+
+/// Shows the tap, if any, a datagram at `point`, with the addresses of its direction.
+pub(super) fn tap_datagram(
+    tap: &mut Option<&mut dyn Tap>,
+    point: TapPoint,
+    now: Duration,
+    dir: Dir,
+    bytes: &[u8],
+) {
+    let Some(tap) = tap.as_deref_mut() else {
+        return;
+    };
+    let (from, to) = match dir {
+        Dir::Forward => (addr_sender(), addr_receiver()),
+        Dir::Reverse => (addr_receiver(), addr_sender()),
+    };
+    tap.datagram(point, now, from, to, bytes);
+}
