@@ -192,6 +192,10 @@ mod tests {
         );
         assert_eq!(
             s(SimMode::Aero(Mode::Reliable)).fec_setting(),
+            FecSetting::Auto
+        );
+        assert_eq!(
+            s(SimMode::Aero(Mode::Unreliable)).fec_setting(),
             FecSetting::Off
         );
         assert_eq!(s(SimMode::Udp).fec_setting(), FecSetting::Off);
