@@ -122,11 +122,11 @@ impl RepairHeader {
                 accepted: "1..=65535 source symbols",
             });
         }
-        if (h.symbol_bytes as usize) <= FRAME_PREFIX {
+        if (h.symbol_bytes as usize) < FRAME_PREFIX {
             return Err(Error::Header {
                 field: "symbol_bytes",
                 value: h.symbol_bytes as u64,
-                accepted: "more than the 2-byte length prefix",
+                accepted: "at least the 2-byte length prefix",
             });
         }
         match code {

@@ -103,16 +103,24 @@ pub struct CodecConfig {
 }
 
 impl CodecConfig {
-    /// A config with `max_bytes` set to the worst case of the largest of the four coders
-    /// (the RLC decoder's), for callers that only want the bound computed.
+    /// A config with `max_bytes` set to the largest worst case of the four coders, for callers
+    /// that only want the bound computed.
     pub fn sized(max_payload: usize, window: usize) -> CodecConfig {
-        let cap = window.next_power_of_two();
-        let framed = padded_len(max_payload);
-        CodecConfig {
+        let mut c = CodecConfig {
             max_payload,
             window,
-            max_bytes: cap * framed + window * (cap + framed),
-        }
+            max_bytes: 0,
+        };
+        c.max_bytes = [
+            block::RsEncoder::worst_case_bytes(&c),
+            block::RsDecoder::worst_case_bytes(&c),
+            rlc::RlcEncoder::worst_case_bytes(&c),
+            rlc::RlcDecoder::worst_case_bytes(&c),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        c
     }
 
     pub(crate) fn validate(&self) -> Result<(), Error> {
