@@ -280,16 +280,18 @@ impl RsDecoder {
                 }
             }
             for (idx, data) in &repairs {
-                dec.add_recovery_shard(*idx as usize, data).map_err(rs_err)?;
+                dec.add_recovery_shard(*idx as usize, data)
+                    .map_err(rs_err)?;
             }
             let result = dec.decode().map_err(rs_err)?;
             let mut rebuilt = Vec::with_capacity(missing.len());
             for &i in &missing {
-                let shard_bytes = result
-                    .restored_original(i)
-                    .ok_or(inconsistent("the library restored no shard for a lost index"))?;
-                let payload = unframe(shard_bytes, self.cfg.max_payload)
-                    .ok_or(inconsistent("a rebuilt symbol's length or padding is wrong"))?;
+                let shard_bytes = result.restored_original(i).ok_or(inconsistent(
+                    "the library restored no shard for a lost index",
+                ))?;
+                let payload = unframe(shard_bytes, self.cfg.max_payload).ok_or(inconsistent(
+                    "a rebuilt symbol's length or padding is wrong",
+                ))?;
                 rebuilt.push((i, payload.to_vec()));
             }
             drop(result);

@@ -103,7 +103,10 @@ mod tests {
             let rate = lost as f64 / n as f64;
             let mean_burst = lost as f64 / bursts as f64;
             assert!((rate - loss).abs() < 0.1 * loss, "rate {rate} vs {loss}");
-            assert!((mean_burst - burst).abs() < 0.1 * burst, "burst {mean_burst} vs {burst}");
+            assert!(
+                (mean_burst - burst).abs() < 0.1 * burst,
+                "burst {mean_burst} vs {burst}"
+            );
         }
     }
 }

@@ -191,7 +191,11 @@ impl StrengthController {
             return Err(bad("loss_rate", report.loss_rate, "0 <= loss < 1"));
         }
         if !(report.mean_burst >= 1.0 && report.mean_burst.is_finite()) {
-            return Err(bad("mean_burst", report.mean_burst, "a finite burst >= 1 symbol"));
+            return Err(bad(
+                "mean_burst",
+                report.mean_burst,
+                "a finite burst >= 1 symbol",
+            ));
         }
         let model = LossModel::bursty(report.loss_rate, report.mean_burst);
         let target = self.cfg.target_residual;
@@ -305,7 +309,10 @@ mod tests {
         let c = StrengthController::new(ControllerConfig::default()).unwrap();
         let s = c.choose(&report(0.1, 1.0 / 0.9)).unwrap();
         assert!(s.meets_target && s.ratio <= 1.25, "{s:?}");
-        assert!(s.block <= 223, "500 ms at 5 Mb/s is 223 symbols of 1400 B: {s:?}");
+        assert!(
+            s.block <= 223,
+            "500 ms at 5 Mb/s is 223 symbols of 1400 B: {s:?}"
+        );
         let c = StrengthController::new(ControllerConfig {
             target_residual: 1e-3,
             ..Default::default()
@@ -360,8 +367,14 @@ mod tests {
         let mut last = 1.0;
         for loss in [0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.9] {
             let s = c.choose(&report(loss, 1.0 / (1.0 - loss))).unwrap();
-            assert!(s.ratio <= 1.5 + 1e-9 && s.block <= 223 && s.sources >= 1, "{s:?}");
-            assert!(s.ratio >= last - 1e-9, "ratio fell from {last} at loss {loss}: {s:?}");
+            assert!(
+                s.ratio <= 1.5 + 1e-9 && s.block <= 223 && s.sources >= 1,
+                "{s:?}"
+            );
+            assert!(
+                s.ratio >= last - 1e-9,
+                "ratio fell from {last} at loss {loss}: {s:?}"
+            );
             last = s.ratio;
         }
         // Too much loss for 1.5x: the strongest allowed, flagged.

@@ -143,10 +143,8 @@ mod x86 {
                 let s = _mm256_loadu_si256(sp);
                 let l = _mm256_and_si256(s, mask);
                 let h = _mm256_and_si256(_mm256_srli_epi64(s, 4), mask);
-                let p = _mm256_xor_si256(
-                    _mm256_shuffle_epi8(lo_t, l),
-                    _mm256_shuffle_epi8(hi_t, h),
-                );
+                let p =
+                    _mm256_xor_si256(_mm256_shuffle_epi8(lo_t, l), _mm256_shuffle_epi8(hi_t, h));
                 let d = _mm256_loadu_si256(dp);
                 _mm256_storeu_si256(dp, _mm256_xor_si256(d, p));
             }

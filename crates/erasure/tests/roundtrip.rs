@@ -59,7 +59,10 @@ fn run_block(
 fn check_exact(got: &BTreeMap<u32, Vec<u8>>, first: u32, lens: &[usize], lost_src: &[bool]) {
     for (&seq, p) in got {
         let i = seq.wrapping_sub(first) as usize;
-        assert!(i < lens.len() && lost_src[i], "returned {seq}, which was not lost");
+        assert!(
+            i < lens.len() && lost_src[i],
+            "returned {seq}, which was not lost"
+        );
         assert_eq!(p, &payload(seq, lens[i]), "wrong bytes for {seq}");
     }
 }
@@ -265,7 +268,10 @@ fn errors_name_the_value_and_what_is_accepted() {
     })
     .unwrap_err()
     .to_string();
-    assert!(e.contains("max_bytes = 1000") && e.contains("at least"), "{e}");
+    assert!(
+        e.contains("max_bytes = 1000") && e.contains("at least"),
+        "{e}"
+    );
     let e = RlcDecoder::new(cfg(0, 8)).unwrap_err().to_string();
     assert!(e.contains("max_payload = 0"), "{e}");
     let c = cfg(10, 8);
@@ -279,7 +285,10 @@ fn errors_name_the_value_and_what_is_accepted() {
         })
     );
     let e = enc.push_source(6, &[0; 11]).unwrap_err().to_string();
-    assert!(e.contains("payload length = 11") && e.contains("0..=10"), "{e}");
+    assert!(
+        e.contains("payload length = 11") && e.contains("0..=10"),
+        "{e}"
+    );
     let mut rs = RsEncoder::new(c).unwrap();
     for s in 0..8 {
         rs.push_source(s, b"a").unwrap();
