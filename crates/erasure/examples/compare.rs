@@ -39,6 +39,15 @@ struct Args {
     /// Delay bound in wire symbols (223 = 500 ms at 5 Mb/s, 1400 B).
     #[arg(long, default_value_t = 223)]
     delay_symbols: usize,
+    /// Repair ratios (wire symbols per source symbol), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1.1, 1.25, 1.3, 1.5])]
+    ratios: Vec<f64>,
+    /// Channels to run, comma-separated, of: iid2, iid10, ge.
+    #[arg(long, value_delimiter = ',', default_values_t = ["iid2".to_string(), "iid10".to_string(), "ge".to_string()])]
+    channels: Vec<String>,
+    /// Skip the CPU runs and the peer table (recovery only).
+    #[arg(long)]
+    no_cpu: bool,
     /// Seed of the loss patterns.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -275,7 +284,25 @@ fn main() {
         ("iid 10 %", LossModel::iid(0.10)),
         ("GE 3 %, burst 10", LossModel::bursty(0.03, 10.0)),
     ];
-    let ratios = [1.1, 1.25, 1.3, 1.5];
+    for c in &a.channels {
+        if !["iid2", "iid10", "ge"].contains(&c.as_str()) {
+            eprintln!("error: --channels: {c:?} is not one of iid2, iid10, ge");
+            std::process::exit(1);
+        }
+    }
+    for &q in &a.ratios {
+        if !(q > 1.0 && q <= 4.0) || (n as f64 / q).round() < 1.0 {
+            eprintln!("error: --ratios: {q} is not in (1, 4] with at least one source per block");
+            std::process::exit(1);
+        }
+    }
+    let channels: Vec<(&str, LossModel)> = channels
+        .into_iter()
+        .zip(["iid2", "iid10", "ge"])
+        .filter(|(_, id)| a.channels.iter().any(|c| c == id))
+        .map(|(c, _)| c)
+        .collect();
+    let ratios = a.ratios.clone();
     println!("delay bound {n} wire symbols ({:.0} ms at 5 Mb/s, 1400 B); {} sources per recovery run, seed {}", n as f64 * slot_ms, a.symbols, a.seed);
     println!();
     println!("| channel | ratio (n/k) | k | code | link loss | residual | recovered delay median / p99 / max (symbols) | max delay at 5 Mb/s (ms) | enc+dec Gb/s (1400 B, median of {}) |", a.runs);
@@ -287,12 +314,15 @@ fn main() {
             let small = pool(0, 64, a.seed);
             let full = pool(1400, 1400, a.seed);
             for (name, model) in channels {
-                for q in ratios {
+                for &q in &ratios {
                     let k = (n as f64 / q).round() as usize;
                     for code in [Code::Rs, Code::Rlc] {
                         let mut o = run(code, model, k, n, a.symbols, &small, a.seed);
-                        let mut gbps = Vec::new();
-                        for i in 0..a.runs {
+                        let mut gbps = vec![f64::NAN];
+                        for i in 0..if a.no_cpu { 0 } else { a.runs } {
+                            if i == 0 {
+                                gbps.clear();
+                            }
                             let t0 = thread_cpu();
                             let c = run(code, model, k, n, a.cpu_symbols, &full, a.seed + 100 + i as u64);
                             let t = (thread_cpu() - t0).as_secs_f64();
@@ -301,17 +331,24 @@ fn main() {
                         let name_c = if code == Code::Rs { "RS" } else { "RLC" };
                         let mx = o.delays.iter().copied().max().unwrap_or(0);
                         let line = format!(
-                            "| {name} | {:.3} | {k} | {name_c} | {:.4} | {:.2e} | {} / {} / {mx} | {:.0} | {:.2} |",
+                            "| {name} | {:.3} | {k} | {name_c} | {:.4} | {:.2e} | {} / {} / {mx} | {:.0} | {} |",
                             n as f64 / k as f64,
                             o.lost as f64 / o.sent as f64,
                             o.residual(),
                             pct(&mut o.delays, 0.5),
                             pct(&mut o.delays, 0.99),
                             mx as f64 * slot_ms,
-                            median(gbps),
+                            if a.no_cpu {
+                                "–".to_string()
+                            } else {
+                                format!("{:.2}", median(gbps))
+                            },
                         );
                         println!("{line}");
                         lines.push(line);
+                    }
+                    if a.no_cpu {
+                        continue;
                     }
                     let mut rq = Vec::new();
                     for i in 0..a.runs {
@@ -324,6 +361,9 @@ fn main() {
                         median(rq)
                     );
                 }
+            }
+            if a.no_cpu {
+                return lines;
             }
             println!();
             println!("Strength controller (aerotp_erasure::control) on the same models, 500 ms, 5 Mb/s, 1400 B:");
