@@ -359,7 +359,7 @@ impl ErasureDecoder for RsDecoder {
                 ),
             });
         }
-        if h.span as usize > self.cfg.window {
+        if h.span == 0 || h.span as usize > self.cfg.window {
             return Err(Error::Param {
                 what: "repair span",
                 value: h.span as u64,

@@ -334,3 +334,46 @@ fn decoders_forget_beyond_the_window() {
         assert!(rs_dec.memory_bytes() <= c.max_bytes);
     }
 }
+
+/// Headers built by hand (not parsed) with out-of-range fields get errors, not panics.
+#[test]
+fn hand_built_headers_are_checked() {
+    let c = cfg(100, 16);
+    let mut rlc = RlcDecoder::new(c).unwrap();
+    let mut rs = RsDecoder::new(c).unwrap();
+    for code in [
+        aerotp_erasure::CodeKind::Rlc,
+        aerotp_erasure::CodeKind::ReedSolomon,
+    ] {
+        for (span, total, idx, bytes) in [
+            (0u16, 1u16, 0u16, 4u16),
+            (17, 1, 0, 4),
+            (4, 1, 3, 4),
+            (4, 0, 0, 4),
+            (4, 1, 0, 0),
+        ] {
+            let h = RepairHeader {
+                code,
+                first_seq: 5,
+                span,
+                repair_index: idx,
+                repair_total: total,
+                seed: 0,
+                symbol_bytes: bytes,
+            };
+            let data = vec![0u8; bytes as usize];
+            let (a, b) = (rlc.on_repair(&h, &data), rs.on_repair(&h, &data));
+            // The decoder of the other code refuses the code itself.
+            let (mine, other) = if code == aerotp_erasure::CodeKind::Rlc {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            assert!(other.unwrap_err().to_string().contains("code"));
+            if span == 0 || span == 17 {
+                let e = mine.unwrap_err().to_string();
+                assert!(e.contains("repair span"), "{e}");
+            }
+        }
+    }
+}
