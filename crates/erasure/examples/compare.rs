@@ -308,9 +308,8 @@ fn main() {
     println!("| channel | ratio (n/k) | k | code | link loss | residual | recovered delay median / p99 / max (symbols) | max delay at 5 Mb/s (ms) | enc+dec Gb/s (1400 B, median of {}) |", a.runs);
     println!("|---|---|---|---|---|---|---|---|---|");
     let th = std::thread::Builder::new().stack_size(64 << 20);
-    let rows = th
+    th
         .spawn(move || {
-            let mut lines = Vec::new();
             let small = pool(0, 64, a.seed);
             let full = pool(1400, 1400, a.seed);
             for (name, model) in channels {
@@ -345,7 +344,6 @@ fn main() {
                             },
                         );
                         println!("{line}");
-                        lines.push(line);
                     }
                     if a.no_cpu {
                         continue;
@@ -363,7 +361,7 @@ fn main() {
                 }
             }
             if a.no_cpu {
-                return lines;
+                return;
             }
             println!();
             println!("Strength controller (aerotp_erasure::control) on the same models, 500 ms, 5 Mb/s, 1400 B:");
@@ -401,10 +399,8 @@ fn main() {
                 let (ours, theirs) = rlc_peer(w, 2000 / (w / 50));
                 println!("| {w} | {ours:.2} | {theirs:.2} | {:.1}x |", ours / theirs);
             }
-            lines
         })
         .unwrap()
         .join()
         .unwrap();
-    let _ = rows;
 }
