@@ -8,7 +8,7 @@
 //! crates.io along with `raptorq`, `reed-solomon-simd`, `reed-solomon-erasure`, `gf256`) uses
 //! fixed const-generic symbol and window sizes (every symbol padded to the compile-time maximum,
 //! arrays of `MAX_SYMBOL_SIZE * MAX_WINDOW` bytes inline) and a bit-by-bit field multiply;
-//! its repair encoding measured about 4x slower than this code's
+//! its repair encoding measured 3-4x slower than this code's
 //! (`docs/results/erasure-codecs.md`).
 
 use rand_pcg::Pcg32;
