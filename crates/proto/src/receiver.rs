@@ -504,8 +504,8 @@ impl Receiver {
         if self.mode != Mode::NearReliable || !self.has_holes() {
             return None;
         }
-        let oldest = self.buffer.values().next()?.arrived
-            + self.min_hole_timeout.max(self.reorder_wait);
+        let oldest =
+            self.buffer.values().next()?.arrived + self.min_hole_timeout.max(self.reorder_wait);
         let repeat = match self.last_snack {
             Some(l) => oldest.max(l + self.repair_rtt * 2),
             None => oldest,
