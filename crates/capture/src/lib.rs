@@ -10,7 +10,9 @@
 //!
 //! Timestamps are passed in (virtual time in the simulator, wall-clock time in the runtime):
 //! this crate reads no clock. Packets are streamed to disk through a fixed-size buffer, so a
-//! capture of any length costs bounded memory.
+//! capture of any length costs bounded memory. Real-time drivers write through
+//! [`LiveCapture`]: a writer thread behind a queue bounded in bytes, so the datapath never
+//! waits for the disk.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -18,6 +20,9 @@ use std::io::{BufWriter, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+mod live;
+pub use live::{LiveCapture, LiveSummary, DEFAULT_QUEUE_BYTES};
 
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
 use pcap_file::pcapng::blocks::interface_description::{
