@@ -89,7 +89,9 @@ pub struct LiveSummary {
 #[derive(Debug)]
 pub struct LiveCapture {
     shared: Arc<Shared>,
-    writer: Option<JoinHandle<Result<u64, CaptureError>>>,
+    /// Taken by the first [`LiveCapture::finish`]; `&self` so that the capture can be shared
+    /// (`Arc`) with the datapath that feeds it.
+    writer: Mutex<Option<JoinHandle<Result<u64, CaptureError>>>>,
     path: PathBuf,
 }
 
@@ -122,7 +124,7 @@ impl LiveCapture {
             })?;
         Ok(LiveCapture {
             shared,
-            writer: Some(writer),
+            writer: Mutex::new(Some(writer)),
             path: path.to_path_buf(),
         })
     }
@@ -171,15 +173,17 @@ impl LiveCapture {
         }
     }
 
-    /// Stops taking records, lets the thread write what is queued, flushes the file.
-    pub fn finish(mut self) -> Result<LiveSummary, CaptureError> {
-        self.stop()
-    }
-
-    fn stop(&mut self) -> Result<LiveSummary, CaptureError> {
+    /// Stops taking records (later ones are counted as dropped), lets the thread write what
+    /// is queued, flushes the file. A second call returns 0 packets written.
+    pub fn finish(&self) -> Result<LiveSummary, CaptureError> {
         self.shared.lock().closed = true;
         self.shared.ready.notify_one();
-        let written = match self.writer.take() {
+        let writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let written = match writer {
             Some(t) => t.join().unwrap_or_else(|_| {
                 Err(CaptureError::Write {
                     path: self.path.clone(),
@@ -197,10 +201,8 @@ impl LiveCapture {
 
 impl Drop for LiveCapture {
     fn drop(&mut self) {
-        if self.writer.is_some() {
-            // Best effort: what is queued still reaches the file.
-            let _ = self.stop();
-        }
+        // Best effort: what is queued still reaches the file.
+        let _ = self.finish();
     }
 }
 

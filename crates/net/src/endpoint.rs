@@ -204,6 +204,19 @@ impl Endpoint {
         self.shared().lock().tap = Some(TapHandle::new(tap));
     }
 
+    /// Stops handing datagrams to the tap and returns the socket counters at that instant:
+    /// every datagram they count was handed to the tap, none after (a capture's packets plus
+    /// its dropped records equal `datagrams_sent + datagrams_received`).
+    pub fn remove_tap(&self) -> IoCounters {
+        let mut st = self.shared().lock();
+        st.tap = None;
+        IoCounters {
+            send_errors: st.send_errors,
+            recv_errors: st.recv_errors,
+            ..st.io.clone()
+        }
+    }
+
     /// A handle that reads this endpoint's counters for metrics without keeping the driver
     /// alive (it does not count as an application handle).
     pub fn metrics_source(&self) -> MetricsSource {

@@ -68,13 +68,13 @@ const LOCAL_CACHE_LIMIT: usize = 1024;
 /// kernel's routing table (a throwaway UDP socket connected to the remote; nothing is sent)
 /// and remembers the answer per remote IP.
 #[derive(Debug)]
-pub(crate) struct LocalAddrs {
+pub struct LocalAddrs {
     bound: SocketAddr,
     cache: HashMap<IpAddr, IpAddr>,
 }
 
 impl LocalAddrs {
-    pub(crate) fn new(bound: SocketAddr) -> LocalAddrs {
+    pub fn new(bound: SocketAddr) -> LocalAddrs {
         LocalAddrs {
             bound,
             cache: HashMap::new(),
@@ -82,7 +82,7 @@ impl LocalAddrs {
     }
 
     /// The local address (with the bound port) datagrams to or from `remote` use.
-    pub(crate) fn towards(&mut self, remote: SocketAddr) -> SocketAddr {
+    pub fn towards(&mut self, remote: SocketAddr) -> SocketAddr {
         if !self.bound.ip().is_unspecified() {
             return self.bound;
         }
