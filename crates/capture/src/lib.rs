@@ -50,6 +50,8 @@ pub enum CaptureError {
     },
     #[error("cannot write capture file {path}: {message}")]
     Write { path: PathBuf, message: String },
+    #[error("cannot read capture file {path}: {message}")]
+    Read { path: PathBuf, message: String },
     #[error(
         "capture file {path}: a datagram of {len} bytes cannot be written as one UDP packet \
          (at most {MAX_PAYLOAD} bytes)"
@@ -247,6 +249,88 @@ impl aerotp_sim::Tap for SimCapture {
     }
 }
 
+/// One packet read back from a capture: its interface, timestamp, the addresses and ports of
+/// its IP/UDP headers and the UDP payload (the AeroTP datagram).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapturedPacket {
+    pub iface: u32,
+    pub at: Duration,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub payload: Vec<u8>,
+}
+
+/// Reads a capture this crate wrote: (interface names, packets in file order). A block that
+/// is not an IPv4/IPv6 UDP packet is an error naming its index (never a panic).
+pub fn read_capture(path: &Path) -> Result<(Vec<String>, Vec<CapturedPacket>), CaptureError> {
+    use pcap_file::pcapng::{Block, PcapNgReader};
+    let bad = |message: String| CaptureError::Read {
+        path: path.to_path_buf(),
+        message,
+    };
+    let f = File::open(path).map_err(|e| bad(e.to_string()))?;
+    let mut r = PcapNgReader::new(f).map_err(|e| bad(e.to_string()))?;
+    let mut packets = Vec::new();
+    let mut names = Vec::new();
+    while let Some(b) = r.next_block() {
+        match b.map_err(|e| bad(e.to_string()))? {
+            Block::InterfaceDescription(d) => {
+                let name = d.options.iter().find_map(|o| match o {
+                    InterfaceDescriptionOption::IfName(n) => Some(n.to_string()),
+                    _ => None,
+                });
+                names.push(name.unwrap_or_default());
+            }
+            Block::EnhancedPacket(e) => {
+                let n = packets.len();
+                let p = parse_ip_udp(&e.data)
+                    .ok_or_else(|| bad(format!("packet {n} is not an IP/UDP packet")))?;
+                packets.push(CapturedPacket {
+                    iface: e.interface_id,
+                    at: e.timestamp,
+                    src: p.0,
+                    dst: p.1,
+                    payload: p.2.to_vec(),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok((names, packets))
+}
+
+/// Source, destination and payload of an IPv4 or IPv6 UDP packet; `None` if it is not one.
+fn parse_ip_udp(p: &[u8]) -> Option<(SocketAddr, SocketAddr, &[u8])> {
+    let (src, dst, udp) = match p.first()? >> 4 {
+        4 => {
+            let ihl = usize::from(p[0] & 0x0F) * 4;
+            if ihl < 20 || *p.get(9)? != 17 {
+                return None;
+            }
+            let s: [u8; 4] = p.get(12..16)?.try_into().ok()?;
+            let d: [u8; 4] = p.get(16..20)?.try_into().ok()?;
+            (IpAddr::from(s), IpAddr::from(d), p.get(ihl..)?)
+        }
+        6 => {
+            if *p.get(6)? != 17 {
+                return None;
+            }
+            let s: [u8; 16] = p.get(8..24)?.try_into().ok()?;
+            let d: [u8; 16] = p.get(24..40)?.try_into().ok()?;
+            (IpAddr::from(s), IpAddr::from(d), p.get(40..)?)
+        }
+        _ => return None,
+    };
+    let port = |i: usize| Some(u16::from_be_bytes([*udp.get(i)?, *udp.get(i + 1)?]));
+    let len = usize::from(port(4)?);
+    let payload = udp.get(8..len.max(8))?;
+    Some((
+        SocketAddr::new(src, port(0)?),
+        SocketAddr::new(dst, port(2)?),
+        payload,
+    ))
+}
+
 /// Replaces `out` with an IP/UDP packet carrying `payload` from `src` to `dst`: IPv4 when both
 /// addresses are IPv4, otherwise IPv6 (an IPv4 address then appears IPv4-mapped). Both the IPv4
 /// header checksum and the UDP checksum are filled in, so Wireshark's checks pass. The payload
@@ -427,5 +511,28 @@ mod tests {
         );
         assert_eq!(r.interfaces().len(), 2);
         assert_eq!(r.interfaces()[1].linktype, DataLink::RAW);
+        let (names, packets) = read_capture(&p).unwrap();
+        assert_eq!(names, vec!["sent", "arrived"]);
+        assert_eq!(packets[1].src, d);
+        assert_eq!(packets[1].dst, s);
+        assert_eq!(packets[1].payload, b"two!");
+        assert_eq!(packets[0].at, Duration::from_micros(1_000_001));
+    }
+
+    #[test]
+    fn the_packet_parser_refuses_anything_but_ip_udp_without_panicking() {
+        let mut p = Vec::new();
+        ip_udp_packet(a("[::1]:5"), a("[::2]:6"), 0, b"v6", &mut p);
+        assert_eq!(parse_ip_udp(&p).unwrap().2, b"v6");
+        for cut in 0..p.len() {
+            let _ = parse_ip_udp(&p[..cut]);
+        }
+        ip_udp_packet(a("1.2.3.4:5"), a("5.6.7.8:6"), 0, b"v4", &mut p);
+        for cut in 0..p.len() {
+            assert!(parse_ip_udp(&p[..cut]).is_none(), "{cut}");
+        }
+        assert!(parse_ip_udp(&[0x45; 40]).is_none());
+        assert!(parse_ip_udp(&[]).is_none());
+        assert!(parse_ip_udp(&[0x70]).is_none());
     }
 }

@@ -178,11 +178,7 @@ impl LiveCapture {
     pub fn finish(&self) -> Result<LiveSummary, CaptureError> {
         self.shared.lock().closed = true;
         self.shared.ready.notify_one();
-        let writer = self
-            .writer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
         let written = match writer {
             Some(t) => t.join().unwrap_or_else(|_| {
                 Err(CaptureError::Write {
