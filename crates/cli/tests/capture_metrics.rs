@@ -345,7 +345,12 @@ fn link_capture_shows_what_entered_and_left_with_corrupted_beside_original() {
         .unwrap();
     assert!(st.success());
     let lo = wait_bounded(link.take(), Duration::from_secs(20));
-    assert_eq!(lo.status.code(), Some(0), "{}", String::from_utf8_lossy(&lo.stderr));
+    assert_eq!(
+        lo.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&lo.stderr)
+    );
     // The relay prints its counters as one pretty-printed object.
     let l: serde_json::Value = serde_json::from_slice(&lo.stdout).unwrap();
     let (names, packets) = read_capture(&lp).unwrap();
@@ -371,7 +376,7 @@ fn link_capture_shows_what_entered_and_left_with_corrupted_beside_original() {
     let mut corrupted = 0u64;
     for p in &outs {
         let same = by_len.get(&p.payload.len()).map_or(&[][..], Vec::as_slice);
-        if same.iter().any(|b| *b == p.payload.as_slice()) {
+        if same.contains(&p.payload.as_slice()) {
             continue;
         }
         corrupted += 1;
