@@ -396,16 +396,21 @@ fn push_udp(sport: u16, dport: u16, udp_len: u16, payload: &[u8], pseudo: u32, o
 }
 
 /// The ones'-complement sum of `data` as 16-bit big-endian words, added to `acc` unfolded.
-/// A u64 accumulator cannot overflow for any packet (65535 words of at most 0xFFFF).
+/// Summed four bytes at a time (a u32 big-endian word is two 16-bit words, and folding the
+/// wider sum gives the same ones'-complement result, RFC 1071 §2(B)): a capture checksums
+/// every payload, and this is 2-3× fewer steps than word by word. A u64 accumulator cannot
+/// overflow for any packet (16384 words of at most 2^32 − 1).
 fn sum(data: &[u8], acc: u32) -> u32 {
     let mut s = u64::from(acc);
-    let mut words = data.chunks_exact(2);
+    let mut words = data.chunks_exact(4);
     for w in &mut words {
-        s += u64::from(u16::from_be_bytes([w[0], w[1]]));
+        s += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
     }
-    if let [last] = words.remainder() {
-        s += u64::from(*last) << 8;
-    }
+    // 1 to 3 bytes left: padded with zeros on the right, as the odd last byte of RFC 768.
+    let mut last = [0u8; 4];
+    let rest = words.remainder();
+    last[..rest.len()].copy_from_slice(rest);
+    s += u64::from(u32::from_be_bytes(last));
     while s > 0xFFFF_FFFF {
         s = (s & 0xFFFF_FFFF) + (s >> 32);
     }
@@ -444,6 +449,38 @@ mod tests {
         let pseudo = sum(&p[12..20], 0) + 17 + 11;
         assert_eq!(fold(sum(&p[20..], pseudo)), 0xFFFF);
         assert_eq!(&p[28..], b"abc");
+    }
+
+    /// The word-by-word definition of the Internet checksum sum (RFC 1071), for comparison.
+    fn reference_sum(data: &[u8]) -> u16 {
+        let mut s: u64 = 0;
+        for w in data.chunks(2) {
+            s += u64::from(w[0]) << 8 | u64::from(*w.get(1).unwrap_or(&0));
+        }
+        while s > 0xFFFF {
+            s = (s & 0xFFFF) + (s >> 16);
+        }
+        s as u16
+    }
+
+    #[test]
+    fn four_byte_sum_equals_the_word_by_word_definition() {
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for len in (0..300).chain([1471, 1472, 1473, 1474, 65_507]) {
+            let data: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            assert_eq!(fold(sum(&data, 0)), reference_sum(&data), "length {len}");
+            assert_eq!(
+                fold(sum(&vec![0xFF; len], 0)),
+                reference_sum(&vec![0xFF; len])
+            );
+        }
     }
 
     #[test]
