@@ -245,10 +245,12 @@ fn send_and_recv_captures_hold_what_the_runtime_counted_and_decode() {
         *n -= 1;
         assert_eq!(p.src, sent_by_sender[0].src);
     }
-    // Loopback loses nothing the receiver was still there for: all but the last few (sent
-    // while the receiver was exiting) arrived.
+    // Loopback loses nothing the receiver was still there for: what the sender sent and the
+    // receiver did not read is at most what it retransmitted (a copy the receiver's kernel
+    // dropped while it was descheduled) and the few datagrams of the close sent while the
+    // receiver was exiting.
     assert!(
-        arrived.len() + 10 >= sent_by_sender.len(),
+        arrived.len() as u64 + u(&s["tpdus_retransmitted"]) + 10 >= sent_by_sender.len() as u64,
         "{} of {}",
         arrived.len(),
         sent_by_sender.len()
