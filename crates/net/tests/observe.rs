@@ -11,9 +11,12 @@ use aerotp_net::metrics::{fetch, serve};
 use aerotp_net::{ConnectionConfig, Endpoint, EndpointConfig, Mode, Tap, TAP_RECEIVED, TAP_SENT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Records (interface, src, dst, length, time) of every datagram.
+/// (interface, src, dst, length, time) of one datagram.
+type Seen = (u32, SocketAddr, SocketAddr, usize, Duration);
+
+/// Records every datagram.
 #[derive(Default)]
-struct Recorder(Mutex<Vec<(u32, SocketAddr, SocketAddr, usize, Duration)>>);
+struct Recorder(Mutex<Vec<Seen>>);
 
 impl Tap for Recorder {
     fn datagram(&self, iface: u32, at: Duration, src: SocketAddr, dst: SocketAddr, b: &[u8]) {
