@@ -266,6 +266,155 @@ pub fn human_rate(bps: f64) -> String {
     }
 }
 
+/// `--pcap FILE`: creates the capture before any traffic (a file that cannot be created is
+/// an error naming it) with a writer thread behind a queue of at most `queue_bytes`.
+pub fn open_capture(
+    path: &std::path::Path,
+    interfaces: &[&str],
+    queue_bytes: u64,
+) -> anyhow::Result<std::sync::Arc<aerotp_capture::LiveCapture>> {
+    let q = usize::try_from(queue_bytes).unwrap_or(usize::MAX);
+    Ok(std::sync::Arc::new(aerotp_capture::LiveCapture::create(
+        path, interfaces, q,
+    )?))
+}
+
+/// Closes a capture and says on stderr what it holds, and how many records were dropped
+/// (queue full: the datagrams themselves went on). Returns the summary for `--json`.
+pub fn close_capture(
+    cap: &aerotp_capture::LiveCapture,
+    who: &str,
+) -> anyhow::Result<aerotp_capture::LiveSummary> {
+    let s = cap.finish()?;
+    eprintln!(
+        "{who}: capture {}: {} packets written, {} records dropped{}",
+        cap.path().display(),
+        s.written,
+        s.dropped,
+        if s.dropped > 0 {
+            " (the capture queue was full; raise --pcap-queue)"
+        } else {
+            ""
+        }
+    );
+    Ok(s)
+}
+
+/// `--metrics ADDR`: serves the endpoint's Prometheus text, plus the capture's counters when
+/// there is one. Binding fails before any traffic.
+pub async fn start_metrics(
+    addr: std::net::SocketAddr,
+    ep: &aerotp_net::Endpoint,
+    cap: Option<std::sync::Arc<aerotp_capture::LiveCapture>>,
+) -> anyhow::Result<aerotp_net::metrics::MetricsServer> {
+    let extra: Option<aerotp_net::metrics::Extra> = cap.map(|c| {
+        let f: aerotp_net::metrics::Extra = std::sync::Arc::new(move |out: &mut String| {
+            aerotp_net::metrics::counter(
+                out,
+                "capture_records",
+                "Datagrams queued for the --pcap capture file.",
+                c.queued(),
+            );
+            aerotp_net::metrics::counter(
+                out,
+                "capture_records_dropped",
+                "Capture records dropped because the capture queue was full (the datagrams went on).",
+                c.dropped(),
+            );
+        });
+        f
+    });
+    let server = aerotp_net::metrics::serve(addr, ep.metrics_source(), extra).await?;
+    eprintln!(
+        "metrics: http://{}/metrics (Prometheus text)",
+        server.local_addr()
+    );
+    Ok(server)
+}
+
+/// The `--pcap`, `--pcap-queue` and `--metrics` flags of `send` and `recv`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ObserveFlags {
+    /// Write every AeroTP datagram this endpoint sends and receives to FILE (pcapng;
+    /// interfaces "sent" and "received"; open it with tools/wireshark/aerotp.lua).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<std::path::PathBuf>,
+    /// Most bytes of capture records waiting for the capture's writer thread; beyond it
+    /// records are dropped and counted, never the data (e.g. 8MiB, 64MB).
+    #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = size_arg)]
+    pub pcap_queue: u64,
+    /// Serve Prometheus metrics on this TCP address (GET /metrics), e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
+/// What `--pcap` and `--metrics` keep running during a command.
+#[derive(Debug, Default)]
+pub struct Observers {
+    pub capture: Option<std::sync::Arc<aerotp_capture::LiveCapture>>,
+    pub metrics: Option<aerotp_net::metrics::MetricsServer>,
+}
+
+impl ObserveFlags {
+    /// Opens the capture file (before the endpoint exists, so a bad path costs no traffic).
+    pub fn open_capture(&self) -> anyhow::Result<Observers> {
+        let capture = match &self.pcap {
+            Some(p) => Some(open_capture(
+                p,
+                &aerotp_net::ENDPOINT_INTERFACES,
+                self.pcap_queue,
+            )?),
+            None => None,
+        };
+        Ok(Observers {
+            capture,
+            metrics: None,
+        })
+    }
+}
+
+impl Observers {
+    /// Attaches the capture to `ep` and starts the metrics server.
+    pub async fn attach(
+        &mut self,
+        flags: &ObserveFlags,
+        ep: &aerotp_net::Endpoint,
+    ) -> anyhow::Result<()> {
+        if let Some(c) = &self.capture {
+            ep.set_tap(c.clone());
+        }
+        if let Some(addr) = flags.metrics {
+            self.metrics = Some(start_metrics(addr, ep, self.capture.clone()).await?);
+        }
+        Ok(())
+    }
+
+    /// Detaches and closes the capture: (socket counters when the capture stopped, summary).
+    pub fn close(
+        &mut self,
+        ep: &aerotp_net::Endpoint,
+        who: &str,
+    ) -> anyhow::Result<Option<(aerotp_net::IoCounters, aerotp_capture::LiveSummary)>> {
+        let Some(c) = self.capture.take() else {
+            return Ok(None);
+        };
+        let io = ep.remove_tap();
+        let s = close_capture(&c, who)?;
+        Ok(Some((io, s)))
+    }
+}
+
+/// Capture figures for `--json`: packets written, records dropped, and the socket's
+/// datagram counters at the moment the capture stopped (written + dropped = sent + received).
+pub fn capture_json(io: &aerotp_net::IoCounters, s: &aerotp_capture::LiveSummary) -> Value {
+    json!({
+        "packets": s.written,
+        "dropped": s.dropped,
+        "udp_datagrams_sent": io.datagrams_sent,
+        "udp_datagrams_received": io.datagrams_received,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use aerotp_emu::{outage_seed, path_seed, run_relays, RelayConfig, RelayStats};
+use aerotp_emu::{outage_seed, path_seed, run_relays, RelayConfig, RelayStats, RelayTap};
 use aerotp_link::{parse_duration, Network};
 use anyhow::Context;
 
@@ -49,6 +49,28 @@ pub struct Args {
     /// Period of the statistics log line, one per path and direction (0s = never).
     #[arg(long, default_value = "10s", value_parser = duration_arg)]
     stats_interval: Duration,
+    /// Write what entered the emulated link and what left it, both directions, to FILE
+    /// (pcapng): interface "in" holds every datagram as the relay received it, "out" every
+    /// datagram as the link delivered it (corrupted, duplicated, reordered); a lost one is
+    /// on "in" only. With several paths: "NAME in" and "NAME out" per path.
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<std::path::PathBuf>,
+    /// Most bytes of capture records waiting for the capture's writer thread; beyond it
+    /// records are dropped and counted, never the relayed datagrams (e.g. 8MiB).
+    #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = crate::common::size_arg)]
+    pcap_queue: u64,
+}
+
+/// Interface names of a relay capture: "in" and "out" for one path; "NAME in", "NAME out"
+/// per path otherwise (path i has interfaces 2i and 2i + 1).
+fn capture_interfaces(configs: &[RelayConfig]) -> Vec<String> {
+    if configs.len() == 1 {
+        return vec!["in".into(), "out".into()];
+    }
+    configs
+        .iter()
+        .flat_map(|c| [format!("{} in", c.name), format!("{} out", c.name)])
+        .collect()
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
@@ -144,10 +166,28 @@ fn stats_json(configs: &[RelayConfig], stats: &[RelayStats], scenario: bool) -> 
 
 /// Runs the relays until Ctrl-C, then prints the final counters as JSON on stdout.
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let (net, configs) = args.relay_configs()?;
+    let (net, mut configs) = args.relay_configs()?;
     for c in &configs {
         eprintln!("link {}: {} -> {}", c.name, c.listen, c.to);
     }
+    // The capture file before any socket: a path that cannot be written stops us first.
+    let capture = match &args.pcap {
+        Some(p) => {
+            let names = capture_interfaces(&configs);
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let cap = crate::common::open_capture(p, &names, args.pcap_queue)?;
+            let handle = aerotp_net::TapHandle::new(cap.clone());
+            for (i, c) in configs.iter_mut().enumerate() {
+                c.tap = Some(RelayTap {
+                    tap: handle.clone(),
+                    inbound: 2 * i as u32,
+                    outbound: 2 * i as u32 + 1,
+                });
+            }
+            Some(cap)
+        }
+        None => None,
+    };
     tracing::info!("{}", args.link.describe(&net));
     let shutdown = async {
         if let Err(e) = tokio::signal::ctrl_c().await {
@@ -155,10 +195,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             std::future::pending::<()>().await;
         }
     };
-    let stats = run_relays(configs.clone(), shutdown)
-        .await
-        .context("link relay")?;
-    let json = stats_json(&configs, &stats, args.link.scenario.is_some());
+    let stats = run_relays(configs.clone(), shutdown).await;
+    // The relays have stopped (or failed): nothing more reaches the capture.
+    let summary = match &capture {
+        Some(c) => Some(crate::common::close_capture(c, "aerotp link")?),
+        None => None,
+    };
+    let stats = stats.context("link relay")?;
+    let mut json = stats_json(&configs, &stats, args.link.scenario.is_some());
+    if let (Some(s), Some(o)) = (summary, json.as_object_mut()) {
+        o.insert(
+            "capture".into(),
+            serde_json::json!({ "packets": s.written, "dropped": s.dropped }),
+        );
+    }
     println!("{}", serde_json::to_string_pretty(&json)?);
     Ok(())
 }

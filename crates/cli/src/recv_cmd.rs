@@ -50,6 +50,8 @@ pub struct Args {
     /// Drop a transfer when nothing is heard from the sender for this long (outages!).
     #[arg(long, default_value = "40min", value_parser = duration_arg)]
     idle_timeout: Duration,
+    #[command(flatten)]
+    observe: ObserveFlags,
 }
 
 /// Where a transfer's bytes go.
@@ -317,7 +319,10 @@ pub fn listener_config(
     Ok(cfg)
 }
 
-fn report_line(o: &RecvOutcome, json: bool) {
+/// Reports a transfer: with `json`, returns its JSON object for the caller to print (with
+/// `--once` after the capture closed, so that it can carry the capture's figures); otherwise
+/// prints the text line and returns `None`.
+fn report_line(o: &RecvOutcome, json: bool) -> Option<serde_json::Value> {
     if json {
         let mut v = stats_json("recv", &o.name, o.bytes, o.elapsed, &o.report);
         v["expected_bytes"] = o.expected.into();
@@ -325,7 +330,7 @@ fn report_line(o: &RecvOutcome, json: bool) {
         v["saved_as"] = o.saved_as.as_ref().map(|p| p.display().to_string()).into();
         v["read_error"] = o.read_error.clone().into();
         v["exit_code"] = o.exit_code.into();
-        println!("{v}");
+        Some(v)
     } else {
         let s = &o.report.stats.receiver;
         eprintln!(
@@ -343,6 +348,7 @@ fn report_line(o: &RecvOutcome, json: bool) {
             o.saved_as.as_ref().map_or_else(String::new, |p| format!("; saved as {}", p.display())),
             o.read_error.as_ref().map_or_else(String::new, |e| format!("; error: {e}")),
         );
+        None
     }
 }
 
@@ -382,18 +388,48 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
         }
     };
     let cfg = listener_config(args.rate, args.mack, args.idle_timeout)?;
+    // The capture file first: a path that cannot be written stops us before any traffic.
+    let mut obs = args.observe.open_capture()?;
     let ep = Endpoint::bind(args.listen, EndpointConfig::default())?;
     ep.listen(args.port, cfg)?;
+    obs.attach(&args.observe, &ep).await?;
     tracing::info!(addr = %ep.local_addr(), port = args.port, "listening");
+    let r = serve(&args, &ep, sink, once).await;
+    // Closed on every way out (the process exits without running destructors).
+    let capture = obs.close(&ep, "aerotp recv")?;
+    let (code, json) = r?;
+    if let Some(mut v) = json {
+        if let Some((io, s)) = &capture {
+            v["capture"] = capture_json(io, s);
+        }
+        println!("{v}");
+    }
+    Ok(code)
+}
+
+/// Accepts and receives transfers until Ctrl-C, or the first one with `once`: its exit
+/// status and, with `--json` and `once`, its JSON object (not yet printed).
+async fn serve(
+    args: &Args,
+    ep: &Endpoint,
+    sink: Sink,
+    once: bool,
+) -> anyhow::Result<(i32, Option<serde_json::Value>)> {
     let multi = MultiProgress::new();
     let sink = Arc::new(sink);
     let mut tasks = tokio::task::JoinSet::new();
+    let print = |(code, json): (i32, Option<serde_json::Value>)| {
+        if let Some(v) = json {
+            println!("{v}");
+        }
+        code
+    };
     loop {
         let conn = tokio::select! {
             c = ep.accept() => match c { Some(c) => c, None => anyhow::bail!("the endpoint stopped") },
             _ = tokio::signal::ctrl_c() => break,
             Some(r) = tasks.join_next(), if !tasks.is_empty() => {
-                if let Ok(code) = r { if once { return Ok(code); } }
+                if let Ok(r) = r { print(r); }
                 continue;
             }
         };
@@ -404,24 +440,20 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
             let r = receive(conn, &sink, &pb).await;
             pb.finish_and_clear();
             match r {
-                Ok(o) => {
-                    report_line(&o, json);
-                    o.exit_code
-                }
+                Ok(o) => (o.exit_code, report_line(&o, json)),
                 Err(e) => {
                     eprintln!("aerotp recv: {e:#}");
-                    EXIT_LOCAL
+                    (EXIT_LOCAL, None)
                 }
             }
         });
         if once {
-            // Serve only this transfer.
-            let code = tasks
+            // Serve only this transfer; its JSON is printed by the caller.
+            return Ok(tasks
                 .join_next()
                 .await
-                .map_or(EXIT_LOCAL, |r| r.unwrap_or(EXIT_LOCAL));
-            return Ok(code);
+                .map_or((EXIT_LOCAL, None), |r| r.unwrap_or((EXIT_LOCAL, None))));
         }
     }
-    Ok(EXIT_OK)
+    Ok((EXIT_OK, None))
 }

@@ -55,6 +55,8 @@ pub struct Args {
     /// Print the final statistics as one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    observe: ObserveFlags,
 }
 
 /// Lingering after the peer's AFIN (late retransmissions); short, for a prompt exit.
@@ -257,8 +259,11 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         };
     let name = args.name.clone().unwrap_or(default_name);
     let target = resolve(&args.to).await?;
+    // The capture file first: a path that cannot be written stops us before any traffic.
+    let mut obs = args.observe.open_capture()?;
     let ep = Endpoint::bind(local_any(target), EndpointConfig::default())
         .map_err(|e| SendError::Local(e.into()))?;
+    obs.attach(&args.observe, &ep).await?;
     let header = encode_header(&name, size);
     let pb = progress_bar(size, &format!("send {name}"));
     let out = send_stream(
@@ -273,6 +278,8 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     )
     .await;
     pb.finish_and_clear();
+    // Closed whatever the outcome: the process exits without running destructors.
+    let capture = obs.close(&ep, "aerotp send")?;
     let out = out?;
     let code = if out.report.guarantee_met {
         EXIT_OK
@@ -282,6 +289,9 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     if args.json {
         let mut v = stats_json("send", &name, out.bytes, out.elapsed, &out.report);
         v["exit_code"] = code.into();
+        if let Some((io, s)) = &capture {
+            v["capture"] = capture_json(io, s);
+        }
         println!("{v}");
     } else {
         eprintln!(

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aerotp_link::{Link, LinkConfig, LinkError, LinkStats};
+use aerotp_net::tap::wall_clock;
 use serde::Serialize;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
@@ -54,6 +55,21 @@ pub struct RelayConfig {
     pub stats_interval: Option<Duration>,
     /// Name of the path in log lines (`path0` by default).
     pub name: String,
+    /// A copy of what enters and what leaves the link model, both directions (`--pcap`).
+    pub tap: Option<RelayTap>,
+}
+
+/// Where a relay hands copies of the datagrams it carries: `inbound` is the interface of
+/// what entered the link model (from a client, or a reply from the server), `outbound` that
+/// of what the model delivered and the relay sent on (possibly corrupted, duplicated or
+/// reordered). A datagram the link lost is only on `inbound`. Addresses are the real ones of
+/// each hop: client → listening socket and the relay's outbound socket → server going
+/// forward; server → outbound socket and listening socket → client coming back.
+#[derive(Debug, Clone)]
+pub struct RelayTap {
+    pub tap: aerotp_net::TapHandle,
+    pub inbound: u32,
+    pub outbound: u32,
 }
 
 /// Mixed into a path's seed for the reverse link's seed.
@@ -91,6 +107,7 @@ impl RelayConfig {
             idle_timeout: Duration::from_secs(600),
             stats_interval: Some(Duration::from_secs(10)),
             name: "path0".into(),
+            tap: None,
         }
     }
 }
@@ -167,6 +184,8 @@ fn udp_socket(
 struct Client {
     id: u64,
     socket: Arc<UdpSocket>,
+    /// The outbound socket's address (connected: the kernel chose the source address).
+    local: SocketAddr,
     last_active: Instant,
     reader: JoinHandle<()>,
 }
@@ -260,6 +279,11 @@ impl Relay {
         };
 
         let name = self.config.name.clone();
+        let tap = self.config.tap.clone();
+        // The listening socket may be bound to the unspecified address: captures show the
+        // source address the kernel uses towards each client.
+        let mut listen_local = aerotp_net::tap::LocalAddrs::new(listen_addr);
+        let to = self.config.to;
         tracing::info!(path = %name, listen = %listen_addr, to = %self.config.to, "link relay running");
         tokio::pin!(shutdown);
         loop {
@@ -287,6 +311,8 @@ impl Relay {
                         let client = &clients[addr];
                         if client.socket.try_send(&d.packet).is_err() {
                             stats.send_errors += 1;
+                        } else if let Some(t) = &tap {
+                            t.tap.datagram(t.outbound, wall_clock(), client.local, to, &d.packet);
                         }
                     }
                     while let Some(d) = self.reverse.recv_delivery(now) {
@@ -296,6 +322,9 @@ impl Relay {
                         };
                         if self.listen.try_send_to(&d.packet, *addr).is_err() {
                             stats.send_errors += 1;
+                        } else if let Some(t) = &tap {
+                            let src = listen_local.towards(*addr);
+                            t.tap.datagram(t.outbound, wall_clock(), src, *addr, &d.packet);
                         }
                     }
                 }
@@ -319,15 +348,20 @@ impl Relay {
                         continue;
                     } else {
                         let socket = Arc::new(udp_socket(bind_any, Some(self.config.to), "creating the outbound socket")?);
+                        let local = socket.local_addr().unwrap_or(bind_any);
                         let id = next_id;
                         next_id += 1;
                         let reader = tokio::spawn(read_replies(id, socket.clone(), reply_tx.clone()));
-                        clients.insert(from, Client { id, socket, last_active: now_i, reader });
+                        clients.insert(from, Client { id, socket, local, last_active: now_i, reader });
                         by_id.insert(id, from);
                         stats.clients_accepted += 1;
                         tracing::info!(client = %from, id, "new client");
                         id
                     };
+                    if let Some(t) = &tap {
+                        let dst = listen_local.towards(from);
+                        t.tap.datagram(t.inbound, wall_clock(), from, dst, &buf[..n]);
+                    }
                     let now = now_i.duration_since(self.start);
                     self.forward.send_tagged(now, buf[..n].to_vec(), id);
                 }
@@ -335,6 +369,9 @@ impl Relay {
                     let now_i = Instant::now();
                     if let Some(c) = by_id.get(&id).and_then(|a| clients.get_mut(a)) {
                         c.last_active = now_i;
+                        if let Some(t) = &tap {
+                            t.tap.datagram(t.inbound, wall_clock(), to, c.local, &packet);
+                        }
                         self.reverse.send_tagged(now_i.duration_since(self.start), packet, id);
                     }
                 }

@@ -36,7 +36,7 @@ impl Drop for ConnInner {
         };
         if closed {
             st.slots.remove(&self.h);
-            st.engine.release(self.h);
+            st.release(self.h);
         } else {
             // Graceful: what was written still goes out; released when the close completes.
             let _ = st.engine.close(self.h);

@@ -14,6 +14,8 @@ use tokio::net::UdpSocket;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::metrics::{IoCounters, Totals};
+use crate::tap::{wall_clock, LocalAddrs, TapHandle, TAP_RECEIVED, TAP_SENT};
 use crate::udp;
 use crate::BATCH;
 
@@ -55,9 +57,28 @@ pub(crate) struct State {
     pub(crate) driver_stopped: bool,
     pub(crate) send_errors: u64,
     pub(crate) recv_errors: u64,
+    /// Datagrams and bytes through the socket (what a capture of the endpoint holds).
+    pub(crate) io: IoCounters,
+    /// Final counters of released connections, summed, so that totals over the endpoint's
+    /// life never go down when a connection is released (Prometheus counters).
+    pub(crate) retired: Totals,
+    /// Connections opened (connect or accept) and closed (any outcome).
+    pub(crate) opened: u64,
+    pub(crate) closed: u64,
+    /// A copy of every datagram, if asked for (`--pcap`).
+    pub(crate) tap: Option<TapHandle>,
+    pub(crate) local_addrs: LocalAddrs,
 }
 
 impl State {
+    /// Releases a closed connection after adding its final counters to `retired`.
+    pub(crate) fn release(&mut self, h: ConnectionHandle) {
+        if let Some(s) = self.engine.stats(h) {
+            self.retired.add(&s);
+        }
+        self.engine.release(h);
+    }
+
     /// Hands the engine's events to the waiting tasks.
     pub(crate) fn dispatch(&mut self, shared: &Shared) {
         while let Some(e) = self.engine.poll_event() {
@@ -69,6 +90,7 @@ impl State {
                     }
                 }
                 Event::Accepted(h) => {
+                    self.opened += 1;
                     let mut s = Slot::new();
                     s.connected = true;
                     self.slots.insert(h, s);
@@ -86,6 +108,7 @@ impl State {
                     }
                 }
                 Event::Closed(h, o) => {
+                    self.closed += 1;
                     let release = match self.slots.get_mut(&h) {
                         Some(s) => {
                             s.outcome = Some(o);
@@ -102,7 +125,7 @@ impl State {
                     };
                     if release {
                         self.slots.remove(&h);
-                        self.engine.release(h);
+                        self.release(h);
                     }
                 }
                 Event::Datagram => shared.datagram.notify_one(),
@@ -178,13 +201,23 @@ pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
             st.engine.handle_timeout(now);
             st.dispatch(&shared);
             let mut more = false;
+            // One clock reading per batch: the datagrams of a batch leave together.
+            let tap = st.tap.clone().map(|t| (t, wall_clock()));
             loop {
                 if outbox.datagrams >= BATCH {
                     more = true;
                     break;
                 }
                 match st.engine.poll_transmit(now, &mut dgram) {
-                    Some(t) => outbox.push(t.remote, &dgram, max_segments),
+                    Some(t) => {
+                        st.io.datagrams_sent += 1;
+                        st.io.bytes_sent += dgram.len() as u64;
+                        if let Some((tap, at)) = &tap {
+                            let local = st.local_addrs.towards(t.remote);
+                            tap.datagram(TAP_SENT, *at, local, t.remote, &dgram);
+                        }
+                        outbox.push(t.remote, &dgram, max_segments);
+                    }
                     None => break,
                 }
             }
@@ -265,10 +298,20 @@ pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
 /// be shorter).
 pub(crate) fn receive(io: &udp::UdpIo, st: &mut State, rbuf: &mut [u8], now: Duration) {
     let mut taken = 0;
+    let tap = st.tap.clone();
     while taken < RECV_BATCH {
         match io.try_recv(rbuf) {
             Ok((n, from, stride)) => {
+                // The datagrams of one GRO train arrived together: one timestamp.
+                let tapped = tap
+                    .as_ref()
+                    .map(|t| (t, wall_clock(), st.local_addrs.towards(from)));
                 for d in rbuf[..n].chunks(stride.max(1)) {
+                    st.io.datagrams_received += 1;
+                    st.io.bytes_received += d.len() as u64;
+                    if let Some((tap, at, local)) = &tapped {
+                        tap.datagram(TAP_RECEIVED, *at, from, *local, d);
+                    }
                     st.engine.handle_datagram(now, from, d);
                     taken += 1;
                 }

@@ -11,7 +11,9 @@ use tokio::time::Instant;
 
 use crate::connection::Connection;
 use crate::driver::{drive, Shared, Slot, State, UserRef};
+use crate::metrics::{IoCounters, MetricsSource, Totals};
 use crate::socket::{udp_socket, zero_checksums};
+use crate::tap::{LocalAddrs, Tap, TapHandle};
 use crate::{ConnectionConfig, DatagramMsg, EndpointConfig, EndpointStats, Error};
 
 /// A UDP socket with its AeroTP endpoint and driver task. Cheap to clone.
@@ -58,6 +60,12 @@ impl Endpoint {
                 driver_stopped: false,
                 send_errors: 0,
                 recv_errors: 0,
+                io: IoCounters::default(),
+                retired: Totals::default(),
+                opened: 0,
+                closed: 0,
+                tap: None,
+                local_addrs: LocalAddrs::new(local_addr),
             }),
             wake: Notify::new(),
             accept: Notify::new(),
@@ -99,6 +107,7 @@ impl Endpoint {
             let mut st = shared.lock();
             let now = shared.now();
             let h = st.engine.connect(now, remote, port, config)?;
+            st.opened += 1;
             st.slots.insert(h, Slot::new());
             h
         };
@@ -176,5 +185,41 @@ impl Endpoint {
     pub fn stats(&self) -> (EndpointStats, u64, u64) {
         let st = self.shared().lock();
         (st.engine.stats.clone(), st.send_errors, st.recv_errors)
+    }
+
+    /// Datagrams and bytes the driver moved through the socket, with socket errors.
+    pub fn io_counters(&self) -> IoCounters {
+        let st = self.shared().lock();
+        IoCounters {
+            send_errors: st.send_errors,
+            recv_errors: st.recv_errors,
+            ..st.io.clone()
+        }
+    }
+
+    /// From now on, hands a copy of every datagram sent ([`crate::TAP_SENT`]) and received
+    /// ([`crate::TAP_RECEIVED`]) to `tap`, with a wall-clock timestamp and the local address
+    /// the kernel uses towards the peer. Set it before connecting to capture a whole transfer.
+    pub fn set_tap(&self, tap: Arc<dyn Tap>) {
+        self.shared().lock().tap = Some(TapHandle::new(tap));
+    }
+
+    /// Stops handing datagrams to the tap and returns the socket counters at that instant:
+    /// every datagram they count was handed to the tap, none after (a capture's packets plus
+    /// its dropped records equal `datagrams_sent + datagrams_received`).
+    pub fn remove_tap(&self) -> IoCounters {
+        let mut st = self.shared().lock();
+        st.tap = None;
+        IoCounters {
+            send_errors: st.send_errors,
+            recv_errors: st.recv_errors,
+            ..st.io.clone()
+        }
+    }
+
+    /// A handle that reads this endpoint's counters for metrics without keeping the driver
+    /// alive (it does not count as an application handle).
+    pub fn metrics_source(&self) -> MetricsSource {
+        MetricsSource::new(self.shared())
     }
 }

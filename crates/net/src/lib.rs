@@ -29,18 +29,22 @@ use proto::EndpointError;
 mod connection;
 mod driver;
 mod endpoint;
+pub mod metrics;
 mod report;
 pub mod socket;
+pub mod tap;
 mod udp;
 
 pub use connection::Connection;
 pub use endpoint::Endpoint;
+pub use metrics::{IoCounters, MetricsSource, Totals};
 pub use proto::{
     datagram_parity, CloseOutcome, ConnectionConfig, ConnectionStats, DatagramMsg, Delivered,
     EndpointConfig, EndpointStats, FecSetting, Mode,
 };
 pub use report::{outcome_error, Report};
 pub use socket::{udp_socket, zero_checksums};
+pub use tap::{Tap, TapHandle, ENDPOINT_INTERFACES, TAP_RECEIVED, TAP_SENT};
 
 /// AeroTP port a listener uses unless told otherwise (AeroTP ports are not UDP ports).
 pub const DEFAULT_PORT: u16 = 1;

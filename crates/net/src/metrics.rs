@@ -1,0 +1,688 @@
+//! Prometheus text exposition of an endpoint's counters (`aerotp send|recv --metrics ADDR`).
+//!
+//! Everything comes from the engine's public statistics (`aerotp_proto::Endpoint::stats`,
+//! `EndpointStats`) and the driver's socket counters. Counters are summed over every
+//! connection the endpoint has had: the final counters of a released connection are kept in
+//! [`Totals`], so a counter never goes down. Per-connection values that go up and down (RTT,
+//! rate, FEC parity) are gauges labelled with the connection. One naming scheme, `aerotp_*`;
+//! every name is listed in docs/stats.md.
+//!
+//! The HTTP server is written by hand (a few lines over tokio) rather than pulled in from a
+//! web framework: it answers one request per connection, `GET /metrics`, with bounded request
+//! size, time and concurrency.
+
+use std::fmt::Write as _;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aerotp_proto::{ConnectionHandle, ConnectionStats, EndpointStats, Mode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+use crate::driver::Shared;
+
+/// Datagrams and bytes the driver moved through its socket.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    pub datagrams_sent: u64,
+    pub bytes_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_received: u64,
+    pub send_errors: u64,
+    pub recv_errors: u64,
+}
+
+/// A connection counter: metric name (without `aerotp_` and `_total`), help, and where it is
+/// in [`ConnectionStats`].
+type ConnCounter = (&'static str, &'static str, fn(&ConnectionStats) -> u64);
+
+/// The connection counters summed over connections, in exposition order.
+pub const CONNECTION_COUNTERS: [ConnCounter; 28] = [
+    (
+        "tpdus_sent",
+        "Data TPDUs transmitted, first transmissions and retransmissions.",
+        |s| s.sender.tpdus_sent,
+    ),
+    (
+        "retransmissions",
+        "Data TPDUs retransmitted (MACK gap, NACK, SNACK, timeout or probe).",
+        |s| s.sender.tpdus_retransmitted,
+    ),
+    (
+        "bytes_written",
+        "Bytes the application queued for sending.",
+        |s| s.sender.bytes_written,
+    ),
+    (
+        "payload_bytes_sent",
+        "Application bytes in first transmissions.",
+        |s| s.sender.bytes_sent_payload,
+    ),
+    ("tpdus_acked", "Data TPDUs positively acknowledged.", |s| {
+        s.sender.acked_tpdus
+    }),
+    (
+        "nack_entries_received",
+        "NACK entries received: TPDUs the peer got corrupted.",
+        |s| s.sender.nacks_received,
+    ),
+    (
+        "snack_ranges_received",
+        "SNACK ranges received: gaps the peer reported.",
+        |s| s.sender.snack_ranges_received,
+    ),
+    (
+        "rto_expirations",
+        "TPDUs declared lost by the retransmission timeout.",
+        |s| s.sender.timeouts,
+    ),
+    (
+        "probes_sent",
+        "Probes sent while the peer was silent (outage).",
+        |s| s.sender.probes,
+    ),
+    (
+        "asyn_copies_sent",
+        "Redundant copies of the opening ASYN.",
+        |s| s.sender.asyn_copies,
+    ),
+    (
+        "tpdus_received",
+        "Distinct data TPDUs accepted (body checked, possibly after correction).",
+        |s| s.receiver.tpdus_received,
+    ),
+    ("tpdus_duplicate", "Data TPDUs received again.", |s| {
+        s.receiver.tpdus_duplicate
+    }),
+    (
+        "tpdus_corrected",
+        "Data TPDUs whose checks failed and that FEC repaired.",
+        |s| s.receiver.tpdus_corrected,
+    ),
+    ("bits_corrected", "Bits FEC flipped back.", |s| {
+        s.receiver.bits_corrected
+    }),
+    (
+        "tpdus_corrupted",
+        "Data TPDUs dropped with a body that failed its CRC after decoding.",
+        |s| s.receiver.tpdus_corrupted,
+    ),
+    (
+        "tpdus_lost",
+        "Data TPDUs skipped for good in lossy modes.",
+        |s| s.receiver.tpdus_lost,
+    ),
+    (
+        "tpdus_beyond_window",
+        "Data TPDUs refused beyond the receive window.",
+        |s| s.receiver.tpdus_beyond_window,
+    ),
+    ("bytes_delivered", "Bytes the application has read.", |s| {
+        s.receiver.bytes_delivered
+    }),
+    ("macks_sent", "MACKs sent.", |s| s.receiver.macks_sent),
+    ("acks_sent", "ACKs sent.", |s| s.receiver.acks_sent),
+    ("nacks_sent", "NACKs sent.", |s| s.receiver.nacks_sent),
+    ("snacks_sent", "SNACKs sent.", |s| s.receiver.snacks_sent),
+    ("reports_sent", "Reception reports (RPT) sent.", |s| {
+        s.receiver.reports_sent
+    }),
+    (
+        "connection_datagrams_sent",
+        "Datagrams connections sent (data and control, FEC included).",
+        |s| s.datagrams_sent,
+    ),
+    (
+        "connection_wire_bytes_sent",
+        "Bytes of the datagrams connections sent.",
+        |s| s.bytes_sent_wire,
+    ),
+    (
+        "connection_datagrams_received",
+        "Datagrams that reached a connection.",
+        |s| s.datagrams_received,
+    ),
+    (
+        "connection_wire_bytes_received",
+        "Bytes of the datagrams that reached a connection.",
+        |s| s.bytes_received_wire,
+    ),
+    (
+        "outages",
+        "Times a sender declared its peer silent and switched to probing.",
+        |s| s.outages,
+    ),
+];
+
+/// The connection counters of [`CONNECTION_COUNTERS`], summed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals([u64; CONNECTION_COUNTERS.len()]);
+
+impl Totals {
+    pub fn add(&mut self, s: &ConnectionStats) {
+        for (t, (_, _, get)) in self.0.iter_mut().zip(CONNECTION_COUNTERS.iter()) {
+            *t = t.saturating_add(get(s));
+        }
+    }
+
+    /// The summed counter `name` (a name of [`CONNECTION_COUNTERS`]).
+    pub fn get(&self, name: &str) -> Option<u64> {
+        CONNECTION_COUNTERS
+            .iter()
+            .position(|c| c.0 == name)
+            .map(|i| self.0[i])
+    }
+}
+
+/// One live connection's gauges.
+#[derive(Debug, Clone)]
+pub struct LiveConnection {
+    pub handle: ConnectionHandle,
+    pub remote: SocketAddr,
+    pub mode: Mode,
+    pub stats: ConnectionStats,
+}
+
+/// Everything the exposition shows, read at one instant under the endpoint's lock.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub endpoint: EndpointStats,
+    pub io: IoCounters,
+    /// Connection counters over the endpoint's life (released and live connections).
+    pub totals: Totals,
+    pub opened: u64,
+    pub closed: u64,
+    /// Connections the engine holds.
+    pub connections: usize,
+    pub live: Vec<LiveConnection>,
+}
+
+/// Reads an endpoint's counters without keeping its driver alive.
+#[derive(Clone)]
+pub struct MetricsSource {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for MetricsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsSource")
+            .field("local_addr", &self.shared.local_addr)
+            .finish()
+    }
+}
+
+impl MetricsSource {
+    pub(crate) fn new(shared: &Arc<Shared>) -> MetricsSource {
+        MetricsSource {
+            shared: shared.clone(),
+        }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let st = self.shared.lock();
+        let mut totals = st.retired.clone();
+        let mut handles: Vec<ConnectionHandle> = st.slots.keys().copied().collect();
+        handles.sort();
+        let mut live = Vec::with_capacity(handles.len());
+        for h in handles {
+            let (Some(stats), Some(c)) = (st.engine.stats(h), st.engine.connection(h)) else {
+                continue;
+            };
+            totals.add(&stats);
+            live.push(LiveConnection {
+                handle: h,
+                remote: c.remote,
+                mode: c.mode,
+                stats,
+            });
+        }
+        Snapshot {
+            endpoint: st.engine.stats.clone(),
+            io: IoCounters {
+                send_errors: st.send_errors,
+                recv_errors: st.recv_errors,
+                ..st.io.clone()
+            },
+            totals,
+            opened: st.opened,
+            closed: st.closed,
+            connections: st.engine.connection_count(),
+            live,
+        }
+    }
+
+    /// The Prometheus text of the endpoint now.
+    pub fn render(&self) -> String {
+        render(&self.snapshot())
+    }
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// One counter family without labels: `aerotp_{name}_total`.
+pub fn counter(out: &mut String, name: &str, help: &str, v: u64) {
+    let full = format!("aerotp_{name}_total");
+    family(out, &full, "counter", help);
+    let _ = writeln!(out, "{full} {v}");
+}
+
+/// One gauge family without labels: `aerotp_{name}`.
+pub fn gauge(out: &mut String, name: &str, help: &str, v: f64) {
+    let full = format!("aerotp_{name}");
+    family(out, &full, "gauge", help);
+    let _ = writeln!(out, "{full} {}", number(v));
+}
+
+/// A float in the exposition format (`NaN`, `+Inf`, `-Inf` spelled as Prometheus wants).
+fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped (exposition format).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+type Gauge = (&'static str, &'static str, fn(&ConnectionStats) -> f64);
+
+/// Per-connection gauges: name, help, value.
+pub const CONNECTION_GAUGES: [Gauge; 8] = [
+    (
+        "rtt_seconds",
+        "Latest round-trip time of the connection (MACK echoes).",
+        |s| s.rtt.as_secs_f64(),
+    ),
+    (
+        "srtt_seconds",
+        "Smoothed round-trip time of the connection.",
+        |s| s.srtt.as_secs_f64(),
+    ),
+    (
+        "rto_seconds",
+        "Current retransmission timeout of the connection.",
+        |s| s.rto.as_secs_f64(),
+    ),
+    (
+        "rate_bits_per_second",
+        "Pacing rate of the connection.",
+        |s| s.rate_bps as f64,
+    ),
+    (
+        "fec_parity_bytes",
+        "Parity bytes per codeword the connection sends with now.",
+        |s| f64::from(s.fec_parity),
+    ),
+    (
+        "measured_ber",
+        "Bit-error rate this side measures on what it receives.",
+        |s| s.measured_ber,
+    ),
+    (
+        "peer_reported_ber",
+        "Bit-error rate the peer reported (the forward channel, for a sender).",
+        |s| s.peer_reported_ber,
+    ),
+    (
+        "peer_delivered_bytes",
+        "Bytes the peer application has read, from its acknowledgements.",
+        |s| s.peer_delivered as f64,
+    ),
+];
+
+/// The exposition text of a snapshot.
+pub fn render(s: &Snapshot) -> String {
+    let mut out = String::with_capacity(8192);
+    let e = &s.endpoint;
+    let endpoint = [
+        (
+            "udp_datagrams_sent",
+            "Datagrams the endpoint handed to its UDP socket.",
+            s.io.datagrams_sent,
+        ),
+        (
+            "udp_bytes_sent",
+            "Bytes of the datagrams handed to the UDP socket.",
+            s.io.bytes_sent,
+        ),
+        (
+            "udp_datagrams_received",
+            "Datagrams the endpoint read from its UDP socket.",
+            s.io.datagrams_received,
+        ),
+        (
+            "udp_bytes_received",
+            "Bytes of the datagrams read from the UDP socket.",
+            s.io.bytes_received,
+        ),
+        (
+            "udp_send_errors",
+            "Datagrams the kernel refused to send.",
+            s.io.send_errors,
+        ),
+        (
+            "udp_recv_errors",
+            "Failed reads from the UDP socket.",
+            s.io.recv_errors,
+        ),
+        (
+            "endpoint_datagrams_in",
+            "Datagrams handed to the engine.",
+            e.datagrams_in,
+        ),
+        (
+            "undecodable_datagrams",
+            "Datagrams whose header did not check even after FEC (lost).",
+            e.undecodable,
+        ),
+        (
+            "corrupted_without_connection",
+            "Corrupted data TPDUs for no connection.",
+            e.corrupted_without_connection,
+        ),
+        (
+            "stray_tpdus",
+            "TPDUs for no connection or an old incarnation.",
+            e.stray,
+        ),
+        (
+            "connections_refused",
+            "Connection attempts refused with RST.",
+            e.refused,
+        ),
+        (
+            "datagram_messages_delivered",
+            "Datagram-mode messages delivered.",
+            e.datagrams_delivered,
+        ),
+        (
+            "datagram_messages_dropped",
+            "Datagram-mode messages dropped (corrupted or queue full).",
+            e.datagrams_dropped,
+        ),
+        (
+            "connections_opened",
+            "Connections opened (connect or accept).",
+            s.opened,
+        ),
+        (
+            "connections_closed",
+            "Connections that ended, with any outcome.",
+            s.closed,
+        ),
+    ];
+    for (name, help, v) in endpoint {
+        counter(&mut out, name, help, v);
+    }
+    for (i, (name, help, _)) in CONNECTION_COUNTERS.iter().enumerate() {
+        counter(
+            &mut out,
+            name,
+            &format!("{help} Summed over connections."),
+            s.totals.0[i],
+        );
+    }
+    gauge(
+        &mut out,
+        "connections",
+        "Connections the engine holds (open, closing, or closed and not yet released).",
+        s.connections as f64,
+    );
+    for (name, help, get) in CONNECTION_GAUGES {
+        let full = format!("aerotp_{name}");
+        family(&mut out, &full, "gauge", help);
+        for c in &s.live {
+            let _ = writeln!(
+                out,
+                "{full}{{connection=\"{}\",remote=\"{}\",mode=\"{}\"}} {}",
+                c.handle.0,
+                label(&c.remote.to_string()),
+                label(c.mode.name()),
+                number(get(&c.stats))
+            );
+        }
+    }
+    out
+}
+
+/// Extra metric families appended to the endpoint's (e.g. a capture's dropped records).
+pub type Extra = Arc<dyn Fn(&mut String) + Send + Sync>;
+
+/// Most scrapes served at once; further connections wait in the kernel's accept queue.
+const MAX_CONCURRENT: usize = 8;
+/// Longest request head read, and the longest a client may take to send it.
+const MAX_REQUEST: usize = 8192;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A running metrics server; dropping it stops the server.
+#[derive(Debug)]
+pub struct MetricsServer {
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl MetricsServer {
+    /// The address it listens on (port 0 resolved).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Listens on `addr` (TCP) and serves `GET /metrics`. Binding fails at once, naming the
+/// address, so a wrong `--metrics` stops a command before any traffic.
+pub async fn serve(
+    addr: SocketAddr,
+    source: MetricsSource,
+    extra: Option<Extra>,
+) -> io::Result<MetricsServer> {
+    let l = TcpListener::bind(addr).await.map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("--metrics {addr}: cannot listen on this TCP address: {e}"),
+        )
+    })?;
+    let local = l.local_addr()?;
+    let slots = Arc::new(Semaphore::new(MAX_CONCURRENT));
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok(permit) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            let Ok((s, _)) = l.accept().await else {
+                continue;
+            };
+            let source = source.clone();
+            let extra = extra.clone();
+            tokio::spawn(async move {
+                let _ = answer(s, &source, extra.as_ref()).await;
+                drop(permit);
+            });
+        }
+    });
+    Ok(MetricsServer { addr: local, task })
+}
+
+/// What a request line asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Route {
+    Metrics,
+    NotFound,
+    BadMethod,
+    BadRequest,
+}
+
+/// Parses the request line of an HTTP/1.x request head (never panics on any bytes).
+fn route(head: &[u8]) -> Route {
+    let line = head.split(|b| *b == b'\n').next().unwrap_or(&[]);
+    let Ok(line) = std::str::from_utf8(line) else {
+        return Route::BadRequest;
+    };
+    let mut parts = line.trim_end_matches('\r').split(' ');
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Route::BadRequest;
+    };
+    if !version.starts_with("HTTP/1.") {
+        return Route::BadRequest;
+    }
+    if method != "GET" {
+        return Route::BadMethod;
+    }
+    let path = target.split('?').next().unwrap_or("");
+    if path == "/metrics" {
+        Route::Metrics
+    } else {
+        Route::NotFound
+    }
+}
+
+async fn answer(mut s: TcpStream, source: &MetricsSource, extra: Option<&Extra>) -> io::Result<()> {
+    let mut req = vec![0u8; MAX_REQUEST];
+    let mut n = 0;
+    let read = async {
+        while n < req.len() {
+            match s.read(&mut req[n..]).await {
+                Ok(0) | Err(_) => break,
+                Ok(k) => n += k,
+            }
+            if req[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(REQUEST_TIMEOUT, read).await;
+    let (status, body) = match route(&req[..n]) {
+        Route::Metrics => {
+            let mut body = source.render();
+            if let Some(x) = extra {
+                x(&mut body);
+            }
+            ("200 OK", body)
+        }
+        Route::NotFound => ("404 Not Found", "only /metrics is served\n".to_owned()),
+        Route::BadMethod => ("405 Method Not Allowed", "only GET is served\n".to_owned()),
+        Route::BadRequest => ("400 Bad Request", "not an HTTP/1 request\n".to_owned()),
+    };
+    let resp = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::time::timeout(REQUEST_TIMEOUT, s.write_all(resp.as_bytes()))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "client too slow"))??;
+    s.shutdown().await
+}
+
+/// Fetches `http://addr/metrics` and returns the body (tests, `aerotp` tooling).
+pub async fn fetch(addr: SocketAddr) -> io::Result<String> {
+    let work = async {
+        let mut s = TcpStream::connect(addr).await?;
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: aerotp\r\nConnection: close\r\n\r\n")
+            .await?;
+        let mut out = Vec::new();
+        // A response is one scrape: bounded by what the server writes, then EOF.
+        s.read_to_end(&mut out).await?;
+        let text = String::from_utf8(out)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidData, "no HTTP header in the answer")
+        })?;
+        if !head.starts_with("HTTP/1.1 200") {
+            return Err(io::Error::other(format!(
+                "metrics endpoint answered {}",
+                head.lines().next().unwrap_or("")
+            )));
+        }
+        Ok(body.to_owned())
+    };
+    tokio::time::timeout(REQUEST_TIMEOUT, work)
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "metrics endpoint: timeout"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert_eq!(route(b"GET /metrics HTTP/1.1\r\n\r\n"), Route::Metrics);
+        assert_eq!(route(b"GET /metrics?x=1 HTTP/1.0\r\n"), Route::Metrics);
+        assert_eq!(route(b"GET / HTTP/1.1\r\n"), Route::NotFound);
+        assert_eq!(route(b"POST /metrics HTTP/1.1\r\n"), Route::BadMethod);
+        assert_eq!(route(b""), Route::BadRequest);
+        assert_eq!(route(b"\xff\xfe GET"), Route::BadRequest);
+        assert_eq!(route(b"GET /metrics SPDY\r\n"), Route::BadRequest);
+    }
+
+    #[test]
+    fn totals_sum_and_every_family_is_typed() {
+        let mut s = ConnectionStats::default();
+        s.sender.tpdus_sent = 5;
+        s.receiver.bytes_delivered = 7;
+        let mut t = Totals::default();
+        t.add(&s);
+        t.add(&s);
+        assert_eq!(t.get("tpdus_sent"), Some(10));
+        assert_eq!(t.get("bytes_delivered"), Some(14));
+        assert_eq!(t.get("nope"), None);
+        let snap = Snapshot {
+            endpoint: EndpointStats::default(),
+            io: IoCounters::default(),
+            totals: t,
+            opened: 2,
+            closed: 1,
+            connections: 1,
+            live: vec![LiveConnection {
+                handle: ConnectionHandle(3),
+                remote: "127.0.0.1:9".parse().unwrap(),
+                mode: Mode::Reliable,
+                stats: s,
+            }],
+        };
+        let text = render(&snap);
+        let mut typed = std::collections::HashMap::new();
+        for l in text.lines() {
+            if let Some(r) = l.strip_prefix("# TYPE ") {
+                let (n, k) = r.split_once(' ').unwrap();
+                assert!(
+                    typed.insert(n.to_owned(), k.to_owned()).is_none(),
+                    "{n} twice"
+                );
+            }
+        }
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = l.split(['{', ' ']).next().unwrap();
+            let kind = &typed[name];
+            assert_eq!(kind == "counter", name.ends_with("_total"), "{l}");
+            let v = l.rsplit(' ').next().unwrap();
+            assert!(v.parse::<f64>().is_ok(), "{l}");
+        }
+        assert!(text.contains("aerotp_tpdus_sent_total 10\n"), "{text}");
+        assert!(text.contains(
+            "aerotp_rtt_seconds{connection=\"3\",remote=\"127.0.0.1:9\",mode=\"reliable\"} 0\n"
+        ));
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(number(f64::INFINITY), "+Inf");
+    }
+}
