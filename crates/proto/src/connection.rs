@@ -14,6 +14,10 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// Longest interval between outage probes: a returning link is found within this (plus a
+/// round trip), and a 30-minute outage costs about 900 probes of some 60 bytes.
+const MAX_PROBE_INTERVAL: Duration = Duration::from_secs(2);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     Initiator,
@@ -89,6 +93,8 @@ pub struct Connection {
     silent: bool,
     next_probe: Option<Duration>,
     probe_pending: bool,
+    /// Interval to the next outage probe: `probe_interval`, doubling to `MAX_PROBE_INTERVAL`.
+    probe_wait: Duration,
     fin_sent_at: Option<Duration>,
     afinack_due: bool,
     afinack_sent: bool,
@@ -164,6 +170,7 @@ impl Connection {
             silent: false,
             next_probe: None,
             probe_pending: false,
+            probe_wait: cfg.probe_interval,
             fin_sent_at: None,
             afinack_due: false,
             afinack_sent: false,
@@ -348,18 +355,22 @@ impl Connection {
             }
             Quality::Corrupted => self.rx.ber.record_failed(r.bits, r.parity),
         }
-        if self.silent {
-            // The link is back: resend whatever the outage swallowed.
-            self.silent = false;
+        let resumed = std::mem::take(&mut self.silent);
+        if resumed {
             self.next_probe = None;
             self.probe_pending = false;
-            self.tx.retransmit_all_unacked();
+            self.probe_wait = self.cfg.probe_interval;
         }
         let flags = r.header.flags;
         if flags.is_data() {
             self.on_data_tpdu(now, r);
         } else if r.quality != Quality::Corrupted {
             self.on_control(now, &r.header, &r.body);
+        }
+        if resumed {
+            // The link is back: resend whatever the outage swallowed — after this TPDU's
+            // acknowledgements, so what it confirms is not resent.
+            self.tx.retransmit_all_unacked();
         }
     }
 
@@ -467,6 +478,10 @@ impl Connection {
             self.rtt.on_ack_latency(l);
         }
         if let Some(n) = &c.nack {
+            if n.seqs.is_empty() && c.mack.is_none() && c.ack.is_none() {
+                // An outage probe: the peer wants to hear from us now.
+                self.rx.request_feedback();
+            }
             self.tx.on_nack(&n.seqs);
         }
         if let Some(s) = &c.snack {
@@ -610,10 +625,17 @@ impl Connection {
             return sent;
         }
         if self.silent {
-            if !self.probe_pending {
+            if !std::mem::take(&mut self.probe_pending) {
                 return false;
             }
-            self.probe_pending = false;
+            // An outage probe: an empty NACK (docs/spec.md §4), a header's worth of bytes,
+            // which the peer answers with its feedback. Never data into a dead link.
+            self.tx.stats.probes += 1;
+            let body = ControlBody {
+                nack: Some(aerotp_wire::Nack::default()),
+                ..Default::default()
+            };
+            return self.emit_control(now, Flags::empty(), &body, out, start);
         }
         let max_body = self.max_body();
         let asyn = self.role == Role::Initiator;
@@ -823,8 +845,10 @@ impl Connection {
         if self.silent {
             if self.next_probe.is_some_and(|p| now >= p) {
                 self.tx.hold_retransmissions();
-                self.probe_pending = self.tx.probe();
-                self.next_probe = Some(now + self.cfg.probe_interval);
+                self.probe_pending = true;
+                self.next_probe = Some(now + self.probe_wait);
+                self.probe_wait =
+                    (self.probe_wait * 2).min(MAX_PROBE_INTERVAL.max(self.cfg.probe_interval));
             }
         } else {
             let fired = if self.rtt.has_sample() {

@@ -184,6 +184,12 @@ impl Receiver {
         }
     }
 
+    /// The peer probes for feedback (an outage probe): acknowledge at once, as the budget
+    /// allows, in the modes that acknowledge.
+    pub fn request_feedback(&mut self) {
+        self.ack_now |= self.mode.uses_mack() || self.mode == Mode::NearReliable;
+    }
+
     /// The return link's rate changed (the runtime re-paced this end).
     pub fn set_return_rate(&mut self, rate_bps: u64, share: f64) {
         self.budget.set_rate(rate_bps, share);

@@ -731,28 +731,6 @@ impl Sender {
         }
     }
 
-    /// Queues the oldest unacknowledged TPDU as a probe (outage recovery). Returns whether
-    /// there was one.
-    pub fn probe(&mut self) -> bool {
-        let oldest = self
-            .entries
-            .iter()
-            .enumerate()
-            .find(|(_, e)| matches!(e, Some(s) if !s.acked))
-            .map(|(i, _)| self.base + i as u64);
-        match oldest {
-            Some(seq) => {
-                self.stats.probes += 1;
-                if let Some(Some(s)) = self.entry_mut(seq) {
-                    s.queued = false;
-                }
-                self.retx.retain(|&q| q != seq);
-                self.queue_retx(seq)
-            }
-            None => false,
-        }
-    }
-
     /// Drops every queued retransmission (while the link is out, only probes are sent).
     pub fn hold_retransmissions(&mut self) {
         for seq in std::mem::take(&mut self.retx) {
