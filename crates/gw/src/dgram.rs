@@ -102,7 +102,12 @@ struct Partial {
     started: Instant,
 }
 
-/// Per sender, the message numbers seen: counts the gaps.
+/// A message this far behind the highest one completed is late (counted lost, taken back);
+/// further behind, the sender has started a new numbering.
+const LATE_WINDOW: u32 = 64;
+
+/// Per sender, the message numbers seen: counts the gaps (from the first message that
+/// completes; losses before it are not known).
 #[derive(Debug, Default)]
 struct Sequence {
     /// The highest message number completed.
@@ -204,9 +209,13 @@ impl<K: Hash + Eq + Clone> Reassembler<K> {
                 if ahead != 0 && ahead < 1 << 31 {
                     self.lost += u64::from(ahead - 1);
                     s.highest = Some(msg);
-                } else if ahead != 0 {
+                } else if ahead != 0 && h.wrapping_sub(msg) <= LATE_WINDOW {
                     // Late: it was counted lost when a later message completed.
                     self.lost = self.lost.saturating_sub(1);
+                } else if ahead != 0 {
+                    // Far behind: the sender numbers from 0 again (a client port reused at
+                    // the ingress, or a restarted ingress): a new sequence, nothing lost.
+                    s.highest = Some(msg);
                 }
             }
         }
@@ -295,6 +304,19 @@ mod tests {
         let f = fragment(10, b"", b"x", 1000);
         assert!(r.push(5u8, &parse(&f[0]).unwrap(), later).is_some());
         assert_eq!((r.held(), r.lost), (0, 2));
+        // A late message takes its loss back; a sender numbering from 0 again loses nothing.
+        let late = fragment(6, b"", b"late", 1000);
+        assert!(r.push(5u8, &parse(&late[0]).unwrap(), later).is_some());
+        assert_eq!(r.lost, 1);
+        for msg in [1000u32, 0, 1] {
+            let f = fragment(msg, b"", b"again", 1000);
+            assert!(r.push(5u8, &parse(&f[0]).unwrap(), later).is_some());
+        }
+        assert_eq!(
+            r.lost,
+            1 + 989,
+            "1000 after 10: 989 lost; then 0 and 1 a new numbering"
+        );
     }
 
     #[test]

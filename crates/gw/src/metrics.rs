@@ -233,3 +233,14 @@ pub async fn fetch(addr: SocketAddr) -> Result<String> {
         .split_once("\r\n\r\n")
         .map_or(text.to_string(), |(_, b)| b.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(label("host:80"), "host:80");
+    }
+}
