@@ -221,6 +221,11 @@ fn count_sent(ctx: &Ctx, sent: &Sent, who: &dyn std::fmt::Display) {
 trait FrameSink {
     /// Takes one whole frame (kind, payload).
     fn on_frame(&mut self, kind: u8, payload: Vec<u8>) -> impl Future<Output = ()> + Send;
+
+    /// Whether the connection carries a real flow (its losses are counted).
+    fn is_flow(&self) -> bool {
+        true
+    }
 }
 
 /// Reads frames until the connection ends or the flow is idle for [`FLOW_IDLE`]; hands each
@@ -242,15 +247,17 @@ async fn receive(
                     d.push(&c.data);
                     last = Instant::now();
                     while let Some((kind, p)) = d.next_frame() {
-                        let lost = d.lost - stats.lost.load(Ordering::Relaxed);
-                        if lost > 0 {
-                            stats.lost.fetch_add(lost, Ordering::Relaxed);
-                            ctx.reg.udp_lost.fetch_add(lost, Ordering::Relaxed);
-                        }
                         if kind == K_DATA {
                             stats.received.fetch_add(1, Ordering::Relaxed);
                         }
                         sink.on_frame(kind, p).await;
+                        // Losses count for the gateway once the connection is known to be a
+                        // flow (a phantom's gaps are the real flow's losses, counted there).
+                        let lost = d.lost - stats.lost.load(Ordering::Relaxed);
+                        if lost > 0 && sink.is_flow() {
+                            stats.lost.fetch_add(lost, Ordering::Relaxed);
+                            ctx.reg.udp_lost.fetch_add(lost, Ordering::Relaxed);
+                        }
                     }
                 }
                 Ok(None) => return "closed by the peer".into(),
@@ -535,6 +542,10 @@ pub async fn egress_flow(ctx: Arc<Ctx>, conn: Connection) {
 }
 
 impl FrameSink for EgressSink {
+    fn is_flow(&self) -> bool {
+        matches!(self.stage, Stage::Flow { .. })
+    }
+
     async fn on_frame(&mut self, kind: u8, payload: Vec<u8>) {
         match kind {
             K_HELLO => self.hello(&payload).await,
