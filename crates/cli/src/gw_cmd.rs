@@ -88,7 +88,7 @@ struct IngressArgs {
     /// Flow mode (docs/modes.md). TCP: near-reliable (default; custody store), reliable (end
     /// to end). UDP: datagram (default; no state, no repair beyond FEC), quasi-reliable (one
     /// AeroTP connection per client: FEC, in order, may lose; losses counted), unreliable
-    /// (same, no FEC or repair).
+    /// (same, no repair beyond --fec; with --fec off, none).
     #[arg(long)]
     mode: Option<String>,
     /// Flow class: control, telemetry, bulk.

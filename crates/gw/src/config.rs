@@ -399,6 +399,27 @@ mod tests {
     }
 
     #[test]
+    fn the_sample_config_is_a_valid_ingress_with_fec_auto() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/gw/gateway.toml");
+        let c = FileConfig::load(&p).unwrap();
+        c.check_role(Role::Ingress).unwrap();
+        let s = c.settings().unwrap();
+        assert_eq!(s.routes.len(), 3);
+        assert!(s.routes.iter().all(|r| r.fec == FecSetting::Auto));
+        // The commented egress part, uncommented, is a valid egress.
+        let text = std::fs::read_to_string(&p).unwrap();
+        let egress: String = text
+            .lines()
+            .skip_while(|l| !l.starts_with("# ---- egress"))
+            .skip(1)
+            .map(|l| format!("{}\n", l.trim_start_matches("# ")))
+            .collect();
+        let e: FileConfig = toml::from_str(&egress).unwrap();
+        e.check_role(Role::Egress).unwrap();
+        assert_eq!(e.settings().unwrap().fec, FecSetting::Auto);
+    }
+
+    #[test]
     fn a_key_of_the_other_role_is_an_error_naming_it() {
         let ingress_only = FileConfig {
             flows: vec![flow(false, None, None)],

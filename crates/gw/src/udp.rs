@@ -459,3 +459,24 @@ impl ReplyTask {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use aerotp_net::{datagram_parity, ConnectionConfig, FecSetting, Mode};
+
+    /// What `fec = auto` (the default) costs a datagram-mode route at the default MTU, the
+    /// figure docs/modes.md quotes: the share of each AeroTP datagram that is parity.
+    #[test]
+    fn auto_parity_of_a_datagram_costs_a_few_percent_at_the_default_mtu() {
+        let cfg = ConnectionConfig::with_mode(Mode::Datagram);
+        let p = datagram_parity(FecSetting::Auto, 1400, &cfg);
+        let body = aerotp_proto::max_body(1400, p);
+        let plain = aerotp_proto::max_body(1400, 0);
+        let cost = 1.0 - body as f64 / plain as f64;
+        eprintln!(
+            "auto parity {p}: {body} of {plain} payload bytes, {:.1} %",
+            cost * 100.0
+        );
+        assert!(p > 0 && cost < 0.10, "parity {p}, cost {cost}");
+    }
+}
