@@ -134,7 +134,8 @@ impl Ingress {
             let carried = Carried {
                 flow,
                 mode: Mode::NearReliable,
-                fec: FecSetting::Off,
+                // The route's own `fec` is not in the store: the gateway's (default auto).
+                fec: self.ctx.settings.fec,
                 restored: true,
             };
             let me = self.clone();
