@@ -1,8 +1,10 @@
 //! `aerotp gw`: the AeroGW gateways (ingress, egress) and their statistics (docs/gateway.md).
+//! Each role has its own flags: a flag of the other role is an error, not silently ignored.
 
 use std::path::PathBuf;
 
 use aerotp_gw::config::{FileConfig, FlowSpec};
+use aerotp_gw::Role;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
@@ -15,9 +17,9 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Accept local TCP connections / UDP datagrams and carry them over AeroTP to the egress.
-    Ingress(Box<RoleArgs>),
+    Ingress(Box<IngressArgs>),
     /// Receive flows from an ingress over AeroTP and connect them to their destinations.
-    Egress(Box<RoleArgs>),
+    Egress(Box<EgressArgs>),
     /// Print a gateway's statistics (Prometheus text from its --metrics endpoint).
     Stats {
         /// The gateway's --metrics address.
@@ -26,76 +28,28 @@ enum Cmd {
     },
 }
 
+/// Flags both roles take.
 #[derive(Debug, clap::Args)]
-struct RoleArgs {
+struct CommonArgs {
     /// TOML file with the same keys as these flags and [[flow]] tables (flags win).
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Ingress: the egress's UDP address.
-    #[arg(long)]
-    peer: Option<String>,
-    /// Ingress: local UDP address for AeroTP (default 0.0.0.0:0).
-    #[arg(long)]
-    bind: Option<String>,
-    /// Egress: UDP address to receive AeroTP on.
-    #[arg(long)]
-    listen: Option<String>,
-    /// Ingress: accept TCP connections here (one flow).
-    #[arg(long)]
-    tcp_listen: Option<String>,
-    /// Ingress: receive UDP datagrams here (one flow).
-    #[arg(long)]
-    udp_listen: Option<String>,
-    /// Ingress: destination host:port asked of the egress (default: the egress's own).
-    #[arg(long)]
-    dest: Option<String>,
-    /// Flow mode. TCP: near-reliable (default; custody store), reliable (end to end).
-    /// UDP: datagram (default; one AeroTP datagram each, no state), quasi-reliable (one
-    /// AeroTP connection per client: FEC, in order, may lose; losses counted), unreliable
-    /// (same, no FEC or repair).
-    #[arg(long)]
-    mode: Option<String>,
-    /// Flow class: control, telemetry, bulk.
-    #[arg(long)]
-    class: Option<String>,
-    /// FEC: off, auto, N words, pN parity bytes. Ingress: for the flow given by
-    /// --tcp-listen/--udp-listen (and flows of --config without their own). Egress: for what it
-    /// sends back (answers, downloads). Default off, auto for quasi-reliable UDP flows.
+    /// FEC: off, auto, N words, pN parity bytes. Default auto (docs/modes.md: never worse on
+    /// a link with bit errors, a few percent of the rate on a clean one).
     #[arg(long)]
     fec: Option<String>,
-    /// Egress: default TCP destination.
-    #[arg(long)]
-    tcp_connect: Option<String>,
-    /// Egress: default UDP destination.
-    #[arg(long)]
-    udp_connect: Option<String>,
-    /// Egress: further destinations an ingress may ask for.
-    #[arg(long)]
-    allow: Vec<String>,
-    /// Egress: any destination an ingress asks for.
-    #[arg(long)]
-    allow_any: bool,
     /// Air link rate shared by the flows (e.g. 5mbit), counted with each datagram's IPv4/UDP
     /// headers. On a radio with framing of its own, set it below the link's rate by that
     /// framing's share: a queue at the link delays every class alike.
     #[arg(long)]
     rate: Option<String>,
-    /// Largest AeroTP datagram, bytes.
+    /// Largest AeroTP datagram, bytes (larger UDP datagrams are fragmented).
     #[arg(long)]
     mtu: Option<usize>,
-    /// Crash-safe state directory. Ingress (required for near-reliable flows): the custody
-    /// store, resent after a restart. Egress (recommended): per-flow record of the bytes
-    /// written to each destination, so a restarted egress resumes flows on a new destination
-    /// connection exactly where they stopped (without it, a restarted egress refuses resumes).
-    #[arg(long)]
-    store: Option<PathBuf>,
-    /// Bytes the custody store may hold (e.g. 256MB); when full, sources are not read.
-    #[arg(long)]
-    store_capacity: Option<String>,
     /// Reliable (end-to-end) flows: bytes read ahead of the destination's confirmation.
     #[arg(long)]
     window: Option<String>,
-    /// Serve Prometheus metrics over HTTP here.
+    /// Serve Prometheus metrics over HTTP here (docs/stats.md).
     #[arg(long)]
     metrics: Option<String>,
     /// How busy flows share the rate: weighted (control 8 : telemetry 4 : bulk 1, the
@@ -112,13 +66,105 @@ struct RoleArgs {
     resume_timeout: Option<String>,
 }
 
-impl RoleArgs {
-    fn file_config(self: Box<Self>) -> Result<FileConfig> {
+#[derive(Debug, clap::Args)]
+struct IngressArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The egress's UDP address.
+    #[arg(long)]
+    peer: Option<String>,
+    /// Local UDP address for AeroTP (default 0.0.0.0:0).
+    #[arg(long)]
+    bind: Option<String>,
+    /// Accept TCP connections here (one flow).
+    #[arg(long)]
+    tcp_listen: Option<String>,
+    /// Receive UDP datagrams here (one flow).
+    #[arg(long)]
+    udp_listen: Option<String>,
+    /// Destination host:port asked of the egress (default: the egress's own).
+    #[arg(long)]
+    dest: Option<String>,
+    /// Flow mode (docs/modes.md). TCP: near-reliable (default; custody store), reliable (end
+    /// to end). UDP: datagram (default; no state, no repair beyond FEC), quasi-reliable (one
+    /// AeroTP connection per client: FEC, in order, may lose; losses counted), unreliable
+    /// (same, no repair beyond --fec; with --fec off, none).
+    #[arg(long)]
+    mode: Option<String>,
+    /// Flow class: control, telemetry, bulk.
+    #[arg(long)]
+    class: Option<String>,
+    /// Crash-safe custody store (required for near-reliable flows), resent after a restart.
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// Bytes the custody store may hold (e.g. 256MB); when full, sources are not read.
+    #[arg(long)]
+    store_capacity: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct EgressArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// UDP address to receive AeroTP on.
+    #[arg(long)]
+    listen: Option<String>,
+    /// Default TCP destination.
+    #[arg(long)]
+    tcp_connect: Option<String>,
+    /// Default UDP destination.
+    #[arg(long)]
+    udp_connect: Option<String>,
+    /// Further destinations an ingress may ask for.
+    #[arg(long)]
+    allow: Vec<String>,
+    /// Any destination an ingress asks for.
+    #[arg(long)]
+    allow_any: bool,
+    /// Per-flow record of the bytes written to each destination (recommended), so a
+    /// restarted egress resumes flows on a new destination connection exactly where they
+    /// stopped (without it, a restarted egress refuses resumes).
+    #[arg(long)]
+    store: Option<PathBuf>,
+}
+
+impl CommonArgs {
+    /// The flags as a config (role-specific keys empty), merged over `--config`'s file.
+    fn file_config(self) -> FileConfig {
+        FileConfig {
+            rate: self.rate,
+            mtu: self.mtu,
+            window: self.window,
+            metrics: self.metrics,
+            priority: self.priority,
+            idle_timeout: self.idle_timeout,
+            resume_timeout: self.resume_timeout,
+            fec: self.fec,
+            ..FileConfig::default()
+        }
+    }
+}
+
+/// Merges the flags over the `--config` file, then checks that the result names no key of
+/// the other role (a file may not either).
+fn with_file(flags: FileConfig, config: Option<PathBuf>, role: Role) -> Result<FileConfig> {
+    let cfg = match config {
+        Some(p) => flags.merge(FileConfig::load(&p)?),
+        None => flags,
+    };
+    cfg.check_role(role)?;
+    Ok(cfg)
+}
+
+impl IngressArgs {
+    fn file_config(self) -> Result<FileConfig> {
         let mut flows = Vec::new();
+        if self.tcp_listen.is_some() && self.udp_listen.is_some() {
+            anyhow::bail!(
+                "give --tcp-listen or --udp-listen, not both (use a config file for many flows)"
+            );
+        }
         if self.tcp_listen.is_some() || self.udp_listen.is_some() {
-            if self.tcp_listen.is_some() && self.udp_listen.is_some() {
-                anyhow::bail!("give --tcp-listen or --udp-listen, not both (use a config file for many flows)");
-            }
             flows.push(FlowSpec {
                 tcp_listen: self.tcp_listen,
                 udp_listen: self.udp_listen,
@@ -127,32 +173,45 @@ impl RoleArgs {
                 class: self.class,
                 fec: None,
             });
+        } else if let Some((flag, v)) = [
+            ("--dest", &self.dest),
+            ("--mode", &self.mode),
+            ("--class", &self.class),
+        ]
+        .into_iter()
+        .find_map(|(f, v)| v.as_ref().map(|v| (f, v)))
+        {
+            anyhow::bail!(
+                "{flag} {v}: applies to the flow of --tcp-listen or --udp-listen, and neither \
+                 was given (flows of --config set it in their [[flow]] table)"
+            );
         }
+        let config = self.common.config.clone();
         let flags = FileConfig {
             peer: self.peer,
             bind: self.bind,
+            store: self.store,
+            store_capacity: self.store_capacity,
+            flows,
+            ..self.common.file_config()
+        };
+        with_file(flags, config, Role::Ingress)
+    }
+}
+
+impl EgressArgs {
+    fn file_config(self) -> Result<FileConfig> {
+        let config = self.common.config.clone();
+        let flags = FileConfig {
             listen: self.listen,
             tcp_connect: self.tcp_connect,
             udp_connect: self.udp_connect,
             allow: self.allow,
             allow_any: self.allow_any.then_some(true),
-            rate: self.rate,
-            mtu: self.mtu,
             store: self.store,
-            store_capacity: self.store_capacity,
-            window: self.window,
-            metrics: self.metrics,
-            priority: self.priority,
-            weights: None,
-            idle_timeout: self.idle_timeout,
-            resume_timeout: self.resume_timeout,
-            fec: self.fec,
-            flows,
+            ..self.common.file_config()
         };
-        Ok(match &self.config {
-            Some(p) => flags.merge(FileConfig::load(p)?),
-            None => flags,
-        })
+        with_file(flags, config, Role::Egress)
     }
 }
 
@@ -162,20 +221,19 @@ pub fn run(args: Args) -> Result<i32> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let (role, ra) = match args.cmd {
+        let (role, cfg) = match args.cmd {
             Cmd::Stats { metrics } => {
                 let addr = tokio::net::lookup_host(&metrics)
                     .await?
                     .next()
-                    .ok_or_else(|| anyhow::anyhow!("{metrics}: no address"))?;
+                    .ok_or_else(|| anyhow::anyhow!("--metrics {metrics}: no address"))?;
                 print!("{}", aerotp_gw::metrics::fetch(addr).await?);
                 return Ok(0);
             }
-            Cmd::Ingress(a) => ("ingress", a),
-            Cmd::Egress(a) => ("egress", a),
+            Cmd::Ingress(a) => (Role::Ingress, a.file_config()?),
+            Cmd::Egress(a) => (Role::Egress, a.file_config()?),
         };
-        let settings = ra.file_config()?.settings()?;
-        let gw = aerotp_gw::start(role, settings).await?;
+        let gw = aerotp_gw::start(role, cfg.settings()?).await?;
         eprintln!("aerotp gw {role}: AeroTP on {}", gw.ep.local_addr());
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
@@ -185,4 +243,97 @@ pub fn run(args: Args) -> Result<i32> {
         tracing::info!("stopping; custody stays in the store");
         Ok(0)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("gw").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn a_flag_of_the_other_role_is_an_error() {
+        for args in [
+            &[
+                "egress",
+                "--listen",
+                "127.0.0.1:9000",
+                "--tcp-listen",
+                "127.0.0.1:80",
+            ][..],
+            &[
+                "egress",
+                "--listen",
+                "127.0.0.1:9000",
+                "--peer",
+                "127.0.0.1:1",
+            ],
+            &["egress", "--listen", "127.0.0.1:9000", "--mode", "reliable"],
+            &[
+                "ingress",
+                "--peer",
+                "127.0.0.1:9000",
+                "--allow",
+                "127.0.0.1:80",
+            ],
+            &[
+                "ingress",
+                "--peer",
+                "127.0.0.1:9000",
+                "--tcp-connect",
+                "127.0.0.1:80",
+            ],
+        ] {
+            let e = parse(args).expect_err(&args.join(" "));
+            assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument, "{e}");
+            assert!(e.to_string().contains(args[3]), "{e}");
+        }
+        assert!(parse(&["egress", "--listen", "127.0.0.1:9000", "--fec", "auto"]).is_ok());
+    }
+
+    #[test]
+    fn help_lists_only_the_role_s_flags() {
+        let help = |role: &str| parse(&[role, "--help"]).unwrap_err().to_string();
+        let (i, e) = (help("ingress"), help("egress"));
+        for f in [
+            "--peer",
+            "--tcp-listen",
+            "--udp-listen",
+            "--mode",
+            "--class",
+        ] {
+            assert!(i.contains(f) && !e.contains(f), "{f}");
+        }
+        for f in ["--listen ", "--tcp-connect", "--udp-connect", "--allow"] {
+            assert!(e.contains(f) && !i.contains(f), "{f}");
+        }
+        for f in ["--fec", "--rate", "--metrics", "--config"] {
+            assert!(e.contains(f) && i.contains(f), "{f}");
+        }
+    }
+
+    #[test]
+    fn flow_flags_without_a_flow_and_file_keys_of_the_other_role_are_errors() {
+        let Cmd::Ingress(a) = parse(&["ingress", "--peer", "127.0.0.1:1", "--mode", "reliable"])
+            .unwrap()
+            .cmd
+        else {
+            panic!("ingress")
+        };
+        let e = format!("{:#}", a.file_config().unwrap_err());
+        assert!(e.contains("--mode reliable"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("egress.toml");
+        std::fs::write(&p, "listen = \"127.0.0.1:9000\"\npeer = \"127.0.0.1:1\"\n").unwrap();
+        let Cmd::Egress(a) = parse(&["egress", "--config", p.to_str().unwrap()])
+            .unwrap()
+            .cmd
+        else {
+            panic!("egress")
+        };
+        let e = format!("{:#}", a.file_config().unwrap_err());
+        assert!(e.contains("`peer`") && e.contains("ingress"), "{e}");
+    }
 }

@@ -11,14 +11,14 @@
 #     (appending every connection it gets, in order) must hold the file exactly.
 # Usage: crates/gw/scripts/lab-gw.sh [RATE] [DELAY] [BER] [SIZE_MB] [LOSS]
 # Env: CCS="cubic bbr reno" (kernel TCP congestion controls to compare), AEROTP=path,
-#      GW_FEC=auto|off|N|pN (FEC of both gateways' sending directions; default off),
+#      GW_FEC=auto|off|N|pN (FEC of both gateways' sending directions; default auto, as the gateways),
 #      DOWNLOAD_ONLY=1 (stop after the downloads: no kill -9 uploads),
 #      SEED=7 (the link's bit-error generator; vary it to sample other error patterns).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 RATE=${1:-5mbit}; DELAY=${2:-10ms}; BER=${3:-1e-5}; MB=${4:-10}; LOSS=${5:-0}
 CCS=${CCS:-cubic bbr reno}
-GW_FEC=${GW_FEC:-off}
+GW_FEC=${GW_FEC:-auto}
 SEED=${SEED:-7}
 . "$(dirname "$0")/lab-up.sh"
 need_number SEED "$SEED"

@@ -160,10 +160,11 @@ while time.time() - t0 < dur:
     s.sendto(struct.pack(">dI", due, i) + b"u" * 988, ("127.0.0.1", 8400))
     i += 1
 '
-# gwudp NETNS PORT KEY: the gateway's aerotp_gw_udp_KEY counter (metrics on 127.0.0.1:PORT).
+# gwudp NETNS PORT KEY: the gateway's aerotp_gw_udp_KEY_total counter, summed over its labels
+# (dropped has one sample per reason; metrics on 127.0.0.1:PORT; docs/stats.md).
 gwudp() {
   ip netns exec "$1" "$AEROTP" gw stats --metrics "127.0.0.1:$2" 2>/dev/null |
-    awk -v k="aerotp_gw_udp_$3" 'index($1, k "{") == 1 {print $2}'
+    awk -v k="aerotp_gw_udp_$3_total" 'index($1, k "{") == 1 {n += $2} END {print n + 0}'
 }
 printf "%20d\n" 0 > "$W/bulk.count"
 count() { tr -d ' \n' < "$W/bulk.count"; }
@@ -241,11 +242,11 @@ s.recv(1)
   if [ "$UDP" != 0 ]; then
     wait "$URX" 2>/dev/null || true
     printf "%-9s          %-8s %s (class %s)\n" "" "" "$(cat "$W/udp-$POLICY.out")" "$UDP_CLASS"
-    # The gateways' own UDP counters: taken in, policed and dropped at the ingress; handed to
-    # the destination at the egress.
-    printf "%-9s          %-8s gateways: ingress took %s, policed %s, dropped %s; egress delivered %s\n" "" "" \
+    # The gateways' own UDP counters: received from the client, policed and dropped at the
+    # ingress; handed to the destination at the egress.
+    printf "%-9s          %-8s gateways: ingress received %s, policed %s, dropped %s; egress delivered %s\n" "" "" \
       "$(gwudp "$AIR" 9464 in)" "$(gwudp "$AIR" 9464 policed)" "$(gwudp "$AIR" 9464 dropped)" \
-      "$(gwudp "$GROUND" 9465 in)"
+      "$(gwudp "$GROUND" 9465 out)"
   fi
   [ -n "$BULK" ] && { kill "$BULK" 2>/dev/null || true; wait "$BULK" 2>/dev/null || true; }
   kill "$ING" "$EG" 2>/dev/null || true

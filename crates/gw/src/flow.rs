@@ -69,9 +69,58 @@ pub struct FlowState {
     /// Bytes sent on the AeroTP connections (including resends after a resume).
     pub bytes_sent: u64,
     pub resumes: u64,
+    /// The connection of the current session (aborted on take-over), if any.
+    pub conn: Option<Connection>,
+    /// Current rate of the session, b/s, as the scheduler set it (for statistics).
+    pub rate: u64,
+    /// Egress: restored from the store after a restart, no destination connection yet: the
+    /// record, and whether the host rebooted since the flow was created.
+    pub restored: Option<(Progress, bool)>,
+    /// The task reading our TCP socket into custody (aborted on reset).
+    reader_task: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// A TCP flow through the gateway pair.
+/// What a flow starts from: who it is, where it goes, and (restored from a store) the custody
+/// range it already holds.
+#[derive(Debug)]
+pub struct FlowInit {
+    pub id: u64,
+    pub class: Class,
+    pub dest: String,
+    /// Ingress: the local address of the route the flow came in on (empty at the egress).
+    pub route: String,
+    pub custody: Custody,
+    /// Most bytes this flow holds unconfirmed (the read-ahead window).
+    pub window: u64,
+    /// Custody already held: confirmed offset, bytes read, source at EOF.
+    pub base: u64,
+    pub end: u64,
+    pub fin: bool,
+}
+
+impl FlowInit {
+    /// A new flow with nothing read yet.
+    pub fn new(id: u64, class: Class, dest: String, custody: Custody, window: u64) -> FlowInit {
+        FlowInit {
+            id,
+            class,
+            dest,
+            route: String::new(),
+            custody,
+            window,
+            base: 0,
+            end: 0,
+            fin: false,
+        }
+    }
+}
+
+/// A TCP flow through the gateway pair. Its locks, each for one reason: `state` (offsets,
+/// flags, the current connection: short critical sections, never held across an await),
+/// `custody` (its own lock because store I/O runs under it on a blocking thread), `record`
+/// (the egress's delivery record, written around each TCP write), `tcp_w` (an async lock:
+/// held across the awaited writes to the socket) and `session` (an egress resume waits on it
+/// for the superseded session to stop).
 pub struct Flow {
     pub id: u64,
     pub class: Class,
@@ -86,18 +135,10 @@ pub struct Flow {
     window: u64,
     changed: watch::Sender<u64>,
     tcp_w: tokio::sync::Mutex<Option<OwnedWriteHalf>>,
-    reader_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Held by the session running the flow (a resume waits for the old one to stop).
     pub session: tokio::sync::Mutex<()>,
-    /// The connection of the current session (aborted on take-over).
-    pub conn: Mutex<Option<Connection>>,
-    /// Current rate of the session, b/s (for statistics).
-    pub rate: AtomicU64,
     /// Egress with a store: the crash-safe record of what was written to the destination.
-    progress: Mutex<Option<ProgressLog>>,
-    /// Egress: restored from the store after a restart, no destination connection yet: the
-    /// record, and whether the host rebooted since the flow was created.
-    pub restored: Mutex<Option<(Progress, bool)>>,
+    record: Mutex<Option<ProgressLog>>,
 }
 
 impl std::fmt::Debug for Flow {
@@ -117,69 +158,61 @@ pub enum SessionEnd {
     Broken(String),
 }
 
-#[allow(clippy::too_many_arguments)]
 impl Flow {
-    pub fn new(
-        id: u64,
-        class: Class,
-        dest: String,
-        route: String,
-        custody: Custody,
-        budget: Arc<Budget>,
-        window: u64,
-        base: u64,
-        end: u64,
-        fin: bool,
-    ) -> Arc<Flow> {
-        let custody_mode = custody.is_disk();
-        budget.held.fetch_add(end - base, Ordering::Relaxed);
+    pub fn new(init: FlowInit, budget: Arc<Budget>) -> Arc<Flow> {
+        let custody_mode = init.custody.is_disk();
+        budget
+            .held
+            .fetch_add(init.end - init.base, Ordering::Relaxed);
         Arc::new(Flow {
-            id,
-            class,
-            dest,
-            route,
+            id: init.id,
+            class: init.class,
+            dest: init.dest,
+            route: init.route,
             custody_mode,
             started: Instant::now(),
             state: Mutex::new(FlowState {
-                base,
-                end,
-                fin,
+                base: init.base,
+                end: init.end,
+                fin: init.fin,
                 peer_fin: false,
                 in_delivered: 0,
                 in_fin: false,
                 reset: None,
                 bytes_sent: 0,
                 resumes: 0,
+                conn: None,
+                rate: 0,
+                restored: None,
+                reader_task: None,
             }),
-            custody: Mutex::new(custody),
+            custody: Mutex::new(init.custody),
             budget,
-            window,
+            window: init.window,
             changed: watch::channel(0).0,
             tcp_w: tokio::sync::Mutex::new(None),
-            reader_task: Mutex::new(None),
             session: tokio::sync::Mutex::new(()),
-            conn: Mutex::new(None),
-            rate: AtomicU64::new(0),
-            progress: Mutex::new(None),
-            restored: Mutex::new(None),
+            record: Mutex::new(None),
         })
+    }
+
+    /// The connection of the current session, if one runs.
+    pub fn connection(&self) -> Option<Connection> {
+        self.lock().conn.clone()
     }
 
     /// Egress: records this flow's deliveries in `log` from now on.
     pub fn set_progress(&self, log: ProgressLog) {
-        *self.progress.lock().unwrap_or_else(|e| e.into_inner()) = Some(log);
+        *self.record.lock().unwrap_or_else(|e| e.into_inner()) = Some(log);
     }
 
     /// Egress: the flow's delivery record, taken (flow finished).
     pub fn take_progress(&self) -> Option<ProgressLog> {
-        self.progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
+        self.record.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     fn has_progress(&self) -> bool {
-        self.progress
+        self.record
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some()
@@ -201,7 +234,7 @@ impl Flow {
 
     /// Updates the delivery record (`sync`: and `fdatasync`s it; else one `pwrite`).
     fn record(&self, f: impl FnOnce(&mut Progress), sync: bool) -> Result<(), String> {
-        let mut g = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = self.record.lock().unwrap_or_else(|e| e.into_inner());
         match g.as_mut() {
             Some(log) => {
                 let mut p = log.last();
@@ -234,7 +267,7 @@ impl Flow {
         *self.tcp_w.lock().await = Some(w);
         let me = self.clone();
         let h = tokio::spawn(async move { me.read_tcp(r).await });
-        *self.reader_task.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+        self.lock().reader_task = Some(h);
     }
 
     /// No TCP socket any more (restored after a restart): reverse bytes are discarded.
@@ -324,20 +357,16 @@ impl Flow {
 
     /// Aborts the flow: our TCP is reset (RST), the peer is told if `tell_peer`.
     pub fn reset(&self, reason: String, tell_peer: bool) {
-        {
+        let reader = {
             let mut st = self.lock();
             if st.reset.is_some() {
                 return;
             }
             tracing::info!(flow = %format!("{:016x}", self.id), %reason, "flow reset");
             st.reset = Some((reason, tell_peer));
-        }
-        if let Some(h) = self
-            .reader_task
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
+            st.reader_task.take()
+        };
+        if let Some(h) = reader {
             h.abort();
         }
         if let Ok(mut w) = self.tcp_w.try_lock() {
@@ -539,7 +568,7 @@ pub async fn run_session(
     send_from: u64,
     load: Arc<SessionLoad>,
 ) -> SessionEnd {
-    *flow.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn.clone());
+    flow.lock().conn = Some(conn.clone());
     let end = {
         let w = writer(&flow, conn.clone(), send_from, &load);
         let r = frame_reader(&flow, reader);
@@ -559,7 +588,7 @@ pub async fn run_session(
         SessionEnd::Reset(_) => conn.close(),
         SessionEnd::Broken(r) => conn.abort(r),
     }
-    *flow.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    flow.lock().conn = None;
     end
 }
 
@@ -570,6 +599,33 @@ enum Action {
     Fin,
     Close,
     Wait,
+}
+
+/// What the writer does next, from the flow's state: `Err` ends the session (a reset the
+/// peer needs not be told of).
+fn next_action(
+    st: &FlowState,
+    next: u64,
+    confirmed: Option<(u64, bool)>,
+    fin_sent: bool,
+) -> Result<Action, SessionEnd> {
+    Ok(if let Some((r, tell)) = &st.reset {
+        if *tell {
+            Action::Reset(r.clone())
+        } else {
+            return Err(SessionEnd::Reset(r.clone()));
+        }
+    } else if confirmed != Some((st.in_delivered, st.in_fin)) {
+        Action::Confirm(st.in_delivered, st.in_fin)
+    } else if next < st.end {
+        Action::Data(next, ((st.end - next) as usize).min(MAX_DATA))
+    } else if st.fin && !fin_sent {
+        Action::Fin
+    } else if fin_sent && Flow::complete(st) {
+        Action::Close
+    } else {
+        Action::Wait
+    })
 }
 
 /// The sending half of a session. `None`: flow complete on our side and the connection closed
@@ -591,22 +647,9 @@ async fn writer(
             let st = flow.lock();
             load.backlog
                 .store(st.end.saturating_sub(next), Ordering::Relaxed);
-            if let Some((r, tell)) = &st.reset {
-                if *tell {
-                    Action::Reset(r.clone())
-                } else {
-                    return Some(SessionEnd::Reset(r.clone()));
-                }
-            } else if confirmed != Some((st.in_delivered, st.in_fin)) {
-                Action::Confirm(st.in_delivered, st.in_fin)
-            } else if next < st.end {
-                Action::Data(next, ((st.end - next) as usize).min(MAX_DATA))
-            } else if st.fin && !fin_sent {
-                Action::Fin
-            } else if fin_sent && Flow::complete(&st) {
-                Action::Close
-            } else {
-                Action::Wait
+            match next_action(&st, next, confirmed, fin_sent) {
+                Ok(a) => a,
+                Err(end) => return Some(end),
             }
         };
         buf.clear();
@@ -688,7 +731,7 @@ async fn frame_reader(flow: &Arc<Flow>, mut r: BufReader<Connection>) -> Session
                 flow.reset_tcp(format!("reset by peer: {r}")).await;
                 return SessionEnd::Reset(r);
             }
-            Ok(Some(f)) => return SessionEnd::Broken(format!("unexpected frame {f:?}")),
+            Ok(Some(f)) => return SessionEnd::Broken(format!("unexpected {} frame", f.name())),
             Ok(None) => {
                 let st = flow.lock();
                 return if Flow::complete(&st) {

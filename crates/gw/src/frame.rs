@@ -157,6 +157,18 @@ fn put_text(b: &mut Vec<u8>, s: &str) {
 }
 
 impl Frame {
+    /// The frame's type, for log lines (a DATA frame's bytes are not printed).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Frame::Accept { .. } => "ACCEPT",
+            Frame::Refused(_) => "REFUSED",
+            Frame::Data(_) => "DATA",
+            Frame::Confirm { .. } => "CONFIRM",
+            Frame::Fin => "FIN",
+            Frame::Reset(_) => "RESET",
+        }
+    }
+
     pub fn encode(&self, b: &mut Vec<u8>) {
         match self {
             Frame::Accept { delivered, fin } => {

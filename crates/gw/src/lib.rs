@@ -5,11 +5,21 @@
 //! `near-reliable` (custody transfer: the ingress keeps the bytes in a crash-safe store until
 //! the egress confirms they were written to the destination) or `reliable` (end-to-end:
 //! the ingress reads only a small window ahead of what the destination confirmed).
+//!
+//! Modules, each importing only those listed before it (no cycle): `consts`, `frame`,
+//! `config`, `store`, `progress`, `policer`, `dgram` (leaves and codecs); `flow` (one TCP
+//! flow); `sched` (rate shares); `ctx` (what both roles share); `udp`, `udpstream` (UDP
+//! flows); `ingress`, `egress` (the roles); `metrics`. `scripts/check-module-cycles.sh`
+//! checks it.
 
 pub mod config;
+pub mod consts;
+pub mod ctx;
+pub mod dgram;
+pub mod egress;
 pub mod flow;
 pub mod frame;
-pub mod gateway;
+pub mod ingress;
 pub mod metrics;
 pub mod policer;
 pub mod progress;
@@ -19,21 +29,50 @@ pub mod udp;
 pub mod udpstream;
 
 pub use config::{FileConfig, Settings};
-pub use gateway::Gateway;
+pub use ctx::{Ctx, Role};
+pub use egress::Egress;
+pub use ingress::Ingress;
 
 use std::sync::Arc;
 
-/// Starts a gateway of `role` ("ingress" or "egress") with its metrics endpoint.
-pub async fn start(role: &str, settings: Settings) -> anyhow::Result<Arc<Gateway>> {
+/// A running gateway of either role: its role's object and, through `Deref`, the shared
+/// context (settings, endpoint, scheduler, registry).
+#[derive(Debug)]
+pub enum Gateway {
+    Ingress(Arc<Ingress>),
+    Egress(Arc<Egress>),
+}
+
+impl std::ops::Deref for Gateway {
+    type Target = Ctx;
+    fn deref(&self) -> &Ctx {
+        match self {
+            Gateway::Ingress(i) => &i.ctx,
+            Gateway::Egress(e) => &e.ctx,
+        }
+    }
+}
+
+impl Gateway {
+    /// The shared context, owned.
+    pub fn ctx(&self) -> Arc<Ctx> {
+        match self {
+            Gateway::Ingress(i) => i.ctx.clone(),
+            Gateway::Egress(e) => e.ctx.clone(),
+        }
+    }
+}
+
+/// Starts a gateway of `role` with its metrics endpoint (if `settings.metrics`).
+pub async fn start(role: Role, settings: Settings) -> anyhow::Result<Arc<Gateway>> {
     let metrics = settings.metrics;
     let gw = match role {
-        "ingress" => Gateway::ingress(settings).await?,
-        "egress" => Gateway::egress(settings).await?,
-        r => anyhow::bail!("unknown role {r}"),
+        Role::Ingress => Gateway::Ingress(Ingress::start(settings).await?),
+        Role::Egress => Gateway::Egress(Egress::start(settings).await?),
     };
     if let Some(a) = metrics {
-        let local = metrics::serve(gw.clone(), a).await?;
+        let local = metrics::serve(gw.ctx(), a).await?;
         tracing::info!(%local, "metrics endpoint");
     }
-    Ok(gw)
+    Ok(Arc::new(gw))
 }

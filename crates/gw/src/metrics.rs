@@ -10,140 +10,175 @@ use anyhow::{Context, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::gateway::Gateway;
+use crate::ctx::{Ctx, DropReason};
+use crate::flow::Flow;
 
-/// The metrics text of a gateway now.
-pub fn render(gw: &Gateway) -> String {
-    let r = &gw.reg;
-    let mut s = String::new();
-    let role = r.role;
-    let g = |s: &mut String, name: &str, help: &str, v: u64| {
-        let _ = writeln!(
-            s,
-            "# HELP aerotp_gw_{name} {help}\n# TYPE aerotp_gw_{name} gauge"
-        );
-        let _ = writeln!(s, "aerotp_gw_{name}{{role=\"{role}\"}} {v}");
+/// A metric's type in the exposition format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Counter,
+    Gauge,
+}
+
+/// Writes one metric family's HELP and TYPE lines. Counters must be named `..._total`.
+fn family(s: &mut String, name: &str, kind: Kind, help: &str) {
+    debug_assert_eq!(kind == Kind::Counter, name.ends_with("_total"), "{name}");
+    let t = match kind {
+        Kind::Counter => "counter",
+        Kind::Gauge => "gauge",
     };
+    let _ = writeln!(
+        s,
+        "# HELP aerotp_gw_{name} {help}\n# TYPE aerotp_gw_{name} {t}"
+    );
+}
+
+/// A label value escaped as the exposition format wants (backslash, quote, newline).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The metrics text of a gateway now (names and meanings: docs/stats.md §Gateway).
+pub fn render(ctx: &Ctx) -> String {
+    let r = &ctx.reg;
+    let mut s = String::new();
+    let role = r.role.name();
     let flows = r.snapshot();
-    // Gateway-wide gauges: (name, help, value).
-    let gauges = [
-        ("flows_active", "TCP flows in progress", flows.len() as u64),
-        (
-            "flows_total",
-            "TCP flows opened",
-            r.flows_total.load(Ordering::Relaxed),
-        ),
-        (
-            "flows_completed",
-            "TCP flows completed",
-            r.flows_completed.load(Ordering::Relaxed),
-        ),
-        (
-            "flows_reset",
-            "TCP flows reset or abandoned",
-            r.flows_reset.load(Ordering::Relaxed),
-        ),
-        (
-            "resumes",
-            "flow sessions resumed on a new connection",
-            r.resumes.load(Ordering::Relaxed),
-        ),
-        (
-            "custody_bytes",
-            "bytes held, not yet confirmed",
-            gw.budget.held.load(Ordering::Relaxed),
-        ),
-        (
-            "custody_capacity_bytes",
-            "custody bound",
-            gw.budget.capacity,
-        ),
-        (
-            "udp_in",
-            "UDP datagrams taken in",
-            r.udp_in.load(Ordering::Relaxed),
-        ),
-        (
-            "udp_out",
-            "UDP datagrams given out",
-            r.udp_out.load(Ordering::Relaxed),
-        ),
-        (
-            "udp_dropped",
-            "UDP datagrams dropped (not allowed, no destination, full send queue)",
-            r.udp_dropped.load(Ordering::Relaxed),
-        ),
-        (
-            "udp_policed",
-            "UDP datagrams of datagram-mode routes dropped over their class's share of the link",
-            r.udp_policed.load(Ordering::Relaxed),
-        ),
-        (
-            "udp_lost",
-            "UDP datagrams lost on the air link (sequence gaps seen here, stream-mode flows)",
-            r.udp_lost.load(Ordering::Relaxed),
-        ),
-        (
-            "link_rate_bps",
-            "configured air link rate",
-            gw.sched.total(),
-        ),
+    let c = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let gateway = [
+        ("flows_active", Kind::Gauge, "TCP flows in progress", flows.len() as u64),
+        ("flows_opened_total", Kind::Counter, "TCP flows opened", c(&r.flows_total)),
+        ("flows_completed_total", Kind::Counter, "TCP flows completed", c(&r.flows_completed)),
+        ("flows_reset_total", Kind::Counter, "TCP flows reset or abandoned", c(&r.flows_reset)),
+        ("resumes_total", Kind::Counter, "TCP flow sessions resumed on a new AeroTP connection", c(&r.resumes)),
+        ("custody_bytes", Kind::Gauge, "bytes held for the peer, not yet confirmed", c(&ctx.budget.held)),
+        ("custody_capacity_bytes", Kind::Gauge, "bound of custody_bytes", ctx.budget.capacity),
+        ("udp_in_total", Kind::Counter, "UDP datagrams received from local UDP sockets (ingress: clients; egress: destinations' replies), before any drop", c(&r.udp_in)),
+        ("udp_out_total", Kind::Counter, "UDP datagrams written to local UDP sockets (ingress: replies to clients; egress: to destinations)", c(&r.udp_out)),
+        ("udp_policed_total", Kind::Counter, "datagram-mode datagrams dropped at the ingress over their class's share of the link", c(&r.udp_policed)),
+        ("udp_lost_total", Kind::Counter, "UDP datagrams the air link lost on their way to this gateway (sequence gaps)", c(&r.udp_lost)),
+        ("link_rate_bps", Kind::Gauge, "configured air link rate, bits per second", ctx.sched.total()),
     ];
-    for (name, help, v) in gauges {
-        g(&mut s, name, help, v);
+    for (name, kind, help, v) in gateway {
+        family(&mut s, name, kind, help);
+        let _ = writeln!(s, "aerotp_gw_{name}{{role=\"{role}\"}} {v}");
     }
-    let per = [
-        ("flow_bytes_read", "bytes read from this side's TCP socket"),
-        (
-            "flow_bytes_confirmed",
-            "bytes the peer confirmed written to its TCP socket",
-        ),
-        (
-            "flow_bytes_delivered",
-            "bytes of the peer's direction written to this side's TCP socket",
-        ),
-        ("flow_bytes_sent", "bytes sent over AeroTP (with resends)"),
-        ("flow_rate_bps", "current rate share"),
-        ("flow_resumes", "sessions resumed"),
-        ("flow_srtt_us", "smoothed RTT of the current connection"),
-        (
-            "flow_retransmissions",
-            "TPDUs retransmitted on the current connection",
-        ),
-    ];
-    for (name, help) in per {
+    family(
+        &mut s,
+        "udp_dropped_total",
+        Kind::Counter,
+        "UDP datagrams this gateway dropped, by reason (each reason logged, at most once per 10 s)",
+    );
+    for reason in DropReason::ALL {
         let _ = writeln!(
             s,
-            "# HELP aerotp_gw_{name} {help}\n# TYPE aerotp_gw_{name} gauge"
+            "aerotp_gw_udp_dropped_total{{role=\"{role}\",reason=\"{}\"}} {}",
+            reason.label(),
+            r.dropped(reason)
         );
-        for f in &flows {
-            let st = f.lock();
-            let conn = f.conn.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let cs = conn.map(|c| c.stats());
-            let v = match name {
-                "flow_bytes_read" => st.end,
-                "flow_bytes_confirmed" => st.base,
-                "flow_bytes_delivered" => st.in_delivered,
-                "flow_bytes_sent" => st.bytes_sent,
-                "flow_rate_bps" => f.rate.load(Ordering::Relaxed),
-                "flow_resumes" => st.resumes,
-                "flow_srtt_us" => cs.as_ref().map_or(0, |c| c.srtt.as_micros() as u64),
-                _ => cs.as_ref().map_or(0, |c| c.sender.tpdus_retransmitted),
-            };
+    }
+    per_flow(&mut s, role, &flows);
+    s
+}
+
+/// The per-flow families: name, type, help.
+const FLOW_FAMILIES: [(&str, Kind, &str); 8] = [
+    (
+        "flow_read_bytes_total",
+        Kind::Counter,
+        "bytes read from this side's TCP socket",
+    ),
+    (
+        "flow_confirmed_bytes_total",
+        Kind::Counter,
+        "bytes the peer confirmed written to its TCP socket",
+    ),
+    (
+        "flow_delivered_bytes_total",
+        Kind::Counter,
+        "bytes of the peer's direction written to this side's TCP socket",
+    ),
+    (
+        "flow_sent_bytes_total",
+        Kind::Counter,
+        "bytes sent over AeroTP, resends after a resume included",
+    ),
+    (
+        "flow_rate_bps",
+        Kind::Gauge,
+        "current rate share, bits per second",
+    ),
+    (
+        "flow_resumes_total",
+        Kind::Counter,
+        "sessions resumed on a new AeroTP connection",
+    ),
+    (
+        "flow_srtt_seconds",
+        Kind::Gauge,
+        "smoothed round-trip time of the current connection (0: none)",
+    ),
+    (
+        "flow_retransmissions_total",
+        Kind::Counter,
+        "TPDUs retransmitted on the current connection (restarts at 0 with a new connection)",
+    ),
+];
+
+/// The value of the per-flow family `name` for `f`.
+fn flow_value(f: &Flow, name: &str) -> String {
+    let (st, conn) = {
+        let st = f.lock();
+        let v = [
+            st.end,
+            st.base,
+            st.in_delivered,
+            st.bytes_sent,
+            st.rate,
+            st.resumes,
+        ];
+        (v, st.conn.clone())
+    };
+    let cs = conn.map(|c| c.stats());
+    match name {
+        "flow_read_bytes_total" => st[0].to_string(),
+        "flow_confirmed_bytes_total" => st[1].to_string(),
+        "flow_delivered_bytes_total" => st[2].to_string(),
+        "flow_sent_bytes_total" => st[3].to_string(),
+        "flow_rate_bps" => st[4].to_string(),
+        "flow_resumes_total" => st[5].to_string(),
+        "flow_srtt_seconds" => cs
+            .as_ref()
+            .map_or(0.0, |c| c.srtt.as_secs_f64())
+            .to_string(),
+        _ => cs
+            .as_ref()
+            .map_or(0, |c| c.sender.tpdus_retransmitted)
+            .to_string(),
+    }
+}
+
+/// The per-flow families: one sample per live TCP flow.
+fn per_flow(s: &mut String, role: &str, flows: &[Arc<Flow>]) {
+    for (name, kind, help) in FLOW_FAMILIES {
+        family(s, name, kind, help);
+        for f in flows {
+            let v = flow_value(f, name);
             let _ = writeln!(
                 s,
                 "aerotp_gw_{name}{{role=\"{role}\",flow=\"{:016x}\",class=\"{}\",dest=\"{}\"}} {v}",
                 f.id,
                 f.class.name(),
-                f.dest.replace('"', "")
+                label(&f.dest)
             );
         }
     }
-    s
 }
 
 /// Serves `GET /metrics` (any path) on `addr` until the gateway is dropped.
-pub async fn serve(gw: Arc<Gateway>, addr: SocketAddr) -> Result<SocketAddr> {
+pub async fn serve(gw: Arc<Ctx>, addr: SocketAddr) -> Result<SocketAddr> {
     let l = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen for metrics on {addr}"))?;
@@ -197,4 +232,15 @@ pub async fn fetch(addr: SocketAddr) -> Result<String> {
     Ok(text
         .split_once("\r\n\r\n")
         .map_or(text.to_string(), |(_, b)| b.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(label("host:80"), "host:80");
+    }
 }

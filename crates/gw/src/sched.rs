@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use aerotp_net::Connection;
 
+pub use crate::config::Policy;
+use crate::consts::SEND_BUFFER;
 use crate::flow::{Flow, SessionLoad};
 use crate::frame::Class;
 
@@ -26,15 +28,6 @@ const MIN_BUSY_FRACTION: f64 = 0.1;
 /// periods (time constant about PERIOD / 0.2 = 250 ms) frees what a quietened flow no longer
 /// uses.
 const USAGE_DECAY_STEP: f64 = 0.2;
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Policy {
-    /// A class gets the link only when no higher class has bytes waiting (lower classes keep
-    /// `floor` of it to stay alive).
-    Strict { floor: f64 },
-    /// Busy flows share the link in proportion to their class weight.
-    Weighted { weights: [u32; 3] },
-}
 
 /// What the allocator knows of one connection.
 #[derive(Debug, Clone, Copy)]
@@ -64,7 +57,7 @@ impl Entry {
     /// hand every flow an as-if-busy rate (the link oversubscribed).
     fn busy(&self) -> bool {
         self.load.backlog.load(Ordering::Relaxed) > 0
-            || (self.conn.outcome().is_none() && self.conn.writable() < crate::gateway::SEND_BUFFER)
+            || (self.conn.outcome().is_none() && self.conn.writable() < SEND_BUFFER)
     }
 
     fn demand(&self) -> Demand {
@@ -322,7 +315,7 @@ impl Scheduler {
                 x.rate = r;
                 x.conn.set_rate(r);
                 if let Some(f) = &x.flow {
-                    f.rate.store(r, Ordering::Relaxed);
+                    f.lock().rate = r;
                 }
             }
         }

@@ -1,23 +1,32 @@
-//! UDP flows in AeroTP datagram mode: no state beyond the address maps; each UDP datagram is
-//! one AeroTP datagram `[dest len u8][dest][payload]` (docs/gateway.md §UDP).
+//! UDP flows in AeroTP datagram mode: no connection, no retransmission; each UDP datagram is
+//! one message of one or more AeroTP datagrams ([`crate::dgram`]), so datagrams of any size
+//! up to 65 507 bytes pass (docs/gateway.md §UDP).
+//!
+//! Flow identification uses only checked bytes: the AeroTP ports (in the header, under its
+//! CRC-16) and the sender's IP address (under the IPv4 header checksum, which the kernel
+//! verifies) — never the UDP source port of the air link's datagrams, which AeroTP sends with
+//! the UDP checksum off (`SO_NO_CHECK`, so that corrupted datagrams reach FEC) and which a bit
+//! error can therefore change: keyed by it, each corrupted port made a phantom flow.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use tokio::net::UdpSocket;
 
 use crate::config::Route;
-use crate::gateway::{Gateway, UDP_PORT};
+use crate::ctx::{Ctx, DropReason, UDP_PORT};
+use crate::dgram::{self, Reassembler};
 use crate::policer::Policer;
 
 /// Most UDP peers remembered per gateway (the oldest is forgotten first).
 const MAX_PEERS: usize = 4096;
 const FIRST_PORT: u16 = 1024;
+/// An egress socket towards a destination with no reply for this long stops listening.
+const REPLY_IDLE: Duration = Duration::from_secs(60);
 
 /// Receives the next datagram on a gateway's UDP socket. An ICMP error (port unreachable
 /// after we sent to a client that went away) is reported by the kernel to the next receive,
@@ -37,30 +46,87 @@ pub(crate) async fn recv_datagram(sock: &UdpSocket, buf: &mut [u8]) -> (usize, S
             }
             Err(e) => {
                 tracing::warn!(error = %e, "UDP recv failed; retrying in 100 ms");
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
     }
 }
 
+/// The FEC parity of datagram-mode messages sent with `fec`, and the payload bytes per
+/// fragment for a destination of `dest_len` bytes (an error names the sizes if a largest UDP
+/// datagram cannot be carried).
+fn parity_and_chunk(
+    ctx: &Ctx,
+    fec: aerotp_net::FecSetting,
+    dest_len: usize,
+) -> Result<(u8, usize)> {
+    let mtu = ctx.settings.mtu;
+    // The engine's rule for a datagram: no feedback, so `auto` is the strength for the
+    // engine's initial BER assumption and target loss.
+    let cfg = aerotp_net::ConnectionConfig::with_mode(aerotp_net::Mode::Datagram);
+    let parity = aerotp_net::datagram_parity(fec, mtu, &cfg);
+    let chunk = dgram::chunk_size(aerotp_proto::max_body(mtu, parity), dest_len)
+        .map_err(|e| anyhow::anyhow!("mtu {mtu} with FEC parity {parity}: {e}"))?;
+    Ok((parity, chunk))
+}
+
+/// Sends the fragments of one message; `Err` names why the endpoint refused one (the rest of
+/// the message is not sent: the receiver could not complete it).
+fn send_message(
+    ctx: &Ctx,
+    to: SocketAddr,
+    ports: (u16, u16),
+    frags: &[Vec<u8>],
+    parity: u8,
+) -> Result<(), String> {
+    for f in frags {
+        ctx.ep
+            .send_datagram(to, ports.0, ports.1, f, parity, ctx.settings.mtu)
+            .map_err(|e| e.to_string())?;
+        ctx.sched.count_unpaced(f.len());
+    }
+    Ok(())
+}
+
+/// Ingress: one UDP client of a route, known to the egress by its AeroTP source port.
+#[derive(Debug)]
+struct Client {
+    route: usize,
+    addr: SocketAddr,
+    /// Next message number of this client's datagrams.
+    next_msg: u32,
+}
+
 /// Ingress: client address ↔ AeroTP source port.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Clients {
     by_addr: HashMap<(usize, SocketAddr), u16>,
-    by_port: HashMap<u16, (usize, SocketAddr)>,
+    by_port: HashMap<u16, Client>,
     order: VecDeque<u16>,
     next: u16,
 }
 
 impl Clients {
-    fn port(&mut self, key: (usize, SocketAddr)) -> u16 {
-        if let Some(p) = self.by_addr.get(&key) {
-            return *p;
-        }
+    /// The client's port and the number of its next message.
+    fn next_message(&mut self, key: (usize, SocketAddr)) -> (u16, u32) {
+        let port = match self.by_addr.get(&key) {
+            Some(p) => *p,
+            None => self.add(key),
+        };
+        let c = self
+            .by_port
+            .get_mut(&port)
+            .expect("by_addr and by_port agree");
+        let msg = c.next_msg;
+        c.next_msg = msg.wrapping_add(1);
+        (port, msg)
+    }
+
+    fn add(&mut self, key: (usize, SocketAddr)) -> u16 {
         let p = if self.order.len() >= MAX_PEERS {
             let old = self.order.pop_front().expect("full");
-            if let Some(k) = self.by_port.remove(&old) {
-                self.by_addr.remove(&k);
+            if let Some(c) = self.by_port.remove(&old) {
+                self.by_addr.remove(&(c.route, c.addr));
             }
             old
         } else {
@@ -69,111 +135,126 @@ impl Clients {
             p
         };
         self.by_addr.insert(key, p);
-        self.by_port.insert(p, key);
+        let (route, addr) = key;
+        self.by_port.insert(
+            p,
+            Client {
+                route,
+                addr,
+                next_msg: 0,
+            },
+        );
         self.order.push_back(p);
         p
     }
 }
 
-pub async fn start_ingress(gw: Arc<Gateway>, route: Route, peer: SocketAddr) -> Result<()> {
-    static STATE: std::sync::OnceLock<Mutex<Option<Arc<IngressUdp>>>> = std::sync::OnceLock::new();
-    let sock = Arc::new(
-        UdpSocket::bind(route.local)
-            .await
-            .with_context(|| format!("cannot bind UDP {}", route.local))?,
-    );
-    tracing::info!(listen = %route.local, mode = %route.mode, "UDP flow");
-    // One shared client table and one datagram receiver per gateway.
-    let cell = STATE.get_or_init(|| Mutex::new(None));
-    let shared = {
-        let mut c = cell.lock().unwrap_or_else(|e| e.into_inner());
-        match c.as_ref().filter(|s| Arc::ptr_eq(&s.gw, &gw)) {
-            Some(s) => s.clone(),
-            None => {
-                let s = Arc::new(IngressUdp {
-                    gw: gw.clone(),
-                    clients: Mutex::new(Clients::default()),
-                    socks: Mutex::new(Vec::new()),
-                });
-                *c = Some(s.clone());
-                let s2 = s.clone();
-                tokio::spawn(async move { s2.replies().await });
-                s
-            }
-        }
-    };
-    let idx = {
-        let mut v = shared.socks.lock().unwrap_or_else(|e| e.into_inner());
-        v.push(sock.clone());
-        v.len() - 1
-    };
-    let dest = route.dest.as_bytes()[..route.dest.len().min(255)].to_vec();
-    let mtu = gw.settings.mtu;
-    // The engine's rule for a datagram: no feedback, so `auto` is the strength for the
-    // engine's initial BER assumption and target loss, `words` the parity for that many
-    // codewords per MTU.
-    let par = aerotp_net::datagram_parity(
-        route.fec,
-        mtu,
-        &aerotp_net::ConnectionConfig::with_mode(aerotp_net::Mode::Datagram),
-    );
-    let class = route.class;
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_536];
-        let mut policer = Policer::new(Instant::now());
-        loop {
-            let (n, from) = recv_datagram(&sock, &mut buf).await;
-            let wire = shared.gw.sched.datagram_link_len(1 + dest.len() + n);
-            let cap = shared.gw.sched.datagram_rate(class);
-            if !policer.admit(wire, cap, Instant::now()) {
-                shared.gw.reg.udp_policed.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            let port = shared
-                .clients
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .port((idx, from));
-            let mut msg = Vec::with_capacity(1 + dest.len() + n);
-            msg.push(dest.len() as u8);
-            msg.extend_from_slice(&dest);
-            msg.extend_from_slice(&buf[..n]);
-            match shared
-                .gw
-                .ep
-                .send_datagram(peer, port, UDP_PORT, &msg, par, mtu)
-            {
-                Ok(()) => {
-                    shared.gw.sched.count_unpaced(msg.len());
-                    shared.gw.reg.udp_in.fetch_add(1, Ordering::Relaxed)
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "datagram too large or refused");
-                    shared.gw.reg.udp_dropped.fetch_add(1, Ordering::Relaxed)
-                }
-            };
-        }
-    });
-    Ok(())
-}
-
-struct IngressUdp {
-    gw: Arc<Gateway>,
+/// Ingress: every datagram-mode route of a gateway, their clients and the replies.
+#[derive(Debug)]
+pub struct IngressDatagrams {
+    ctx: Arc<Ctx>,
+    peer: SocketAddr,
     clients: Mutex<Clients>,
     socks: Mutex<Vec<Arc<UdpSocket>>>,
 }
 
-impl IngressUdp {
+impl IngressDatagrams {
+    /// The datagram routes' shared state; starts the task that relays replies to clients.
+    pub fn start(ctx: Arc<Ctx>, peer: SocketAddr) -> Arc<IngressDatagrams> {
+        let d = Arc::new(IngressDatagrams {
+            ctx,
+            peer,
+            clients: Mutex::default(),
+            socks: Mutex::default(),
+        });
+        tokio::spawn(d.clone().replies());
+        d
+    }
+
+    /// Listens on `route`'s UDP address and carries what arrives.
+    pub async fn add_route(self: &Arc<Self>, route: Route) -> Result<()> {
+        let dest = route.dest.as_bytes()[..route.dest.len().min(255)].to_vec();
+        let (parity, chunk) = parity_and_chunk(&self.ctx, route.fec, dest.len())
+            .with_context(|| format!("UDP route {}", route.local))?;
+        let sock = Arc::new(
+            UdpSocket::bind(route.local)
+                .await
+                .with_context(|| format!("cannot bind UDP {}", route.local))?,
+        );
+        tracing::info!(listen = %route.local, mode = %route.mode, fec_parity = parity,
+            payload_per_fragment = chunk, "UDP flow");
+        let idx = {
+            let mut v = self.socks.lock().unwrap_or_else(|e| e.into_inner());
+            v.push(sock.clone());
+            v.len() - 1
+        };
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65_536];
+            let mut policer = Policer::new(Instant::now());
+            loop {
+                let (n, from) = recv_datagram(&sock, &mut buf).await;
+                me.ctx.reg.udp_in.fetch_add(1, Ordering::Relaxed);
+                let r = (&route, idx, from, parity, chunk);
+                me.carry(r, &dest, &buf[..n], &mut policer);
+            }
+        });
+        Ok(())
+    }
+
+    /// One client datagram to the egress: policed, fragmented, sent.
+    fn carry(
+        &self,
+        (route, idx, from, parity, chunk): (&Route, usize, SocketAddr, u8, usize),
+        dest: &[u8],
+        payload: &[u8],
+        policer: &mut Policer,
+    ) {
+        let (port, msg) = self
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .next_message((idx, from));
+        let frags = dgram::fragment(msg, dest, payload, chunk);
+        let sched = &self.ctx.sched;
+        let wire: usize = frags.iter().map(|f| sched.datagram_link_len(f.len())).sum();
+        if !policer.admit(wire, sched.datagram_rate(route.class), Instant::now()) {
+            // Counted, not logged: policing is the configured share at work (docs/gateway.md).
+            self.ctx.reg.udp_policed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if let Err(e) = send_message(&self.ctx, self.peer, (port, UDP_PORT), &frags, parity) {
+            let detail = format!("client {from}, route {}: {e}", route.local);
+            self.ctx.reg.drop_udp(DropReason::QueueFull, &detail);
+        }
+    }
+
     /// Replies from the egress back to the UDP clients.
     async fn replies(self: Arc<Self>) {
-        while let Some(d) = self.gw.ep.recv_datagram().await {
-            let Some(&(idx, client)) = self
-                .clients
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .by_port
-                .get(&d.dst_port)
-            else {
+        let mut reasm: Reassembler<u16> = Reassembler::new(MAX_PEERS);
+        while let Some(d) = self.ctx.ep.recv_datagram().await {
+            let Some(f) = dgram::parse(&d.data) else {
+                let detail = format!(
+                    "a datagram-mode message from {} of another format",
+                    d.remote
+                );
+                self.ctx.reg.drop_udp(DropReason::Malformed, &detail);
+                continue;
+            };
+            let lost = reasm.lost;
+            let msg = reasm.push(d.dst_port, &f, Instant::now());
+            self.ctx
+                .reg
+                .udp_lost
+                .fetch_add(reasm.lost.saturating_sub(lost), Ordering::Relaxed);
+            let Some(msg) = msg else { continue };
+            let target = {
+                let c = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+                c.by_port.get(&d.dst_port).map(|c| (c.route, c.addr))
+            };
+            let Some((idx, client)) = target else {
+                let detail = format!("a reply for AeroTP port {}, no client", d.dst_port);
+                self.ctx.reg.drop_udp(DropReason::NoDestination, &detail);
                 continue;
             };
             let sock = self
@@ -182,120 +263,220 @@ impl IngressUdp {
                 .unwrap_or_else(|e| e.into_inner())
                 .get(idx)
                 .cloned();
-            if let (Some(sock), Some((&0, payload))) = (sock, d.data.split_first()) {
-                if sock.send_to(payload, client).await.is_ok() {
-                    self.gw.reg.udp_out.fetch_add(1, Ordering::Relaxed);
+            let sent = match sock {
+                Some(s) => s.send_to(&msg.payload, client).await.map(|_| ()),
+                None => Err(std::io::Error::other("no socket")),
+            };
+            match sent {
+                Ok(()) => self.ctx.reg.udp_out.fetch_add(1, Ordering::Relaxed),
+                Err(e) => {
+                    let detail = format!("reply to {client}: {e}");
+                    self.ctx.reg.drop_udp(DropReason::SocketError, &detail);
+                    continue;
                 }
+            };
+        }
+    }
+}
+
+/// Egress: a (sender, destination) pair's socket towards the destination.
+#[derive(Debug)]
+struct Peer {
+    sock: Arc<UdpSocket>,
+    /// Where replies go: the ingress's address, changed only when a new one is seen twice in
+    /// a row (one corrupted UDP source port does not divert the replies).
+    reply_to: Arc<Mutex<SocketAddr>>,
+    candidate: Option<SocketAddr>,
+}
+
+/// Egress key: the ingress's IP address (IPv4-checksummed), its AeroTP port (CRC-checked),
+/// the destination (CRC-checked).
+type PeerKey = (IpAddr, u16, String);
+
+/// Egress: forwards datagram-mode messages to their destinations and carries replies back.
+pub fn start_egress(ctx: Arc<Ctx>) {
+    tokio::spawn(async move {
+        let mut peers: HashMap<PeerKey, Peer> = HashMap::new();
+        let mut order: VecDeque<PeerKey> = VecDeque::new();
+        let mut reasm: Reassembler<(IpAddr, u16)> = Reassembler::new(MAX_PEERS);
+        while let Some(d) = ctx.ep.recv_datagram().await {
+            let Some(f) = dgram::parse(&d.data) else {
+                let detail = format!(
+                    "a datagram-mode message from {} of another format",
+                    d.remote
+                );
+                ctx.reg.drop_udp(DropReason::Malformed, &detail);
+                continue;
+            };
+            let lost = reasm.lost;
+            let msg = reasm.push((d.remote.ip(), d.src_port), &f, Instant::now());
+            ctx.reg
+                .udp_lost
+                .fetch_add(reasm.lost.saturating_sub(lost), Ordering::Relaxed);
+            let Some(msg) = msg else { continue };
+            let Some(dest) = egress_dest(&ctx, &msg.dest) else {
+                continue;
+            };
+            let key = (d.remote.ip(), d.src_port, dest);
+            if !peers.contains_key(&key) {
+                let Some(p) = open_peer(&ctx, &key, d.remote).await else {
+                    continue;
+                };
+                if order.len() >= MAX_PEERS {
+                    if let Some(old) = order.pop_front() {
+                        peers.remove(&old);
+                    }
+                }
+                peers.insert(key.clone(), p);
+                order.push_back(key.clone());
+            }
+            let p = peers.get_mut(&key).expect("inserted above");
+            p.note_sender(d.remote);
+            match p.sock.send(&msg.payload).await {
+                Ok(_) => ctx.reg.udp_out.fetch_add(1, Ordering::Relaxed),
+                Err(e) => {
+                    let detail = format!("to {}: {e}", key.2);
+                    ctx.reg.drop_udp(DropReason::SocketError, &detail);
+                    continue;
+                }
+            };
+        }
+    });
+}
+
+impl Peer {
+    fn note_sender(&mut self, from: SocketAddr) {
+        let mut r = self.reply_to.lock().unwrap_or_else(|e| e.into_inner());
+        if *r == from {
+            self.candidate = None;
+        } else if self.candidate == Some(from) {
+            tracing::info!(old = %*r, new = %from, "datagram-mode replies now go to a new ingress address");
+            *r = from;
+            self.candidate = None;
+        } else {
+            self.candidate = Some(from);
+        }
+    }
+}
+
+/// The destination a message asks for, if allowed (else the drop is counted and logged).
+fn egress_dest(ctx: &Ctx, asked: &[u8]) -> Option<String> {
+    let s = &ctx.settings;
+    let dest = String::from_utf8_lossy(asked).into_owned();
+    if dest.is_empty() {
+        if s.udp_connect.is_none() {
+            let detail = "no destination asked and no --udp-connect at the egress";
+            ctx.reg.drop_udp(DropReason::NoDestination, &detail);
+        }
+        return s.udp_connect.clone();
+    }
+    if s.allow_any || s.allow.contains(&dest) || s.udp_connect.as_deref() == Some(&dest) {
+        return Some(dest);
+    }
+    let detail = format!("destination {dest} not allowed at the egress (add it to --allow)");
+    ctx.reg.drop_udp(DropReason::NotAllowed, &detail);
+    None
+}
+
+/// A socket towards `key`'s destination and the task carrying its replies back.
+async fn open_peer(ctx: &Arc<Ctx>, key: &PeerKey, from: SocketAddr) -> Option<Peer> {
+    let dest = &key.2;
+    let bind = if dest.starts_with('[') {
+        "[::]:0"
+    } else {
+        "0.0.0.0:0"
+    };
+    let sock = match UdpSocket::bind(bind).await {
+        Ok(s) => s,
+        Err(e) => {
+            ctx.reg
+                .drop_udp(DropReason::SocketError, &format!("UDP bind {bind}: {e}"));
+            return None;
+        }
+    };
+    if let Err(e) = sock.connect(dest.as_str()).await {
+        ctx.reg
+            .drop_udp(DropReason::SocketError, &format!("{dest}: {e}"));
+        return None;
+    }
+    let (parity, chunk) = match parity_and_chunk(ctx, ctx.settings.fec, 0) {
+        Ok(x) => x,
+        Err(e) => {
+            ctx.reg.drop_udp(DropReason::SocketError, &format!("{e:#}"));
+            return None;
+        }
+    };
+    let sock = Arc::new(sock);
+    let reply_to = Arc::new(Mutex::new(from));
+    let task = ReplyTask {
+        ctx: ctx.clone(),
+        sock: Arc::downgrade(&sock),
+        reply_to: reply_to.clone(),
+        port: key.1,
+        parity,
+        chunk,
+    };
+    tokio::spawn(task.run());
+    Some(Peer {
+        sock,
+        reply_to,
+        candidate: None,
+    })
+}
+
+/// Egress: replies of one destination socket, carried back to the ingress.
+struct ReplyTask {
+    ctx: Arc<Ctx>,
+    sock: std::sync::Weak<UdpSocket>,
+    reply_to: Arc<Mutex<SocketAddr>>,
+    /// The client's AeroTP port at the ingress.
+    port: u16,
+    parity: u8,
+    chunk: usize,
+}
+
+impl ReplyTask {
+    async fn run(self) {
+        let mut buf = vec![0u8; 65_536];
+        let next_msg = AtomicU32::new(0);
+        loop {
+            let Some(s) = self.sock.upgrade() else { return };
+            let r = tokio::time::timeout(REPLY_IDLE, s.recv(&mut buf)).await;
+            drop(s);
+            let n = match r {
+                Ok(Ok(n)) => n,
+                Ok(Err(_)) | Err(_) => continue,
+            };
+            self.ctx.reg.udp_in.fetch_add(1, Ordering::Relaxed);
+            let msg = next_msg.fetch_add(1, Ordering::Relaxed);
+            let frags = dgram::fragment(msg, &[], &buf[..n], self.chunk);
+            let to = *self.reply_to.lock().unwrap_or_else(|e| e.into_inner());
+            if let Err(e) = send_message(&self.ctx, to, (UDP_PORT, self.port), &frags, self.parity)
+            {
+                let detail = format!("reply to {to}: {e}");
+                self.ctx.reg.drop_udp(DropReason::QueueFull, &detail);
             }
         }
     }
 }
 
-/// Egress: forwards datagrams to their destination and replies back.
-pub async fn start_egress(gw: Arc<Gateway>) -> Result<()> {
-    let g = gw.clone();
-    tokio::spawn(async move {
-        // (ingress address, its port, destination) → socket towards the destination.
-        let mut socks: HashMap<(SocketAddr, u16, String), Arc<UdpSocket>> = HashMap::new();
-        let mut order: VecDeque<(SocketAddr, u16, String)> = VecDeque::new();
-        while let Some(d) = g.ep.recv_datagram().await {
-            let Some((&dl, rest)) = d.data.split_first() else {
-                continue;
-            };
-            if rest.len() < usize::from(dl) {
-                continue;
-            }
-            let (dest, payload) = rest.split_at(usize::from(dl));
-            let dest = String::from_utf8_lossy(dest).into_owned();
-            let s = &g.settings;
-            let dest = if dest.is_empty() {
-                match &s.udp_connect {
-                    Some(d) => d.clone(),
-                    None => {
-                        g.reg.udp_dropped.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                }
-            } else if s.allow_any
-                || s.allow.contains(&dest)
-                || s.udp_connect.as_deref() == Some(&dest)
-            {
-                dest
-            } else {
-                g.reg.udp_dropped.fetch_add(1, Ordering::Relaxed);
-                continue;
-            };
-            let key = (d.remote, d.src_port, dest.clone());
-            let sock = match socks.get(&key) {
-                Some(s) => s.clone(),
-                None => {
-                    let bind: SocketAddr = if dest.starts_with('[') {
-                        "[::]:0".parse().expect("addr")
-                    } else {
-                        "0.0.0.0:0".parse().expect("addr")
-                    };
-                    let sock = match UdpSocket::bind(bind).await {
-                        Ok(x) => x,
-                        Err(_) => continue,
-                    };
-                    if sock.connect(&dest).await.is_err() {
-                        g.reg.udp_dropped.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    let sock = Arc::new(sock);
-                    if order.len() >= MAX_PEERS {
-                        if let Some(old) = order.pop_front() {
-                            socks.remove(&old);
-                        }
-                    }
-                    socks.insert(key.clone(), sock.clone());
-                    order.push_back(key.clone());
-                    let g2 = g.clone();
-                    let s2 = Arc::downgrade(&sock);
-                    let (remote, port) = (d.remote, d.src_port);
-                    let mtu = g.settings.mtu;
-                    tokio::spawn(async move {
-                        let mut buf = vec![0u8; 65_536];
-                        loop {
-                            let Some(s) = s2.upgrade() else { return };
-                            let r = tokio::time::timeout(
-                                std::time::Duration::from_secs(60),
-                                s.recv(&mut buf[1..]),
-                            )
-                            .await;
-                            drop(s);
-                            match r {
-                                Ok(Ok(n)) => {
-                                    buf[0] = 0;
-                                    if g2
-                                        .ep
-                                        .send_datagram(
-                                            remote,
-                                            UDP_PORT,
-                                            port,
-                                            &buf[..n + 1],
-                                            0,
-                                            mtu,
-                                        )
-                                        .is_ok()
-                                    {
-                                        g2.sched.count_unpaced(n + 1);
-                                        g2.reg.udp_out.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                }
-                                Ok(Err(_)) => {}
-                                Err(_) => continue,
-                            }
-                        }
-                    });
-                    sock
-                }
-            };
-            match sock.send(payload).await {
-                Ok(_) => g.reg.udp_in.fetch_add(1, Ordering::Relaxed),
-                Err(_) => g.reg.udp_dropped.fetch_add(1, Ordering::Relaxed),
-            };
-        }
-    });
-    Ok(())
+#[cfg(test)]
+mod tests {
+    use aerotp_net::{datagram_parity, ConnectionConfig, FecSetting, Mode};
+
+    /// What `fec = auto` (the default) costs a datagram-mode route at the default MTU, the
+    /// figure docs/modes.md quotes: the share of each AeroTP datagram that is parity.
+    #[test]
+    fn auto_parity_of_a_datagram_costs_a_few_percent_at_the_default_mtu() {
+        let cfg = ConnectionConfig::with_mode(Mode::Datagram);
+        let p = datagram_parity(FecSetting::Auto, 1400, &cfg);
+        let body = aerotp_proto::max_body(1400, p);
+        let plain = aerotp_proto::max_body(1400, 0);
+        let cost = 1.0 - body as f64 / plain as f64;
+        eprintln!(
+            "auto parity {p}: {body} of {plain} payload bytes, {:.1} %",
+            cost * 100.0
+        );
+        assert!(p > 0 && cost < 0.10, "parity {p}, cost {cost}");
+    }
 }

@@ -4,12 +4,20 @@
 //! receiving gateway finds the datagrams again after lost TPDUs and counts what was lost.
 //!
 //! Frame: `0xA7 | kind u8 | len u16 | seq u32 | header check u16 | CRC-32C(payload) u32 |
-//! payload`. Kinds: 0 datagram (seq numbered from 0 per direction), 1 hello (payload: the
-//! class byte, then the destination; repeated by the ingress until acknowledged, since its
-//! TPDU may be lost), 2 hello-ack. The header check is the low 16 bits of the CRC-32C of the first 8 bytes: a
-//! receiver scanning for the next frame after a loss rejects false starts at once.
+//! payload`. Kinds: 0 datagram (seq numbered from 0 per direction), 1 hello (payload: class
+//! u8 | flow id u64 | destination; repeated by the ingress until acknowledged, since its TPDU
+//! may be lost), 2 hello-ack. The header check is the low 16 bits of the CRC-32C of the first
+//! 8 bytes: a receiver scanning for the next frame after a loss rejects false starts at once.
+//!
+//! Phantom flows: AeroTP sends with the UDP checksum off, so a bit error in the air link's
+//! UDP source port delivers a TPDU from an address the engine has never seen, and it accepts
+//! a new connection for it. The egress identifies a flow only by its hello (CRC-checked,
+//! carrying a flow id): a connection without a hello, or whose hello names a flow that is live
+//! on another connection, is no flow — nothing is set up, logged as a new flow or counted as
+//! dropped (the real flow counts the datagrams it missed as lost).
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,19 +29,16 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::UdpSocket;
 
 use crate::config::Route;
+use crate::ctx::{fid, new_flow_id, Ctx, DropReason, MAX_UDP, SEND_BUFFER, UDP_STREAM_PORT};
 use crate::flow::SessionLoad;
 use crate::frame::Class;
-use crate::gateway::{conn_config, Gateway};
 use crate::sched::Registration;
-
-/// AeroTP port of UDP flows carried in quasi-reliable / unreliable connections.
-pub const UDP_STREAM_PORT: u16 = 3;
 /// Most stream-mode UDP flows (connections) per gateway; the least recently used is closed.
 pub const MAX_FLOWS: usize = 256;
 const MAGIC: u8 = 0xA7;
 const HEADER: usize = 14;
 /// Largest UDP payload carried.
-pub const MAX_DATAGRAM: usize = 65_507;
+pub const MAX_DATAGRAM: usize = MAX_UDP;
 const K_DATA: u8 = 0;
 const K_HELLO: u8 = 1;
 const K_HELLO_ACK: u8 = 2;
@@ -136,6 +141,16 @@ pub struct StreamStats {
     pub dropped: AtomicU64,
 }
 
+/// What became of a datagram handed to [`Sender::send`].
+#[derive(Debug, PartialEq)]
+enum Sent {
+    Carried,
+    /// The connection's send buffer had no room: dropped.
+    QueueFull,
+    /// The connection failed: the flow is over.
+    Failed,
+}
+
 /// The sending side of one stream-mode UDP flow.
 struct Sender {
     conn: Connection,
@@ -145,9 +160,18 @@ struct Sender {
 }
 
 impl Sender {
+    fn new(conn: Connection, send_buffer: usize) -> Sender {
+        Sender {
+            conn,
+            seq: AtomicU32::new(0),
+            send_buffer,
+            load: Arc::default(),
+        }
+    }
+
     /// Frames and writes a datagram (and `pre`, e.g. a hello); drops it if the connection's
     /// send buffer has no room (UDP semantics: a full queue drops, it does not block).
-    async fn send(&self, pre: Option<&[u8]>, payload: &[u8], stats: &StreamStats) -> bool {
+    async fn send(&self, pre: Option<&[u8]>, payload: &[u8], stats: &StreamStats) -> Sent {
         let mut b = Vec::with_capacity(2 * HEADER + payload.len() + 64);
         if let Some(h) = pre {
             encode(K_HELLO, 0, h, &mut b);
@@ -156,18 +180,20 @@ impl Sender {
         encode(K_DATA, seq, payload, &mut b);
         if self.conn.writable() < b.len() {
             stats.dropped.fetch_add(1, Ordering::Relaxed);
-            return true;
+            return Sent::QueueFull;
         }
         self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
         let mut c = self.conn.clone();
         let ok = tokio::time::timeout(Duration::from_secs(1), c.write_all(&b))
             .await
             .is_ok_and(|r| r.is_ok());
+        self.update_load();
         if ok {
             stats.sent.fetch_add(1, Ordering::Relaxed);
+            Sent::Carried
+        } else {
+            Sent::Failed
         }
-        self.update_load();
-        ok
     }
 
     fn update_load(&self) {
@@ -176,170 +202,41 @@ impl Sender {
     }
 }
 
-// ---------------------------------------------------------------- ingress
-
-struct IngressFlow {
-    sender: Sender,
-    hello: Vec<u8>,
-    acked: AtomicBool,
-    last_hello: Mutex<Option<Instant>>,
-    dead: AtomicBool,
-    stats: Arc<StreamStats>,
-    _reg: Registration,
-}
-
-#[derive(Default)]
-struct Table {
-    flows: HashMap<SocketAddr, Arc<IngressFlow>>,
-    order: VecDeque<SocketAddr>,
-}
-
-/// Ingress side of a stream-mode UDP route.
-pub async fn start_ingress(gw: Arc<Gateway>, route: Route, peer: SocketAddr) -> Result<()> {
-    let sock = Arc::new(
-        UdpSocket::bind(route.local)
-            .await
-            .with_context(|| format!("cannot bind UDP {}", route.local))?,
-    );
-    tracing::info!(listen = %route.local, mode = %route.mode, class = route.class.name(), "UDP flow over an AeroTP connection");
-    let table = Arc::new(Mutex::new(Table::default()));
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_536];
-        loop {
-            let (n, from) = crate::udp::recv_datagram(&sock, &mut buf).await;
-            let f = {
-                let mut t = table.lock().unwrap_or_else(|e| e.into_inner());
-                match t
-                    .flows
-                    .get(&from)
-                    .filter(|f| !f.dead.load(Ordering::Relaxed))
-                {
-                    Some(f) => f.clone(),
-                    None => match open_flow(&gw, &route, peer, from, sock.clone()) {
-                        Ok(f) => {
-                            t.flows.insert(from, f.clone());
-                            t.order.retain(|a| *a != from);
-                            t.order.push_back(from);
-                            while t.order.len() > MAX_FLOWS {
-                                if let Some(old) = t.order.pop_front() {
-                                    if let Some(o) = t.flows.remove(&old) {
-                                        o.dead.store(true, Ordering::Relaxed);
-                                        o.sender.conn.close();
-                                    }
-                                }
-                            }
-                            f
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, client = %from, "cannot open a UDP flow");
-                            gw.reg.udp_dropped.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                    },
-                }
-            };
-            let pre = {
-                let mut last = f.last_hello.lock().unwrap_or_else(|e| e.into_inner());
-                let due = !f.acked.load(Ordering::Relaxed)
-                    && last.is_none_or(|t| t.elapsed() >= HELLO_REPEAT);
-                if due {
-                    *last = Some(Instant::now());
-                }
-                due
-            };
-            let before = f.stats.dropped.load(Ordering::Relaxed);
-            let ok = f
-                .sender
-                .send(pre.then_some(&f.hello[..]), &buf[..n], &f.stats)
-                .await;
-            if f.stats.dropped.load(Ordering::Relaxed) > before {
-                gw.reg.udp_dropped.fetch_add(1, Ordering::Relaxed);
-            } else if ok {
-                gw.reg.udp_in.fetch_add(1, Ordering::Relaxed);
-            } else {
-                gw.reg.udp_dropped.fetch_add(1, Ordering::Relaxed);
-                f.dead.store(true, Ordering::Relaxed);
-            }
+/// Counts a datagram handed to a sender as carried or dropped (`Failed` too is a drop).
+fn count_sent(ctx: &Ctx, sent: &Sent, who: &dyn std::fmt::Display) {
+    match sent {
+        Sent::Carried => {}
+        Sent::QueueFull => {
+            let d = format!("{who}: the AeroTP connection's send buffer is full");
+            ctx.reg.drop_udp(DropReason::QueueFull, &d);
         }
-    });
-    Ok(())
+        Sent::Failed => {
+            let d = format!("{who}: the AeroTP connection failed");
+            ctx.reg.drop_udp(DropReason::NoConnection, &d);
+        }
+    }
 }
 
-fn open_flow(
-    gw: &Arc<Gateway>,
-    route: &Route,
-    peer: SocketAddr,
-    client: SocketAddr,
-    sock: Arc<UdpSocket>,
-) -> Result<Arc<IngressFlow>> {
-    let rate = gw.sched.initial_rate(route.class);
-    let cfg = conn_config(&gw.settings, route.mode, route.fec, rate);
-    let send_buffer = cfg.send_buffer;
-    let conn = gw.ep.connect(peer, UDP_STREAM_PORT, cfg)?;
-    let load = Arc::new(SessionLoad::default());
-    let reg = gw
-        .sched
-        .register(conn.clone(), route.class, load.clone(), None);
-    let mut hello = vec![route.class as u8];
-    hello.extend_from_slice(&route.dest.as_bytes()[..route.dest.len().min(1024)]);
-    let f = Arc::new(IngressFlow {
-        sender: Sender {
-            conn: conn.clone(),
-            seq: AtomicU32::new(0),
-            send_buffer,
-            load,
-        },
-        hello,
-        acked: AtomicBool::new(false),
-        last_hello: Mutex::new(None),
-        dead: AtomicBool::new(false),
-        stats: Arc::default(),
-        _reg: reg,
-    });
-    tracing::info!(%client, dest = %route.dest, mode = %route.mode, "new UDP flow");
-    let (g, f2) = (gw.clone(), f.clone());
-    tokio::spawn(async move {
-        let mut d = Deframer::default();
-        let end = receive(&f2.sender, &mut d, &f2.stats, &g, |kind, p| {
-            let sock = sock.clone();
-            let f3 = f2.clone();
-            async move {
-                match kind {
-                    K_HELLO_ACK => f3.acked.store(true, Ordering::Relaxed),
-                    K_DATA => return sock.send_to(&p, client).await.is_ok(),
-                    _ => {}
-                }
-                false
-            }
-        })
-        .await;
-        f2.dead.store(true, Ordering::Relaxed);
-        f2.sender.conn.close();
-        log_end(&f2.stats, &d, &client.to_string(), &end);
-    });
-    Ok(f)
-}
+/// Where the frames a flow receives go.
+trait FrameSink {
+    /// Takes one whole frame (kind, payload).
+    fn on_frame(&mut self, kind: u8, payload: Vec<u8>) -> impl Future<Output = ()> + Send;
 
-fn log_end(s: &StreamStats, d: &Deframer, who: &str, end: &str) {
-    tracing::info!(peer = %who, sent = s.sent.load(Ordering::Relaxed),
-        received = s.received.load(Ordering::Relaxed), lost = d.lost,
-        dropped_full_queue = s.dropped.load(Ordering::Relaxed), skipped_bytes = d.skipped,
-        reason = %end, "UDP flow closed");
+    /// Whether the connection carries a real flow (its losses are counted).
+    fn is_flow(&self) -> bool {
+        true
+    }
 }
 
 /// Reads frames until the connection ends or the flow is idle for [`FLOW_IDLE`]; hands each
-/// to `on` (which returns whether a datagram was passed on); counts losses into the gateway.
-async fn receive<F, Fut>(
+/// to `sink`; counts losses into the gateway.
+async fn receive(
     s: &Sender,
     d: &mut Deframer,
     stats: &StreamStats,
-    gw: &Gateway,
-    mut on: F,
-) -> String
-where
-    F: FnMut(u8, Vec<u8>) -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
+    ctx: &Ctx,
+    sink: &mut impl FrameSink,
+) -> String {
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     let mut last = Instant::now();
     let mut last_sent = 0;
@@ -350,16 +247,16 @@ where
                     d.push(&c.data);
                     last = Instant::now();
                     while let Some((kind, p)) = d.next_frame() {
-                        let lost = d.lost - stats.lost.load(Ordering::Relaxed);
-                        if lost > 0 {
-                            stats.lost.fetch_add(lost, Ordering::Relaxed);
-                            gw.reg.udp_lost.fetch_add(lost, Ordering::Relaxed);
-                        }
                         if kind == K_DATA {
                             stats.received.fetch_add(1, Ordering::Relaxed);
                         }
-                        if on(kind, p).await {
-                            gw.reg.udp_out.fetch_add(1, Ordering::Relaxed);
+                        sink.on_frame(kind, p).await;
+                        // Losses count for the gateway once the connection is known to be a
+                        // flow (a phantom's gaps are the real flow's losses, counted there).
+                        let lost = d.lost - stats.lost.load(Ordering::Relaxed);
+                        if lost > 0 && sink.is_flow() {
+                            stats.lost.fetch_add(lost, Ordering::Relaxed);
+                            ctx.reg.udp_lost.fetch_add(lost, Ordering::Relaxed);
                         }
                     }
                 }
@@ -381,97 +278,376 @@ where
     }
 }
 
-// ---------------------------------------------------------------- egress
-
-/// Egress side of one stream-mode UDP flow (an accepted quasi-reliable/unreliable connection).
-pub async fn egress_flow(gw: Arc<Gateway>, conn: Connection) {
-    let remote = conn.remote_address();
-    let load = Arc::new(SessionLoad::default());
-    let sender = Arc::new(Sender {
-        conn: conn.clone(),
-        seq: AtomicU32::new(0),
-        send_buffer: conn_config(
-            &gw.settings,
-            conn.mode(),
-            aerotp_net::FecSetting::Off,
-            gw.settings.rate,
-        )
-        .send_buffer,
-        load: load.clone(),
-    });
-    let stats = Arc::new(StreamStats::default());
-    let dest_sock: Arc<Mutex<Option<Arc<UdpSocket>>>> = Arc::default();
-    let mut reg: Option<Registration> = None;
-    let mut d = Deframer::default();
-    let end = {
-        let (ds, snd, st, g) = (dest_sock.clone(), sender.clone(), stats.clone(), gw.clone());
-        let reg_ref = &mut reg;
-        let conn2 = conn.clone();
-        let load2 = load.clone();
-        receive(&sender, &mut d, &stats, &gw, move |kind, p| {
-            let (ds, snd, st, g) = (ds.clone(), snd.clone(), st.clone(), g.clone());
-            // The hello sets the flow up (once); later hellos are answered again.
-            let setup = if kind == K_HELLO && reg_ref.is_none() {
-                let class = p
-                    .first()
-                    .and_then(|&c| Class::from_u8(c))
-                    .unwrap_or(Class::Bulk);
-                *reg_ref = Some(g.sched.register(conn2.clone(), class, load2.clone(), None));
-                Some(String::from_utf8_lossy(p.get(1..).unwrap_or_default()).into_owned())
-            } else {
-                None
-            };
-            async move {
-                match kind {
-                    K_HELLO => {
-                        if let Some(dest) = setup {
-                            match connect_dest(&g, &dest).await {
-                                Ok(s) => {
-                                    tracing::info!(ingress = %remote, %dest, "new UDP flow");
-                                    *ds.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.clone());
-                                    tokio::spawn(replies(s, snd.clone(), st.clone(), g.clone()));
-                                }
-                                Err(e) => {
-                                    tracing::warn!(ingress = %remote, %dest, error = %e,
-                                        "UDP flow refused");
-                                    snd.conn.abort(&e);
-                                    return false;
-                                }
-                            }
-                        }
-                        let mut b = Vec::new();
-                        encode(K_HELLO_ACK, 0, &[], &mut b);
-                        if snd.conn.writable() >= b.len() {
-                            let mut c = snd.conn.clone();
-                            let _ = c.write_all(&b).await;
-                        }
-                        false
-                    }
-                    K_DATA => {
-                        let s = ds.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                        match s {
-                            Some(s) => s.send(&p).await.is_ok(),
-                            None => {
-                                // Before the hello (its TPDU lost): no destination yet.
-                                g.reg.udp_dropped.fetch_add(1, Ordering::Relaxed);
-                                false
-                            }
-                        }
-                    }
-                    _ => false,
-                }
-            }
-        })
-        .await
-    };
-    drop(reg);
-    conn.close();
-    dest_sock.lock().unwrap_or_else(|e| e.into_inner()).take();
-    log_end(&stats, &d, &remote.to_string(), &end);
+fn log_end(s: &StreamStats, d: &Deframer, who: &str, end: &str) {
+    tracing::info!(peer = %who, sent = s.sent.load(Ordering::Relaxed),
+        received = s.received.load(Ordering::Relaxed), lost = d.lost,
+        dropped_full_queue = s.dropped.load(Ordering::Relaxed), skipped_bytes = d.skipped,
+        reason = %end, "UDP flow closed");
 }
 
-async fn connect_dest(gw: &Gateway, dest: &str) -> Result<Arc<UdpSocket>, String> {
-    let s = &gw.settings;
+/// Passes a datagram to a local UDP socket, counting it out or as dropped.
+async fn pass_on(ctx: &Ctx, sock: &UdpSocket, to: Option<SocketAddr>, p: &[u8]) {
+    let r = match to {
+        Some(a) => sock.send_to(p, a).await,
+        None => sock.send(p).await,
+    };
+    match r {
+        Ok(_) => {
+            ctx.reg.udp_out.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => {
+            let who = to.map_or_else(|| "destination".to_string(), |a| a.to_string());
+            ctx.reg
+                .drop_udp(DropReason::SocketError, &format!("to {who}: {e}"));
+        }
+    }
+}
+
+// ---------------------------------------------------------------- ingress
+
+struct IngressFlow {
+    sender: Sender,
+    hello: Vec<u8>,
+    acked: AtomicBool,
+    last_hello: Mutex<Option<Instant>>,
+    dead: AtomicBool,
+    stats: StreamStats,
+    _reg: Registration,
+}
+
+impl IngressFlow {
+    /// Whether the hello rides with the next datagram (not yet acknowledged, and not sent in
+    /// the last [`HELLO_REPEAT`]).
+    fn hello_due(&self) -> bool {
+        let mut last = self.last_hello.lock().unwrap_or_else(|e| e.into_inner());
+        let due =
+            !self.acked.load(Ordering::Relaxed) && last.is_none_or(|t| t.elapsed() >= HELLO_REPEAT);
+        if due {
+            *last = Some(Instant::now());
+        }
+        due
+    }
+}
+
+/// The flows of one route, by client (least recently opened first out).
+#[derive(Default)]
+struct Table {
+    flows: HashMap<SocketAddr, Arc<IngressFlow>>,
+    order: VecDeque<SocketAddr>,
+}
+
+impl Table {
+    fn live(&self, client: &SocketAddr) -> Option<Arc<IngressFlow>> {
+        self.flows
+            .get(client)
+            .filter(|f| !f.dead.load(Ordering::Relaxed))
+            .cloned()
+    }
+
+    fn insert(&mut self, client: SocketAddr, f: Arc<IngressFlow>) {
+        self.flows.insert(client, f);
+        self.order.retain(|a| *a != client);
+        self.order.push_back(client);
+        while self.order.len() > MAX_FLOWS {
+            if let Some(old) = self.order.pop_front() {
+                if let Some(o) = self.flows.remove(&old) {
+                    o.dead.store(true, Ordering::Relaxed);
+                    o.sender.conn.close();
+                }
+            }
+        }
+    }
+}
+
+/// A stream-mode UDP route of the ingress.
+struct IngressRoute {
+    ctx: Arc<Ctx>,
+    route: Route,
+    peer: SocketAddr,
+    sock: Arc<UdpSocket>,
+    table: Mutex<Table>,
+}
+
+/// Ingress side of a stream-mode UDP route.
+pub async fn start_ingress(ctx: Arc<Ctx>, route: Route, peer: SocketAddr) -> Result<()> {
+    let sock = Arc::new(
+        UdpSocket::bind(route.local)
+            .await
+            .with_context(|| format!("cannot bind UDP {}", route.local))?,
+    );
+    tracing::info!(listen = %route.local, mode = %route.mode, class = route.class.name(), "UDP flow over an AeroTP connection");
+    let r = Arc::new(IngressRoute {
+        ctx,
+        route,
+        peer,
+        sock,
+        table: Mutex::default(),
+    });
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let (n, from) = crate::udp::recv_datagram(&r.sock, &mut buf).await;
+            r.ctx.reg.udp_in.fetch_add(1, Ordering::Relaxed);
+            r.carry(from, &buf[..n]).await;
+        }
+    });
+    Ok(())
+}
+
+impl IngressRoute {
+    /// One client datagram into its flow's connection (opened on the client's first).
+    async fn carry(self: &Arc<Self>, from: SocketAddr, payload: &[u8]) {
+        let f = {
+            let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
+            match t.live(&from) {
+                Some(f) => f,
+                None => match self.open_flow(from) {
+                    Ok(f) => {
+                        t.insert(from, f.clone());
+                        f
+                    }
+                    Err(e) => {
+                        let d = format!("client {from}: cannot open a UDP flow: {e:#}");
+                        self.ctx.reg.drop_udp(DropReason::NoConnection, &d);
+                        return;
+                    }
+                },
+            }
+        };
+        let pre = f.hello_due().then_some(&f.hello[..]);
+        let sent = f.sender.send(pre, payload, &f.stats).await;
+        count_sent(&self.ctx, &sent, &format_args!("client {from}"));
+        if sent == Sent::Failed {
+            f.dead.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn open_flow(self: &Arc<Self>, client: SocketAddr) -> Result<Arc<IngressFlow>> {
+        let (ctx, route) = (&self.ctx, &self.route);
+        let rate = ctx.sched.initial_rate(route.class);
+        let cfg = ctx.conn_config(route.mode, route.fec, rate);
+        let conn = ctx.ep.connect(self.peer, UDP_STREAM_PORT, cfg)?;
+        let sender = Sender::new(conn, SEND_BUFFER);
+        let reg = ctx
+            .sched
+            .register(sender.conn.clone(), route.class, sender.load.clone(), None);
+        let id = new_flow_id();
+        let mut hello = vec![route.class as u8];
+        hello.extend_from_slice(&id.to_be_bytes());
+        hello.extend_from_slice(&route.dest.as_bytes()[..route.dest.len().min(1024)]);
+        let f = Arc::new(IngressFlow {
+            sender,
+            hello,
+            acked: AtomicBool::new(false),
+            last_hello: Mutex::new(None),
+            dead: AtomicBool::new(false),
+            stats: StreamStats::default(),
+            _reg: reg,
+        });
+        tracing::info!(%client, flow = %fid(id), dest = %route.dest, mode = %route.mode, "new UDP flow");
+        let mut sink = IngressSink {
+            ctx: ctx.clone(),
+            flow: f.clone(),
+            sock: self.sock.clone(),
+            client,
+        };
+        tokio::spawn(async move {
+            let mut d = Deframer::default();
+            let f = sink.flow.clone();
+            let end = receive(&f.sender, &mut d, &f.stats, &sink.ctx.clone(), &mut sink).await;
+            f.dead.store(true, Ordering::Relaxed);
+            f.sender.conn.close();
+            log_end(&f.stats, &d, &client.to_string(), &end);
+        });
+        Ok(f)
+    }
+}
+
+/// Ingress: frames from the egress (hello-ack, replies to the client).
+struct IngressSink {
+    ctx: Arc<Ctx>,
+    flow: Arc<IngressFlow>,
+    sock: Arc<UdpSocket>,
+    client: SocketAddr,
+}
+
+impl FrameSink for IngressSink {
+    async fn on_frame(&mut self, kind: u8, payload: Vec<u8>) {
+        match kind {
+            K_HELLO_ACK => self.flow.acked.store(true, Ordering::Relaxed),
+            K_DATA => pass_on(&self.ctx, &self.sock, Some(self.client), &payload).await,
+            _ => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------- egress
+
+/// Egress: where a stream-mode connection stands.
+enum Stage {
+    /// No hello yet: datagrams before it are counted here, and become drops only if a hello
+    /// proves the connection a real flow.
+    AwaitHello { early: u64 },
+    /// A real flow: its id, the socket towards the destination, the scheduler's entry.
+    Flow {
+        id: u64,
+        dest: Arc<UdpSocket>,
+        _reg: Registration,
+    },
+    /// A hello for a flow live on another connection: a phantom, ignored.
+    Phantom,
+}
+
+/// Egress side of one stream-mode connection.
+struct EgressSink {
+    ctx: Arc<Ctx>,
+    sender: Arc<Sender>,
+    stats: Arc<StreamStats>,
+    remote: SocketAddr,
+    stage: Stage,
+}
+
+/// Egress side of one stream-mode UDP flow (an accepted quasi-reliable/unreliable connection).
+pub async fn egress_flow(ctx: Arc<Ctx>, conn: Connection) {
+    let remote = conn.remote_address();
+    let sender = Arc::new(Sender::new(conn.clone(), SEND_BUFFER));
+    let stats = Arc::new(StreamStats::default());
+    let mut sink = EgressSink {
+        ctx: ctx.clone(),
+        sender: sender.clone(),
+        stats: stats.clone(),
+        remote,
+        stage: Stage::AwaitHello { early: 0 },
+    };
+    let mut d = Deframer::default();
+    let end = receive(&sender, &mut d, &stats, &ctx, &mut sink).await;
+    conn.close();
+    match sink.stage {
+        Stage::Flow { id, .. } => {
+            ctx.reg
+                .udp_stream_ids
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            log_end(&stats, &d, &remote.to_string(), &end);
+        }
+        Stage::AwaitHello { early } => {
+            tracing::info!(%remote, datagrams = early, reason = %end,
+                "an AeroTP connection without a UDP flow hello closed: its datagrams are \
+                 counted lost by their real flow (a bit error in the link's UDP source port \
+                 makes such a connection)");
+        }
+        Stage::Phantom => {}
+    }
+}
+
+impl FrameSink for EgressSink {
+    fn is_flow(&self) -> bool {
+        matches!(self.stage, Stage::Flow { .. })
+    }
+
+    async fn on_frame(&mut self, kind: u8, payload: Vec<u8>) {
+        match kind {
+            K_HELLO => self.hello(&payload).await,
+            K_DATA => match &mut self.stage {
+                Stage::Flow { dest, .. } => pass_on(&self.ctx, dest, None, &payload).await,
+                Stage::AwaitHello { early } => *early += 1,
+                Stage::Phantom => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+impl EgressSink {
+    /// The flow's hello: sets the flow up (the first time), answers with a hello-ack.
+    async fn hello(&mut self, p: &[u8]) {
+        if let Stage::AwaitHello { early } = self.stage {
+            let Some(stage) = self.set_up(p).await else {
+                return;
+            };
+            if early > 0 {
+                let d = format!("{} datagrams of a flow from {}", early, self.remote);
+                for _ in 0..early {
+                    self.ctx.reg.drop_udp(DropReason::BeforeHello, &d);
+                }
+            }
+            self.stage = stage;
+        }
+        if !matches!(self.stage, Stage::Flow { .. }) {
+            return;
+        }
+        let mut b = Vec::new();
+        encode(K_HELLO_ACK, 0, &[], &mut b);
+        if self.sender.conn.writable() >= b.len() {
+            let mut c = self.sender.conn.clone();
+            let _ = c.write_all(&b).await;
+        }
+    }
+
+    /// The stage a first hello leads to; `None` if the flow is refused (connection aborted).
+    async fn set_up(&mut self, p: &[u8]) -> Option<Stage> {
+        let class = p
+            .first()
+            .and_then(|&c| Class::from_u8(c))
+            .unwrap_or(Class::Bulk);
+        let id = p
+            .get(1..9)
+            .map_or(0, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
+        let dest = String::from_utf8_lossy(p.get(9..).unwrap_or_default()).into_owned();
+        let fresh = self
+            .ctx
+            .reg
+            .udp_stream_ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id);
+        if !fresh {
+            tracing::info!(remote = %self.remote, flow = %fid(id),
+                "a second AeroTP connection claims a live UDP flow (a bit error in the link's \
+                 UDP source port): ignored");
+            self.sender.conn.abort("duplicate UDP flow");
+            return Some(Stage::Phantom);
+        }
+        match connect_dest(&self.ctx, &dest).await {
+            Ok(s) => {
+                tracing::info!(ingress = %self.remote, flow = %fid(id), %dest, "new UDP flow");
+                let reg = self.ctx.sched.register(
+                    self.sender.conn.clone(),
+                    class,
+                    self.sender.load.clone(),
+                    None,
+                );
+                let r = Replies {
+                    ctx: self.ctx.clone(),
+                    sock: s.clone(),
+                    sender: self.sender.clone(),
+                    stats: self.stats.clone(),
+                };
+                tokio::spawn(r.run());
+                Some(Stage::Flow {
+                    id,
+                    dest: s,
+                    _reg: reg,
+                })
+            }
+            Err(e) => {
+                tracing::warn!(ingress = %self.remote, %dest, error = %e, "UDP flow refused");
+                self.ctx
+                    .reg
+                    .udp_stream_ids
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
+                self.sender.conn.abort(&e);
+                None
+            }
+        }
+    }
+}
+
+async fn connect_dest(ctx: &Ctx, dest: &str) -> Result<Arc<UdpSocket>, String> {
+    let s = &ctx.settings;
     let dest = if dest.is_empty() {
         s.udp_connect
             .clone()
@@ -500,26 +676,32 @@ async fn connect_dest(gw: &Gateway, dest: &str) -> Result<Arc<UdpSocket>, String
     Ok(Arc::new(sock))
 }
 
-/// Destination → ingress: each reply datagram framed into the connection.
-async fn replies(sock: Arc<UdpSocket>, s: Arc<Sender>, st: Arc<StreamStats>, gw: Arc<Gateway>) {
-    let mut buf = vec![0u8; 65_536];
-    loop {
-        let n = match tokio::time::timeout(FLOW_IDLE, sock.recv(&mut buf)).await {
-            Ok(Ok(n)) => n,
-            Ok(Err(_)) => continue,
-            Err(_) => return,
-        };
-        if s.conn.outcome().is_some() {
-            return;
-        }
-        let before = st.dropped.load(Ordering::Relaxed);
-        if !s.send(None, &buf[..n], &st).await {
-            return;
-        }
-        if st.dropped.load(Ordering::Relaxed) > before {
-            gw.reg.udp_dropped.fetch_add(1, Ordering::Relaxed);
-        } else {
-            gw.reg.udp_in.fetch_add(1, Ordering::Relaxed);
+/// Egress: destination → ingress, each reply datagram framed into the connection.
+struct Replies {
+    ctx: Arc<Ctx>,
+    sock: Arc<UdpSocket>,
+    sender: Arc<Sender>,
+    stats: Arc<StreamStats>,
+}
+
+impl Replies {
+    async fn run(self) {
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let n = match tokio::time::timeout(FLOW_IDLE, self.sock.recv(&mut buf)).await {
+                Ok(Ok(n)) => n,
+                Ok(Err(_)) => continue,
+                Err(_) => return,
+            };
+            if self.sender.conn.outcome().is_some() {
+                return;
+            }
+            self.ctx.reg.udp_in.fetch_add(1, Ordering::Relaxed);
+            let sent = self.sender.send(None, &buf[..n], &self.stats).await;
+            count_sent(&self.ctx, &sent, &"a reply");
+            if sent == Sent::Failed {
+                return;
+            }
         }
     }
 }

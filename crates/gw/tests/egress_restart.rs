@@ -38,7 +38,7 @@ impl Egress {
                     .enable_all()
                     .build()
                     .unwrap();
-                let r = rt.block_on(aerotp_gw::start("egress", settings));
+                let r = rt.block_on(aerotp_gw::start(aerotp_gw::Role::Egress, settings));
                 let ok = r.is_ok();
                 tx_gw.send(r.map_err(|e| format!("{e:#}"))).unwrap();
                 if ok {
@@ -212,7 +212,7 @@ async fn start_upload(seed: u64) -> Upload {
     let entry = free_tcp();
     let (eg_cfg, in_cfg) = configs(dest, free_udp(), eg_store.path(), in_store.path(), entry);
     let egress = Egress::start(eg_cfg.clone());
-    let ingress = aerotp_gw::start("ingress", in_cfg.settings().unwrap())
+    let ingress = aerotp_gw::start(aerotp_gw::Role::Ingress, in_cfg.settings().unwrap())
         .await
         .unwrap();
     let client = tokio::spawn(source(entry, up.clone()));

@@ -60,7 +60,7 @@ struct NsGateway {
     thread: aerotp_lab::NsThread<()>,
 }
 
-fn start_gateway(lab: &Lab, side: Side, role: &'static str, cfg: FileConfig) -> NsGateway {
+fn start_gateway(lab: &Lab, side: Side, role: aerotp_gw::Role, cfg: FileConfig) -> NsGateway {
     let (tx, rx) = std::sync::mpsc::channel();
     let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
     let thread = lab
@@ -242,7 +242,7 @@ fn real_programs_through_the_gateways_in_a_lossy_lab() {
     let egress = start_gateway(
         &lab,
         Side::Ground,
-        "egress",
+        aerotp_gw::Role::Egress,
         FileConfig {
             listen: Some("10.77.0.2:9000".into()),
             tcp_connect: Some("10.77.0.2:8000".into()),
@@ -256,7 +256,7 @@ fn real_programs_through_the_gateways_in_a_lossy_lab() {
     let ingress = start_gateway(
         &lab,
         Side::Air,
-        "ingress",
+        aerotp_gw::Role::Ingress,
         FileConfig {
             peer: Some("10.77.0.2:9000".into()),
             rate: Some("5mbit".into()),

@@ -42,7 +42,7 @@ async fn pair(
         rate: Some(rate.into()),
         ..Default::default()
     };
-    let egress = aerotp_gw::start("egress", eg.settings().unwrap())
+    let egress = aerotp_gw::start(aerotp_gw::Role::Egress, eg.settings().unwrap())
         .await
         .unwrap();
     let entry = free_tcp();
@@ -57,7 +57,7 @@ async fn pair(
         }],
         ..Default::default()
     };
-    let ingress = aerotp_gw::start("ingress", ing.settings().unwrap())
+    let ingress = aerotp_gw::start(aerotp_gw::Role::Ingress, ing.settings().unwrap())
         .await
         .unwrap();
     (ingress, egress, entry)
@@ -183,7 +183,7 @@ async fn broken_connection_resumes_without_loss_or_duplicates() {
                 (st.base, st.end)
             };
             if base > 0 && base < end {
-                if let Some(c) = f.conn.lock().unwrap().clone() {
+                if let Some(c) = f.connection() {
                     c.abort("test: cut");
                     broke += 1;
                 }

@@ -37,7 +37,7 @@ pub async fn udp_egress(dest: SocketAddr, rate: &str) -> std::sync::Arc<aerotp_g
         rate: Some(rate.into()),
         ..Default::default()
     };
-    aerotp_gw::start("egress", cfg.settings().unwrap())
+    aerotp_gw::start(aerotp_gw::Role::Egress, cfg.settings().unwrap())
         .await
         .unwrap()
 }
@@ -62,7 +62,7 @@ pub async fn udp_ingress(
         }],
         ..Default::default()
     };
-    let gw = aerotp_gw::start("ingress", cfg.settings().unwrap())
+    let gw = aerotp_gw::start(aerotp_gw::Role::Ingress, cfg.settings().unwrap())
         .await
         .unwrap();
     (gw, entry)

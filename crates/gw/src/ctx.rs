@@ -1,0 +1,275 @@
+//! What both gateway roles share: the settings, the AeroTP endpoint, the rate scheduler, the
+//! custody budget and the registry of flows and counters. The roles themselves live in
+//! [`crate::ingress`] and [`crate::egress`]; this module imports neither.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aerotp_net::{ConnectionConfig, Endpoint, FecSetting, Mode};
+
+pub use crate::consts::*;
+
+use crate::config::Settings;
+use crate::flow::{Budget, Flow, SessionEnd};
+use crate::sched::Scheduler;
+
+/// Why a UDP datagram was dropped by a gateway (the `reason` label of
+/// `aerotp_gw_udp_dropped_total`, docs/stats.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// The AeroTP send queue (a connection's buffer, or the endpoint's datagram queue) was
+    /// full: UDP semantics, a full queue drops rather than blocks the sender.
+    QueueFull,
+    /// The ingress asked for a destination the egress does not allow.
+    NotAllowed,
+    /// No destination given and no default (`udp_connect`) at the egress.
+    NoDestination,
+    /// A stream-mode datagram reached the egress before its flow's hello (which was lost).
+    BeforeHello,
+    /// The local socket refused the datagram (send error) or could not be set up.
+    SocketError,
+    /// A UDP flow's AeroTP connection could not be opened.
+    NoConnection,
+    /// A datagram-mode message of another format (a gateway of another version).
+    Malformed,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 7] = [
+        DropReason::QueueFull,
+        DropReason::NotAllowed,
+        DropReason::NoDestination,
+        DropReason::BeforeHello,
+        DropReason::SocketError,
+        DropReason::NoConnection,
+        DropReason::Malformed,
+    ];
+
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            DropReason::QueueFull => "queue_full",
+            DropReason::NotAllowed => "not_allowed",
+            DropReason::NoDestination => "no_destination",
+            DropReason::BeforeHello => "before_hello",
+            DropReason::SocketError => "socket_error",
+            DropReason::NoConnection => "no_connection",
+            DropReason::Malformed => "malformed",
+        }
+    }
+}
+
+/// At most one log line per drop reason per this period; the line says how many it stands for.
+const DROP_LOG_PERIOD: Duration = Duration::from_secs(10);
+
+/// Rate limiter of the drop log: per reason, when the last line was printed and how many drops
+/// happened since.
+#[derive(Debug, Default)]
+struct DropLog {
+    last: [Option<Instant>; DropReason::ALL.len()],
+    since: [u64; DropReason::ALL.len()],
+}
+
+/// Counters and live flows of a gateway, for the metrics endpoint (docs/stats.md).
+#[derive(Debug)]
+pub struct Registry {
+    pub role: Role,
+    pub flows: Mutex<HashMap<u64, Arc<Flow>>>,
+    pub flows_total: AtomicU64,
+    pub flows_completed: AtomicU64,
+    pub flows_reset: AtomicU64,
+    pub resumes: AtomicU64,
+    /// UDP datagrams received from a local UDP socket (ingress: from clients; egress: replies
+    /// from destinations), counted on arrival, before any drop.
+    pub udp_in: AtomicU64,
+    /// UDP datagrams written to a local UDP socket (ingress: replies to clients; egress: to
+    /// destinations).
+    pub udp_out: AtomicU64,
+    /// Datagrams dropped by this gateway, all reasons (per reason: [`Registry::dropped`]).
+    pub udp_dropped: AtomicU64,
+    udp_dropped_by: [AtomicU64; DropReason::ALL.len()],
+    /// Datagram-mode datagrams over their class's share (dropped at the ingress).
+    pub udp_policed: AtomicU64,
+    /// Datagrams the air link lost on their way to this gateway: sequence gaps of stream-mode
+    /// flows, and datagram-mode datagrams whose fragments did not all arrive.
+    pub udp_lost: AtomicU64,
+    /// Egress: ids of the stream-mode UDP flows live now (a second connection claiming one is
+    /// a phantom made by a corrupted UDP port on the link, docs/gateway.md §UDP).
+    pub udp_stream_ids: Mutex<std::collections::HashSet<u64>>,
+    drop_log: Mutex<DropLog>,
+}
+
+impl Registry {
+    pub fn new(role: Role) -> Registry {
+        Registry {
+            role,
+            flows: Mutex::default(),
+            flows_total: AtomicU64::new(0),
+            flows_completed: AtomicU64::new(0),
+            flows_reset: AtomicU64::new(0),
+            resumes: AtomicU64::new(0),
+            udp_in: AtomicU64::new(0),
+            udp_out: AtomicU64::new(0),
+            udp_dropped: AtomicU64::new(0),
+            udp_dropped_by: Default::default(),
+            udp_policed: AtomicU64::new(0),
+            udp_lost: AtomicU64::new(0),
+            udp_stream_ids: Mutex::default(),
+            drop_log: Mutex::default(),
+        }
+    }
+
+    pub fn insert(&self, f: &Arc<Flow>) {
+        self.flows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(f.id, f.clone());
+    }
+
+    pub fn remove(&self, id: u64) {
+        self.flows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+    }
+
+    /// The live flows now.
+    pub fn snapshot(&self) -> Vec<Arc<Flow>> {
+        self.flows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<Flow>> {
+        self.flows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .cloned()
+    }
+
+    /// Datagrams dropped for `reason` so far.
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.udp_dropped_by[reason as usize].load(Ordering::Relaxed)
+    }
+
+    /// Counts a dropped datagram and logs why: the first drop of a reason at once, then at
+    /// most one line per reason every 10 s with the number of drops it stands for, so a flood
+    /// cannot flood the log too.
+    pub fn drop_udp(&self, reason: DropReason, detail: &dyn fmt::Display) {
+        self.udp_dropped.fetch_add(1, Ordering::Relaxed);
+        self.udp_dropped_by[reason as usize].fetch_add(1, Ordering::Relaxed);
+        let i = reason as usize;
+        let now = Instant::now();
+        let mut log = self.drop_log.lock().unwrap_or_else(|e| e.into_inner());
+        log.since[i] += 1;
+        if log.last[i].is_some_and(|t| now.duration_since(t) < DROP_LOG_PERIOD) {
+            return;
+        }
+        let count = std::mem::take(&mut log.since[i]);
+        log.last[i] = Some(now);
+        drop(log);
+        tracing::warn!(role = %self.role, reason = reason.label(), %detail, count,
+            "UDP datagram dropped (count: drops for this reason since the last such line; \
+             at most one line per reason every 10 s)");
+    }
+}
+
+/// The parts of a running gateway both roles use.
+#[derive(Debug)]
+pub struct Ctx {
+    pub settings: Settings,
+    pub ep: Endpoint,
+    pub sched: Arc<Scheduler>,
+    pub budget: Arc<Budget>,
+    pub reg: Arc<Registry>,
+}
+
+impl Ctx {
+    /// The context of a gateway of `role` on endpoint `ep`; starts its scheduler.
+    pub fn new(settings: Settings, ep: Endpoint, role: Role) -> Arc<Ctx> {
+        let sched = Scheduler::new(settings.rate, settings.policy);
+        sched.spawn();
+        let budget = Budget::new(settings.store_capacity);
+        Arc::new(Ctx {
+            settings,
+            ep,
+            sched,
+            budget,
+            reg: Arc::new(Registry::new(role)),
+        })
+    }
+
+    pub fn role(&self) -> Role {
+        self.reg.role
+    }
+
+    /// The configuration of a flow connection in `mode` with `fec`, paced at `rate` to start.
+    pub fn conn_config(&self, mode: Mode, fec: FecSetting, rate: u64) -> ConnectionConfig {
+        let mut c = ConnectionConfig::with_mode(mode);
+        c.rate_bps = rate;
+        c.mtu = self.settings.mtu;
+        c.fec = fec;
+        c.idle_timeout = self.settings.idle_timeout;
+        c.send_buffer = SEND_BUFFER;
+        c
+    }
+
+    /// Counts a TCP flow's end, releases its budget and records, forgets it.
+    /// `remove_store`: the ingress's custody store of the flow goes too (unless a broken
+    /// custody flow keeps it for the next start).
+    pub fn finish_flow(&self, flow: &Arc<Flow>, end: &SessionEnd, remove_store: bool) {
+        match end {
+            SessionEnd::Complete => {
+                self.reg.flows_completed.fetch_add(1, Ordering::Relaxed);
+                let st = flow.lock();
+                tracing::info!(flow = %fid(flow.id), sent = st.end, received = st.in_delivered,
+                    secs = flow.started.elapsed().as_secs_f64(), "flow complete");
+            }
+            SessionEnd::Reset(r) | SessionEnd::Broken(r) => {
+                self.reg.flows_reset.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(flow = %fid(flow.id), reason = %r, "flow ended without completion");
+            }
+        }
+        flow.release_budget();
+        if !matches!(end, SessionEnd::Complete) {
+            if let Some(log) = flow.take_progress() {
+                if let Err(e) = log.remove() {
+                    tracing::warn!(flow = %fid(flow.id), error = %e, "cannot remove the flow's egress record");
+                }
+            }
+        }
+        let keep = matches!(end, SessionEnd::Broken(_))
+            && flow.custody_mode
+            && self.role() == Role::Ingress;
+        if remove_store && !keep {
+            flow.remove_store();
+        } else if keep {
+            tracing::error!(flow = %fid(flow.id), "resume timeout: custody left in the store, retried at next start");
+        }
+        self.reg.remove(flow.id);
+    }
+}
+
+/// A fresh flow id: time, process id and a counter, spread over 64 bits.
+pub fn new_flow_id() -> u64 {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let x = t
+        ^ (u64::from(std::process::id()) << 40)
+        ^ N.fetch_add(1, Ordering::Relaxed).rotate_left(20);
+    aerotp_link::splitmix64(x, 1)
+}
+
+/// A flow id as the logs and metrics print it.
+pub fn fid(id: u64) -> String {
+    format!("{id:016x}")
+}

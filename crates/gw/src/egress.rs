@@ -1,0 +1,431 @@
+//! The egress gateway: accepts the ingress's AeroTP connections and connects each flow to its
+//! destination; with `--store`, records what it wrote so that a restarted egress resumes
+//! flows exactly (docs/gateway.md §Egress restart).
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aerotp_net::{Connection, Endpoint, EndpointConfig, Mode};
+use anyhow::{Context, Result};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+use crate::config::Settings;
+use crate::ctx::{
+    fid, Ctx, Role, COMPLETED_KEPT, CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT, REVERSE_WINDOW, TCP_PORT,
+    UDP_STREAM_PORT,
+};
+use crate::flow::{run_session, Flow, FlowInit, SessionEnd, SessionLoad};
+use crate::frame::{Class, Frame, Hello};
+use crate::progress::{self, Completed, EgressMeta, Found, ProgressLog};
+use crate::store::Custody;
+
+/// A running egress gateway.
+#[derive(Debug)]
+pub struct Egress {
+    pub ctx: Arc<Ctx>,
+    /// Flows completed lately: a resume whose final confirmation was lost is answered.
+    completed: Mutex<Completed>,
+}
+
+/// Sends REFUSED with `reason` on `conn` and closes it (waits up to 10 s for the close).
+async fn refuse(conn: &Connection, reason: String) {
+    let mut b = Vec::new();
+    Frame::Refused(reason).encode(&mut b);
+    let mut c = conn.clone();
+    let _ = c.write_all(&b).await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), conn.finish()).await;
+}
+
+impl Egress {
+    /// Starts an egress: restores the store's flows, accepts connections and datagrams.
+    pub async fn start(settings: Settings) -> Result<Arc<Egress>> {
+        let listen = settings
+            .listen
+            .context("egress needs --listen ADDR (UDP, for AeroTP)")?;
+        let ep = Endpoint::bind(listen, EndpointConfig::default())?;
+        let ctx = Ctx::new(settings, ep, Role::Egress);
+        // The ingress picks mode and FEC for its direction per flow; what the egress sends
+        // back (answers, downloads) uses the egress's own `fec`.
+        let s = &ctx.settings;
+        let cfg = ctx.conn_config(Mode::NearReliable, s.fec, s.rate);
+        ctx.ep.listen(TCP_PORT, cfg.clone())?;
+        ctx.ep.listen(UDP_STREAM_PORT, cfg)?;
+        tracing::info!(local = %ctx.ep.local_addr(), "egress up");
+        let eg = Arc::new(Egress {
+            ctx,
+            completed: Mutex::default(),
+        });
+        if let Some(root) = eg.ctx.settings.store.clone() {
+            eg.restore(&root).await?;
+        }
+        crate::udp::start_egress(eg.ctx.clone());
+        let me = eg.clone();
+        tokio::spawn(async move {
+            while let Some(conn) = me.ctx.ep.accept().await {
+                match conn.mode() {
+                    Mode::QuasiReliable | Mode::Unreliable => {
+                        tokio::spawn(crate::udpstream::egress_flow(me.ctx.clone(), conn))
+                    }
+                    _ => tokio::spawn(me.clone().handle_conn(conn)),
+                };
+            }
+        });
+        Ok(eg)
+    }
+
+    /// Egress restart: flows recorded in the store wait for their ingress to resume them
+    /// (docs/gateway.md §Egress restart); completed ones answer a late resume.
+    async fn restore(self: &Arc<Self>, root: &std::path::Path) -> Result<()> {
+        let r = root.to_owned();
+        let found = tokio::task::spawn_blocking(move || progress::restore_all(&r))
+            .await?
+            .with_context(|| {
+                format!(
+                    "cannot read the egress store {} (give a writable --store directory)",
+                    root.display()
+                )
+            })?;
+        let mut done = Vec::new();
+        for f in found {
+            match f {
+                Ok(f) if f.progress.flags & progress::COMPLETE != 0 => done.push(f),
+                Ok(f) => self.restore_one(f),
+                Err((p, e)) => {
+                    tracing::error!(file = %p.display(), error = %e,
+                        "cannot read an egress flow record; left in place (remove it if the flow is over)");
+                }
+            }
+        }
+        done.sort_by_key(|f| f.modified);
+        let mut c = self.completed.lock().unwrap_or_else(|e| e.into_inner());
+        for f in done {
+            c.push(
+                f.meta.flow_id,
+                f.progress.written,
+                Some(f.log),
+                COMPLETED_KEPT,
+            );
+        }
+        Ok(())
+    }
+
+    /// A recorded, unfinished flow: waits (without a destination connection) for its resume.
+    fn restore_one(self: &Arc<Self>, f: Found) {
+        let id = f.meta.flow_id;
+        let class = Class::from_u8(f.meta.class).unwrap_or(Class::Bulk);
+        tracing::info!(flow = %fid(id), dest = %f.meta.dest, written = f.progress.written,
+            intent = f.progress.intent, flags = f.progress.flags,
+            "restored flow from the egress store; waiting for the ingress to resume it");
+        let init = FlowInit::new(
+            id,
+            class,
+            f.meta.dest.clone(),
+            Custody::mem(0),
+            REVERSE_WINDOW,
+        );
+        let flow = Flow::new(init, self.ctx.budget.clone());
+        {
+            let mut st = flow.lock();
+            st.in_delivered = f.progress.written;
+            st.in_fin = f.progress.flags & progress::IN_FIN != 0;
+            st.restored = Some((f.progress, f.meta.boot_id != progress::boot_id()));
+        }
+        flow.set_progress(f.log);
+        self.ctx.reg.insert(&flow);
+        self.expire_unresumed(flow, 0);
+    }
+
+    /// Resets `flow` if no ingress resumes it within the resume timeout.
+    fn expire_unresumed(self: &Arc<Self>, flow: Arc<Flow>, resumes: u64) {
+        let ctx = self.ctx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(ctx.settings.resume_timeout).await;
+            let stale = {
+                let st = flow.lock();
+                st.resumes == resumes && st.conn.is_none()
+            };
+            if stale && ctx.reg.get(flow.id).is_some() {
+                flow.reset("no resume within the resume timeout".into(), false);
+                ctx.finish_flow(&flow, &SessionEnd::Reset("resume timeout".into()), false);
+            }
+        });
+    }
+
+    /// Egress: a flow restored after a restart is resumed by its ingress. Returns why it
+    /// cannot continue exactly, or attaches a new destination connection.
+    async fn continue_restored(
+        &self,
+        flow: &Arc<Flow>,
+        (p, rebooted): (progress::Progress, bool),
+    ) -> Result<(), String> {
+        if rebooted {
+            return Err(format!(
+                "the egress host rebooted during this flow (boot id changed): the destination \
+                 connection's unsent bytes died with it and the record of what was written \
+                 may be stale ({} bytes recorded), so the flow is reset",
+                p.written
+            ));
+        }
+        if let Some((a, b)) = p.in_doubt() {
+            return Err(format!(
+                "the egress was restarted while writing bytes {a}..{b} of this flow to the \
+                 destination; whether they reached it is unknown, so the flow is reset rather \
+                 than risk a loss or a duplicate"
+            ));
+        }
+        if p.flags & progress::REVERSE != 0 {
+            return Err(format!(
+                "the egress was restarted and the destination connection ({}) had already sent \
+                 data back; a new connection cannot continue that conversation, so the flow \
+                 is reset",
+                flow.dest
+            ));
+        }
+        if p.flags & progress::IN_FIN != 0 {
+            // Everything, FIN included, reached the destination: nothing left to connect for.
+            flow.detach_tcp_source();
+            return Ok(());
+        }
+        let s = connect(&flow.dest)
+            .await
+            .map_err(|e| format!("{e} (reconnecting after an egress restart)"))?;
+        flow.attach_tcp(s).await;
+        tracing::info!(flow = %fid(flow.id), dest = %flow.dest, from = p.written,
+            "egress restart: flow continues on a new destination connection");
+        Ok(())
+    }
+
+    fn dest_for(&self, h: &Hello) -> Result<String, String> {
+        let s = &self.ctx.settings;
+        if h.dest.is_empty() {
+            return s
+                .tcp_connect
+                .clone()
+                .ok_or_else(|| "no destination and no default --tcp-connect".to_string());
+        }
+        if s.allow_any
+            || s.allow.iter().any(|a| a == &h.dest)
+            || s.tcp_connect.as_deref() == Some(&h.dest)
+        {
+            Ok(h.dest.clone())
+        } else {
+            Err(format!("destination {} not allowed at the egress", h.dest))
+        }
+    }
+
+    /// One accepted TCP-flow connection: the flow's hello, then its session.
+    async fn handle_conn(self: Arc<Self>, conn: Connection) {
+        let mut reader = BufReader::new(conn.clone());
+        let hello = match tokio::time::timeout(HANDSHAKE_TIMEOUT, Hello::read(&mut reader)).await {
+            Ok(Ok(h)) => h,
+            r => {
+                let why = match r {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "no flow header within 30 s".to_string(),
+                };
+                tracing::warn!(remote = %conn.remote_address(), reason = %why,
+                    "bad flow header on a new AeroTP connection: closed");
+                conn.abort("bad flow header");
+                return;
+            }
+        };
+        let flow = if hello.resume {
+            self.resumed_flow(&conn, &hello).await
+        } else {
+            self.new_flow(&conn, &hello).await
+        };
+        if let Some(flow) = flow {
+            self.run(flow, conn, reader, &hello).await;
+        }
+    }
+
+    /// The flow a resume names: live (a broken connection), restored from the store, or
+    /// completed. `None`: refused (and answered).
+    async fn resumed_flow(&self, conn: &Connection, hello: &Hello) -> Option<Arc<Flow>> {
+        let Some(f) = self.ctx.reg.get(hello.flow_id) else {
+            return self.completed_flow(conn, hello).await;
+        };
+        let (restored, old) = {
+            let mut st = f.lock();
+            (st.restored.take(), st.conn.clone())
+        };
+        if let Some(p) = restored {
+            if let Err(why) = self.continue_restored(&f, p).await {
+                tracing::warn!(flow = %fid(f.id), reason = %why, "restored flow cannot continue");
+                refuse(conn, why.clone()).await;
+                f.reset(why.clone(), false);
+                self.ctx.finish_flow(&f, &SessionEnd::Reset(why), false);
+                return None;
+            }
+        }
+        if let Some(old) = old {
+            old.abort("superseded by a resumed connection");
+        }
+        self.ctx.reg.resumes.fetch_add(1, Ordering::Relaxed);
+        f.lock().resumes += 1;
+        tracing::info!(flow = %fid(f.id), "flow resumed");
+        Some(f)
+    }
+
+    /// A resume of a flow no longer live: answered as the finished peer would if the flow
+    /// completed lately, else refused.
+    async fn completed_flow(&self, conn: &Connection, hello: &Hello) -> Option<Arc<Flow>> {
+        let done = {
+            let c = self.completed.lock().unwrap_or_else(|e| e.into_inner());
+            c.delivered.get(&hello.flow_id).copied()
+        };
+        let Some(delivered) = done else {
+            let has_store = self.ctx.settings.store.is_some();
+            tracing::warn!(flow = %fid(hello.flow_id), store = has_store,
+                "resume of an unknown flow refused");
+            let why = if has_store {
+                "unknown flow: not in the egress's store (removed, expired, or the \
+                 store directory changed)"
+            } else {
+                "unknown flow: the egress was restarted without --store, so it \
+                 cannot know what reached the destination"
+            };
+            refuse(conn, why.into()).await;
+            return None;
+        };
+        let init = FlowInit {
+            base: hello.in_delivered,
+            end: hello.in_delivered,
+            fin: true,
+            ..FlowInit::new(
+                hello.flow_id,
+                hello.class,
+                String::new(),
+                Custody::mem(hello.in_delivered),
+                0,
+            )
+        };
+        let f = Flow::new(init, self.ctx.budget.clone());
+        f.set_in(delivered, true);
+        Some(f)
+    }
+
+    /// A new flow: its destination connected (and recorded with a store). `None`: refused.
+    async fn new_flow(&self, conn: &Connection, hello: &Hello) -> Option<Arc<Flow>> {
+        let dest = match self.dest_for(hello) {
+            Ok(d) => d,
+            Err(e) => {
+                refuse(conn, e).await;
+                return None;
+            }
+        };
+        let s = match connect(&dest).await {
+            Ok(s) => s,
+            Err(why) => {
+                tracing::info!(flow = %fid(hello.flow_id), reason = %why, "destination refused");
+                refuse(conn, why).await;
+                return None;
+            }
+        };
+        let window = if hello.custody {
+            REVERSE_WINDOW
+        } else {
+            self.ctx.settings.window
+        };
+        let init = FlowInit::new(
+            hello.flow_id,
+            hello.class,
+            dest.clone(),
+            Custody::mem(0),
+            window,
+        );
+        let f = Flow::new(init, self.ctx.budget.clone());
+        if let (Some(root), true) = (self.ctx.settings.store.clone(), hello.custody) {
+            let meta = EgressMeta {
+                flow_id: hello.flow_id,
+                class: hello.class as u8,
+                dest: dest.clone(),
+                boot_id: progress::boot_id(),
+            };
+            let created = tokio::task::spawn_blocking(move || ProgressLog::create(&root, &meta))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+            match created {
+                Ok(log) => f.set_progress(log),
+                Err(e) => {
+                    let why =
+                        format!("egress store error: {e}; check the egress's --store directory");
+                    tracing::error!(flow = %fid(f.id), reason = %why, "refusing the flow");
+                    refuse(conn, why).await;
+                    return None;
+                }
+            }
+        }
+        f.attach_tcp(s).await;
+        self.ctx.reg.insert(&f);
+        self.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(flow = %fid(f.id), %dest, custody = hello.custody, "new TCP flow");
+        Some(f)
+    }
+
+    /// Accepts the flow on `conn` and runs its session; then completes it, waits for a resume
+    /// or resets it.
+    async fn run(
+        self: &Arc<Self>,
+        flow: Arc<Flow>,
+        mut conn: Connection,
+        reader: BufReader<Connection>,
+        hello: &Hello,
+    ) {
+        let session = flow.session.lock().await;
+        if let Err(e) = flow.peer_has(hello.in_delivered, false).await {
+            conn.abort(&e);
+            flow.reset(e.clone(), false);
+            self.ctx.finish_flow(&flow, &SessionEnd::Reset(e), false);
+            return;
+        }
+        let (delivered, fin) = flow.in_progress();
+        let mut b = Vec::new();
+        Frame::Accept { delivered, fin }.encode(&mut b);
+        if conn.write_all(&b).await.is_err() {
+            return;
+        }
+        let load = Arc::new(SessionLoad::default());
+        let reg =
+            self.ctx
+                .sched
+                .register(conn.clone(), flow.class, load.clone(), Some(flow.clone()));
+        let my_resumes = flow.lock().resumes;
+        let end = run_session(flow.clone(), conn, reader, hello.in_delivered, load).await;
+        drop(reg);
+        drop(session);
+        match &end {
+            SessionEnd::Complete => {
+                if let Err(e) = flow.persist(|p| p.flags |= progress::COMPLETE).await {
+                    tracing::warn!(flow = %fid(flow.id), error = %e, "cannot record completion");
+                }
+                let log = flow.take_progress();
+                let mut c = self.completed.lock().unwrap_or_else(|e| e.into_inner());
+                c.push(flow.id, flow.in_progress().0, log, COMPLETED_KEPT);
+            }
+            SessionEnd::Broken(r) if hello.custody => {
+                // Keep the destination connection for a resume.
+                tracing::warn!(flow = %fid(flow.id), reason = %r, "connection lost; waiting for a resume");
+                self.expire_unresumed(flow.clone(), my_resumes);
+                return;
+            }
+            SessionEnd::Broken(r) => flow.reset(format!("connection lost: {r}"), false),
+            SessionEnd::Reset(_) => {}
+        }
+        // A newer session may have taken over while this one ended.
+        if flow.lock().resumes == my_resumes {
+            self.ctx.finish_flow(&flow, &end, false);
+        }
+    }
+}
+
+/// Connects to a TCP destination within [`CONNECT_TIMEOUT`]; the error names it.
+async fn connect(dest: &str) -> Result<TcpStream, String> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(dest)).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(format!("{dest}: {e}")),
+        Err(_) => Err(format!("{dest}: connect timed out")),
+    }
+}

@@ -1,0 +1,316 @@
+//! The ingress gateway: takes TCP connections and UDP datagrams from local applications and
+//! carries each flow over AeroTP to the egress (docs/gateway.md).
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aerotp_net::{Endpoint, EndpointConfig, FecSetting, Mode};
+use anyhow::{Context, Result};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::config::{FlowKind, Route, Settings};
+use crate::ctx::{fid, new_flow_id, Ctx, Role, HANDSHAKE_TIMEOUT, TCP_PORT};
+use crate::flow::{run_session, Flow, FlowInit, SessionEnd, SessionLoad};
+use crate::frame::{Class, Frame, Hello};
+use crate::store::{self, Custody, DiskLog, FlowMeta};
+
+/// A running ingress gateway.
+#[derive(Debug)]
+pub struct Ingress {
+    pub ctx: Arc<Ctx>,
+    /// The egress's AeroTP address.
+    pub peer: SocketAddr,
+}
+
+/// How one attempt to carry a flow on a connection ended.
+enum Attempt {
+    /// The flow is over (complete or reset): no further attempt.
+    Done(SessionEnd),
+    /// The connection broke (or never came up): a custody flow tries again.
+    Broken(String),
+}
+
+/// A flow the ingress carries, with the settings of its connections.
+#[derive(Debug, Clone)]
+struct Carried {
+    flow: Arc<Flow>,
+    mode: Mode,
+    fec: FecSetting,
+    /// Restored from the store at start-up: every session is a resume.
+    restored: bool,
+}
+
+impl Ingress {
+    /// Starts an ingress: restores the store's flows, listens on every route.
+    pub async fn start(settings: Settings) -> Result<Arc<Ingress>> {
+        let peer = settings
+            .peer
+            .context("ingress needs --peer (the egress's address)")?;
+        if settings.routes.is_empty() {
+            anyhow::bail!(
+                "ingress needs at least one flow (--tcp-listen, --udp-listen or [[flow]])"
+            );
+        }
+        let needs_store = settings
+            .routes
+            .iter()
+            .any(|r| r.kind == FlowKind::Tcp && r.mode == Mode::NearReliable);
+        if needs_store && settings.store.is_none() {
+            anyhow::bail!("near-reliable TCP flows need --store DIR (the custody store)");
+        }
+        let ep = Endpoint::bind(settings.bind, EndpointConfig::default())?;
+        tracing::info!(local = %ep.local_addr(), %peer, "ingress up");
+        let ing = Arc::new(Ingress {
+            ctx: Ctx::new(settings, ep, Role::Ingress),
+            peer,
+        });
+        if let Some(root) = ing.ctx.settings.store.clone() {
+            ing.restore_store(&root)?;
+        }
+        ing.start_routes().await?;
+        Ok(ing)
+    }
+
+    /// Listens on every route of the settings.
+    async fn start_routes(self: &Arc<Self>) -> Result<()> {
+        let mut datagrams = None;
+        for route in self.ctx.settings.routes.clone() {
+            match route.kind {
+                FlowKind::Tcp => {
+                    let l = TcpListener::bind(route.local)
+                        .await
+                        .with_context(|| format!("cannot listen on TCP {}", route.local))?;
+                    tracing::info!(listen = %route.local, mode = %route.mode, class = route.class.name(), "TCP flow");
+                    let me = self.clone();
+                    tokio::spawn(async move { me.accept_tcp(l, route).await });
+                }
+                FlowKind::Udp if route.mode == Mode::Datagram => {
+                    // One client table and one reply receiver for all datagram routes.
+                    let d = datagrams.get_or_insert_with(|| {
+                        crate::udp::IngressDatagrams::start(self.ctx.clone(), self.peer)
+                    });
+                    d.add_route(route).await?;
+                }
+                FlowKind::Udp => {
+                    crate::udpstream::start_ingress(self.ctx.clone(), route, self.peer).await?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Resumes every flow found in the custody store.
+    fn restore_store(self: &Arc<Self>, root: &std::path::Path) -> Result<()> {
+        for r in store::restore_all(root)? {
+            let r = match r {
+                Ok(r) => r,
+                Err((p, e)) => {
+                    tracing::error!(dir = %p.display(), error = %e, "cannot restore flow; left in place");
+                    continue;
+                }
+            };
+            let class = Class::from_u8(r.meta.class).unwrap_or(Class::Bulk);
+            tracing::info!(flow = %fid(r.meta.flow_id), base = r.base, end = r.end,
+                fin = r.fin, dest = %r.meta.dest, "restoring flow from the store");
+            let init = FlowInit {
+                route: r.meta.route.clone(),
+                base: r.base,
+                end: r.end,
+                fin: r.fin,
+                ..FlowInit::new(
+                    r.meta.flow_id,
+                    class,
+                    r.meta.dest.clone(),
+                    Custody::Disk(r.log),
+                    u64::MAX,
+                )
+            };
+            let flow = Flow::new(init, self.ctx.budget.clone());
+            flow.detach_tcp_source();
+            self.ctx.reg.insert(&flow);
+            let carried = Carried {
+                flow,
+                mode: Mode::NearReliable,
+                // The route's own `fec` is not in the store: the gateway's (default auto).
+                fec: self.ctx.settings.fec,
+                restored: true,
+            };
+            let me = self.clone();
+            tokio::spawn(async move { me.drive(carried).await });
+        }
+        Ok(())
+    }
+
+    async fn accept_tcp(self: Arc<Self>, l: TcpListener, route: Route) {
+        loop {
+            let (s, from) = match l.accept().await {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(error = %e, "TCP accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let id = new_flow_id();
+            tracing::info!(flow = %fid(id), %from, mode = %route.mode, "new TCP flow");
+            let Some(flow) = self.new_tcp_flow(id, s, &route).await else {
+                continue;
+            };
+            self.ctx.reg.insert(&flow);
+            self.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);
+            let carried = Carried {
+                flow,
+                mode: route.mode,
+                fec: route.fec,
+                restored: false,
+            };
+            let me = self.clone();
+            tokio::spawn(async move { me.drive(carried).await });
+        }
+    }
+
+    /// The flow of a new source connection: its custody (a store log for near-reliable, memory
+    /// for reliable), or `None` (and the source reset) if the store cannot take it.
+    async fn new_tcp_flow(&self, id: u64, s: TcpStream, route: &Route) -> Option<Arc<Flow>> {
+        let (custody, window) = if route.mode == Mode::NearReliable {
+            let meta = FlowMeta {
+                flow_id: id,
+                class: route.class as u8,
+                dest: route.dest.clone(),
+                route: route.local.to_string(),
+            };
+            let root = self.ctx.settings.store.clone()?;
+            let created = tokio::task::spawn_blocking(move || DiskLog::create(&root, &meta))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+            match created {
+                Ok(d) => (Custody::Disk(d), u64::MAX),
+                Err(e) => {
+                    tracing::error!(flow = %fid(id), error = %e, "cannot create store: refusing the connection");
+                    if let Ok(std) = s.into_std() {
+                        let _ = socket2::SockRef::from(&std).set_linger(Some(Duration::ZERO));
+                    }
+                    return None;
+                }
+            }
+        } else {
+            // End-to-end semantics: a small receive buffer so TCP's own flow control
+            // carries the destination's pace back to the source.
+            let _ = socket2::SockRef::from(&s).set_recv_buffer_size(64 * 1024);
+            (Custody::mem(0), self.ctx.settings.window)
+        };
+        let init = FlowInit {
+            route: route.local.to_string(),
+            ..FlowInit::new(id, route.class, route.dest.clone(), custody, window)
+        };
+        let flow = Flow::new(init, self.ctx.budget.clone());
+        flow.attach_tcp(s).await;
+        Some(flow)
+    }
+
+    /// Carries one flow to the egress, resuming on new connections while custody lasts.
+    async fn drive(self: Arc<Self>, c: Carried) {
+        let deadline = Instant::now() + self.ctx.settings.resume_timeout;
+        let mut attempt: u32 = 0;
+        let end = loop {
+            let broken = match self.attempt(&c, c.restored || attempt > 0).await {
+                Attempt::Done(end) => break end,
+                Attempt::Broken(why) => why,
+            };
+            if !c.flow.custody_mode || Instant::now() > deadline {
+                c.flow.reset(format!("connection lost: {broken}"), false);
+                break SessionEnd::Broken(broken);
+            }
+            attempt += 1;
+            let wait = Duration::from_millis(250u64 << attempt.min(5)).min(Duration::from_secs(5));
+            tracing::warn!(flow = %fid(c.flow.id), reason = %broken,
+                wait_ms = wait.as_millis() as u64, "connection lost; resuming");
+            tokio::time::sleep(wait).await;
+        };
+        self.ctx.finish_flow(&c.flow, &end, true);
+    }
+
+    /// One connection for `c`: the handshake, then the session if the egress accepts.
+    async fn attempt(&self, c: &Carried, resume: bool) -> Attempt {
+        let flow = &c.flow;
+        let rate = self.ctx.sched.initial_rate(flow.class);
+        let cfg = self.ctx.conn_config(c.mode, c.fec, rate);
+        let mut conn = match self.ctx.ep.connect(self.peer, TCP_PORT, cfg) {
+            Ok(conn) => conn,
+            Err(e) => return Attempt::Broken(format!("connect: {e}")),
+        };
+        let (in_delivered, _) = flow.in_progress();
+        let hello = Hello {
+            flow_id: flow.id,
+            resume,
+            custody: flow.custody_mode,
+            class: flow.class,
+            in_delivered,
+            dest: flow.dest.clone(),
+        };
+        let mut reader = BufReader::new(conn.clone());
+        let first = async {
+            conn.write_all(&hello.encode()).await?;
+            Frame::read(&mut reader).await
+        };
+        let answer = tokio::time::timeout(HANDSHAKE_TIMEOUT, first).await;
+        let why = match answer {
+            Ok(Ok(Some(Frame::Accept { delivered, fin }))) => {
+                return self
+                    .accepted(flow, conn, reader, (delivered, fin), resume)
+                    .await;
+            }
+            Ok(Ok(Some(Frame::Refused(r)))) => {
+                conn.close();
+                if resume {
+                    tracing::error!(flow = %fid(flow.id), reason = %r,
+                        "the egress refused to resume the flow: its custody is dropped \
+                         and the flow is lost (see the egress log)");
+                }
+                flow.reset(format!("refused by the egress: {r}"), false);
+                return Attempt::Done(SessionEnd::Reset(r));
+            }
+            Ok(Ok(Some(other))) => format!("bad handshake answer: a {} frame", other.name()),
+            Ok(Ok(None)) => "the egress closed the connection during the handshake".into(),
+            Ok(Err(e)) => format!("handshake: {e}"),
+            Err(_) => "handshake timed out".into(),
+        };
+        conn.abort(&why);
+        Attempt::Broken(why)
+    }
+
+    /// The egress accepted: runs the session from what it says it has.
+    async fn accepted(
+        &self,
+        flow: &Arc<Flow>,
+        conn: aerotp_net::Connection,
+        reader: BufReader<aerotp_net::Connection>,
+        (delivered, fin): (u64, bool),
+        resume: bool,
+    ) -> Attempt {
+        if let Err(e) = flow.peer_has(delivered, fin).await {
+            conn.abort(&e);
+            flow.reset(e.clone(), false);
+            return Attempt::Done(SessionEnd::Reset(e));
+        }
+        if resume {
+            self.ctx.reg.resumes.fetch_add(1, Ordering::Relaxed);
+            flow.lock().resumes += 1;
+            tracing::info!(flow = %fid(flow.id), from = delivered, "flow resumed");
+        }
+        let load = Arc::new(SessionLoad::default());
+        let reg =
+            self.ctx
+                .sched
+                .register(conn.clone(), flow.class, load.clone(), Some(flow.clone()));
+        let end = run_session(flow.clone(), conn, reader, delivered, load).await;
+        drop(reg);
+        match end {
+            SessionEnd::Broken(r) => Attempt::Broken(r),
+            e => Attempt::Done(e),
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Bit errors in the air link's UDP source port (AeroTP sends with the UDP checksum off, so
+//! such a datagram still arrives, from a port the egress has never seen) must not make
+//! phantom flows: a relay sends some ingress → egress packets from a second socket, as a
+//! corrupted source port would. Datagram mode: the destination still sees one flow (one
+//! source socket), every datagram and every reply arrives. Stream mode: the datagrams of the
+//! phantom connection are counted once, as lost by the real flow, not also as dropped.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::net::UdpSocket;
+
+mod common;
+
+use common::{udp_egress, udp_ingress};
+
+const N: u32 = 600;
+
+/// Forwards AeroTP packets; every 25th packet towards the egress among packets 100..1000
+/// leaves from a second socket (another source port). What the egress sends to that socket
+/// (answers to the phantom) is dropped, as it would go astray on a real link.
+async fn port_flipping_relay(egress: SocketAddr) -> (SocketAddr, Arc<AtomicU64>) {
+    let s = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let alt = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let a = s.local_addr().unwrap();
+    let flipped = Arc::new(AtomicU64::new(0));
+    let f2 = flipped.clone();
+    let alt2 = alt.clone();
+    tokio::spawn(async move {
+        let mut b = vec![0u8; 65_536];
+        while alt2.recv_from(&mut b).await.is_ok() {}
+    });
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        let mut ingress = None;
+        let mut k = 0u64;
+        while let Ok((n, from)) = s.recv_from(&mut buf).await {
+            if from == egress {
+                if let Some(i) = ingress {
+                    let _ = s.send_to(&buf[..n], i).await;
+                }
+                continue;
+            }
+            ingress = Some(from);
+            k += 1;
+            let out = if (100..1000).contains(&k) && k % 25 == 0 {
+                f2.fetch_add(1, Ordering::Relaxed);
+                &alt
+            } else {
+                &s
+            };
+            let _ = out.send_to(&buf[..n], egress).await;
+        }
+    });
+    (a, flipped)
+}
+
+/// Runs `N` echoed datagrams of `mode` through the relay; returns (indices at the
+/// destination, source addresses the destination saw, indices of the replies, gateways).
+async fn run(
+    mode: &str,
+) -> (
+    Vec<u32>,
+    BTreeSet<SocketAddr>,
+    Vec<u32>,
+    [Arc<aerotp_gw::Gateway>; 2],
+    u64,
+) {
+    let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let dest_addr = dest.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new((Vec::new(), BTreeSet::new())));
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        let mut b = vec![0u8; 65_536];
+        while let Ok((n, from)) = dest.recv_from(&mut b).await {
+            let i = u32::from_be_bytes(b[..4].try_into().unwrap());
+            {
+                let mut s = seen2.lock().unwrap();
+                s.0.push(i);
+                s.1.insert(from);
+            }
+            let _ = dest.send_to(&b[..n], from).await;
+        }
+    });
+    let egress = udp_egress(dest_addr, "20mbit").await;
+    let (relay, flipped) = port_flipping_relay(egress.ep.local_addr()).await;
+    let (ingress, entry) = udp_ingress(relay, mode, "telemetry", "20mbit").await;
+    let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    client.connect(entry).await.unwrap();
+    let replies = Arc::new(Mutex::new(Vec::new()));
+    let (c2, r2) = (client.clone(), replies.clone());
+    tokio::spawn(async move {
+        let mut b = vec![0u8; 65_536];
+        while let Ok(n) = c2.recv(&mut b).await {
+            // Only whole replies count (the test then finds one missing).
+            if n != 200 {
+                continue;
+            }
+            r2.lock()
+                .unwrap()
+                .push(u32::from_be_bytes(b[..4].try_into().unwrap()));
+        }
+    });
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    for i in 0..N {
+        tick.tick().await;
+        let mut d = i.to_be_bytes().to_vec();
+        d.resize(200, 0x5A);
+        client.send(&d).await.unwrap();
+    }
+    let settled = || {
+        let got = seen.lock().unwrap().0.len() as u64;
+        got + egress.reg.udp_lost.load(Ordering::Relaxed) >= u64::from(N)
+            && replies.lock().unwrap().len() as u64 >= got
+    };
+    let t = Instant::now();
+    while !settled() && t.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (got, from) = seen.lock().unwrap().clone();
+    let back = replies.lock().unwrap().clone();
+    let f = flipped.load(Ordering::Relaxed);
+    eprintln!(
+        "{mode}: sent {N}, delivered {}, lost {}, dropped {}+{}, replies {}, {f} packets from \
+         another port, destination saw {} source(s)",
+        got.len(),
+        egress.reg.udp_lost.load(Ordering::Relaxed),
+        ingress.reg.udp_dropped.load(Ordering::Relaxed),
+        egress.reg.udp_dropped.load(Ordering::Relaxed),
+        back.len(),
+        from.len()
+    );
+    assert!(f >= 10, "the relay flipped {f} packets");
+    (got, from, back, [ingress, egress], f)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datagram_mode_keys_flows_by_checked_bytes() {
+    let (got, from, back, [ingress, egress], _) = run("datagram").await;
+    assert_eq!(from.len(), 1, "one flow at the destination: {from:?}");
+    assert_eq!(got, (0..N).collect::<Vec<_>>(), "every datagram, in order");
+    assert_eq!(
+        back.len() as u32,
+        N,
+        "every reply (they did not follow a flipped port)"
+    );
+    for g in [&ingress, &egress] {
+        assert_eq!(g.reg.udp_dropped.load(Ordering::Relaxed), 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_mode_counts_a_phantom_s_datagrams_once() {
+    let (got, from, back, [ingress, egress], _) = run("quasi-reliable").await;
+    assert_eq!(from.len(), 1, "one flow at the destination: {from:?}");
+    let lost = egress.reg.udp_lost.load(Ordering::Relaxed);
+    let dropped = ingress.reg.udp_dropped.load(Ordering::Relaxed)
+        + egress.reg.udp_dropped.load(Ordering::Relaxed);
+    assert_eq!(dropped, 0, "a phantom's datagrams are not drops");
+    assert_eq!(
+        got.len() as u64 + lost,
+        u64::from(N),
+        "delivered + lost = sent"
+    );
+    assert!(
+        got.windows(2).all(|w| w[0] < w[1]),
+        "in order, at most once"
+    );
+    assert_eq!(back.len(), got.len(), "every reply");
+}

@@ -1,0 +1,132 @@
+//! The crate's shape (issue: one of each thing): no import cycle among its modules, no source
+//! file over 800 lines and no function over 80 lines outside the unit tests. Read from the
+//! source text, as rustfmt lays it out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+const MAX_FILE_LINES: usize = 800;
+const MAX_FN_LINES: usize = 80;
+
+/// Each module's source without its `#[cfg(test)]` part.
+fn modules() -> BTreeMap<String, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut m = BTreeMap::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "rs") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let code = match text.find("#[cfg(test)]") {
+                Some(i) => text[..i].to_string(),
+                None => text,
+            };
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            m.insert(name, code);
+        }
+    }
+    m
+}
+
+/// The crate modules `code` refers to (`crate::x`), comments aside.
+fn uses(code: &str, known: &BTreeSet<String>) -> BTreeSet<String> {
+    let code: String = code
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    code.match_indices("crate::")
+        .filter_map(|(i, _)| {
+            let rest = &code[i + 7..];
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let m = &rest[..end];
+            known.contains(m).then(|| m.to_string())
+        })
+        .collect()
+}
+
+/// A cycle in `g`, if any, as the path of modules around it.
+fn find_cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == n) {
+            let mut c = path[i..].to_vec();
+            c.push(n.to_string());
+            return Some(c);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for m in g.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, g, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    g.keys()
+        .find_map(|n| visit(n, g, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_import_cycle_among_the_modules() {
+    let mods = modules();
+    let known: BTreeSet<String> = mods.keys().filter(|m| *m != "lib").cloned().collect();
+    let g: BTreeMap<String, BTreeSet<String>> = mods
+        .iter()
+        .filter(|(m, _)| *m != "lib")
+        .map(|(m, code)| {
+            let mut u = uses(code, &known);
+            u.remove(m);
+            (m.clone(), u)
+        })
+        .collect();
+    assert!(g.len() > 10, "modules found: {:?}", g.keys());
+    assert_eq!(find_cycle(&g), None, "import graph: {g:#?}");
+    // The checker finds a cycle when there is one.
+    let mut bad = g.clone();
+    bad.get_mut("consts").unwrap().insert("ctx".into());
+    assert!(find_cycle(&bad).is_some());
+}
+
+#[test]
+fn no_file_over_800_lines_and_no_function_over_80() {
+    let mut long = Vec::new();
+    for (m, code) in modules() {
+        let lines: Vec<&str> = code.lines().collect();
+        if lines.len() > MAX_FILE_LINES {
+            long.push(format!("{m}.rs: {} lines", lines.len()));
+        }
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim_start();
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "async fn ",
+                "pub async fn ",
+                "pub(crate) fn ",
+                "pub(crate) async fn ",
+            ]
+            .iter()
+            .any(|p| t.starts_with(p));
+            if !is_fn || t.ends_with(';') {
+                continue;
+            }
+            let close = format!("{}}}", &l[..l.len() - t.len()]);
+            let end = lines[i..].iter().position(|x| *x == close);
+            if let Some(n) = end.filter(|&n| n + 1 > MAX_FN_LINES) {
+                long.push(format!("{m}.rs:{}: {} lines: {}", i + 1, n + 1, t));
+            }
+        }
+    }
+    assert!(long.is_empty(), "too long:\n{}", long.join("\n"));
+}
