@@ -92,6 +92,31 @@ fn scratch_dir() -> PathBuf {
     base.join(format!("aerotp-fuzz-store-{}-{t}", std::process::id()))
 }
 
+/// Removes scratch directories left by processes that no longer run: a fuzzer aborts on a
+/// crash without unwinding, so [`Cleanup`] does not run there. Once per process.
+fn remove_stale_scratch() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Some(base) = scratch_dir().parent().map(PathBuf::from) else {
+            return;
+        };
+        let Ok(rd) = fs::read_dir(&base) else { return };
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("aerotp-fuzz-store-"))
+                .and_then(|n| n.split('-').next())
+            else {
+                continue;
+            };
+            if !pid.is_empty() && !std::path::Path::new("/proc").join(pid).exists() {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    });
+}
+
 /// Removes the scratch directory when the target returns, also after a panic.
 struct Cleanup(PathBuf);
 impl Drop for Cleanup {
@@ -105,6 +130,7 @@ impl Drop for Cleanup {
 /// then `DiskLog::open` must either refuse it with an error or return a log whose offsets
 /// agree (`base <= end`, FIN at the end) and whose every byte reads back as written.
 pub fn target_gw_store(data: &[u8]) {
+    remove_stale_scratch();
     let root = scratch_dir();
     let _ = fs::remove_dir_all(&root);
     let _cleanup = Cleanup(root.clone());
