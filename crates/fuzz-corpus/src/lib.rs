@@ -240,14 +240,15 @@ pub fn build_datagram(header: Header, body: &[u8]) -> Vec<u8> {
 /// [`build_datagram`] encodes and bytes then damage). Whatever it answers must be a
 /// well-formed TPDU within the MTU, and the endpoint's counters must account for it.
 pub fn target_proto_codec(data: &[u8]) {
-    let mut ep = Endpoint::new(
-        EndpointConfig {
-            max_connections: 4,
-            max_events: 16,
-            max_datagrams: 4,
-        },
-        7,
-    );
+    // `..default()`: see the same in `endpoint.rs`.
+    #[allow(clippy::needless_update)]
+    let ecfg = EndpointConfig {
+        max_connections: 4,
+        max_events: 16,
+        max_datagrams: 4,
+        ..EndpointConfig::default()
+    };
+    let mut ep = Endpoint::new(ecfg, 7);
     let cfg = ConnectionConfig {
         mtu: 1500,
         recv_window: 64,
