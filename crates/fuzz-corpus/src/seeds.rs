@@ -133,6 +133,7 @@ fn control_bodies() -> Vec<(Flags, Vec<u8>)> {
             ack_delay: 15,
             max_delay: 40,
             entries: vec![1002, 1003, 1007],
+            ranges: vec![(1010, 1014), (1005, 1006)],
         }),
         nack: Some(Nack {
             seqs: vec![1001, 1005],

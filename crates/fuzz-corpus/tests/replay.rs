@@ -88,27 +88,3 @@ fn gw_frame() {
 fn gw_store() {
     replay("gw_store");
 }
-
-/// Inputs that break an invariant in code this crate does not own (`crashes/<target>/*`,
-/// each described in docs/results/fuzz.md). Ignored until those fixes land; then
-/// `cargo test -p aerotp-fuzz-corpus -- --ignored` passes and the files move into
-/// `fuzz/corpus/<target>/`.
-#[test]
-#[ignore = "open crashes in crates/gw and crates/proto, see docs/results/fuzz.md"]
-fn open_crashes() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crashes");
-    let mut failing = Vec::new();
-    for (target, run) in TARGETS {
-        let Ok(rd) = std::fs::read_dir(root.join(target)) else {
-            continue;
-        };
-        for f in rd {
-            let f = f.expect("readable directory entry").path();
-            let data = std::fs::read(&f).expect("readable crash file");
-            if std::panic::catch_unwind(|| run(&data)).is_err() {
-                failing.push(f.display().to_string());
-            }
-        }
-    }
-    assert!(failing.is_empty(), "still failing: {failing:#?}");
-}

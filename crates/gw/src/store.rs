@@ -144,7 +144,18 @@ impl DiskLog {
             }
             let file = OpenOptions::new().read(true).append(true).open(&path)?;
             let len = file.metadata()?.len();
-            end = Some(s + len);
+            let seg_end = s.checked_add(len).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "segment {} of {} bytes ends beyond the largest offset in {}",
+                        s,
+                        len,
+                        dir.display()
+                    ),
+                )
+            })?;
+            end = Some(seg_end);
             segs.push_back(Segment {
                 start: s,
                 len,

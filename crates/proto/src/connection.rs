@@ -381,6 +381,12 @@ impl Connection {
             self.rx.on_corrupted(now, h.seq, h.timestamp, r.body, fin);
             return;
         }
+        if r.body.len() > codec::max_body(self.cfg.mtu, 0) {
+            // No sender at this MTU makes such a body: forged or misconfigured. Dropping it
+            // keeps the reorder buffer's bound at window × MTU (docs/results/fuzz.md, P1).
+            self.rx.stats.tpdus_oversized += 1;
+            return;
+        }
         let readable_before = self.rx.readable();
         let fin_before = self.rx.fin_complete();
         self.rx.on_data(now, h.seq, h.timestamp, r.body, fin);

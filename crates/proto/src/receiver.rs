@@ -50,6 +50,8 @@ pub struct ReceiverStats {
     /// TPDUs skipped for good (lossy modes).
     pub tpdus_lost: u64,
     pub tpdus_beyond_window: u64,
+    /// Data TPDUs dropped because their body exceeds what the MTU in force allows.
+    pub tpdus_oversized: u64,
     pub bytes_delivered: u64,
     pub macks_sent: u64,
     pub acks_sent: u64,
