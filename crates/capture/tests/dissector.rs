@@ -124,6 +124,11 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
         if mode == Mode::Unreliable || mode == Mode::Datagram {
             s.set("fec", &toml::Value::String("p8".into())).unwrap();
         }
+        // Without parity some TPDUs arrive corrupted, so NACKs and SNACKs show too (FEC auto,
+        // these modes' default, would correct nearly all of them at this BER).
+        if matches!(mode, Mode::Reliable | Mode::NearReliable | Mode::HybridNack) {
+            s.set("fec", &toml::Value::String("off".into())).unwrap();
+        }
         s.validate().unwrap();
         let file = dir.path().join(format!("{}.pcapng", mode.name()));
         let mut cap = SimCapture::create(&file).unwrap();
@@ -189,13 +194,11 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
         );
     }
     assert!(
-        types
-            .iter()
-            .any(|x| x.contains("NACK") && !x.contains("SNACK")),
+        types.iter().any(|x| x.split('+').any(|p| p == "NACK")),
         "no NACK in any capture: {types:?}"
     );
     assert!(
-        types.iter().any(|x| x.contains("SNACK")),
+        types.iter().any(|x| x.split('+').any(|p| p == "SNACK")),
         "no SNACK: {types:?}"
     );
     assert!(retx > 0, "no retransmission marked");
