@@ -23,6 +23,10 @@ cargo fmt --all -- --check
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "structure: no import cycle among modules, no source file over 800 lines"
+python3 scripts/check-module-cycles.py --self-test
+python3 scripts/check-module-cycles.py
+
 step "cargo test (workspace)"
 cargo test --workspace --locked
 

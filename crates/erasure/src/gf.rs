@@ -124,8 +124,8 @@ mod x86 {
         let mut lo = [0u8; 16];
         let mut hi = [0u8; 16];
         for i in 0..16u8 {
-            lo[i as usize] = super::mul(c, i);
-            hi[i as usize] = super::mul(c, i << 4);
+            lo[i as usize] = crate::gf::mul(c, i);
+            hi[i as usize] = crate::gf::mul(c, i << 4);
         }
         let n = dst.len();
         let chunks = n / 32;
@@ -150,7 +150,7 @@ mod x86 {
             }
         }
         let done = chunks * 32;
-        super::mul_add_table(&mut dst[done..], &src[done..], c);
+        crate::gf::mul_add_table(&mut dst[done..], &src[done..], c);
     }
 }
 

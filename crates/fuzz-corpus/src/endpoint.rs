@@ -16,7 +16,7 @@
 //!   (per connection: send buffer plus receive window × MTU; plus fixed tables), when the
 //!   [`crate::CountingAlloc`] is installed.
 
-use crate::addr;
+use crate::packet::{addr, build_datagram};
 use crate::script::Script;
 use aerotp_fec as fec;
 use aerotp_proto::{
@@ -271,7 +271,7 @@ impl World {
             tag,
             len: 0,
         };
-        let mut dg = crate::build_datagram(header, body);
+        let mut dg = build_datagram(header, body);
         for _ in 0..s.u8() % 4 {
             if dg.is_empty() {
                 break;

@@ -20,19 +20,21 @@
 mod alloc;
 pub mod endpoint;
 mod gw;
+mod packet;
 mod script;
 pub mod seeds;
 
 pub use alloc::{heap_live_bytes, CountingAlloc};
 pub use endpoint::{run_endpoint_script, target_proto_endpoint, ScriptSummary};
 pub use gw::{target_gw_frame, target_gw_store};
+pub(crate) use packet::addr;
+pub use packet::build_datagram;
 
 use aerotp_fec as fec;
 use aerotp_proto::{ConnectionConfig, Endpoint, EndpointConfig, Mode};
 use aerotp_wire::{
     emit_tpdu, parse_tpdu, ControlBody, Flags, Header, WireError, HEADER_LEN, OVERHEAD,
 };
-use std::net::SocketAddr;
 use std::time::Duration;
 
 /// A target body: any input, panics only on a broken invariant.
@@ -211,28 +213,6 @@ pub fn target_fec_decode(data: &[u8]) {
     let c = fec::decode(parity, &mut dg).expect("errors within capacity must decode");
     assert_eq!(dg, clean, "decoded to the wrong codeword");
     assert_eq!(c.symbols, damaged);
-}
-
-/// Addresses the endpoint targets use.
-pub(crate) fn addr(last: u8, port: u16) -> SocketAddr {
-    SocketAddr::from(([10, 0, 0, last], port))
-}
-
-/// Builds a datagram the way the engine does (docs/spec.md §1, §3): header, body and CRC-32C,
-/// then parity when `header.fec > 0`. The fuzz targets use it to get past the checks, which
-/// random bytes almost never pass.
-pub fn build_datagram(header: Header, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    if emit_tpdu(header, body, &mut out).is_err() {
-        return Vec::new();
-    }
-    if header.fec > 0 && fec::encode(header.fec, &mut out).is_err() {
-        out.clear();
-        let mut h = header;
-        h.fec = 0;
-        let _ = emit_tpdu(h, body, &mut out);
-    }
-    out
 }
 
 /// The engine's decode path through its public API: one listening endpoint takes the

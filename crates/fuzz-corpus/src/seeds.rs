@@ -3,7 +3,7 @@
 //! carry a transfer to its end, gateway streams and a well-formed custody store.
 //! `cargo run -p aerotp-fuzz-corpus --example seed -- fuzz/corpus` writes them.
 
-use crate::addr;
+use crate::packet::addr;
 use aerotp_fec as fec;
 use aerotp_gw::frame::{Class, Frame, Hello};
 use aerotp_proto::{ConnectionConfig, Endpoint, EndpointConfig, Event, FecSetting, Mode};

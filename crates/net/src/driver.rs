@@ -14,7 +14,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::metrics::{IoCounters, Totals};
+use crate::counters::{IoCounters, Totals};
 use crate::tap::{wall_clock, LocalAddrs, TapHandle, TAP_RECEIVED, TAP_SENT};
 use crate::udp;
 use crate::BATCH;

@@ -27,6 +27,7 @@ use aerotp_proto as proto;
 use proto::EndpointError;
 
 mod connection;
+mod counters;
 mod driver;
 mod endpoint;
 pub mod metrics;

@@ -1,9 +1,6 @@
-//! FEC setting → parity symbols per codeword: the engine's one rule, public so drivers that
-//! send datagrams without feedback (the simulator's datagram runs, the gateway's UDP flows)
-//! pick exactly the strength a connection would start with.
+//! Bit-error rate → parity symbols per codeword: the engine's one automatic rule (used by
+//! `FecControl` and, through `datagram_parity`, by drivers that send without feedback).
 
-use crate::config::{ConnectionConfig, FecSetting};
-use crate::fec_control::FecControl;
 use aerotp_fec as fec;
 use aerotp_wire::{Mode, OVERHEAD};
 
@@ -30,55 +27,9 @@ pub fn auto_parity(
     }
 }
 
-/// Parity for a datagram sent with `setting` over datagrams of `mtu` bytes. Datagrams get no
-/// feedback, so `Auto` stays at the strength for `cfg`'s initial BER assumption and target
-/// residual loss (`fec_initial_ber`, `fec_target_loss`): the parity a datagram-mode
-/// connection's [`FecControl`] starts with, before any receiver report.
-pub fn datagram_parity(setting: FecSetting, mtu: usize, cfg: &ConnectionConfig) -> u8 {
-    FecControl::new(
-        setting,
-        Mode::Datagram,
-        mtu,
-        cfg.per_packet_overhead,
-        cfg.fec_target_loss,
-        cfg.fec_initial_ber,
-    )
-    .parity()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fixed_settings() {
-        let cfg = ConnectionConfig::default();
-        assert_eq!(datagram_parity(FecSetting::Off, 1500, &cfg), 0);
-        assert_eq!(datagram_parity(FecSetting::Parity(6), 1500, &cfg), 6);
-        assert_eq!(
-            datagram_parity(FecSetting::Words(12), 1500, &cfg),
-            fec::parity_for_words(12, 1500)
-        );
-    }
-
-    #[test]
-    fn auto_datagram_follows_the_initial_ber_and_target() {
-        let mut cfg = ConnectionConfig {
-            fec_initial_ber: 1e-4,
-            ..ConnectionConfig::default()
-        };
-        let p = datagram_parity(FecSetting::Auto, 1500, &cfg);
-        assert_eq!(
-            p,
-            fec::auto::parity_for_target(1e-4, 1500, cfg.fec_target_loss)
-        );
-        // Not the old gateway's bare 8: the engine's rule gives a BER-dependent strength.
-        cfg.fec_initial_ber = 1e-3;
-        let stronger = datagram_parity(FecSetting::Auto, 1500, &cfg);
-        assert!(stronger > p, "{stronger} vs {p}");
-        cfg.fec_initial_ber = 0.0;
-        assert_eq!(datagram_parity(FecSetting::Auto, 1500, &cfg), 0);
-    }
 
     #[test]
     fn retransmitting_modes_maximise_goodput() {

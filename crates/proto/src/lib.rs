@@ -23,7 +23,8 @@ pub use connection::{CloseOutcome, ConnectionStats, Role};
 pub use endpoint::{
     ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Transmit,
 };
-pub use fec_parity::{auto_parity, datagram_parity};
+pub use fec_control::datagram_parity;
+pub use fec_parity::auto_parity;
 pub use receiver::{Delivered, ReceiverStats};
 pub use sender::SenderStats;
 pub use state::{transition, Action, State, StateEvent};

@@ -1,0 +1,163 @@
+//! The counters the driver keeps and the exposition shows: socket traffic ([`IoCounters`]) and
+//! the connection counters summed over an endpoint's life ([`Totals`]). Plain data, so the
+//! driver can keep them without depending on the exposition (`metrics`).
+
+use aerotp_proto::ConnectionStats;
+
+/// Datagrams and bytes the driver moved through its socket.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    pub datagrams_sent: u64,
+    pub bytes_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_received: u64,
+    pub send_errors: u64,
+    pub recv_errors: u64,
+}
+
+/// A connection counter: metric name (without `aerotp_` and `_total`), help, and where it is
+/// in [`ConnectionStats`].
+type ConnCounter = (&'static str, &'static str, fn(&ConnectionStats) -> u64);
+
+/// The connection counters summed over connections, in exposition order.
+pub const CONNECTION_COUNTERS: [ConnCounter; 28] = [
+    (
+        "tpdus_sent",
+        "Data TPDUs transmitted, first transmissions and retransmissions.",
+        |s| s.sender.tpdus_sent,
+    ),
+    (
+        "retransmissions",
+        "Data TPDUs retransmitted (MACK gap, NACK, SNACK, timeout or probe).",
+        |s| s.sender.tpdus_retransmitted,
+    ),
+    (
+        "bytes_written",
+        "Bytes the application queued for sending.",
+        |s| s.sender.bytes_written,
+    ),
+    (
+        "payload_bytes_sent",
+        "Application bytes in first transmissions.",
+        |s| s.sender.bytes_sent_payload,
+    ),
+    ("tpdus_acked", "Data TPDUs positively acknowledged.", |s| {
+        s.sender.acked_tpdus
+    }),
+    (
+        "nack_entries_received",
+        "NACK entries received: TPDUs the peer got corrupted.",
+        |s| s.sender.nacks_received,
+    ),
+    (
+        "snack_ranges_received",
+        "SNACK ranges received: gaps the peer reported.",
+        |s| s.sender.snack_ranges_received,
+    ),
+    (
+        "rto_expirations",
+        "TPDUs declared lost by the retransmission timeout.",
+        |s| s.sender.timeouts,
+    ),
+    (
+        "probes_sent",
+        "Probes sent while the peer was silent (outage).",
+        |s| s.sender.probes,
+    ),
+    (
+        "asyn_copies_sent",
+        "Redundant copies of the opening ASYN.",
+        |s| s.sender.asyn_copies,
+    ),
+    (
+        "tpdus_received",
+        "Distinct data TPDUs accepted (body checked, possibly after correction).",
+        |s| s.receiver.tpdus_received,
+    ),
+    ("tpdus_duplicate", "Data TPDUs received again.", |s| {
+        s.receiver.tpdus_duplicate
+    }),
+    (
+        "tpdus_corrected",
+        "Data TPDUs whose checks failed and that FEC repaired.",
+        |s| s.receiver.tpdus_corrected,
+    ),
+    ("bits_corrected", "Bits FEC flipped back.", |s| {
+        s.receiver.bits_corrected
+    }),
+    (
+        "tpdus_corrupted",
+        "Data TPDUs dropped with a body that failed its CRC after decoding.",
+        |s| s.receiver.tpdus_corrupted,
+    ),
+    (
+        "tpdus_lost",
+        "Data TPDUs skipped for good in lossy modes.",
+        |s| s.receiver.tpdus_lost,
+    ),
+    (
+        "tpdus_beyond_window",
+        "Data TPDUs refused beyond the receive window.",
+        |s| s.receiver.tpdus_beyond_window,
+    ),
+    ("bytes_delivered", "Bytes the application has read.", |s| {
+        s.receiver.bytes_delivered
+    }),
+    ("macks_sent", "MACKs sent.", |s| s.receiver.macks_sent),
+    ("acks_sent", "ACKs sent.", |s| s.receiver.acks_sent),
+    ("nacks_sent", "NACKs sent.", |s| s.receiver.nacks_sent),
+    ("snacks_sent", "SNACKs sent.", |s| s.receiver.snacks_sent),
+    ("reports_sent", "Reception reports (RPT) sent.", |s| {
+        s.receiver.reports_sent
+    }),
+    (
+        "connection_datagrams_sent",
+        "Datagrams connections sent (data and control, FEC included).",
+        |s| s.datagrams_sent,
+    ),
+    (
+        "connection_wire_bytes_sent",
+        "Bytes of the datagrams connections sent.",
+        |s| s.bytes_sent_wire,
+    ),
+    (
+        "connection_datagrams_received",
+        "Datagrams that reached a connection.",
+        |s| s.datagrams_received,
+    ),
+    (
+        "connection_wire_bytes_received",
+        "Bytes of the datagrams that reached a connection.",
+        |s| s.bytes_received_wire,
+    ),
+    (
+        "outages",
+        "Times a sender declared its peer silent and switched to probing.",
+        |s| s.outages,
+    ),
+];
+
+/// The connection counters of [`CONNECTION_COUNTERS`], summed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals([u64; CONNECTION_COUNTERS.len()]);
+
+impl Totals {
+    pub fn add(&mut self, s: &ConnectionStats) {
+        for (t, (_, _, get)) in self.0.iter_mut().zip(CONNECTION_COUNTERS.iter()) {
+            *t = t.saturating_add(get(s));
+        }
+    }
+
+    /// The summed counters, in the order of [`CONNECTION_COUNTERS`].
+    pub fn values(&self) -> &[u64] {
+        &self.0
+    }
+
+    /// The summed counter `name` (a name of [`CONNECTION_COUNTERS`]).
+    pub fn get(&self, name: &str) -> Option<u64> {
+        CONNECTION_COUNTERS
+            .iter()
+            .position(|c| c.0 == name)
+            .map(|i| self.0[i])
+    }
+}

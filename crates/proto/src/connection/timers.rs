@@ -1,0 +1,159 @@
+//! A connection's timers: the deadline it reports (`poll_timeout`) and what it does when that
+//! deadline comes (`handle_timeout`) — kept side by side because the contract binds them: a
+//! deadline reported is one `handle_timeout` acts on (crates/proto/tests/deadlines.rs).
+
+use super::{CloseOutcome, ConnEvent, Connection, MAX_PROBE_INTERVAL};
+use crate::state::StateEvent;
+use aerotp_wire::Mode;
+use std::time::Duration;
+
+impl Connection {
+    /// Silence long enough to call it an outage (modes with positive feedback only).
+    fn silence_threshold(&self) -> Duration {
+        let base = self.rtt.rto() * 2;
+        if self.mode == Mode::NearReliable {
+            base.max(Duration::from_millis(600))
+        } else {
+            base.max(Duration::from_millis(100))
+        }
+    }
+
+    fn watches_outages(&self) -> bool {
+        self.heard_once
+            && matches!(
+                self.mode,
+                Mode::Reliable | Mode::HybridNackMack | Mode::NearReliable
+            )
+    }
+
+    /// CLOSE_TO: after the AFIN, how long to wait without hearing from the peer. Modes that
+    /// promise delivery keep trying while data is unacknowledged (an outage may last half an
+    /// hour; the idle timeout ends a dead peer) and start CLOSE_TO only for the AFINACK itself.
+    fn close_deadline(&self) -> Option<Duration> {
+        let f = self.fin_sent_at?;
+        if self.mode.is_fully_reliable() && self.tx.outstanding() > usize::from(!self.tx.fin_acked)
+        {
+            return None;
+        }
+        // On a slow or long link one AFIN retransmission can take longer than the configured
+        // close timeout (a 1500 B TPDU is 5 s at 2.4 kb/s): allow at least three timeouts'
+        // worth of retransmissions before giving up.
+        let wait = self.cfg.close_timeout.max(self.rtt.rto() * 3);
+        Some(f.max(self.last_heard) + wait)
+    }
+
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        if self.closed.is_some() {
+            return if self.rst_due.is_some() || self.final_ack_due {
+                Some(self.pacer.next_send())
+            } else {
+                None
+            };
+        }
+        let mut t: Option<Duration> = None;
+        let mut min = |x: Duration| t = Some(t.map_or(x, |y: Duration| y.min(x)));
+        let has_send = if self.silent {
+            self.probe_pending
+        } else {
+            self.tx.has_retransmission() || self.tx.has_new() || self.tx.asyn_pending()
+        };
+        if has_send || self.asynack_due || self.afinack_due {
+            min(self.pacer.next_send());
+        }
+        if let Some(f) = self.rx.feedback_deadline() {
+            min(f.max(self.pacer.next_send()));
+        }
+        if let Some(h) = self.rx.hole_deadline() {
+            min(h);
+        }
+        if !self.silent {
+            if let Some(d) = self.tx.timeout_deadline(self.rtt.rto()) {
+                min(d);
+            }
+            if self.mode.uses_mack() {
+                if let Some(d) = self.tx.loss_deadline() {
+                    min(d);
+                }
+            }
+            if self.watches_outages() && self.tx.has_outstanding() {
+                min(self.last_heard + self.silence_threshold());
+            }
+        }
+        if let Some(p) = self.next_probe {
+            min(p);
+        }
+        if let Some(r) = self.tx.retention_deadline() {
+            min(r);
+        }
+        // CLOSE_TO only while our side is unconfirmed, LISTEN_TO only once it is: a deadline
+        // that has passed and can no longer act must not be reported (the caller would spin).
+        if !self.send_done() {
+            if let Some(d) = self.close_deadline() {
+                min(d);
+            }
+        } else if let Some(l) = self.linger_until {
+            // The linger only ends the connection once the AFINACK is out and the peer's AFIN
+            // complete (`check_finished`); before that the AFINACK's pacer slot above is the
+            // deadline that acts. Reporting `l` then would be a deadline nothing acts on.
+            if !self.afinack_due && self.rx.fin_complete() {
+                min(l);
+            }
+        }
+        min(self.last_heard + self.cfg.idle_timeout);
+        t
+    }
+
+    pub fn handle_timeout(&mut self, now: Duration) {
+        if self.closed.is_some() {
+            return;
+        }
+        if now >= self.last_heard + self.cfg.idle_timeout {
+            self.finish_with(CloseOutcome::IdleTimeout);
+            return;
+        }
+        if let Some(d) = self.close_deadline() {
+            if now >= d && !self.send_done() {
+                self.apply(StateEvent::CloseTo);
+                self.finish_with(CloseOutcome::CloseTimeout);
+                return;
+            }
+        }
+        self.rx.on_hole_timeout(now);
+        if self.rx.fin_complete() && !self.afinack_sent {
+            self.on_peer_fin(now);
+        }
+        if self.rx.readable() {
+            self.push_event(ConnEvent::Readable);
+        }
+        self.tx.expire_retained(now);
+        if self.watches_outages()
+            && !self.silent
+            && self.tx.has_outstanding()
+            && now >= self.last_heard + self.silence_threshold()
+        {
+            self.silent = true;
+            self.stats_wire.outages += 1;
+            self.tx.hold_retransmissions();
+            self.next_probe = Some(now);
+        }
+        if self.silent {
+            if self.next_probe.is_some_and(|p| now >= p) {
+                self.tx.hold_retransmissions();
+                self.probe_pending = true;
+                self.next_probe = Some(now + self.probe_wait);
+                self.probe_wait =
+                    (self.probe_wait * 2).min(MAX_PROBE_INTERVAL.max(self.cfg.probe_interval));
+            }
+        } else {
+            let fired = if self.rtt.has_sample() {
+                self.tx.on_timeout(now, self.rtt.rto())
+            } else {
+                self.tx.on_timeout_before_sample(now, self.rtt.rto())
+            };
+            if fired > 0 {
+                self.rtt.on_timeouts(now);
+            }
+        }
+        self.check_finished(now);
+    }
+}

@@ -1,0 +1,227 @@
+//! Unit tests of `receiver`.
+
+use super::*;
+
+fn rx(mode: Mode) -> Receiver {
+    Receiver::new(&ConnectionConfig {
+        mode,
+        recv_window: 64,
+        mack_count: 4,
+        ack_every: 8,
+        ack_delay: Some(Duration::from_millis(10)),
+        crc_check: true,
+        min_hole_timeout: Duration::from_millis(30),
+        initial_rtt: Duration::from_millis(50),
+        ..ConnectionConfig::default()
+    })
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn reorders_and_delivers_in_order() {
+    let mut r = rx(Mode::Reliable);
+    r.on_data(ms(0), 1, 0, b"bb".to_vec(), false);
+    assert!(!r.readable());
+    r.on_data(ms(1), 0, 0, b"aa".to_vec(), false);
+    r.on_data(ms(2), 2, 0, b"cc".to_vec(), true);
+    let mut buf = [0u8; 16];
+    let n = r.read(&mut buf);
+    assert_eq!(&buf[..n], b"aabbcc");
+    assert!(r.at_eof());
+    assert!(!r.on_data(ms(3), 1, 0, b"bb".to_vec(), false), "duplicate");
+}
+
+#[test]
+fn mack_after_count_in_order_and_at_once_on_a_new_gap() {
+    let mut r = rx(Mode::Reliable);
+    // In order: aggregated until mack_count (4) TPDUs.
+    for s in [0u32, 1, 2] {
+        r.on_data(ms(0), s, 0, vec![1], false);
+        assert!(r.poll_feedback(ms(0)).is_none());
+    }
+    r.on_data(ms(0), 3, 0, vec![1], false);
+    let m = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
+    assert_eq!((m.ack.cum, m.entries.len()), (4, 0));
+    // A new gap (5 missing) is reported at once, the out-of-order arrival as a range.
+    r.on_data(ms(1), 6, 0, vec![1], false);
+    let m = r.poll_feedback(ms(1)).unwrap().mack.unwrap();
+    assert_eq!(m.ack.cum, 4);
+    assert_eq!(m.ranges, vec![(6, 7)]);
+    assert!(
+        m.entries.is_empty(),
+        "an entry inside a range is not repeated"
+    );
+    // Filling in behind the gap is not a new gap: aggregated again.
+    r.on_data(ms(2), 7, 0, vec![1], false);
+    assert!(r.poll_feedback(ms(2)).is_none());
+    assert!(m.max_delay > 0);
+}
+
+#[test]
+fn mack_timer_flushes_partial_aggregate() {
+    let mut r = rx(Mode::HybridNackMack);
+    r.on_data(ms(0), 0, 0, vec![1], false);
+    assert!(r.poll_feedback(ms(5)).is_none());
+    assert_eq!(r.feedback_deadline(), Some(ms(10)));
+    assert!(r.poll_feedback(ms(10)).unwrap().mack.is_some());
+}
+
+#[test]
+fn corrupted_tpdu_is_nacked_in_nack_modes_only() {
+    let mut r = rx(Mode::HybridNack);
+    r.on_corrupted(ms(0), 3, 0, vec![], false);
+    assert_eq!(r.poll_feedback(ms(0)).unwrap().nack.unwrap().seqs, vec![3]);
+    let mut q = rx(Mode::QuasiReliable);
+    q.on_corrupted(ms(0), 3, 0, vec![], false);
+    assert!(q.poll_feedback(ms(0)).is_none());
+}
+
+#[test]
+fn near_reliable_snacks_gaps_as_ranges() {
+    let mut r = rx(Mode::NearReliable);
+    r.on_data(ms(0), 0, 0, vec![1], false);
+    r.on_data(ms(0), 3, 0, vec![1], false);
+    r.on_data(ms(0), 6, 0, vec![1], false);
+    let fb = r.poll_feedback(ms(0)).unwrap();
+    assert_eq!(fb.snack.unwrap().ranges, vec![(1, 3), (4, 6)]);
+}
+
+#[test]
+fn lossy_mode_skips_holes_after_timeout_and_counts_them() {
+    let mut r = rx(Mode::QuasiReliable);
+    r.on_data(ms(0), 0, 0, b"a".to_vec(), false);
+    r.on_data(ms(1), 3, 0, b"d".to_vec(), false);
+    assert_eq!(r.hole_deadline(), Some(ms(31)));
+    r.on_hole_timeout(ms(20));
+    assert_eq!(r.stats.tpdus_lost, 0);
+    r.on_hole_timeout(ms(31));
+    assert_eq!(r.stats.tpdus_lost, 2);
+    let mut buf = [0u8; 4];
+    let n = r.read(&mut buf);
+    assert_eq!(&buf[..n], b"ad");
+}
+
+#[test]
+fn reliable_mode_never_skips() {
+    let mut r = rx(Mode::Reliable);
+    r.on_data(ms(0), 2, 0, b"c".to_vec(), false);
+    assert_eq!(r.hole_deadline(), None);
+    r.on_hole_timeout(ms(10_000));
+    assert!(!r.readable());
+}
+
+#[test]
+fn a_full_aggregate_is_split_to_fit_the_mtu() {
+    let mut r = Receiver::new(&ConnectionConfig {
+        mode: Mode::Reliable,
+        recv_window: 1024,
+        mack_count: 365,
+        ack_delay: Some(Duration::from_millis(10)),
+        ..ConnectionConfig::default()
+    });
+    // 365 out-of-order arrivals, every other TPDU missing: 365 blocks of one.
+    for s in (1..=729u32).step_by(2) {
+        r.on_data(ms(0), s, 1, vec![1], false);
+    }
+    let first = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
+    // The first, nearly MTU-sized, used the budget's burst: the rest waits for it.
+    let at = r.feedback_deadline().unwrap();
+    assert!(at > ms(0));
+    assert!(r.poll_feedback(at - Duration::from_micros(1)).is_none());
+    let second = r.poll_feedback(at).unwrap().mack.unwrap();
+    // The newest blocks as ranges in both, the other arrivals as entries once.
+    assert_eq!(first.ranges.len(), MAX_MACK_RANGES);
+    assert_eq!(first.ranges[0], (729, 730));
+    assert_eq!(second.ranges, first.ranges);
+    let mut seen: Vec<u32> = first
+        .entries
+        .iter()
+        .chain(&second.entries)
+        .copied()
+        .collect();
+    seen.extend(first.ranges.iter().map(|r| r.0));
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen, (1..=729u32).step_by(2).collect::<Vec<_>>());
+    let mut out = Vec::new();
+    ControlBody {
+        mack: Some(first),
+        ..Default::default()
+    }
+    .emit(&mut out)
+    .unwrap();
+    assert!(OVERHEAD + out.len() + 12 <= 1500, "{}", out.len());
+}
+
+#[test]
+fn ranges_survive_a_lost_mack() {
+    let mut r = rx(Mode::Reliable);
+    r.on_data(ms(0), 0, 0, vec![1], false);
+    r.on_data(ms(0), 2, 0, vec![1], false);
+    r.on_data(ms(0), 3, 0, vec![1], false);
+    let lost = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
+    assert_eq!(lost.ranges, vec![(2, 4)]);
+    // That MACK is lost; the next (after a later arrival) still reports 2 and 3.
+    r.on_data(ms(20), 5, 0, vec![1], false);
+    let next = r.poll_feedback(ms(20)).unwrap().mack.unwrap();
+    assert_eq!(next.ack.cum, 1);
+    assert_eq!(next.ranges, vec![(5, 6), (2, 4)]);
+}
+
+#[test]
+fn sparse_traffic_is_acknowledged_at_once() {
+    // No fixed ack delay: a TPDU every 100 ms has no aggregate to wait for.
+    let mut r = Receiver::new(&ConnectionConfig::default());
+    for i in 0..20u32 {
+        let t = ms(100 * u64::from(i));
+        r.on_data(t, i, 0, vec![1; 100], false);
+        assert_eq!(r.feedback_deadline(), Some(t), "TPDU {i}");
+        assert!(r.poll_feedback(t).unwrap().mack.is_some());
+    }
+}
+
+#[test]
+fn feedback_is_held_to_its_share_of_a_thin_return_link() {
+    // 5 Mb/s forward, 10 kb/s back, 10 %: about 1 kb/s of feedback. A TPDU every 2.4 ms
+    // with a gap every tenth (each gap asks for a MACK at once) for 20 s.
+    let mut r = Receiver::new(&ConnectionConfig {
+        return_rate_bps: Some(10_000),
+        ..ConnectionConfig::default()
+    });
+    let mut bytes = 0usize;
+    let mut sent = 0u32;
+    let mut seq = 0u32;
+    let step = Duration::from_micros(2400);
+    let mut now = Duration::ZERO;
+    while now < Duration::from_secs(20) {
+        seq += if seq % 10 == 9 { 2 } else { 1 };
+        r.on_data(now, seq, 0, vec![1; 1400], false);
+        if r.feedback_deadline().is_some_and(|d| d <= now) {
+            let fb = r.poll_feedback(now).expect("a deadline that has come acts");
+            let mut out = Vec::new();
+            fb.emit(&mut out).unwrap();
+            bytes += out.len() + OVERHEAD + 28;
+            sent += 1;
+        }
+        now += step;
+    }
+    // The share, plus the bucket's burst (300 B) and one TPDU sent on credit (< 400 B).
+    let bps = bytes as f64 * 8.0 / 20.0;
+    assert!(
+        bps <= 1000.0 + (300.0 + 400.0) * 8.0 / 20.0,
+        "{bps} b/s of feedback"
+    );
+    assert!(sent >= 10, "{sent} feedback TPDUs");
+    // The hold the MACKs report covers the spacing, so the sender's timeout does too.
+    assert!(r.max_delay_ms() >= 500, "{}", r.max_delay_ms());
+}
+
+#[test]
+fn beyond_window_is_refused() {
+    let mut r = rx(Mode::Reliable);
+    assert!(!r.on_data(ms(0), 64, 0, vec![1], false));
+    assert_eq!(r.stats.tpdus_beyond_window, 1);
+}

@@ -1,0 +1,184 @@
+//! Unit tests of `sender`.
+
+use super::*;
+
+fn sender(mode: Mode) -> Sender {
+    Sender::new(mode, 1 << 20, 1024, Duration::from_secs(1))
+}
+
+fn send_n(s: &mut Sender, n: usize) -> Vec<Outgoing> {
+    s.write(&vec![7u8; n * 100]);
+    (0..n)
+        .map_while(|i| s.next_outgoing(Duration::from_millis(i as u64), 100, true))
+        .collect()
+}
+
+#[test]
+fn asyn_copies_come_first_then_data_from_one() {
+    let mut s = sender(Mode::Reliable);
+    s.open(3);
+    s.write(&[1u8; 150]);
+    let seqs: Vec<(u64, usize, bool)> =
+        std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true))
+            .map(|o| (o.seq, o.body.len(), o.flags.contains(Flags::ASYN)))
+            .collect();
+    // The copies carry the first bytes (up to the TPDU size), the rest follows from 1.
+    let want = vec![
+        (0, 100, true),
+        (0, 100, true),
+        (0, 100, true),
+        (1, 50, false),
+    ];
+    assert_eq!(seqs, want);
+    assert_eq!(s.stats.asyn_copies, 2);
+    assert_eq!(s.stats.bytes_sent_payload, 150);
+}
+
+#[test]
+fn asyn_copies_carry_at_most_asyn_data_max() {
+    for mode in [Mode::Reliable, Mode::QuasiReliable] {
+        let mut s = sender(mode);
+        s.open(2);
+        s.write(&[9u8; 3000]);
+        let a = s.next_outgoing(Duration::ZERO, 1400, true).unwrap();
+        let b = s.next_outgoing(Duration::ZERO, 1400, true).unwrap();
+        assert_eq!((a.seq, a.body.len()), (0, ASYN_DATA_MAX), "{mode:?}");
+        assert_eq!((b.seq, &b.body), (0, &a.body), "{mode:?}");
+        let c = s.next_outgoing(Duration::ZERO, 1400, true).unwrap();
+        assert_eq!((c.seq, c.body.len()), (1, 1400), "{mode:?}");
+    }
+}
+
+#[test]
+fn asyn_copies_stay_empty_when_nothing_is_queued() {
+    let mut s = sender(Mode::Reliable);
+    s.open(2);
+    let a = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    s.write(&[1u8; 80]);
+    let b = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    let c = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    assert_eq!((a.seq, a.body.len(), b.seq, b.body.len()), (0, 0, 0, 0));
+    assert_eq!((c.seq, c.body.len()), (1, 80));
+}
+
+#[test]
+fn segments_with_asyn_first_and_afin_last() {
+    let mut s = sender(Mode::Reliable);
+    s.write(&[1u8; 250]);
+    s.finish();
+    let a = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    assert!(a.flags.contains(Flags::ASYN));
+    let b = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    assert_eq!(b.flags, Flags::empty());
+    let c = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    assert!(c.flags.contains(Flags::AFIN));
+    assert_eq!(c.body.len(), 50);
+    assert!(s.next_outgoing(Duration::ZERO, 100, true).is_none());
+    assert_eq!(s.write(b"more"), 0, "no writes after finish");
+}
+
+#[test]
+fn mack_gap_triggers_retransmission_of_the_gap_only() {
+    let mut s = sender(Mode::Reliable);
+    send_n(&mut s, 10);
+    s.on_ack(
+        &Ack {
+            cum: 2,
+            delivered: 200,
+            window: 1024,
+        },
+        Duration::ZERO,
+    );
+    s.on_mack_entries(&[3, 4, 5, 6, 7], &[], Duration::from_millis(20));
+    let r = s
+        .next_outgoing(Duration::from_millis(20), 100, true)
+        .unwrap();
+    assert!(r.retransmission);
+    assert_eq!(r.seq, 2);
+    assert!(s
+        .next_outgoing(Duration::from_millis(20), 100, true)
+        .is_none());
+}
+
+#[test]
+fn nack_and_snack_queue_each_once() {
+    let mut s = sender(Mode::NearReliable);
+    send_n(&mut s, 10);
+    s.on_nack(&[4, 4]);
+    s.on_snack(&[(6, 8)], Duration::from_millis(50));
+    let seqs: Vec<u64> = std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true))
+        .map(|o| o.seq)
+        .collect();
+    assert_eq!(seqs, vec![4, 6, 7]);
+}
+
+#[test]
+fn timeout_retransmits_old_unacked_only() {
+    let mut s = sender(Mode::Reliable);
+    send_n(&mut s, 4);
+    s.on_ack(
+        &Ack {
+            cum: 2,
+            delivered: 0,
+            window: 1024,
+        },
+        Duration::ZERO,
+    );
+    let n = s.on_timeout(Duration::from_secs(5), Duration::from_millis(100));
+    assert_eq!(n, 2);
+    assert!(s.has_retransmission());
+}
+
+#[test]
+fn window_limits_new_data() {
+    let mut s = Sender::new(Mode::Reliable, 1 << 20, 3, Duration::from_secs(1));
+    assert_eq!(send_n(&mut s, 10).len(), 3);
+    s.on_ack(
+        &Ack {
+            cum: 2,
+            delivered: 0,
+            window: 3,
+        },
+        Duration::ZERO,
+    );
+    assert!(s.next_outgoing(Duration::ZERO, 100, true).is_some());
+}
+
+#[test]
+fn bodies_cut_from_writes_of_any_size_keep_the_bytes_in_order() {
+    let data: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    for max_body in [333usize, 1500, 3500] {
+        let mut s = Sender::new(Mode::Reliable, 4_000, 1 << 16, Duration::from_secs(1));
+        let sizes = [1usize, 7, 333, 999, 3000, 5, 4096];
+        let (mut written, mut got, mut step) = (0, Vec::new(), 0usize);
+        while got.len() < data.len() {
+            let n = sizes[step % sizes.len()].min(data.len() - written);
+            let took = s.write(&data[written..written + n]);
+            assert!(s.queued <= 4_000, "the queue limit holds");
+            written += took;
+            // Take a varying number of TPDUs, so bodies straddle what was written.
+            for _ in 0..(step % 4) + usize::from(took < n) {
+                match s.next_outgoing(Duration::ZERO, max_body, false) {
+                    Some(o) => {
+                        assert!(!o.body.is_empty() && o.body.len() <= max_body);
+                        got.extend_from_slice(&o.body);
+                    }
+                    None => break,
+                }
+            }
+            step += 1;
+        }
+        assert_eq!(got, data, "max_body {max_body}");
+        assert_eq!(s.queued, 0);
+        assert!(s.next_outgoing(Duration::ZERO, max_body, false).is_none());
+    }
+}
+
+#[test]
+fn quasi_reliable_keeps_nothing() {
+    let mut s = sender(Mode::QuasiReliable);
+    send_n(&mut s, 10);
+    assert_eq!(s.outstanding(), 0);
+    s.on_nack(&[3]);
+    assert!(!s.has_retransmission());
+}
