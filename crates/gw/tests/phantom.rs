@@ -46,7 +46,10 @@ async fn port_flipping_relay(egress: SocketAddr) -> (SocketAddr, Arc<AtomicU64>)
             }
             ingress = Some(from);
             k += 1;
-            let out = if (100..1000).contains(&k) && k % 25 == 0 {
+            // Flips stop well before the last datagram: a lossy mode learns of a lost TPDU
+            // from the ones behind it, so a flip among the last few would be neither
+            // delivered nor counted lost by the time the test looks.
+            let out = if (100..450).contains(&k) && k % 25 == 0 {
                 f2.fetch_add(1, Ordering::Relaxed);
                 &alt
             } else {
