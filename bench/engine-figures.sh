@@ -46,7 +46,8 @@ for m in reliable near-reliable hybrid-nack-mack; do
     row "jitter 35 ms reordering" "" -- --mode "$m" --ber 0 --delay 5ms --jitter 35ms --reorder
     row "BER 1e-5 symmetric" "" -- --mode "$m" --ber 1e-5
     row "BER 1e-5, return 1/500" "" -- --mode "$m" --ber 1e-5 --reverse-rate 10kbit
-    row "30 min outage at 8 s" "'elapsed - outage %.2f s' % (d['elapsed_s'] - 1800)" -- --mode "$m" --ber 0 --outage 8s+1800s --cap 3600s
+    row "no outage, BER 0" "'last byte at %.2f s' % (d['size'] * 8 / d['goodput_bps'])" -- --mode "$m" --ber 0
+    row "30 min outage at 8 s" "'last byte at %.2f s + outage' % (d['size'] * 8 / d['goodput_bps'] - 1800)" -- --mode "$m" --ber 0 --outage 8s+1800s --cap 3600s
     row "interactive 100 B / 100 ms, BER 1e-5, 10 min" "'p50 %.1f ms, p99 %.1f ms' % (d['message_delay']['p50'] * 1e3, d['message_delay']['p99'] * 1e3)" -- --mode "$m" --ber 1e-5 --workload messages,size=100,interval=100ms,duration=600s
 done
 row "interactive, FEC off" "'p50 %.1f ms, p99 %.1f ms' % (d['message_delay']['p50'] * 1e3, d['message_delay']['p99'] * 1e3)" -- --mode reliable --fec off --ber 1e-5 --workload messages,size=100,interval=100ms,duration=600s

@@ -16,6 +16,12 @@ use std::time::Duration;
 
 mod timers;
 
+/// Whether a TPDU is an outage PROBE: a control TPDU whose only part is an empty NACK
+/// (docs/spec.md §4).
+pub(crate) fn is_probe(h: &Header, body: &[u8]) -> bool {
+    h.flags == Flags::NACK && body == [0, 0]
+}
+
 /// Longest interval between outage probes: a returning link is found within this (plus a
 /// round trip), and a 30-minute outage costs about 900 probes of some 60 bytes.
 const MAX_PROBE_INTERVAL: Duration = Duration::from_secs(2);
@@ -339,7 +345,8 @@ impl Connection {
         if self.closed.is_some() {
             // Finished, not yet released: a late data TPDU means the peer missed our final
             // acknowledgement; repeat it (once per TPDU, paced) so the peer can finish too.
-            if r.header.flags.is_data() && self.rx.fin_complete() {
+            let asks = r.header.flags.is_data() || is_probe(&r.header, &r.body);
+            if asks && self.rx.fin_complete() {
                 self.final_ack_due = true;
             }
             return;
@@ -426,7 +433,10 @@ impl Connection {
     fn on_peer_fin(&mut self, now: Duration) {
         self.apply(StateEvent::AfinRx);
         self.afinack_due = true;
-        self.linger_until = Some(now + self.cfg.linger);
+        // Linger long enough for a peer in an outage to probe once more (its probes back off
+        // to MAX_PROBE_INTERVAL) and hear the final acknowledgement.
+        let linger = self.cfg.linger.max(MAX_PROBE_INTERVAL * 2 + self.rtt.rto());
+        self.linger_until = Some(now + linger);
         // EOF is readable too.
         self.push_event(ConnEvent::Readable);
     }

@@ -420,7 +420,8 @@ impl Endpoint {
         }
         if let Some(&final_cum) = self.tombstone_keys.get(&(key, h.tag)) {
             self.stats.stray += 1;
-            if let (true, Some(cum)) = (h.flags.is_data(), final_cum) {
+            let asks = h.flags.is_data() || crate::connection::is_probe(&h, &r.body);
+            if let (true, Some(cum)) = (asks, final_cum) {
                 // The peer missed our final acknowledgement and we have released the
                 // connection: answer with it again so the peer can finish.
                 let ack = Ack {

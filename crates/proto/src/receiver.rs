@@ -15,6 +15,8 @@ use std::time::Duration;
 const MAX_LIST: usize = 64;
 /// Longest a near-reliable receiver waits for reordering before it SNACKs a gap.
 const MAX_REORDER_WAIT: Duration = Duration::from_millis(500);
+/// Longest a near-reliable receiver waits before repeating a SNACK for holes still open.
+const MAX_SNACK_REPEAT: Duration = Duration::from_secs(2);
 /// Most received blocks a MACK re-reports (the newest; 8 bytes each).
 const MAX_MACK_RANGES: usize = 16;
 /// Receiver reports while data flows, at most this often.
@@ -514,8 +516,11 @@ impl Receiver {
         }
         let oldest =
             self.buffer.values().next()?.arrived + self.min_hole_timeout.max(self.reorder_wait);
+        // Repeats at most MAX_SNACK_REPEAT apart: a repair round trip misjudged long (an
+        // outage between request and repair) must not leave a hole unreported for minutes;
+        // the sender ignores a SNACK for what it sent less than a round trip ago anyway.
         let repeat = match self.last_snack {
-            Some(l) => oldest.max(l + self.repair_rtt * 2),
+            Some(l) => oldest.max(l + (self.repair_rtt * 2).min(MAX_SNACK_REPEAT)),
             None => oldest,
         };
         Some(match self.gap_open_since {
@@ -557,8 +562,10 @@ impl Receiver {
         for &(a, b) in ranges {
             let start = expand_seq(self.expected, a);
             let end = expand_seq(start, b);
+            // The latest request: a TPDU asked for before an outage and repaired after it
+            // would otherwise read as a repair round trip of minutes.
             for seq in start..end.min(start + 64) {
-                self.nack_sent_at.entry(seq).or_insert(now);
+                self.nack_sent_at.insert(seq, now);
             }
         }
         while self.nack_sent_at.len() > 4096 {
