@@ -182,8 +182,8 @@ impl ConnectionConfig {
         if !(self.feedback_share > 0.0 && self.feedback_share <= 1.0) {
             return Err(ConfigError::FeedbackShare(self.feedback_share));
         }
-        if self.return_rate_bps.is_some_and(|r| r < 1000) {
-            return Err(ConfigError::Rate(self.return_rate_bps.unwrap_or(0)));
+        if let Some(r) = self.return_rate_bps.filter(|&r| r < 1000) {
+            return Err(ConfigError::ReturnRate(r));
         }
         if self.ack_every == 0 {
             return Err(ConfigError::AckEvery);
@@ -236,6 +236,8 @@ pub enum ConfigError {
     SendBuffer(usize),
     #[error("{0} ASYN copies is too many: give 0 to 16")]
     AsynCopies(u8),
+    #[error("return-link rate {0} b/s is too low: give at least 1000 b/s (e.g. 10kbit), or leave it unset to use the connection's rate")]
+    ReturnRate(u64),
     #[error("feedback share {0} is out of range: give a fraction of the return link in (0, 1], e.g. 0.1")]
     FeedbackShare(f64),
     #[error("ack_every must be at least 1")]
@@ -309,10 +311,46 @@ mod tests {
                 ..Default::default()
             },
             ConnectionConfig {
+                feedback_share: 0.0,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                feedback_share: -0.1,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                feedback_share: 1.5,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                feedback_share: f64::NAN,
+                ..Default::default()
+            },
+            ConnectionConfig {
+                return_rate_bps: Some(999),
+                ..Default::default()
+            },
+            ConnectionConfig {
                 probe_interval: std::time::Duration::ZERO,
                 ..Default::default()
             },
         ];
+        assert!(matches!(
+            ConnectionConfig {
+                return_rate_bps: Some(999),
+                ..Default::default()
+            }
+            .validate(),
+            Err(ConfigError::ReturnRate(999))
+        ));
+        assert!(matches!(
+            ConnectionConfig {
+                feedback_share: f64::NAN,
+                ..Default::default()
+            }
+            .validate(),
+            Err(ConfigError::FeedbackShare(_))
+        ));
         for c in bad {
             let err = c.validate().expect_err("bad config accepted");
             // Every message says what to give instead.

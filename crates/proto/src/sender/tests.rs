@@ -182,3 +182,39 @@ fn quasi_reliable_keeps_nothing() {
     s.on_nack(&[3]);
     assert!(!s.has_retransmission());
 }
+
+#[test]
+fn mack_ranges_acknowledge_blocks_and_forged_ones_change_nothing_beyond_what_was_sent() {
+    let mut s = sender(Mode::Reliable);
+    send_n(&mut s, 10);
+    s.on_ack(
+        &Ack {
+            cum: 2,
+            delivered: 200,
+            window: 1024,
+        },
+        Duration::ZERO,
+    );
+    let before = s.outstanding();
+    // A block far beyond what was sent, a reversed one, one that wraps the 32-bit space and
+    // one that starts below `cum`: bounded work, nothing acknowledged that was not sent.
+    s.on_mack_entries(
+        &[],
+        &[
+            (1_000_000, 4_000_000_000),
+            (9, 5),
+            (u32::MAX - 3, 2),
+            (0, 1),
+        ],
+        Duration::from_millis(20),
+    );
+    assert_eq!(s.outstanding(), before, "nothing sent was in those ranges");
+    // A real block [3, 8): five TPDUs acknowledged, the hole at 2 retransmitted.
+    s.on_mack_entries(&[], &[(3, 8)], Duration::from_millis(20));
+    assert_eq!(s.outstanding(), before - 5);
+    let r = s
+        .next_outgoing(Duration::from_millis(20), 100, true)
+        .unwrap();
+    assert!(r.retransmission);
+    assert_eq!(r.seq, 2);
+}
