@@ -259,6 +259,19 @@ local function dissect_control(tvb, tree, flags, off, n)
         pos = pos + 20
         return true
     end
+    -- A 16-bit count, then that many (start, end) pairs of 32-bit TPDU numbers (MACK ranges,
+    -- SNACK ranges).
+    local function pair_list(t, count_f, start_f, end_f)
+        if not need(2) then return false end
+        local k = tvb(pos, 2):uint()
+        t:add(count_f, tvb(pos, 2)); pos = pos + 2
+        if not need(8 * k) then return false end
+        for _ = 1, k do
+            t:add(start_f, tvb(pos, 4)); t:add(end_f, tvb(pos + 4, 4))
+            pos = pos + 8
+        end
+        return true
+    end
     if bit.band(flags, F_MACK) ~= 0 then
         local t = tree:add(aerotp, tvb(pos, math.min(stop - pos, 32)), "MACK")
         if not ack_fields(t) then return false end
@@ -269,13 +282,8 @@ local function dissect_control(tvb, tree, flags, off, n)
         pos = pos + 10
         if not need(4 * k) then return false end
         for _ = 1, k do t:add(pf.mack_entry, tvb(pos, 4)); pos = pos + 4 end
-        if not need(2) then return false end
-        local r = tvb(pos, 2):uint()
-        t:add(pf.mack_range_count, tvb(pos, 2)); pos = pos + 2
-        if not need(8 * r) then return false end
-        for _ = 1, r do
-            t:add(pf.mack_range_start, tvb(pos, 4)); t:add(pf.mack_range_end, tvb(pos + 4, 4))
-            pos = pos + 8
+        if not pair_list(t, pf.mack_range_count, pf.mack_range_start, pf.mack_range_end) then
+            return false
         end
         t:set_len(pos - (stop - n))
     elseif bit.band(flags, F_ACK) ~= 0 then
@@ -294,12 +302,7 @@ local function dissect_control(tvb, tree, flags, off, n)
         if not need(2) then return false end
         local k = tvb(pos, 2):uint()
         local t = tree:add(aerotp, tvb(pos, math.min(stop - pos, 2 + 8 * k)), "SNACK")
-        t:add(pf.snack_count, tvb(pos, 2)); pos = pos + 2
-        if not need(8 * k) then return false end
-        for _ = 1, k do
-            t:add(pf.snack_start, tvb(pos, 4)); t:add(pf.snack_end, tvb(pos + 4, 4))
-            pos = pos + 8
-        end
+        if not pair_list(t, pf.snack_count, pf.snack_start, pf.snack_end) then return false end
     end
     if bit.band(flags, F_RPT) ~= 0 then
         if not need(12) then return false end

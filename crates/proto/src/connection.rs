@@ -324,7 +324,6 @@ impl Connection {
     pub fn set_rate(&mut self, rate_bps: u64) {
         self.pacer.set_rate(rate_bps);
         if self.cfg.return_rate_bps.is_none() {
-            self.cfg.rate_bps = rate_bps;
             self.rx.set_return_rate(rate_bps, self.cfg.feedback_share);
         }
     }
