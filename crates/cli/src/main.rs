@@ -3,6 +3,7 @@
 mod bench_cmd;
 mod common;
 mod demo_cmd;
+mod erasure_flags;
 mod experiment_cmd;
 mod gw_cmd;
 mod lab_bench_cmd;

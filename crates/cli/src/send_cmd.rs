@@ -57,6 +57,8 @@ pub struct Args {
     json: bool,
     #[command(flatten)]
     observe: ObserveFlags,
+    #[command(flatten)]
+    erasure: crate::erasure_flags::ErasureArgs,
 }
 
 /// Lingering after the peer's AFIN (late retransmissions); short, for a prompt exit.
@@ -229,7 +231,7 @@ pub async fn run(args: Args) -> i32 {
 }
 
 async fn run_inner(args: Args) -> Result<i32, SendError> {
-    let cfg = connection_config(
+    let mut cfg = connection_config(
         args.mode,
         args.rate,
         args.fec,
@@ -237,6 +239,11 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         args.mtu,
         args.initial_ber,
     )?;
+    cfg.erasure = args
+        .erasure
+        .choice()
+        .resolve(args.mode)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let (reader, size, default_name): (Box<dyn AsyncRead + Unpin + Send>, Option<u64>, String) =
         if args.file == "-" {
             (Box::new(tokio::io::stdin()), None, "stdin".into())

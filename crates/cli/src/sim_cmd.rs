@@ -49,6 +49,8 @@ pub struct Args {
     /// codeword). Default: auto for quasi-reliable and the hybrid modes, off otherwise.
     #[arg(long, value_parser = fec_arg)]
     fec: Option<FecSetting>,
+    #[command(flatten)]
+    erasure: crate::erasure_flags::ErasureArgs,
     /// ACKs aggregated per MACK (1-365).
     #[arg(long, default_value_t = 32)]
     mack: u16,
@@ -112,6 +114,7 @@ impl Args {
             size: self.size,
             mtu: self.mtu,
             fec: self.fec,
+            erasure: self.erasure.choice(),
             mack: self.mack,
             topology: self.topology,
             cap: self.cap,

@@ -145,6 +145,9 @@ fn control_bodies() -> Vec<(Flags, Vec<u8>)> {
             ber_ppb: 10_000,
             tpdus: 5000,
             lost: 3,
+            seen: 5200,
+            wire_lost: 120,
+            bursts: 40,
         }),
         reset: None,
     };

@@ -1,5 +1,6 @@
 //! Connection and endpoint settings, with validation that says what is wrong.
 
+use crate::erasure::ErasureSetting;
 use aerotp_wire::Mode;
 use std::time::Duration;
 use thiserror::Error;
@@ -106,6 +107,10 @@ pub struct ConnectionConfig {
     /// the first data TPDU, as in the papers). Redundancy keeps set-up at one propagation delay
     /// under loss; each copy costs a header (52 bytes with IPv4/UDP).
     pub asyn_copies: u8,
+    /// Erasure coding across TPDUs for what this end sends (docs/fec.md); `None`: the
+    /// default of the connection's mode (`ErasureSetting::for_mode`), which for an acceptor
+    /// is the mode the initiator chose.
+    pub erasure: Option<ErasureSetting>,
     /// Record a per-TPDU trace (first send, delivery) for delay measurements; bounded.
     pub trace: bool,
 }
@@ -137,6 +142,7 @@ impl Default for ConnectionConfig {
             crc_check: true,
             retention: Duration::from_secs(2),
             asyn_copies: 3,
+            erasure: None,
             trace: false,
         }
     }
@@ -191,6 +197,9 @@ impl ConnectionConfig {
         if self.probe_interval.is_zero() || self.min_rto.is_zero() {
             return Err(ConfigError::ZeroTimer);
         }
+        if let Some(e) = &self.erasure {
+            e.validate()?;
+        }
         Ok(())
     }
 }
@@ -240,6 +249,18 @@ pub enum ConfigError {
     ReturnRate(u64),
     #[error("feedback share {0} is out of range: give a fraction of the return link in (0, 1], e.g. 0.1")]
     FeedbackShare(f64),
+    #[error("erasure setting '{0}' is not valid: give off, auto, or a ratio of wire TPDUs to data TPDUs in (1, 4], e.g. 1.25")]
+    Erasure(String),
+    #[error("erasure target residual loss {0} must be between 0 and 1 (exclusive), e.g. 1e-4")]
+    ErasureTarget(f64),
+    #[error("erasure max-delay {0:?} is out of range: give 1 ms to 60 s, e.g. 500ms")]
+    ErasureDelay(Duration),
+    #[error("erasure ratio {0} is out of range: give 1 to 4 wire TPDUs per data TPDU")]
+    ErasureRatio(f64),
+    #[error("erasure initial loss {0} must be in [0, 0.5)")]
+    ErasureInitialLoss(f64),
+    #[error("erasure window {0} is out of range: give 2 to 4096 TPDUs")]
+    ErasureWindow(usize),
     #[error("ack_every must be at least 1")]
     AckEvery,
     #[error("timers must be non-zero")]

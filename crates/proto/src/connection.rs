@@ -3,6 +3,7 @@
 
 use crate::codec::{self, Quality, Received};
 use crate::config::ConnectionConfig;
+use crate::erasure::{ErasureRx, ErasureRxStats, ErasureSetting, ErasureTx, ErasureTxStats};
 use crate::fec_control::FecControl;
 use crate::pacer::Pacer;
 use crate::receiver::{Delivered, Receiver, ReceiverStats};
@@ -63,6 +64,10 @@ pub enum ConnEvent {
 pub struct ConnectionStats {
     pub sender: SenderStats,
     pub receiver: ReceiverStats,
+    /// Erasure coding of what this end sends.
+    pub erasure_tx: ErasureTxStats,
+    /// Erasure decoding of what this end receives.
+    pub erasure_rx: ErasureRxStats,
     pub datagrams_sent: u64,
     pub bytes_sent_wire: u64,
     pub datagrams_received: u64,
@@ -95,6 +100,9 @@ pub struct Connection {
     rx: Receiver,
     rtt: RttEstimator,
     fec: FecControl,
+    /// Erasure coding across TPDUs: repairs for what we send, decoding of what we receive.
+    etx: ErasureTx,
+    erx: ErasureRx,
     epoch: Duration,
     last_heard: Duration,
     heard_once: bool,
@@ -145,6 +153,15 @@ impl Connection {
         };
         let mut rx = Receiver::new(&cfg);
         rx.want_reports();
+        let erasure = cfg
+            .erasure
+            .unwrap_or_else(|| ErasureSetting::for_mode(mode));
+        // The modes that repair from their first TPDU record sources from the start, and let
+        // a hole wait for its repairs as long as the delay bound.
+        let eager = matches!(mode, Mode::QuasiReliable | Mode::Unreliable) && !erasure.is_off();
+        if eager {
+            rx.set_erasure_wait(erasure.max_delay);
+        }
         if cfg.trace {
             rx.trace = Some(Vec::new());
         }
@@ -152,6 +169,9 @@ impl Connection {
         if role == Role::Initiator {
             tx.open(cfg.asyn_copies);
         }
+        // The coefficients' seed: the same inputs give the same repairs, different
+        // connections different ones.
+        let key = (u64::from(tag) << 32) | (u64::from(local_port) << 16) | u64::from(remote_port);
         Connection {
             role,
             state,
@@ -172,6 +192,8 @@ impl Connection {
                 cfg.fec_target_loss,
                 cfg.fec_initial_ber,
             ),
+            etx: ErasureTx::new(erasure, cfg.mtu, key),
+            erx: ErasureRx::new(cfg.mtu, erasure.max_window, eager),
             epoch: now,
             last_heard: now,
             heard_once: false,
@@ -297,6 +319,10 @@ impl Connection {
         let mut s = self.stats_wire.clone();
         s.sender = self.tx.stats.clone();
         s.receiver = self.rx.stats.clone();
+        (s.receiver.wire_lost, s.receiver.wire_bursts) = self.rx.wire_loss();
+        s.erasure_tx = self.etx.stats.clone();
+        s.erasure_rx = self.erx.stats.clone();
+        s.erasure_rx.decoder_bytes = self.erx.memory_bytes() as u64;
         s.rtt = self.rtt.latest();
         s.srtt = self.rtt.smoothed();
         s.rto = self.rtt.rto();
@@ -318,6 +344,16 @@ impl Connection {
             self.silent,
             self.rtt.rto()
         )
+    }
+
+    /// The erasure coding of what this end sends.
+    pub fn erasure(&self) -> &ErasureSetting {
+        self.etx.setting()
+    }
+
+    /// Changes the erasure coding of what this end sends, on the live connection.
+    pub fn set_erasure(&mut self, setting: ErasureSetting) {
+        self.etx.set_setting(setting);
     }
 
     /// Changes the sending rate (backpressure from the network layer, or the application).
@@ -372,6 +408,12 @@ impl Connection {
         let flags = r.header.flags;
         if flags.is_data() {
             self.on_data_tpdu(now, r);
+        } else if flags.is_repair() {
+            if r.quality != Quality::Corrupted {
+                self.rx.set_erasure_wait(self.etx.setting().max_delay);
+                let rebuilt = self.erx.on_repair(&r.body);
+                self.take_rebuilt(now, rebuilt);
+            }
         } else if r.quality != Quality::Corrupted {
             self.on_control(now, &r.header, &r.body);
         }
@@ -395,9 +437,33 @@ impl Connection {
             self.rx.stats.tpdus_oversized += 1;
             return;
         }
+        let rebuilt = self.erx.on_source(h.seq, h.flags, &r.body);
         let readable_before = self.rx.readable();
         let fin_before = self.rx.fin_complete();
         self.rx.on_data(now, h.seq, h.timestamp, r.body, fin);
+        for b in rebuilt {
+            let fin = b.flags.contains(Flags::AFIN);
+            self.rx.on_rebuilt(now, b.seq, b.body, fin);
+        }
+        self.after_data(now, readable_before, fin_before, fin);
+    }
+
+    /// TPDUs the erasure decoder rebuilt from a repair.
+    fn take_rebuilt(&mut self, now: Duration, rebuilt: Vec<crate::erasure::Rebuilt>) {
+        if rebuilt.is_empty() {
+            return;
+        }
+        let readable_before = self.rx.readable();
+        let fin_before = self.rx.fin_complete();
+        let max = codec::max_body(self.cfg.mtu, 0);
+        for b in rebuilt.into_iter().filter(|b| b.body.len() <= max) {
+            let fin = b.flags.contains(Flags::AFIN);
+            self.rx.on_rebuilt(now, b.seq, b.body, fin);
+        }
+        self.after_data(now, readable_before, fin_before, false);
+    }
+
+    fn after_data(&mut self, now: Duration, readable_before: bool, fin_before: bool, fin: bool) {
         if !fin_before && self.rx.fin_complete() {
             self.on_peer_fin(now);
         } else if fin && self.rx.fin_complete() {
@@ -507,6 +573,7 @@ impl Connection {
         if let Some(r) = &c.report {
             self.peer_ber = f64::from(r.ber_ppb) * 1e-9;
             self.fec.on_report(r);
+            self.etx.on_report(r);
         }
         if h.flags.contains(Flags::AFIN) && h.flags.contains(Flags::ACK) {
             // AFINACK: the peer has our AFIN (and, in acknowledged modes, everything before it).
@@ -573,7 +640,7 @@ impl Connection {
     }
 
     fn max_body(&self) -> usize {
-        codec::max_body(self.cfg.mtu, self.fec.parity())
+        codec::max_body(self.cfg.mtu, self.fec.parity()).saturating_sub(self.etx.body_reserve())
     }
 
     /// Parity for a body of `len` bytes: the current choice, reduced if it would exceed the
@@ -654,11 +721,24 @@ impl Connection {
             };
             return self.emit_control(now, Flags::empty(), &body, out, start);
         }
+        self.etx
+            .update(now, self.rtt.smoothed(), self.pacer.rate(), self.cfg.mtu);
+        self.tx
+            .set_repair_wait(self.etx.repair_wait(self.rtt.smoothed()));
+        if !self.tx.has_retransmission() && !self.tx.asyn_pending() {
+            let idle = !self.tx.has_new();
+            if let Some(body) = self.etx.poll_repair(now, idle) {
+                return self.emit_repair(now, &body, out, start);
+            }
+        }
         let max_body = self.max_body();
         let asyn = self.role == Role::Initiator;
         let Some(o) = self.tx.next_outgoing(now, max_body, asyn) else {
             return false;
         };
+        if !o.retransmission {
+            self.etx.on_data_sent(now, o.seq, o.flags, &o.body);
+        }
         if o.flags.contains(Flags::AFIN) && self.fin_sent_at.is_none() {
             self.fin_sent_at = Some(now);
         }
@@ -717,6 +797,18 @@ impl Connection {
             return false;
         }
         self.account(now, out.len() - start, true);
+        true
+    }
+
+    /// A repair TPDU (docs/spec.md §7): numbered like a control TPDU, under the per-TPDU FEC.
+    fn emit_repair(&mut self, now: Duration, body: &[u8], out: &mut Vec<u8>, start: usize) -> bool {
+        let parity = self.parity_for(body.len());
+        let h = self.header(now, Flags::REPAIR, self.tx.next_seq(), parity);
+        if codec::encode(h, body, out).is_err() {
+            out.truncate(start);
+            return false;
+        }
+        self.account(now, out.len() - start, false);
         true
     }
 

@@ -262,6 +262,17 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Changes the erasure coding of what this end sends on a live connection (validated).
+    pub fn set_erasure(
+        &mut self,
+        h: ConnectionHandle,
+        setting: crate::ErasureSetting,
+    ) -> Result<(), EndpointError> {
+        setting.validate().map_err(EndpointError::Config)?;
+        self.conn(h)?.set_erasure(setting);
+        Ok(())
+    }
+
     pub fn connection_count(&self) -> usize {
         self.conns.len()
     }

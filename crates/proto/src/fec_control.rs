@@ -152,12 +152,14 @@ mod tests {
             ber_ppb: 0,
             tpdus: 100,
             lost: 0,
+            ..Default::default()
         });
         assert_eq!(c.parity(), 0);
         c.on_report(&Report {
             ber_ppb: 100_000,
             tpdus: 100,
             lost: 0,
+            ..Default::default()
         });
         assert_eq!(c.parity(), high);
         // Too few samples: ignored.
@@ -165,6 +167,7 @@ mod tests {
             ber_ppb: 0,
             tpdus: 3,
             lost: 0,
+            ..Default::default()
         });
         assert_eq!(c.parity(), high);
     }

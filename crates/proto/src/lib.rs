@@ -7,6 +7,7 @@ mod codec;
 mod config;
 mod connection;
 mod endpoint;
+mod erasure;
 mod fec_control;
 mod fec_parity;
 mod feedback_budget;
@@ -23,6 +24,7 @@ pub use connection::{CloseOutcome, ConnectionStats, Role};
 pub use endpoint::{
     ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Transmit,
 };
+pub use erasure::{ErasureChoice, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats};
 pub use fec_control::datagram_parity;
 pub use fec_parity::auto_parity;
 pub use receiver::{Delivered, ReceiverStats};

@@ -3,6 +3,7 @@
 //! receiver reports).
 
 use crate::config::ConnectionConfig;
+use crate::erasure::{Arrival, WireLoss};
 use crate::feedback_budget::{FeedbackBudget, TYPICAL_FEEDBACK_BYTES};
 use aerotp_fec::auto::BerEstimator;
 use aerotp_wire::{
@@ -55,6 +56,14 @@ pub struct ReceiverStats {
     /// Data TPDUs dropped because their body exceeds what the MTU in force allows.
     pub tpdus_oversized: u64,
     pub bytes_delivered: u64,
+    /// Data TPDUs lost on the link (missing or uncorrectable), before any repair.
+    pub wire_lost: u64,
+    /// Runs of consecutive such losses.
+    pub wire_bursts: u64,
+    /// Lost TPDUs rebuilt by erasure decoding.
+    pub tpdus_rebuilt: u64,
+    /// Lost TPDUs that arrived again as retransmissions.
+    pub tpdus_retransmitted_in: u64,
     pub macks_sent: u64,
     pub acks_sent: u64,
     pub nacks_sent: u64,
@@ -105,6 +114,11 @@ pub struct Receiver {
     interarrival: Option<Duration>,
     last_arrival: Option<Duration>,
     pub ber: BerEstimator,
+    /// Loss on the link as this end saw it (for reports and statistics).
+    wire: WireLoss,
+    /// While the peer sends erasure repairs, how long a hole may wait for them to rebuild
+    /// it before lossy modes deliver past it (the peer's delay bound).
+    erasure_wait: Duration,
     report_due: Option<Duration>,
     reports_wanted: bool,
     /// Round-trip estimate from NACK/SNACK to retransmission, for hole timeouts.
@@ -157,6 +171,8 @@ impl Receiver {
             interarrival: None,
             last_arrival: None,
             ber: BerEstimator::new(),
+            wire: WireLoss::default(),
+            erasure_wait: Duration::ZERO,
             report_due: None,
             reports_wanted: false,
             repair_rtt: cfg.initial_rtt,
@@ -274,6 +290,9 @@ impl Receiver {
             return false;
         }
         self.stats.tpdus_received += 1;
+        if self.wire.on_arrival(seq, timestamp, true) == Arrival::Retransmission {
+            self.stats.tpdus_retransmitted_in += 1;
+        }
         let prev_highest = self.highest;
         self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
         // A new gap: the sender should hear of it now rather than after the aggregate fills
@@ -323,6 +342,49 @@ impl Receiver {
         true
     }
 
+    /// A data TPDU rebuilt by erasure decoding (it never arrived intact). Like an arrival,
+    /// without the timing an arrival gives (no echo, no spacing, no repair round trip).
+    /// Returns whether it was new.
+    pub fn on_rebuilt(&mut self, now: Duration, wire_seq: u32, body: Vec<u8>, fin: bool) -> bool {
+        let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
+        if seq < self.expected
+            || self.buffer.contains_key(&seq)
+            || seq >= self.expected + u64::from(self.window)
+        {
+            return false;
+        }
+        self.stats.tpdus_rebuilt += 1;
+        self.wire.on_rebuilt(seq);
+        self.nack_sent_at.remove(&seq);
+        self.pending_nacks.retain(|&n| n != seq as u32);
+        self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
+        if self.mode.uses_mack()
+            && seq != self.expected
+            && self.pending_entries.len() < usize::from(self.mack_count)
+        {
+            self.pending_entries.push(seq as u32);
+        }
+        self.since_ack += 1;
+        if self.ack_pending_since.is_none() {
+            self.ack_pending_since = Some(now);
+        }
+        if fin {
+            self.ack_now = true;
+        }
+        self.buffer.insert(
+            seq,
+            Slot {
+                body,
+                fin,
+                arrived: now,
+                // Rebuilt now from what the sender sent lately: as new as its newest TPDU.
+                ts: self.latest_ts,
+            },
+        );
+        self.deliver_in_order(now);
+        true
+    }
+
     /// A TPDU whose header checked but whose body did not.
     pub fn on_corrupted(
         &mut self,
@@ -340,6 +402,9 @@ impl Receiver {
         }
         if seq < self.expected || self.buffer.contains_key(&seq) {
             return;
+        }
+        if seq < self.expected + u64::from(self.window) {
+            self.wire.on_arrival(seq, timestamp, false);
         }
         if self.mode.uses_nack() && self.pending_nacks.len() < MAX_LIST {
             self.pending_nacks.push(seq as u32);
@@ -395,7 +460,12 @@ impl Receiver {
         } else {
             Duration::ZERO
         };
-        self.min_hole_timeout.max(repair)
+        self.min_hole_timeout.max(repair).max(self.erasure_wait)
+    }
+
+    /// See `erasure_wait`.
+    pub fn set_erasure_wait(&mut self, d: Duration) {
+        self.erasure_wait = d;
     }
 
     /// Lossy modes: the time at which the oldest waiting TPDU stops waiting for the hole.
@@ -706,6 +776,11 @@ impl Receiver {
         self.more_entries = true;
     }
 
+    /// Loss on the link so far: (TPDUs lost before repair, runs of losses).
+    pub fn wire_loss(&self) -> (u64, u64) {
+        (self.wire.lost(), self.wire.bursts())
+    }
+
     pub fn report(&self) -> Report {
         let ber = self.ber.estimate().unwrap_or(0.0);
         Report {
@@ -713,6 +788,10 @@ impl Receiver {
             tpdus: u32::try_from(self.ber.samples()).unwrap_or(u32::MAX),
             lost: u32::try_from(self.stats.tpdus_lost + self.stats.tpdus_corrupted)
                 .unwrap_or(u32::MAX),
+            // Cumulative counters, wrapping: the sender takes differences between reports.
+            seen: self.wire.seen() as u32,
+            wire_lost: self.wire.lost() as u32,
+            bursts: self.wire.bursts() as u32,
         }
     }
 

@@ -116,6 +116,9 @@ pub struct Sender {
     /// time a retransmission proves needless (its original was acknowledged), up to the
     /// loss time itself (about one smoothed RTT), as RFC 8985 widens `reo_wnd` on DSACKs.
     reorder_window: Duration,
+    /// While erasure repairs may still rebuild a lost TPDU at the receiver, loss detection
+    /// waits this much longer (and the packet-count rule, which cannot wait, is off).
+    repair_wait: Duration,
     pub stats: SenderStats,
 }
 
@@ -150,6 +153,7 @@ impl Sender {
             min_rtt: None,
             reordering_seen: false,
             reorder_window: Duration::ZERO,
+            repair_wait: Duration::ZERO,
             stats: SenderStats::default(),
         }
     }
@@ -527,6 +531,11 @@ impl Sender {
         self.loss_time = d;
     }
 
+    /// See `repair_wait`.
+    pub fn set_repair_wait(&mut self, d: Duration) {
+        self.repair_wait = d;
+    }
+
     /// The smallest round trip measured so far (see `min_rtt`).
     pub fn set_min_rtt(&mut self, d: Option<Duration>) {
         self.min_rtt = d;
@@ -536,7 +545,7 @@ impl Sender {
     pub fn loss_deadline(&self) -> Option<Duration> {
         let largest = self.largest_acked_tx?;
         let t = self.flight.iter().find(|t| self.is_current_unacked(**t))?;
-        (t.tx < largest).then(|| t.at + self.loss_time + self.reorder_window)
+        (t.tx < largest).then(|| t.at + self.loss_time + self.reorder_window + self.repair_wait)
     }
 
     /// Applies a MACK's selective part: its entries (single TPDUs) and ranges (`[start, end)`
@@ -578,8 +587,11 @@ impl Sender {
                 self.flight.pop_front();
                 continue;
             }
-            let by_count = !self.reordering_seen && t.tx + REORDER_THRESHOLD <= largest;
-            let by_time = t.tx < largest && t.at + self.loss_time + self.reorder_window <= now;
+            let by_count = !self.reordering_seen
+                && self.repair_wait.is_zero()
+                && t.tx + REORDER_THRESHOLD <= largest;
+            let by_time = t.tx < largest
+                && t.at + self.loss_time + self.reorder_window + self.repair_wait <= now;
             if !(by_count || by_time) {
                 break;
             }

@@ -2,7 +2,7 @@
 
 mod harness;
 
-use aerotp_proto::{CloseOutcome, ConnectionConfig, FecSetting, Mode};
+use aerotp_proto::{CloseOutcome, ConnectionConfig, ErasureSetting, FecSetting, Mode};
 use harness::{pattern, transfer, Impair};
 use proptest::prelude::*;
 use std::time::Duration;
@@ -103,8 +103,11 @@ fn quasi_reliable_fec_corrects_bit_errors_without_acks() {
 #[test]
 fn unreliable_mode_loses_what_the_link_loses() {
     let data = pattern(150_000, 5);
+    // Without erasure repair (crates/proto/tests/erasure.rs has it): what is lost stays lost.
+    let mut c = cfg(Mode::Unreliable);
+    c.erasure = Some(ErasureSetting::OFF);
     let o = transfer(
-        cfg(Mode::Unreliable),
+        c,
         &data,
         Impair {
             delay: ms(5),
@@ -131,6 +134,9 @@ fn hybrid_nack_repairs_corruption_but_not_loss() {
     let data = pattern(150_000, 6);
     let mut c = cfg(Mode::HybridNack);
     c.fec = FecSetting::Off;
+    // NACKs against nothing: erasure repair (which would rebuild the quasi-reliable run's
+    // losses too) is tested in crates/proto/tests/erasure.rs.
+    c.erasure = Some(ErasureSetting::OFF);
     // Corruption only: every corrupted TPDU is NACKed and resent.
     // A weak code (one symbol per codeword) leaves about 1 % of TPDUs uncorrected: the NACKs
     // get them back, where quasi-reliable with the same code loses them.

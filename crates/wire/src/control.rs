@@ -6,7 +6,7 @@ use crate::header::Flags;
 /// Fixed part of a MACK body: everything but its entries and ranges (the two counts included).
 pub const MACK_FIXED_LEN: usize = 32;
 const ACK_LEN: usize = 20;
-const REPORT_LEN: usize = 12;
+const REPORT_LEN: usize = 24;
 const MAX_REASON: usize = 256;
 
 /// Cumulative acknowledgement.
@@ -57,6 +57,13 @@ pub struct Report {
     pub ber_ppb: u32,
     pub tpdus: u32,
     pub lost: u32,
+    /// Data TPDUs the receiver knows were sent so far (the highest TPDU number seen, plus one).
+    pub seen: u32,
+    /// Of those, how many did not arrive intact on the link (missing or uncorrectable),
+    /// counted before any erasure decoding or retransmission repaired them.
+    pub wire_lost: u32,
+    /// Runs of consecutive such losses (`wire_lost / bursts` is the mean burst length).
+    pub bursts: u32,
 }
 
 /// Every control part a TPDU may carry; which are present follows the header flags.
@@ -128,6 +135,10 @@ impl<'a> Reader<'a> {
 impl ControlBody {
     /// Parses the control parts announced by `flags` from `body`.
     pub fn parse(flags: Flags, body: &[u8]) -> Result<ControlBody, WireError> {
+        if flags.is_repair() {
+            // Never read a repair TPDU as a report followed by a reset reason.
+            return Err(WireError::NotControl);
+        }
         let mut r = Reader { buf: body };
         let mut out = ControlBody::default();
         if flags.contains(Flags::MACK) {
@@ -177,6 +188,9 @@ impl ControlBody {
                 ber_ppb: r.u32("report ber")?,
                 tpdus: r.u32("report tpdus")?,
                 lost: r.u32("report lost")?,
+                seen: r.u32("report seen")?,
+                wire_lost: r.u32("report wire_lost")?,
+                bursts: r.u32("report bursts")?,
             });
         }
         if flags.contains(Flags::RST) {
@@ -252,6 +266,10 @@ impl ControlBody {
                 limit: 65535,
             })
         }
+        if self.flags().is_repair() {
+            // A report with a reset would be read back as a repair TPDU.
+            return Err(WireError::NotControl);
+        }
         fn put_ack(out: &mut Vec<u8>, a: &Ack) {
             out.extend_from_slice(&a.cum.to_be_bytes());
             out.extend_from_slice(&a.delivered.to_be_bytes());
@@ -291,6 +309,9 @@ impl ControlBody {
             out.extend_from_slice(&r.ber_ppb.to_be_bytes());
             out.extend_from_slice(&r.tpdus.to_be_bytes());
             out.extend_from_slice(&r.lost.to_be_bytes());
+            out.extend_from_slice(&r.seen.to_be_bytes());
+            out.extend_from_slice(&r.wire_lost.to_be_bytes());
+            out.extend_from_slice(&r.bursts.to_be_bytes());
         }
         if let Some(reason) = &self.reset {
             // Cut at a character boundary so the reason stays valid UTF-8.
@@ -331,6 +352,9 @@ mod tests {
                 ber_ppb: 100_000,
                 tpdus: 1000,
                 lost: 2,
+                seen: 1200,
+                wire_lost: 30,
+                bursts: 7,
             }),
             reset: None,
         }
@@ -376,6 +400,23 @@ mod tests {
         assert_eq!(
             ControlBody::parse(c.flags(), &out),
             Err(WireError::Trailing(1))
+        );
+    }
+
+    #[test]
+    fn a_repair_tpdu_is_never_parsed_as_report_and_reset() {
+        let c = ControlBody {
+            report: Some(Report::default()),
+            reset: Some("x".into()),
+            ..Default::default()
+        };
+        assert!(c.flags().is_repair());
+        let mut out = Vec::new();
+        assert_eq!(c.emit(&mut out), Err(WireError::NotControl));
+        out = vec![0; REPORT_LEN + 1];
+        assert_eq!(
+            ControlBody::parse(Flags::REPAIR, &out),
+            Err(WireError::NotControl)
         );
     }
 

@@ -29,4 +29,6 @@ pub enum WireError {
     Trailing(usize),
     #[error("RST reason is not UTF-8 or longer than 256 bytes")]
     BadReason,
+    #[error("a repair TPDU (flags RST|RPT) has no control body: read it as a repair")]
+    NotControl,
 }

@@ -23,6 +23,10 @@ impl Flags {
     pub const RPT: Flags = Flags(0x80);
     /// Flags whose presence makes the body a control structure rather than data.
     pub const CONTROL: Flags = Flags(0x04 | 0x08 | 0x10 | 0x20 | 0x40 | 0x80);
+    /// A repair TPDU (erasure coding across TPDUs, docs/spec.md §7): exactly `RST | RPT` and
+    /// nothing else, a combination no control TPDU uses (a reset carries no report). Its body
+    /// is a repair header and a repair symbol, never a control structure.
+    pub const REPAIR: Flags = Flags(0x40 | 0x80);
 
     pub const fn empty() -> Flags {
         Flags(0)
@@ -42,6 +46,10 @@ impl Flags {
     /// A data TPDU carries application bytes (possibly none, with ASYN or AFIN).
     pub const fn is_data(self) -> bool {
         !self.intersects(Flags::CONTROL)
+    }
+    /// A repair TPDU: the flags are exactly [`Flags::REPAIR`].
+    pub const fn is_repair(self) -> bool {
+        self.0 == Flags::REPAIR.0
     }
 }
 

@@ -67,6 +67,9 @@ impl Connection {
             min(h);
         }
         if !self.silent {
+            if let Some(d) = self.etx.next_repair_time() {
+                min(d.max(self.pacer.next_send()));
+            }
             if let Some(d) = self.tx.timeout_deadline(self.rtt.rto()) {
                 min(d);
             }

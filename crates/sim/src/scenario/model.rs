@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use aerotp_link::{LinkConfig, Network, Path};
-use aerotp_proto::{ConnectionConfig, FecSetting, Mode};
+use aerotp_proto::{ConnectionConfig, ErasureChoice, FecSetting, Mode};
 
 use super::mode::{SimMode, Topology};
 use crate::workload::Workload;
@@ -30,6 +30,8 @@ pub struct Scenario {
     pub mtu: usize,
     /// FEC strength; `None` = the mode's default (auto in every mode but unreliable and datagram).
     pub fec: Option<FecSetting>,
+    /// Erasure coding across TPDUs (what the sender chose; the rest is the mode's default).
+    pub erasure: ErasureChoice,
     /// ACKs per MACK.
     pub mack: u16,
     pub topology: Topology,
@@ -58,6 +60,7 @@ impl Default for Scenario {
             size: 1_000_000,
             mtu: 1500,
             fec: None,
+            erasure: ErasureChoice::default(),
             mack: 32,
             topology: Topology::Papers,
             cap: Duration::from_secs(600),
@@ -138,6 +141,8 @@ impl Scenario {
             per_packet_overhead: IP_UDP_OVERHEAD,
             fec: self.fec_setting(),
             mack_count: self.mack,
+            // Validated with the scenario (`Scenario::validate`).
+            erasure: self.erasure.resolve(mode).unwrap_or(None),
             trace: true,
             ..ConnectionConfig::with_mode(mode)
         }

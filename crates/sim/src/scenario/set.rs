@@ -53,6 +53,26 @@ impl Scenario {
             "fec" => {
                 self.fec = Some(FecSetting::parse(&text(value)).map_err(|e| err(e.to_string()))?)
             }
+            "erasure" => {
+                self.erasure.mode = Some(
+                    aerotp_proto::ErasureMode::parse(&text(value))
+                        .map_err(|e| err(e.to_string()))?,
+                )
+            }
+            "max_delay" => {
+                self.erasure.max_delay = Some(
+                    aerotp_link::parse_duration(&text(value)).map_err(|e| err(e.to_string()))?,
+                )
+            }
+            "erasure_target" => {
+                let t: f64 = text(value)
+                    .parse()
+                    .map_err(|_| err("is not a residual loss rate (e.g. 1e-4)".into()))?;
+                if !(t > 0.0 && t < 1.0) {
+                    return Err(err("must be between 0 and 1 (exclusive), e.g. 1e-4".into()));
+                }
+                self.erasure.target_residual = Some(t);
+            }
             "mack" => {
                 self.mack = text(value)
                     .parse()

@@ -42,6 +42,11 @@ impl Scenario {
                 ),
             });
         }
+        if let SimMode::Aero(m) = self.mode {
+            self.erasure
+                .resolve(m)
+                .map_err(|e| SimError::Config(e.to_string()))?;
+        }
         self.connection_config()
             .validate()
             .map_err(|e| SimError::Config(e.to_string()))?;

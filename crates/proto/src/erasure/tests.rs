@@ -1,0 +1,185 @@
+//! The sending and receiving sides together, without a connection: sources dropped at will,
+//! repairs carried over, what comes back compared byte for byte.
+
+use super::*;
+use aerotp_wire::Report;
+use std::time::Duration;
+
+fn body(seq: u64) -> Vec<u8> {
+    (0..(100 + seq as usize % 900))
+        .map(|i| (i as u64 * 31 + seq) as u8)
+        .collect()
+}
+
+fn fixed(ratio: f64) -> ErasureSetting {
+    ErasureSetting {
+        mode: ErasureMode::Ratio(ratio),
+        ..ErasureSetting::for_mode(aerotp_wire::Mode::QuasiReliable)
+    }
+}
+
+/// Sends `n` sources through `tx`, dropping those `lose` picks (repairs too), and returns
+/// what `rx` rebuilt, in order of rebuilding, with the repairs sent.
+fn exchange(
+    tx: &mut ErasureTx,
+    rx: &mut ErasureRx,
+    n: u64,
+    lose: impl Fn(u64) -> bool,
+) -> (Vec<Rebuilt>, usize) {
+    let mut rebuilt = Vec::new();
+    let mut wire = 0u64;
+    let mut repairs = 0;
+    let now = Duration::ZERO;
+    tx.update(now, Duration::from_millis(20), 5_000_000, 1500);
+    for seq in 0..n {
+        let flags = if seq + 1 == n {
+            Flags::AFIN
+        } else {
+            Flags::empty()
+        };
+        let b = body(seq);
+        tx.on_data_sent(now, seq, flags, &b);
+        if !lose(wire) {
+            rebuilt.extend(rx.on_source(seq as u32, flags, &b));
+        }
+        wire += 1;
+        let idle = seq + 1 == n;
+        while let Some(r) = tx.poll_repair(now + Duration::from_secs(1), idle) {
+            repairs += 1;
+            if !lose(wire) {
+                rebuilt.extend(rx.on_repair(&r));
+            }
+            wire += 1;
+        }
+    }
+    (rebuilt, repairs)
+}
+
+#[test]
+fn every_lost_source_comes_back_exact_at_a_fixed_ratio() {
+    let mut tx = ErasureTx::new(fixed(1.25), 1500, 42);
+    let mut rx = ErasureRx::new(1500, 512, true);
+    // Lose every 13th wire symbol (about 7.7 %), repairs included.
+    let (rebuilt, repairs) = exchange(&mut tx, &mut rx, 2000, |w| w % 13 == 5);
+    assert!(
+        repairs >= 450 && repairs <= 560,
+        "{repairs} repairs for 2000 at 1.25"
+    );
+    let lost: Vec<u64> = (0..2000 + repairs as u64).filter(|w| w % 13 == 5).collect();
+    assert!(!lost.is_empty());
+    assert!(rebuilt.len() >= 140, "rebuilt {}", rebuilt.len());
+    for r in &rebuilt {
+        assert_eq!(
+            r.body,
+            body(u64::from(r.seq)),
+            "TPDU {} rebuilt wrong",
+            r.seq
+        );
+    }
+    let last = rebuilt.iter().find(|r| r.flags.contains(Flags::AFIN));
+    if let Some(l) = last {
+        assert_eq!(l.seq, 1999);
+    }
+}
+
+#[test]
+fn auto_sends_nothing_on_a_clean_link_and_rises_with_reported_loss() {
+    let setting = ErasureSetting::for_mode(aerotp_wire::Mode::Unreliable);
+    let mut tx = ErasureTx::new(setting, 1500, 1);
+    let t = |ms: u64| Duration::from_millis(ms);
+    tx.update(t(0), t(20), 5_000_000, 1500);
+    assert!(!tx.active(), "unreliable assumes no loss until told");
+    for seq in 0..100 {
+        tx.on_data_sent(t(1), seq, Flags::empty(), &body(seq));
+    }
+    assert!(tx.poll_repair(t(2), true).is_none());
+    tx.on_report(&Report {
+        seen: 1000,
+        wire_lost: 50,
+        bursts: 50,
+        ..Default::default()
+    });
+    tx.update(t(500), t(20), 5_000_000, 1500);
+    assert!(tx.active());
+    assert!(
+        tx.stats.ratio > 1.05 && tx.stats.ratio <= 1.5,
+        "{}",
+        tx.stats.ratio
+    );
+    assert_eq!(tx.body_reserve(), REPAIR_OVERHEAD);
+    // A long clean stretch: protection falls back to nothing.
+    for i in 1..=20u32 {
+        tx.on_report(&Report {
+            seen: 1000 + i * 2000,
+            wire_lost: 50,
+            bursts: 50,
+            ..Default::default()
+        });
+        tx.update(t(500 + 200 * u64::from(i)), t(20), 5_000_000, 1500);
+    }
+    assert!(!tx.active(), "ratio {}", tx.stats.ratio);
+    assert_eq!(tx.body_reserve(), 0);
+}
+
+#[test]
+fn retransmitting_modes_repair_only_on_long_paths() {
+    let setting = ErasureSetting::for_mode(aerotp_wire::Mode::HybridNackMack);
+    let mut tx = ErasureTx::new(setting, 1500, 1);
+    let lossy = Report {
+        seen: 1000,
+        wire_lost: 20,
+        bursts: 20,
+        ..Default::default()
+    };
+    tx.on_report(&lossy);
+    tx.update(Duration::ZERO, Duration::from_millis(20), 5_000_000, 1500);
+    assert!(!tx.active(), "a 20 ms round trip retransmits instead");
+    tx.update(
+        Duration::from_secs(1),
+        Duration::from_secs(1),
+        5_000_000,
+        1500,
+    );
+    assert!(tx.active(), "a 1 s round trip repairs");
+    assert!(tx.stats.ratio < 1.25, "{}", tx.stats.ratio);
+}
+
+#[test]
+fn the_tail_is_flushed_when_the_data_pauses_and_after_the_afin() {
+    let mut tx = ErasureTx::new(fixed(1.1), 1500, 3);
+    let t = |ms: u64| Duration::from_millis(ms);
+    tx.update(t(0), t(20), 5_000_000, 1500);
+    tx.on_data_sent(t(0), 0, Flags::empty(), &body(0));
+    tx.on_data_sent(t(0), 1, Flags::empty(), &body(1));
+    // Not before half the delay bound, and not while data is waiting.
+    assert!(tx.poll_repair(t(100), true).is_none());
+    assert_eq!(tx.next_repair_time(), Some(t(250)));
+    assert!(tx.poll_repair(t(300), false).is_none());
+    assert!(tx.poll_repair(t(300), true).is_some());
+    while tx.poll_repair(t(300), true).is_some() {}
+    tx.on_data_sent(t(400), 2, Flags::AFIN, &body(2));
+    assert_eq!(
+        tx.next_repair_time(),
+        Some(t(400)),
+        "at once after the AFIN"
+    );
+    assert!(tx.poll_repair(t(400), true).is_some());
+    // Sources out of order (ASYN copies, retransmissions) are not sources.
+    let before = tx.stats.repairs_sent;
+    tx.on_data_sent(t(500), 1, Flags::empty(), &body(1));
+    assert_eq!(tx.stats.repairs_sent, before);
+}
+
+#[test]
+fn a_garbage_repair_is_refused_and_counted() {
+    let mut rx = ErasureRx::new(1500, 512, true);
+    assert!(rx.on_repair(&[]).is_empty());
+    assert!(rx
+        .on_repair(&[2, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9])
+        .is_empty());
+    let mut junk = vec![2u8, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4];
+    junk.extend_from_slice(&[0, 1, 0, 0]);
+    let _ = rx.on_repair(&junk);
+    assert_eq!(rx.stats.repairs_received, 3);
+    assert!(rx.stats.repairs_refused >= 2);
+}

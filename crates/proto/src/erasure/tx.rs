@@ -1,0 +1,337 @@
+//! Sending side of erasure coding: the data TPDUs a connection sends for the first time are
+//! the source symbols of a sliding-window random linear code (`aerotp_erasure::rlc`); repair
+//! TPDUs go out at the ratio the strength controller chooses, spread evenly between the data
+//! (a credit counter), plus a tail flush when the data pauses, so the last TPDUs before a
+//! pause are as well protected as the middle of a stream.
+
+use super::loss::LossEstimate;
+use super::setting::{ErasureMode, ErasureSetting};
+use super::{source_payload, REPAIR_OVERHEAD};
+use aerotp_erasure::channel::LossModel;
+use aerotp_erasure::control::{
+    residual_by_repairs, ControllerConfig, LinkReport, Strength, StrengthController,
+};
+use aerotp_erasure::rlc::RlcEncoder;
+use aerotp_erasure::{CodecConfig, ErasureEncoder};
+use aerotp_wire::{Flags, Report};
+use std::time::Duration;
+
+/// Sender statistics of erasure coding (docs/stats.md).
+#[derive(Debug, Clone, Default)]
+pub struct ErasureTxStats {
+    /// Repair TPDUs sent.
+    pub repairs_sent: u64,
+    /// Of those, sent by a tail flush (the data paused).
+    pub tail_repairs: u64,
+    /// Bytes of repair bodies sent.
+    pub repair_bytes: u64,
+    /// Times the chosen strength changed.
+    pub strength_changes: u64,
+    /// Current ratio of wire TPDUs to data TPDUs (1.0: no repair).
+    pub ratio: f64,
+    /// Current encoding window (data TPDUs a repair covers).
+    pub window: u64,
+    /// Loss rate and mean burst the strength was chosen for.
+    pub loss_estimate: f64,
+    pub burst_estimate: f64,
+}
+
+/// Least time between two strength choices (each costs O(n^2) per block length tried).
+const RECHOOSE_EVERY: Duration = Duration::from_millis(100);
+
+#[derive(Debug)]
+pub struct ErasureTx {
+    setting: ErasureSetting,
+    estimate: LossEstimate,
+    /// Current choice: repairs per data TPDU and the window; `None`: no repair.
+    strength: Option<Strength>,
+    encoder: Option<RlcEncoder>,
+    codec: CodecConfig,
+    key: u64,
+    /// Next TPDU number that is a first transmission (ASYN copies and retransmissions are
+    /// not sources).
+    next_source: u64,
+    credit: f64,
+    due: usize,
+    /// First source since the last repair, and how many since.
+    tail_since: Option<Duration>,
+    tail_sources: usize,
+    fin_pushed: bool,
+    last_choice: Option<Duration>,
+    chosen_for: (f64, f64, u64, bool),
+    scratch: Vec<u8>,
+    pub stats: ErasureTxStats,
+}
+
+impl ErasureTx {
+    /// `mtu`: largest datagram; `key`: seeds the code's coefficients (per connection, so the
+    /// engine draws from no global generator).
+    pub fn new(setting: ErasureSetting, mtu: usize, key: u64) -> ErasureTx {
+        let max_payload = 1 + crate::codec::max_body(mtu, 0).saturating_sub(REPAIR_OVERHEAD);
+        let codec = CodecConfig::sized(max_payload.max(1), setting.max_window);
+        ErasureTx {
+            setting,
+            estimate: LossEstimate::new(setting.initial_loss),
+            strength: None,
+            encoder: None,
+            codec,
+            key,
+            next_source: 0,
+            credit: 0.0,
+            due: 0,
+            tail_since: None,
+            tail_sources: 0,
+            fin_pushed: false,
+            last_choice: None,
+            chosen_for: (f64::NAN, f64::NAN, 0, false),
+            scratch: Vec::new(),
+            stats: ErasureTxStats {
+                ratio: 1.0,
+                ..Default::default()
+            },
+        }
+    }
+
+    pub fn setting(&self) -> &ErasureSetting {
+        &self.setting
+    }
+
+    /// Changes the setting on a live connection; the next choice uses it.
+    pub fn set_setting(&mut self, setting: ErasureSetting) {
+        self.setting = setting;
+        self.last_choice = None;
+        self.chosen_for.0 = f64::NAN;
+    }
+
+    /// Bytes a data TPDU's body must leave free so that a repair covering it fits the MTU.
+    pub fn body_reserve(&self) -> usize {
+        if self.encoder.is_some() {
+            REPAIR_OVERHEAD
+        } else {
+            0
+        }
+    }
+
+    /// A receiver report arrived.
+    pub fn on_report(&mut self, r: &Report) {
+        self.estimate.on_report(r);
+    }
+
+    /// Re-chooses the strength for the current estimate, round trip and rate (at most every
+    /// `RECHOOSE_EVERY`, and only when something moved by 10 %).
+    pub fn update(&mut self, now: Duration, srtt: Duration, rate_bps: u64, mtu: usize) {
+        if self.last_choice.is_some_and(|t| now < t + RECHOOSE_EVERY) {
+            return;
+        }
+        let (p, b) = (self.estimate.loss(), self.estimate.burst());
+        let long_enough = srtt >= self.setting.min_rtt;
+        let (p0, b0, r0, l0) = self.chosen_for;
+        let moved = |a: f64, b: f64| !(a.is_finite() && (a - b).abs() <= 0.1 * b.max(1e-6));
+        if !moved(p0, p) && !moved(b0, b) && r0 == rate_bps && l0 == long_enough {
+            return;
+        }
+        self.last_choice = Some(now);
+        self.chosen_for = (p, b, rate_bps, long_enough);
+        self.stats.loss_estimate = p;
+        self.stats.burst_estimate = b;
+        let delay = if self.setting.min_rtt > Duration::ZERO {
+            // Retransmitting modes: a repair later than a round trip is no better than a
+            // retransmission.
+            self.setting
+                .max_delay
+                .min(srtt.max(Duration::from_millis(1)))
+        } else {
+            self.setting.max_delay
+        };
+        let report = LinkReport {
+            rate_bps: rate_bps as f64,
+            symbol_bytes: mtu,
+            loss_rate: p,
+            mean_burst: b,
+        };
+        let chosen = match self.setting.mode {
+            ErasureMode::Off => None,
+            ErasureMode::Ratio(ratio) => {
+                let n = self.controller(delay).delay_symbols(&report).max(2);
+                let k = ((n as f64 / ratio).round() as usize).clamp(1, n - 1);
+                Some(Strength {
+                    block: n,
+                    sources: k,
+                    repairs: n - k,
+                    ratio: n as f64 / k as f64,
+                    predicted_residual: f64::NAN,
+                    meets_target: true,
+                })
+            }
+            ErasureMode::Auto if !long_enough || p <= 0.0 => None,
+            ErasureMode::Auto => self.controller(delay).choose(&report).ok(),
+        }
+        .filter(|s| s.repairs > 0);
+        self.set_strength(chosen);
+    }
+
+    fn controller(&self, delay: Duration) -> StrengthController {
+        let cfg = ControllerConfig {
+            target_residual: self.setting.target_residual,
+            max_delay_s: delay.as_secs_f64(),
+            max_ratio: self.setting.max_ratio,
+            max_block: self.setting.max_window.clamp(2, 8192),
+        };
+        StrengthController::new(cfg).unwrap_or_else(|_| {
+            StrengthController::new(ControllerConfig::default()).expect("the default is valid")
+        })
+    }
+
+    fn set_strength(&mut self, s: Option<Strength>) {
+        let was = self.strength.map(|s| (s.sources, s.repairs));
+        if was != s.map(|s| (s.sources, s.repairs)) {
+            self.stats.strength_changes += 1;
+        }
+        self.strength = s;
+        self.stats.ratio = s.map_or(1.0, |s| s.ratio);
+        self.stats.window = s.map_or(0, |s| s.sources as u64);
+        match s {
+            None => {
+                // Stop protecting (repairs not yet sent are dropped with the encoder).
+                self.encoder = None;
+                self.due = 0;
+                self.credit = 0.0;
+                self.tail_since = None;
+                self.tail_sources = 0;
+            }
+            Some(s) => {
+                if self.encoder.is_none() {
+                    // Protection starts with the next source: bodies sent before were not
+                    // sized for a repair to cover them.
+                    self.encoder = RlcEncoder::new(self.codec, self.key).ok();
+                }
+                if let Some(e) = self.encoder.as_mut() {
+                    let _ = e.set_window(s.sources.clamp(1, self.setting.max_window));
+                }
+            }
+        }
+    }
+
+    /// A data TPDU went out. Only first transmissions in order are sources.
+    pub fn on_data_sent(&mut self, now: Duration, seq: u64, flags: Flags, body: &[u8]) {
+        if seq != self.next_source {
+            return;
+        }
+        self.next_source = seq + 1;
+        let (Some(enc), Some(s)) = (self.encoder.as_mut(), self.strength) else {
+            return;
+        };
+        source_payload(&mut self.scratch, flags, body);
+        if enc.push_source(seq as u32, &self.scratch).is_err() {
+            // A body larger than the code allows (sized before protection started): start
+            // again from the next source.
+            self.encoder = RlcEncoder::new(self.codec, self.key).ok();
+            return;
+        }
+        self.credit += s.repairs as f64 / s.sources as f64;
+        let whole = self.credit.floor();
+        self.due += whole as usize;
+        self.credit -= whole;
+        self.tail_since.get_or_insert(now);
+        self.tail_sources += 1;
+        if flags.contains(Flags::AFIN) {
+            self.fin_pushed = true;
+        }
+    }
+
+    /// When the tail flush is due if the data pauses: half the delay bound after the first
+    /// source not yet followed by a repair; at once after the AFIN.
+    pub fn tail_deadline(&self) -> Option<Duration> {
+        let since = self.tail_since?;
+        self.encoder.as_ref()?;
+        if self.fin_pushed {
+            return Some(since);
+        }
+        Some(since + self.setting.max_delay / 2)
+    }
+
+    /// Whether repairs are being sent.
+    pub fn active(&self) -> bool {
+        self.encoder.is_some()
+    }
+
+    /// How much longer the sender should give a TPDU before declaring it lost while repairs
+    /// may still rebuild it at the receiver: the tail flush's bound, half the delay bound
+    /// (within a round trip in the retransmitting modes). Zero when not repairing.
+    pub fn repair_wait(&self, srtt: Duration) -> Duration {
+        if !self.active() {
+            return Duration::ZERO;
+        }
+        let delay = if self.setting.min_rtt > Duration::ZERO {
+            self.setting.max_delay.min(srtt)
+        } else {
+            self.setting.max_delay
+        };
+        delay / 2
+    }
+
+    /// When a repair should go next, for the connection's timer: now if one is due, else the
+    /// tail flush (which acts only once the data pauses; while data waits, the data's own
+    /// send time is the earlier deadline and sending it acts).
+    pub fn next_repair_time(&self) -> Option<Duration> {
+        if self.due > 0 && self.active() {
+            return Some(Duration::ZERO);
+        }
+        self.tail_deadline()
+    }
+
+    /// Repairs the tail needs: the fewest that bring the sources since the last repair to
+    /// the target on the loss model (the fixed ratio's share for a fixed ratio), at least one.
+    fn tail_repairs(&self) -> usize {
+        // After the AFIN nothing follows: the last window has only these repairs behind it.
+        let k = if self.fin_pushed {
+            self.strength.map_or(self.tail_sources, |s| s.sources)
+        } else {
+            self.tail_sources
+        }
+        .clamp(1, self.setting.max_window);
+        let max = ((k as f64 * (self.setting.max_ratio - 1.0)).ceil() as usize).max(1);
+        match self.setting.mode {
+            ErasureMode::Ratio(r) => ((k as f64 * (r - 1.0)).ceil() as usize).max(1),
+            _ => {
+                let model = LossModel::bursty(self.estimate.loss(), self.estimate.burst());
+                (1..=max)
+                    .find(|&r| {
+                        residual_by_repairs(&model, k + r)
+                            .get(r)
+                            .is_some_and(|&x| x <= self.setting.target_residual)
+                    })
+                    .unwrap_or(max)
+            }
+        }
+    }
+
+    /// The next repair body (repair header and symbol), if one is due at `now`.
+    pub fn poll_repair(&mut self, now: Duration, idle: bool) -> Option<Vec<u8>> {
+        if self.due == 0 && idle && self.tail_deadline().is_some_and(|d| d <= now) {
+            let n = self.tail_repairs();
+            self.due += n;
+            self.stats.tail_repairs += n as u64;
+            self.tail_since = None;
+            self.tail_sources = 0;
+            self.fin_pushed = false;
+        }
+        if self.due == 0 {
+            return None;
+        }
+        self.due -= 1;
+        let sym = self.encoder.as_mut()?.repair(1).ok()?.pop()?;
+        // A repair covers everything sent so far: the tail starts again (but the stream's end
+        // still gets its flush).
+        if !self.fin_pushed {
+            self.tail_since = None;
+            self.tail_sources = 0;
+        }
+        let mut body = Vec::with_capacity(aerotp_erasure::HEADER_LEN + sym.data.len());
+        body.extend_from_slice(&sym.header.to_bytes());
+        body.extend_from_slice(&sym.data);
+        self.stats.repairs_sent += 1;
+        self.stats.repair_bytes += body.len() as u64;
+        Some(body)
+    }
+}
