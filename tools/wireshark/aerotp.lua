@@ -24,6 +24,8 @@ local MODES = {
 local F_ASYN, F_AFIN, F_ACK, F_MACK = 0x01, 0x02, 0x04, 0x08
 local F_NACK, F_SNACK, F_RST, F_RPT = 0x10, 0x20, 0x40, 0x80
 local F_CONTROL = 0xFC
+-- A repair TPDU (erasure coding, spec §7): flags exactly RST|RPT.
+local F_REPAIR = 0xC0
 local HEADER_LEN, CRC_LEN = 20, 4
 
 local pf = {
@@ -74,6 +76,19 @@ local pf = {
     rpt_ber = ProtoField.uint32("aerotp.rpt.ber_ppb", "Bit-error rate (per 10^9)", base.DEC),
     rpt_tpdus = ProtoField.uint32("aerotp.rpt.tpdus", "TPDUs in estimate", base.DEC),
     rpt_lost = ProtoField.uint32("aerotp.rpt.lost", "TPDUs lost or uncorrectable", base.DEC),
+    rpt_seen = ProtoField.uint32("aerotp.rpt.seen", "Data TPDUs known sent", base.DEC),
+    rpt_wire_lost = ProtoField.uint32("aerotp.rpt.wire_lost", "Lost on the link before repair", base.DEC),
+    rpt_bursts = ProtoField.uint32("aerotp.rpt.bursts", "Loss runs", base.DEC),
+    rep_code = ProtoField.uint8("aerotp.repair.code", "Code", base.DEC,
+        { [1] = "Reed-Solomon block", [2] = "sliding-window RLC" }),
+    rep_reserved = ProtoField.uint8("aerotp.repair.reserved", "Reserved", base.DEC),
+    rep_first = ProtoField.uint32("aerotp.repair.first_seq", "First TPDU covered", base.DEC),
+    rep_span = ProtoField.uint16("aerotp.repair.span", "TPDUs covered", base.DEC),
+    rep_index = ProtoField.uint16("aerotp.repair.index", "Repair index", base.DEC),
+    rep_total = ProtoField.uint16("aerotp.repair.total", "Repairs in block", base.DEC),
+    rep_seed = ProtoField.uint32("aerotp.repair.seed", "Coefficient seed", base.HEX),
+    rep_bytes = ProtoField.uint16("aerotp.repair.symbol_bytes", "Symbol bytes", base.DEC),
+    rep_symbol = ProtoField.bytes("aerotp.repair.symbol", "Repair symbol"),
     rst_reason = ProtoField.string("aerotp.rst.reason", "Reset reason"),
     retransmission = ProtoField.framenum("aerotp.analysis.retransmission",
         "Retransmission of frame"),
@@ -165,6 +180,7 @@ end
 
 -- The type of a TPDU as one word, from its flags (spec §2 and §4).
 local function type_name(flags)
+    if flags == F_REPAIR then return "REPAIR" end
     if bit.band(flags, F_CONTROL) == 0 then
         local parts = {}
         if bit.band(flags, F_ASYN) ~= 0 then parts[#parts + 1] = "ASYN" end
@@ -305,11 +321,12 @@ local function dissect_control(tvb, tree, flags, off, n)
         if not pair_list(t, pf.snack_count, pf.snack_start, pf.snack_end) then return false end
     end
     if bit.band(flags, F_RPT) ~= 0 then
-        if not need(12) then return false end
-        local t = tree:add(aerotp, tvb(pos, 12), "RPT")
+        if not need(24) then return false end
+        local t = tree:add(aerotp, tvb(pos, 24), "RPT")
         t:add(pf.rpt_ber, tvb(pos, 4)); t:add(pf.rpt_tpdus, tvb(pos + 4, 4))
-        t:add(pf.rpt_lost, tvb(pos + 8, 4))
-        pos = pos + 12
+        t:add(pf.rpt_lost, tvb(pos + 8, 4)); t:add(pf.rpt_seen, tvb(pos + 12, 4))
+        t:add(pf.rpt_wire_lost, tvb(pos + 16, 4)); t:add(pf.rpt_bursts, tvb(pos + 20, 4))
+        pos = pos + 24
     end
     if bit.band(flags, F_RST) ~= 0 then
         local r = stop - pos
@@ -322,6 +339,21 @@ local function dissect_control(tvb, tree, flags, off, n)
         pos = stop
     end
     return pos == stop
+end
+
+-- A repair TPDU's body [off, off+n): the 18-byte repair header, then the symbol; returns
+-- false unless the symbol is exactly symbol_bytes long and the reserved byte is 0.
+local function dissect_repair(tvb, tree, off, n)
+    if n < 18 then return false end
+    local t = tree:add(aerotp, tvb(off, n), "Repair")
+    t:add(pf.rep_code, tvb(off, 1)); t:add(pf.rep_reserved, tvb(off + 1, 1))
+    t:add(pf.rep_first, tvb(off + 2, 4)); t:add(pf.rep_span, tvb(off + 6, 2))
+    t:add(pf.rep_index, tvb(off + 8, 2)); t:add(pf.rep_total, tvb(off + 10, 2))
+    t:add(pf.rep_seed, tvb(off + 12, 4)); t:add(pf.rep_bytes, tvb(off + 16, 2))
+    local len = tvb(off + 16, 2):uint()
+    if len > 0 and n > 18 then t:add(pf.rep_symbol, tvb(off + 18, n - 18)) end
+    local code = tvb(off, 1):uint()
+    return (code == 1 or code == 2) and tvb(off + 1, 1):uint() == 0 and n == 18 + len
 end
 
 function aerotp.dissector(tvb, pinfo, tree)
@@ -381,6 +413,10 @@ function aerotp.dissector(tvb, pinfo, tree)
     if bit.band(flags, F_CONTROL) == 0 then
         if n > 0 then root:add(pf.data, tvb(HEADER_LEN, n)) end
         info = info .. string.format(" len=%u", n)
+    elseif flags == F_REPAIR and hec_ok and crc_ok then
+        if not dissect_repair(tvb, root, HEADER_LEN, n) then
+            root:add_proto_expert_info(ef.body)
+        end
     elseif hec_ok and crc_ok then
         if not dissect_control(tvb, root, flags, HEADER_LEN, n) then
             root:add_proto_expert_info(ef.body)

@@ -79,7 +79,7 @@ fn payloads(file: &Path) -> Vec<Vec<u8>> {
     out
 }
 
-const KNOWN_TYPES: [&str; 12] = [
+const KNOWN_TYPES: [&str; 13] = [
     "DATA",
     "DATA+ASYN",
     "DATA+AFIN",
@@ -92,6 +92,7 @@ const KNOWN_TYPES: [&str; 12] = [
     "SNACK",
     "RPT",
     "RST",
+    "REPAIR",
 ];
 
 /// Whether every part of a (possibly combined, "MACK+NACK") type is a known one.
@@ -111,6 +112,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
     let mut types: BTreeSet<String> = BTreeSet::new();
     let (mut retx, mut fec, mut corrupted) = (0usize, 0usize, 0usize);
     let mut mack_ranges = 0usize;
+    let mut repairs = 0usize;
     let mut per_mode = BTreeMap::new();
     for mode in Mode::ALL {
         let mut s = Scenario {
@@ -135,7 +137,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
         let r = run_once_tapped(&s, 7, &mut cap);
         let n = cap.finish().unwrap();
         assert!(n > 0, "{mode}: nothing captured");
-        let rows = tshark(&file, &["aerotp.mack.range_count"]);
+        let rows = tshark(&file, &["aerotp.mack.range_count", "aerotp.repair.span"]);
         let data = payloads(&file);
         assert_eq!(rows.len(), data.len(), "{mode}: tshark saw another count");
         for (i, (row, bytes)) in rows.iter().zip(&data).enumerate() {
@@ -166,6 +168,14 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
                         "{mode} frame {frame}: {row:?}"
                     );
                     mack_ranges += m.ranges.len();
+                }
+                // Repair TPDUs: the span the dissector shows is the repair header's
+                // (docs/spec.md §7: body bytes 6..8).
+                if tp.header.flags.is_repair() && tp.body_ok {
+                    assert_eq!(t, "REPAIR", "{mode} frame {frame}: {row:?}");
+                    let span = u16::from_be_bytes([tp.body[6], tp.body[7]]);
+                    assert_eq!(row[9], span.to_string(), "{mode} frame {frame}: {row:?}");
+                    repairs += 1;
                 }
             }
             // What an endpoint sent is intact.
@@ -202,6 +212,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
         "no SNACK: {types:?}"
     );
     assert!(retx > 0, "no retransmission marked");
+    assert!(repairs > 0, "no repair TPDU in any capture");
     assert!(mack_ranges > 0, "no MACK carried a received range");
     assert!(fec > 0, "no FEC parity decoded");
     assert!(corrupted > 0, "no corrupted arrival at this BER");

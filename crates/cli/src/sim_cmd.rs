@@ -224,6 +224,14 @@ fn table(sum: &Summary, wall: Duration) -> String {
         ),
         ("FEC-corrected", format!("{:.1} TPDUs", sum.tpdus_corrected)),
         ("lost", format!("{:.1} TPDUs", sum.tpdus_lost)),
+        (
+            "erasure",
+            format!(
+                "{:.1} lost on the link, {:.1} rebuilt, {:.1} repair TPDUs sent",
+                sum.wire_lost, sum.tpdus_rebuilt, sum.repairs_sent
+            ),
+        ),
+        ("max delay", fmt_opt(sum.max_delay_s, 1e3, "ms")),
         ("virtual time", format!("{:.3} s per run", sum.elapsed_s)),
         ("wall time", format!("{:.3} s", wall.as_secs_f64())),
     ];

@@ -22,6 +22,8 @@ const MAX_SNACK_REPEAT: Duration = Duration::from_secs(2);
 const MAX_MACK_RANGES: usize = 16;
 /// Receiver reports while data flows, at most this often.
 const REPORT_INTERVAL: Duration = Duration::from_millis(200);
+/// The first receiver report of a connection, this long after data starts.
+const FIRST_REPORT: Duration = Duration::from_millis(50);
 /// Longest a MACK waits for its aggregate to fill once the budget allows it. Beyond this the
 /// sender's loss detection and timeout (which add the hold) suffer more than the return link
 /// gains; the budget, not the hold, is what protects a thin return link.
@@ -337,7 +339,14 @@ impl Receiver {
         );
         self.deliver_in_order(now);
         if self.reports_wanted && self.report_due.is_none() {
-            self.report_due = Some(now + REPORT_INTERVAL);
+            // The first report soon: a sender repairing across TPDUs starts from a guess of
+            // the loss and should learn the real one within a few dozen TPDUs.
+            let wait = if self.stats.reports_sent == 0 {
+                FIRST_REPORT
+            } else {
+                REPORT_INTERVAL
+            };
+            self.report_due = Some(now + wait);
         }
         true
     }

@@ -116,6 +116,13 @@ pub struct Summary {
     pub retransmissions: f64,
     pub tpdus_corrected: f64,
     pub tpdus_lost: f64,
+    /// Means per run: data TPDUs lost on the link before repair, rebuilt by erasure
+    /// decoding, and repair TPDUs sent.
+    pub wire_lost: f64,
+    pub tpdus_rebuilt: f64,
+    pub repairs_sent: f64,
+    /// Longest one-way delay of any data TPDU in any run, seconds.
+    pub max_delay_s: Option<f64>,
     /// Means over runs: retransmissions of a TPDU already delivered intact (see
     /// `RunResult::spurious_retransmissions`), and the bytes on the wire each way.
     pub spurious_retransmissions: f64,
@@ -209,6 +216,13 @@ pub fn summarize(s: &Scenario, seed: u64, results: Vec<RunResult>) -> Summary {
         retransmissions: mean(&|r| r.retransmissions as f64),
         tpdus_corrected: mean(&|r| r.tpdus_corrected as f64),
         tpdus_lost: mean(&|r| r.tpdus_lost as f64),
+        wire_lost: mean(&|r| r.wire_lost as f64),
+        tpdus_rebuilt: mean(&|r| r.tpdus_rebuilt as f64),
+        repairs_sent: mean(&|r| r.repairs_sent as f64),
+        max_delay_s: results
+            .iter()
+            .filter_map(|r| r.max_delay_s)
+            .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d)))),
         spurious_retransmissions: mean(&|r| r.spurious_retransmissions as f64),
         wire_bytes_forward: mean(&|r| r.wire_bytes_forward as f64),
         wire_bytes_reverse: mean(&|r| r.wire_bytes_reverse as f64),

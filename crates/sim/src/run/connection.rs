@@ -252,11 +252,14 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
     if let Some(st) = a.stats(ch) {
         r.retransmissions = st.sender.tpdus_retransmitted;
         r.fec_parity = st.fec_parity;
+        r.repairs_sent = st.erasure_tx.repairs_sent;
     }
     if let Some(h) = rx.handle {
         if let Some(st) = b.stats(h) {
             r.tpdus_corrected = st.receiver.tpdus_corrected;
             r.tpdus_lost = st.receiver.tpdus_lost;
+            r.wire_lost = st.receiver.wire_lost;
+            r.tpdus_rebuilt = st.receiver.tpdus_rebuilt;
         }
         // One-way delay per TPDU: join first-send times and in-order delivery times.
         let sent: HashMap<u64, Duration> = a
@@ -265,18 +268,21 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
             .map(|t| t.iter().copied().collect())
             .unwrap_or_default();
         if let Some(trace) = b.connection(h).and_then(|c| c.delivery_trace()) {
-            let (mut sum, mut n) = (0.0, 0u64);
+            let (mut sum, mut n, mut max) = (0.0, 0u64, 0.0f64);
             for &(seq, at, bytes) in trace {
                 if bytes == 0 {
                     continue;
                 }
                 if let Some(&t0) = sent.get(&seq) {
-                    sum += secs(at.saturating_sub(t0));
+                    let d = secs(at.saturating_sub(t0));
+                    sum += d;
+                    max = max.max(d);
                     n += 1;
                 }
             }
             if n > 0 {
                 r.mean_delay_s = Some(sum / n as f64);
+                r.max_delay_s = Some(max);
             }
         }
     }

@@ -52,6 +52,14 @@ pub struct RunResult {
     pub tpdus_corrected: u64,
     /// TPDUs the receiver gave up on (lossy modes) or datagrams lost (udp/datagram).
     pub tpdus_lost: u64,
+    /// Data TPDUs the link lost or corrupted beyond correction, before any repair.
+    pub wire_lost: u64,
+    /// Of those, rebuilt by erasure decoding.
+    pub tpdus_rebuilt: u64,
+    /// Repair TPDUs the sender sent.
+    pub repairs_sent: u64,
+    /// Longest one-way delay of a data TPDU (first send to in-order delivery), seconds.
+    pub max_delay_s: Option<f64>,
     /// FEC parity bytes per codeword in use at the end of the run (0 = none).
     pub fec_parity: u8,
     /// How the sender's connection ended ("" for udp/datagram or if it did not).
@@ -96,6 +104,10 @@ pub(super) fn result_base(seed: u64) -> RunResult {
         message_delays: Vec::new(),
         tpdus_corrected: 0,
         tpdus_lost: 0,
+        wire_lost: 0,
+        tpdus_rebuilt: 0,
+        repairs_sent: 0,
+        max_delay_s: None,
         fec_parity: 0,
         sender_close: String::new(),
         timeline: Vec::new(),
