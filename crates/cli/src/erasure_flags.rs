@@ -17,7 +17,7 @@ pub struct ErasureArgs {
     #[arg(long, value_name = "DURATION", value_parser = delay_arg)]
     pub max_delay: Option<Duration>,
     /// Residual loss of data TPDUs `auto` aims below, e.g. 1e-4. Default: 1e-5 in
-    /// quasi-reliable, 1e-3 in unreliable, 1e-2 in the retransmitting modes.
+    /// quasi-reliable, 1e-3 in unreliable and the retransmitting modes.
     #[arg(long, value_name = "RATE", value_parser = target_arg)]
     pub erasure_target: Option<f64>,
 }

@@ -121,6 +121,8 @@ pub struct Summary {
     pub wire_lost: f64,
     pub tpdus_rebuilt: f64,
     pub repairs_sent: f64,
+    /// Mean per run: data TPDUs sent for the first time.
+    pub data_tpdus: f64,
     /// Longest one-way delay of any data TPDU in any run, seconds.
     pub max_delay_s: Option<f64>,
     /// Means over runs: retransmissions of a TPDU already delivered intact (see
@@ -219,6 +221,7 @@ pub fn summarize(s: &Scenario, seed: u64, results: Vec<RunResult>) -> Summary {
         wire_lost: mean(&|r| r.wire_lost as f64),
         tpdus_rebuilt: mean(&|r| r.tpdus_rebuilt as f64),
         repairs_sent: mean(&|r| r.repairs_sent as f64),
+        data_tpdus: mean(&|r| r.data_tpdus as f64),
         max_delay_s: results
             .iter()
             .filter_map(|r| r.max_delay_s)

@@ -103,7 +103,7 @@ impl ErasureSetting {
     /// * `quasi-reliable`: auto, residual 1e-5 (a whole file with no feedback), 1 % loss
     ///   assumed until the first report;
     /// * `unreliable`: auto, residual 1e-3, nothing assumed;
-    /// * the retransmitting modes: auto, residual 1e-2 (retransmission recovers the rest),
+    /// * the retransmitting modes: auto, residual 1e-3 (retransmission recovers the rest),
     ///   active on paths with a round trip of 200 ms or more;
     /// * `datagram`: off (no connection; the gateway sets it per route).
     pub fn for_mode(mode: Mode) -> ErasureSetting {
@@ -123,7 +123,7 @@ impl ErasureSetting {
             },
             Mode::Reliable | Mode::NearReliable | Mode::HybridNack | Mode::HybridNackMack => {
                 ErasureSetting {
-                    target_residual: 1e-2,
+                    target_residual: 1e-3,
                     min_rtt: Duration::from_millis(200),
                     max_ratio: 1.25,
                     ..auto

@@ -253,6 +253,9 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
         r.retransmissions = st.sender.tpdus_retransmitted;
         r.fec_parity = st.fec_parity;
         r.repairs_sent = st.erasure_tx.repairs_sent;
+        r.data_tpdus = st.sender.tpdus_sent
+            - st.sender.tpdus_retransmitted.min(st.sender.tpdus_sent)
+            - st.sender.asyn_copies.min(st.sender.tpdus_sent);
     }
     if let Some(h) = rx.handle {
         if let Some(st) = b.stats(h) {

@@ -58,6 +58,8 @@ pub struct RunResult {
     pub tpdus_rebuilt: u64,
     /// Repair TPDUs the sender sent.
     pub repairs_sent: u64,
+    /// Data TPDUs the sender sent for the first time (no retransmissions, no ASYN copies).
+    pub data_tpdus: u64,
     /// Longest one-way delay of a data TPDU (first send to in-order delivery), seconds.
     pub max_delay_s: Option<f64>,
     /// FEC parity bytes per codeword in use at the end of the run (0 = none).
@@ -107,6 +109,7 @@ pub(super) fn result_base(seed: u64) -> RunResult {
         wire_lost: 0,
         tpdus_rebuilt: 0,
         repairs_sent: 0,
+        data_tpdus: 0,
         max_delay_s: None,
         fec_parity: 0,
         sender_close: String::new(),
