@@ -107,6 +107,8 @@ pub struct Connection {
     last_heard: Duration,
     heard_once: bool,
     silent: bool,
+    /// No data goes: nothing heard for an RTO with data unacknowledged (`timers::pause_at`).
+    paused: bool,
     next_probe: Option<Duration>,
     probe_pending: bool,
     /// Interval to the next outage probe: `probe_interval`, doubling to `MAX_PROBE_INTERVAL`.
@@ -198,6 +200,7 @@ impl Connection {
             last_heard: now,
             heard_once: false,
             silent: false,
+            paused: false,
             next_probe: None,
             probe_pending: false,
             probe_wait: cfg.probe_interval,
@@ -388,6 +391,7 @@ impl Connection {
         }
         self.last_heard = now;
         self.heard_once = true;
+        self.paused = false;
         self.stats_wire.datagrams_received += 1;
         self.stats_wire.bytes_received_wire += (r.bits / 8) as u64;
         match r.quality {
@@ -720,6 +724,11 @@ impl Connection {
                 ..Default::default()
             };
             return self.emit_control(now, Flags::empty(), &body, out, start);
+        }
+        if self.paused && !self.tx.has_retransmission() {
+            // Suspected outage: no new data or repairs until the peer is heard or the probes
+            // start (a timeout's single retransmission still goes).
+            return false;
         }
         self.etx
             .update(now, self.rtt.smoothed(), self.pacer.rate(), self.cfg.mtu);

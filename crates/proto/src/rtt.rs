@@ -119,14 +119,19 @@ impl RttEstimator {
     /// later timeout, and a sparse flow's lost message would wait for it (130 ms instead of
     /// 30 ms at 20 ms RTT).
     pub fn rto(&self) -> Duration {
+        (self.base_rto() * self.backoff).min(Duration::from_secs(60))
+    }
+
+    /// The retransmission timeout before any backoff: how long feedback may normally take.
+    pub fn base_rto(&self) -> Duration {
         let base = match self.srtt {
             Some(s) => s + self.rttvar * 4,
             None => self.initial * 3,
         };
-        let rto = (base + self.peer_max_delay)
+        (base + self.peer_max_delay)
             .max(self.ack_latency * 5 / 4)
-            .max(self.min_rto);
-        (rto * self.backoff).min(Duration::from_secs(60))
+            .max(self.min_rto)
+            .min(Duration::from_secs(60))
     }
 }
 

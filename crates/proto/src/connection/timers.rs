@@ -18,6 +18,18 @@ impl Connection {
         }
     }
 
+    /// When new data and repairs pause for a suspected outage: nothing heard for one RTO
+    /// (before backoff) while data is unacknowledged. The silence threshold then starts the
+    /// probes; pausing at one RTO halves what goes into a link that has just died (a 30-minute
+    /// outage otherwise cost 1.9 % of a 10 MB transfer: the sender went on at full rate, then
+    /// resent its whole flight on the timeout, into the dead link). While paused, a timeout
+    /// resends only the oldest TPDU (retransmissions go; it is the only one queued). Any TPDU
+    /// from the peer lifts the pause; feedback and control TPDUs never pause.
+    pub(super) fn pause_at(&self) -> Option<Duration> {
+        (self.watches_outages() && !self.silent && self.tx.has_outstanding())
+            .then(|| self.last_heard + self.rtt.base_rto() * 3 / 2)
+    }
+
     fn watches_outages(&self) -> bool {
         self.heard_once
             && matches!(
@@ -52,10 +64,18 @@ impl Connection {
         }
         let mut t: Option<Duration> = None;
         let mut min = |x: Duration| t = Some(t.map_or(x, |y: Duration| y.min(x)));
+        // While paused (suspected outage) no data goes, so no send time is a deadline; the
+        // pause itself is one (`handle_timeout` then pauses).
+        if !self.paused {
+            if let Some(p) = self.pause_at() {
+                min(p);
+            }
+        }
         let has_send = if self.silent {
             self.probe_pending
         } else {
-            self.tx.has_retransmission() || self.tx.has_new() || self.tx.asyn_pending()
+            self.tx.has_retransmission()
+                || (!self.paused && (self.tx.asyn_pending() || self.tx.has_new()))
         };
         if has_send || self.asynack_due || self.afinack_due {
             min(self.pacer.next_send());
@@ -67,7 +87,7 @@ impl Connection {
             min(h);
         }
         if !self.silent {
-            if let Some(d) = self.etx.next_repair_time() {
+            if let Some(d) = self.etx.next_repair_time().filter(|_| !self.paused) {
                 min(d.max(self.pacer.next_send()));
             }
             if let Some(d) = self.tx.timeout_deadline(self.rtt.rto()) {
@@ -139,6 +159,7 @@ impl Connection {
             self.tx.hold_retransmissions();
             self.next_probe = Some(now);
         }
+        self.paused = !self.silent && self.pause_at().is_some_and(|p| now >= p);
         if self.silent {
             if self.next_probe.is_some_and(|p| now >= p) {
                 self.tx.hold_retransmissions();
@@ -148,7 +169,8 @@ impl Connection {
                     (self.probe_wait * 2).min(MAX_PROBE_INTERVAL.max(self.cfg.probe_interval));
             }
         } else {
-            let fired = if self.rtt.has_sample() {
+            // While paused a timeout resends only the oldest TPDU (a probe), not the flight.
+            let fired = if self.rtt.has_sample() && !self.paused {
                 self.tx.on_timeout(now, self.rtt.rto())
             } else {
                 self.tx.on_timeout_before_sample(now, self.rtt.rto())
