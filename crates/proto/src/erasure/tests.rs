@@ -62,7 +62,7 @@ fn every_lost_source_comes_back_exact_at_a_fixed_ratio() {
     // Lose every 13th wire symbol (about 7.7 %), repairs included.
     let (rebuilt, repairs) = exchange(&mut tx, &mut rx, 2000, |w| w % 13 == 5);
     assert!(
-        repairs >= 450 && repairs <= 560,
+        (450..=560).contains(&repairs),
         "{repairs} repairs for 2000 at 1.25"
     );
     let lost: Vec<u64> = (0..2000 + repairs as u64).filter(|w| w % 13 == 5).collect();

@@ -1,0 +1,332 @@
+//! Connection and endpoint life cycle in virtual time: a refused connection, a full endpoint,
+//! the idle and close timeouts, a late AFIN whose AFINACK was lost, and many connections at
+//! once. A small two-endpoint network of its own (fixed delay, a filter that may drop chosen
+//! datagrams) so each test decides exactly what is lost.
+
+use aerotp_proto::{
+    CloseOutcome, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, Mode,
+};
+use aerotp_wire::{Flags, Header};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const DELAY: Duration = Duration::from_millis(10);
+
+fn addr_a() -> SocketAddr {
+    "10.0.0.1:9000".parse().unwrap()
+}
+fn addr_b() -> SocketAddr {
+    "10.0.0.2:9000".parse().unwrap()
+}
+
+/// Which datagrams the link drops: (now, sent by a?, header) -> drop?
+type Filter = Box<dyn FnMut(Duration, bool, &Header) -> bool>;
+
+struct Link {
+    a: Endpoint,
+    b: Endpoint,
+    now: Duration,
+    /// Arrival time, counter -> (to b?, bytes).
+    queue: BTreeMap<(Duration, u64), (bool, Vec<u8>)>,
+    n: u64,
+    drop: Filter,
+    /// Connections b accepted, and what b's application read from each (it reads everything
+    /// and closes its side at the end of the stream).
+    accepted: Vec<ConnectionHandle>,
+    got: HashMap<ConnectionHandle, Vec<u8>>,
+}
+
+impl Link {
+    fn new(b_cfg: EndpointConfig) -> Link {
+        Link {
+            a: Endpoint::new(EndpointConfig::default(), 1),
+            b: Endpoint::new(b_cfg, 2),
+            now: Duration::ZERO,
+            queue: BTreeMap::new(),
+            n: 0,
+            drop: Box::new(|_, _, _| false),
+            accepted: Vec::new(),
+            got: HashMap::new(),
+        }
+    }
+
+    /// Sends what is due, then moves to the next event; false when nothing is left or
+    /// `limit` is reached.
+    fn step(&mut self, limit: Duration) -> bool {
+        let mut buf = Vec::new();
+        for from_a in [true, false] {
+            loop {
+                let ep = if from_a { &mut self.a } else { &mut self.b };
+                if ep.poll_transmit(self.now, &mut buf).is_none() {
+                    break;
+                }
+                let h = Header::parse(&buf).expect("endpoints send valid headers");
+                if !(self.drop)(self.now, from_a, &h) {
+                    self.n += 1;
+                    self.queue
+                        .insert((self.now + DELAY, self.n), (from_a, buf.clone()));
+                }
+            }
+        }
+        let next = [
+            self.queue.keys().next().map(|k| k.0),
+            self.a.poll_timeout(),
+            self.b.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(next) = next else { return false };
+        if next > limit {
+            return false;
+        }
+        self.now = self.now.max(next);
+        while let Some(entry) = self.queue.first_entry() {
+            if entry.key().0 > self.now {
+                break;
+            }
+            let (to_b, d) = entry.remove();
+            if to_b {
+                self.b.handle_datagram(self.now, addr_a(), &d);
+            } else {
+                self.a.handle_datagram(self.now, addr_b(), &d);
+            }
+        }
+        self.a.handle_timeout(self.now);
+        self.b.handle_timeout(self.now);
+        true
+    }
+}
+
+fn cfg(mode: Mode) -> ConnectionConfig {
+    ConnectionConfig {
+        rate_bps: 10_000_000,
+        ..ConnectionConfig::with_mode(mode)
+    }
+}
+
+/// Runs until `done` says so (checked after each step) or `limit`; returns the closes seen.
+fn run_until(
+    link: &mut Link,
+    limit: Duration,
+    mut done: impl FnMut(&mut Link, &HashMap<ConnectionHandle, CloseOutcome>) -> bool,
+) -> (
+    HashMap<ConnectionHandle, CloseOutcome>,
+    HashMap<ConnectionHandle, (CloseOutcome, Duration)>,
+) {
+    let mut a_closed = HashMap::new();
+    let mut b_closed = HashMap::new();
+    for _ in 0..2_000_000 {
+        while let Some(e) = link.a.poll_event() {
+            if let Event::Closed(h, o) = e {
+                a_closed.insert(h, o);
+            }
+        }
+        while let Some(e) = link.b.poll_event() {
+            match e {
+                Event::Closed(h, o) => {
+                    b_closed.insert(h, (o, link.now));
+                }
+                Event::Accepted(h) => link.accepted.push(h),
+                _ => {}
+            }
+        }
+        let mut buf = [0u8; 8192];
+        for &r in &link.accepted {
+            while let Ok(k @ 1..) = link.b.read(r, &mut buf) {
+                link.got.entry(r).or_default().extend_from_slice(&buf[..k]);
+            }
+            if link.b.at_eof(r) {
+                let _ = link.b.close(r);
+            }
+        }
+        if done(link, &a_closed) || !link.step(limit) {
+            break;
+        }
+    }
+    (a_closed, b_closed)
+}
+
+#[test]
+fn a_connection_to_a_port_nobody_listens_on_is_reset_within_a_round_trip() {
+    let mut link = Link::new(EndpointConfig::default());
+    link.b.listen(7, cfg(Mode::Reliable)).unwrap();
+    let h = link
+        .a
+        .connect(Duration::ZERO, addr_b(), 8, cfg(Mode::Reliable))
+        .unwrap();
+    link.a.write(h, b"hello").unwrap();
+    let (closed, _) = run_until(&mut link, Duration::from_secs(5), |_, c| !c.is_empty());
+    match closed.get(&h) {
+        Some(CloseOutcome::Reset(why)) => assert!(why.contains("refused"), "{why}"),
+        other => panic!("expected a reset, got {other:?}"),
+    }
+    assert!(
+        link.now <= DELAY * 2 + Duration::from_millis(5),
+        "{:?}",
+        link.now
+    );
+    // One refusal per redundant ASYN copy that arrived.
+    assert_eq!(link.b.stats.refused, 3);
+    assert_eq!(
+        link.b.connection_count(),
+        0,
+        "no state kept for a refused peer"
+    );
+}
+
+#[test]
+fn a_full_endpoint_refuses_the_next_connection_and_keeps_the_others() {
+    let mut link = Link::new(EndpointConfig {
+        max_connections: 2,
+        ..EndpointConfig::default()
+    });
+    link.b.listen(7, cfg(Mode::Reliable)).unwrap();
+    let hs: Vec<ConnectionHandle> = (0..3)
+        .map(|_| {
+            let h = link
+                .a
+                .connect(Duration::ZERO, addr_b(), 7, cfg(Mode::Reliable))
+                .unwrap();
+            link.a.write(h, &[7u8; 3000]).unwrap();
+            link.a.close(h).unwrap();
+            h
+        })
+        .collect();
+    let (closed, _) = run_until(&mut link, Duration::from_secs(10), |_, c| c.len() == 3);
+    let resets = hs
+        .iter()
+        .filter(|h| matches!(closed.get(h), Some(CloseOutcome::Reset(w)) if w.contains("too many")))
+        .count();
+    assert_eq!(resets, 1, "{closed:?}");
+    let finished = hs
+        .iter()
+        .filter(|h| {
+            matches!(
+                closed.get(h),
+                Some(CloseOutcome::Finished { confirmed: true })
+            )
+        })
+        .count();
+    assert_eq!(finished, 2, "{closed:?}");
+}
+
+#[test]
+fn a_peer_that_vanishes_ends_the_connection_at_the_idle_timeout() {
+    let mut link = Link::new(EndpointConfig::default());
+    let mut c = cfg(Mode::Reliable);
+    c.idle_timeout = Duration::from_secs(5);
+    link.b.listen(7, c.clone()).unwrap();
+    let h = link.a.connect(Duration::ZERO, addr_b(), 7, c).unwrap();
+    link.a.write(h, &[1u8; 20_000]).unwrap();
+    // Everything after 100 ms is lost, both ways, for good.
+    link.drop = Box::new(|now, _, _| now >= Duration::from_millis(100));
+    let (closed, b_closed) = run_until(&mut link, Duration::from_secs(60), |_, c| !c.is_empty());
+    assert_eq!(closed.get(&h), Some(&CloseOutcome::IdleTimeout));
+    // Last heard just before 100 ms + a path delay: the timeout 5 s after that.
+    let at = link.now.as_secs_f64();
+    assert!((5.0..5.2).contains(&at), "sender gave up at {at} s");
+    let (o, t) = b_closed.values().next().expect("the receiver gave up too");
+    assert_eq!(o, &CloseOutcome::IdleTimeout);
+    assert!(t.as_secs_f64() < 5.2, "receiver at {t:?}");
+}
+
+#[test]
+fn an_afin_nobody_acknowledges_ends_at_the_close_timeout() {
+    let mut link = Link::new(EndpointConfig::default());
+    let mut c = cfg(Mode::QuasiReliable);
+    c.close_timeout = Duration::from_secs(3);
+    link.b.listen(7, c.clone()).unwrap();
+    let h = link.a.connect(Duration::ZERO, addr_b(), 7, c).unwrap();
+    link.a.write(h, &[2u8; 5000]).unwrap();
+    // The data arrives; from 200 ms on nothing does (the AFIN goes after that).
+    link.drop = Box::new(|now, _, _| now >= Duration::from_millis(200));
+    run_until(&mut link, Duration::from_millis(300), |_, _| false);
+    link.a.close(h).unwrap();
+    let closed_at = link.now;
+    let (closed, _) = run_until(&mut link, Duration::from_secs(60), |_, c| !c.is_empty());
+    assert_eq!(closed.get(&h), Some(&CloseOutcome::CloseTimeout));
+    let waited = (link.now - closed_at).as_secs_f64();
+    assert!(
+        (2.9..3.5).contains(&waited),
+        "closed {waited} s after the AFIN"
+    );
+}
+
+#[test]
+fn a_late_afin_after_a_lost_afinack_is_answered_and_both_ends_finish() {
+    for mode in [Mode::Reliable, Mode::QuasiReliable, Mode::NearReliable] {
+        let mut link = Link::new(EndpointConfig::default());
+        link.b.listen(7, cfg(mode)).unwrap();
+        let h = link
+            .a
+            .connect(Duration::ZERO, addr_b(), 7, cfg(mode))
+            .unwrap();
+        link.a.write(h, &[3u8; 8000]).unwrap();
+        link.a.close(h).unwrap();
+        // Drop the receiver's first AFINACK (control TPDU with AFIN|ACK), whenever it goes.
+        let dropped = std::rc::Rc::new(std::cell::Cell::new(0));
+        let d = dropped.clone();
+        link.drop = Box::new(move |_, from_a, hd| {
+            let afinack =
+                !from_a && hd.flags.contains(Flags::AFIN) && hd.flags.contains(Flags::ACK);
+            if afinack && d.get() == 0 {
+                d.set(1);
+                return true;
+            }
+            false
+        });
+        let (closed, _) = run_until(&mut link, Duration::from_secs(60), |_, c| !c.is_empty());
+        assert_eq!(dropped.get(), 1, "{mode:?}: no AFINACK was dropped");
+        let got: usize = link.got.values().map(Vec::len).sum();
+        assert_eq!(got, 8000, "{mode:?}");
+        let expected_confirmed = mode.is_fully_reliable();
+        assert_eq!(
+            closed.get(&h),
+            Some(&CloseOutcome::Finished {
+                confirmed: expected_confirmed
+            }),
+            "{mode:?}: the AFIN was retransmitted and answered"
+        );
+        assert!(
+            link.now < Duration::from_secs(15),
+            "{mode:?} at {:?}",
+            link.now
+        );
+    }
+}
+
+#[test]
+fn two_hundred_connections_at_once_all_deliver_intact() {
+    let mut link = Link::new(EndpointConfig::default());
+    link.b.listen(7, cfg(Mode::Reliable)).unwrap();
+    let n = 200;
+    let mut sent: HashMap<ConnectionHandle, Vec<u8>> = HashMap::new();
+    for i in 0..n {
+        let h = link
+            .a
+            .connect(Duration::ZERO, addr_b(), 7, cfg(Mode::Reliable))
+            .unwrap();
+        let data: Vec<u8> = (0..5000u32).map(|k| (k * 7 + i) as u8).collect();
+        assert_eq!(link.a.write(h, &data).unwrap(), data.len());
+        link.a.close(h).unwrap();
+        sent.insert(h, data);
+    }
+    let (closed, _) = run_until(&mut link, Duration::from_secs(120), |_, c| {
+        c.len() == n as usize
+    });
+    assert_eq!(link.accepted.len(), n as usize);
+    assert!(
+        closed
+            .values()
+            .all(|o| *o == CloseOutcome::Finished { confirmed: true }),
+        "{closed:?}"
+    );
+    // Every stream arrived whole: the multiset of received streams equals what was sent.
+    let mut a: Vec<&Vec<u8>> = sent.values().collect();
+    let mut b: Vec<&Vec<u8>> = link.got.values().collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+}
