@@ -48,8 +48,9 @@ pub struct Args {
     /// ACKs aggregated per MACK (1-365).
     #[arg(long, value_parser = mack_arg)]
     mack: Option<u16>,
-    /// Drop a transfer when nothing is heard from the sender for this long (outages!).
-    #[arg(long, default_value = "40min", value_parser = duration_arg)]
+    /// Drop a transfer when nothing is heard from the sender for this long (outages!); what
+    /// arrived is kept as NAME.partial, exit 4. Also spelled --silence-timeout, as on send.
+    #[arg(long, alias = "silence-timeout", default_value = "40min", value_parser = duration_arg)]
     idle_timeout: Duration,
     #[command(flatten)]
     observe: ObserveFlags,
@@ -470,6 +471,9 @@ pub async fn run(args: Args) -> i32 {
 }
 
 async fn run_inner(args: Args) -> anyhow::Result<i32> {
+    if args.output.trim().is_empty() {
+        anyhow::bail!("-o: empty; give a directory, a file name or - for standard output");
+    }
     let (sink, once) = if args.output == "-" {
         (Sink::Stdout, true)
     } else {
@@ -494,6 +498,19 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
             (Sink::File(p), true)
         }
     };
+    // Before any socket: a directory we cannot write would only fail once a sender has
+    // started, and that sender would then wait for its silence bound.
+    match &sink {
+        Sink::Dir(d) => check_writable_dir(d, &args.output)?,
+        Sink::File(f) => {
+            let parent = f
+                .parent()
+                .filter(|x| !x.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            check_writable_dir(parent, &args.output)?;
+        }
+        Sink::Stdout | Sink::Memory => {}
+    }
     let cfg = listener_config(args.rate, args.mack, args.idle_timeout)?;
     // The capture file first: a path that cannot be written stops us before any traffic.
     let mut obs = args.observe.open_capture()?;
@@ -512,6 +529,27 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
         println!("{v}");
     }
     Ok(code)
+}
+
+/// Creates and removes a probe file in `dir`: the only check that holds for permissions,
+/// read-only mounts and ACLs alike.
+fn check_writable_dir(dir: &Path, flag_value: &str) -> anyhow::Result<()> {
+    let probe = dir.join(format!(".aerotp-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(f) => {
+            drop(f);
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => anyhow::bail!(
+            "-o {flag_value}: cannot write in {} ({e}); give a directory this user can write, a file in one, or - for standard output",
+            dir.display()
+        ),
+    }
 }
 
 /// Accepts and receives transfers until Ctrl-C, or the first one with `once`: its exit
@@ -563,4 +601,30 @@ async fn serve(
         }
     }
     Ok((EXIT_OK, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_matching_digest_and_count_is_verified() {
+        let d = [1u8; 32];
+        let t = |bytes, sha256| Trailer { bytes, sha256 };
+        let ok = t(100, d);
+        assert_eq!(check_end(2, Some(100), 100, &d, Some(&ok), false), Verdict::Verified);
+        assert_eq!(check_end(2, None, 100, &d, Some(&ok), false), Verdict::Verified);
+        // One byte changed anywhere: the digest differs.
+        assert_eq!(check_end(2, Some(100), 100, &[2; 32], Some(&ok), false), Verdict::Mismatch);
+        // The sender read fewer bytes than it announced, or the receiver got more than it read.
+        assert_eq!(check_end(2, Some(200), 100, &d, Some(&ok), false), Verdict::Mismatch);
+        assert_eq!(check_end(2, None, 101, &d, Some(&ok), false), Verdict::Mismatch);
+        assert_eq!(check_end(2, Some(100), 99, &d, Some(&ok), false), Verdict::Incomplete);
+        // No trailer: cut short, or never vouched for.
+        assert_eq!(check_end(2, Some(100), 100, &d, None, true), Verdict::Incomplete);
+        assert_eq!(check_end(2, Some(100), 50, &d, None, false), Verdict::Incomplete);
+        assert_eq!(check_end(2, Some(100), 100, &d, None, false), Verdict::NoDigest);
+        assert_eq!(check_end(1, Some(100), 100, &d, None, false), Verdict::NoDigest);
+        assert_eq!(check_end(0, None, 100, &d, None, false), Verdict::NoDigest);
+    }
 }

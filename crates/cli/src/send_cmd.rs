@@ -477,3 +477,38 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     }
     Ok(code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn drain(input: &[u8], announced: Option<u64>, piece: usize) -> Result<Trailer, String> {
+        let mut c = CheckedInput::new(input, announced);
+        let mut buf = vec![0u8; piece];
+        loop {
+            match c.next(&mut buf).await {
+                Ok(0) => return Ok(c.trailer()),
+                Ok(_) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_input_must_hold_exactly_the_announced_bytes() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let want: [u8; 32] = Sha256::digest(&data).into();
+        for piece in [1, 7, 4096, 20_000] {
+            let t = drain(&data, Some(10_000), piece).await.unwrap();
+            assert_eq!((t.bytes, t.sha256), (10_000, want), "piece {piece}");
+            let t = drain(&data, None, piece).await.unwrap();
+            assert_eq!((t.bytes, t.sha256), (10_000, want), "unknown size, piece {piece}");
+            let e = drain(&data, Some(10_001), piece).await.unwrap_err();
+            assert!(e.contains("shrank") && e.contains("10001") && e.contains("10000"), "{e}");
+            let e = drain(&data, Some(9_999), piece).await.unwrap_err();
+            assert!(e.contains("grew") && e.contains("9999"), "{e}");
+        }
+        assert_eq!(drain(&[], Some(0), 10).await.unwrap().bytes, 0);
+        assert!(drain(&[1], Some(0), 10).await.unwrap_err().contains("grew"));
+    }
+}
