@@ -322,6 +322,21 @@ impl TailHold {
     }
 }
 
+/// Resets `conn` with `reason` and waits (at most 250 ms) until its RST has left: the driver
+/// task sends it, and the process often exits right after us, which would swallow it and leave
+/// the peer waiting for its silence bound instead of learning why at once.
+pub async fn abort_and_flush(conn: &aerotp_net::Connection, reason: &str) {
+    let before = conn.stats().bytes_sent_wire;
+    conn.abort(reason);
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        // A change (or 0: the connection is already released) means the RST went out.
+        if conn.stats().bytes_sent_wire != before {
+            break;
+        }
+    }
+}
+
 /// A safe local file name from what the sender announced: its last path component, without
 /// control characters; `None` if nothing usable is left.
 pub fn sanitize_name(name: &str) -> Option<String> {

@@ -259,7 +259,7 @@ pub async fn receive(
     }
     if let Some(e) = write_error {
         // The sender learns at once (RST with the reason) instead of sending into the void.
-        conn.abort(&format!("receiver cannot store the data: {e:#}"));
+        abort_and_flush(&conn, &format!("receiver cannot store the data: {e:#}")).await;
         let _ = keep_partial(&mut out).await;
         return Err(e);
     }
@@ -420,6 +420,16 @@ pub fn listener_config(
 /// `--once` after the capture closed, so that it can carry the capture's figures); otherwise
 /// prints the text line and returns `None`.
 fn report_line(o: &RecvOutcome, json: bool) -> Option<serde_json::Value> {
+    // On stderr whatever the format: a refused file must never pass unnoticed.
+    if o.verdict != Verdict::Verified {
+        eprintln!(
+            "aerotp recv: {}: end-to-end check failed: {} (SHA-256 written {}, sender's {}); not given its name",
+            o.name,
+            o.verdict.describe(),
+            o.sha256.as_deref().unwrap_or("-"),
+            o.sender_sha256.as_deref().unwrap_or("none"),
+        );
+    }
     if json {
         let mut v = stats_json("recv", &o.name, o.bytes, o.elapsed, &o.report);
         v["expected_bytes"] = o.expected.into();
@@ -447,15 +457,6 @@ fn report_line(o: &RecvOutcome, json: bool) -> Option<serde_json::Value> {
             o.saved_as.as_ref().map_or_else(String::new, |p| format!("; saved as {}", p.display())),
             o.read_error.as_ref().map_or_else(String::new, |e| format!("; error: {e}")),
         );
-        if o.verdict != Verdict::Verified {
-            eprintln!(
-                "aerotp recv: {}: end-to-end check failed: {} (SHA-256 written {}, sender's {}); not given its name",
-                o.name,
-                o.verdict.describe(),
-                o.sha256.as_deref().unwrap_or("-"),
-                o.sender_sha256.as_deref().unwrap_or("none"),
-            );
-        }
         None
     }
 }

@@ -270,7 +270,7 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
                 SendError::Input(_) => "sender's input changed during the send",
                 _ => "sender gave up",
             };
-            conn.abort(reason);
+            abort_and_flush(&conn, reason).await;
             Err(e)
         }
     }
