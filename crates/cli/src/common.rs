@@ -41,7 +41,12 @@ pub fn rate_arg(s: &str) -> Result<u64, String> {
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 pub fn duration_arg(s: &str) -> Result<Duration, String> {
-    bounded_duration(s, Duration::from_nanos(1), MAX_DURATION, "a duration above 0 and at most 720h (30 days)")
+    bounded_duration(
+        s,
+        Duration::from_nanos(1),
+        MAX_DURATION,
+        "a duration above 0 and at most 720h (30 days)",
+    )
 }
 
 /// `send --silence-timeout`: at least a second (shorter would cut through the engine's 2 s
@@ -55,15 +60,30 @@ pub fn silence_arg(s: &str) -> Result<Duration, String> {
     )
 }
 
-fn bounded_duration(s: &str, lo: Duration, hi: Duration, accepted: &str) -> Result<Duration, String> {
+fn bounded_duration(
+    s: &str,
+    lo: Duration,
+    hi: Duration,
+    accepted: &str,
+) -> Result<Duration, String> {
     let d = aerotp_link::parse_duration(s).map_err(|e| e.to_string())?;
     if d.is_zero() {
-        return Err(format!("must be greater than zero (e.g. 10s); give {accepted}"));
+        return Err(format!(
+            "must be greater than zero (e.g. 10s); give {accepted}"
+        ));
     }
     if d < lo || d > hi {
         return Err(format!("'{s}' is out of range; give {accepted}"));
     }
     Ok(d)
+}
+
+/// An AeroTP port (`--port`): 1 to 65535; 0 names no port a peer could address.
+pub fn port_arg(s: &str) -> Result<u16, String> {
+    match s.trim().parse::<u16>() {
+        Ok(0) | Err(_) => Err(format!("'{s}' is not an AeroTP port; give 1 to 65535")),
+        Ok(p) => Ok(p),
+    }
 }
 
 pub fn mode_arg(s: &str) -> Result<Mode, String> {
@@ -446,10 +466,11 @@ pub fn open_capture(
     interfaces: &[&str],
     queue_bytes: u64,
 ) -> anyhow::Result<std::sync::Arc<aerotp_capture::LiveCapture>> {
+    use anyhow::Context;
     let q = usize::try_from(queue_bytes).unwrap_or(usize::MAX);
-    Ok(std::sync::Arc::new(aerotp_capture::LiveCapture::create(
-        path, interfaces, q,
-    )?))
+    let cap = aerotp_capture::LiveCapture::create(path, interfaces, q)
+        .with_context(|| format!("--pcap {}", path.display()))?;
+    Ok(std::sync::Arc::new(cap))
 }
 
 /// Closes a capture and says on stderr what it holds, and how many records were dropped
@@ -611,7 +632,14 @@ mod tests {
         );
         assert!(matches!(
             decode_header(&encode_header("x", None)),
-            HeaderParse::Done(FileHeader { size: None, version: 2, .. }, 16)
+            HeaderParse::Done(
+                FileHeader {
+                    size: None,
+                    version: 2,
+                    ..
+                },
+                16
+            )
         ));
         assert_eq!(decode_header(b"GARBAGE!"), HeaderParse::Invalid);
         // A version-1 header (no digest) still parses, so the receiver can say why it cannot

@@ -49,12 +49,12 @@ pub struct Args {
     #[arg(long, value_parser = ["air", "ground"])]
     pub shell: Option<String>,
     /// How long to let --ground start (e.g. bind its socket) before --air runs.
-    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "500ms", value_parser = settle_arg)]
     pub settle: Duration,
     /// Instead of sleeping --settle, wait (at most 15 s) until the ground command accepts TCP
     /// connections on this port of the ground address (probed inside the ground namespace,
     /// so the probe never crosses the link).
-    #[arg(long, value_name = "PORT")]
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub ground_port: Option<u16>,
     /// Tag of the namespace names (aerotp-air-<pid>-<name>); letters, digits, `_`, `.`.
     #[arg(long)]
@@ -96,6 +96,15 @@ impl Args {
             },
         ))
     }
+}
+
+/// `--settle`: 0s (no wait) to 10min; longer is a typo that would hold the namespaces up.
+fn settle_arg(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    if d > Duration::from_secs(600) {
+        return Err(format!("'{s}' is too long; give 0s to 10min (e.g. 500ms)"));
+    }
+    Ok(d)
 }
 
 /// Run `aerotp lab`; returns the process exit code (the air command's status).

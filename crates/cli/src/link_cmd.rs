@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use aerotp_emu::{outage_seed, path_seed, run_relays, RelayConfig, RelayStats, RelayTap};
-use aerotp_link::{parse_duration, Network};
+use aerotp_link::Network;
 use anyhow::Context;
 
 use crate::link_flags::LinkFlags;
@@ -73,9 +73,7 @@ fn capture_interfaces(configs: &[RelayConfig]) -> Vec<String> {
         .collect()
 }
 
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
+use crate::common::duration_arg;
 
 /// Address of path `i` of `n`: the i-th of `given`, or the first with its port + i.
 fn path_addr(flag: &str, given: &[SocketAddr], i: usize, n: usize) -> anyhow::Result<SocketAddr> {

@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(long)]
     listen: SocketAddr,
     /// AeroTP port to accept on (not a UDP port).
-    #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT)]
+    #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT, value_parser = port_arg)]
     port: u16,
     /// Destination: a directory (each transfer gets its own file, named by the sender), a
     /// file (one transfer; implies --once) or - for standard output (implies --once).
@@ -49,8 +49,8 @@ pub struct Args {
     #[arg(long, value_parser = mack_arg)]
     mack: Option<u16>,
     /// Drop a transfer when nothing is heard from the sender for this long (outages!); what
-    /// arrived is kept as NAME.partial, exit 4. Also spelled --silence-timeout, as on send.
-    #[arg(long, alias = "silence-timeout", default_value = "40min", value_parser = duration_arg)]
+    /// arrived is kept as NAME.partial, exit 4 (the receiver's silence bound).
+    #[arg(long, default_value = "40min", value_parser = duration_arg)]
     idle_timeout: Duration,
     #[command(flatten)]
     observe: ObserveFlags,
@@ -613,19 +613,49 @@ mod tests {
         let d = [1u8; 32];
         let t = |bytes, sha256| Trailer { bytes, sha256 };
         let ok = t(100, d);
-        assert_eq!(check_end(2, Some(100), 100, &d, Some(&ok), false), Verdict::Verified);
-        assert_eq!(check_end(2, None, 100, &d, Some(&ok), false), Verdict::Verified);
+        assert_eq!(
+            check_end(2, Some(100), 100, &d, Some(&ok), false),
+            Verdict::Verified
+        );
+        assert_eq!(
+            check_end(2, None, 100, &d, Some(&ok), false),
+            Verdict::Verified
+        );
         // One byte changed anywhere: the digest differs.
-        assert_eq!(check_end(2, Some(100), 100, &[2; 32], Some(&ok), false), Verdict::Mismatch);
+        assert_eq!(
+            check_end(2, Some(100), 100, &[2; 32], Some(&ok), false),
+            Verdict::Mismatch
+        );
         // The sender read fewer bytes than it announced, or the receiver got more than it read.
-        assert_eq!(check_end(2, Some(200), 100, &d, Some(&ok), false), Verdict::Mismatch);
-        assert_eq!(check_end(2, None, 101, &d, Some(&ok), false), Verdict::Mismatch);
-        assert_eq!(check_end(2, Some(100), 99, &d, Some(&ok), false), Verdict::Incomplete);
+        assert_eq!(
+            check_end(2, Some(200), 100, &d, Some(&ok), false),
+            Verdict::Mismatch
+        );
+        assert_eq!(
+            check_end(2, None, 101, &d, Some(&ok), false),
+            Verdict::Mismatch
+        );
+        assert_eq!(
+            check_end(2, Some(100), 99, &d, Some(&ok), false),
+            Verdict::Incomplete
+        );
         // No trailer: cut short, or never vouched for.
-        assert_eq!(check_end(2, Some(100), 100, &d, None, true), Verdict::Incomplete);
-        assert_eq!(check_end(2, Some(100), 50, &d, None, false), Verdict::Incomplete);
-        assert_eq!(check_end(2, Some(100), 100, &d, None, false), Verdict::NoDigest);
-        assert_eq!(check_end(1, Some(100), 100, &d, None, false), Verdict::NoDigest);
+        assert_eq!(
+            check_end(2, Some(100), 100, &d, None, true),
+            Verdict::Incomplete
+        );
+        assert_eq!(
+            check_end(2, Some(100), 50, &d, None, false),
+            Verdict::Incomplete
+        );
+        assert_eq!(
+            check_end(2, Some(100), 100, &d, None, false),
+            Verdict::NoDigest
+        );
+        assert_eq!(
+            check_end(1, Some(100), 100, &d, None, false),
+            Verdict::NoDigest
+        );
         assert_eq!(check_end(0, None, 100, &d, None, false), Verdict::NoDigest);
     }
 }

@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long)]
     to: String,
     /// Receiver's AeroTP port (not a UDP port).
-    #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT)]
+    #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT, value_parser = port_arg)]
     port: u16,
     /// Transfer mode: reliable, near-reliable, quasi-reliable, hybrid-nack, hybrid-nack-mack,
     /// unreliable.
@@ -422,6 +422,15 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
                 .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
             (Box::new(f), Some(meta.len()), name)
         };
+    if let Some(n) = &args.name {
+        if sanitize_name(n).is_none() {
+            return Err(anyhow::anyhow!(
+                "--name '{n}': no usable file name in it; give a name such as flight-42.pcm \
+                 (its last path component is what the receiver uses)"
+            )
+            .into());
+        }
+    }
     let name = args.name.clone().unwrap_or(default_name);
     let target = resolve(&args.to).await?;
     // The capture file first: a path that cannot be written stops us before any traffic.
@@ -502,9 +511,16 @@ mod tests {
             let t = drain(&data, Some(10_000), piece).await.unwrap();
             assert_eq!((t.bytes, t.sha256), (10_000, want), "piece {piece}");
             let t = drain(&data, None, piece).await.unwrap();
-            assert_eq!((t.bytes, t.sha256), (10_000, want), "unknown size, piece {piece}");
+            assert_eq!(
+                (t.bytes, t.sha256),
+                (10_000, want),
+                "unknown size, piece {piece}"
+            );
             let e = drain(&data, Some(10_001), piece).await.unwrap_err();
-            assert!(e.contains("shrank") && e.contains("10001") && e.contains("10000"), "{e}");
+            assert!(
+                e.contains("shrank") && e.contains("10001") && e.contains("10000"),
+                "{e}"
+            );
             let e = drain(&data, Some(9_999), piece).await.unwrap_err();
             assert!(e.contains("grew") && e.contains("9999"), "{e}");
         }

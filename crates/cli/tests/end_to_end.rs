@@ -198,11 +198,7 @@ fn streams_that_do_not_vouch_for_their_bytes_fail_on_both_sides() {
         ),
         (
             "fewer bytes than announced, trailer honest about them",
-            whole(
-                header(2, "f.bin", 400_000),
-                &data,
-                trailer(300_000, &data),
-            ),
+            whole(header(2, "f.bin", 400_000), &data, trailer(300_000, &data)),
             b"ATPV\x01",
             6,
             "f.bin.partial",
@@ -337,7 +333,7 @@ fn a_receiver_whose_sender_dies_keeps_partial_within_its_silence_bound() {
     std::fs::write(&file, pattern(20_000_000, 6)).unwrap();
     let out = tempfile::tempdir().unwrap();
     let port = free_port();
-    let recv = spawn_recv(port, out.path(), &["--silence-timeout", "2s"]);
+    let recv = spawn_recv(port, out.path(), &["--idle-timeout", "2s"]);
     let mut send = spawn_send(&file, port, &[]);
     std::thread::sleep(Duration::from_millis(1000));
     send.get().kill().unwrap();

@@ -73,8 +73,9 @@ pub struct FileConfig {
 impl FileConfig {
     pub fn load(path: &std::path::Path) -> Result<FileConfig> {
         let s = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        toml::from_str(&s).with_context(|| format!("bad gateway config {}", path.display()))
+            .with_context(|| format!("--config {}: cannot read it", path.display()))?;
+        toml::from_str(&s)
+            .with_context(|| format!("--config {}: bad gateway config", path.display()))
     }
 
     /// Checks that no key of the other role is set: a key the role would ignore is an error
@@ -224,10 +225,7 @@ pub fn check_host_port(key: &str, s: &str) -> Result<()> {
         return Err(bad("empty"));
     }
     if s.len() > MAX_DEST {
-        return Err(bad(&format!(
-            "longer than {} bytes",
-            MAX_DEST
-        )));
+        return Err(bad(&format!("longer than {} bytes", MAX_DEST)));
     }
     if let Ok(a) = s.parse::<SocketAddr>() {
         return if a.port() == 0 {
@@ -465,7 +463,12 @@ mod tests {
 
     #[test]
     fn destinations_and_allow_entries_must_be_host_and_port() {
-        for ok in ["10.0.0.5:8080", "[::1]:80", "telemetry.example:9000", "a-b.c:1"] {
+        for ok in [
+            "10.0.0.5:8080",
+            "[::1]:80",
+            "telemetry.example:9000",
+            "a-b.c:1",
+        ] {
             check_host_port("dest", ok).unwrap();
         }
         for (bad, why) in [
@@ -480,7 +483,10 @@ mod tests {
             ("a..b:80", "host"),
         ] {
             let e = check_host_port("allow", bad).unwrap_err().to_string();
-            assert!(e.starts_with(&format!("allow '{bad}'")) && e.contains(why), "{e}");
+            assert!(
+                e.starts_with(&format!("allow '{bad}'")) && e.contains(why),
+                "{e}"
+            );
             assert!(e.contains("host:port"), "{e}");
         }
         let long = format!("{}:80", "a".repeat(2000));
@@ -494,20 +500,104 @@ mod tests {
             ..Default::default()
         };
         let cases: Vec<(FileConfig, &str)> = vec![
-            (FileConfig { mtu: Some(0), ..base() }, "mtu 0"),
-            (FileConfig { rate: Some("0".into()), ..base() }, "rate"),
-            (FileConfig { rate: Some("1000gbit".into()), ..base() }, "rate"),
-            (FileConfig { window: Some("10".into()), ..base() }, "window"),
-            (FileConfig { window: Some("0".into()), ..base() }, "window"),
-            (FileConfig { store_capacity: Some("1kB".into()), ..base() }, "store_capacity"),
-            (FileConfig { weights: Some([0, 1, 1]), ..base() }, "weights"),
-            (FileConfig { idle_timeout: Some("0s".into()), ..base() }, "idle_timeout"),
-            (FileConfig { idle_timeout: Some("-1s".into()), ..base() }, "idle_timeout"),
-            (FileConfig { resume_timeout: Some("99999h".into()), ..base() }, "resume_timeout"),
-            (FileConfig { tcp_connect: Some("nowhere".into()), ..base() }, "tcp_connect"),
-            (FileConfig { allow: vec!["*".into()], ..base() }, "allow"),
-            (FileConfig { store: Some(PathBuf::new()), ..base() }, "store"),
-            (FileConfig { store: Some("Cargo.toml".into()), ..base() }, "store"),
+            (
+                FileConfig {
+                    mtu: Some(0),
+                    ..base()
+                },
+                "mtu 0",
+            ),
+            (
+                FileConfig {
+                    rate: Some("0".into()),
+                    ..base()
+                },
+                "rate",
+            ),
+            (
+                FileConfig {
+                    rate: Some("1000gbit".into()),
+                    ..base()
+                },
+                "rate",
+            ),
+            (
+                FileConfig {
+                    window: Some("10".into()),
+                    ..base()
+                },
+                "window",
+            ),
+            (
+                FileConfig {
+                    window: Some("0".into()),
+                    ..base()
+                },
+                "window",
+            ),
+            (
+                FileConfig {
+                    store_capacity: Some("1kB".into()),
+                    ..base()
+                },
+                "store_capacity",
+            ),
+            (
+                FileConfig {
+                    weights: Some([0, 1, 1]),
+                    ..base()
+                },
+                "weights",
+            ),
+            (
+                FileConfig {
+                    idle_timeout: Some("0s".into()),
+                    ..base()
+                },
+                "idle_timeout",
+            ),
+            (
+                FileConfig {
+                    idle_timeout: Some("-1s".into()),
+                    ..base()
+                },
+                "idle_timeout",
+            ),
+            (
+                FileConfig {
+                    resume_timeout: Some("99999h".into()),
+                    ..base()
+                },
+                "resume_timeout",
+            ),
+            (
+                FileConfig {
+                    tcp_connect: Some("nowhere".into()),
+                    ..base()
+                },
+                "tcp_connect",
+            ),
+            (
+                FileConfig {
+                    allow: vec!["*".into()],
+                    ..base()
+                },
+                "allow",
+            ),
+            (
+                FileConfig {
+                    store: Some(PathBuf::new()),
+                    ..base()
+                },
+                "store",
+            ),
+            (
+                FileConfig {
+                    store: Some("Cargo.toml".into()),
+                    ..base()
+                },
+                "store",
+            ),
             (
                 FileConfig {
                     flows: vec![FlowSpec {
