@@ -177,7 +177,8 @@ fn streams_that_do_not_vouch_for_their_bytes_fail_on_both_sides() {
     tampered[123_456] ^= 0x40;
     let whole = |h: Vec<u8>, body: &[u8], t: Vec<u8>| [h, body.to_vec(), t].concat();
     // (what, stream, the receiver's answer, its exit status, the file name it leaves)
-    let cases: Vec<(&str, Vec<u8>, &[u8], i32, &str)> = vec![
+    type Case = (&'static str, Vec<u8>, &'static [u8], i32, &'static str);
+    let cases: Vec<Case> = vec![
         (
             "intact",
             whole(header(2, "f.bin", 300_000), &data, trailer(300_000, &data)),
