@@ -449,6 +449,11 @@ pub fn stats_json(role: &str, name: &str, bytes: u64, elapsed: Duration, report:
     })
 }
 
+/// Lower-case hexadecimal, as `sha256sum` prints digests.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 pub fn human_rate(bps: f64) -> String {
     if bps >= 1e9 {
         format!("{:.2} Gb/s", bps / 1e9)

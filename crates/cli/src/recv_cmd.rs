@@ -394,9 +394,6 @@ async fn write_bytes(
     Ok(())
 }
 
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 pub fn listener_config(
     rate: u64,

@@ -456,7 +456,7 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     let capture = obs.close(&ep, "aerotp send")?;
     let out = out?;
     let (code, why) = send_status(&out);
-    let digest = crate::recv_cmd::hex(&out.sha256);
+    let digest = hex(&out.sha256);
     if args.json {
         let mut v = stats_json("send", &name, out.bytes, out.elapsed, &out.report);
         v["sha256"] = digest.into();
