@@ -355,13 +355,17 @@ mod tests {
             "--mode reliable --ber 0 --fec 300",
             "--mode reliable --ber 0 --topology ring",
             "--mode reliable --ber 0 --loss 2",
+            "--mode reliable --ber 0 --mack 400",
+            "--mode reliable --ber 0 --mtu 0",
+            "--mode reliable --ber 0 --cap 99999h",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-        // Values clap accepts but the scenario does not.
-        let a = parse("--mode reliable --ber 0 --mack 400").unwrap();
-        let e = execute(&a).unwrap_err().to_string();
-        assert!(e.contains("MACK"), "{e}");
+        // The flag's own parser names it and the range (before the scenario's check).
+        let e = parse("--mode reliable --ber 0 --mack 400")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--mack") && e.contains("1 to 365"), "{e}");
     }
 
     #[test]
