@@ -385,7 +385,8 @@ pub async fn run(args: Args) -> i32 {
     match run_inner(args).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("aerotp send: {e}");
+            // `{e:#}`: the whole chain (`--pcap PATH: cannot create …: why`).
+            eprintln!("aerotp send: {e:#}");
             e.exit_code()
         }
     }
