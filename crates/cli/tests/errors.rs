@@ -204,7 +204,11 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         (link, "--max-clients", COUNT),
         (link, "--idle-timeout", DUR),
         // 0s is "never" here.
-        (link, "--stats-interval", &["-1s", "NaN", "inf", "99999999h", "", "soon"]),
+        (
+            link,
+            "--stats-interval",
+            &["-1s", "NaN", "inf", "99999999h", "", "soon"],
+        ),
         (link, "--header-bytes", &["-1", "99999999999", "", "many"]),
         (link, "--seed", &["-1", "", "many"]),
         (link, "--pcap", UNWRITABLE),
@@ -331,4 +335,73 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         failures.join("\n")
     );
     assert!(checked > 300, "{checked} cases");
+}
+
+/// The gateways' config file goes through the same checks as their flags: a bad key is
+/// refused at start naming the key, before any socket or store exists.
+#[test]
+fn gateway_config_keys_are_checked_at_start() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("ingress", "peer = \"127.0.0.1:9\"\nmtu = 0\n", "mtu 0"),
+        (
+            "ingress",
+            "peer = \"127.0.0.1:9\"\nrate = \"NaN\"\n",
+            "rate",
+        ),
+        (
+            "ingress",
+            "peer = \"127.0.0.1:9\"\nwindow = \"0\"\n",
+            "window",
+        ),
+        (
+            "ingress",
+            "peer = \"127.0.0.1:9\"\nweights = [0, 1, 1]\n",
+            "weights",
+        ),
+        (
+            "ingress",
+            "peer = \"127.0.0.1:9\"\nidle_timeout = \"0s\"\n",
+            "idle_timeout",
+        ),
+        (
+            "ingress",
+            "peer = \"127.0.0.1:9\"\n[[flow]]\ntcp_listen = \"127.0.0.1:0\"\ndest = \"nowhere\"\n",
+            "dest",
+        ),
+        (
+            "egress",
+            "listen = \"127.0.0.1:0\"\nallow = [\"*\"]\n",
+            "allow",
+        ),
+        (
+            "egress",
+            "listen = \"127.0.0.1:0\"\ntcp_connect = \"h:0\"\n",
+            "tcp_connect",
+        ),
+        ("egress", "listen = \"garbage\"\n", "listen"),
+        (
+            "egress",
+            "listen = \"127.0.0.1:0\"\nstore = \"gw.toml\"\n",
+            "store",
+        ),
+    ];
+    for (role, toml, key) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("gw.toml"), toml).unwrap();
+        let args: Vec<String> = ["gw", role, "--config", "gw.toml"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (code, err) = aerotp_in(dir.path(), &args);
+        assert!(code != 0, "{role} {toml}: accepted: {err}");
+        assert!(
+            err.contains(key) && !err.contains("backtrace"),
+            "{role} {toml}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "{role} {toml}: wrote something"
+        );
+    }
 }
