@@ -79,7 +79,9 @@ use crate::common::{duration_arg, MAX_DURATION};
 fn stats_interval_arg(s: &str) -> Result<Duration, String> {
     let d = aerotp_link::parse_duration(s).map_err(|e| e.to_string())?;
     if d > MAX_DURATION {
-        return Err(format!("'{s}' is too long; give 0s (never) or at most 720h"));
+        return Err(format!(
+            "'{s}' is too long; give 0s (never) or at most 720h"
+        ));
     }
     Ok(d)
 }

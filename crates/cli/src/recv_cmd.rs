@@ -394,7 +394,6 @@ async fn write_bytes(
     Ok(())
 }
 
-
 pub fn listener_config(
     rate: u64,
     mack: Option<u16>,
