@@ -346,6 +346,10 @@ impl TailHold {
 /// task sends it, and the process often exits right after us, which would swallow it and leave
 /// the peer waiting for its silence bound instead of learning why at once.
 pub async fn abort_and_flush(conn: &aerotp_net::Connection, reason: &str) {
+    if conn.outcome().is_some() {
+        // Already ended (silence bound, reset by the peer): there is no RST to send.
+        return;
+    }
     let before = conn.stats().bytes_sent_wire;
     conn.abort(reason);
     for _ in 0..50 {
