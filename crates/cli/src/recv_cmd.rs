@@ -207,9 +207,11 @@ pub async fn receive(
             pb.set_prefix(format!("recv {name}"));
             out = Some(open_output(sink, &name, id).await?);
         }
-        let is_v2 = parsed.as_ref().is_some_and(|p| p.2 >= 2);
-        // Version 2: the last TRAILER_LEN bytes of the stream are the trailer, not data.
-        let file_bytes = if is_v2 { tail.push(&body) } else { body };
+        // Version 2, and a stream without a readable header (a lossy mode lost its TPDU, but
+        // the trailer may have come): the last TRAILER_LEN bytes may be the trailer, so they
+        // are held back. A version-1 stream has none: everything is data.
+        let holds_tail = parsed.as_ref().is_some_and(|p| p.2 != 1);
+        let file_bytes = if holds_tail { tail.push(&body) } else { body };
         if !file_bytes.is_empty() {
             if let Err(e) = write_bytes(out.as_mut(), &file_bytes, &mut sha, sink, &mut data).await
             {
@@ -228,13 +230,25 @@ pub async fn receive(
         }
     }
     let elapsed = start.elapsed();
+    // The stream ended inside what could still have been a header: those bytes are data.
+    let unparsed = if parsed.is_none() {
+        std::mem::take(&mut head)
+    } else {
+        Vec::new()
+    };
     let (name, expected, version) = parsed.unwrap_or((fallback_name, None, 0));
     if out.is_none() {
         out = Some(open_output(sink, &name, id).await?);
     }
     let mut out = out.expect("opened");
+    if !unparsed.is_empty() && write_error.is_none() {
+        if let Err(e) = write_bytes(Some(&mut out), &unparsed, &mut sha, sink, &mut data).await {
+            write_error = Some(e);
+        }
+        bytes += unparsed.len() as u64;
+    }
     // What the stream ended with: the trailer, or (no trailer) the last bytes are file data.
-    let trailer = if version >= 2 && write_error.is_none() {
+    let trailer = if version != 1 && write_error.is_none() {
         match tail.finish() {
             Ok(t) => Some(t),
             Err(rest) => {
@@ -314,8 +328,9 @@ pub async fn receive(
     })
 }
 
-/// The end-to-end check (pure): what the stream's header version, the announced size, the
-/// bytes written, their digest and the sender's trailer say about the transfer.
+/// The end-to-end check (pure): what the stream's header version (0: no readable header),
+/// the announced size, the bytes written, their digest and the sender's trailer say about the
+/// transfer.
 pub fn check_end(
     version: u8,
     expected: Option<u64>,
@@ -330,7 +345,8 @@ pub fn check_end(
         // had one (version 1, a raw stream): nothing vouches for it.
         None if broken || expected.is_some_and(short) => Verdict::Incomplete,
         None => Verdict::NoDigest,
-        Some(_) if version < 2 => Verdict::NoDigest,
+        // A version-1 stream has no trailer: bytes that look like one are the file's.
+        Some(_) if version == 1 => Verdict::NoDigest,
         Some(t) if short(t.bytes) => Verdict::Incomplete,
         Some(t) if t.bytes != bytes || expected.is_some_and(|e| e != bytes) => Verdict::Mismatch,
         Some(t) if &t.sha256 != digest => Verdict::Mismatch,
@@ -653,5 +669,14 @@ mod tests {
             Verdict::NoDigest
         );
         assert_eq!(check_end(0, None, 100, &d, None, false), Verdict::NoDigest);
+        // No readable header (a lossy mode lost it) but the trailer came: bytes are missing.
+        assert_eq!(
+            check_end(0, None, 60, &d, Some(&ok), false),
+            Verdict::Incomplete
+        );
+        assert_eq!(
+            check_end(1, None, 100, &d, Some(&ok), false),
+            Verdict::NoDigest
+        );
     }
 }
