@@ -49,14 +49,16 @@ pub fn duration_arg(s: &str) -> Result<Duration, String> {
     )
 }
 
-/// `send --silence-timeout`: at least a second (shorter would cut through the engine's 2 s
-/// probe spacing in an outage), at most a day.
+/// `send --silence-timeout`, `recv --idle-timeout`: at least 10 s, at most a day. The engine
+/// is silent on purpose for up to its close linger (2 × 2 s + RTO: 4.05 s reliable, 5.5 s
+/// near-reliable at 10 ms in crates/cli/tests/silence_bound.rs) and up to its 2 s probe spacing
+/// after an outage; a shorter bound would end finished transfers in their linger.
 pub fn silence_arg(s: &str) -> Result<Duration, String> {
     bounded_duration(
         s,
-        Duration::from_secs(1),
+        Duration::from_secs(10),
         Duration::from_secs(24 * 3600),
-        "1s to 24h",
+        "10s to 24h",
     )
 }
 

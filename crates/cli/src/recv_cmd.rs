@@ -50,7 +50,7 @@ pub struct Args {
     mack: Option<u16>,
     /// Drop a transfer when nothing is heard from the sender for this long (outages!); what
     /// arrived is kept as NAME.partial, exit 4 (the receiver's silence bound).
-    #[arg(long, default_value = "40min", value_parser = duration_arg)]
+    #[arg(long, default_value = "40min", value_parser = silence_arg)]
     idle_timeout: Duration,
     #[command(flatten)]
     observe: ObserveFlags,

@@ -53,7 +53,7 @@ pub struct Args {
     /// Give up, exit 4, when nothing at all is heard from the receiver for this long once
     /// connected (receiver killed, path gone). Outages up to this long are ridden out (PROBEs
     /// every 2 s at most), so the default covers the 30-minute outages the engine is built for;
-    /// shorten it where outages are shorter. 1s to 24h.
+    /// shorten it where outages are shorter. 10s to 24h.
     #[arg(long, default_value = "40min", value_parser = silence_arg)]
     silence_timeout: Duration,
     /// Name announced to the receiver (default: the file's name; "stdin" for -).

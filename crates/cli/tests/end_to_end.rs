@@ -312,7 +312,7 @@ fn a_sender_whose_receiver_dies_exits_within_its_silence_bound() {
     let out = tempfile::tempdir().unwrap();
     let port = free_port();
     let mut recv = spawn_recv(port, out.path(), &[]);
-    let send = spawn_send(&file, port, &["--silence-timeout", "2s"]);
+    let send = spawn_send(&file, port, &["--silence-timeout", "10s"]);
     std::thread::sleep(Duration::from_millis(1000));
     recv.get().kill().unwrap();
     let killed = Instant::now();
@@ -322,8 +322,8 @@ fn a_sender_whose_receiver_dies_exits_within_its_silence_bound() {
     assert!(stderr(&s).contains("--silence-timeout"), "{}", stderr(&s));
     // The bound, plus the last RTO and process start-up slack.
     assert!(
-        took >= Duration::from_millis(1500) && took < Duration::from_secs(5),
-        "exited {took:?} after the receiver died (bound 2 s)"
+        took >= Duration::from_millis(9500) && took < Duration::from_secs(13),
+        "exited {took:?} after the receiver died (bound 10 s)"
     );
 }
 
@@ -334,7 +334,7 @@ fn a_receiver_whose_sender_dies_keeps_partial_within_its_silence_bound() {
     std::fs::write(&file, pattern(20_000_000, 6)).unwrap();
     let out = tempfile::tempdir().unwrap();
     let port = free_port();
-    let recv = spawn_recv(port, out.path(), &["--idle-timeout", "2s"]);
+    let recv = spawn_recv(port, out.path(), &["--idle-timeout", "10s"]);
     let mut send = spawn_send(&file, port, &[]);
     std::thread::sleep(Duration::from_millis(1000));
     send.get().kill().unwrap();
@@ -343,8 +343,8 @@ fn a_receiver_whose_sender_dies_keeps_partial_within_its_silence_bound() {
     let took = killed.elapsed();
     assert_eq!(r.status.code(), Some(4), "{}", stderr(&r));
     assert!(
-        took >= Duration::from_millis(1500) && took < Duration::from_secs(5),
-        "exited {took:?} after the sender died (bound 2 s)"
+        took >= Duration::from_millis(9500) && took < Duration::from_secs(13),
+        "exited {took:?} after the sender died (bound 10 s)"
     );
     assert_eq!(names(out.path()), vec!["input.bin.partial".to_owned()]);
     let kept = std::fs::metadata(out.path().join("input.bin.partial")).unwrap();
