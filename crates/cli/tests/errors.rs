@@ -250,7 +250,11 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
             (gw, "--priority", &["", "urgent"]),
             (gw, "--idle-timeout", DUR),
             (gw, "--resume-timeout", DUR),
-            (gw, "--store", &["in.bin", ""]),
+            (
+                gw,
+                "--store",
+                &["in.bin", "", "/proc/aerotp-store", "/proc/x/y"],
+            ),
             (gw, "--config", &["/nonexistent/gw.toml", ""]),
         ]);
     }

@@ -29,6 +29,9 @@ enum Fault {
     ReceiverDies(Duration),
 }
 
+/// A datagram on the path: (arrival, sequence, to the receiver?, bytes).
+type InFlight = (Duration, u64, bool, Vec<u8>);
+
 /// Runs a 2 MB transfer at 5 Mb/s (about 3.4 s clean) with `bound` as the sender's idle
 /// timeout; returns how the sender's connection ended, when, and when it last heard anything.
 fn run(mode: Mode, bound: Duration, fault: Fault) -> (CloseOutcome, Duration, Duration) {
@@ -43,8 +46,7 @@ fn run(mode: Mode, bound: Duration, fault: Fault) -> (CloseOutcome, Duration, Du
     let ch = a.connect(Duration::ZERO, addr(2), 7, cfg).unwrap();
     let data: Vec<u8> = (0..2_000_000u32).map(|i| (i * 31 % 251) as u8).collect();
     let delay = ms(10);
-    // (arrival, sequence, to the receiver?, bytes)
-    let mut heap: BinaryHeap<Reverse<(Duration, u64, bool, Vec<u8>)>> = BinaryHeap::new();
+    let mut heap: BinaryHeap<Reverse<InFlight>> = BinaryHeap::new();
     let (mut now, mut seq, mut written) = (Duration::ZERO, 0u64, 0usize);
     let mut last_heard = Duration::ZERO;
     let mut accepted = Vec::new();

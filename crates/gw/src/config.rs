@@ -331,6 +331,27 @@ impl FileConfig {
                     p.display()
                 );
             }
+            // The gateway creates the store (and missing parents) later: the nearest existing
+            // ancestor must take a file, or custody would fail only once a flow needs it.
+            let dir = p
+                .ancestors()
+                .find(|a| !a.as_os_str().is_empty() && a.exists())
+                .unwrap_or(std::path::Path::new("."));
+            let probe = dir.join(format!(".aerotp-store-probe-{}", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&probe)
+            {
+                Ok(_) => {
+                    let _ = std::fs::remove_file(&probe);
+                }
+                Err(e) => bail!(
+                    "store {}: cannot write in {} ({e}); give a directory this user can write",
+                    p.display(),
+                    dir.display()
+                ),
+            }
         }
         Ok(())
     }
