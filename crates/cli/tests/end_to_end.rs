@@ -350,3 +350,41 @@ fn a_receiver_whose_sender_dies_keeps_partial_within_its_silence_bound() {
     let kept = std::fs::metadata(out.path().join("input.bin.partial")).unwrap();
     assert!(kept.len() > 0 && kept.len() < 20_000_000, "{}", kept.len());
 }
+
+#[test]
+fn a_receiver_that_cannot_store_stops_the_sender_at_once() {
+    let src = tempfile::tempdir().unwrap();
+    let file = src.path().join("input.bin");
+    std::fs::write(&file, pattern(20_000_000, 8)).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // A file-size limit of 2 MiB (4096 blocks of 512 bytes) stands in for a full disk: writes
+    // beyond it fail with EFBIG (SIGXFSZ ignored, and an ignored signal stays so across exec).
+    let recv = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 4096; exec \"$0\" recv --listen 127.0.0.1:{port} -o '{}/' --once",
+            out.path().display()
+        ))
+        .arg(env!("CARGO_BIN_EXE_aerotp"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let recv = KillOnDrop(Some(recv));
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    // The default silence bound (40 min): only the receiver's reset can end this promptly.
+    let send = spawn_send(&file, port, &[]);
+    let s = wait_bounded(send.take(), Duration::from_secs(30));
+    let r = wait_bounded(recv.take(), Duration::from_secs(10));
+    assert_eq!(s.status.code(), Some(4), "{}", stderr(&s));
+    assert!(
+        stderr(&s).contains("cannot store the data"),
+        "{}",
+        stderr(&s)
+    );
+    assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+    assert_eq!(r.status.code(), Some(1), "{}", stderr(&r));
+    assert_eq!(names(out.path()), vec!["input.bin.partial".to_owned()]);
+}
