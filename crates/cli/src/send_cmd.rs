@@ -224,7 +224,17 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
         let trailer = input.trailer();
         w.write_all(&trailer.encode()).await.map_err(fail)?;
         conn.close();
-        let verdict = read_verdict(&conn).await.map_err(fail)?;
+        // Bounded even against a receiver that keeps the connection alive and never ends its
+        // half: it gets the silence bound to answer.
+        let verdict = tokio::time::timeout(silence, read_verdict(&conn))
+            .await
+            .map_err(|_| {
+                SendError::Broken(format!(
+                    "the receiver did not end its half of the connection within {silence:?} \
+                     (--silence-timeout) after our last byte"
+                ))
+            })?
+            .map_err(fail)?;
         let report = conn.closed().await;
         Ok::<_, SendError>((trailer, verdict, report))
     };
