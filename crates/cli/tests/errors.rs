@@ -1,5 +1,7 @@
-//! A failing command prints what went wrong as one message chain and exits 1; it never
-//! prints a backtrace, whatever RUST_BACKTRACE says, and writes nothing.
+//! A failing command prints what went wrong as one message chain and exits non-zero (1 for
+//! what is found bad when opened, 2 for the command line); it never prints a backtrace,
+//! whatever RUST_BACKTRACE says, and writes nothing. The table test runs every flag of
+//! `send`, `recv`, `link`, `sim`, `lab` and both gateway roles with its bad values.
 
 use std::process::Command;
 
