@@ -22,6 +22,9 @@ pub const EXIT_UNREACHABLE: i32 = 3;
 pub const EXIT_BROKEN: i32 = 4;
 /// Exit status (recv): a lossy mode closed cleanly but bytes are missing; kept as `.partial`.
 pub const EXIT_INCOMPLETE: i32 = 5;
+/// Exit status: the end-to-end check failed: the SHA-256 or byte count the sender read differs
+/// from what the receiver wrote, or the stream carries no digest (kept as `.partial`).
+pub const EXIT_CORRUPT: i32 = 6;
 
 pub fn rate_arg(s: &str) -> Result<u64, String> {
     let r = aerotp_link::parse_rate(s).map_err(|e| e.to_string())?;
@@ -33,12 +36,56 @@ pub fn rate_arg(s: &str) -> Result<u64, String> {
     Ok(r)
 }
 
+/// Longest duration any timeout flag takes: beyond it a timer is a typo (and deadline
+/// arithmetic on `Instant`s must never overflow).
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+
 pub fn duration_arg(s: &str) -> Result<Duration, String> {
+    bounded_duration(
+        s,
+        Duration::from_nanos(1),
+        MAX_DURATION,
+        "a duration above 0 and at most 720h (30 days)",
+    )
+}
+
+/// `send --silence-timeout`, `recv --idle-timeout`: at least 10 s, at most a day. The engine
+/// is silent on purpose for up to its close linger (2 × 2 s + RTO: 4.05 s reliable, 5.5 s
+/// near-reliable at 10 ms in crates/cli/tests/silence_bound.rs) and up to its 2 s probe spacing
+/// after an outage; a shorter bound would end finished transfers in their linger.
+pub fn silence_arg(s: &str) -> Result<Duration, String> {
+    bounded_duration(
+        s,
+        Duration::from_secs(10),
+        Duration::from_secs(24 * 3600),
+        "10s to 24h",
+    )
+}
+
+fn bounded_duration(
+    s: &str,
+    lo: Duration,
+    hi: Duration,
+    accepted: &str,
+) -> Result<Duration, String> {
     let d = aerotp_link::parse_duration(s).map_err(|e| e.to_string())?;
     if d.is_zero() {
-        return Err("must be greater than zero (e.g. 10s)".into());
+        return Err(format!(
+            "must be greater than zero (e.g. 10s); give {accepted}"
+        ));
+    }
+    if d < lo || d > hi {
+        return Err(format!("'{s}' is out of range; give {accepted}"));
     }
     Ok(d)
+}
+
+/// An AeroTP port (`--port`): 1 to 65535; 0 names no port a peer could address.
+pub fn port_arg(s: &str) -> Result<u16, String> {
+    match s.trim().parse::<u16>() {
+        Ok(0) | Err(_) => Err(format!("'{s}' is not an AeroTP port; give 1 to 65535")),
+        Ok(p) => Ok(p),
+    }
 }
 
 pub fn mode_arg(s: &str) -> Result<Mode, String> {
@@ -102,9 +149,12 @@ pub fn size_arg(s: &str) -> Result<u64, String> {
 }
 
 /// The file header a sender puts before the file's bytes (docs/runtime.md §File header):
-/// magic `ATPF`, version 1, name length (u16 BE), UTF-8 name, size (u64 BE, `u64::MAX` if
-/// unknown).
+/// magic `ATPF`, version (2 today; 1 from senders without the end-to-end digest), name length
+/// (u16 BE), UTF-8 name, size (u64 BE, `u64::MAX` if unknown).
 pub const HEADER_MAGIC: &[u8; 4] = b"ATPF";
+/// Version 2: the file's bytes are followed by a [`Trailer`] and the receiver answers with a
+/// [`Verdict`]. Version 1 streams carry neither.
+pub const HEADER_VERSION: u8 = 2;
 pub const UNKNOWN_SIZE: u64 = u64::MAX;
 pub const MAX_NAME: usize = 255;
 
@@ -115,11 +165,19 @@ pub fn encode_header(name: &str, size: Option<u64>) -> Vec<u8> {
     }
     let mut h = Vec::with_capacity(15 + name.len());
     h.extend_from_slice(HEADER_MAGIC);
-    h.push(1);
+    h.push(HEADER_VERSION);
     h.extend_from_slice(&(name.len() as u16).to_be_bytes());
     h.extend_from_slice(name);
     h.extend_from_slice(&size.unwrap_or(UNKNOWN_SIZE).to_be_bytes());
     h
+}
+
+/// A decoded file header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileHeader {
+    pub name: String,
+    pub size: Option<u64>,
+    pub version: u8,
 }
 
 /// What the header parser says about the first bytes of a transfer.
@@ -129,8 +187,8 @@ pub enum HeaderParse {
     More,
     /// Not an AeroTP file header.
     Invalid,
-    /// Name, size, header length.
-    Done(String, Option<u64>, usize),
+    /// The header and its length in bytes.
+    Done(FileHeader, usize),
 }
 
 pub fn decode_header(b: &[u8]) -> HeaderParse {
@@ -141,7 +199,8 @@ pub fn decode_header(b: &[u8]) -> HeaderParse {
             HeaderParse::Invalid
         };
     }
-    if &b[..4] != HEADER_MAGIC || b[4] != 1 {
+    let version = b[4];
+    if &b[..4] != HEADER_MAGIC || !(1..=HEADER_VERSION).contains(&version) {
         return HeaderParse::Invalid;
     }
     let n = usize::from(u16::from_be_bytes([b[5], b[6]]));
@@ -158,10 +217,150 @@ pub fn decode_header(b: &[u8]) -> HeaderParse {
     sz.copy_from_slice(&b[7 + n..15 + n]);
     let size = u64::from_be_bytes(sz);
     HeaderParse::Done(
-        name.to_owned(),
-        (size != UNKNOWN_SIZE).then_some(size),
+        FileHeader {
+            name: name.to_owned(),
+            size: (size != UNKNOWN_SIZE).then_some(size),
+            version,
+        },
         15 + n,
     )
+}
+
+/// The end of a version-2 stream, right after the file's bytes: magic `ATPE`, the number of
+/// bytes the sender read (u64 BE) and the SHA-256 of those bytes (32). The receiver holds back
+/// the last `TRAILER_LEN` bytes of the stream until EOF, so the trailer needs no length field
+/// and works for inputs of unknown size (stdin).
+pub const TRAILER_MAGIC: &[u8; 4] = b"ATPE";
+pub const TRAILER_LEN: usize = 4 + 8 + 32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trailer {
+    pub bytes: u64,
+    pub sha256: [u8; 32],
+}
+
+impl Trailer {
+    pub fn encode(&self) -> [u8; TRAILER_LEN] {
+        let mut t = [0u8; TRAILER_LEN];
+        t[..4].copy_from_slice(TRAILER_MAGIC);
+        t[4..12].copy_from_slice(&self.bytes.to_be_bytes());
+        t[12..].copy_from_slice(&self.sha256);
+        t
+    }
+
+    /// `None` unless `b` is exactly one trailer (any other length or magic).
+    pub fn decode(b: &[u8]) -> Option<Trailer> {
+        if b.len() != TRAILER_LEN || &b[..4] != TRAILER_MAGIC {
+            return None;
+        }
+        let mut n = [0u8; 8];
+        n.copy_from_slice(&b[4..12]);
+        let mut sha256 = [0u8; 32];
+        sha256.copy_from_slice(&b[12..]);
+        Some(Trailer {
+            bytes: u64::from_be_bytes(n),
+            sha256,
+        })
+    }
+}
+
+/// What a receiver of a version-2 stream answers on its own half of the connection before it
+/// closes: magic `ATPV` and one code byte. The sender's exit status follows it, so a transfer
+/// the receiver refused is never reported as a success by the sender either.
+pub const VERDICT_MAGIC: &[u8; 4] = b"ATPV";
+pub const VERDICT_LEN: usize = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every byte arrived and the digest matches: the file got its name.
+    Verified = 0,
+    /// All the announced bytes arrived but the digest or the byte count differs.
+    Mismatch = 1,
+    /// Bytes are missing (a lossy mode, or the stream ended early).
+    Incomplete = 2,
+    /// The stream ended without a readable trailer.
+    NoDigest = 3,
+    /// The receiver could not store the data (disk full, I/O error).
+    WriteFailed = 4,
+}
+
+impl Verdict {
+    pub fn encode(self) -> [u8; VERDICT_LEN] {
+        let mut v = [0u8; VERDICT_LEN];
+        v[..4].copy_from_slice(VERDICT_MAGIC);
+        v[4] = self as u8;
+        v
+    }
+
+    /// `None` unless `b` is exactly one verdict with a known code.
+    pub fn decode(b: &[u8]) -> Option<Verdict> {
+        if b.len() != VERDICT_LEN || &b[..4] != VERDICT_MAGIC {
+            return None;
+        }
+        Some(match b[4] {
+            0 => Verdict::Verified,
+            1 => Verdict::Mismatch,
+            2 => Verdict::Incomplete,
+            3 => Verdict::NoDigest,
+            4 => Verdict::WriteFailed,
+            _ => return None,
+        })
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Verdict::Verified => "verified (byte count and SHA-256 match)",
+            Verdict::Mismatch => "the receiver's SHA-256 or byte count differs from the sender's",
+            Verdict::Incomplete => "bytes are missing at the receiver",
+            Verdict::NoDigest => "the stream ended without the sender's digest",
+            Verdict::WriteFailed => "the receiver could not store the data",
+        }
+    }
+}
+
+/// Keeps the last [`TRAILER_LEN`] bytes of a stream back from the output until EOF, when they
+/// are the trailer (bounded: never more than `TRAILER_LEN` bytes held).
+#[derive(Debug, Default)]
+pub struct TailHold {
+    held: Vec<u8>,
+}
+
+impl TailHold {
+    /// Takes `chunk`; returns the bytes that are now certainly file data (all but the last
+    /// `TRAILER_LEN` seen so far).
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
+        self.held.extend_from_slice(chunk);
+        let keep = self.held.len().min(TRAILER_LEN);
+        let cut = self.held.len() - keep;
+        let out = self.held[..cut].to_vec();
+        self.held.drain(..cut);
+        out
+    }
+
+    /// At EOF: the trailer if the held bytes are one, else the held bytes (file data; the
+    /// trailer is missing).
+    pub fn finish(self) -> Result<Trailer, Vec<u8>> {
+        Trailer::decode(&self.held).ok_or(self.held)
+    }
+}
+
+/// Resets `conn` with `reason` and waits (at most 250 ms) until its RST has left: the driver
+/// task sends it, and the process often exits right after us, which would swallow it and leave
+/// the peer waiting for its silence bound instead of learning why at once.
+pub async fn abort_and_flush(conn: &aerotp_net::Connection, reason: &str) {
+    if conn.outcome().is_some() {
+        // Already ended (silence bound, reset by the peer): there is no RST to send.
+        return;
+    }
+    let before = conn.stats().bytes_sent_wire;
+    conn.abort(reason);
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        // A change (or 0: the connection is already released) means the RST went out.
+        if conn.stats().bytes_sent_wire != before {
+            break;
+        }
+    }
 }
 
 /// A safe local file name from what the sender announced: its last path component, without
@@ -256,6 +455,11 @@ pub fn stats_json(role: &str, name: &str, bytes: u64, elapsed: Duration, report:
     })
 }
 
+/// Lower-case hexadecimal, as `sha256sum` prints digests.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 pub fn human_rate(bps: f64) -> String {
     if bps >= 1e9 {
         format!("{:.2} Gb/s", bps / 1e9)
@@ -273,10 +477,11 @@ pub fn open_capture(
     interfaces: &[&str],
     queue_bytes: u64,
 ) -> anyhow::Result<std::sync::Arc<aerotp_capture::LiveCapture>> {
+    use anyhow::Context;
     let q = usize::try_from(queue_bytes).unwrap_or(usize::MAX);
-    Ok(std::sync::Arc::new(aerotp_capture::LiveCapture::create(
-        path, interfaces, q,
-    )?))
+    let cap = aerotp_capture::LiveCapture::create(path, interfaces, q)
+        .with_context(|| format!("--pcap {}", path.display()))?;
+    Ok(std::sync::Arc::new(cap))
 }
 
 /// Closes a capture and says on stderr what it holds, and how many records were dropped
@@ -427,13 +632,92 @@ mod tests {
         }
         assert_eq!(
             decode_header(&h),
-            HeaderParse::Done("flight-42.pcm".into(), Some(1_000_000), h.len())
+            HeaderParse::Done(
+                FileHeader {
+                    name: "flight-42.pcm".into(),
+                    size: Some(1_000_000),
+                    version: 2
+                },
+                h.len()
+            )
         );
-        assert_eq!(
+        assert!(matches!(
             decode_header(&encode_header("x", None)),
-            HeaderParse::Done("x".into(), None, 16)
-        );
+            HeaderParse::Done(
+                FileHeader {
+                    size: None,
+                    version: 2,
+                    ..
+                },
+                16
+            )
+        ));
         assert_eq!(decode_header(b"GARBAGE!"), HeaderParse::Invalid);
+        // A version-1 header (no digest) still parses, so the receiver can say why it cannot
+        // verify; an unknown version does not.
+        let mut v1 = encode_header("x", Some(3));
+        v1[4] = 1;
+        assert!(matches!(
+            decode_header(&v1),
+            HeaderParse::Done(FileHeader { version: 1, .. }, 16)
+        ));
+        v1[4] = 3;
+        assert_eq!(decode_header(&v1), HeaderParse::Invalid);
+    }
+
+    #[test]
+    fn trailer_and_verdict_round_trip_and_refuse_garbage() {
+        let t = Trailer {
+            bytes: 123_456_789,
+            sha256: [7; 32],
+        };
+        let e = t.encode();
+        assert_eq!(Trailer::decode(&e), Some(t));
+        assert_eq!(Trailer::decode(&e[..TRAILER_LEN - 1]), None);
+        let mut bad = e;
+        bad[0] = b'X';
+        assert_eq!(Trailer::decode(&bad), None);
+        for v in [
+            Verdict::Verified,
+            Verdict::Mismatch,
+            Verdict::Incomplete,
+            Verdict::NoDigest,
+            Verdict::WriteFailed,
+        ] {
+            assert_eq!(Verdict::decode(&v.encode()), Some(v));
+        }
+        assert_eq!(Verdict::decode(b"ATPV\x09"), None);
+        assert_eq!(Verdict::decode(b"ATPV"), None);
+        assert_eq!(Verdict::decode(b"ATPV\x00\x00"), None);
+    }
+
+    #[test]
+    fn tail_hold_keeps_exactly_the_trailer_back_whatever_the_chunking() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        let t = Trailer {
+            bytes: 1000,
+            sha256: [9; 32],
+        };
+        let mut stream = data.clone();
+        stream.extend_from_slice(&t.encode());
+        for chunk in [1, 3, 43, 44, 45, 100, 2000] {
+            let mut h = TailHold::default();
+            let mut out = Vec::new();
+            for c in stream.chunks(chunk) {
+                out.extend(h.push(c));
+                assert!(h.held.len() <= TRAILER_LEN);
+            }
+            assert_eq!(out, data, "chunk {chunk}");
+            assert_eq!(h.finish(), Ok(t), "chunk {chunk}");
+        }
+        // Without a trailer the held bytes come back as data.
+        let mut h = TailHold::default();
+        let mut out = h.push(&data[..100]);
+        match h.finish() {
+            Err(rest) => out.extend(rest),
+            Ok(_) => panic!("no trailer was sent"),
+        }
+        assert_eq!(out, &data[..100]);
     }
 
     #[test]

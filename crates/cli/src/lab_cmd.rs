@@ -49,15 +49,15 @@ pub struct Args {
     #[arg(long, value_parser = ["air", "ground"])]
     pub shell: Option<String>,
     /// How long to let --ground start (e.g. bind its socket) before --air runs.
-    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "500ms", value_parser = settle_arg)]
     pub settle: Duration,
     /// Instead of sleeping --settle, wait (at most 15 s) until the ground command accepts TCP
     /// connections on this port of the ground address (probed inside the ground namespace,
     /// so the probe never crosses the link).
-    #[arg(long, value_name = "PORT")]
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub ground_port: Option<u16>,
     /// Tag of the namespace names (aerotp-air-<pid>-<name>); letters, digits, `_`, `.`.
-    #[arg(long)]
+    #[arg(long, value_parser = lab_name_arg)]
     pub name: Option<String>,
     /// Also print the final link statistics as JSON on stdout.
     #[arg(long)]
@@ -96,6 +96,32 @@ impl Args {
             },
         ))
     }
+}
+
+/// `--name`: the rule `aerotp_lab` applies to namespace tags (1 to 32 letters, digits, `_`,
+/// `.`), checked here too so that a bad name is refused as a flag error before the lab's
+/// root check, on any account.
+fn lab_name_arg(s: &str) -> Result<String, String> {
+    if s.is_empty()
+        || s.len() > 32
+        || !s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    {
+        return Err(format!(
+            "'{s}' is not a lab name; use 1 to 32 letters, digits, `_` or `.`"
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+/// `--settle`: 0s (no wait) to 10min; longer is a typo that would hold the namespaces up.
+fn settle_arg(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    if d > Duration::from_secs(600) {
+        return Err(format!("'{s}' is too long; give 0s to 10min (e.g. 500ms)"));
+    }
+    Ok(d)
 }
 
 /// Run `aerotp lab`; returns the process exit code (the air command's status).

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use aerotp_emu::{outage_seed, path_seed, run_relays, RelayConfig, RelayStats, RelayTap};
-use aerotp_link::{parse_duration, Network};
+use aerotp_link::Network;
 use anyhow::Context;
 
 use crate::link_flags::LinkFlags;
@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, default_value = "10min", value_parser = duration_arg)]
     idle_timeout: Duration,
     /// Period of the statistics log line, one per path and direction (0s = never).
-    #[arg(long, default_value = "10s", value_parser = duration_arg)]
+    #[arg(long, default_value = "10s", value_parser = stats_interval_arg)]
     stats_interval: Duration,
     /// Write what entered the emulated link and what left it, both directions, to FILE
     /// (pcapng): interface "in" holds every datagram as the relay received it, "out" every
@@ -73,8 +73,17 @@ fn capture_interfaces(configs: &[RelayConfig]) -> Vec<String> {
         .collect()
 }
 
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
+use crate::common::{duration_arg, MAX_DURATION};
+
+/// `--stats-interval`: 0s (never) or a period of at most 720h.
+fn stats_interval_arg(s: &str) -> Result<Duration, String> {
+    let d = aerotp_link::parse_duration(s).map_err(|e| e.to_string())?;
+    if d > MAX_DURATION {
+        return Err(format!(
+            "'{s}' is too long; give 0s (never) or at most 720h"
+        ));
+    }
+    Ok(d)
 }
 
 /// Address of path `i` of `n`: the i-th of `given`, or the first with its port + i.

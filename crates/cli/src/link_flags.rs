@@ -97,9 +97,19 @@ fn rate_flag(s: &str) -> Result<u64, String> {
     parse_rate(s).map_err(|e| e.to_string())
 }
 
+/// Longest one-way delay or jitter: an hour is beyond any air or space link this emulates, and
+/// everything in flight is held in memory for that long.
+const MAX_DELAY: Duration = Duration::from_secs(3600);
+
 fn delay_flag(s: &str) -> Result<Duration, String> {
     // 0s is a real value here (no delay, no jitter): a file's value can be switched off.
-    parse_duration(s).map_err(|e| e.to_string())
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    if d > MAX_DELAY {
+        return Err(format!(
+            "'{s}' is too long; give 0s to 1h (e.g. 10ms, 270ms)"
+        ));
+    }
+    Ok(d)
 }
 
 fn number(s: &str, accepted: &str) -> Result<f64, String> {

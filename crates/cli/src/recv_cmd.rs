@@ -2,7 +2,8 @@
 //!
 //! A transfer is written to a temporary name in the destination directory
 //! (`.NAME.ID.aerotp-tmp`), fsynced, and renamed to `NAME` only when the mode's guarantee
-//! was met and every announced byte arrived; otherwise it is renamed to `NAME.partial`.
+//! was met, every announced byte arrived and the sender's SHA-256 (the stream's trailer)
+//! matches what was written; otherwise it is renamed to `NAME.partial`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ pub struct Args {
     #[arg(long)]
     listen: SocketAddr,
     /// AeroTP port to accept on (not a UDP port).
-    #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT)]
+    #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT, value_parser = port_arg)]
     port: u16,
     /// Destination: a directory (each transfer gets its own file, named by the sender), a
     /// file (one transfer; implies --once) or - for standard output (implies --once).
@@ -47,8 +48,9 @@ pub struct Args {
     /// ACKs aggregated per MACK (1-365).
     #[arg(long, value_parser = mack_arg)]
     mack: Option<u16>,
-    /// Drop a transfer when nothing is heard from the sender for this long (outages!).
-    #[arg(long, default_value = "40min", value_parser = duration_arg)]
+    /// Drop a transfer when nothing is heard from the sender for this long (outages!); what
+    /// arrived is kept as NAME.partial, exit 4 (the receiver's silence bound).
+    #[arg(long, default_value = "40min", value_parser = silence_arg)]
     idle_timeout: Duration,
     #[command(flatten)]
     observe: ObserveFlags,
@@ -83,6 +85,10 @@ pub struct RecvOutcome {
     /// The stream ended with an error (connection broke) rather than EOF.
     pub read_error: Option<String>,
     pub exit_code: i32,
+    /// The end-to-end check's result (what the sender was told).
+    pub verdict: Verdict,
+    /// The SHA-256 the sender's trailer carried, if one arrived.
+    pub sender_sha256: Option<String>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -143,7 +149,9 @@ async fn open_output(sink: &Sink, name: &str, id: u64) -> anyhow::Result<Output>
     })
 }
 
-/// Reads one transfer from `conn` into `sink`, then finishes the connection.
+/// Reads one transfer from `conn` into `sink`, checks it end to end, answers the sender with
+/// the [`Verdict`] and finishes the connection. The file gets its final name only when the
+/// mode's guarantee was met, every announced byte arrived and the sender's SHA-256 matches.
 pub async fn receive(
     conn: Connection,
     sink: &Sink,
@@ -151,10 +159,10 @@ pub async fn receive(
 ) -> anyhow::Result<RecvOutcome> {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let start = Instant::now();
-    let hash = true;
     let mut sha = Sha256::new();
     let mut head: Vec<u8> = Vec::new();
-    let mut parsed: Option<(String, Option<u64>)> = None;
+    let mut parsed: Option<(String, Option<u64>, u8)> = None;
+    let mut tail = TailHold::default();
     let mut out: Option<Output> = None;
     let mut bytes = 0u64;
     let mut data = Vec::new();
@@ -163,6 +171,7 @@ pub async fn receive(
     let fallback_name =
         format!("received-{}-{id}.bin", conn.remote_address().ip()).replace(':', "_");
     let mut last_tick = Instant::now();
+    let mut write_error: Option<anyhow::Error> = None;
     loop {
         let chunk = match conn.read_chunk().await {
             Ok(Some(c)) => c,
@@ -172,39 +181,44 @@ pub async fn receive(
                 break;
             }
         };
-        let mut body: &[u8] = &chunk.data;
+        let mut body: Vec<u8> = chunk.data.to_vec();
         if parsed.is_none() {
             // (The first TPDU may be an empty ASYN, so the header's TPDU number is not fixed; a
             // lossy mode that lost the header's TPDU delivers bytes without the magic.)
-            {
-                head.extend_from_slice(body);
-                match decode_header(&head) {
-                    HeaderParse::More => continue,
-                    HeaderParse::Invalid => parsed = Some((fallback_name.clone(), None)),
-                    HeaderParse::Done(n, size, hl) => {
-                        let name = sanitize_name(&n).unwrap_or_else(|| fallback_name.clone());
-                        parsed = Some((name, size));
-                        head.drain(..hl);
-                    }
+            head.extend_from_slice(&body);
+            // Bounded: a header is at most 15 + MAX_NAME bytes, so `More` stops growing it.
+            match decode_header(&head) {
+                HeaderParse::More => continue,
+                HeaderParse::Invalid => {
+                    parsed = Some((fallback_name.clone(), None, 0));
+                    body = std::mem::take(&mut head);
                 }
-                body = &[];
+                HeaderParse::Done(h, hl) => {
+                    let name = sanitize_name(&h.name).unwrap_or_else(|| fallback_name.clone());
+                    parsed = Some((name, h.size, h.version));
+                    head.drain(..hl);
+                    body = std::mem::take(&mut head);
+                }
             }
-            let (name, size) = parsed.clone().expect("just set");
+            let (name, size, _) = parsed.clone().expect("just set");
             if let Some(s) = size {
                 pb.set_length(s);
             }
             pb.set_prefix(format!("recv {name}"));
             out = Some(open_output(sink, &name, id).await?);
-            if body.is_empty() && !head.is_empty() {
-                let h = std::mem::take(&mut head);
-                write_bytes(out.as_mut(), &h, hash, &mut sha, sink, &mut data).await?;
-                bytes += h.len() as u64;
-                arrivals.push((data.len(), Instant::now()));
-            }
         }
-        if !body.is_empty() {
-            write_bytes(out.as_mut(), body, hash, &mut sha, sink, &mut data).await?;
-            bytes += body.len() as u64;
+        // Version 2, and a stream without a readable header (a lossy mode lost its TPDU, but
+        // the trailer may have come): the last TRAILER_LEN bytes may be the trailer, so they
+        // are held back. A version-1 stream has none: everything is data.
+        let holds_tail = parsed.as_ref().is_some_and(|p| p.2 != 1);
+        let file_bytes = if holds_tail { tail.push(&body) } else { body };
+        if !file_bytes.is_empty() {
+            if let Err(e) = write_bytes(out.as_mut(), &file_bytes, &mut sha, sink, &mut data).await
+            {
+                write_error = Some(e);
+                break;
+            }
+            bytes += file_bytes.len() as u64;
             if matches!(sink, Sink::Memory) {
                 arrivals.push((data.len(), Instant::now()));
             }
@@ -216,78 +230,177 @@ pub async fn receive(
         }
     }
     let elapsed = start.elapsed();
-    pb.set_position(bytes);
-    let (name, expected) = parsed.unwrap_or((fallback_name, None));
+    // The stream ended inside what could still have been a header: those bytes are data.
+    let unparsed = if parsed.is_none() {
+        std::mem::take(&mut head)
+    } else {
+        Vec::new()
+    };
+    let (name, expected, version) = parsed.unwrap_or((fallback_name, None, 0));
     if out.is_none() {
         out = Some(open_output(sink, &name, id).await?);
     }
     let mut out = out.expect("opened");
-    if let Some(w) = out.writer.as_mut() {
-        w.flush().await.context("writing the output")?;
+    if !unparsed.is_empty() && write_error.is_none() {
+        if let Err(e) = write_bytes(Some(&mut out), &unparsed, &mut sha, sink, &mut data).await {
+            write_error = Some(e);
+        }
+        bytes += unparsed.len() as u64;
     }
-    // Close our half (we send nothing) and wait for the end of the connection.
-    let report = conn.finish().await;
-    // Without the header (a lossy mode lost its TPDU) nothing says the stream is whole: only
-    // a mode that guarantees delivery may call it complete (a raw stream from another program).
-    let complete = match expected {
-        Some(e) => e == bytes,
-        None => report.mode.is_fully_reliable() && report.guarantee_met,
+    // What the stream ended with: the trailer, or (no trailer) the last bytes are file data.
+    let trailer = if version != 1 && write_error.is_none() {
+        match tail.finish() {
+            Ok(t) => Some(t),
+            Err(rest) => {
+                if let Err(e) = write_bytes(Some(&mut out), &rest, &mut sha, sink, &mut data).await
+                {
+                    write_error = Some(e);
+                }
+                bytes += rest.len() as u64;
+                None
+            }
+        }
+    } else {
+        None
+    };
+    pb.set_position(bytes);
+    if write_error.is_none() {
+        if let Some(w) = out.writer.as_mut() {
+            if let Err(e) = w.flush().await {
+                write_error = Some(anyhow::Error::new(e).context("writing the output"));
+            }
+        }
+    }
+    if let Some(e) = write_error {
+        // The sender learns at once (RST with the reason) instead of sending into the void.
+        abort_and_flush(&conn, &format!("receiver cannot store the data: {e:#}")).await;
+        let _ = keep_partial(&mut out).await;
+        return Err(e);
+    }
+    let digest: [u8; 32] = sha.finalize().into();
+    let verdict = check_end(
+        version,
+        expected,
+        bytes,
+        &digest,
+        trailer.as_ref(),
+        read_error.is_some(),
+    );
+    let report = if read_error.is_none() {
+        // Our half carries the verdict (a version-1 sender reads nothing; it costs it nothing).
+        let mut w = conn.clone();
+        if version >= 2 {
+            let _ = w.write_all(&verdict.encode()).await;
+        }
+        conn.finish().await
+    } else {
+        conn.finish().await
     };
     let exit_code = if read_error.is_some() || !report.guarantee_met {
         EXIT_BROKEN
-    } else if !complete {
-        EXIT_INCOMPLETE
     } else {
-        EXIT_OK
+        match verdict {
+            Verdict::Verified => EXIT_OK,
+            Verdict::Incomplete => EXIT_INCOMPLETE,
+            Verdict::Mismatch | Verdict::NoDigest => EXIT_CORRUPT,
+            Verdict::WriteFailed => EXIT_LOCAL,
+        }
     };
-    let mut saved_as = None;
-    if let (Some(tmp), Some(fin)) = (out.tmp.take(), out.final_path.take()) {
-        drop(out.writer.take());
-        let f = tokio::fs::OpenOptions::new()
-            .write(true)
-            .open(&tmp)
-            .await
-            .context("reopening the temporary file")?;
-        f.sync_all().await.context("fsync")?;
-        drop(f);
-        let dest = if exit_code == EXIT_OK {
-            fin
-        } else {
-            let mut p = fin.into_os_string();
-            p.push(".partial");
-            PathBuf::from(p)
-        };
-        tokio::fs::rename(&tmp, &dest)
-            .await
-            .with_context(|| format!("renaming to {}", dest.display()))?;
-        saved_as = Some(dest);
-    }
+    let saved_as = if exit_code == EXIT_OK {
+        commit(&mut out).await?
+    } else {
+        keep_partial(&mut out).await?
+    };
     Ok(RecvOutcome {
         name,
         bytes,
         expected,
         report,
         elapsed,
-        sha256: hash.then(|| hex(&sha.finalize())),
+        sha256: Some(hex(&digest)),
         saved_as,
         data,
         arrivals,
         read_error,
         exit_code,
+        verdict,
+        sender_sha256: trailer.map(|t| hex(&t.sha256)),
     })
+}
+
+/// The end-to-end check (pure): what the stream's header version (0: no readable header),
+/// the announced size, the bytes written, their digest and the sender's trailer say about the
+/// transfer.
+pub fn check_end(
+    version: u8,
+    expected: Option<u64>,
+    bytes: u64,
+    digest: &[u8; 32],
+    trailer: Option<&Trailer>,
+    broken: bool,
+) -> Verdict {
+    let short = |n: u64| bytes < n;
+    match trailer {
+        // No trailer: the stream was cut (broken, or fewer bytes than announced), or it never
+        // had one (version 1, a raw stream): nothing vouches for it.
+        None if broken || expected.is_some_and(short) => Verdict::Incomplete,
+        None => Verdict::NoDigest,
+        // A version-1 stream has no trailer: bytes that look like one are the file's.
+        Some(_) if version == 1 => Verdict::NoDigest,
+        Some(t) if short(t.bytes) => Verdict::Incomplete,
+        Some(t) if t.bytes != bytes || expected.is_some_and(|e| e != bytes) => Verdict::Mismatch,
+        Some(t) if &t.sha256 != digest => Verdict::Mismatch,
+        Some(_) => Verdict::Verified,
+    }
+}
+
+/// Flushes, fsyncs and renames the temporary file to its final name.
+async fn commit(out: &mut Output) -> anyhow::Result<Option<PathBuf>> {
+    let Some(fin) = out.final_path.take() else {
+        return Ok(None);
+    };
+    finish_tmp(out, fin).await
+}
+
+/// Keeps what arrived as `NAME.partial`.
+async fn keep_partial(out: &mut Output) -> anyhow::Result<Option<PathBuf>> {
+    let Some(fin) = out.final_path.take() else {
+        return Ok(None);
+    };
+    let mut p = fin.into_os_string();
+    p.push(".partial");
+    finish_tmp(out, PathBuf::from(p)).await
+}
+
+async fn finish_tmp(out: &mut Output, dest: PathBuf) -> anyhow::Result<Option<PathBuf>> {
+    let Some(tmp) = out.tmp.take() else {
+        return Ok(None);
+    };
+    if let Some(mut w) = out.writer.take() {
+        // Best effort: a failed flush was reported already; the rename still keeps the bytes.
+        let _ = w.flush().await;
+    }
+    let f = tokio::fs::OpenOptions::new()
+        .write(true)
+        .open(&tmp)
+        .await
+        .context("reopening the temporary file")?;
+    f.sync_all().await.context("fsync")?;
+    drop(f);
+    tokio::fs::rename(&tmp, &dest)
+        .await
+        .with_context(|| format!("renaming to {}", dest.display()))?;
+    Ok(Some(dest))
 }
 
 async fn write_bytes(
     out: Option<&mut Output>,
     b: &[u8],
-    hash: bool,
     sha: &mut Sha256,
     sink: &Sink,
     data: &mut Vec<u8>,
 ) -> anyhow::Result<()> {
-    if hash {
-        sha.update(b);
-    }
+    sha.update(b);
     if matches!(sink, Sink::Memory) {
         data.extend_from_slice(b);
     }
@@ -295,10 +408,6 @@ async fn write_bytes(
         w.write_all(b).await.context("writing the output")?;
     }
     Ok(())
-}
-
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 pub fn listener_config(
@@ -323,12 +432,24 @@ pub fn listener_config(
 /// `--once` after the capture closed, so that it can carry the capture's figures); otherwise
 /// prints the text line and returns `None`.
 fn report_line(o: &RecvOutcome, json: bool) -> Option<serde_json::Value> {
+    // On stderr whatever the format: a refused file must never pass unnoticed.
+    if o.verdict != Verdict::Verified {
+        eprintln!(
+            "aerotp recv: {}: end-to-end check failed: {} (SHA-256 written {}, sender's {}); not given its name",
+            o.name,
+            o.verdict.describe(),
+            o.sha256.as_deref().unwrap_or("-"),
+            o.sender_sha256.as_deref().unwrap_or("none"),
+        );
+    }
     if json {
         let mut v = stats_json("recv", &o.name, o.bytes, o.elapsed, &o.report);
         v["expected_bytes"] = o.expected.into();
         v["sha256"] = o.sha256.clone().into();
         v["saved_as"] = o.saved_as.as_ref().map(|p| p.display().to_string()).into();
         v["read_error"] = o.read_error.clone().into();
+        v["verdict"] = format!("{:?}", o.verdict).to_lowercase().into();
+        v["sender_sha256"] = o.sender_sha256.clone().into();
         v["exit_code"] = o.exit_code.into();
         Some(v)
     } else {
@@ -363,6 +484,9 @@ pub async fn run(args: Args) -> i32 {
 }
 
 async fn run_inner(args: Args) -> anyhow::Result<i32> {
+    if args.output.trim().is_empty() {
+        anyhow::bail!("-o: empty; give a directory, a file name or - for standard output");
+    }
     let (sink, once) = if args.output == "-" {
         (Sink::Stdout, true)
     } else {
@@ -387,6 +511,19 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
             (Sink::File(p), true)
         }
     };
+    // Before any socket: a directory we cannot write would only fail once a sender has
+    // started, and that sender would then wait for its silence bound.
+    match &sink {
+        Sink::Dir(d) => check_writable_dir(d, &args.output)?,
+        Sink::File(f) => {
+            let parent = f
+                .parent()
+                .filter(|x| !x.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            check_writable_dir(parent, &args.output)?;
+        }
+        Sink::Stdout | Sink::Memory => {}
+    }
     let cfg = listener_config(args.rate, args.mack, args.idle_timeout)?;
     // The capture file first: a path that cannot be written stops us before any traffic.
     let mut obs = args.observe.open_capture()?;
@@ -405,6 +542,27 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
         println!("{v}");
     }
     Ok(code)
+}
+
+/// Creates and removes a probe file in `dir`: the only check that holds for permissions,
+/// read-only mounts and ACLs alike.
+fn check_writable_dir(dir: &Path, flag_value: &str) -> anyhow::Result<()> {
+    let probe = dir.join(format!(".aerotp-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(f) => {
+            drop(f);
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => anyhow::bail!(
+            "-o {flag_value}: cannot write in {} ({e}); give a directory this user can write, a file in one, or - for standard output",
+            dir.display()
+        ),
+    }
 }
 
 /// Accepts and receives transfers until Ctrl-C, or the first one with `once`: its exit
@@ -456,4 +614,69 @@ async fn serve(
         }
     }
     Ok((EXIT_OK, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_matching_digest_and_count_is_verified() {
+        let d = [1u8; 32];
+        let t = |bytes, sha256| Trailer { bytes, sha256 };
+        let ok = t(100, d);
+        assert_eq!(
+            check_end(2, Some(100), 100, &d, Some(&ok), false),
+            Verdict::Verified
+        );
+        assert_eq!(
+            check_end(2, None, 100, &d, Some(&ok), false),
+            Verdict::Verified
+        );
+        // One byte changed anywhere: the digest differs.
+        assert_eq!(
+            check_end(2, Some(100), 100, &[2; 32], Some(&ok), false),
+            Verdict::Mismatch
+        );
+        // The sender read fewer bytes than it announced, or the receiver got more than it read.
+        assert_eq!(
+            check_end(2, Some(200), 100, &d, Some(&ok), false),
+            Verdict::Mismatch
+        );
+        assert_eq!(
+            check_end(2, None, 101, &d, Some(&ok), false),
+            Verdict::Mismatch
+        );
+        assert_eq!(
+            check_end(2, Some(100), 99, &d, Some(&ok), false),
+            Verdict::Incomplete
+        );
+        // No trailer: cut short, or never vouched for.
+        assert_eq!(
+            check_end(2, Some(100), 100, &d, None, true),
+            Verdict::Incomplete
+        );
+        assert_eq!(
+            check_end(2, Some(100), 50, &d, None, false),
+            Verdict::Incomplete
+        );
+        assert_eq!(
+            check_end(2, Some(100), 100, &d, None, false),
+            Verdict::NoDigest
+        );
+        assert_eq!(
+            check_end(1, Some(100), 100, &d, None, false),
+            Verdict::NoDigest
+        );
+        assert_eq!(check_end(0, None, 100, &d, None, false), Verdict::NoDigest);
+        // No readable header (a lossy mode lost it) but the trailer came: bytes are missing.
+        assert_eq!(
+            check_end(0, None, 60, &d, Some(&ok), false),
+            Verdict::Incomplete
+        );
+        assert_eq!(
+            check_end(1, None, 100, &d, Some(&ok), false),
+            Verdict::NoDigest
+        );
+    }
 }

@@ -9,6 +9,7 @@ use aerotp_net::{
 };
 use anyhow::Context;
 use indicatif::ProgressBar;
+use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
@@ -24,7 +25,7 @@ pub struct Args {
     #[arg(long)]
     to: String,
     /// Receiver's AeroTP port (not a UDP port).
-    #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT)]
+    #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT, value_parser = port_arg)]
     port: u16,
     /// Transfer mode: reliable, near-reliable, quasi-reliable, hybrid-nack, hybrid-nack-mack,
     /// unreliable.
@@ -49,6 +50,12 @@ pub struct Args {
     /// Give up if nothing is heard from the receiver for this long after connecting.
     #[arg(long, default_value = "10s", value_parser = duration_arg)]
     connect_timeout: Duration,
+    /// Give up, exit 4, when nothing at all is heard from the receiver for this long once
+    /// connected (receiver killed, path gone). Outages up to this long are ridden out (PROBEs
+    /// every 2 s at most), so the default covers the 30-minute outages the engine is built for;
+    /// shorten it where outages are shorter. 10s to 24h.
+    #[arg(long, default_value = "40min", value_parser = silence_arg)]
+    silence_timeout: Duration,
     /// Name announced to the receiver (default: the file's name; "stdin" for -).
     #[arg(long)]
     name: Option<String>,
@@ -70,6 +77,11 @@ pub struct SendOutcome {
     pub report: Report,
     pub bytes: u64,
     pub elapsed: Duration,
+    /// SHA-256 of the bytes read from the input (sent in the trailer).
+    pub sha256: [u8; 32],
+    /// The receiver's answer to the trailer; `None` if none arrived (a lossy mode lost it, or
+    /// a receiver older than header version 2).
+    pub verdict: Option<Verdict>,
 }
 
 /// Why a send did not finish.
@@ -79,6 +91,12 @@ pub enum SendError {
     Unreachable(SocketAddr, Duration),
     #[error("connection failed: {0}")]
     Broken(String),
+    #[error("nothing heard from the receiver for {0:?} (--silence-timeout): it stopped, or the path is down longer than the bound; the transfer is not complete")]
+    Silent(Duration),
+    /// The input does not hold the bytes the header announced; the connection was reset so
+    /// that the receiver keeps what it got as `.partial`.
+    #[error("{0}")]
+    Input(String),
     #[error(transparent)]
     Local(#[from] anyhow::Error),
 }
@@ -87,14 +105,90 @@ impl SendError {
     pub fn exit_code(&self) -> i32 {
         match self {
             SendError::Unreachable(..) => EXIT_UNREACHABLE,
-            SendError::Broken(_) => EXIT_BROKEN,
-            SendError::Local(_) => EXIT_LOCAL,
+            SendError::Broken(_) | SendError::Silent(_) => EXIT_BROKEN,
+            SendError::Input(_) | SendError::Local(_) => EXIT_LOCAL,
         }
     }
 }
 
-/// Opens a connection, sends `header` then everything `reader` yields, closes and waits for
-/// the end. Fails with `Unreachable` if the peer stays silent for `connect_timeout`.
+/// Reads the input in pieces of at most `buf.len()` bytes and checks it against the size the
+/// header announced: the read stops at the announced size, and one more read must then find
+/// EOF (the input grew) while an EOF before it means the input shrank. Pure over any reader, so
+/// a test can feed it a short or long input without a connection.
+pub struct CheckedInput<R> {
+    reader: R,
+    announced: Option<u64>,
+    read: u64,
+    sha: Sha256,
+}
+
+impl<R: AsyncRead + Unpin> CheckedInput<R> {
+    pub fn new(reader: R, announced: Option<u64>) -> Self {
+        CheckedInput {
+            reader,
+            announced,
+            read: 0,
+            sha: Sha256::new(),
+        }
+    }
+
+    /// The next piece of input (`Ok(0)`: the input ended where it should).
+    pub async fn next(&mut self, buf: &mut [u8]) -> Result<usize, SendError> {
+        let want = match self.announced {
+            Some(a) => usize::try_from(a - self.read).map_or(buf.len(), |r| r.min(buf.len())),
+            None => buf.len(),
+        };
+        if want == 0 {
+            let mut one = [0u8; 1];
+            let n = self
+                .reader
+                .read(&mut one)
+                .await
+                .context("reading the input")?;
+            if n > 0 {
+                return Err(SendError::Input(format!(
+                    "the input grew during the send: {} bytes were announced and more followed \
+                     (nothing beyond them was sent); the transfer was reset, the receiver keeps \
+                     a .partial file",
+                    self.read
+                )));
+            }
+            return Ok(0);
+        }
+        let n = self
+            .reader
+            .read(&mut buf[..want])
+            .await
+            .context("reading the input")?;
+        if n == 0 {
+            if let Some(a) = self.announced.filter(|&a| a != self.read) {
+                return Err(SendError::Input(format!(
+                    "the input shrank during the send: {a} bytes were announced but only {} \
+                     could be read; the transfer was reset, the receiver keeps a .partial file",
+                    self.read
+                )));
+            }
+            return Ok(0);
+        }
+        self.sha.update(&buf[..n]);
+        self.read += n as u64;
+        Ok(n)
+    }
+
+    /// Bytes read and their SHA-256.
+    pub fn trailer(self) -> Trailer {
+        Trailer {
+            bytes: self.read,
+            sha256: self.sha.finalize().into(),
+        }
+    }
+}
+
+/// Opens a connection, sends `header`, everything `reader` yields (exactly the size the header
+/// announces, if it announces one) and the trailer with its SHA-256, closes, reads the
+/// receiver's verdict and waits for the end. Fails with `Unreachable` if the peer stays silent
+/// for `connect_timeout`, with `Silent` if it goes silent for the connection's idle timeout
+/// later.
 #[allow(clippy::too_many_arguments)]
 pub async fn send_stream<R: AsyncRead + Unpin>(
     ep: &Endpoint,
@@ -102,39 +196,57 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
     port: u16,
     cfg: ConnectionConfig,
     header: &[u8],
-    mut reader: R,
+    reader: R,
     connect_timeout: Duration,
     pb: &ProgressBar,
 ) -> Result<SendOutcome, SendError> {
     let start = Instant::now();
+    let silence = cfg.idle_timeout;
     let conn = ep
         .connect(target, port, cfg)
         .map_err(|e| SendError::Local(e.into()))?;
     let hlen = header.len() as u64;
+    let announced = match decode_header(header) {
+        HeaderParse::Done(h, _) => h.size,
+        _ => None,
+    };
     let work = async {
         let mut w = conn.clone();
-        w.write_all(header).await.map_err(|e| broken(&conn, e))?;
+        let fail = |e| broken(&conn, e, silence);
+        w.write_all(header).await.map_err(fail)?;
+        let mut input = CheckedInput::new(reader, announced);
         let mut buf = vec![0u8; 256 * 1024];
-        let mut total = 0u64;
         loop {
-            let n = reader
-                .read(&mut buf)
-                .await
-                .context("reading the input")
-                .map_err(SendError::Local)?;
+            let n = input.next(&mut buf).await?;
             if n == 0 {
                 break;
             }
-            w.write_all(&buf[..n]).await.map_err(|e| broken(&conn, e))?;
-            total += n as u64;
+            w.write_all(&buf[..n]).await.map_err(fail)?;
         }
-        let report = conn.finish().await;
-        Ok::<_, SendError>((total, report))
+        let trailer = input.trailer();
+        w.write_all(&trailer.encode()).await.map_err(fail)?;
+        conn.close();
+        // Bounded even against a receiver that keeps the connection alive and never ends its
+        // half: it gets the silence bound to answer.
+        let verdict = tokio::time::timeout(silence, read_verdict(&conn))
+            .await
+            .map_err(|_| {
+                SendError::Broken(format!(
+                    "the receiver did not end its half of the connection within {silence:?} \
+                     (--silence-timeout) after our last byte"
+                ))
+            })?
+            .map_err(fail)?;
+        let report = conn.closed().await;
+        Ok::<_, SendError>((trailer, verdict, report))
     };
     let watch = async {
         match tokio::time::timeout(connect_timeout, conn.connected()).await {
             Err(_) => SendError::Unreachable(target, connect_timeout),
-            Ok(Err(o)) => SendError::Broken(aerotp_net::outcome_error(&o).to_string()),
+            Ok(Err(o)) => match o {
+                CloseOutcome::IdleTimeout => SendError::Silent(silence),
+                o => SendError::Broken(aerotp_net::outcome_error(&o).to_string()),
+            },
             Ok(Ok(())) => std::future::pending().await,
         }
     };
@@ -152,24 +264,85 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
         () = tick => unreachable!("the ticker never ends"),
     };
     match r {
-        Ok((bytes, report)) => {
+        Ok((trailer, verdict, report)) => {
+            if matches!(report.outcome, CloseOutcome::IdleTimeout) {
+                return Err(SendError::Silent(silence));
+            }
             pb.set_position(report.stats.peer_delivered.saturating_sub(hlen));
             Ok(SendOutcome {
                 report,
-                bytes,
+                bytes: trailer.bytes,
                 elapsed: start.elapsed(),
+                sha256: trailer.sha256,
+                verdict,
             })
         }
         Err(e) => {
-            conn.abort("sender gave up");
+            let reason = match &e {
+                SendError::Input(_) => "sender's input changed during the send",
+                _ => "sender gave up",
+            };
+            abort_and_flush(&conn, reason).await;
             Err(e)
         }
     }
 }
 
-fn broken(conn: &Connection, e: std::io::Error) -> SendError {
+/// Reads what the receiver sends on its half (a version-2 receiver sends one [`Verdict`]) up
+/// to its EOF, keeping at most `VERDICT_LEN + 1` bytes: anything longer is not a verdict.
+async fn read_verdict(conn: &Connection) -> std::io::Result<Option<Verdict>> {
+    let mut got = Vec::with_capacity(VERDICT_LEN + 1);
+    while let Some(c) = conn.read_chunk().await? {
+        let room = (VERDICT_LEN + 1).saturating_sub(got.len());
+        got.extend_from_slice(&c.data[..c.data.len().min(room)]);
+    }
+    Ok(Verdict::decode(&got))
+}
+
+/// The exit status a finished send earns, and why when it is not 0: the mode's guarantee, then
+/// the receiver's verdict on the digest.
+pub fn send_status(out: &SendOutcome) -> (i32, Option<String>) {
+    let r = &out.report;
+    if !r.guarantee_met {
+        return (
+            EXIT_BROKEN,
+            Some(format!(
+                "the {} mode's guarantee was NOT met ({})",
+                r.mode,
+                outcome_name(r)
+            )),
+        );
+    }
+    let reliable = r.mode.is_fully_reliable();
+    match out.verdict {
+        Some(Verdict::Verified) => (EXIT_OK, None),
+        Some(v @ (Verdict::Mismatch | Verdict::NoDigest)) => (
+            EXIT_CORRUPT,
+            Some(format!("end-to-end check failed: {}", v.describe())),
+        ),
+        Some(v @ Verdict::WriteFailed) => (EXIT_BROKEN, Some(v.describe().into())),
+        Some(v @ Verdict::Incomplete) if reliable => (
+            EXIT_BROKEN,
+            Some(format!("end-to-end check failed: {}", v.describe())),
+        ),
+        None if reliable => (
+            EXIT_BROKEN,
+            Some(
+                "the receiver did not confirm the digest (an aerotp recv that predates \
+                 header version 2?)"
+                    .into(),
+            ),
+        ),
+        // A lossy mode promises no completeness: missing bytes, or a verdict lost on the way
+        // back, leave its guarantee met (the receiver's own status says what arrived).
+        Some(Verdict::Incomplete) | None => (EXIT_OK, None),
+    }
+}
+
+fn broken(conn: &Connection, e: std::io::Error, silence: Duration) -> SendError {
     match conn.outcome() {
         Some(CloseOutcome::Reset(r)) => SendError::Broken(format!("reset by the receiver: {r}")),
+        Some(CloseOutcome::IdleTimeout) => SendError::Silent(silence),
         _ => SendError::Broken(e.to_string()),
     }
 }
@@ -224,7 +397,8 @@ pub async fn run(args: Args) -> i32 {
     match run_inner(args).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("aerotp send: {e}");
+            // `{e:#}`: the whole chain (`--pcap PATH: cannot create …: why`).
+            eprintln!("aerotp send: {e:#}");
             e.exit_code()
         }
     }
@@ -244,6 +418,7 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         .choice()
         .resolve(args.mode)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    cfg.idle_timeout = args.silence_timeout;
     let (reader, size, default_name): (Box<dyn AsyncRead + Unpin + Send>, Option<u64>, String) =
         if args.file == "-" {
             (Box::new(tokio::io::stdin()), None, "stdin".into())
@@ -264,6 +439,15 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
                 .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
             (Box::new(f), Some(meta.len()), name)
         };
+    if let Some(n) = &args.name {
+        if sanitize_name(n).is_none() {
+            return Err(anyhow::anyhow!(
+                "--name '{n}': no usable file name in it; give a name such as flight-42.pcm \
+                 (its last path component is what the receiver uses)"
+            )
+            .into());
+        }
+    }
     let name = args.name.clone().unwrap_or(default_name);
     let target = resolve(&args.to).await?;
     // The capture file first: a path that cannot be written stops us before any traffic.
@@ -288,13 +472,12 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     // Closed whatever the outcome: the process exits without running destructors.
     let capture = obs.close(&ep, "aerotp send")?;
     let out = out?;
-    let code = if out.report.guarantee_met {
-        EXIT_OK
-    } else {
-        EXIT_BROKEN
-    };
+    let (code, why) = send_status(&out);
+    let digest = hex(&out.sha256);
     if args.json {
         let mut v = stats_json("send", &name, out.bytes, out.elapsed, &out.report);
+        v["sha256"] = digest.into();
+        v["verdict"] = out.verdict.map(|v| format!("{v:?}").to_lowercase()).into();
         v["exit_code"] = code.into();
         if let Some((io, s)) = &capture {
             v["capture"] = capture_json(io, s);
@@ -302,23 +485,63 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         println!("{v}");
     } else {
         eprintln!(
-            "sent {} ({} bytes) in {:.2} s, {} mode, {}: {} TPDUs, {} retransmitted; goodput {}",
+            "sent {} ({} bytes, SHA-256 {}) in {:.2} s, {} mode, {}, receiver: {}: {} TPDUs, {} retransmitted; goodput {}",
             name,
             out.bytes,
+            digest,
             out.elapsed.as_secs_f64(),
             out.report.mode,
             outcome_name(&out.report),
+            out.verdict.map_or("no verdict", Verdict::describe),
             out.report.stats.sender.tpdus_sent,
             out.report.stats.sender.tpdus_retransmitted,
             human_rate(out.bytes as f64 * 8.0 / out.elapsed.as_secs_f64().max(1e-9)),
         );
-        if !out.report.guarantee_met {
-            eprintln!(
-                "aerotp send: the {} mode's guarantee was NOT met ({})",
-                out.report.mode,
-                outcome_name(&out.report)
-            );
-        }
+    }
+    if let Some(why) = why {
+        eprintln!("aerotp send: {why}");
     }
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn drain(input: &[u8], announced: Option<u64>, piece: usize) -> Result<Trailer, String> {
+        let mut c = CheckedInput::new(input, announced);
+        let mut buf = vec![0u8; piece];
+        loop {
+            match c.next(&mut buf).await {
+                Ok(0) => return Ok(c.trailer()),
+                Ok(_) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_input_must_hold_exactly_the_announced_bytes() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let want: [u8; 32] = Sha256::digest(&data).into();
+        for piece in [1, 7, 4096, 20_000] {
+            let t = drain(&data, Some(10_000), piece).await.unwrap();
+            assert_eq!((t.bytes, t.sha256), (10_000, want), "piece {piece}");
+            let t = drain(&data, None, piece).await.unwrap();
+            assert_eq!(
+                (t.bytes, t.sha256),
+                (10_000, want),
+                "unknown size, piece {piece}"
+            );
+            let e = drain(&data, Some(10_001), piece).await.unwrap_err();
+            assert!(
+                e.contains("shrank") && e.contains("10001") && e.contains("10000"),
+                "{e}"
+            );
+            let e = drain(&data, Some(9_999), piece).await.unwrap_err();
+            assert!(e.contains("grew") && e.contains("9999"), "{e}");
+        }
+        assert_eq!(drain(&[], Some(0), 10).await.unwrap().bytes, 0);
+        assert!(drain(&[1], Some(0), 10).await.unwrap_err().contains("grew"));
+    }
 }

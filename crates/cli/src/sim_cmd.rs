@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use aerotp_link::{format_rate, parse_duration, parse_rate};
+use aerotp_link::{format_rate, parse_rate};
 use aerotp_proto::FecSetting;
 use aerotp_sim::{
     parse_size, run_many, run_once_tapped, run_seed, Scenario, SimMode, Summary, Topology, Workload,
@@ -43,7 +43,7 @@ pub struct Args {
     #[arg(long, default_value = "1MB", value_parser = size_arg)]
     size: usize,
     /// Largest datagram (UDP payload) in bytes.
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value_t = 1500, value_parser = crate::common::mtu_arg)]
     mtu: usize,
     /// FEC: off, auto, N (papers' 32-bit words per TPDU, 0-256) or pN (parity bytes per
     /// codeword). Default: auto for quasi-reliable and the hybrid modes, off otherwise.
@@ -52,7 +52,7 @@ pub struct Args {
     #[command(flatten)]
     erasure: crate::erasure_flags::ErasureArgs,
     /// ACKs aggregated per MACK (1-365).
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::common::mack_arg)]
     mack: u16,
     /// Number of runs (different seeds), spread over all cores.
     #[arg(long, default_value_t = 20, value_parser = runs_arg)]
@@ -69,7 +69,7 @@ pub struct Args {
     #[arg(long, default_value = "papers", value_parser = topology_arg)]
     topology: Topology,
     /// Virtual-time cap per run; a run that reaches it is incomplete.
-    #[arg(long, default_value = "600s", value_parser = duration_arg)]
+    #[arg(long, default_value = "600s", value_parser = crate::common::duration_arg)]
     cap: Duration,
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -84,9 +84,6 @@ fn topology_arg(s: &str) -> Result<Topology, String> {
 }
 fn rate_arg(s: &str) -> Result<u64, String> {
     parse_rate(s).map_err(|e| e.to_string())
-}
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
 }
 fn size_arg(s: &str) -> Result<usize, String> {
     parse_size(s).map_err(|e| e.to_string())
@@ -246,7 +243,10 @@ pub fn execute(args: &Args) -> anyhow::Result<String> {
     }
     // Created before anything runs: an unwritable file stops the command at once.
     let capture = match &args.pcap {
-        Some(p) => Some(aerotp_capture::SimCapture::create(p)?),
+        Some(p) => Some(
+            aerotp_capture::SimCapture::create(p)
+                .with_context(|| format!("--pcap {}", p.display()))?,
+        ),
         None => None,
     };
     let t = Instant::now();
@@ -366,13 +366,17 @@ mod tests {
             "--mode reliable --ber 0 --fec 300",
             "--mode reliable --ber 0 --topology ring",
             "--mode reliable --ber 0 --loss 2",
+            "--mode reliable --ber 0 --mack 400",
+            "--mode reliable --ber 0 --mtu 0",
+            "--mode reliable --ber 0 --cap 99999h",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-        // Values clap accepts but the scenario does not.
-        let a = parse("--mode reliable --ber 0 --mack 400").unwrap();
-        let e = execute(&a).unwrap_err().to_string();
-        assert!(e.contains("MACK"), "{e}");
+        // The flag's own parser names it and the range (before the scenario's check).
+        let e = parse("--mode reliable --ber 0 --mack 400")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--mack") && e.contains("1 to 365"), "{e}");
     }
 
     #[test]

@@ -12,6 +12,9 @@ use serde::Deserialize;
 use crate::consts::Role;
 use crate::frame::Class;
 
+mod checks;
+pub use checks::check_host_port;
+
 /// How a gateway shares its link rate among busy flows (docs/gateway.md §Priorities).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Policy {
@@ -73,8 +76,9 @@ pub struct FileConfig {
 impl FileConfig {
     pub fn load(path: &std::path::Path) -> Result<FileConfig> {
         let s = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        toml::from_str(&s).with_context(|| format!("bad gateway config {}", path.display()))
+            .with_context(|| format!("--config {}: cannot read it", path.display()))?;
+        toml::from_str(&s)
+            .with_context(|| format!("--config {}: bad gateway config", path.display()))
     }
 
     /// Checks that no key of the other role is set: a key the role would ignore is an error
@@ -195,11 +199,18 @@ fn addr(s: &str, what: &str) -> Result<SocketAddr> {
         .with_context(|| format!("{what}: '{s}' has no address"))
 }
 
-fn dur(s: &Option<String>, default: Duration) -> Result<Duration> {
-    match s {
-        None => Ok(default),
-        Some(s) => aerotp_link::parse_duration(s).map_err(|e| anyhow::anyhow!("{e}")),
+/// A timer setting: above zero and at most 30 days (beyond it a timer is a typo, and deadline
+/// arithmetic on `Instant`s must never overflow); the error names the key.
+fn dur(key: &str, s: &Option<String>, default: Duration) -> Result<Duration> {
+    const MAX: Duration = Duration::from_secs(30 * 24 * 3600);
+    let Some(s) = s else {
+        return Ok(default);
+    };
+    let d = aerotp_link::parse_duration(s).map_err(|e| anyhow::anyhow!("{key}: {e}"))?;
+    if d.is_zero() || d > MAX {
+        bail!("{key} '{s}': give a duration above 0 and at most 720h, e.g. 30s or 1h");
     }
+    Ok(d)
 }
 
 impl FlowKind {
@@ -301,6 +312,7 @@ impl FileConfig {
             Some(s) => aerotp_net::FecSetting::parse(s).context("fec (--fec or the `fec` key)")?,
             None => DEFAULT_FEC,
         };
+        self.check_inputs(rate, mtu)?;
         let routes = self
             .flows
             .iter()
@@ -332,8 +344,12 @@ impl FileConfig {
                 .map(|p| addr(p, "metrics"))
                 .transpose()?,
             policy,
-            idle_timeout: dur(&self.idle_timeout, Duration::from_secs(30))?,
-            resume_timeout: dur(&self.resume_timeout, Duration::from_secs(3600))?,
+            idle_timeout: dur("idle_timeout", &self.idle_timeout, Duration::from_secs(30))?,
+            resume_timeout: dur(
+                "resume_timeout",
+                &self.resume_timeout,
+                Duration::from_secs(3600),
+            )?,
             routes,
             fec,
         })
@@ -343,6 +359,7 @@ impl FileConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use aerotp_net::FecSetting;
 
     fn flow(udp: bool, mode: Option<&str>, fec: Option<&str>) -> FlowSpec {
