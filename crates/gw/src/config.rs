@@ -68,6 +68,8 @@ pub struct FileConfig {
     pub fec: Option<String>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowSpec>,
+    /// Ingress: transparent interception (docs/gateway.md §Transparent interception).
+    pub transparent: Option<crate::transparent::TransparentSpec>,
 }
 
 impl FileConfig {
@@ -98,6 +100,7 @@ impl FileConfig {
                     ("bind", self.bind.is_some()),
                     ("store_capacity", self.store_capacity.is_some()),
                     ("flow", !self.flows.is_empty()),
+                    ("transparent", self.transparent.is_some()),
                 ],
             ),
         };
@@ -131,7 +134,8 @@ impl FileConfig {
             weights,
             idle_timeout,
             resume_timeout,
-            fec
+            fec,
+            transparent
         );
         self.allow.extend(other.allow);
         self.flows.extend(other.flows);
@@ -179,6 +183,8 @@ pub struct Settings {
     /// FEC of the flows without their own (ingress) and of what the egress sends back;
     /// [`DEFAULT_FEC`] unless set.
     pub fec: aerotp_net::FecSetting,
+    /// Ingress: transparent interception, if set.
+    pub transparent: Option<crate::transparent::Transparent>,
 }
 
 /// A size setting by the workspace's one rule ([`aerotp_link::parse_size`]); the error names
@@ -336,6 +342,12 @@ impl FileConfig {
             resume_timeout: dur(&self.resume_timeout, Duration::from_secs(3600))?,
             routes,
             fec,
+            transparent: self
+                .transparent
+                .as_ref()
+                .map(|t| t.settings())
+                .transpose()
+                .map_err(|e| anyhow::anyhow!(e))?,
         })
     }
 }

@@ -25,6 +25,8 @@ use crate::policer::Policer;
 /// Most UDP peers remembered per gateway (the oldest is forgotten first).
 const MAX_PEERS: usize = 4096;
 const FIRST_PORT: u16 = 1024;
+/// The route index of transparently intercepted clients (no socket of `socks`).
+const TRANSPARENT: usize = usize::MAX;
 /// An egress socket towards a destination with no reply for this long stops listening.
 const REPLY_IDLE: Duration = Duration::from_secs(60);
 
@@ -55,7 +57,7 @@ pub(crate) async fn recv_datagram(sock: &UdpSocket, buf: &mut [u8]) -> (usize, S
 /// The FEC parity of datagram-mode messages sent with `fec`, and the payload bytes per
 /// fragment for a destination of `dest_len` bytes (an error names the sizes if a largest UDP
 /// datagram cannot be carried).
-fn parity_and_chunk(
+pub(crate) fn parity_and_chunk(
     ctx: &Ctx,
     fec: aerotp_net::FecSetting,
     dest_len: usize,
@@ -202,6 +204,20 @@ impl IngressDatagrams {
         Ok(())
     }
 
+    /// A datagram intercepted transparently (docs/gateway.md §Transparent interception): to
+    /// the egress with its original destination. Its client has no reply socket yet: a reply
+    /// is dropped and counted (`no destination`).
+    pub(crate) fn carry_transparent(
+        &self,
+        (route, from, parity, chunk): (&Route, SocketAddr, u8, usize),
+        dest: &[u8],
+        payload: &[u8],
+        policer: &mut Policer,
+    ) {
+        let r = (route, TRANSPARENT, from, parity, chunk);
+        self.carry(r, dest, payload, policer);
+    }
+
     /// One client datagram to the egress: policed, fragmented, sent.
     fn carry(
         &self,
@@ -252,6 +268,7 @@ impl IngressDatagrams {
                 let c = self.clients.lock().unwrap_or_else(|e| e.into_inner());
                 c.by_port.get(&d.dst_port).map(|c| (c.route, c.addr))
             };
+            let target = target.filter(|(idx, _)| *idx != TRANSPARENT);
             let Some((idx, client)) = target else {
                 let detail = format!("a reply for AeroTP port {}, no client", d.dst_port);
                 self.ctx.reg.drop_udp(DropReason::NoDestination, &detail);
