@@ -115,7 +115,7 @@ struct TransparentArgs {
     #[arg(long)]
     transparent_tcp: Option<String>,
     /// Take UDP datagrams to any destination that `aerotp gw rules --udp-port` steers here
-    /// (datagram mode; replies are not carried back yet).
+    /// (datagram mode; replies leave from the address the application sent to).
     #[arg(long)]
     transparent_udp: Option<String>,
     /// Mode of intercepted TCP flows: near-reliable (default, needs --store) or reliable.

@@ -162,8 +162,8 @@ impl Ingress {
                         }
                     };
                     ctx.reg.udp_in.fetch_add(1, Ordering::Relaxed);
-                    let dest = match orig {
-                        Some(o) if o != a && policy.permits(o) => o.to_string(),
+                    let orig = match orig {
+                        Some(o) if o != a && policy.permits(o) => o,
                         other => {
                             let why = match other {
                                 Some(o) if o != a => format!("{o} denied by the allow/deny lists"),
@@ -174,8 +174,8 @@ impl Ingress {
                             continue;
                         }
                     };
-                    let r = (&route, from, parity, chunk);
-                    d.carry_transparent(r, dest.as_bytes(), &buf[..n], &mut policer);
+                    let r = (&route, from, orig, parity, chunk);
+                    d.carry_transparent(r, &buf[..n], &mut policer);
                 }
             });
         }

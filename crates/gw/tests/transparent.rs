@@ -267,6 +267,40 @@ for i in range(5):
 print("sent 300")
 "#;
 
+/// Ground: echoes every datagram on 10.77.0.2:15000 back to its sender, for 40 s at most.
+const UDP_ECHO: &str = r#"
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("10.77.0.2", 15000)); s.settimeout(1)
+end = time.time() + 40
+while time.time() < end:
+    try:
+        b, a = s.recvfrom(65536)
+    except socket.timeout:
+        continue
+    s.sendto(b"echo:" + b, a)
+"#;
+
+/// App: a *connected* UDP socket (it accepts only datagrams from 10.77.0.2:15000) sends 20
+/// pings and prints how many echoes came back intact.
+const UDP_PINGER: &str = r#"
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(("10.77.0.2", 15000)); s.settimeout(0.05)
+got = set()
+end = time.time() + 20
+i = 0
+while time.time() < end and len(got) < 20:
+    if i < 20:
+        s.send(b"ping %d" % i); i += 1
+    try:
+        b = s.recv(65536)
+        if b.startswith(b"echo:ping "): got.add(int(b[10:]))
+    except socket.timeout:
+        pass
+print(len(got))
+"#;
+
 fn telemetry(i: u32) -> Vec<u8> {
     let mut v = i.to_be_bytes().to_vec();
     v.extend((0..196u32).map(|j| ((i * 7 + j) % 256) as u8));
@@ -384,6 +418,11 @@ fn unmodified_curl_and_udp_cross_transparently() {
             .expect("http.server"))
     };
     let (_http, _http_denied) = (http("8000"), http("8001"));
+    let _echo = Bg(lab
+        .command(Side::Ground, "python3")
+        .args(["-c", UDP_ECHO])
+        .spawn()
+        .expect("python3"));
     let udp_rx = lab
         .command(Side::Ground, "python3")
         .args(["-c", UDP_RECEIVER, &s("udp.out")])
@@ -457,6 +496,11 @@ fn unmodified_curl_and_udp_cross_transparently() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("python3");
+    let pinger = app_cmd("python3")
+        .args(["-c", UDP_PINGER])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
     let curl = app_cmd("curl")
         .args(["-sS", "--max-time", "100", "-o", &s("got.bin")])
         .args(["-w", "%{time_total} %{size_download}"])
@@ -466,6 +510,11 @@ fn unmodified_curl_and_udp_cross_transparently() {
         .expect("curl");
     let c = wait(curl, "curl", deadline);
     assert!(c.status.success(), "curl failed: {}", c.status);
+    let pings = wait(pinger, "UDP pinger", deadline);
+    let echoes: usize = String::from_utf8_lossy(&pings.stdout)
+        .trim()
+        .parse()
+        .expect("echo count");
     let st = wait(udp_tx, "UDP sender", deadline);
     assert!(st.status.success(), "UDP sender failed");
     let st = wait(udp_rx, "UDP receiver", deadline);
@@ -502,7 +551,7 @@ fn unmodified_curl_and_udp_cross_transparently() {
     let (fwd, rev) = lab.stats();
     eprintln!(
         "transparent curl: {FILE_BYTES} B in {secs:.2} s = {:.3} Mb/s; ceiling {:.3} Mb/s \
-         (parity {best_parity}); {:.1} % of the ceiling; UDP {} of 300 delivered, {denied_udp} denied dropped; link \
+         (parity {best_parity}); {:.1} % of the ceiling; UDP {} of 300 delivered, {echoes} of 20 echoes back, {denied_udp} denied dropped; link \
          forward {} pkts {} corrupted, reverse {} pkts {} corrupted; {:.1} s",
         goodput / 1e6,
         ceiling / 1e6,
@@ -523,6 +572,10 @@ fn unmodified_curl_and_udp_cross_transparently() {
         "datagrams once, in order"
     );
     assert!(seqs.len() >= 285, "UDP: {} of 300 delivered", seqs.len());
+    assert!(
+        echoes >= 18,
+        "UDP replies: {echoes} of 20 echoes reached the app"
+    );
     assert!(
         denied_udp >= 5,
         "datagrams to a denied port dropped: {denied_udp}"

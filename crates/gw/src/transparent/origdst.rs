@@ -60,6 +60,13 @@ pub fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     UdpSocket::from_std(s.into())
 }
 
+/// A UDP socket bound to `orig`, an address not of this host (`IP_TRANSPARENT`): replies to
+/// an intercepted client leave from the destination it sent to.
+pub fn reply_socket(orig: SocketAddr) -> io::Result<UdpSocket> {
+    let s = transparent_socket(orig, Type::DGRAM, Protocol::UDP)?;
+    UdpSocket::from_std(s.into())
+}
+
 /// The next datagram: its length, sender and original destination (`None` if the kernel gave
 /// none: the datagram was sent to the socket's own address, not intercepted).
 pub async fn recv_orig(
