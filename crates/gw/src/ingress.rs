@@ -163,10 +163,12 @@ impl Ingress {
                     };
                     ctx.reg.udp_in.fetch_add(1, Ordering::Relaxed);
                     let orig = match orig {
-                        Some(o) if o != a && policy.permits(o) => o,
+                        Some(o) if !origdst::is_direct(o, a) && policy.permits(o) => o,
                         other => {
                             let why = match other {
-                                Some(o) if o != a => format!("{o} denied by the allow/deny lists"),
+                                Some(o) if !origdst::is_direct(o, a) => {
+                                    format!("{o} denied by the allow/deny lists")
+                                }
                                 _ => "sent to the interception port itself".into(),
                             };
                             let detail = format!("transparent datagram from {from}: {why}");
@@ -195,10 +197,10 @@ impl Ingress {
                 }
             };
             let orig = match s.local_addr() {
-                Ok(o) if o != route.local && policy.permits(o) => o,
+                Ok(o) if !origdst::is_direct(o, route.local) && policy.permits(o) => o,
                 r => {
                     let why = match r {
-                        Ok(o) if o == route.local => {
+                        Ok(o) if origdst::is_direct(o, route.local) => {
                             "connected to the interception port itself".to_string()
                         }
                         Ok(o) => format!("destination {o} denied by the allow/deny lists"),

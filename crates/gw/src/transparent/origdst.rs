@@ -60,6 +60,20 @@ pub fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     UdpSocket::from_std(s.into())
 }
 
+/// Whether traffic whose destination is `orig` was sent to the interception socket at
+/// `listen` itself rather than steered to it: same port, and `orig` is an address of this
+/// host (the rules never intercept traffic for this host: `fib daddr type local return`).
+/// Locality is tested by binding an ordinary socket to it, which only a local address allows.
+pub fn is_direct(orig: SocketAddr, listen: SocketAddr) -> bool {
+    if orig.port() != listen.port() {
+        return false;
+    }
+    if orig.ip() == listen.ip() {
+        return true;
+    }
+    listen.ip().is_unspecified() && std::net::UdpSocket::bind(SocketAddr::new(orig.ip(), 0)).is_ok()
+}
+
 /// A UDP socket bound to `orig`, an address not of this host (`IP_TRANSPARENT`): replies to
 /// an intercepted client leave from the destination it sent to.
 pub fn reply_socket(orig: SocketAddr) -> io::Result<UdpSocket> {
@@ -133,6 +147,17 @@ fn v4(sa: &libc::sockaddr_in) -> SocketAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn direct_means_this_host_and_the_listener_port() {
+        let any: SocketAddr = "0.0.0.0:7400".parse().unwrap();
+        assert!(is_direct("127.0.0.1:7400".parse().unwrap(), any));
+        assert!(!is_direct("127.0.0.1:7401".parse().unwrap(), any));
+        // TEST-NET-3: never an address of this host.
+        assert!(!is_direct("203.0.113.5:7400".parse().unwrap(), any));
+        let one: SocketAddr = "127.0.0.1:7400".parse().unwrap();
+        assert!(is_direct(one, one));
+    }
 
     /// Without interception rules the original destination of a datagram is the socket's
     /// own address: the control message is parsed, sender and length are right.
