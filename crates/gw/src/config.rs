@@ -432,6 +432,33 @@ mod tests {
     }
 
     #[test]
+    fn a_transparent_table_is_an_ingress_setting_checked_key_by_key() {
+        let text = "[transparent]\ntcp_listen = \"0.0.0.0:7400\"\ndeny = [\"*:25\"]\n";
+        let c: FileConfig = toml::from_str(text).unwrap();
+        c.check_role(Role::Ingress).unwrap();
+        let t = c
+            .settings()
+            .unwrap()
+            .transparent
+            .expect("transparent settings");
+        assert_eq!(t.tcp, Some("0.0.0.0:7400".parse().unwrap()));
+        assert!(!t.policy.permits("10.0.0.1:25".parse().unwrap()));
+        let e = format!("{:#}", c.check_role(Role::Egress).unwrap_err());
+        assert!(e.contains("`transparent`") && e.contains("ingress"), "{e}");
+        let e = toml::from_str::<FileConfig>("[transparent]\ntcp_port = 1\n").unwrap_err();
+        assert!(e.to_string().contains("tcp_port"), "{e}");
+        let bad: FileConfig = toml::from_str(
+            "[transparent]\ntcp_listen = \"0.0.0.0:7400\"\nallow = [\"10.0.0.0/99\"]\n",
+        )
+        .unwrap();
+        let e = format!("{:#}", bad.settings().unwrap_err());
+        assert!(
+            e.contains("transparent.allow") && e.contains("10.0.0.0/99"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_key_of_the_other_role_is_an_error_naming_it() {
         let ingress_only = FileConfig {
             flows: vec![flow(false, None, None)],
