@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what `aerotp lab` and its tests use: iproute2 (`ip netns`, `ip addr`),
 # iputils-ping (ping inside the namespaces), curl and python3 (ad-hoc traffic), and tshark
-# (the Wireshark dissector's test in crates/capture decodes the captures it writes).
+# (the Wireshark dissector's test in crates/capture decodes the captures it writes), and
+# nftables (`nft`: `aerotp gw rules` installs the transparent gateway's TPROXY rules).
 # Idempotent: installs only what is missing; needs root (or sudo) and apt-get.
 set -euo pipefail
 
@@ -11,6 +12,7 @@ declare -A probe=(
     [curl]=curl
     [python3]=python3
     [tshark]=tshark
+    [nftables]=nft
 )
 
 missing=()
@@ -21,7 +23,7 @@ for pkg in "${!probe[@]}"; do
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    echo "lab-deps: iproute2, iputils-ping, curl, python3, tshark already present"
+    echo "lab-deps: iproute2, iputils-ping, curl, python3, tshark, nftables already present"
     exit 0
 fi
 

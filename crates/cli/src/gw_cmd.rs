@@ -20,6 +20,9 @@ enum Cmd {
     Ingress(Box<IngressArgs>),
     /// Receive flows from an ingress over AeroTP and connect them to their destinations.
     Egress(Box<EgressArgs>),
+    /// Print, install or remove the nftables TPROXY rules that steer the applications'
+    /// traffic to a transparent ingress (docs/gateway.md §Transparent interception).
+    Rules(RulesArgs),
     /// Print a gateway's statistics (Prometheus text from its --metrics endpoint).
     Stats {
         /// The gateway's --metrics address.
@@ -100,6 +103,134 @@ struct IngressArgs {
     /// Bytes the custody store may hold (e.g. 256MB); when full, sources are not read.
     #[arg(long)]
     store_capacity: Option<String>,
+    #[command(flatten)]
+    transparent: TransparentArgs,
+}
+
+/// Transparent interception (`[transparent]` in a config file; docs/gateway.md).
+#[derive(Debug, clap::Args)]
+struct TransparentArgs {
+    /// Take TCP connections to any destination that `aerotp gw rules --tcp-port` steers here
+    /// (e.g. 0.0.0.0:7400); each is carried to the destination its application addressed.
+    #[arg(long)]
+    transparent_tcp: Option<String>,
+    /// Take UDP datagrams to any destination that `aerotp gw rules --udp-port` steers here
+    /// (datagram mode; replies leave from the address the application sent to).
+    #[arg(long)]
+    transparent_udp: Option<String>,
+    /// Mode of intercepted TCP flows: near-reliable (default, needs --store) or reliable.
+    #[arg(long)]
+    transparent_mode: Option<String>,
+    /// Class of intercepted flows: control, telemetry, bulk (default).
+    #[arg(long)]
+    transparent_class: Option<String>,
+    /// Carry only these destinations, PREFIX[:PORT[-PORT]] (repeat; none: all not denied).
+    #[arg(long)]
+    transparent_allow: Vec<String>,
+    /// Refuse these destinations, PREFIX[:PORT[-PORT]] (repeat; deny wins over allow).
+    #[arg(long)]
+    transparent_deny: Vec<String>,
+}
+
+impl TransparentArgs {
+    /// The `[transparent]` table of these flags; `None` if no flag was given.
+    fn spec(self) -> Option<aerotp_gw::transparent::TransparentSpec> {
+        let spec = aerotp_gw::transparent::TransparentSpec {
+            tcp_listen: self.transparent_tcp,
+            udp_listen: self.transparent_udp,
+            mode: self.transparent_mode,
+            class: self.transparent_class,
+            allow: self.transparent_allow,
+            deny: self.transparent_deny,
+        };
+        (spec != aerotp_gw::transparent::TransparentSpec::default()).then_some(spec)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RulesAction {
+    /// Show the commands and the nftables script `install` runs.
+    Print,
+    /// Install them (replacing an earlier install).
+    Install,
+    /// Remove them (what is absent is not an error).
+    Remove,
+}
+
+#[derive(Debug, clap::Args)]
+struct RulesArgs {
+    action: RulesAction,
+    /// Interface whose incoming traffic is intercepted (the applications' side; repeat).
+    #[arg(long, required = true)]
+    iif: Vec<String>,
+    /// Port of the ingress's --transparent-tcp listener.
+    #[arg(long)]
+    tcp_port: Option<u16>,
+    /// Port of the ingress's --transparent-udp socket.
+    #[arg(long)]
+    udp_port: Option<u16>,
+    /// Firewall mark of intercepted packets (decimal or 0x hex).
+    #[arg(long, default_value = "0x1", value_parser = parse_mark)]
+    mark: u32,
+    /// Routing table that delivers marked packets locally.
+    #[arg(long, default_value_t = 100)]
+    route_table: u32,
+    /// Destination prefix never intercepted (IPv4, no port; repeat).
+    #[arg(long)]
+    exclude: Vec<String>,
+    /// Network namespace to act in (default: the current one).
+    #[arg(long)]
+    netns: Option<String>,
+}
+
+fn parse_mark(s: &str) -> Result<u32, String> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    v.map_err(|_| format!("'{s}': give a 32-bit mark, decimal or 0x hex (e.g. 0x1)"))
+}
+
+impl RulesArgs {
+    fn spec(self) -> Result<aerotp_gw::transparent::RuleSpec> {
+        let exclude = self
+            .exclude
+            .iter()
+            .map(|x| aerotp_gw::transparent::DestRule::parse("--exclude", x))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(anyhow::Error::msg)?;
+        let spec = aerotp_gw::transparent::RuleSpec {
+            iif: self.iif,
+            tcp_port: self.tcp_port,
+            udp_port: self.udp_port,
+            mark: self.mark,
+            route_table: self.route_table,
+            exclude,
+            netns: self.netns,
+        };
+        spec.check().map_err(anyhow::Error::msg)?;
+        Ok(spec)
+    }
+
+    fn run(self) -> Result<i32> {
+        let action = self.action;
+        let spec = self.spec()?;
+        match action {
+            RulesAction::Print => print!("{}", spec.print()),
+            RulesAction::Install => {
+                spec.install().map_err(anyhow::Error::msg)?;
+                eprintln!(
+                    "aerotp gw rules: installed (nft table inet {})",
+                    aerotp_gw::transparent::rules::TABLE
+                );
+            }
+            RulesAction::Remove => {
+                spec.remove().map_err(anyhow::Error::msg)?;
+                eprintln!("aerotp gw rules: removed");
+            }
+        }
+        Ok(0)
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -193,6 +324,7 @@ impl IngressArgs {
             store: self.store,
             store_capacity: self.store_capacity,
             flows,
+            transparent: self.transparent.spec(),
             ..self.common.file_config()
         };
         with_file(flags, config, Role::Ingress)
@@ -216,6 +348,11 @@ impl EgressArgs {
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    let args = match args.cmd {
+        // Runs `nft`/`ip`: no runtime needed.
+        Cmd::Rules(r) => return r.run(),
+        cmd => Args { cmd },
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -232,6 +369,7 @@ pub fn run(args: Args) -> Result<i32> {
             }
             Cmd::Ingress(a) => (Role::Ingress, a.file_config()?),
             Cmd::Egress(a) => (Role::Egress, a.file_config()?),
+            Cmd::Rules(_) => unreachable!("handled above"),
         };
         let gw = aerotp_gw::start(role, cfg.settings()?).await?;
         eprintln!("aerotp gw {role}: AeroTP on {}", gw.ep.local_addr());
@@ -311,6 +449,84 @@ mod tests {
         }
         for f in ["--fec", "--rate", "--metrics", "--config"] {
             assert!(e.contains(f) && i.contains(f), "{f}");
+        }
+    }
+
+    #[test]
+    fn rules_flags_are_checked_and_errors_name_the_flag() {
+        let rules = |extra: &[&str]| -> Result<aerotp_gw::transparent::RuleSpec> {
+            let mut v = vec!["rules", "print"];
+            v.extend_from_slice(extra);
+            match parse(&v)?.cmd {
+                Cmd::Rules(r) => r.spec(),
+                _ => panic!("rules"),
+            }
+        };
+        let s = rules(&["--iif", "veth1", "--tcp-port", "7400", "--mark", "0x10"]).unwrap();
+        assert_eq!((s.mark, s.tcp_port, s.udp_port), (0x10, Some(7400), None));
+        assert!(s.print().contains("tproxy ip to :7400 meta mark set 0x10"));
+        for (args, want) in [
+            (&["--tcp-port", "7400"][..], "--iif"),
+            (&["--iif", "e", "--tcp-port", "70000"], "--tcp-port"),
+            (&["--iif", "e", "--udp-port", "x"], "--udp-port"),
+            (
+                &["--iif", "e", "--tcp-port", "1", "--mark", "0xzz"],
+                "--mark",
+            ),
+            (&["--iif", "e"], "--tcp-port"),
+            (
+                &["--iif", "e", "--tcp-port", "1", "--exclude", "10.0.0.0/33"],
+                "--exclude '10.0.0.0/33'",
+            ),
+            (
+                &["--iif", "e", "--tcp-port", "1", "--route-table", "255"],
+                "--route-table '255'",
+            ),
+            (&["--iif", "e b", "--tcp-port", "1"], "--iif 'e b'"),
+        ] {
+            let e = format!("{:#}", rules(args).unwrap_err());
+            assert!(e.contains(want), "{args:?}: want {want}: {e}");
+        }
+    }
+
+    #[test]
+    fn transparent_flags_reach_the_settings_and_bad_ones_are_named() {
+        let ingress = |extra: &[&str]| {
+            let mut v = vec!["ingress", "--peer", "127.0.0.1:1"];
+            v.extend_from_slice(extra);
+            match parse(&v).unwrap().cmd {
+                Cmd::Ingress(a) => a.file_config().and_then(|c| c.settings()),
+                _ => panic!("ingress"),
+            }
+        };
+        let s = ingress(&[
+            "--transparent-tcp",
+            "0.0.0.0:7400",
+            "--transparent-deny",
+            "10.9.0.0/16",
+            "--transparent-mode",
+            "reliable",
+        ])
+        .unwrap();
+        let t = s.transparent.expect("transparent settings");
+        assert_eq!(t.tcp, Some("0.0.0.0:7400".parse().unwrap()));
+        assert!(!t.policy.permits("10.9.1.1:80".parse().unwrap()));
+        assert!(ingress(&[]).unwrap().transparent.is_none());
+        for (args, want) in [
+            (&["--transparent-tcp", "nowhere"][..], "--transparent-tcp"),
+            (&["--transparent-allow", "10.0.0.0/8"], "--transparent-tcp"),
+            (
+                &[
+                    "--transparent-tcp",
+                    "0.0.0.0:1",
+                    "--transparent-allow",
+                    "10.0.0.1:0-x",
+                ],
+                "--transparent-allow",
+            ),
+        ] {
+            let e = format!("{:#}", ingress(args).unwrap_err());
+            assert!(e.contains(want), "{args:?}: want {want}: {e}");
         }
     }
 

@@ -71,6 +71,8 @@ pub struct FileConfig {
     pub fec: Option<String>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowSpec>,
+    /// Ingress: transparent interception (docs/gateway.md §Transparent interception).
+    pub transparent: Option<crate::transparent::TransparentSpec>,
 }
 
 impl FileConfig {
@@ -102,6 +104,7 @@ impl FileConfig {
                     ("bind", self.bind.is_some()),
                     ("store_capacity", self.store_capacity.is_some()),
                     ("flow", !self.flows.is_empty()),
+                    ("transparent", self.transparent.is_some()),
                 ],
             ),
         };
@@ -135,7 +138,8 @@ impl FileConfig {
             weights,
             idle_timeout,
             resume_timeout,
-            fec
+            fec,
+            transparent
         );
         self.allow.extend(other.allow);
         self.flows.extend(other.flows);
@@ -183,6 +187,8 @@ pub struct Settings {
     /// FEC of the flows without their own (ingress) and of what the egress sends back;
     /// [`DEFAULT_FEC`] unless set.
     pub fec: aerotp_net::FecSetting,
+    /// Ingress: transparent interception, if set.
+    pub transparent: Option<crate::transparent::Transparent>,
 }
 
 /// A size setting by the workspace's one rule ([`aerotp_link::parse_size`]); the error names
@@ -352,6 +358,12 @@ impl FileConfig {
             )?,
             routes,
             fec,
+            transparent: self
+                .transparent
+                .as_ref()
+                .map(|t| t.settings())
+                .transpose()
+                .map_err(|e| anyhow::anyhow!(e))?,
         })
     }
 }
@@ -434,6 +446,33 @@ mod tests {
         let e: FileConfig = toml::from_str(&egress).unwrap();
         e.check_role(Role::Egress).unwrap();
         assert_eq!(e.settings().unwrap().fec, FecSetting::Auto);
+    }
+
+    #[test]
+    fn a_transparent_table_is_an_ingress_setting_checked_key_by_key() {
+        let text = "[transparent]\ntcp_listen = \"0.0.0.0:7400\"\ndeny = [\"*:25\"]\n";
+        let c: FileConfig = toml::from_str(text).unwrap();
+        c.check_role(Role::Ingress).unwrap();
+        let t = c
+            .settings()
+            .unwrap()
+            .transparent
+            .expect("transparent settings");
+        assert_eq!(t.tcp, Some("0.0.0.0:7400".parse().unwrap()));
+        assert!(!t.policy.permits("10.0.0.1:25".parse().unwrap()));
+        let e = format!("{:#}", c.check_role(Role::Egress).unwrap_err());
+        assert!(e.contains("`transparent`") && e.contains("ingress"), "{e}");
+        let e = toml::from_str::<FileConfig>("[transparent]\ntcp_port = 1\n").unwrap_err();
+        assert!(e.to_string().contains("tcp_port"), "{e}");
+        let bad: FileConfig = toml::from_str(
+            "[transparent]\ntcp_listen = \"0.0.0.0:7400\"\nallow = [\"10.0.0.0/99\"]\n",
+        )
+        .unwrap();
+        let e = format!("{:#}", bad.settings().unwrap_err());
+        assert!(
+            e.contains("transparent.allow") && e.contains("10.0.0.0/99"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -12,10 +12,11 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{FlowKind, Route, Settings};
-use crate::ctx::{fid, new_flow_id, Ctx, Role, HANDSHAKE_TIMEOUT, TCP_PORT};
+use crate::ctx::{fid, new_flow_id, Ctx, DropReason, Role, HANDSHAKE_TIMEOUT, TCP_PORT};
 use crate::flow::{run_session, Flow, FlowInit, SessionEnd, SessionLoad};
 use crate::frame::{Class, Frame, Hello};
 use crate::store::{self, Custody, DiskLog, FlowMeta};
+use crate::transparent::{origdst, DestPolicy, Transparent};
 
 /// A running ingress gateway.
 #[derive(Debug)]
@@ -49,15 +50,21 @@ impl Ingress {
         let peer = settings
             .peer
             .context("ingress needs --peer (the egress's address)")?;
-        if settings.routes.is_empty() {
+        if settings.routes.is_empty() && settings.transparent.is_none() {
             anyhow::bail!(
-                "ingress needs at least one flow (--tcp-listen, --udp-listen or [[flow]])"
+                "ingress needs at least one flow (--tcp-listen, --udp-listen, [[flow]] or \
+                 --transparent-tcp/--transparent-udp)"
             );
         }
-        let needs_store = settings
-            .routes
-            .iter()
-            .any(|r| r.kind == FlowKind::Tcp && r.mode == Mode::NearReliable);
+        let transparent_store = settings
+            .transparent
+            .as_ref()
+            .is_some_and(|t| t.tcp.is_some() && t.mode == Mode::NearReliable);
+        let needs_store = transparent_store
+            || settings
+                .routes
+                .iter()
+                .any(|r| r.kind == FlowKind::Tcp && r.mode == Mode::NearReliable);
         if needs_store && settings.store.is_none() {
             anyhow::bail!("near-reliable TCP flows need --store DIR (the custody store)");
         }
@@ -99,7 +106,117 @@ impl Ingress {
                 }
             }
         }
+        if let Some(t) = self.ctx.settings.transparent.clone() {
+            self.start_transparent(t, &mut datagrams).await?;
+        }
         Ok(())
+    }
+
+    /// Transparent interception: the TPROXY listeners (docs/gateway.md §Transparent
+    /// interception). Each flow's destination is the one its application addressed.
+    async fn start_transparent(
+        self: &Arc<Self>,
+        t: Transparent,
+        datagrams: &mut Option<Arc<crate::udp::IngressDatagrams>>,
+    ) -> Result<()> {
+        let template = |kind, local, mode| Route {
+            kind,
+            local,
+            dest: String::new(),
+            mode,
+            class: t.class,
+            fec: self.ctx.settings.fec,
+        };
+        if let Some(a) = t.tcp {
+            let l = origdst::tcp_listener(a)
+                .with_context(|| format!("cannot listen on transparent TCP {a}"))?;
+            tracing::info!(listen = %a, mode = %t.mode, "transparent TCP interception");
+            let (me, route) = (self.clone(), template(FlowKind::Tcp, a, t.mode));
+            let policy = t.policy.clone();
+            tokio::spawn(async move { me.accept_transparent(l, route, policy).await });
+        }
+        if let Some(a) = t.udp {
+            let sock = origdst::udp_socket(a)
+                .with_context(|| format!("cannot bind transparent UDP {a}"))?;
+            let d = datagrams
+                .get_or_insert_with(|| {
+                    crate::udp::IngressDatagrams::start(self.ctx.clone(), self.peer)
+                })
+                .clone();
+            let route = template(FlowKind::Udp, a, Mode::Datagram);
+            // The longest destination an IPv4 datagram can name: `255.255.255.255:65535`.
+            let (parity, chunk) = crate::udp::parity_and_chunk(&self.ctx, route.fec, 21)
+                .with_context(|| format!("transparent UDP {a}"))?;
+            tracing::info!(listen = %a, "transparent UDP interception (datagram mode)");
+            let (ctx, policy) = (self.ctx.clone(), t.policy.clone());
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65_536];
+                let mut policer = crate::policer::Policer::new(Instant::now());
+                loop {
+                    let (n, from, orig) = match origdst::recv_orig(&sock, &mut buf).await {
+                        Ok(x) => x,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "transparent UDP recv failed; retrying in 100 ms");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            continue;
+                        }
+                    };
+                    ctx.reg.udp_in.fetch_add(1, Ordering::Relaxed);
+                    let orig = match orig {
+                        Some(o) if !origdst::is_direct(o, a) && policy.permits(o) => o,
+                        other => {
+                            let why = match other {
+                                Some(o) if !origdst::is_direct(o, a) => {
+                                    format!("{o} denied by the allow/deny lists")
+                                }
+                                _ => "sent to the interception port itself".into(),
+                            };
+                            let detail = format!("transparent datagram from {from}: {why}");
+                            ctx.reg.drop_udp(DropReason::NoDestination, &detail);
+                            continue;
+                        }
+                    };
+                    let r = (&route, from, orig, parity, chunk);
+                    d.carry_transparent(r, &buf[..n], &mut policer);
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// Accepts intercepted TCP connections: each one's local address is its original
+    /// destination; a denied one is reset.
+    async fn accept_transparent(self: Arc<Self>, l: TcpListener, route: Route, policy: DestPolicy) {
+        loop {
+            let (s, from) = match l.accept().await {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(error = %e, "transparent TCP accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let orig = match s.local_addr() {
+                Ok(o) if !origdst::is_direct(o, route.local) && policy.permits(o) => o,
+                r => {
+                    let why = match r {
+                        Ok(o) if origdst::is_direct(o, route.local) => {
+                            "connected to the interception port itself".to_string()
+                        }
+                        Ok(o) => format!("destination {o} denied by the allow/deny lists"),
+                        Err(e) => format!("no original destination: {e}"),
+                    };
+                    tracing::info!(%from, reason = %why, "intercepted TCP connection refused (reset)");
+                    reset(s);
+                    continue;
+                }
+            };
+            let route = Route {
+                dest: orig.to_string(),
+                ..route.clone()
+            };
+            self.take_tcp(s, from, &route).await;
+        }
     }
 
     /// Resumes every flow found in the custody store.
@@ -154,22 +271,27 @@ impl Ingress {
                     continue;
                 }
             };
-            let id = new_flow_id();
-            tracing::info!(flow = %fid(id), %from, mode = %route.mode, "new TCP flow");
-            let Some(flow) = self.new_tcp_flow(id, s, &route).await else {
-                continue;
-            };
-            self.ctx.reg.insert(&flow);
-            self.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);
-            let carried = Carried {
-                flow,
-                mode: route.mode,
-                fec: route.fec,
-                restored: false,
-            };
-            let me = self.clone();
-            tokio::spawn(async move { me.drive(carried).await });
+            self.take_tcp(s, from, &route).await;
         }
+    }
+
+    /// A new source connection on `route`: its flow, carried to the egress.
+    async fn take_tcp(self: &Arc<Self>, s: TcpStream, from: SocketAddr, route: &Route) {
+        let id = new_flow_id();
+        tracing::info!(flow = %fid(id), %from, dest = %route.dest, mode = %route.mode, "new TCP flow");
+        let Some(flow) = self.new_tcp_flow(id, s, route).await else {
+            return;
+        };
+        self.ctx.reg.insert(&flow);
+        self.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);
+        let carried = Carried {
+            flow,
+            mode: route.mode,
+            fec: route.fec,
+            restored: false,
+        };
+        let me = self.clone();
+        tokio::spawn(async move { me.drive(carried).await });
     }
 
     /// The flow of a new source connection: its custody (a store log for near-reliable, memory
@@ -190,9 +312,7 @@ impl Ingress {
                 Ok(d) => (Custody::Disk(d), u64::MAX),
                 Err(e) => {
                     tracing::error!(flow = %fid(id), error = %e, "cannot create store: refusing the connection");
-                    if let Ok(std) = s.into_std() {
-                        let _ = socket2::SockRef::from(&std).set_linger(Some(Duration::ZERO));
-                    }
+                    reset(s);
                     return None;
                 }
             }
@@ -312,5 +432,12 @@ impl Ingress {
             SessionEnd::Broken(r) => Attempt::Broken(r),
             e => Attempt::Done(e),
         }
+    }
+}
+
+/// Closes `s` with a TCP reset (linger 0), so its application sees a refusal, not an end.
+fn reset(s: TcpStream) {
+    if let Ok(std) = s.into_std() {
+        let _ = socket2::SockRef::from(&std).set_linger(Some(Duration::ZERO));
     }
 }

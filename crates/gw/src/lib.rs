@@ -7,7 +7,7 @@
 //! the ingress reads only a small window ahead of what the destination confirmed).
 //!
 //! Modules, each importing only those listed before it (no cycle): `consts`, `frame`,
-//! `config`, `store`, `progress`, `policer`, `dgram` (leaves and codecs); `flow` (one TCP
+//! `transparent` (interception: rules, allow/deny, original destination), `config`, `store`, `progress`, `policer`, `dgram` (leaves and codecs); `flow` (one TCP
 //! flow); `sched` (rate shares); `ctx` (what both roles share); `udp`, `udpstream` (UDP
 //! flows); `ingress`, `egress` (the roles); `metrics`. `scripts/check-module-cycles.sh`
 //! checks it.
@@ -25,6 +25,7 @@ pub mod policer;
 pub mod progress;
 pub mod sched;
 pub mod store;
+pub mod transparent;
 pub mod udp;
 pub mod udpstream;
 

@@ -25,6 +25,10 @@ use crate::policer::Policer;
 /// Most UDP peers remembered per gateway (the oldest is forgotten first).
 const MAX_PEERS: usize = 4096;
 const FIRST_PORT: u16 = 1024;
+/// The route index of transparently intercepted clients (no socket of `socks`).
+const TRANSPARENT: usize = usize::MAX;
+/// Most reply sockets of transparent clients' original destinations held open.
+const MAX_REPLY_SOCKETS: usize = 256;
 /// An egress socket towards a destination with no reply for this long stops listening.
 const REPLY_IDLE: Duration = Duration::from_secs(60);
 
@@ -55,7 +59,7 @@ pub(crate) async fn recv_datagram(sock: &UdpSocket, buf: &mut [u8]) -> (usize, S
 /// The FEC parity of datagram-mode messages sent with `fec`, and the payload bytes per
 /// fragment for a destination of `dest_len` bytes (an error names the sizes if a largest UDP
 /// datagram cannot be carried).
-fn parity_and_chunk(
+pub(crate) fn parity_and_chunk(
     ctx: &Ctx,
     fec: aerotp_net::FecSetting,
     dest_len: usize,
@@ -88,11 +92,16 @@ fn send_message(
     Ok(())
 }
 
+/// Ingress: a client by its route, its address and (transparent) its original destination.
+type ClientKey = (usize, SocketAddr, Option<SocketAddr>);
+
 /// Ingress: one UDP client of a route, known to the egress by its AeroTP source port.
 #[derive(Debug)]
 struct Client {
     route: usize,
     addr: SocketAddr,
+    /// A transparently intercepted client's original destination: its replies leave from it.
+    origin: Option<SocketAddr>,
     /// Next message number of this client's datagrams.
     next_msg: u32,
 }
@@ -100,7 +109,7 @@ struct Client {
 /// Ingress: client address ↔ AeroTP source port.
 #[derive(Debug, Default)]
 struct Clients {
-    by_addr: HashMap<(usize, SocketAddr), u16>,
+    by_addr: HashMap<ClientKey, u16>,
     by_port: HashMap<u16, Client>,
     order: VecDeque<u16>,
     next: u16,
@@ -108,7 +117,7 @@ struct Clients {
 
 impl Clients {
     /// The client's port and the number of its next message.
-    fn next_message(&mut self, key: (usize, SocketAddr)) -> (u16, u32) {
+    fn next_message(&mut self, key: ClientKey) -> (u16, u32) {
         let port = match self.by_addr.get(&key) {
             Some(p) => *p,
             None => self.add(key),
@@ -122,11 +131,11 @@ impl Clients {
         (port, msg)
     }
 
-    fn add(&mut self, key: (usize, SocketAddr)) -> u16 {
+    fn add(&mut self, key: ClientKey) -> u16 {
         let p = if self.order.len() >= MAX_PEERS {
             let old = self.order.pop_front().expect("full");
             if let Some(c) = self.by_port.remove(&old) {
-                self.by_addr.remove(&(c.route, c.addr));
+                self.by_addr.remove(&(c.route, c.addr, c.origin));
             }
             old
         } else {
@@ -135,12 +144,13 @@ impl Clients {
             p
         };
         self.by_addr.insert(key, p);
-        let (route, addr) = key;
+        let (route, addr, origin) = key;
         self.by_port.insert(
             p,
             Client {
                 route,
                 addr,
+                origin,
                 next_msg: 0,
             },
         );
@@ -156,6 +166,9 @@ pub struct IngressDatagrams {
     peer: SocketAddr,
     clients: Mutex<Clients>,
     socks: Mutex<Vec<Arc<UdpSocket>>>,
+    /// Transparent clients' reply sockets, by original destination (at most
+    /// [`MAX_REPLY_SOCKETS`]; when full, emptied and reopened as replies come).
+    reply_socks: Mutex<HashMap<SocketAddr, Arc<UdpSocket>>>,
 }
 
 impl IngressDatagrams {
@@ -166,6 +179,7 @@ impl IngressDatagrams {
             peer,
             clients: Mutex::default(),
             socks: Mutex::default(),
+            reply_socks: Mutex::default(),
         });
         tokio::spawn(d.clone().replies());
         d
@@ -202,6 +216,19 @@ impl IngressDatagrams {
         Ok(())
     }
 
+    /// A datagram intercepted transparently (docs/gateway.md §Transparent interception): to
+    /// the egress with its original destination `orig`; replies leave from `orig`.
+    pub(crate) fn carry_transparent(
+        &self,
+        (route, from, orig, parity, chunk): (&Route, SocketAddr, SocketAddr, u8, usize),
+        payload: &[u8],
+        policer: &mut Policer,
+    ) {
+        let dest = orig.to_string();
+        let r = (route, (TRANSPARENT, from, Some(orig)), parity, chunk);
+        self.carry_key(r, dest.as_bytes(), payload, policer);
+    }
+
     /// One client datagram to the egress: policed, fragmented, sent.
     fn carry(
         &self,
@@ -210,11 +237,27 @@ impl IngressDatagrams {
         payload: &[u8],
         policer: &mut Policer,
     ) {
+        self.carry_key(
+            (route, (idx, from, None), parity, chunk),
+            dest,
+            payload,
+            policer,
+        );
+    }
+
+    fn carry_key(
+        &self,
+        (route, key, parity, chunk): (&Route, ClientKey, u8, usize),
+        dest: &[u8],
+        payload: &[u8],
+        policer: &mut Policer,
+    ) {
+        let from = key.1;
         let (port, msg) = self
             .clients
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .next_message((idx, from));
+            .next_message(key);
         let frags = dgram::fragment(msg, dest, payload, chunk);
         let sched = &self.ctx.sched;
         let wire: usize = frags.iter().map(|f| sched.datagram_link_len(f.len())).sum();
@@ -226,6 +269,25 @@ impl IngressDatagrams {
         if let Err(e) = send_message(&self.ctx, self.peer, (port, UDP_PORT), &frags, parity) {
             let detail = format!("client {from}, route {}: {e}", route.local);
             self.ctx.reg.drop_udp(DropReason::QueueFull, &detail);
+        }
+    }
+
+    /// The socket a transparent client's replies leave from: bound (`IP_TRANSPARENT`) to the
+    /// original destination `orig`, so the client sees them come from where it sent.
+    fn reply_socket(&self, orig: SocketAddr) -> Option<Arc<UdpSocket>> {
+        let mut m = self.reply_socks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = m.get(&orig) {
+            return Some(s.clone());
+        }
+        if m.len() >= MAX_REPLY_SOCKETS {
+            m.clear();
+        }
+        match crate::transparent::origdst::reply_socket(orig) {
+            Ok(s) => Some(m.entry(orig).or_insert(Arc::new(s)).clone()),
+            Err(e) => {
+                tracing::debug!(%orig, error = %e, "no reply socket");
+                None
+            }
         }
     }
 
@@ -250,19 +312,24 @@ impl IngressDatagrams {
             let Some(msg) = msg else { continue };
             let target = {
                 let c = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-                c.by_port.get(&d.dst_port).map(|c| (c.route, c.addr))
+                c.by_port
+                    .get(&d.dst_port)
+                    .map(|c| (c.route, c.addr, c.origin))
             };
-            let Some((idx, client)) = target else {
+            let Some((idx, client, origin)) = target else {
                 let detail = format!("a reply for AeroTP port {}, no client", d.dst_port);
                 self.ctx.reg.drop_udp(DropReason::NoDestination, &detail);
                 continue;
             };
-            let sock = self
-                .socks
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(idx)
-                .cloned();
+            let sock = match origin {
+                Some(o) => self.reply_socket(o),
+                None => self
+                    .socks
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(idx)
+                    .cloned(),
+            };
             let sent = match sock {
                 Some(s) => s.send_to(&msg.payload, client).await.map(|_| ()),
                 None => Err(std::io::Error::other("no socket")),

@@ -1,0 +1,176 @@
+//! Transparent interception (docs/gateway.md §Transparent interception): the ingress receives
+//! TCP connections and UDP datagrams addressed to any destination, steered to it by nftables
+//! TPROXY rules, learns each one's original destination and carries it to the egress in the
+//! flow's Hello (`dest`, as `a.b.c.d:port`) or datagram header, so the egress connects there.
+//!
+//! Modules, each importing only those listed before it: `policy` (allow/deny lists), `rules`
+//! (the nftables rules and `aerotp gw rules`), `origdst` (the sockets and the original
+//! destination). The accept loops live in `crate::ingress`, which owns the flows.
+
+pub mod origdst;
+pub mod policy;
+pub mod rules;
+
+use std::net::SocketAddr;
+
+use aerotp_net::Mode;
+use serde::Deserialize;
+
+use crate::frame::Class;
+pub use policy::{DestPolicy, DestRule};
+pub use rules::RuleSpec;
+
+/// The `[transparent]` table of an ingress's config file (flags: `--transparent-*`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TransparentSpec {
+    /// Where TPROXY delivers intercepted TCP connections (`--transparent-tcp`).
+    pub tcp_listen: Option<String>,
+    /// Where TPROXY delivers intercepted UDP datagrams (`--transparent-udp`).
+    pub udp_listen: Option<String>,
+    /// Mode of intercepted TCP flows: near-reliable (default) or reliable.
+    pub mode: Option<String>,
+    /// Class of intercepted flows: control, telemetry, bulk (default).
+    pub class: Option<String>,
+    /// Destinations carried (`PREFIX[:PORTS]`; none: all not denied).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Destinations refused (a TCP connection is reset, a datagram dropped).
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// Validated transparent settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transparent {
+    pub tcp: Option<SocketAddr>,
+    pub udp: Option<SocketAddr>,
+    pub mode: Mode,
+    pub class: Class,
+    pub policy: DestPolicy,
+}
+
+fn listen_addr(key: &str, s: &str) -> Result<SocketAddr, String> {
+    match s.parse::<SocketAddr>() {
+        Ok(a @ SocketAddr::V4(_)) if a.port() != 0 => Ok(a),
+        _ => Err(format!(
+            "{key} '{s}': give an IPv4 address and a non-zero port, e.g. 0.0.0.0:7400 \
+             (the port `aerotp gw rules --tcp-port/--udp-port` steers intercepted traffic to)"
+        )),
+    }
+}
+
+impl TransparentSpec {
+    /// Validates the table; errors name the key and its flag, the value and what is accepted.
+    pub fn settings(&self) -> Result<Transparent, String> {
+        let tcp = self
+            .tcp_listen
+            .as_deref()
+            .map(|s| listen_addr("transparent.tcp_listen (--transparent-tcp)", s))
+            .transpose()?;
+        let udp = self
+            .udp_listen
+            .as_deref()
+            .map(|s| listen_addr("transparent.udp_listen (--transparent-udp)", s))
+            .transpose()?;
+        if tcp.is_none() && udp.is_none() {
+            return Err(
+                "transparent: give tcp_listen (--transparent-tcp) and/or udp_listen \
+                 (--transparent-udp), or leave the transparent settings out"
+                    .into(),
+            );
+        }
+        let mode = match self.mode.as_deref() {
+            None => Mode::NearReliable,
+            Some(m) => match m.parse::<Mode>() {
+                Ok(x @ (Mode::NearReliable | Mode::Reliable)) => x,
+                _ => {
+                    return Err(format!(
+                        "transparent.mode (--transparent-mode) '{m}': give near-reliable or \
+                         reliable (intercepted UDP is carried in datagram mode)"
+                    ))
+                }
+            },
+        };
+        let class = match self.class.as_deref() {
+            None => Class::Bulk,
+            Some(c) => c
+                .parse()
+                .map_err(|e: String| format!("transparent.class (--transparent-class): {e}"))?,
+        };
+        let policy = DestPolicy::parse(
+            ("transparent.allow (--transparent-allow)", &self.allow),
+            ("transparent.deny (--transparent-deny)", &self.deny),
+        )?;
+        Ok(Transparent {
+            tcp,
+            udp,
+            mode,
+            class,
+            policy,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_validate_every_key_and_name_it() {
+        let ok = TransparentSpec {
+            tcp_listen: Some("0.0.0.0:7400".into()),
+            udp_listen: Some("0.0.0.0:7401".into()),
+            mode: Some("reliable".into()),
+            allow: vec!["10.0.0.0/8".into()],
+            ..Default::default()
+        };
+        let t = ok.settings().unwrap();
+        assert_eq!(t.mode, Mode::Reliable);
+        assert_eq!(t.class, Class::Bulk);
+        assert!(t.policy.permits("10.1.2.3:80".parse().unwrap()));
+        assert!(!t.policy.permits("11.1.2.3:80".parse().unwrap()));
+        let cases = [
+            (TransparentSpec::default(), "--transparent-tcp"),
+            (
+                TransparentSpec {
+                    tcp_listen: Some("0.0.0.0:0".into()),
+                    ..Default::default()
+                },
+                "--transparent-tcp) '0.0.0.0:0'",
+            ),
+            (
+                TransparentSpec {
+                    udp_listen: Some("[::]:7401".into()),
+                    ..Default::default()
+                },
+                "--transparent-udp) '[::]:7401'",
+            ),
+            (
+                TransparentSpec {
+                    mode: Some("datagram".into()),
+                    ..ok.clone()
+                },
+                "--transparent-mode) 'datagram'",
+            ),
+            (
+                TransparentSpec {
+                    class: Some("urgent".into()),
+                    ..ok.clone()
+                },
+                "--transparent-class",
+            ),
+            (
+                TransparentSpec {
+                    deny: vec!["10.0.0.0/40".into()],
+                    ..ok.clone()
+                },
+                "--transparent-deny) '10.0.0.0/40'",
+            ),
+        ];
+        for (spec, want) in cases {
+            let e = spec.settings().unwrap_err();
+            assert!(e.contains(want), "want {want}: {e}");
+        }
+    }
+}

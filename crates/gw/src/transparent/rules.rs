@@ -1,0 +1,423 @@
+//! The nftables TPROXY rules and policy routes of a transparent ingress, and `aerotp gw
+//! rules` printing, installing and removing them (docs/gateway.md §Transparent interception).
+//!
+//! TPROXY (not REDIRECT): the kernel here has `nft_tproxy` built in, and TPROXY leaves the
+//! packet's destination untouched, so the accepted TCP socket's local address *is* the
+//! original destination and a UDP datagram's `IP_ORIGDSTADDR` is too — REDIRECT would need
+//! conntrack's `SO_ORIGINAL_DST` for TCP and has no equivalent for UDP. The rules run `nft`
+//! and `ip` (nftables, iproute2: scripts/lab-deps.sh) rather than talking netlink: the text
+//! they run is the text `rules print` shows, so what an operator reviews is what is installed.
+
+use std::process::{Command, Stdio};
+
+use super::policy::DestRule;
+
+/// The nftables table the rules live in (one table: removing it removes every rule).
+pub const TABLE: &str = "aerotp_gw";
+
+/// What the rules intercept and where they send it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleSpec {
+    /// Interfaces whose incoming traffic is intercepted (the applications' side).
+    pub iif: Vec<String>,
+    /// The transparent TCP listener's port (`--transparent-tcp`), if TCP is intercepted.
+    pub tcp_port: Option<u16>,
+    /// The transparent UDP socket's port (`--transparent-udp`), if UDP is intercepted.
+    pub udp_port: Option<u16>,
+    /// Firewall mark of intercepted packets (routed to the local table `route_table`).
+    pub mark: u32,
+    pub route_table: u32,
+    /// Destination prefixes never intercepted (no port: they are routed as before).
+    pub exclude: Vec<DestRule>,
+    /// Network namespace to install into (`ip netns exec`); none: the current one.
+    pub netns: Option<String>,
+}
+
+impl RuleSpec {
+    /// Checks every field; the error names the flag, the value and what is accepted.
+    pub fn check(&self) -> Result<(), String> {
+        if self.iif.is_empty() {
+            return Err(
+                "--iif: missing; give the interface the applications' traffic comes \
+                 in on (repeat for more), e.g. --iif eth1 — intercepting on every interface \
+                 would capture the gateway's own management and air-link traffic"
+                    .into(),
+            );
+        }
+        for i in &self.iif {
+            let ok = !i.is_empty()
+                && i.len() <= 15
+                && i.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.@".contains(&b));
+            if !ok {
+                return Err(format!(
+                    "--iif '{i}': not an interface name; give 1 to 15 characters of \
+                     letters, digits, '-', '_', '.', '@'"
+                ));
+            }
+        }
+        if self.tcp_port.is_none() && self.udp_port.is_none() {
+            return Err(
+                "--tcp-port/--udp-port: give at least one (the ports of the \
+                 ingress's --transparent-tcp / --transparent-udp listeners)"
+                    .into(),
+            );
+        }
+        for (flag, p) in [("--tcp-port", self.tcp_port), ("--udp-port", self.udp_port)] {
+            if p == Some(0) {
+                return Err(format!("{flag} '0': give a port 1 to 65535"));
+            }
+        }
+        if self.mark == 0 {
+            return Err("--mark '0': give a non-zero firewall mark (0 marks nothing)".into());
+        }
+        if matches!(self.route_table, 0 | 253..=255) || self.route_table > i32::MAX as u32 {
+            return Err(format!(
+                "--route-table '{}': give 1 to 252 or 256 to 2147483647 (0 and 253-255 are \
+                 the kernel's unspec, default, main and local tables)",
+                self.route_table
+            ));
+        }
+        for x in &self.exclude {
+            if x.ports != (0, u16::MAX) || x.any_family || !x.addr.is_ipv4() {
+                return Err(format!(
+                    "--exclude '{}/{}': give an IPv4 prefix without ports, e.g. 10.0.0.0/8",
+                    x.addr, x.len
+                ));
+            }
+        }
+        if let Some(ns) = &self.netns {
+            if ns.is_empty() || ns.contains('/') || ns.starts_with('.') {
+                return Err(format!(
+                    "--netns '{ns}': give the name of a network namespace (ip netns list)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The nftables script: replaces the table atomically (create-if-absent, delete, then
+    /// the full table, in one `nft -f` transaction).
+    pub fn nft_script(&self) -> String {
+        let mark = format!("{:#x}", self.mark);
+        let iifs: Vec<String> = self.iif.iter().map(|i| format!("\"{i}\"")).collect();
+        let mut r = Vec::new();
+        r.push(format!("iifname != {{ {} }} return", iifs.join(", ")));
+        // Traffic for the gateway host itself (its own services, the air link) is not
+        // intercepted, nor loopback, multicast and broadcast.
+        r.push("fib daddr type local return".into());
+        r.push("ip daddr { 127.0.0.0/8, 224.0.0.0/4, 255.255.255.255 } return".into());
+        if !self.exclude.is_empty() {
+            let x: Vec<String> = self
+                .exclude
+                .iter()
+                .map(|x| format!("{}/{}", x.addr, x.len))
+                .collect();
+            r.push(format!("ip daddr {{ {} }} return", x.join(", ")));
+        }
+        if let Some(p) = self.tcp_port {
+            // Packets of connections already accepted go straight to their socket.
+            r.push(format!(
+                "meta l4proto tcp socket transparent 1 meta mark set {mark} accept"
+            ));
+            r.push(format!(
+                "meta nfproto ipv4 meta l4proto tcp tproxy ip to :{p} meta mark set {mark} accept"
+            ));
+        }
+        if let Some(p) = self.udp_port {
+            r.push(format!(
+                "meta nfproto ipv4 meta l4proto udp tproxy ip to :{p} meta mark set {mark} accept"
+            ));
+        }
+        let body: String = r.iter().map(|l| format!("        {l}\n")).collect();
+        format!(
+            "table inet {TABLE} {{}}\ndelete table inet {TABLE}\ntable inet {TABLE} {{\n    \
+             chain prerouting {{\n        type filter hook prerouting priority mangle; policy accept;\n\
+             {body}    }}\n}}\n"
+        )
+    }
+
+    /// The policy-routing commands (`ip` arguments): marked packets are delivered locally.
+    pub fn ip_install(&self) -> Vec<Vec<String>> {
+        let (m, t) = (format!("{:#x}", self.mark), self.route_table.to_string());
+        vec![
+            words(&["-4", "rule", "add", "fwmark", &m, "lookup", &t]),
+            words(&[
+                "-4",
+                "route",
+                "replace",
+                "local",
+                "0.0.0.0/0",
+                "dev",
+                "lo",
+                "table",
+                &t,
+            ]),
+        ]
+    }
+
+    fn ip_remove(&self) -> Vec<Vec<String>> {
+        let (m, t) = (format!("{:#x}", self.mark), self.route_table.to_string());
+        vec![
+            words(&["-4", "rule", "del", "fwmark", &m, "lookup", &t]),
+            words(&["-4", "route", "flush", "table", &t]),
+        ]
+    }
+
+    /// Everything `install` runs, as a shell script (what `aerotp gw rules print` shows).
+    pub fn print(&self) -> String {
+        let ns = self
+            .netns
+            .as_ref()
+            .map(|n| format!("ip netns exec {n} "))
+            .unwrap_or_default();
+        let mut s = String::from("# aerotp gw rules: TPROXY interception (docs/gateway.md)\n");
+        for a in self.ip_remove().iter().take(1) {
+            s += &format!("{ns}ip {} 2>/dev/null || true\n", a.join(" "));
+        }
+        for a in self.ip_install() {
+            s += &format!("{ns}ip {}\n", a.join(" "));
+        }
+        s += &format!("{ns}nft -f - <<'EOF'\n{}EOF\n", self.nft_script());
+        s
+    }
+
+    /// Installs the rules (replacing an earlier install of the same table, mark and table
+    /// number). Errors carry the failing command and its message.
+    pub fn install(&self) -> Result<(), String> {
+        self.check()?;
+        // A stale rule from an earlier install would be a duplicate: removed first (absent
+        // is fine).
+        let _ = self.run("ip", &self.ip_remove()[0], None);
+        for a in self.ip_install() {
+            self.run("ip", &a, None)?;
+        }
+        let nft = self.nft_script();
+        if let Err(e) = self.run("nft", &words(&["-f", "-"]), Some(&nft)) {
+            let _ = self.remove();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Removes the table, the rule and the route; what was not there is not an error. Every
+    /// part is attempted; the error lists those that failed otherwise.
+    pub fn remove(&self) -> Result<(), String> {
+        self.check()?;
+        let mut failed = Vec::new();
+        let absent = |e: &str| {
+            e.contains("No such file")
+                || e.contains("does not exist")
+                || e.contains("Cannot find")
+                || e.contains("FIB table does not exist")
+        };
+        let del = words(&["delete", "table", "inet", TABLE]);
+        if let Err(e) = self.run("nft", &del, None) {
+            if !absent(&e) {
+                failed.push(e);
+            }
+        }
+        // `ip rule del` removes one rule per call: repeat (bounded) until none is left.
+        for _ in 0..16 {
+            if self.run("ip", &self.ip_remove()[0], None).is_err() {
+                break;
+            }
+        }
+        if let Err(e) = self.run("ip", &self.ip_remove()[1], None) {
+            if !absent(&e) {
+                failed.push(e);
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed.join("; "))
+        }
+    }
+
+    /// Whether the table is installed (in the spec's namespace).
+    pub fn installed(&self) -> bool {
+        self.run("nft", &words(&["list", "table", "inet", TABLE]), None)
+            .is_ok()
+    }
+
+    /// Runs `prog args` (in the namespace), feeding `stdin`; the error names the command.
+    fn run(&self, prog: &str, args: &[String], stdin: Option<&str>) -> Result<(), String> {
+        let mut c = match &self.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, prog]);
+                c
+            }
+            None => Command::new(prog),
+        };
+        c.args(args)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let shown = format!("{prog} {}", args.join(" "));
+        let mut child = c.spawn().map_err(|e| {
+            format!("{shown}: cannot run {prog}: {e} (install nftables and iproute2: scripts/lab-deps.sh)")
+        })?;
+        if let (Some(text), Some(mut w)) = (stdin, child.stdin.take()) {
+            use std::io::Write;
+            w.write_all(text.as_bytes())
+                .map_err(|e| format!("{shown}: {e}"))?;
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("{shown}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{shown}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+}
+
+fn words(w: &[&str]) -> Vec<String> {
+    w.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> RuleSpec {
+        RuleSpec {
+            iif: vec!["eth1".into()],
+            tcp_port: Some(7400),
+            udp_port: Some(7401),
+            mark: 0x1,
+            route_table: 100,
+            exclude: vec![DestRule::parse("--exclude", "10.9.0.0/16").unwrap()],
+            netns: None,
+        }
+    }
+
+    #[test]
+    fn the_script_intercepts_tcp_and_udp_on_the_given_interface_only() {
+        let s = spec().nft_script();
+        assert!(s.contains("iifname != { \"eth1\" } return"), "{s}");
+        assert!(
+            s.contains("tcp tproxy ip to :7400 meta mark set 0x1 accept"),
+            "{s}"
+        );
+        assert!(
+            s.contains("udp tproxy ip to :7401 meta mark set 0x1 accept"),
+            "{s}"
+        );
+        assert!(s.contains("ip daddr { 10.9.0.0/16 } return"), "{s}");
+        assert!(s.contains("fib daddr type local return"), "{s}");
+        let only_tcp = RuleSpec {
+            udp_port: None,
+            ..spec()
+        };
+        assert!(!only_tcp.nft_script().contains("udp"));
+        let p = spec().print();
+        assert!(p.contains("ip -4 rule add fwmark 0x1 lookup 100"), "{p}");
+        assert!(
+            p.contains("route replace local 0.0.0.0/0 dev lo table 100"),
+            "{p}"
+        );
+        let ns = RuleSpec {
+            netns: Some("air".into()),
+            ..spec()
+        };
+        assert!(ns.print().contains("ip netns exec air nft -f -"));
+    }
+
+    #[test]
+    fn bad_specs_name_the_flag_and_the_value() {
+        let cases: Vec<(RuleSpec, &str)> = vec![
+            (
+                RuleSpec {
+                    iif: vec![],
+                    ..spec()
+                },
+                "--iif",
+            ),
+            (
+                RuleSpec {
+                    iif: vec!["a\"b".into()],
+                    ..spec()
+                },
+                "--iif 'a\"b'",
+            ),
+            (
+                RuleSpec {
+                    iif: vec!["x".repeat(16)],
+                    ..spec()
+                },
+                "--iif",
+            ),
+            (
+                RuleSpec {
+                    tcp_port: None,
+                    udp_port: None,
+                    ..spec()
+                },
+                "--tcp-port",
+            ),
+            (
+                RuleSpec {
+                    tcp_port: Some(0),
+                    ..spec()
+                },
+                "--tcp-port '0'",
+            ),
+            (
+                RuleSpec {
+                    udp_port: Some(0),
+                    ..spec()
+                },
+                "--udp-port '0'",
+            ),
+            (RuleSpec { mark: 0, ..spec() }, "--mark '0'"),
+            (
+                RuleSpec {
+                    route_table: 254,
+                    ..spec()
+                },
+                "--route-table '254'",
+            ),
+            (
+                RuleSpec {
+                    route_table: 0,
+                    ..spec()
+                },
+                "--route-table '0'",
+            ),
+            (
+                RuleSpec {
+                    exclude: vec![DestRule::parse("--exclude", "10.0.0.0/8:80").unwrap()],
+                    ..spec()
+                },
+                "--exclude '10.0.0.0/8'",
+            ),
+            (
+                RuleSpec {
+                    netns: Some("../x".into()),
+                    ..spec()
+                },
+                "--netns '../x'",
+            ),
+        ];
+        for (s, want) in cases {
+            let e = s.check().unwrap_err();
+            assert!(e.contains(want), "want {want}: {e}");
+            assert!(
+                s.install().unwrap_err().contains(want),
+                "install checks first"
+            );
+        }
+        spec().check().unwrap();
+    }
+}
