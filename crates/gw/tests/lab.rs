@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 use aerotp_gw::config::{FileConfig, FlowSpec};
 use aerotp_gw::Gateway;
 use aerotp_lab::{Lab, LabConfig, LinkConfig, Side};
-use sha2::{Digest, Sha256};
 
 fn lab_available() -> bool {
     if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
@@ -176,8 +175,8 @@ fn telemetry(i: u32) -> Vec<u8> {
     v
 }
 
-fn sha(p: &Path) -> Vec<u8> {
-    Sha256::digest(std::fs::read(p).expect("read")).to_vec()
+fn sha(p: &Path) -> [u8; 32] {
+    aerotp_testkit::sha256_file(p)
 }
 
 #[test]
