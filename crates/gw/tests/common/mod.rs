@@ -3,6 +3,10 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::net::UdpSocket;
 
 // The generic helpers (ports, random data, waits) live once, in aerotp-testkit.
 use aerotp_testkit::free_udp;
@@ -44,4 +48,70 @@ pub async fn udp_ingress(
         .await
         .unwrap();
     (gw, entry)
+}
+
+/// What the test relay does with the k-th packet (from 1) from the ingress towards the egress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hop {
+    Pass,
+    /// Lost on the air link.
+    Drop,
+    /// Sent from a second socket (another source port, a NAT rebinding); what the egress
+    /// answers there is dropped, as it would go astray on a real link.
+    Flip,
+}
+
+/// A UDP relay between an ingress (whoever is not `egress`) and `egress` that applies `rule` to
+/// each packet towards the egress; packets back pass. Returns its address and how many
+/// packets `rule` did not pass. Its tasks end with the test's runtime.
+pub async fn relay(
+    egress: SocketAddr,
+    rule: impl Fn(u64) -> Hop + Send + 'static,
+) -> (SocketAddr, Arc<AtomicU64>) {
+    let s = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let alt = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let a = s.local_addr().unwrap();
+    let touched = Arc::new(AtomicU64::new(0));
+    let t2 = touched.clone();
+    let alt2 = alt.clone();
+    tokio::spawn(async move {
+        let mut b = vec![0u8; 65_536];
+        while alt2.recv_from(&mut b).await.is_ok() {}
+    });
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        let mut ingress = None;
+        let mut k = 0u64;
+        while let Ok((n, from)) = s.recv_from(&mut buf).await {
+            if from == egress {
+                if let Some(i) = ingress {
+                    let _ = s.send_to(&buf[..n], i).await;
+                }
+                continue;
+            }
+            ingress = Some(from);
+            k += 1;
+            let out = match rule(k) {
+                Hop::Pass => &s,
+                Hop::Drop => {
+                    t2.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                Hop::Flip => {
+                    t2.fetch_add(1, Ordering::Relaxed);
+                    &alt
+                }
+            };
+            let _ = out.send_to(&buf[..n], egress).await;
+        }
+    });
+    (a, touched)
+}
+
+/// The index a test datagram starts with (4 bytes, big endian), after checking the datagram
+/// is exactly what `make` builds for that index.
+pub fn index_of(d: &[u8], make: fn(u32) -> Vec<u8>) -> u32 {
+    let i = u32::from_be_bytes(d[..4].try_into().expect("a datagram of 4 bytes or more"));
+    assert_eq!(d, &make(i)[..], "datagram {i} altered");
+    i
 }
