@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
-use rand::{RngCore, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 use sha2::{Digest, Sha256};
 
 /// How often the bounded waits poll: short against the seconds they allow, long enough not to
@@ -25,6 +25,30 @@ pub fn random(n: usize, seed: u64) -> Vec<u8> {
     let mut v = vec![0u8; n];
     rand_pcg::Pcg64::seed_from_u64(seed).fill_bytes(&mut v);
     v
+}
+
+/// Flips each bit of `buf` independently with probability `ber` (a binary symmetric channel,
+/// drawn as geometric gaps between flips so a low BER costs one draw per flip, not per bit);
+/// returns the number of bits flipped. `ber` must be in (0, 1).
+pub fn flip_bits(buf: &mut [u8], ber: f64, rng: &mut impl Rng) -> usize {
+    assert!(
+        ber > 0.0 && ber < 1.0,
+        "flip_bits: ber {ber} is not in (0, 1)"
+    );
+    let nbits = buf.len() * 8;
+    let ln1 = (-ber).ln_1p();
+    let mut pos = 0usize;
+    let mut flips = 0;
+    loop {
+        let u: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
+        pos += (u.ln() / ln1).floor() as usize;
+        if pos >= nbits {
+            return flips;
+        }
+        buf[pos / 8] ^= 0x80 >> (pos % 8);
+        flips += 1;
+        pos += 1;
+    }
 }
 
 /// SHA-256 of `data`.
@@ -128,6 +152,21 @@ mod tests {
         assert_eq!(random(1000, 7), random(1000, 7));
         assert_ne!(random(1000, 7), random(1000, 8));
         assert_eq!(random(0, 1), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn flip_bits_flips_as_many_bits_as_it_says_near_the_ber() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(3);
+        let mut total = 0;
+        for _ in 0..50 {
+            let mut b = vec![0u8; 10_000];
+            let n = flip_bits(&mut b, 1e-3, &mut rng);
+            let ones: u32 = b.iter().map(|x| x.count_ones()).sum();
+            assert_eq!(ones as usize, n);
+            total += n;
+        }
+        // 50 x 80 000 bits at 1e-3: 4000 expected, sd about 63.
+        assert!((3700..4300).contains(&total), "{total}");
     }
 
     #[test]
