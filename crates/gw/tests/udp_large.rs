@@ -11,7 +11,7 @@ use tokio::net::UdpSocket;
 
 mod common;
 
-use common::{index_of, relay, udp_egress, udp_ingress, Hop};
+use common::{echo_dest, index_of, relay, udp_egress, udp_ingress, Hop};
 
 const SIZES: [usize; 7] = [1, 1300, 1400, 2800, 9000, 30_000, 65_507];
 const N: u32 = 140;
@@ -26,17 +26,7 @@ fn datagram(i: u32) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_datagrams_arrive_whole_or_are_counted_lost() {
-    let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let dest_addr = dest.local_addr().unwrap();
-    let at_dest = Arc::new(Mutex::new(Vec::<u32>::new()));
-    let at_dest2 = at_dest.clone();
-    tokio::spawn(async move {
-        let mut b = vec![0u8; 65_536];
-        while let Ok((n, from)) = dest.recv_from(&mut b).await {
-            at_dest2.lock().unwrap().push(index_of(&b[..n], datagram));
-            let _ = dest.send_to(&b[..n], from).await;
-        }
-    });
+    let (dest_addr, at_dest) = echo_dest(datagram).await;
     let egress = udp_egress(dest_addr, "200mbit").await;
     let (relay, relay_dropped) = relay(egress.ep.local_addr(), |k| {
         // Every 41st packet among 50..1200: the last datagrams pass, so every earlier loss is

@@ -11,7 +11,7 @@ use tokio::net::UdpSocket;
 
 mod common;
 
-use common::{index_of, relay, udp_egress, udp_ingress, Hop};
+use common::{echo_dest, index_of, relay, udp_egress, udp_ingress, Hop};
 
 const N: u32 = 3000;
 
@@ -24,17 +24,7 @@ fn datagram(i: u32) -> Vec<u8> {
 
 async fn run(mode: &str) {
     // Destination: echoes every datagram, records them.
-    let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let dest_addr = dest.local_addr().unwrap();
-    let at_dest = Arc::new(std::sync::Mutex::new(Vec::<u32>::new()));
-    let at_dest2 = at_dest.clone();
-    tokio::spawn(async move {
-        let mut b = vec![0u8; 65_536];
-        while let Ok((n, from)) = dest.recv_from(&mut b).await {
-            at_dest2.lock().unwrap().push(index_of(&b[..n], datagram));
-            let _ = dest.send_to(&b[..n], from).await;
-        }
-    });
+    let (dest_addr, at_dest) = echo_dest(datagram).await;
     let egress = udp_egress(dest_addr, "20mbit").await;
     let (relay, relay_dropped) = relay(egress.ep.local_addr(), |k| {
         // Every 10th packet among 100..1600.

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::net::UdpSocket;
 
@@ -114,4 +114,21 @@ pub fn index_of(d: &[u8], make: fn(u32) -> Vec<u8>) -> u32 {
     let i = u32::from_be_bytes(d[..4].try_into().expect("a datagram of 4 bytes or more"));
     assert_eq!(d, &make(i)[..], "datagram {i} altered");
     i
+}
+
+/// A UDP destination on loopback that echoes every datagram and records its index (checked
+/// against `make`, see [`index_of`]); returns its address and the indices in arrival order.
+pub async fn echo_dest(make: fn(u32) -> Vec<u8>) -> (SocketAddr, Arc<Mutex<Vec<u32>>>) {
+    let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = dest.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        let mut b = vec![0u8; 65_536];
+        while let Ok((n, from)) = dest.recv_from(&mut b).await {
+            seen2.lock().unwrap().push(index_of(&b[..n], make));
+            let _ = dest.send_to(&b[..n], from).await;
+        }
+    });
+    (addr, seen)
 }
