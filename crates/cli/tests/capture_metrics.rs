@@ -20,7 +20,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aerotp_capture::{read_capture, CapturedPacket};
-use aerotp_testkit::{free_tcp, free_udp, prom, random, wait_bounded, KillOnDrop};
+use aerotp_testkit::{free_tcp, free_udp, prom, random, tshark, wait_bounded, KillOnDrop};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_aerotp"))
@@ -87,36 +87,12 @@ fn check_endpoint_capture(file: &Path, j: &serde_json::Value, window: (Duration,
     }
 }
 
-fn tshark_present() -> bool {
-    Command::new("tshark").arg("--version").output().is_ok()
-}
-
 /// tshark with the dissector: (frame interface, protocols, type, CRC status, malformed) per
 /// packet.
 fn tshark_rows(file: &Path) -> Vec<Vec<String>> {
-    let lua = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/aerotp.lua");
-    let out = Command::new("tshark")
-        .arg("-X")
-        .arg(format!("lua_script:{}", lua.display()))
-        .arg("-r")
-        .arg(file)
-        .args(["-T", "fields", "-E", "separator=\t", "-E", "occurrence=a"])
-        .args(["-e", "frame.interface_id", "-e", "frame.protocols"])
-        .args(["-e", "aerotp.type", "-e", "aerotp.crc.status"])
-        .args(["-e", "_ws.malformed"])
-        .output()
-        .expect("tshark runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "tshark failed: {stderr}");
-    assert!(
-        !stderr.contains("Lua") && !stderr.contains("error"),
-        "tshark complained: {stderr}"
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.split('\t').map(str::to_owned).collect())
-        .collect()
+    let fields = ["frame.interface_id", "frame.protocols", "aerotp.type"];
+    let more = ["aerotp.crc.status", "_ws.malformed"];
+    tshark::fields(file, &[&fields[..], &more[..]].concat())
 }
 
 #[test]
@@ -194,7 +170,7 @@ fn send_and_recv_captures_hold_what_the_runtime_counted_and_decode() {
         arrived.len(),
         sent_by_sender.len()
     );
-    if !tshark_present() {
+    if !tshark::present() {
         eprintln!("SKIPPED (dissector part): tshark is not installed (bash scripts/lab-deps.sh installs it)");
         return;
     }
@@ -342,7 +318,7 @@ fn link_capture_shows_what_entered_and_left_with_corrupted_beside_original() {
     // Forward in: client → listening socket; forward out: relay → receiver.
     assert!(ins.iter().any(|p| p.dst.port() == lport));
     assert!(outs.iter().any(|p| p.dst.port() == rport));
-    if tshark_present() {
+    if tshark::present() {
         let rows = tshark_rows(&lp);
         assert_eq!(rows.len(), packets.len());
         let bad = rows.iter().filter(|r| r[0] == "1" && r[3] == "bad").count();

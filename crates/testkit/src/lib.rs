@@ -7,6 +7,7 @@
 //! wait here has a time bound and panics naming what it waited for, so a failing test ends.
 
 pub mod prom;
+pub mod tshark;
 
 use std::net::SocketAddr;
 use std::path::Path;
