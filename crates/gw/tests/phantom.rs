@@ -15,7 +15,7 @@ use tokio::net::UdpSocket;
 
 mod common;
 
-use common::{relay, udp_egress, udp_ingress, Hop};
+use common::{every, relay, udp_egress, udp_ingress, Hop};
 
 const N: u32 = 600;
 
@@ -47,17 +47,14 @@ async fn run(
         }
     });
     let egress = udp_egress(dest_addr, "20mbit").await;
-    let (relay, flipped) = relay(egress.ep.local_addr(), |k| {
+    let (relay, flipped) = relay(
         // Every 25th packet among 100..450 from another source port. Flips stop well before
         // the last datagram: a lossy mode learns of a lost TPDU from the ones behind it, so a
         // flip among the last few would be neither delivered nor counted lost by the time the
         // test looks.
-        if (100..450).contains(&k) && k % 25 == 0 {
-            Hop::Flip
-        } else {
-            Hop::Pass
-        }
-    })
+        egress.ep.local_addr(),
+        every(100..450, 25, 0, Hop::Flip),
+    )
     .await;
     let (ingress, entry) = udp_ingress(relay, mode, "telemetry", "20mbit").await;
     let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());

@@ -11,7 +11,7 @@ use tokio::net::UdpSocket;
 
 mod common;
 
-use common::{echo_dest, index_of, relay, udp_egress, udp_ingress, Hop};
+use common::{echo_dest, every, index_of, relay, udp_egress, udp_ingress, Hop};
 
 const SIZES: [usize; 7] = [1, 1300, 1400, 2800, 9000, 30_000, 65_507];
 const N: u32 = 140;
@@ -28,15 +28,12 @@ fn datagram(i: u32) -> Vec<u8> {
 async fn large_datagrams_arrive_whole_or_are_counted_lost() {
     let (dest_addr, at_dest) = echo_dest(datagram).await;
     let egress = udp_egress(dest_addr, "200mbit").await;
-    let (relay, relay_dropped) = relay(egress.ep.local_addr(), |k| {
+    let (relay, relay_dropped) = relay(
         // Every 41st packet among 50..1200: the last datagrams pass, so every earlier loss is
         // followed by a completed one.
-        if (50..1200).contains(&k) && k % 41 == 0 {
-            Hop::Drop
-        } else {
-            Hop::Pass
-        }
-    })
+        egress.ep.local_addr(),
+        every(50..1200, 41, 0, Hop::Drop),
+    )
     .await;
     let (ingress, entry) = udp_ingress(relay, "datagram", "telemetry", "200mbit").await;
     let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());

@@ -11,7 +11,7 @@ use tokio::net::UdpSocket;
 
 mod common;
 
-use common::{echo_dest, index_of, relay, udp_egress, udp_ingress, Hop};
+use common::{echo_dest, every, index_of, relay, udp_egress, udp_ingress, Hop};
 
 const N: u32 = 3000;
 
@@ -26,14 +26,11 @@ async fn run(mode: &str) {
     // Destination: echoes every datagram, records them.
     let (dest_addr, at_dest) = echo_dest(datagram).await;
     let egress = udp_egress(dest_addr, "20mbit").await;
-    let (relay, relay_dropped) = relay(egress.ep.local_addr(), |k| {
+    let (relay, relay_dropped) = relay(
         // Every 10th packet among 100..1600.
-        if (100..1600).contains(&k) && k % 10 == 5 {
-            Hop::Drop
-        } else {
-            Hop::Pass
-        }
-    })
+        egress.ep.local_addr(),
+        every(100..1600, 10, 5, Hop::Drop),
+    )
     .await;
     let (ingress, entry) = udp_ingress(relay, mode, "telemetry", "20mbit").await;
     let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());

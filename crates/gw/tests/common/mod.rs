@@ -61,6 +61,17 @@ pub enum Hop {
     Flip,
 }
 
+/// A relay rule: `hop` for every packet `k` in `range` with `k % every == at`, the rest pass.
+pub fn every(range: std::ops::Range<u64>, every: u64, at: u64, hop: Hop) -> impl Fn(u64) -> Hop {
+    move |k| {
+        if range.contains(&k) && k % every == at {
+            hop
+        } else {
+            Hop::Pass
+        }
+    }
+}
+
 /// A UDP relay between an ingress (whoever is not `egress`) and `egress` that applies `rule` to
 /// each packet towards the egress; packets back pass. Returns its address and how many
 /// packets `rule` did not pass. Its tasks end with the test's runtime.
