@@ -11,8 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
 use aerotp_capture::{Capture, SimCapture};
@@ -20,14 +19,6 @@ use aerotp_proto::Mode;
 use aerotp_sim::{run_once_tapped, Scenario, SimMode, Topology};
 use aerotp_wire::{parse_tpdu, ControlBody};
 use pcap_file::pcapng::{Block, PcapNgReader};
-
-fn lua() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/aerotp.lua")
-}
-
-fn tshark_present() -> bool {
-    Command::new("tshark").arg("--version").output().is_ok()
-}
 
 /// One decoded packet: the fields the test reads, in the order of `FIELDS`.
 const FIELDS: [&str; 8] = [
@@ -42,28 +33,8 @@ const FIELDS: [&str; 8] = [
 ];
 
 fn tshark(file: &Path, extra: &[&str]) -> Vec<Vec<String>> {
-    let mut cmd = Command::new("tshark");
-    cmd.arg("-X")
-        .arg(format!("lua_script:{}", lua().display()))
-        .arg("-r")
-        .arg(file)
-        .args(["-T", "fields", "-E", "separator=\t", "-E", "occurrence=a"]);
-    for f in FIELDS.iter().chain(extra) {
-        cmd.args(["-e", f]);
-    }
-    let out = cmd.output().expect("tshark runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "tshark failed: {stderr}");
-    // A Lua error in the dissector is reported on stderr, not as a failure.
-    assert!(
-        !stderr.contains("Lua") && !stderr.contains("error"),
-        "tshark complained: {stderr}"
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.split('\t').map(str::to_owned).collect())
-        .collect()
+    let all: Vec<&str> = FIELDS.iter().chain(extra).copied().collect();
+    aerotp_testkit::tshark::fields(file, &all)
 }
 
 /// The UDP payloads of a capture, in order.
@@ -104,7 +75,7 @@ fn known(t: &str) -> bool {
 
 #[test]
 fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
-    if !tshark_present() {
+    if !aerotp_testkit::tshark::present() {
         eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
         return;
     }
@@ -220,7 +191,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
 
 #[test]
 fn a_flipped_header_bit_shows_a_failed_check_and_odd_ports_are_found() {
-    if !tshark_present() {
+    if !aerotp_testkit::tshark::present() {
         eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
         return;
     }

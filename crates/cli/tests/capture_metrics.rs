@@ -16,74 +16,25 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aerotp_capture::{read_capture, CapturedPacket};
+use aerotp_testkit::{free_tcp, free_udp, prom, random, tshark, wait_bounded, KillOnDrop};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_aerotp"))
 }
 
-fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn free_tcp_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A child process killed and reaped when dropped, so a failing test leaves nothing running.
-struct KillOnDrop(Option<Child>);
-
-impl KillOnDrop {
-    fn take(mut self) -> Child {
-        self.0.take().expect("taken once")
-    }
-    fn id(&self) -> u32 {
-        self.0.as_ref().expect("running").id()
-    }
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Waits for `child` at most `limit`, killing it if it takes longer.
-fn wait_bounded(child: Child, limit: Duration) -> Output {
-    let mut child = KillOnDrop(Some(child));
-    let t = Instant::now();
-    loop {
-        if child.0.as_mut().unwrap().try_wait().unwrap().is_some() {
-            return child.take().wait_with_output().unwrap();
-        }
-        assert!(t.elapsed() < limit, "a command took longer than {limit:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn spawn(args: &[&str]) -> KillOnDrop {
-    KillOnDrop(Some(
+    KillOnDrop::new(
         bin()
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
-    ))
+    )
 }
 
 fn json_of(out: &Output, what: &str) -> serde_json::Value {
@@ -100,18 +51,6 @@ fn json_of(out: &Output, what: &str) -> serde_json::Value {
             String::from_utf8_lossy(&out.stderr)
         )
     })
-}
-
-fn pattern(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 fn now() -> Duration {
@@ -148,42 +87,18 @@ fn check_endpoint_capture(file: &Path, j: &serde_json::Value, window: (Duration,
     }
 }
 
-fn tshark_present() -> bool {
-    Command::new("tshark").arg("--version").output().is_ok()
-}
-
 /// tshark with the dissector: (frame interface, protocols, type, CRC status, malformed) per
 /// packet.
 fn tshark_rows(file: &Path) -> Vec<Vec<String>> {
-    let lua = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/aerotp.lua");
-    let out = Command::new("tshark")
-        .arg("-X")
-        .arg(format!("lua_script:{}", lua.display()))
-        .arg("-r")
-        .arg(file)
-        .args(["-T", "fields", "-E", "separator=\t", "-E", "occurrence=a"])
-        .args(["-e", "frame.interface_id", "-e", "frame.protocols"])
-        .args(["-e", "aerotp.type", "-e", "aerotp.crc.status"])
-        .args(["-e", "_ws.malformed"])
-        .output()
-        .expect("tshark runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "tshark failed: {stderr}");
-    assert!(
-        !stderr.contains("Lua") && !stderr.contains("error"),
-        "tshark complained: {stderr}"
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.split('\t').map(str::to_owned).collect())
-        .collect()
+    let fields = ["frame.interface_id", "frame.protocols", "aerotp.type"];
+    let more = ["aerotp.crc.status", "_ws.malformed"];
+    tshark::fields(file, &[&fields[..], &more[..]].concat())
 }
 
 #[test]
 fn send_and_recv_captures_hold_what_the_runtime_counted_and_decode() {
     let dir = tempfile::tempdir().unwrap();
-    let data = pattern(1_500_000, 11);
+    let data = random(1_500_000, 11);
     let src = dir.path().join("payload.bin");
     std::fs::write(&src, &data).unwrap();
     let (rp, sp) = (
@@ -191,7 +106,7 @@ fn send_and_recv_captures_hold_what_the_runtime_counted_and_decode() {
         dir.path().join("send.pcapng"),
     );
     let out = dir.path().join("got.bin");
-    let port = free_udp_port();
+    let port = free_udp().port();
     let listen = format!("127.0.0.1:{port}");
     let start = now();
     let recv = spawn(&[
@@ -255,7 +170,7 @@ fn send_and_recv_captures_hold_what_the_runtime_counted_and_decode() {
         arrived.len(),
         sent_by_sender.len()
     );
-    if !tshark_present() {
+    if !tshark::present() {
         eprintln!("SKIPPED (dissector part): tshark is not installed (bash scripts/lab-deps.sh installs it)");
         return;
     }
@@ -295,11 +210,11 @@ fn bit_distance(a: &[u8], b: &[u8]) -> u32 {
 #[test]
 fn link_capture_shows_what_entered_and_left_with_corrupted_beside_original() {
     let dir = tempfile::tempdir().unwrap();
-    let data = pattern(400_000, 5);
+    let data = random(400_000, 5);
     let src = dir.path().join("p.bin");
     std::fs::write(&src, &data).unwrap();
     let lp = dir.path().join("link.pcapng");
-    let (rport, lport) = (free_udp_port(), free_udp_port());
+    let (rport, lport) = (free_udp().port(), free_udp().port());
     let (rl, ll) = (format!("127.0.0.1:{rport}"), format!("127.0.0.1:{lport}"));
     let recv = spawn(&[
         "recv",
@@ -403,7 +318,7 @@ fn link_capture_shows_what_entered_and_left_with_corrupted_beside_original() {
     // Forward in: client → listening socket; forward out: relay → receiver.
     assert!(ins.iter().any(|p| p.dst.port() == lport));
     assert!(outs.iter().any(|p| p.dst.port() == rport));
-    if tshark_present() {
+    if tshark::present() {
         let rows = tshark_rows(&lp);
         assert_eq!(rows.len(), packets.len());
         let bad = rows.iter().filter(|r| r[0] == "1" && r[3] == "bad").count();
@@ -413,57 +328,6 @@ fn link_capture_shows_what_entered_and_left_with_corrupted_beside_original() {
     } else {
         eprintln!("SKIPPED (dissector part): tshark is not installed");
     }
-}
-
-/// Parses a Prometheus text exposition strictly enough for what AeroTP writes: every sample's
-/// family has HELP and TYPE before it, counters end in `_total`, values parse as floats.
-/// Returns sample (name with labels) → value.
-fn parse_exposition(text: &str) -> BTreeMap<String, f64> {
-    let mut help: HashMap<String, String> = HashMap::new();
-    let mut kind: HashMap<String, String> = HashMap::new();
-    let mut samples = BTreeMap::new();
-    for line in text.lines() {
-        if let Some(r) = line.strip_prefix("# HELP ") {
-            let (n, h) = r.split_once(' ').expect("HELP name text");
-            assert!(!h.trim().is_empty(), "empty HELP: {line}");
-            assert!(help.insert(n.into(), h.into()).is_none(), "HELP twice: {n}");
-        } else if let Some(r) = line.strip_prefix("# TYPE ") {
-            let (n, t) = r.split_once(' ').expect("TYPE name kind");
-            assert!(["counter", "gauge"].contains(&t), "{line}");
-            assert!(help.contains_key(n), "TYPE before HELP: {line}");
-            assert!(kind.insert(n.into(), t.into()).is_none(), "TYPE twice: {n}");
-        } else if line.starts_with('#') || line.is_empty() {
-            panic!("unexpected line: {line:?}");
-        } else {
-            let (series, value) = line.rsplit_once(' ').expect("sample value");
-            let name = series.split('{').next().unwrap();
-            assert!(name.starts_with("aerotp_"), "{line}");
-            assert!(
-                name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
-                "{line}"
-            );
-            let t = kind
-                .get(name)
-                .unwrap_or_else(|| panic!("no TYPE for {line}"));
-            assert_eq!(t == "counter", name.ends_with("_total"), "{line}");
-            let v: f64 = value
-                .parse()
-                .unwrap_or_else(|_| panic!("value does not parse: {line}"));
-            if t == "counter" {
-                assert!(v >= 0.0, "{line}");
-            }
-            if let Some(labels) = series.strip_prefix(name) {
-                if !labels.is_empty() {
-                    assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
-                }
-            }
-            samples.insert(series.to_owned(), v);
-        }
-    }
-    for n in kind.keys() {
-        assert!(help.contains_key(n));
-    }
-    samples
 }
 
 /// One scrape with a plain HTTP/1.1 GET (std only): the body, or `None` if nothing listens.
@@ -486,14 +350,14 @@ fn scrape(addr: &str) -> Option<String> {
 #[test]
 fn metrics_during_a_transfer_are_well_formed_and_grow() {
     let dir = tempfile::tempdir().unwrap();
-    let data = pattern(2_500_000, 9);
+    let data = random(2_500_000, 9);
     let src = dir.path().join("m.bin");
     std::fs::write(&src, &data).unwrap();
-    let port = free_udp_port();
+    let port = free_udp().port();
     let listen = format!("127.0.0.1:{port}");
     let (rm, sm) = (
-        format!("127.0.0.1:{}", free_tcp_port()),
-        format!("127.0.0.1:{}", free_tcp_port()),
+        format!("127.0.0.1:{}", free_tcp().port()),
+        format!("127.0.0.1:{}", free_tcp().port()),
     );
     let recv = spawn(&[
         "recv",
@@ -526,20 +390,12 @@ fn metrics_during_a_transfer_are_well_formed_and_grow() {
     let mut send = Some(send);
     while t.elapsed() < Duration::from_secs(30) && recv_scrapes.len() < 200 {
         if let Some(b) = scrape(&rm) {
-            recv_scrapes.push(parse_exposition(&b));
+            recv_scrapes.push(prom::parse(&b, "aerotp_").by_series());
         }
         if let Some(b) = scrape(&sm) {
-            send_scrapes.push(parse_exposition(&b));
+            send_scrapes.push(prom::parse(&b, "aerotp_").by_series());
         }
-        let done = send
-            .as_mut()
-            .unwrap()
-            .0
-            .as_mut()
-            .unwrap()
-            .try_wait()
-            .unwrap()
-            .is_some();
+        let done = send.as_mut().unwrap().child().try_wait().unwrap().is_some();
         if done {
             break;
         }
@@ -628,7 +484,7 @@ fn unwritable_capture_and_busy_metrics_address_fail_before_traffic() {
         ],
         &msg,
     );
-    let l = format!("127.0.0.1:{}", free_udp_port());
+    let l = format!("127.0.0.1:{}", free_udp().port());
     expect_error(&["recv", "--listen", &l, "--pcap", bad], &msg);
     expect_error(&["link", "--listen", &l, "--to", &to, "--pcap", bad], &msg);
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -4,65 +4,10 @@
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use aerotp_testkit::{free_udp, random, wait_bounded, KillOnDrop};
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_aerotp"))
-}
-
-fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A child process killed and reaped when dropped, so a failing test leaves nothing running.
-struct KillOnDrop(Option<Child>);
-
-impl KillOnDrop {
-    fn take(mut self) -> Child {
-        self.0.take().expect("taken once")
-    }
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Waits for `child` at most `limit`, killing it if it takes longer.
-fn wait_bounded(mut child: Child, limit: Duration) -> Output {
-    let t = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "timed out; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn pattern(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Asserts a finished command's exit status, showing its stderr (and `what`) if it differs.
@@ -112,8 +57,8 @@ fn through_link(
     std::fs::write(&src, data).unwrap();
     let out_dir = dir.path().join("rx");
     std::fs::create_dir(&out_dir).unwrap();
-    let rport = free_port();
-    let lport = free_port();
+    let rport = free_udp().port();
+    let lport = free_udp().port();
     let recv = bin()
         .args([
             "recv",
@@ -129,8 +74,8 @@ fn through_link(
         .spawn()
         .unwrap();
     // Killed on every way out of this function, a failed assertion included.
-    let recv = KillOnDrop(Some(recv));
-    let _relay = KillOnDrop(Some(spawn_link(lport, rport, link)));
+    let recv = KillOnDrop::new(recv);
+    let _relay = KillOnDrop::new(spawn_link(lport, rport, link));
     std::thread::sleep(Duration::from_millis(300));
     let send = bin()
         .args([
@@ -163,7 +108,7 @@ fn through_link(
 
 #[test]
 fn reliable_and_hybrid_through_ber_1e4_and_an_outage() {
-    let data = pattern(400_000, 3);
+    let data = random(400_000, 3);
     let link = [
         "--rate",
         "20mbit",
@@ -196,7 +141,7 @@ fn reliable_and_hybrid_through_ber_1e4_and_an_outage() {
 fn quasi_reliable_reports_losses_and_keeps_partial() {
     // 1 MB at 5 Mb/s takes ~1.6 s from ~0.3 s after the relay starts; the outage sits in the
     // middle, so the header TPDU (which names the file) arrives and later data is lost.
-    let data = pattern(1_000_000, 5);
+    let data = random(1_000_000, 5);
     let link = [
         "--rate",
         "20mbit",
@@ -221,7 +166,7 @@ fn quasi_reliable_reports_losses_and_keeps_partial() {
 #[test]
 fn several_transfers_at_once_get_their_own_files() {
     let dir = tempfile::tempdir().unwrap();
-    let rport = free_port();
+    let rport = free_udp().port();
     let mut recv = bin()
         .args([
             "recv",
@@ -239,7 +184,7 @@ fn several_transfers_at_once_get_their_own_files() {
         .map(|i| {
             (
                 format!("part{i}.dat"),
-                pattern(150_000 + i * 1000, i as u64 + 10),
+                random(150_000 + i * 1000, i as u64 + 10),
             )
         })
         .collect();
@@ -373,7 +318,7 @@ fn unreachable_peer_fails_after_the_connect_timeout() {
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("x.bin");
-    std::fs::write(&f, pattern(10_000, 1)).unwrap();
+    std::fs::write(&f, random(10_000, 1)).unwrap();
     let t = Instant::now();
     let to = silent.local_addr().unwrap().to_string();
     expect_fail(
@@ -395,7 +340,7 @@ fn unreachable_peer_fails_after_the_connect_timeout() {
 
 #[test]
 fn stdin_to_stdout() {
-    let rport = free_port();
+    let rport = free_udp().port();
     // Standard output goes to a file: a pipe nobody drains while we wait would fill and block
     // the receiver.
     let out_dir = tempfile::tempdir().unwrap();
@@ -407,7 +352,7 @@ fn stdin_to_stdout() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let data = pattern(200_000, 9);
+    let data = random(200_000, 9);
     let mut send = bin()
         .args([
             "send",

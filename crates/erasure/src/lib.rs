@@ -28,7 +28,6 @@ mod api;
 pub mod block;
 pub mod channel;
 pub mod control;
-pub mod gf;
 pub mod header;
 pub mod rlc;
 mod traits;

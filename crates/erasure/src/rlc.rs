@@ -11,11 +11,12 @@
 //! its repair encoding measured 3-4x slower than this code's
 //! (`docs/results/erasure-codecs.md`).
 
+use aerotp_fec::gf;
 use rand_pcg::Pcg32;
 
 use crate::window::{Place, SeqWindow};
 use crate::{
-    check_payload, frame_into, gf, padded_len, unframe, CodeKind, CodecConfig, ErasureDecoder,
+    check_payload, frame_into, padded_len, unframe, CodeKind, CodecConfig, ErasureDecoder,
     ErasureEncoder, Error, Recovered, RepairHeader, RepairSymbol,
 };
 

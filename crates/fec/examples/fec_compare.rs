@@ -9,6 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use aerotp_fec::auto::tpdu_failure_probability;
 use aerotp_fec::{decode, encode, max_protected_len, Layout};
+use aerotp_testkit::flip_bits;
 use labrador_ldpc::LDPCCode;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -16,24 +17,6 @@ use rand_pcg::Pcg64;
 const MTU: usize = 1500;
 const BERS: [f64; 6] = [1e-5, 3.5e-5, 1e-4, 3e-4, 1e-3, 3e-3];
 const RS_PARITIES: [u8; 8] = [0, 2, 4, 6, 8, 12, 16, 32];
-
-/// Flips each bit independently with probability `ber`; returns the number of flips.
-fn flip_bits(buf: &mut [u8], ber: f64, rng: &mut Pcg64) -> usize {
-    let nbits = buf.len() * 8;
-    let ln1 = (-ber).ln_1p();
-    let mut pos = 0usize;
-    let mut flips = 0;
-    loop {
-        let u: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
-        pos += (u.ln() / ln1).floor() as usize;
-        if pos >= nbits {
-            return flips;
-        }
-        buf[pos / 8] ^= 0x80 >> (pos % 8);
-        flips += 1;
-        pos += 1;
-    }
-}
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();

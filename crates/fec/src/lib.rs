@@ -16,7 +16,7 @@
 //! ```
 
 pub mod auto;
-mod gf;
+pub mod gf;
 mod rs;
 
 pub use gf::FIELD_POLY;

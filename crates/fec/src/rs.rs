@@ -56,20 +56,27 @@ pub(crate) fn generator(p: usize) -> &'static Generator {
     })
 }
 
+/// One byte into an LFSR register of exactly W words: shift by a byte, add the table row of the
+/// feedback byte. The one step of both fixed-width encoders (inlined, so W stays a constant).
+#[inline(always)]
+fn lfsr_step<const W: usize>(table: &[u64], r: &mut [u64; W], d: u8) {
+    let fb = (d ^ (r[0] >> 56) as u8) as usize;
+    for k in 0..W - 1 {
+        r[k] = (r[k] << 8) | (r[k + 1] >> 56);
+    }
+    r[W - 1] <<= 8;
+    let row = &table[fb * W..fb * W + W];
+    for k in 0..W {
+        r[k] ^= row[k];
+    }
+}
+
 /// LFSR division with a register of exactly W words (W known at compile time).
 #[inline(always)]
 fn lfsr_fixed<const W: usize>(table: &[u64], data: impl Iterator<Item = u8>, out: &mut [u64]) {
     let mut r = [0u64; W];
     for d in data {
-        let fb = (d ^ (r[0] >> 56) as u8) as usize;
-        for k in 0..W - 1 {
-            r[k] = (r[k] << 8) | (r[k + 1] >> 56);
-        }
-        r[W - 1] <<= 8;
-        let row = &table[fb * W..fb * W + W];
-        for k in 0..W {
-            r[k] ^= row[k];
-        }
+        lfsr_step(table, &mut r, d);
     }
     out[..W].copy_from_slice(&r);
 }
@@ -165,28 +172,16 @@ fn lanes<const W: usize, const G: usize>(
     let full = data.len() / m; // symbols of every codeword
     let extra = data.len() % m; // codewords j < extra have one more
     let mut r = [[0u64; W]; G];
-    #[inline(always)]
-    fn step<const W: usize>(table: &[u64], r: &mut [u64; W], d: u8) {
-        let fb = (d ^ (r[0] >> 56) as u8) as usize;
-        for k in 0..W - 1 {
-            r[k] = (r[k] << 8) | (r[k + 1] >> 56);
-        }
-        r[W - 1] <<= 8;
-        let row = &table[fb * W..fb * W + W];
-        for k in 0..W {
-            r[k] ^= row[k];
-        }
-    }
     for chunk in data[j0..].chunks(m).take(full) {
         let chunk: &[u8; G] = chunk[..G].try_into().expect("G <= m");
         for lane in 0..G {
-            step(table, &mut r[lane], chunk[lane]);
+            lfsr_step(table, &mut r[lane], chunk[lane]);
         }
     }
     for (lane, reg) in r.iter_mut().enumerate() {
         let j = j0 + lane;
         if j < extra {
-            step(table, reg, data[full * m + j]);
+            lfsr_step(table, reg, data[full * m + j]);
         }
         let out = &mut parity[j * p..(j + 1) * p];
         for (b, o) in out.iter_mut().enumerate() {

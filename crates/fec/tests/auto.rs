@@ -4,27 +4,9 @@ use aerotp_fec::auto::{
     parity_for_goodput, parity_for_target, tpdu_failure_probability, BerEstimator,
 };
 use aerotp_fec::{decode, encode, max_protected_len, parity_for_words, words_for_parity, Layout};
+use aerotp_testkit::flip_bits;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-
-/// Flips each bit of `buf` independently with probability `ber` (geometric gaps); returns the
-/// number of flipped bits.
-fn flip_bits(buf: &mut [u8], ber: f64, rng: &mut Pcg64) -> usize {
-    let nbits = buf.len() * 8;
-    let ln1 = (-ber).ln_1p();
-    let mut pos = 0usize;
-    let mut flips = 0;
-    loop {
-        let u: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
-        pos += (u.ln() / ln1).floor() as usize;
-        if pos >= nbits {
-            return flips;
-        }
-        buf[pos / 8] ^= 0x80 >> (pos % 8);
-        flips += 1;
-        pos += 1;
-    }
-}
 
 #[test]
 fn words_parity_mapping_at_1500() {

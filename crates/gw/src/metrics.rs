@@ -1,44 +1,19 @@
-//! Prometheus text metrics over HTTP (`--metrics ADDR`), per gateway and per flow.
+//! The gateways' Prometheus families (`--metrics ADDR`), per gateway and per flow. Written with
+//! and served by `aerotp_net::metrics` (the workspace's one exposition writer and HTTP server);
+//! names `aerotp_gw_*`, in the same scheme as the endpoint's (docs/stats.md §Gateway).
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{Context, Result};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use aerotp_net::metrics::{family, sample, serve_with, Kind, Render, Value};
+use anyhow::Result;
 
 use crate::ctx::{Ctx, DropReason};
 use crate::flow::Flow;
 
-/// A metric's type in the exposition format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Counter,
-    Gauge,
-}
-
-/// Writes one metric family's HELP and TYPE lines. Counters must be named `..._total`.
-fn family(s: &mut String, name: &str, kind: Kind, help: &str) {
-    debug_assert_eq!(kind == Kind::Counter, name.ends_with("_total"), "{name}");
-    let t = match kind {
-        Kind::Counter => "counter",
-        Kind::Gauge => "gauge",
-    };
-    let _ = writeln!(
-        s,
-        "# HELP aerotp_gw_{name} {help}\n# TYPE aerotp_gw_{name} {t}"
-    );
-}
-
-/// A label value escaped as the exposition format wants (backslash, quote, newline).
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
+/// Fetches a gateway's metrics text (for `aerotp gw stats`): the endpoint's client, one copy.
+pub use aerotp_net::metrics::fetch;
 
 /// The metrics text of a gateway now (names and meanings: docs/stats.md §Gateway).
 pub fn render(ctx: &Ctx) -> String {
@@ -59,25 +34,23 @@ pub fn render(ctx: &Ctx) -> String {
         ("udp_out_total", Kind::Counter, "UDP datagrams written to local UDP sockets (ingress: replies to clients; egress: to destinations)", c(&r.udp_out)),
         ("udp_policed_total", Kind::Counter, "datagram-mode datagrams dropped at the ingress over their class's share of the link", c(&r.udp_policed)),
         ("udp_lost_total", Kind::Counter, "UDP datagrams the air link lost on their way to this gateway (sequence gaps)", c(&r.udp_lost)),
-        ("link_rate_bps", Kind::Gauge, "configured air link rate, bits per second", ctx.sched.total()),
+        ("link_rate_bits_per_second", Kind::Gauge, "configured air link rate, bits per second", ctx.sched.total()),
     ];
     for (name, kind, help, v) in gateway {
-        family(&mut s, name, kind, help);
-        let _ = writeln!(s, "aerotp_gw_{name}{{role=\"{role}\"}} {v}");
+        let full = format!("aerotp_gw_{name}");
+        family(&mut s, &full, kind, help);
+        sample(&mut s, &full, &[("role", role)], v);
     }
+    let dropped = "aerotp_gw_udp_dropped_total";
     family(
         &mut s,
-        "udp_dropped_total",
+        dropped,
         Kind::Counter,
         "UDP datagrams this gateway dropped, by reason (each reason logged, at most once per 10 s)",
     );
     for reason in DropReason::ALL {
-        let _ = writeln!(
-            s,
-            "aerotp_gw_udp_dropped_total{{role=\"{role}\",reason=\"{}\"}} {}",
-            reason.label(),
-            r.dropped(reason)
-        );
+        let labels = [("role", role), ("reason", reason.label())];
+        sample(&mut s, dropped, &labels, r.dropped(reason));
     }
     per_flow(&mut s, role, &flows);
     s
@@ -106,7 +79,7 @@ const FLOW_FAMILIES: [(&str, Kind, &str); 8] = [
         "bytes sent over AeroTP, resends after a resume included",
     ),
     (
-        "flow_rate_bps",
+        "flow_rate_bits_per_second",
         Kind::Gauge,
         "current rate share, bits per second",
     ),
@@ -128,7 +101,7 @@ const FLOW_FAMILIES: [(&str, Kind, &str); 8] = [
 ];
 
 /// The value of the per-flow family `name` for `f`.
-fn flow_value(f: &Flow, name: &str) -> String {
+fn flow_value(f: &Flow, name: &str) -> Value {
     let (st, conn) = {
         let st = f.lock();
         let v = [
@@ -143,104 +116,46 @@ fn flow_value(f: &Flow, name: &str) -> String {
     };
     let cs = conn.map(|c| c.stats());
     match name {
-        "flow_read_bytes_total" => st[0].to_string(),
-        "flow_confirmed_bytes_total" => st[1].to_string(),
-        "flow_delivered_bytes_total" => st[2].to_string(),
-        "flow_sent_bytes_total" => st[3].to_string(),
-        "flow_rate_bps" => st[4].to_string(),
-        "flow_resumes_total" => st[5].to_string(),
-        "flow_srtt_seconds" => cs
-            .as_ref()
-            .map_or(0.0, |c| c.srtt.as_secs_f64())
-            .to_string(),
+        "flow_read_bytes_total" => st[0].into(),
+        "flow_confirmed_bytes_total" => st[1].into(),
+        "flow_delivered_bytes_total" => st[2].into(),
+        "flow_sent_bytes_total" => st[3].into(),
+        "flow_rate_bits_per_second" => st[4].into(),
+        "flow_resumes_total" => st[5].into(),
+        "flow_srtt_seconds" => cs.as_ref().map_or(0.0, |c| c.srtt.as_secs_f64()).into(),
         _ => cs
             .as_ref()
             .map_or(0, |c| c.sender.tpdus_retransmitted)
-            .to_string(),
+            .into(),
     }
 }
 
 /// The per-flow families: one sample per live TCP flow.
 fn per_flow(s: &mut String, role: &str, flows: &[Arc<Flow>]) {
     for (name, kind, help) in FLOW_FAMILIES {
-        family(s, name, kind, help);
+        let full = format!("aerotp_gw_{name}");
+        family(s, &full, kind, help);
         for f in flows {
-            let v = flow_value(f, name);
-            let _ = writeln!(
-                s,
-                "aerotp_gw_{name}{{role=\"{role}\",flow=\"{:016x}\",class=\"{}\",dest=\"{}\"}} {v}",
-                f.id,
-                f.class.name(),
-                label(&f.dest)
-            );
+            let id = format!("{:016x}", f.id);
+            let labels = [
+                ("role", role),
+                ("flow", id.as_str()),
+                ("class", f.class.name()),
+                ("dest", f.dest.as_str()),
+            ];
+            sample(s, &full, &labels, flow_value(f, name));
         }
     }
 }
 
-/// Serves `GET /metrics` (any path) on `addr` until the gateway is dropped.
+/// Serves `GET /metrics` on `addr` until the gateway is dropped (the server holds the context
+/// weakly, so it does not keep the gateway alive).
 pub async fn serve(gw: Arc<Ctx>, addr: SocketAddr) -> Result<SocketAddr> {
-    let l = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen for metrics on {addr}"))?;
-    let local = l.local_addr()?;
     let w = Arc::downgrade(&gw);
     drop(gw);
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = l.accept().await {
-            let Some(gw) = w.upgrade() else { return };
-            tokio::spawn(async move {
-                let mut req = vec![0u8; 8192];
-                let mut n = 0;
-                let read = async {
-                    while n < req.len() {
-                        match s.read(&mut req[n..]).await {
-                            Ok(0) | Err(_) => break,
-                            Ok(k) => n += k,
-                        }
-                        if req[..n].windows(4).any(|w| w == b"\r\n\r\n") {
-                            break;
-                        }
-                    }
-                };
-                let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
-                let body = render(&gw);
-                let resp = format!(
-                    "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = s.write_all(resp.as_bytes()).await;
-                let _ = s.shutdown().await;
-            });
-        }
-    });
+    let render: Render = Arc::new(move || w.upgrade().map(|gw| render(&gw)));
+    let server = serve_with(addr, render).await?;
+    let local = server.local_addr();
+    server.detach();
     Ok(local)
-}
-
-/// Fetches a gateway's metrics text (for `aerotp gw stats`).
-pub async fn fetch(addr: SocketAddr) -> Result<String> {
-    let mut s = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
-        .await
-        .context("metrics endpoint: timeout")?
-        .with_context(|| format!("cannot reach metrics endpoint {addr}"))?;
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: gw\r\n\r\n")
-        .await?;
-    let mut out = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out))
-        .await
-        .context("metrics endpoint: timeout")??;
-    let text = String::from_utf8_lossy(&out);
-    Ok(text
-        .split_once("\r\n\r\n")
-        .map_or(text.to_string(), |(_, b)| b.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn label_values_are_escaped() {
-        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
-        assert_eq!(label("host:80"), "host:80");
-    }
 }

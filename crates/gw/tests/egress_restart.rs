@@ -3,9 +3,7 @@
 //! it: its tasks are dropped where they wait, its sockets closed by their owners' drop (the
 //! kernel closes them the same way at a kill -9), nothing of the gateway's own shutdown runs.
 
-mod common;
-
-use common::{free_tcp, free_udp, random};
+use aerotp_testkit::{free_tcp, free_udp, random};
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use aerotp_gw::config::{FileConfig, FlowSpec};
 use aerotp_gw::Gateway;
 use aerotp_lab::{Lab, LabConfig, LinkConfig, Side};
-use sha2::{Digest, Sha256};
+use aerotp_testkit::random;
 
 fn lab_available() -> bool {
     if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
@@ -176,8 +176,8 @@ fn telemetry(i: u32) -> Vec<u8> {
     v
 }
 
-fn sha(p: &Path) -> Vec<u8> {
-    Sha256::digest(std::fs::read(p).expect("read")).to_vec()
+fn sha(p: &Path) -> [u8; 32] {
+    aerotp_testkit::sha256_file(p)
 }
 
 #[test]
@@ -192,19 +192,8 @@ fn real_programs_through_the_gateways_in_a_lossy_lab() {
     for d in ["srv", "store-in", "store-eg"] {
         std::fs::create_dir(w.join(d)).unwrap();
     }
-    let mut rng_state = 0x2545_F491_4F6C_DD1Du64;
-    let mut rnd = |n: usize| -> Vec<u8> {
-        (0..n)
-            .map(|_| {
-                rng_state ^= rng_state << 13;
-                rng_state ^= rng_state >> 7;
-                rng_state ^= rng_state << 17;
-                rng_state as u8
-            })
-            .collect()
-    };
-    std::fs::write(w.join("srv/blob"), rnd(2_000_000)).unwrap();
-    std::fs::write(w.join("stream.src"), rnd(1_500_000)).unwrap();
+    std::fs::write(w.join("srv/blob"), random(2_000_000, 1)).unwrap();
+    std::fs::write(w.join("stream.src"), random(1_500_000, 2)).unwrap();
     let link = LinkConfig {
         rate_bps: 5_000_000,
         delay: Duration::from_millis(10),

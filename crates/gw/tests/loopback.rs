@@ -1,14 +1,11 @@
 //! Gateway pair on loopback: real TCP sockets at both ends, every byte compared.
 
-mod common;
-
-use common::{free_tcp, random};
+use aerotp_testkit::{free_tcp, random, sha256};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use aerotp_gw::{FileConfig, Gateway};
-use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -20,7 +17,7 @@ async fn dest_server(reply: Vec<u8>) -> (SocketAddr, tokio::task::JoinHandle<Vec
         let (mut s, _) = l.accept().await.unwrap();
         let mut got = Vec::new();
         s.read_to_end(&mut got).await.unwrap();
-        s.write_all(&Sha256::digest(&got)).await.unwrap();
+        s.write_all(&sha256(&got)).await.unwrap();
         s.write_all(&reply).await.unwrap();
         s.shutdown().await.unwrap();
         got
@@ -89,7 +86,7 @@ async fn round_trip(mode: &str, store: Option<&std::path::Path>) {
     let got = tokio::time::timeout(Duration::from_secs(60), transfer(entry, &up, down.len()))
         .await
         .expect("transfer within 60 s");
-    assert_eq!(&got[..32], &Sha256::digest(&up)[..], "upload intact");
+    assert_eq!(&got[..32], &sha256(&up)[..], "upload intact");
     assert_eq!(&got[32..], &down[..], "download intact");
     assert_eq!(server.await.unwrap(), up);
     // The flow completes and its custody is released.
@@ -198,7 +195,7 @@ async fn broken_connection_resumes_without_loss_or_duplicates() {
         .await
         .expect("transfer within 60 s")
         .unwrap();
-    assert_eq!(&got[..32], &Sha256::digest(&up)[..]);
+    assert_eq!(&got[..32], &sha256(&up)[..]);
     assert_eq!(
         server.await.unwrap(),
         up,

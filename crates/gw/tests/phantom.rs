@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,51 +15,9 @@ use tokio::net::UdpSocket;
 
 mod common;
 
-use common::{udp_egress, udp_ingress};
+use common::{every, relay, udp_egress, udp_ingress, Hop};
 
 const N: u32 = 600;
-
-/// Forwards AeroTP packets; every 25th packet towards the egress among packets 100..1000
-/// leaves from a second socket (another source port). What the egress sends to that socket
-/// (answers to the phantom) is dropped, as it would go astray on a real link.
-async fn port_flipping_relay(egress: SocketAddr) -> (SocketAddr, Arc<AtomicU64>) {
-    let s = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
-    let alt = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
-    let a = s.local_addr().unwrap();
-    let flipped = Arc::new(AtomicU64::new(0));
-    let f2 = flipped.clone();
-    let alt2 = alt.clone();
-    tokio::spawn(async move {
-        let mut b = vec![0u8; 65_536];
-        while alt2.recv_from(&mut b).await.is_ok() {}
-    });
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_536];
-        let mut ingress = None;
-        let mut k = 0u64;
-        while let Ok((n, from)) = s.recv_from(&mut buf).await {
-            if from == egress {
-                if let Some(i) = ingress {
-                    let _ = s.send_to(&buf[..n], i).await;
-                }
-                continue;
-            }
-            ingress = Some(from);
-            k += 1;
-            // Flips stop well before the last datagram: a lossy mode learns of a lost TPDU
-            // from the ones behind it, so a flip among the last few would be neither
-            // delivered nor counted lost by the time the test looks.
-            let out = if (100..450).contains(&k) && k % 25 == 0 {
-                f2.fetch_add(1, Ordering::Relaxed);
-                &alt
-            } else {
-                &s
-            };
-            let _ = out.send_to(&buf[..n], egress).await;
-        }
-    });
-    (a, flipped)
-}
 
 /// Runs `N` echoed datagrams of `mode` through the relay; returns (indices at the
 /// destination, source addresses the destination saw, indices of the replies, gateways).
@@ -89,7 +47,15 @@ async fn run(
         }
     });
     let egress = udp_egress(dest_addr, "20mbit").await;
-    let (relay, flipped) = port_flipping_relay(egress.ep.local_addr()).await;
+    let (relay, flipped) = relay(
+        // Every 25th packet among 100..450 from another source port. Flips stop well before
+        // the last datagram: a lossy mode learns of a lost TPDU from the ones behind it, so a
+        // flip among the last few would be neither delivered nor counted lost by the time the
+        // test looks.
+        egress.ep.local_addr(),
+        every(100..450, 25, 0, Hop::Flip),
+    )
+    .await;
     let (ingress, entry) = udp_ingress(relay, mode, "telemetry", "20mbit").await;
     let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
     client.connect(entry).await.unwrap();

@@ -3,8 +3,7 @@
 //! reassemble, so each datagram arrives whole and intact or is counted lost by the link —
 //! none is dropped for its size (issue: 87 of 750 Chapter 10 datagrams arrived before).
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,7 +11,7 @@ use tokio::net::UdpSocket;
 
 mod common;
 
-use common::{udp_egress, udp_ingress};
+use common::{echo_dest, every, index_of, relay, udp_egress, udp_ingress, Hop};
 
 const SIZES: [usize; 7] = [1, 1300, 1400, 2800, 9000, 30_000, 65_507];
 const N: u32 = 140;
@@ -25,57 +24,17 @@ fn datagram(i: u32) -> Vec<u8> {
     v
 }
 
-fn index_of(d: &[u8]) -> u32 {
-    let i = u32::from_be_bytes(d[..4].try_into().unwrap());
-    assert_eq!(d, &datagram(i)[..], "datagram {i} altered");
-    i
-}
-
-/// Forwards AeroTP packets; drops every 41st packet towards the egress among packets
-/// 50..1200 (the last datagrams pass, so every earlier loss is followed by a completed one).
-async fn lossy_relay(egress: SocketAddr) -> (SocketAddr, Arc<AtomicU64>) {
-    let s = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
-    let a = s.local_addr().unwrap();
-    let dropped = Arc::new(AtomicU64::new(0));
-    let d2 = dropped.clone();
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_536];
-        let mut ingress = None;
-        let mut k = 0u64;
-        while let Ok((n, from)) = s.recv_from(&mut buf).await {
-            if from == egress {
-                if let Some(i) = ingress {
-                    let _ = s.send_to(&buf[..n], i).await;
-                }
-                continue;
-            }
-            ingress = Some(from);
-            k += 1;
-            if (50..1200).contains(&k) && k % 41 == 0 {
-                d2.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            let _ = s.send_to(&buf[..n], egress).await;
-        }
-    });
-    (a, dropped)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_datagrams_arrive_whole_or_are_counted_lost() {
-    let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let dest_addr = dest.local_addr().unwrap();
-    let at_dest = Arc::new(Mutex::new(Vec::<u32>::new()));
-    let at_dest2 = at_dest.clone();
-    tokio::spawn(async move {
-        let mut b = vec![0u8; 65_536];
-        while let Ok((n, from)) = dest.recv_from(&mut b).await {
-            at_dest2.lock().unwrap().push(index_of(&b[..n]));
-            let _ = dest.send_to(&b[..n], from).await;
-        }
-    });
+    let (dest_addr, at_dest) = echo_dest(datagram).await;
     let egress = udp_egress(dest_addr, "200mbit").await;
-    let (relay, relay_dropped) = lossy_relay(egress.ep.local_addr()).await;
+    let (relay, relay_dropped) = relay(
+        // Every 41st packet among 50..1200: the last datagrams pass, so every earlier loss is
+        // followed by a completed one.
+        egress.ep.local_addr(),
+        every(50..1200, 41, 0, Hop::Drop),
+    )
+    .await;
     let (ingress, entry) = udp_ingress(relay, "datagram", "telemetry", "200mbit").await;
     let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
     client.connect(entry).await.unwrap();
@@ -84,7 +43,7 @@ async fn large_datagrams_arrive_whole_or_are_counted_lost() {
     tokio::spawn(async move {
         let mut b = vec![0u8; 65_536];
         while let Ok(n) = c2.recv(&mut b).await {
-            r2.lock().unwrap().push(index_of(&b[..n]));
+            r2.lock().unwrap().push(index_of(&b[..n], datagram));
         }
     });
     for i in 0..N {

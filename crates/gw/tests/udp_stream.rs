@@ -3,8 +3,7 @@
 //! one the client sent, intact, in order, at most once; replies come back the same way; and
 //! what is missing is exactly what the gateways report as lost or dropped.
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +11,7 @@ use tokio::net::UdpSocket;
 
 mod common;
 
-use common::{udp_egress, udp_ingress};
+use common::{echo_dest, every, index_of, relay, udp_egress, udp_ingress, Hop};
 
 const N: u32 = 3000;
 
@@ -23,60 +22,16 @@ fn datagram(i: u32) -> Vec<u8> {
     v
 }
 
-fn index_of(d: &[u8]) -> u32 {
-    let i = u32::from_be_bytes(d[..4].try_into().unwrap());
-    assert_eq!(d, &datagram(i)[..], "datagram {i} altered");
-    i
-}
-
-/// Forwards AeroTP packets between the ingress (whoever is not the egress) and the egress;
-/// drops every 10th packet towards the egress among packets 100..1600.
-async fn lossy_relay(egress: SocketAddr) -> (SocketAddr, Arc<AtomicU64>) {
-    let s = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
-    let a = s.local_addr().unwrap();
-    let dropped = Arc::new(AtomicU64::new(0));
-    let d2 = dropped.clone();
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_536];
-        let mut ingress = None;
-        let mut k = 0u64;
-        loop {
-            let Ok((n, from)) = s.recv_from(&mut buf).await else {
-                return;
-            };
-            if from == egress {
-                if let Some(i) = ingress {
-                    let _ = s.send_to(&buf[..n], i).await;
-                }
-            } else {
-                ingress = Some(from);
-                k += 1;
-                if (100..1600).contains(&k) && k % 10 == 5 {
-                    d2.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-                let _ = s.send_to(&buf[..n], egress).await;
-            }
-        }
-    });
-    (a, dropped)
-}
-
 async fn run(mode: &str) {
     // Destination: echoes every datagram, records them.
-    let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let dest_addr = dest.local_addr().unwrap();
-    let at_dest = Arc::new(std::sync::Mutex::new(Vec::<u32>::new()));
-    let at_dest2 = at_dest.clone();
-    tokio::spawn(async move {
-        let mut b = vec![0u8; 65_536];
-        while let Ok((n, from)) = dest.recv_from(&mut b).await {
-            at_dest2.lock().unwrap().push(index_of(&b[..n]));
-            let _ = dest.send_to(&b[..n], from).await;
-        }
-    });
+    let (dest_addr, at_dest) = echo_dest(datagram).await;
     let egress = udp_egress(dest_addr, "20mbit").await;
-    let (relay, relay_dropped) = lossy_relay(egress.ep.local_addr()).await;
+    let (relay, relay_dropped) = relay(
+        // Every 10th packet among 100..1600.
+        egress.ep.local_addr(),
+        every(100..1600, 10, 5, Hop::Drop),
+    )
+    .await;
     let (ingress, entry) = udp_ingress(relay, mode, "telemetry", "20mbit").await;
     let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
     let replies = Arc::new(std::sync::Mutex::new(Vec::<u32>::new()));
@@ -84,7 +39,7 @@ async fn run(mode: &str) {
     tokio::spawn(async move {
         let mut b = vec![0u8; 65_536];
         while let Ok(n) = c2.recv(&mut b).await {
-            r2.lock().unwrap().push(index_of(&b[..n]));
+            r2.lock().unwrap().push(index_of(&b[..n], datagram));
         }
     });
     client.connect(entry).await.unwrap();

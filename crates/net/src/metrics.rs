@@ -1,11 +1,16 @@
-//! Prometheus text exposition of an endpoint's counters (`aerotp send|recv --metrics ADDR`).
+//! Prometheus text exposition: the one writer and the one HTTP server of the workspace, used by
+//! `aerotp send|recv --metrics ADDR` (an endpoint's counters, below) and by the gateways
+//! (`aerotp_gw::metrics`, which renders its own families with [`family`] and [`sample`] and
+//! serves them with [`serve_with`]).
 //!
-//! Everything comes from the engine's public statistics (`aerotp_proto::Endpoint::stats`,
-//! `EndpointStats`) and the driver's socket counters. Counters are summed over every
+//! An endpoint's families come from the engine's public statistics (`aerotp_proto::Endpoint::
+//! stats`, `EndpointStats`) and the driver's socket counters. Counters are summed over every
 //! connection the endpoint has had: the final counters of a released connection are kept in
 //! [`Totals`], so a counter never goes down. Per-connection values that go up and down (RTT,
-//! rate, FEC parity) are gauges labelled with the connection. One naming scheme, `aerotp_*`;
-//! every name is listed in docs/stats.md.
+//! rate, FEC parity) are gauges labelled with the connection. One naming scheme: `aerotp_`,
+//! then `gw_` for a gateway's families, counters end in `_total` (and only they do), units are
+//! spelled out (`_bytes`, `_seconds`, `_bits_per_second`); every name is listed in
+//! docs/stats.md.
 //!
 //! The HTTP server is written by hand (a few lines over tokio) rather than pulled in from a
 //! web framework: it answers one request per connection, `GET /metrics`, with bounded request
@@ -14,6 +19,7 @@
 use std::fmt::Write as _;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -109,22 +115,76 @@ impl MetricsSource {
     }
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+/// A metric family's type in the exposition format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+}
+
+/// Writes one family's HELP and TYPE lines. `name` is the full name; a counter's must end in
+/// `_total` and only a counter's may (the naming scheme every scraper and docs/stats.md rely
+/// on), checked in debug builds and by the tests that parse both outputs.
+pub fn family(out: &mut String, name: &str, kind: Kind, help: &str) {
+    debug_assert_eq!(kind == Kind::Counter, name.ends_with("_total"), "{name}");
+    let t = match kind {
+        Kind::Counter => "counter",
+        Kind::Gauge => "gauge",
+    };
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {t}");
+}
+
+/// A sample's value: counters and byte counts print as integers (exact past 2^53), the rest
+/// as floats in the exposition's spelling.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    Int(u64),
+    Float(f64),
+}
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Value {
+        Value::Int(v)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::Float(v)
+    }
+}
+
+/// Writes one sample of family `name`, labels in the order given, values escaped.
+pub fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], v: impl Into<Value>) {
+    out.push_str(name);
+    if !labels.is_empty() {
+        out.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{k}=\"{}\"", label(v));
+        }
+        out.push('}');
+    }
+    let _ = match v.into() {
+        Value::Int(v) => writeln!(out, " {v}"),
+        Value::Float(v) => writeln!(out, " {}", number(v)),
+    };
 }
 
 /// One counter family without labels: `aerotp_{name}_total`.
 pub fn counter(out: &mut String, name: &str, help: &str, v: u64) {
     let full = format!("aerotp_{name}_total");
-    family(out, &full, "counter", help);
-    let _ = writeln!(out, "{full} {v}");
+    family(out, &full, Kind::Counter, help);
+    sample(out, &full, &[], v);
 }
 
 /// One gauge family without labels: `aerotp_{name}`.
 pub fn gauge(out: &mut String, name: &str, help: &str, v: f64) {
     let full = format!("aerotp_{name}");
-    family(out, &full, "gauge", help);
-    let _ = writeln!(out, "{full} {}", number(v));
+    family(out, &full, Kind::Gauge, help);
+    sample(out, &full, &[], v);
 }
 
 /// A float in the exposition format (`NaN`, `+Inf`, `-Inf` spelled as Prometheus wants).
@@ -291,16 +351,15 @@ pub fn render(s: &Snapshot) -> String {
     );
     for (name, help, get) in CONNECTION_GAUGES {
         let full = format!("aerotp_{name}");
-        family(&mut out, &full, "gauge", help);
+        family(&mut out, &full, Kind::Gauge, help);
         for c in &s.live {
-            let _ = writeln!(
-                out,
-                "{full}{{connection=\"{}\",remote=\"{}\",mode=\"{}\"}} {}",
-                c.handle.0,
-                label(&c.remote.to_string()),
-                label(c.mode.name()),
-                number(get(&c.stats))
-            );
+            let (h, remote) = (c.handle.0.to_string(), c.remote.to_string());
+            let labels = [
+                ("connection", h.as_str()),
+                ("remote", remote.as_str()),
+                ("mode", c.mode.name()),
+            ];
+            sample(&mut out, &full, &labels, get(&c.stats));
         }
     }
     out
@@ -315,11 +374,12 @@ const MAX_CONCURRENT: usize = 8;
 const MAX_REQUEST: usize = 8192;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A running metrics server; dropping it stops the server.
+/// A running metrics server; dropping it stops the server (unless [`MetricsServer::detach`]ed).
 #[derive(Debug)]
 pub struct MetricsServer {
     addr: SocketAddr,
-    task: JoinHandle<()>,
+    /// `None` once detached.
+    task: Option<JoinHandle<()>>,
 }
 
 impl MetricsServer {
@@ -327,21 +387,47 @@ impl MetricsServer {
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
+
+    /// Lets the server run on without this handle: it stops when its render function returns
+    /// `None` (a gateway's, once the gateway is gone) or the runtime shuts down.
+    pub fn detach(mut self) {
+        self.task = None;
+    }
 }
 
 impl Drop for MetricsServer {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
     }
 }
 
-/// Listens on `addr` (TCP) and serves `GET /metrics`. Binding fails at once, naming the
-/// address, so a wrong `--metrics` stops a command before any traffic.
+/// Renders the body of one scrape; `None` when what it reads is gone, which stops the server.
+pub type Render = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
+/// Listens on `addr` (TCP) and serves an endpoint's `GET /metrics`, with `extra` families
+/// appended. Binding fails at once, naming the address, so a wrong `--metrics` stops a command
+/// before any traffic.
 pub async fn serve(
     addr: SocketAddr,
     source: MetricsSource,
     extra: Option<Extra>,
 ) -> io::Result<MetricsServer> {
+    let render: Render = Arc::new(move || {
+        let mut body = source.render();
+        if let Some(x) = &extra {
+            x(&mut body);
+        }
+        Some(body)
+    });
+    serve_with(addr, render).await
+}
+
+/// Listens on `addr` (TCP) and serves `GET /metrics` with what `render` returns; the one server
+/// behind both `send|recv --metrics` and the gateways' `--metrics`. Binding fails at once,
+/// naming the flag and the address.
+pub async fn serve_with(addr: SocketAddr, render: Render) -> io::Result<MetricsServer> {
     let l = TcpListener::bind(addr).await.map_err(|e| {
         io::Error::new(
             e.kind(),
@@ -350,6 +436,8 @@ pub async fn serve(
     })?;
     let local = l.local_addr()?;
     let slots = Arc::new(Semaphore::new(MAX_CONCURRENT));
+    // Set by the scrape that found `render` returning `None`; the accept loop then ends.
+    let gone = Arc::new(AtomicBool::new(false));
     let task = tokio::spawn(async move {
         loop {
             let Ok(permit) = slots.clone().acquire_owned().await else {
@@ -358,15 +446,21 @@ pub async fn serve(
             let Ok((s, _)) = l.accept().await else {
                 continue;
             };
-            let source = source.clone();
-            let extra = extra.clone();
+            if gone.load(Ordering::Relaxed) {
+                return;
+            }
+            let render = render.clone();
+            let gone = gone.clone();
             tokio::spawn(async move {
-                let _ = answer(s, &source, extra.as_ref()).await;
+                let _ = answer(s, &render, &gone).await;
                 drop(permit);
             });
         }
     });
-    Ok(MetricsServer { addr: local, task })
+    Ok(MetricsServer {
+        addr: local,
+        task: Some(task),
+    })
 }
 
 /// What a request line asks for.
@@ -403,7 +497,7 @@ fn route(head: &[u8]) -> Route {
     }
 }
 
-async fn answer(mut s: TcpStream, source: &MetricsSource, extra: Option<&Extra>) -> io::Result<()> {
+async fn answer(mut s: TcpStream, render: &Render, gone: &AtomicBool) -> io::Result<()> {
     let mut req = vec![0u8; MAX_REQUEST];
     let mut n = 0;
     let read = async {
@@ -419,13 +513,16 @@ async fn answer(mut s: TcpStream, source: &MetricsSource, extra: Option<&Extra>)
     };
     let _ = tokio::time::timeout(REQUEST_TIMEOUT, read).await;
     let (status, body) = match route(&req[..n]) {
-        Route::Metrics => {
-            let mut body = source.render();
-            if let Some(x) = extra {
-                x(&mut body);
+        Route::Metrics => match render() {
+            Some(body) => ("200 OK", body),
+            None => {
+                gone.store(true, Ordering::Relaxed);
+                (
+                    "503 Service Unavailable",
+                    "what these metrics describe has stopped\n".to_owned(),
+                )
             }
-            ("200 OK", body)
-        }
+        },
         Route::NotFound => ("404 Not Found", "only /metrics is served\n".to_owned()),
         Route::BadMethod => ("405 Method Not Allowed", "only GET is served\n".to_owned()),
         Route::BadRequest => ("400 Bad Request", "not an HTTP/1 request\n".to_owned()),
@@ -532,5 +629,43 @@ mod tests {
         ));
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
         assert_eq!(number(f64::INFINITY), "+Inf");
+    }
+
+    #[test]
+    fn samples_print_integers_exactly_and_escape_labels() {
+        let mut out = String::new();
+        family(&mut out, "aerotp_gw_x_total", Kind::Counter, "x");
+        sample(
+            &mut out,
+            "aerotp_gw_x_total",
+            &[("a", "q\"z"), ("b", "1")],
+            u64::MAX,
+        );
+        sample(&mut out, "aerotp_gw_x_total", &[], 0.5);
+        assert_eq!(
+            out,
+            "# HELP aerotp_gw_x_total x\n# TYPE aerotp_gw_x_total counter\n\
+             aerotp_gw_x_total{a=\"q\\\"z\",b=\"1\"} 18446744073709551615\n\
+             aerotp_gw_x_total 0.5\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_whose_source_is_gone_answers_503_then_stops() {
+        let alive = Arc::new(AtomicBool::new(true));
+        let a = alive.clone();
+        let render: Render = Arc::new(move || a.load(Ordering::Relaxed).then(|| "m 1\n".into()));
+        let server = serve_with("127.0.0.1:0".parse().unwrap(), render)
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        server.detach();
+        assert_eq!(fetch(addr).await.unwrap(), "m 1\n");
+        alive.store(false, Ordering::Relaxed);
+        let e = fetch(addr).await.unwrap_err().to_string();
+        assert!(e.contains("503"), "{e}");
+        // The next connection ends the accept loop: the listener closes, connecting fails or
+        // the answer never comes (bounded by fetch's own 5 s timeout).
+        assert!(fetch(addr).await.is_err());
     }
 }

@@ -3,22 +3,10 @@
 use aerotp_emu::{Relay, RelayConfig};
 use aerotp_link::{LinkConfig, Outage};
 use aerotp_net::{CloseOutcome, ConnectionConfig, Endpoint, EndpointConfig, Mode, Report};
-use sha2::{Digest, Sha256};
+use aerotp_testkit::{random, sha256};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn pattern(n: usize) -> Vec<u8> {
-    let mut x = 0x1234_5678_9abc_def0u64;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 fn cfg(mode: Mode, rate: u64) -> ConnectionConfig {
     let mut c = ConnectionConfig::with_mode(mode);
@@ -98,13 +86,9 @@ async fn transfer(
     }
 }
 
-fn sha(b: &[u8]) -> Vec<u8> {
-    Sha256::digest(b).to_vec()
-}
-
 #[tokio::test]
 async fn reliable_loopback_ipv4_and_ipv6() {
-    let data = pattern(1 << 20);
+    let data = random(1 << 20, 1);
     for v6 in [false, true] {
         let o = tokio::time::timeout(
             Duration::from_secs(20),
@@ -112,7 +96,7 @@ async fn reliable_loopback_ipv4_and_ipv6() {
         )
         .await
         .expect("bounded");
-        assert_eq!(sha(&o.received), sha(&data), "v6={v6}");
+        assert_eq!(sha256(&o.received), sha256(&data), "v6={v6}");
         assert!(
             o.sender.guarantee_met && o.sender.delivered_confirmed,
             "{:?}",
@@ -132,7 +116,7 @@ async fn wildcard_and_loopback_bound_endpoints_interoperate() {
     assert!(aerotp_net::zero_checksums("0.0.0.0:0".parse().unwrap()));
     assert!(!aerotp_net::zero_checksums("127.0.0.1:0".parse().unwrap()));
     assert!(!aerotp_net::zero_checksums("[::]:0".parse().unwrap()));
-    let data = pattern(3 << 20);
+    let data = random(3 << 20, 1);
     for (server_bind, client_bind) in [("0.0.0.0:0", "127.0.0.1:0"), ("127.0.0.1:0", "0.0.0.0:0")] {
         let run = async {
             let server =
@@ -161,7 +145,7 @@ async fn wildcard_and_loopback_bound_endpoints_interoperate() {
             .await
             .expect("bounded");
         let case = format!("server {server_bind}, client {client_bind}");
-        assert_eq!(sha(&got), sha(&data), "{case}");
+        assert_eq!(sha256(&got), sha256(&data), "{case}");
         assert!(sender.guarantee_met, "{case}: {:?}", sender.outcome);
         assert_eq!(
             receiver.outcome,
@@ -192,7 +176,7 @@ fn lossy_link(outage: bool) -> LinkConfig {
 
 #[tokio::test]
 async fn reliable_and_hybrid_survive_ber_1e4_and_an_outage() {
-    let data = pattern(500_000);
+    let data = random(500_000, 1);
     for mode in [Mode::Reliable, Mode::HybridNackMack] {
         let o = tokio::time::timeout(
             Duration::from_secs(30),
@@ -201,7 +185,7 @@ async fn reliable_and_hybrid_survive_ber_1e4_and_an_outage() {
         .await
         .expect("bounded");
         assert_eq!(o.received.len(), data.len(), "{mode}");
-        assert_eq!(sha(&o.received), sha(&data), "{mode}");
+        assert_eq!(sha256(&o.received), sha256(&data), "{mode}");
         assert!(o.sender.guarantee_met, "{mode}: {:?}", o.sender.outcome);
         assert!(
             o.sender.stats.sender.tpdus_retransmitted > 0,
@@ -213,7 +197,7 @@ async fn reliable_and_hybrid_survive_ber_1e4_and_an_outage() {
 
 #[tokio::test]
 async fn quasi_reliable_reports_what_it_lost() {
-    let data = pattern(500_000);
+    let data = random(500_000, 1);
     let mut link = lossy_link(true);
     link.ber = 1e-5;
     let o = tokio::time::timeout(

@@ -3,31 +3,13 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-use rand::{RngCore, SeedableRng};
+use tokio::net::UdpSocket;
 
-/// `n` pseudo-random bytes from `seed` (incompressible, reproducible).
-pub fn random(n: usize, seed: u64) -> Vec<u8> {
-    let mut v = vec![0u8; n];
-    rand_pcg::Pcg64::seed_from_u64(seed).fill_bytes(&mut v);
-    v
-}
-
-/// A loopback TCP address nothing listens on right now.
-pub fn free_tcp() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-/// A loopback UDP address nothing is bound to right now.
-pub fn free_udp() -> SocketAddr {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
+// The generic helpers (ports, random data, waits) live once, in aerotp-testkit.
+use aerotp_testkit::free_udp;
 
 /// An egress on loopback that sends every UDP flow to `dest`, at `rate`.
 pub async fn udp_egress(dest: SocketAddr, rate: &str) -> std::sync::Arc<aerotp_gw::Gateway> {
@@ -66,4 +48,98 @@ pub async fn udp_ingress(
         .await
         .unwrap();
     (gw, entry)
+}
+
+/// What the test relay does with the k-th packet (from 1) from the ingress towards the egress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hop {
+    Pass,
+    /// Lost on the air link.
+    Drop,
+    /// Sent from a second socket (another source port, a NAT rebinding); what the egress
+    /// answers there is dropped, as it would go astray on a real link.
+    Flip,
+}
+
+/// A relay rule: `hop` for every packet `k` in `range` with `k % every == at`, the rest pass.
+pub fn every(range: std::ops::Range<u64>, every: u64, at: u64, hop: Hop) -> impl Fn(u64) -> Hop {
+    move |k| {
+        if range.contains(&k) && k % every == at {
+            hop
+        } else {
+            Hop::Pass
+        }
+    }
+}
+
+/// A UDP relay between an ingress (whoever is not `egress`) and `egress` that applies `rule` to
+/// each packet towards the egress; packets back pass. Returns its address and how many
+/// packets `rule` did not pass. Its tasks end with the test's runtime.
+pub async fn relay(
+    egress: SocketAddr,
+    rule: impl Fn(u64) -> Hop + Send + 'static,
+) -> (SocketAddr, Arc<AtomicU64>) {
+    let s = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let alt = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let a = s.local_addr().unwrap();
+    let touched = Arc::new(AtomicU64::new(0));
+    let t2 = touched.clone();
+    let alt2 = alt.clone();
+    tokio::spawn(async move {
+        let mut b = vec![0u8; 65_536];
+        while alt2.recv_from(&mut b).await.is_ok() {}
+    });
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        let mut ingress = None;
+        let mut k = 0u64;
+        while let Ok((n, from)) = s.recv_from(&mut buf).await {
+            if from == egress {
+                if let Some(i) = ingress {
+                    let _ = s.send_to(&buf[..n], i).await;
+                }
+                continue;
+            }
+            ingress = Some(from);
+            k += 1;
+            let out = match rule(k) {
+                Hop::Pass => &s,
+                Hop::Drop => {
+                    t2.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                Hop::Flip => {
+                    t2.fetch_add(1, Ordering::Relaxed);
+                    &alt
+                }
+            };
+            let _ = out.send_to(&buf[..n], egress).await;
+        }
+    });
+    (a, touched)
+}
+
+/// The index a test datagram starts with (4 bytes, big endian), after checking the datagram
+/// is exactly what `make` builds for that index.
+pub fn index_of(d: &[u8], make: fn(u32) -> Vec<u8>) -> u32 {
+    let i = u32::from_be_bytes(d[..4].try_into().expect("a datagram of 4 bytes or more"));
+    assert_eq!(d, &make(i)[..], "datagram {i} altered");
+    i
+}
+
+/// A UDP destination on loopback that echoes every datagram and records its index (checked
+/// against `make`, see [`index_of`]); returns its address and the indices in arrival order.
+pub async fn echo_dest(make: fn(u32) -> Vec<u8>) -> (SocketAddr, Arc<Mutex<Vec<u32>>>) {
+    let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = dest.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        let mut b = vec![0u8; 65_536];
+        while let Ok((n, from)) = dest.recv_from(&mut b).await {
+            seen2.lock().unwrap().push(index_of(&b[..n], make));
+            let _ = dest.send_to(&b[..n], from).await;
+        }
+    });
+    (addr, seen)
 }

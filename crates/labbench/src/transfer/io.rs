@@ -17,7 +17,30 @@ const BLOCKS_PER_WRITE: u32 = 4;
 pub(super) const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// The receiver tells the sender it is ready (with QUIC, the certificate to trust).
-pub(super) type Ready = mpsc::SyncSender<Result<Option<Arc<Vec<u8>>>>>;
+pub(super) type Ready = mpsc::SyncSender<Result<Trust>>;
+
+/// What a sender must trust to reach the receiver: QUIC's self-signed certificate (DER).
+pub(super) type Trust = Option<Arc<Vec<u8>>>;
+
+/// A receiver's bind, reported to the sender waiting on `ready` (with what it must trust, for
+/// QUIC) and returned; a failure is reported and returned as `"{what}: {error}"`.
+pub(super) fn report_bound<T, E: std::fmt::Display>(
+    bound: std::result::Result<(T, Trust), E>,
+    what: &str,
+    ready: &Ready,
+) -> Result<T> {
+    match bound {
+        Ok((t, trust)) => {
+            let _ = ready.send(Ok(trust));
+            Ok(t)
+        }
+        Err(e) => {
+            let msg = format!("{what}: {e:#}");
+            let _ = ready.send(Err(anyhow!("{msg}")));
+            Err(anyhow!(msg))
+        }
+    }
+}
 
 /// Writes every block (stamped at write time) unless the deadline comes first.
 pub(super) async fn write_blocks<W: AsyncWrite + Unpin>(

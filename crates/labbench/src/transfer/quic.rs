@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use tokio::time::timeout_at;
 
-use super::io::{deadline_of, write_blocks, Ready, CLOSE_GRACE};
+use super::io::{deadline_of, report_bound, write_blocks, Ready, CLOSE_GRACE};
 use crate::payload::{Clock, Sink, Source};
 
 fn quic_server(addr: SocketAddr) -> Result<(quinn::Endpoint, Vec<u8>)> {
@@ -35,17 +35,8 @@ pub(super) async fn recv_quic(
     cap: Duration,
     ready: Ready,
 ) -> Result<Instant> {
-    let ep = match quic_server(addr) {
-        Ok((ep, der)) => {
-            let _ = ready.send(Ok(Some(Arc::new(der))));
-            ep
-        }
-        Err(e) => {
-            let msg = format!("{e:#}");
-            let _ = ready.send(Err(e));
-            bail!("QUIC server: {msg}");
-        }
-    };
+    let bound = quic_server(addr).map(|(ep, der)| (ep, Some(Arc::new(der))));
+    let ep = report_bound(bound, "QUIC server", &ready)?;
     let deadline = deadline_of(cap);
     let result = async {
         let incoming = timeout_at(deadline, ep.accept())

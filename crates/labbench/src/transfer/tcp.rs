@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout_at;
 
-use super::io::{deadline_of, write_blocks, Ready};
+use super::io::{deadline_of, report_bound, write_blocks, Ready};
 use super::spec::Cc;
 use crate::payload::{Clock, Sink, Source};
 
@@ -18,16 +18,8 @@ pub(super) async fn recv_tcp(
     cap: Duration,
     ready: Ready,
 ) -> Result<Instant> {
-    let listener = match tokio::net::TcpListener::bind(addr).await {
-        Ok(l) => {
-            let _ = ready.send(Ok(None));
-            l
-        }
-        Err(e) => {
-            let _ = ready.send(Err(anyhow!("bind {addr}: {e}")));
-            bail!("bind {addr}: {e}");
-        }
-    };
+    let bound = tokio::net::TcpListener::bind(addr).await;
+    let listener = report_bound(bound.map(|l| (l, None)), &format!("bind {addr}"), &ready)?;
     let deadline = deadline_of(cap);
     let (mut s, _) = timeout_at(deadline, listener.accept())
         .await

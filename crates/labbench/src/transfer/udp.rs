@@ -3,10 +3,10 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use tokio::time::timeout_at;
 
-use super::io::{deadline_of, Ready};
+use super::io::{deadline_of, report_bound, Ready};
 use super::spec::UDP_BLOCK;
 use crate::payload::{Clock, Sink, Source};
 
@@ -20,16 +20,8 @@ pub(super) async fn recv_udp(
     cap: Duration,
     ready: Ready,
 ) -> Result<Instant> {
-    let sock = match aerotp_net::udp_socket(addr) {
-        Ok(s) => {
-            let _ = ready.send(Ok(None));
-            s
-        }
-        Err(e) => {
-            let _ = ready.send(Err(anyhow!("bind {addr}: {e}")));
-            bail!("bind {addr}: {e}");
-        }
-    };
+    let bound = aerotp_net::udp_socket(addr).map(|s| (s, None));
+    let sock = report_bound(bound, &format!("bind {addr}"), &ready)?;
     let deadline = deadline_of(cap);
     let mut buf = vec![0u8; 65536];
     loop {
