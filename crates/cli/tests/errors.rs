@@ -124,6 +124,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
     const BER: &[&str] = &["1", "0.5", "-1e-5", "NaN", "inf", ""];
     const ADDR: &[&str] = &["", "garbage", "1.2.3.4", "1.2.3.4:99999", "[::1]"];
     const COUNT: &[&str] = &["0", "-1", "99999999999999999999", "", "many"];
+    const ERASURE: &[&str] = &["", "1", "0.5", "5", "NaN", "inf", "lots"];
     const SIZE: &[&str] = &["0", "-1", "", "1e400", "huge", "99999999TB"];
     const UNWRITABLE: &[&str] = &["/proc/aerotp/x.out", "/nonexistent-dir/x.out", ""];
     // Command prefixes that are valid on their own (a bad flag appended must be refused).
@@ -178,6 +179,9 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         (send, "--fec", &["-1", "999", "pNaN", "", "lots"]),
         (send, "--mack", COUNT),
         (send, "--mtu", COUNT),
+        (send, "--erasure", ERASURE),
+        (send, "--max-delay", DUR),
+        (send, "--erasure-target", PROB),
         (send, "--initial-ber", BER),
         (send, "--connect-timeout", DUR),
         (send, "--silence-timeout", DUR),
@@ -226,6 +230,9 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         (sim, "--mtu", COUNT),
         (sim, "--fec", &["-1", "999", ""]),
         (sim, "--mack", COUNT),
+        (sim, "--erasure", ERASURE),
+        (sim, "--max-delay", DUR),
+        (sim, "--erasure-target", PROB),
         (sim, "--runs", COUNT),
         (sim, "--seed", &["-1", "", "many"]),
         (sim, "--pcap", UNWRITABLE),
