@@ -27,7 +27,6 @@ use aerotp_gw::config::FileConfig;
 use aerotp_gw::transparent::{DestRule, RuleSpec, TransparentSpec};
 use aerotp_gw::Gateway;
 use aerotp_lab::{Lab, LabConfig, LinkConfig, Side};
-use sha2::{Digest, Sha256};
 
 fn lab_available() -> bool {
     if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
@@ -308,7 +307,7 @@ fn telemetry(i: u32) -> Vec<u8> {
 }
 
 fn sha(p: &Path) -> Vec<u8> {
-    Sha256::digest(std::fs::read(p).expect("read")).to_vec()
+    aerotp_testkit::sha256_file(p).to_vec()
 }
 
 const FILE_BYTES: usize = 10_000_000;

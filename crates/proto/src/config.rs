@@ -1,9 +1,9 @@
 //! Connection and endpoint settings, with validation that says what is wrong.
 
+pub use crate::config_error::ConfigError;
 use crate::erasure::ErasureSetting;
 use aerotp_wire::Mode;
 use std::time::Duration;
-use thiserror::Error;
 
 /// How strong the per-TPDU forward error correction is.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -223,48 +223,6 @@ impl Default for EndpointConfig {
             max_datagrams: 4096,
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum ConfigError {
-    #[error("rate {0} b/s is too low: give at least 1000 b/s (e.g. 5mbit)")]
-    Rate(u64),
-    #[error("MTU {0} is out of range: give 128 to 65000 bytes")]
-    Mtu(usize),
-    #[error("MACK aggregation {0} is out of range: give 1 to 365 ACKs per MACK")]
-    Mack(u16),
-    #[error("FEC setting '{0}' is not valid: give off, auto, a word count 0-256 (papers' scale), or pN with N parity bytes per codeword (0-128)")]
-    Fec(String),
-    #[error("FEC target loss {0} must be between 0 and 1 (exclusive)")]
-    Target(f64),
-    #[error("initial BER {0} must be in [0, 0.5)")]
-    InitialBer(f64),
-    #[error("receive window {0} TPDUs is out of range: give 16 to 1048576")]
-    Window(u32),
-    #[error("send buffer {0} bytes is smaller than one MTU")]
-    SendBuffer(usize),
-    #[error("{0} ASYN copies is too many: give 0 to 16")]
-    AsynCopies(u8),
-    #[error("return-link rate {0} b/s is too low: give at least 1000 b/s (e.g. 10kbit), or leave it unset to use the connection's rate")]
-    ReturnRate(u64),
-    #[error("feedback share {0} is out of range: give a fraction of the return link in (0, 1], e.g. 0.1")]
-    FeedbackShare(f64),
-    #[error("erasure setting '{0}' is not valid: give off, auto, or a ratio of wire TPDUs to data TPDUs in (1, 4], e.g. 1.25")]
-    Erasure(String),
-    #[error("erasure target residual loss {0} must be between 0 and 1 (exclusive), e.g. 1e-4")]
-    ErasureTarget(f64),
-    #[error("erasure max-delay {0:?} is out of range: give 1 ms to 60 s, e.g. 500ms")]
-    ErasureDelay(Duration),
-    #[error("erasure ratio {0} is out of range: give 1 to 4 wire TPDUs per data TPDU")]
-    ErasureRatio(f64),
-    #[error("erasure initial loss {0} must be in [0, 0.5)")]
-    ErasureInitialLoss(f64),
-    #[error("erasure window {0} is out of range: give 2 to 4096 TPDUs")]
-    ErasureWindow(usize),
-    #[error("ack_every must be at least 1")]
-    AckEvery,
-    #[error("timers must be non-zero")]
-    ZeroTimer,
 }
 
 #[cfg(test)]

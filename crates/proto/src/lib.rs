@@ -5,6 +5,7 @@
 
 mod codec;
 mod config;
+mod config_error;
 mod connection;
 mod endpoint;
 mod erasure;

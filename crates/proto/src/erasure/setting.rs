@@ -1,7 +1,7 @@
 //! The erasure-coding setting of a connection: off, adaptive, or a fixed ratio, with the
 //! residual-loss target and the delay bound the adaptive choice works to.
 
-use crate::config::ConfigError;
+use crate::config_error::ConfigError;
 use aerotp_wire::Mode;
 use std::time::Duration;
 

@@ -1,0 +1,210 @@
+//! The sending side of a connection: what goes out next (reset, final acknowledgement,
+//! feedback, ASYNACK, AFINACK, outage probe, repair, data) and how a TPDU is framed and paced.
+
+use super::{Connection, Role};
+use crate::codec;
+use aerotp_wire::{ControlBody, Flags, Header};
+use std::time::Duration;
+
+impl Connection {
+    fn header(&self, now: Duration, flags: Flags, seq: u64, parity: u8) -> Header {
+        Header {
+            mode: self.mode,
+            flags,
+            src_port: self.local_port,
+            dst_port: self.remote_port,
+            seq: seq as u32,
+            timestamp: self.now_us(now).max(1),
+            fec: parity,
+            tag: self.tag,
+            len: 0,
+        }
+    }
+
+    fn max_body(&self) -> usize {
+        codec::max_body(self.cfg.mtu, self.fec.parity()).saturating_sub(self.etx.body_reserve())
+    }
+
+    /// Parity for a body of `len` bytes: the current choice, reduced if it would exceed the
+    /// MTU (a TPDU cut for a weaker code is resent under a stronger one).
+    fn parity_for(&self, len: usize) -> u8 {
+        let mut p = self.fec.parity();
+        while p > 0 && codec::datagram_len(len, p).is_none_or(|l| l > self.cfg.mtu) {
+            p -= 1;
+        }
+        p
+    }
+
+    /// Writes the next datagram into `out` if the pacer allows and something is due.
+    pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> bool {
+        if !self.pacer.ready(now) {
+            return false;
+        }
+        let start = out.len();
+        if let Some(reason) = self.rst_due.take() {
+            let body = ControlBody {
+                reset: Some(reason),
+                ..Default::default()
+            };
+            return self.emit_control(now, Flags::empty(), &body, out, start);
+        }
+        if self.closed.is_some() {
+            if !std::mem::take(&mut self.final_ack_due) {
+                return false;
+            }
+            let body = ControlBody {
+                ack: Some(self.rx.final_ack()),
+                ..Default::default()
+            };
+            return self.emit_control(now, Flags::AFIN, &body, out, start);
+        }
+        if let Some(mut body) = self.rx.poll_feedback(now) {
+            let mut extra = Flags::empty();
+            if self.asynack_due {
+                self.asynack_due = false;
+                extra = Flags::ASYN;
+                if body.mack.is_none() {
+                    body.mack = Some(self.asynack_mack(now));
+                    body.ack = None;
+                }
+            }
+            return self.emit_control(now, extra, &body, out, start);
+        }
+        if self.asynack_due {
+            self.asynack_due = false;
+            let body = ControlBody {
+                mack: Some(self.asynack_mack(now)),
+                ..Default::default()
+            };
+            return self.emit_control(now, Flags::ASYN, &body, out, start);
+        }
+        if self.afinack_due {
+            self.afinack_due = false;
+            self.afinack_sent = true;
+            let body = ControlBody {
+                ack: Some(self.rx.final_ack()),
+                report: Some(self.rx.report()),
+                ..Default::default()
+            };
+            let sent = self.emit_control(now, Flags::AFIN, &body, out, start);
+            self.check_finished(now);
+            return sent;
+        }
+        if self.silent {
+            if !std::mem::take(&mut self.probe_pending) {
+                return false;
+            }
+            // An outage probe: an empty NACK (docs/spec.md §4), a header's worth of bytes,
+            // which the peer answers with its feedback. Never data into a dead link.
+            self.tx.stats.probes += 1;
+            let body = ControlBody {
+                nack: Some(aerotp_wire::Nack::default()),
+                ..Default::default()
+            };
+            return self.emit_control(now, Flags::empty(), &body, out, start);
+        }
+        if self.paused && !self.tx.has_retransmission() {
+            // Suspected outage: no new data or repairs until the peer is heard or the probes
+            // start (a timeout's single retransmission still goes).
+            return false;
+        }
+        self.etx
+            .update(now, self.rtt.smoothed(), self.pacer.rate(), self.cfg.mtu);
+        self.tx
+            .set_repair_wait(self.etx.repair_wait(self.rtt.smoothed()));
+        if !self.tx.has_retransmission() && !self.tx.asyn_pending() {
+            let idle = !self.tx.has_new();
+            if let Some(body) = self.etx.poll_repair(now, idle) {
+                return self.emit_repair(now, &body, out, start);
+            }
+        }
+        let max_body = self.max_body();
+        let asyn = self.role == Role::Initiator;
+        let Some(o) = self.tx.next_outgoing(now, max_body, asyn) else {
+            return false;
+        };
+        if !o.retransmission {
+            self.etx.on_data_sent(now, o.seq, o.flags, &o.body);
+        }
+        if o.flags.contains(Flags::AFIN) && self.fin_sent_at.is_none() {
+            self.fin_sent_at = Some(now);
+        }
+        if !o.retransmission {
+            if let Some(t) = self
+                .send_trace
+                .as_mut()
+                .filter(|t| t.len() < crate::receiver::TRACE_LIMIT)
+            {
+                t.push((o.seq, now));
+            }
+        }
+        let parity = self.parity_for(o.body.len());
+        let h = self.header(now, o.flags, o.seq, parity);
+        if codec::encode(h, &o.body, out).is_err() {
+            out.truncate(start);
+            return false;
+        }
+        self.account(now, out.len() - start, false);
+        self.check_writable();
+        true
+    }
+
+    /// The ASYNACK's MACK. It echoes the ASYN's timestamp, so the initiator has a round-trip
+    /// sample (and a timeout fitted to the path, not the 3 × `initial_rtt` guess) from the
+    /// moment it is connected: a first data TPDU lost with its gap MACK is then repaired in
+    /// about one timeout of the real path.
+    fn asynack_mack(&self, now: Duration) -> aerotp_wire::Mack {
+        let (ts_echo, ack_delay) = self.rx.echo(now);
+        aerotp_wire::Mack {
+            ack: self.rx.final_ack(),
+            ts_echo,
+            ack_delay,
+            max_delay: self.rx.max_delay_ms(),
+            entries: Vec::new(),
+            ranges: Vec::new(),
+        }
+    }
+
+    fn emit_control(
+        &mut self,
+        now: Duration,
+        extra: Flags,
+        body: &ControlBody,
+        out: &mut Vec<u8>,
+        start: usize,
+    ) -> bool {
+        let mut bytes = Vec::with_capacity(body.len());
+        if body.emit(&mut bytes).is_err() {
+            return false;
+        }
+        let parity = self.parity_for(bytes.len());
+        let h = self.header(now, body.flags() | extra, self.tx.next_seq(), parity);
+        if codec::encode(h, &bytes, out).is_err() {
+            out.truncate(start);
+            return false;
+        }
+        self.account(now, out.len() - start, true);
+        true
+    }
+
+    /// A repair TPDU (docs/spec.md §7): numbered like a control TPDU, under the per-TPDU FEC.
+    fn emit_repair(&mut self, now: Duration, body: &[u8], out: &mut Vec<u8>, start: usize) -> bool {
+        let parity = self.parity_for(body.len());
+        let h = self.header(now, Flags::REPAIR, self.tx.next_seq(), parity);
+        if codec::encode(h, body, out).is_err() {
+            out.truncate(start);
+            return false;
+        }
+        self.account(now, out.len() - start, false);
+        true
+    }
+
+    fn account(&mut self, now: Duration, len: usize, control: bool) {
+        self.pacer.on_sent(now, len);
+        self.stats_wire.datagrams_sent += 1;
+        self.stats_wire.bytes_sent_wire += len as u64;
+        if control {
+            self.stats_wire.control_sent += 1;
+        }
+    }
+}
