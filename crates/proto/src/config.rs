@@ -204,6 +204,8 @@ pub struct EndpointConfig {
     pub max_events: usize,
     /// Most datagram-mode messages queued for the application.
     pub max_datagrams: usize,
+    /// Pre-shared-key authentication of every TPDU (docs/security.md); `None`: off.
+    pub auth: Option<crate::auth::AuthConfig>,
 }
 
 impl Default for EndpointConfig {
@@ -212,12 +214,15 @@ impl Default for EndpointConfig {
             max_connections: 1024,
             max_events: 4096,
             max_datagrams: 4096,
+            auth: None,
         }
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum ConfigError {
+    #[error("authentication: {0}")]
+    Auth(#[from] crate::auth::AuthError),
     #[error("rate {0} b/s is too low: give at least 1000 b/s (e.g. 5mbit)")]
     Rate(u64),
     #[error("MTU {0} is out of range: give 128 to 65000 bytes")]

@@ -3,6 +3,7 @@
 //! from the seed given to [`Endpoint::new`]. Drive it with `handle_datagram`,
 //! `handle_timeout`, `poll_transmit`, `poll_timeout` and `poll_event`.
 
+mod auth;
 mod codec;
 mod config;
 mod connection;
@@ -17,6 +18,7 @@ mod sender;
 mod state;
 
 pub use aerotp_wire::Mode;
+pub use auth::{AuthConfig, AuthError, AuthKey, KeySet, KEY_LEN, REPLAY_PEERS, REPLAY_WINDOW};
 pub use codec::{datagram_len, max_body};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting};
 pub use connection::{CloseOutcome, ConnectionStats, Role};

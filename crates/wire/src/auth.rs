@@ -135,7 +135,10 @@ mod tests {
         assert_eq!(Header::parse_any(&b), Ok((h, true)));
         assert_eq!(Header::parse_any(&h.to_bytes()), Ok((h, false)));
         // A part that does not know the bit sees an unknown mode, never a plain TPDU.
-        assert_eq!(Header::parse(&b), Err(WireError::Mode(8 + Mode::HybridNack as u8)));
+        assert_eq!(
+            Header::parse(&b),
+            Err(WireError::Mode(8 + Mode::HybridNack as u8))
+        );
         let mut bad = b;
         bad[5] ^= 1;
         assert_eq!(Header::parse_any(&bad), Err(WireError::HeaderCheck));
