@@ -59,7 +59,7 @@ fn seal_open_round_trip_clear_and_encrypted_with_and_without_fec() {
             );
             // Clear bodies are visible on the wire, encrypted ones are not.
             let at = HEADER_LEN + 1 + NONCE_LEN;
-            assert_eq!(&d[at..at + 1200] == &body()[..], !encrypt);
+            assert_eq!(d[at..at + 1200] == body()[..], !encrypt);
             let r = open(&mut b, &d).unwrap();
             assert_eq!(r.body, body());
             assert_eq!(r.header.len, 1200);
