@@ -57,6 +57,8 @@ pub struct Args {
     json: bool,
     #[command(flatten)]
     observe: ObserveFlags,
+    #[command(flatten)]
+    key: crate::key_flags::KeyFlags,
 }
 
 /// Lingering after the peer's AFIN (late retransmissions); short, for a prompt exit.
@@ -261,7 +263,7 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     let target = resolve(&args.to).await?;
     // The capture file first: a path that cannot be written stops us before any traffic.
     let mut obs = args.observe.open_capture()?;
-    let ep = Endpoint::bind(local_any(target), EndpointConfig::default())
+    let ep = Endpoint::bind(local_any(target), args.key.apply(EndpointConfig::default())?)
         .map_err(|e| SendError::Local(e.into()))?;
     obs.attach(&args.observe, &ep).await?;
     let header = encode_header(&name, size);
