@@ -25,7 +25,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::Endpoint;
 
-
 /// The `format` value of the files this version reads and writes.
 pub const FORMAT: &str = "aerotp-psk-1";
 /// Longest key file read: a real one is under 300 bytes.
@@ -47,7 +46,9 @@ pub enum KeyFileError {
         path: String,
         mode: u32,
     },
-    #[error("{flag} {path}: not a regular file; give the path of a key file written by `aerotp keygen`")]
+    #[error(
+        "{flag} {path}: not a regular file; give the path of a key file written by `aerotp keygen`"
+    )]
     NotAFile { flag: String, path: String },
     #[error("{flag} {path}: {what}; a key file is TOML written by `aerotp keygen`: format = \"{FORMAT}\", [current] with id (0-127) and key (64 hex digits), optional [previous]")]
     Contents {
@@ -297,7 +298,9 @@ pub fn watch(ep: &Endpoint, path: PathBuf, flag: String) {
                     ),
                     Err(e) => tracing::warn!(error = %e, "key file not applied"),
                 },
-                Err(e) => tracing::warn!(error = %e, "key file changed but does not load; keeping the keys in use"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "key file changed but does not load; keeping the keys in use")
+                }
             }
         }
     });
