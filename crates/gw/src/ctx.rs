@@ -191,6 +191,22 @@ pub struct Ctx {
     pub reg: Arc<Registry>,
 }
 
+/// Binds the gateway's AeroTP endpoint on `addr`, authenticated when the settings name a key
+/// file (read and checked now; then followed, so a rotated key is taken without a restart).
+pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow::Result<Endpoint> {
+    let mut cfg = aerotp_net::EndpointConfig::default();
+    let flag = "key_file (--key-file or the `key_file` key)";
+    if let Some(path) = &settings.key_file {
+        let keys = aerotp_net::keyfile::load(path, flag)?;
+        cfg.auth = Some(aerotp_net::keyfile::auth_config(keys, settings.encrypt)?);
+    }
+    let ep = Endpoint::bind(addr, cfg)?;
+    if let Some(path) = &settings.key_file {
+        aerotp_net::keyfile::watch(&ep, path.clone(), flag.into());
+    }
+    Ok(ep)
+}
+
 impl Ctx {
     /// The context of a gateway of `role` on endpoint `ep`; starts its scheduler.
     pub fn new(settings: Settings, ep: Endpoint, role: Role) -> Arc<Ctx> {
