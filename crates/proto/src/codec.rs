@@ -85,6 +85,8 @@ pub fn decode(
     let bits = datagram.len() * 8;
     let first = parse_tpdu_any(datagram);
     if let Ok((t, auth)) = &first {
+        // (An authenticated TPDU without parity comes back with `body_ok` unchecked: its
+        // tag, verified next, covers everything the CRC-32C would; docs/spec.md §7.)
         if t.body_ok && trailer_fits(datagram.len(), usize::from(t.header.len), t.header.fec) {
             return Ok(Received {
                 header: t.header,

@@ -78,7 +78,9 @@ pub struct EndpointStats {
     pub refused: u64,
     pub datagrams_delivered: u64,
     pub datagrams_dropped: u64,
-    /// Authentication (docs/security.md): dropped before anything acted on them.
+    /// Authentication (docs/security.md): TPDUs whose tag verified.
+    pub auth_verified: u64,
+    /// Dropped by authentication before anything acted on them.
     /// The tag did not verify: forged, or another key under the same id.
     pub auth_failed: u64,
     /// Sealed with a key id this endpoint does not hold.
@@ -562,7 +564,10 @@ impl Endpoint {
             return true;
         };
         match a.open(r) {
-            Ok(()) => true,
+            Ok(()) => {
+                self.stats.auth_verified += 1;
+                true
+            }
             Err(why) => {
                 let s = &mut self.stats;
                 *match why {

@@ -69,11 +69,7 @@ impl Header {
     /// The header's 20 bytes with the AUTH bit set and the HEC computed over them: what an
     /// authenticated TPDU carries, and the AEAD's associated data.
     pub fn to_bytes_auth(&self) -> [u8; HEADER_LEN] {
-        let mut h = self.to_bytes();
-        h[0] |= AUTH_BIT;
-        let c = crate::checks::hec(&h[..18]);
-        h[18..20].copy_from_slice(&c.to_be_bytes());
-        h
+        self.to_bytes_with(AUTH_BIT)
     }
 
     /// Parses a header that may carry the AUTH bit; says whether it did. [`Header::parse`]
@@ -98,11 +94,7 @@ impl Header {
         if crate::checks::hec(&raw[..18]) != u16::from_be_bytes([raw[18], raw[19]]) {
             return Err(WireError::HeaderCheck);
         }
-        let mut plain = raw;
-        plain[0] &= !AUTH_BIT;
-        let c = crate::checks::hec(&plain[..18]);
-        plain[18..20].copy_from_slice(&c.to_be_bytes());
-        Header::parse(&plain).map(|h| (h, true))
+        Header::fields(&raw, raw[0] & 0x0F & !AUTH_BIT).map(|h| (h, true))
     }
 }
 

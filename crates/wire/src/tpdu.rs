@@ -27,13 +27,20 @@ pub fn parse_tpdu(buf: &[u8]) -> Result<Tpdu<'_>, WireError> {
 }
 
 /// As [`parse_tpdu`], but also accepts an authenticated TPDU (docs/spec.md §7) and says
-/// whether it is one; its body is then the envelope, still sealed.
+/// whether it is one; its body is then the envelope, still sealed. The CRC-32C of an
+/// authenticated TPDU without parity is not computed (`body_ok` is true): there is nothing
+/// FEC could correct, and the AEAD tag the receiver verifies covers every byte it would.
 pub fn parse_tpdu_any(buf: &[u8]) -> Result<(Tpdu<'_>, bool), WireError> {
     let (header, auth) = Header::parse_any(buf)?;
-    Ok((parse_rest(buf, header)?, auth))
+    let skip_crc = auth && header.fec == 0;
+    Ok((parse_body(buf, header, skip_crc)?, auth))
 }
 
 fn parse_rest(buf: &[u8], header: Header) -> Result<Tpdu<'_>, WireError> {
+    parse_body(buf, header, false)
+}
+
+fn parse_body(buf: &[u8], header: Header, skip_crc: bool) -> Result<Tpdu<'_>, WireError> {
     let len = usize::from(header.len);
     let end = HEADER_LEN + len + CRC_LEN;
     if buf.len() < end {
@@ -45,7 +52,7 @@ fn parse_rest(buf: &[u8], header: Header) -> Result<Tpdu<'_>, WireError> {
     }
     let body = &buf[HEADER_LEN..HEADER_LEN + len];
     let stored = u32::from_be_bytes([buf[end - 4], buf[end - 3], buf[end - 2], buf[end - 1]]);
-    let body_ok = crc32c(body) == stored;
+    let body_ok = skip_crc || crc32c(body) == stored;
     Ok(Tpdu {
         header,
         body,

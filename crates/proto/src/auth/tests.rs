@@ -110,10 +110,18 @@ fn tampering_with_any_byte_is_refused_even_with_checks_recomputed() {
                 assert!(got.is_err(), "flip {bit:#x} of byte {i} was accepted");
             }
         }
-        // Plain CRC/HEC damage (a noisy link, no FEC) is refused too, as unverifiable.
+        // Damage on a noisy link without FEC: the CRC is not even computed, the tag refuses it.
         let mut t = d.clone();
         t[HEADER_LEN + 5] ^= 1;
+        assert_eq!(open(&mut b, &t).unwrap_err(), Some(Refusal::Failed));
+        // With FEC, damage beyond correction fails the CRC-32C and is refused unverified.
+        let f = sealed(&mut a, header(Flags::empty(), 2), body);
+        let mut t = f.clone();
+        for i in HEADER_LEN + 2..HEADER_LEN + 40 {
+            t[i] ^= 0xFF;
+        }
         assert_eq!(open(&mut b, &t).unwrap_err(), Some(Refusal::Corrupted));
+        assert!(open(&mut b, &f).is_ok());
         // The untouched original still opens: refusals changed nothing.
         assert!(open(&mut b, &d).is_ok());
     }
