@@ -450,6 +450,17 @@ impl Endpoint {
     /// Takes in one datagram from `remote`.
     pub fn handle_datagram(&mut self, now: Duration, remote: SocketAddr, datagram: &[u8]) {
         self.stats.datagrams_in += 1;
+        // With a key, a TPDU whose intact header says it is not authenticated is refused
+        // before FEC, CRC and copy: the cheapest way out for the commonest forgery.
+        if self.auth.is_some()
+            && datagram
+                .first()
+                .is_some_and(|b| b & aerotp_wire::AUTH_BIT == 0)
+            && Header::parse(datagram).is_ok()
+        {
+            self.stats.auth_missing += 1;
+            return;
+        }
         let hint = self.hints.get(&remote).copied();
         let mut r = match codec::decode(datagram, hint, &mut self.scratch) {
             Ok(r) => r,

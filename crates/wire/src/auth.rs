@@ -69,7 +69,7 @@ impl Header {
     /// The header's 20 bytes with the AUTH bit set and the HEC computed over them: what an
     /// authenticated TPDU carries, and the AEAD's associated data.
     pub fn to_bytes_auth(&self) -> [u8; HEADER_LEN] {
-        self.to_bytes_with(AUTH_BIT)
+        self.encode_with(AUTH_BIT)
     }
 
     /// Parses a header that may carry the AUTH bit; says whether it did. [`Header::parse`]

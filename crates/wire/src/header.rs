@@ -127,11 +127,11 @@ impl Header {
 
     /// The header's 20 bytes, HEC included.
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
-        self.to_bytes_with(0)
+        self.encode_with(0)
     }
 
     /// The header's 20 bytes with `bits` set in byte 0 (the AUTH bit) before the HEC.
-    pub(crate) fn to_bytes_with(&self, bits: u8) -> [u8; HEADER_LEN] {
+    pub(crate) fn encode_with(&self, bits: u8) -> [u8; HEADER_LEN] {
         let mut h = [0u8; HEADER_LEN];
         h[0] = (VERSION << 4) | (self.mode as u8) | bits;
         h[1] = self.flags.0;

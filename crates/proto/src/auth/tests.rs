@@ -117,8 +117,8 @@ fn tampering_with_any_byte_is_refused_even_with_checks_recomputed() {
         // With FEC, damage beyond correction fails the CRC-32C and is refused unverified.
         let f = sealed(&mut a, header(Flags::empty(), 2), body);
         let mut t = f.clone();
-        for i in HEADER_LEN + 2..HEADER_LEN + 40 {
-            t[i] ^= 0xFF;
+        for b in &mut t[HEADER_LEN + 2..HEADER_LEN + 40] {
+            *b ^= 0xFF;
         }
         assert_eq!(open(&mut b, &t).unwrap_err(), Some(Refusal::Corrupted));
         assert!(open(&mut b, &f).is_ok());
