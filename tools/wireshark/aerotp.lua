@@ -6,7 +6,7 @@
 -- and the control bodies (ACK, MACK, NACK, SNACK, RPT, RST) in their wire order. Sequence
 -- analysis marks a data TPDU whose number was seen before in the same direction (and capture
 -- interface) as a retransmission, and one older than the newest seen as out of order.
--- Authenticated TPDUs (AUTH bit, spec §7) show their envelope: key id, whether the body is
+-- Authenticated TPDUs (AUTH bit, spec §8) show their envelope: key id, whether the body is
 -- encrypted, the nonce (sender instance and packet number) and the AEAD tag. The dissector
 -- holds no key, so it cannot verify a tag or decrypt a body: it says so on every such TPDU;
 -- control bodies sent in clear are decoded as usual.

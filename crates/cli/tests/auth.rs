@@ -233,7 +233,8 @@ fn encrypted_transfer_arrives_intact_and_another_key_gets_nowhere() {
         .spawn()
         .unwrap();
     let o = wait_bounded(wrong, Duration::from_secs(30)).expect("wrong-key send ends");
-    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Never answered: the "no answer" exit code (3), as for a dead address.
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(!Path::new(&out).exists() || std::fs::read(&out).unwrap().is_empty());
     // The right key, encrypted.
     let good = bin()

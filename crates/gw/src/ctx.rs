@@ -222,6 +222,18 @@ impl Ctx {
         })
     }
 
+    /// The MTU left for a TPDU before authentication adds its envelope (the whole MTU
+    /// without a key): what a datagram-mode fragment must fit.
+    pub fn sealed_mtu(&self) -> usize {
+        if self.ep.authenticated() {
+            self.settings
+                .mtu
+                .saturating_sub(aerotp_proto::AUTH_OVERHEAD)
+        } else {
+            self.settings.mtu
+        }
+    }
+
     pub fn role(&self) -> Role {
         self.reg.role
     }

@@ -2,7 +2,7 @@
 //! transfer, first clean, then with 10^6 forged TPDUs sent at the receiver while it runs, then
 //! with forged RSTs. Forgeries are built as an attacker who sees the traffic would build
 //! them: the live connection's ports, tag and sequence numbers, valid HEC and CRC-32C —
-//! plain TPDUs (no key), and TPDUs sealed by the format of docs/spec.md §7 with a wrong key.
+//! plain TPDUs (no key), and TPDUs sealed by the format of docs/spec.md §8 with a wrong key.
 //!
 //! `cargo run --release -p aerotp-net --example forgery -- [--size 300MB] [--rate 200mbit]
 //! [--forged 1000000] [--flood-rate 100000] [--runs 3]` prints one line per run and the

@@ -1,5 +1,5 @@
 //! Authenticated (and optionally encrypted) TPDUs with a pre-shared key (docs/security.md,
-//! wire layout in docs/spec.md §7).
+//! wire layout in docs/spec.md §8).
 //!
 //! The endpoint seals every datagram it sends — data, ASYN, control, RST, datagram mode — and
 //! opens every one it receives before anything acts on it. Sealing happens on the datagram a
@@ -21,6 +21,7 @@ use aerotp_wire::{crc32c, Envelope, Header, AUTH_OVERHEAD, HEADER_LEN, MAX_KEY_I
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::net::SocketAddr;
 use thiserror::Error;
 
 /// Bytes of a pre-shared key (AES-256).
@@ -219,6 +220,9 @@ pub(crate) struct Auth {
     instance: [u8; 4],
     next_pn: u64,
     replay: ReplayTable,
+    /// The key id each peer address last sealed with, so answers go out in a key the peer
+    /// holds while a rotation is under way (bounded by [`REPLAY_PEERS`]).
+    peer_key: HashMap<SocketAddr, u8>,
     buf: Vec<u8>,
 }
 
@@ -246,6 +250,7 @@ impl Auth {
             // Below 2^63: the number never wraps in an endpoint's life.
             next_pn: u64::from_be_bytes(pn) >> 1,
             replay: ReplayTable::default(),
+            peer_key: HashMap::new(),
             buf: Vec::new(),
         }
     }
@@ -259,7 +264,7 @@ impl Auth {
     /// Seals the plain datagram in `out` (header, body, CRC-32C, parity, as `codec::encode`
     /// wrote it) in place, keeping its parity unless the sealed TPDU would then exceed `mtu`.
     /// False if it cannot be sealed (not a TPDU we made, or no room even without parity).
-    pub(crate) fn seal(&mut self, out: &mut Vec<u8>, mtu: usize) -> bool {
+    pub(crate) fn seal(&mut self, out: &mut Vec<u8>, mtu: usize, to: SocketAddr) -> bool {
         let Ok(h) = Header::parse(out) else {
             return false;
         };
@@ -281,7 +286,7 @@ impl Auth {
         sh.len = len;
         sh.fec = p;
         let mut buf = std::mem::take(&mut self.buf);
-        if !self.seal_into(&sh, body, &mut buf) {
+        if !self.seal_into(&sh, body, &mut buf, to) {
             self.buf = buf;
             return false;
         }
@@ -292,7 +297,13 @@ impl Auth {
 
     /// Writes header, envelope, CRC-32C and parity of `h` (whose `len` and `fec` are final)
     /// around `body` into `buf`.
-    fn seal_into(&mut self, h: &Header, body: &[u8], buf: &mut Vec<u8>) -> bool {
+    fn seal_into(&mut self, h: &Header, body: &[u8], buf: &mut Vec<u8>, to: SocketAddr) -> bool {
+        // The current key, unless this peer last sealed with the previous one (it has not
+        // taken the rotated key yet): answer it in a key it holds.
+        let key = match (self.peer_key.get(&to), &self.previous) {
+            (Some(&id), Some(p)) if id == p.id => p,
+            _ => &self.current,
+        };
         let pn = self.next_pn;
         self.next_pn += 1;
         let mut nonce = [0u8; NONCE_LEN];
@@ -300,19 +311,17 @@ impl Auth {
         nonce[4..].copy_from_slice(&pn.to_be_bytes());
         buf.clear();
         buf.extend_from_slice(&h.to_bytes_auth());
-        buf.push(Envelope::key_byte(self.current.id, self.encrypt));
+        buf.push(Envelope::key_byte(key.id, self.encrypt));
         buf.extend_from_slice(&nonce);
         buf.extend_from_slice(body);
         let n = Nonce::assume_unique_for_key(nonce);
         let tag = if self.encrypt {
             let (aad, text) = buf.split_at_mut(PREFIX);
-            self.current
-                .key
+            key.key
                 .seal_in_place_separate_tag(n, Aad::from(&aad[..]), text)
         } else {
             // Authentication only: everything is associated data, the plaintext is empty.
-            self.current
-                .key
+            key.key
                 .seal_in_place_separate_tag(n, Aad::from(&buf[..]), &mut [])
         };
         let Ok(tag) = tag else {
@@ -332,7 +341,7 @@ impl Auth {
     /// Verifies and unwraps `r` (decoded, FEC already applied). On success `r` is the plain
     /// TPDU the connection expects; on refusal nothing has changed — the replay window is
     /// updated only after the tag verified.
-    pub(crate) fn open(&mut self, r: &mut Received) -> Result<(), Refusal> {
+    pub(crate) fn open(&mut self, r: &mut Received, from: SocketAddr) -> Result<(), Refusal> {
         if !r.auth {
             return Err(Refusal::Missing);
         }
@@ -357,7 +366,7 @@ impl Auth {
         if self.replay.seen(instance, pn) {
             return Err(Refusal::Replayed);
         }
-        let encrypted = env.encrypted;
+        let (encrypted, key_id) = (env.encrypted, env.key_id);
         let nonce = Nonce::assume_unique_for_key(env.nonce);
         let n = env.body.len();
         let hdr = r.header.to_bytes_auth();
@@ -382,6 +391,14 @@ impl Auth {
             return Err(Refusal::Failed);
         }
         self.replay.insert(instance, pn);
+        if self.peer_key.get(&from) != Some(&key_id) {
+            if self.peer_key.len() >= REPLAY_PEERS && !self.peer_key.contains_key(&from) {
+                // Forgetting means answering in the current key: what a peer that has
+                // rotated holds anyway.
+                self.peer_key.clear();
+            }
+            self.peer_key.insert(from, key_id);
+        }
         r.body.truncate(1 + NONCE_LEN + n);
         r.body.drain(..1 + NONCE_LEN);
         r.header.len = n as u16;
@@ -390,12 +407,18 @@ impl Auth {
 
     /// Seals a TPDU the endpoint itself builds (RST, replies without a connection, datagram
     /// mode) from header and body.
-    pub(crate) fn seal_new(&mut self, header: Header, body: &[u8], out: &mut Vec<u8>) -> bool {
+    pub(crate) fn seal_new(
+        &mut self,
+        header: Header,
+        body: &[u8],
+        out: &mut Vec<u8>,
+        to: SocketAddr,
+    ) -> bool {
         out.clear();
         if codec::encode(header, body, out).is_err() {
             return false;
         }
-        self.seal(out, usize::from(u16::MAX))
+        self.seal(out, usize::from(u16::MAX), to)
     }
 }
 

@@ -63,7 +63,7 @@ pub struct Received {
     pub bits: usize,
     /// Parity the datagram was protected with (as found).
     pub parity: u8,
-    /// The header carries the AUTH bit: `body` is the sealed envelope (docs/spec.md §7),
+    /// The header carries the AUTH bit: `body` is the sealed envelope (docs/spec.md §8),
     /// still to be verified by `auth::Auth::open` before anything acts on it.
     pub auth: bool,
 }
@@ -86,7 +86,7 @@ pub fn decode(
     let first = parse_tpdu_any(datagram);
     if let Ok((t, auth)) = &first {
         // (An authenticated TPDU without parity comes back with `body_ok` unchecked: its
-        // tag, verified next, covers everything the CRC-32C would; docs/spec.md §7.)
+        // tag, verified next, covers everything the CRC-32C would; docs/spec.md §8.)
         if t.body_ok && trailer_fits(datagram.len(), usize::from(t.header.len), t.header.fec) {
             return Ok(Received {
                 header: t.header,

@@ -399,7 +399,7 @@ impl Endpoint {
             mtu,
         })?;
         if let Some(a) = &mut self.auth {
-            if !a.seal(&mut out, mtu) {
+            if !a.seal(&mut out, mtu, remote) {
                 return Err(EndpointError::DatagramTooLarge {
                     len: data.len(),
                     mtu,
@@ -470,7 +470,7 @@ impl Endpoint {
             }
         };
         // Correct first (above), then verify: nothing below sees a TPDU that did not.
-        if !self.authenticate(&mut r) {
+        if !self.authenticate(&mut r, remote) {
             return;
         }
         if r.parity > 0 && r.quality != Quality::Corrupted {
@@ -566,7 +566,7 @@ impl Endpoint {
 
     /// Opens `r` when authentication is on; counts and refuses what does not verify, and any
     /// authenticated TPDU when it is off. True if `r` may go on.
-    fn authenticate(&mut self, r: &mut codec::Received) -> bool {
+    fn authenticate(&mut self, r: &mut codec::Received, from: SocketAddr) -> bool {
         let Some(a) = &mut self.auth else {
             if r.auth {
                 self.stats.auth_unexpected += 1;
@@ -574,7 +574,7 @@ impl Endpoint {
             }
             return true;
         };
-        match a.open(r) {
+        match a.open(r, from) {
             Ok(()) => {
                 self.stats.auth_verified += 1;
                 true
@@ -626,7 +626,7 @@ impl Endpoint {
         };
         let mut out = Vec::new();
         let ok = match &mut self.auth {
-            Some(a) => a.seal_new(header, &bytes, &mut out),
+            Some(a) => a.seal_new(header, &bytes, &mut out, remote),
             None => codec::encode(header, &bytes, &mut out).is_ok(),
         };
         if ok {
@@ -656,7 +656,7 @@ impl Endpoint {
                 if let Some(a) = &mut self.auth {
                     // The connection cut its TPDU for the MTU less the envelope.
                     let mtu = c.config().mtu + aerotp_wire::AUTH_OVERHEAD;
-                    if !a.seal(out, mtu) {
+                    if !a.seal(out, mtu, c.remote) {
                         // Cannot happen for a TPDU a connection cut (it left room for the
                         // envelope); if it did, it is a loss the mode repairs.
                         out.clear();

@@ -17,7 +17,7 @@ mod rtt;
 mod sender;
 mod state;
 
-pub use aerotp_wire::Mode;
+pub use aerotp_wire::{Mode, AUTH_OVERHEAD};
 pub use auth::{AuthConfig, AuthError, AuthKey, KeySet, KEY_LEN, REPLAY_PEERS, REPLAY_WINDOW};
 pub use codec::{datagram_len, max_body};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting};

@@ -1,4 +1,4 @@
-//! The authenticated TPDU envelope (docs/spec.md §7): layout only, no cryptography.
+//! The authenticated TPDU envelope (docs/spec.md §8): layout only, no cryptography.
 //!
 //! An authenticated TPDU sets bit 0x08 of byte 0 (`AUTH`) and carries, as its body, an
 //! envelope: one byte of key id and body kind, the 12-byte nonce, the body (plain or

@@ -105,7 +105,7 @@ impl Header {
     }
 
     /// The fields of a header whose HEC has been checked; `mode` is the mode nibble with any
-    /// bit the caller handles (AUTH, docs/spec.md §7) already taken out.
+    /// bit the caller handles (AUTH, docs/spec.md §8) already taken out.
     pub(crate) fn fields(h: &[u8; HEADER_LEN], mode: u8) -> Result<Header, WireError> {
         let version = h[0] >> 4;
         if version != VERSION {

@@ -26,7 +26,7 @@ pub fn parse_tpdu(buf: &[u8]) -> Result<Tpdu<'_>, WireError> {
     parse_rest(buf, header)
 }
 
-/// As [`parse_tpdu`], but also accepts an authenticated TPDU (docs/spec.md §7) and says
+/// As [`parse_tpdu`], but also accepts an authenticated TPDU (docs/spec.md §8) and says
 /// whether it is one; its body is then the envelope, still sealed. The CRC-32C of an
 /// authenticated TPDU without parity is not computed (`body_ok` is true): there is nothing
 /// FEC could correct, and the AEAD tag the receiver verifies covers every byte it would.

@@ -2,6 +2,10 @@ use super::*;
 use crate::codec::{decode, encode, Quality};
 use aerotp_wire::{hec, Flags, Mode, AUTH_BIT};
 
+fn peer() -> SocketAddr {
+    "192.0.2.1:9000".parse().unwrap()
+}
+
 fn key(id: u8, fill: u8) -> AuthKey {
     AuthKey::new(id, [fill; KEY_LEN]).unwrap()
 }
@@ -31,13 +35,13 @@ fn header(flags: Flags, fec: u8) -> Header {
 fn sealed(a: &mut Auth, h: Header, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     encode(h, body, &mut out).unwrap();
-    assert!(a.seal(&mut out, 1500));
+    assert!(a.seal(&mut out, 1500, peer()));
     out
 }
 
 fn open(b: &mut Auth, d: &[u8]) -> Result<Received, Option<Refusal>> {
     let mut r = decode(d, None, &mut Vec::new()).map_err(|_| None)?;
-    b.open(&mut r).map_err(Some)?;
+    b.open(&mut r, peer()).map_err(Some)?;
     Ok(r)
 }
 
@@ -75,7 +79,7 @@ fn control_rst_and_empty_bodies_round_trip() {
     let mut b = Auth::new(&cfg(key(3, 1), None, true, 2));
     for (flags, body) in [(Flags::RST, &b"gone"[..]), (Flags::AFIN, &[][..])] {
         let mut out = Vec::new();
-        assert!(a.seal_new(header(flags, 0), body, &mut out));
+        assert!(a.seal_new(header(flags, 0), body, &mut out, peer()));
         let r = open(&mut b, &out).unwrap();
         assert_eq!((r.header.flags, &r.body[..]), (flags, body));
     }
@@ -179,7 +183,24 @@ fn rotation_keeps_the_previous_key_until_it_is_retired() {
         "sealed with the current key"
     );
     assert!(open(&mut rx, &d_old).is_ok());
+    // A peer still on the old key is answered in the old key; others in the new one.
+    let mut reply = Vec::new();
+    assert!(rx.seal_new(header(Flags::MACK, 0), b"", &mut reply, peer()));
+    assert_eq!(reply[HEADER_LEN] & MAX_KEY_ID, 1);
+    assert!(rx.seal_new(
+        header(Flags::MACK, 0),
+        b"",
+        &mut reply,
+        "192.0.2.9:1".parse().unwrap()
+    ));
+    assert_eq!(reply[HEADER_LEN] & MAX_KEY_ID, 2);
     assert!(open(&mut rx, &d_new).is_ok());
+    assert!(rx.seal_new(header(Flags::MACK, 0), b"", &mut reply, peer()));
+    assert_eq!(
+        reply[HEADER_LEN] & MAX_KEY_ID,
+        2,
+        "the peer moved to the new key"
+    );
     // Retire the old key.
     rx.set_keys(&KeySet {
         current: new,
@@ -211,7 +232,7 @@ fn bit_errors_are_corrected_before_verification() {
     }
     let mut r = decode(&t, None, &mut Vec::new()).unwrap();
     assert!(matches!(r.quality, Quality::Corrected { .. }));
-    b.open(&mut r).unwrap();
+    b.open(&mut r, peer()).unwrap();
     assert_eq!(r.body, body());
 }
 
