@@ -6,6 +6,10 @@
 -- and the control bodies (ACK, MACK, NACK, SNACK, RPT, RST) in their wire order. Sequence
 -- analysis marks a data TPDU whose number was seen before in the same direction (and capture
 -- interface) as a retransmission, and one older than the newest seen as out of order.
+-- Authenticated TPDUs (AUTH bit, spec §8) show their envelope: key id, whether the body is
+-- encrypted, the nonce (sender instance and packet number) and the AEAD tag. The dissector
+-- holds no key, so it cannot verify a tag or decrypt a body: it says so on every such TPDU;
+-- control bodies sent in clear are decoded as usual.
 -- AeroTP is found on the fixed UDP port (preference, default 9000) and, by a heuristic, on any
 -- other UDP port.
 --
@@ -27,10 +31,19 @@ local F_CONTROL = 0xFC
 -- A repair TPDU (erasure coding, spec §7): flags exactly RST|RPT.
 local F_REPAIR = 0xC0
 local HEADER_LEN, CRC_LEN = 20, 4
+local AUTH_BIT, AUTH_HEAD, TAG_LEN = 0x08, 13, 16 -- key byte + nonce before the body
 
 local pf = {
     version = ProtoField.uint8("aerotp.version", "Version", base.DEC, nil, 0xF0),
-    mode = ProtoField.uint8("aerotp.mode", "Mode", base.DEC, MODES, 0x0F),
+    mode = ProtoField.uint8("aerotp.mode", "Mode", base.DEC, MODES, 0x07),
+    auth = ProtoField.bool("aerotp.auth", "Authenticated (AUTH)", 8, nil, 0x08),
+    auth_key_id = ProtoField.uint8("aerotp.auth.key_id", "Key id", base.DEC, nil, 0x7F),
+    auth_encrypted = ProtoField.bool("aerotp.auth.encrypted", "Body encrypted", 8, nil, 0x80),
+    auth_instance = ProtoField.uint32("aerotp.auth.instance", "Nonce: sender instance", base.HEX),
+    auth_pn = ProtoField.uint64("aerotp.auth.pn", "Nonce: packet number", base.DEC),
+    auth_tag = ProtoField.bytes("aerotp.auth.tag", "AEAD tag (AES-256-GCM)"),
+    auth_status = ProtoField.string("aerotp.auth.status", "Tag status"),
+    ciphertext = ProtoField.bytes("aerotp.ciphertext", "Encrypted body"),
     flags = ProtoField.uint8("aerotp.flags", "Flags", base.HEX),
     f_asyn = ProtoField.bool("aerotp.flags.asyn", "ASYN", 8, nil, F_ASYN),
     f_afin = ProtoField.bool("aerotp.flags.afin", "AFIN", 8, nil, F_AFIN),
@@ -117,9 +130,14 @@ local ef = {
         expert.group.SEQUENCE, expert.severity.NOTE),
     ooo = ProtoExpert.new("aerotp.analysis.out_of_order.expert", "Out-of-order TPDU",
         expert.group.SEQUENCE, expert.severity.WARN),
+    unverified = ProtoExpert.new("aerotp.auth.unverified",
+        "AEAD tag not verified: the dissector has no key", expert.group.SECURITY,
+        expert.severity.NOTE),
+    envelope = ProtoExpert.new("aerotp.auth.short", "Body too short for the auth envelope",
+        expert.group.MALFORMED, expert.severity.ERROR),
 }
 aerotp.experts = { ef.hec_bad, ef.crc_bad, ef.version, ef.mode, ef.short, ef.body, ef.parity,
-    ef.retx, ef.ooo }
+    ef.retx, ef.ooo, ef.unverified, ef.envelope }
 
 aerotp.prefs.port = Pref.uint("UDP port", 9000, "UDP port decoded as AeroTP without heuristics")
 aerotp.prefs.heuristic = Pref.bool("Heuristic on every UDP port", true,
@@ -219,7 +237,7 @@ local function looks_like_aerotp(tvb)
     if total < HEADER_LEN + CRC_LEN then return false end
     if hec(tvb, 0, 18) == tvb(18, 2):uint() then return true end
     local vm = tvb(0, 1):uint()
-    if bit.rshift(vm, 4) ~= 1 or bit.band(vm, 0x0F) > 6 then return false end
+    if bit.rshift(vm, 4) ~= 1 or bit.band(vm, 0x07) > 6 then return false end
     local n = tvb(16, 2):uint()
     local parity = fec_trailer(total, tvb(14, 1):uint())
     return HEADER_LEN + n + CRC_LEN + parity == total
@@ -371,7 +389,8 @@ function aerotp.dissector(tvb, pinfo, tree)
     local stored_hec = tvb(18, 2):uint()
     local computed_hec = hec(tvb, 0, 18)
     local hec_ok = computed_hec == stored_hec
-    local version, mode = bit.rshift(vm, 4), bit.band(vm, 0x0F)
+    local version, mode = bit.rshift(vm, 4), bit.band(vm, 0x07)
+    local authed = bit.band(vm, AUTH_BIT) ~= 0
 
     local tname = type_name(flags)
     local ti = root:add(pf.type, tname); ti:set_generated()
@@ -379,6 +398,7 @@ function aerotp.dissector(tvb, pinfo, tree)
     if version ~= 1 then vi:add_proto_expert_info(ef.version) end
     local mi = root:add(pf.mode, tvb(0, 1))
     if mode > 6 then mi:add_proto_expert_info(ef.mode) end
+    root:add(pf.auth, tvb(0, 1))
     local fl = root:add(pf.flags, tvb(1, 1))
     fl:append_text(" (" .. tname .. ")")
     for _, f in ipairs({ pf.f_asyn, pf.f_afin, pf.f_ack, pf.f_mack, pf.f_nack, pf.f_snack,
@@ -410,15 +430,42 @@ function aerotp.dissector(tvb, pinfo, tree)
     local computed_crc = crc32c(tvb, HEADER_LEN, n)
     local crc_ok = computed_crc == stored_crc
 
-    if bit.band(flags, F_CONTROL) == 0 then
-        if n > 0 then root:add(pf.data, tvb(HEADER_LEN, n)) end
-        info = info .. string.format(" len=%u", n)
+    -- The body proper: after the envelope's head and before its tag when authenticated.
+    local b_off, b_len, encrypted = HEADER_LEN, n, false
+    if authed then
+        if n < AUTH_HEAD + TAG_LEN then
+            root:add_proto_expert_info(ef.envelope,
+                string.format("Body of %u bytes, the envelope needs %u", n, AUTH_HEAD + TAG_LEN))
+            b_len = 0
+        else
+            local key_byte = tvb(HEADER_LEN, 1):uint()
+            encrypted = bit.band(key_byte, 0x80) ~= 0
+            local at = root:add(aerotp, tvb(HEADER_LEN, n), "Authentication envelope")
+            at:add(pf.auth_key_id, tvb(HEADER_LEN, 1))
+            at:add(pf.auth_encrypted, tvb(HEADER_LEN, 1))
+            at:add(pf.auth_instance, tvb(HEADER_LEN + 1, 4))
+            at:add(pf.auth_pn, tvb(HEADER_LEN + 5, 8))
+            at:add(pf.auth_tag, tvb(HEADER_LEN + n - TAG_LEN, TAG_LEN))
+            local st = at:add(pf.auth_status, "not verified (no key)"); st:set_generated()
+            st:add_proto_expert_info(ef.unverified)
+            b_off, b_len = HEADER_LEN + AUTH_HEAD, n - AUTH_HEAD - TAG_LEN
+            info = info .. string.format(" auth key=%u%s", bit.band(key_byte, 0x7F),
+                encrypted and " encrypted" or "")
+        end
+    end
+
+    if authed and encrypted then
+        if b_len > 0 then root:add(pf.ciphertext, tvb(b_off, b_len)) end
+        info = info .. string.format(" len=%u", b_len)
+    elseif bit.band(flags, F_CONTROL) == 0 then
+        if b_len > 0 then root:add(pf.data, tvb(b_off, b_len)) end
+        info = info .. string.format(" len=%u", b_len)
     elseif flags == F_REPAIR and hec_ok and crc_ok then
-        if not dissect_repair(tvb, root, HEADER_LEN, n) then
+        if not dissect_repair(tvb, root, b_off, b_len) then
             root:add_proto_expert_info(ef.body)
         end
     elseif hec_ok and crc_ok then
-        if not dissect_control(tvb, root, flags, HEADER_LEN, n) then
+        if not dissect_control(tvb, root, flags, b_off, b_len) then
             root:add_proto_expert_info(ef.body)
         end
     elseif n > 0 then

@@ -45,9 +45,52 @@ struct LoopArgs {
     /// Skip the QUIC run.
     #[arg(long)]
     no_quic: bool,
+    /// AeroTP's TPDU authentication (docs/security.md), with a key made for the run: off,
+    /// auth (every TPDU authenticated), encrypt (authenticated and encrypted, as QUIC always
+    /// is), or all three one after the other.
+    #[arg(long, value_enum, default_value = "off")]
+    auth: AuthRuns,
     /// Print the results as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum AuthRuns {
+    Off,
+    Auth,
+    Encrypt,
+    All,
+}
+
+impl AuthRuns {
+    /// The AeroTP runs asked for: `None` without authentication, `Some(encrypt)` with.
+    fn runs(self) -> Vec<Option<bool>> {
+        match self {
+            AuthRuns::Off => vec![None],
+            AuthRuns::Auth => vec![Some(false)],
+            AuthRuns::Encrypt => vec![Some(true)],
+            AuthRuns::All => vec![None, Some(false), Some(true)],
+        }
+    }
+}
+
+/// Both endpoints' settings for one run: the same fresh key on each, its own nonce seed.
+fn endpoint_config(
+    auth: Option<bool>,
+    key: &aerotp_net::AuthKey,
+) -> anyhow::Result<EndpointConfig> {
+    let Some(encrypt) = auth else {
+        return Ok(EndpointConfig::default());
+    };
+    let keys = aerotp_net::KeySet {
+        current: key.clone(),
+        previous: None,
+    };
+    Ok(EndpointConfig {
+        auth: Some(aerotp_net::keyfile::auth_config(keys, encrypt)?),
+        ..EndpointConfig::default()
+    })
 }
 
 /// CPU time (user + system) of this process so far.
@@ -90,15 +133,16 @@ impl Run {
 
 const CHUNK: usize = 1 << 20;
 
-async fn aerotp_run(size: u64, rate: u64, mtu: usize) -> anyhow::Result<Run> {
+async fn aerotp_run(size: u64, rate: u64, mtu: usize, auth: Option<bool>) -> anyhow::Result<Run> {
     let lo: SocketAddr = "127.0.0.1:0".parse()?;
-    let server = Endpoint::bind(lo, EndpointConfig::default())?;
+    let key = aerotp_net::keyfile::new_key(1)?;
+    let server = Endpoint::bind(lo, endpoint_config(auth, &key)?)?;
     let mut lcfg =
         crate::recv_cmd::listener_config(100_000_000_000, None, Duration::from_secs(60))?;
     lcfg.mtu = mtu;
     server.listen(1, lcfg)?;
     let server_addr = server.local_addr();
-    let client = Endpoint::bind(lo, EndpointConfig::default())?;
+    let client = Endpoint::bind(lo, endpoint_config(auth, &key)?)?;
     let cfg = crate::send_cmd::connection_config(Mode::Reliable, rate, None, None, mtu, None)?;
     let cpu0 = cpu_time();
     let t0 = Instant::now();
@@ -126,7 +170,11 @@ async fn aerotp_run(size: u64, rate: u64, mtu: usize) -> anyhow::Result<Run> {
     let cpu = cpu_time() - cpu0;
     let s = &sender.stats;
     Ok(Run {
-        name: "aerotp-reliable",
+        name: match auth {
+            None => "aerotp-reliable",
+            Some(false) => "aerotp-auth",
+            Some(true) => "aerotp-auth+enc",
+        },
         bytes: got,
         wall,
         cpu,
@@ -218,7 +266,10 @@ pub fn run(args: Args) -> i32 {
         }
     };
     let r = rt.block_on(async {
-        let aero = aerotp_run(a.size, a.rate, a.mtu).await?;
+        let mut aero = Vec::new();
+        for auth in a.auth.runs() {
+            aero.push(aerotp_run(a.size, a.rate, a.mtu, auth).await?);
+        }
         let quic = if a.no_quic {
             None
         } else {
@@ -233,7 +284,7 @@ pub fn run(args: Args) -> i32 {
             return EXIT_LOCAL;
         }
     };
-    let runs: Vec<Run> = std::iter::once(aero).chain(quic).collect();
+    let runs: Vec<Run> = aero.into_iter().chain(quic).collect();
     if a.json {
         println!(
             "{}",

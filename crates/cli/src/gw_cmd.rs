@@ -67,6 +67,8 @@ struct CommonArgs {
     /// Longest a near-reliable flow keeps trying to resume.
     #[arg(long)]
     resume_timeout: Option<String>,
+    #[command(flatten)]
+    key: crate::key_flags::KeyFlags,
 }
 
 #[derive(Debug, clap::Args)]
@@ -271,6 +273,8 @@ impl CommonArgs {
             idle_timeout: self.idle_timeout,
             resume_timeout: self.resume_timeout,
             fec: self.fec,
+            key_file: self.key.key_file,
+            encrypt: self.key.encrypt.then_some(true),
             ..FileConfig::default()
         }
     }

@@ -6,6 +6,8 @@ mod demo_cmd;
 mod erasure_flags;
 mod experiment_cmd;
 mod gw_cmd;
+mod key_flags;
+mod keygen_cmd;
 mod lab_bench_cmd;
 mod lab_cmd;
 mod link_cmd;
@@ -37,6 +39,8 @@ enum Command {
     Send(send_cmd::Args),
     /// Receive files sent with `aerotp send` (many transfers, in turn or at once).
     Recv(recv_cmd::Args),
+    /// Write a new pre-shared key file for --key-file (mode 600), or rotate its keys.
+    Keygen(keygen_cmd::Args),
     /// Receiver, emulated lossy link and sender in one process: what each mode delivers.
     Demo(demo_cmd::Args),
     /// Benchmarks (loopback: AeroTP reliable vs QUIC).
@@ -73,6 +77,7 @@ fn run() -> anyhow::Result<()> {
         Command::Recv(args) => {
             std::process::exit(tokio::runtime::Runtime::new()?.block_on(recv_cmd::run(args)))
         }
+        Command::Keygen(args) => keygen_cmd::run(args),
         Command::Demo(args) => std::process::exit(demo_cmd::run(args)),
         Command::Bench(args) => std::process::exit(bench_cmd::run(args)),
         Command::Gw(args) => std::process::exit(gw_cmd::run(args)?),

@@ -54,6 +54,8 @@ pub struct Args {
     idle_timeout: Duration,
     #[command(flatten)]
     observe: ObserveFlags,
+    #[command(flatten)]
+    key: crate::key_flags::KeyFlags,
 }
 
 /// Where a transfer's bytes go.
@@ -527,7 +529,8 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
     let cfg = listener_config(args.rate, args.mack, args.idle_timeout)?;
     // The capture file first: a path that cannot be written stops us before any traffic.
     let mut obs = args.observe.open_capture()?;
-    let ep = Endpoint::bind(args.listen, EndpointConfig::default())?;
+    let ep = Endpoint::bind(args.listen, args.key.apply(EndpointConfig::default())?)?;
+    args.key.watch(&ep);
     ep.listen(args.port, cfg)?;
     obs.attach(&args.observe, &ep).await?;
     tracing::info!(addr = %ep.local_addr(), port = args.port, "listening");

@@ -66,6 +66,8 @@ pub struct Args {
     observe: ObserveFlags,
     #[command(flatten)]
     erasure: crate::erasure_flags::ErasureArgs,
+    #[command(flatten)]
+    key: crate::key_flags::KeyFlags,
 }
 
 /// Lingering after the peer's AFIN (late retransmissions); short, for a prompt exit.
@@ -452,8 +454,11 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     let target = resolve(&args.to).await?;
     // The capture file first: a path that cannot be written stops us before any traffic.
     let mut obs = args.observe.open_capture()?;
-    let ep = Endpoint::bind(local_any(target), EndpointConfig::default())
-        .map_err(|e| SendError::Local(e.into()))?;
+    let ep = Endpoint::bind(
+        local_any(target),
+        args.key.apply(EndpointConfig::default())?,
+    )
+    .map_err(|e| SendError::Local(e.into()))?;
     obs.attach(&args.observe, &ep).await?;
     let header = encode_header(&name, size);
     let pb = progress_bar(size, &format!("send {name}"));

@@ -69,6 +69,11 @@ pub struct FileConfig {
     /// FEC of what this gateway sends when a flow does not say: at the egress, the answers
     /// and downloads it carries back (the ingress chooses per flow for its own direction).
     pub fec: Option<String>,
+    /// Pre-shared key file (`aerotp keygen`): every TPDU between the gateways is
+    /// authenticated with it (docs/security.md). Both gateways need the same file.
+    pub key_file: Option<PathBuf>,
+    /// With `key_file`: encrypt TPDU bodies as well.
+    pub encrypt: Option<bool>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowSpec>,
     /// Ingress: transparent interception (docs/gateway.md §Transparent interception).
@@ -139,7 +144,9 @@ impl FileConfig {
             idle_timeout,
             resume_timeout,
             fec,
-            transparent
+            transparent,
+            key_file,
+            encrypt
         );
         self.allow.extend(other.allow);
         self.flows.extend(other.flows);
@@ -189,6 +196,10 @@ pub struct Settings {
     pub fec: aerotp_net::FecSetting,
     /// Ingress: transparent interception, if set.
     pub transparent: Option<crate::transparent::Transparent>,
+    /// Pre-shared key file; `None`: TPDUs are not authenticated.
+    pub key_file: Option<PathBuf>,
+    /// Encrypt TPDU bodies (only with `key_file`).
+    pub encrypt: bool,
 }
 
 /// A size setting by the workspace's one rule ([`aerotp_link::parse_size`]); the error names
@@ -364,6 +375,13 @@ impl FileConfig {
                 .map(|t| t.settings())
                 .transpose()
                 .map_err(|e| anyhow::anyhow!(e))?,
+            key_file: self.key_file.clone(),
+            encrypt: match (self.encrypt, &self.key_file) {
+                (Some(true), None) => bail!(
+                    "encrypt: needs a key (--key-file PATH or the `key_file` key; `aerotp keygen PATH` writes one)"
+                ),
+                (e, _) => e.unwrap_or(false),
+            },
         })
     }
 }
@@ -564,5 +582,49 @@ mod tests {
             let e = format!("{:#}", c.settings().unwrap_err());
             assert!(e.contains(key) && e.contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn key_file_and_encrypt_keys_are_read_and_checked() {
+        let t: FileConfig =
+            toml::from_str("key_file = \"/etc/aerotp/gw.key\"\nencrypt = true\n").unwrap();
+        let s = t.settings().unwrap();
+        assert_eq!(
+            s.key_file.as_deref(),
+            Some(std::path::Path::new("/etc/aerotp/gw.key"))
+        );
+        assert!(s.encrypt);
+        let c = FileConfig {
+            encrypt: Some(true),
+            ..Default::default()
+        };
+        let e = format!("{:#}", c.settings().unwrap_err());
+        assert!(e.contains("encrypt") && e.contains("key_file"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_bad_key_file_stops_the_gateway_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gw.key");
+        std::fs::write(&path, "nonsense").unwrap();
+        let c = FileConfig {
+            key_file: Some(path.clone()),
+            ..Default::default()
+        };
+        let s = c.settings().unwrap();
+        let lo = "127.0.0.1:0".parse().unwrap();
+        // Created 644 by `write`: refused for its permissions first.
+        let e = format!("{:#}", crate::ctx::bind_endpoint(&s, lo).unwrap_err());
+        assert!(e.contains("key_file") && e.contains("chmod 600"), "{e}");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = format!("{:#}", crate::ctx::bind_endpoint(&s, lo).unwrap_err());
+        assert!(
+            e.contains("key_file") && e.contains("not a key file"),
+            "{e}"
+        );
+        aerotp_net::keyfile::write(&path, aerotp_net::keyfile::WriteMode::Force).unwrap();
+        let ep = crate::ctx::bind_endpoint(&s, lo).unwrap();
+        assert!(ep.authenticated());
     }
 }

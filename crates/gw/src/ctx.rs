@@ -191,6 +191,22 @@ pub struct Ctx {
     pub reg: Arc<Registry>,
 }
 
+/// Binds the gateway's AeroTP endpoint on `addr`, authenticated when the settings name a key
+/// file (read and checked now; then followed, so a rotated key is taken without a restart).
+pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow::Result<Endpoint> {
+    let mut cfg = aerotp_net::EndpointConfig::default();
+    let flag = "key_file (--key-file or the `key_file` key)";
+    if let Some(path) = &settings.key_file {
+        let keys = aerotp_net::keyfile::load(path, flag)?;
+        cfg.auth = Some(aerotp_net::keyfile::auth_config(keys, settings.encrypt)?);
+    }
+    let ep = Endpoint::bind(addr, cfg)?;
+    if let Some(path) = &settings.key_file {
+        aerotp_net::keyfile::watch(&ep, path.clone(), flag.into());
+    }
+    Ok(ep)
+}
+
 impl Ctx {
     /// The context of a gateway of `role` on endpoint `ep`; starts its scheduler.
     pub fn new(settings: Settings, ep: Endpoint, role: Role) -> Arc<Ctx> {
@@ -204,6 +220,18 @@ impl Ctx {
             budget,
             reg: Arc::new(Registry::new(role)),
         })
+    }
+
+    /// The MTU left for a TPDU before authentication adds its envelope (the whole MTU
+    /// without a key): what a datagram-mode fragment must fit.
+    pub fn sealed_mtu(&self) -> usize {
+        if self.ep.authenticated() {
+            self.settings
+                .mtu
+                .saturating_sub(aerotp_proto::AUTH_OVERHEAD)
+        } else {
+            self.settings.mtu
+        }
     }
 
     pub fn role(&self) -> Role {

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aerotp_net::{Connection, Endpoint, EndpointConfig, Mode};
+use aerotp_net::{Connection, Mode};
 use anyhow::{Context, Result};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -44,7 +44,7 @@ impl Egress {
         let listen = settings
             .listen
             .context("egress needs --listen ADDR (UDP, for AeroTP)")?;
-        let ep = Endpoint::bind(listen, EndpointConfig::default())?;
+        let ep = crate::ctx::bind_endpoint(&settings, listen)?;
         let ctx = Ctx::new(settings, ep, Role::Egress);
         // The ingress picks mode and FEC for its direction per flow; what the egress sends
         // back (answers, downloads) uses the egress's own `fec`.

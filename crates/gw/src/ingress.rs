@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aerotp_net::{Endpoint, EndpointConfig, FecSetting, Mode};
+use aerotp_net::{FecSetting, Mode};
 use anyhow::{Context, Result};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -68,7 +68,7 @@ impl Ingress {
         if needs_store && settings.store.is_none() {
             anyhow::bail!("near-reliable TCP flows need --store DIR (the custody store)");
         }
-        let ep = Endpoint::bind(settings.bind, EndpointConfig::default())?;
+        let ep = crate::ctx::bind_endpoint(&settings, settings.bind)?;
         tracing::info!(local = %ep.local_addr(), %peer, "ingress up");
         let ing = Arc::new(Ingress {
             ctx: Ctx::new(settings, ep, Role::Ingress),

@@ -69,7 +69,7 @@ pub(crate) fn parity_and_chunk(
     // engine's initial BER assumption and target loss.
     let cfg = aerotp_net::ConnectionConfig::with_mode(aerotp_net::Mode::Datagram);
     let parity = aerotp_net::datagram_parity(fec, mtu, &cfg);
-    let chunk = dgram::chunk_size(aerotp_proto::max_body(mtu, parity), dest_len)
+    let chunk = dgram::chunk_size(aerotp_proto::max_body(ctx.sealed_mtu(), parity), dest_len)
         .map_err(|e| anyhow::anyhow!("mtu {mtu} with FEC parity {parity}: {e}"))?;
     Ok((parity, chunk))
 }

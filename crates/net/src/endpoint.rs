@@ -217,6 +217,25 @@ impl Endpoint {
         }
     }
 
+    /// Replaces the pre-shared keys of an endpoint bound with authentication (rotation
+    /// without stopping; docs/security.md). [`crate::keyfile::watch`] calls it when the key
+    /// file changes.
+    pub fn set_keys(&self, keys: &proto::KeySet) -> Result<(), Error> {
+        self.shared().lock().engine.set_keys(keys)?;
+        Ok(())
+    }
+
+    /// Whether this endpoint seals and verifies every TPDU.
+    pub fn authenticated(&self) -> bool {
+        self.shared().lock().engine.authenticated()
+    }
+
+    /// The shared state without counting as a user (for background tasks that must not keep
+    /// the driver alive).
+    pub(crate) fn shared_weak(&self) -> std::sync::Weak<Shared> {
+        Arc::downgrade(self.shared())
+    }
+
     /// A handle that reads this endpoint's counters for metrics without keeping the driver
     /// alive (it does not count as an application handle).
     pub fn metrics_source(&self) -> MetricsSource {

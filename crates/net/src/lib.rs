@@ -30,6 +30,7 @@ mod connection;
 mod counters;
 mod driver;
 mod endpoint;
+pub mod keyfile;
 pub mod metrics;
 mod report;
 pub mod socket;
@@ -40,8 +41,8 @@ pub use connection::Connection;
 pub use endpoint::Endpoint;
 pub use metrics::{IoCounters, MetricsSource, Totals};
 pub use proto::{
-    datagram_parity, CloseOutcome, ConnectionConfig, ConnectionStats, DatagramMsg, Delivered,
-    EndpointConfig, EndpointStats, FecSetting, Mode,
+    datagram_parity, AuthConfig, AuthKey, CloseOutcome, ConnectionConfig, ConnectionStats,
+    DatagramMsg, Delivered, EndpointConfig, EndpointStats, FecSetting, KeySet, Mode,
 };
 pub use report::{outcome_error, Report};
 pub use socket::{udp_socket, zero_checksums};

@@ -312,6 +312,41 @@ pub fn render(s: &Snapshot) -> String {
             e.refused,
         ),
         (
+            "auth_verified",
+            "Authenticated TPDUs whose tag verified (docs/security.md).",
+            e.auth_verified,
+        ),
+        (
+            "auth_failed",
+            "TPDUs dropped: tag did not verify (forged, or another key under the same id).",
+            e.auth_failed,
+        ),
+        (
+            "auth_unknown_key",
+            "TPDUs dropped: sealed with a key id this endpoint does not hold.",
+            e.auth_unknown_key,
+        ),
+        (
+            "auth_replayed",
+            "TPDUs dropped: packet number seen before or older than the replay window.",
+            e.auth_replayed,
+        ),
+        (
+            "auth_missing",
+            "TPDUs dropped: not authenticated while this endpoint requires it.",
+            e.auth_missing,
+        ),
+        (
+            "auth_unexpected",
+            "TPDUs dropped: authenticated while this endpoint has no key.",
+            e.auth_unexpected,
+        ),
+        (
+            "auth_corrupted",
+            "Authenticated TPDUs dropped unverified: CRC-32C failed even after FEC.",
+            e.auth_corrupted,
+        ),
+        (
             "datagram_messages_delivered",
             "Datagram-mode messages delivered.",
             e.datagrams_delivered,

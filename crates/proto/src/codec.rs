@@ -5,7 +5,7 @@
 //! last seen from the same peer; a decode counts only if both checks pass afterwards.
 
 use aerotp_fec as fec;
-use aerotp_wire::{emit_tpdu, parse_tpdu, Header, WireError, OVERHEAD};
+use aerotp_wire::{emit_tpdu, parse_tpdu_any, Header, WireError, OVERHEAD};
 
 /// Appends header, body, CRC-32C and (if `header.fec > 0`) parity to `out`.
 pub fn encode(header: Header, body: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
@@ -63,6 +63,9 @@ pub struct Received {
     pub bits: usize,
     /// Parity the datagram was protected with (as found).
     pub parity: u8,
+    /// The header carries the AUTH bit: `body` is the sealed envelope (docs/spec.md §8),
+    /// still to be verified by `auth::Auth::open` before anything acts on it.
+    pub auth: bool,
 }
 
 /// Why a datagram could not be turned into a TPDU at all: it is lost to the protocol.
@@ -80,8 +83,10 @@ pub fn decode(
     scratch: &mut Vec<u8>,
 ) -> Result<Received, Undecodable> {
     let bits = datagram.len() * 8;
-    let first = parse_tpdu(datagram);
-    if let Ok(t) = &first {
+    let first = parse_tpdu_any(datagram);
+    if let Ok((t, auth)) = &first {
+        // (An authenticated TPDU without parity comes back with `body_ok` unchecked: its
+        // tag, verified next, covers everything the CRC-32C would; docs/spec.md §8.)
         if t.body_ok && trailer_fits(datagram.len(), usize::from(t.header.len), t.header.fec) {
             return Ok(Received {
                 header: t.header,
@@ -89,6 +94,7 @@ pub fn decode(
                 quality: Quality::Clean,
                 bits,
                 parity: t.header.fec,
+                auth: *auth,
             });
         }
     }
@@ -103,7 +109,7 @@ pub fn decode(
         let Ok(corr) = fec::decode(p, scratch) else {
             continue;
         };
-        if let Ok(t) = parse_tpdu(scratch) {
+        if let Ok((t, auth)) = parse_tpdu_any(scratch) {
             if t.header.fec == p
                 && t.body_ok
                 && trailer_fits(scratch.len(), usize::from(t.header.len), p)
@@ -117,17 +123,19 @@ pub fn decode(
                     },
                     bits,
                     parity: p,
+                    auth,
                 });
             }
         }
     }
     match first {
-        Ok(t) => Ok(Received {
+        Ok((t, auth)) => Ok(Received {
             header: t.header,
             body: t.body.to_vec(),
             quality: Quality::Corrupted,
             bits,
             parity: t.header.fec,
+            auth,
         }),
         Err(e) => Err(Undecodable::Header(e)),
     }

@@ -213,6 +213,8 @@ pub struct EndpointConfig {
     pub max_events: usize,
     /// Most datagram-mode messages queued for the application.
     pub max_datagrams: usize,
+    /// Pre-shared-key authentication of every TPDU (docs/security.md); `None`: off.
+    pub auth: Option<crate::auth::AuthConfig>,
 }
 
 impl Default for EndpointConfig {
@@ -221,6 +223,7 @@ impl Default for EndpointConfig {
             max_connections: 1024,
             max_events: 4096,
             max_datagrams: 4096,
+            auth: None,
         }
     }
 }

@@ -6,6 +6,8 @@ use thiserror::Error;
 
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum ConfigError {
+    #[error("authentication: {0}")]
+    Auth(#[from] crate::auth::AuthError),
     #[error("rate {0} b/s is too low: give at least 1000 b/s (e.g. 5mbit)")]
     Rate(u64),
     #[error("MTU {0} is out of range: give 128 to 65000 bytes")]

@@ -2,6 +2,7 @@
 //! datagram mode, and multiplexes what the connections send. Sans-IO: the caller passes in
 //! time and datagrams and takes out datagrams and the next timeout.
 
+use crate::auth::{Auth, KeySet, Refusal};
 use crate::codec::{self, Quality};
 use crate::config::{ConfigError, ConnectionConfig, EndpointConfig};
 use crate::connection::{CloseOutcome, ConnEvent, Connection, ConnectionStats, Role};
@@ -77,6 +78,33 @@ pub struct EndpointStats {
     pub refused: u64,
     pub datagrams_delivered: u64,
     pub datagrams_dropped: u64,
+    /// Authentication (docs/security.md): TPDUs whose tag verified.
+    pub auth_verified: u64,
+    /// Dropped by authentication before anything acted on them.
+    /// The tag did not verify: forged, or another key under the same id.
+    pub auth_failed: u64,
+    /// Sealed with a key id this endpoint does not hold.
+    pub auth_unknown_key: u64,
+    /// A packet number seen before (or older than the replay window).
+    pub auth_replayed: u64,
+    /// Unauthenticated TPDU while this endpoint requires authentication.
+    pub auth_missing: u64,
+    /// Authenticated TPDU while this endpoint has no key.
+    pub auth_unexpected: u64,
+    /// Authenticated TPDU whose envelope CRC failed even after FEC: unverifiable.
+    pub auth_corrupted: u64,
+}
+
+impl EndpointStats {
+    /// Every TPDU authentication dropped (the forgery figure's "accepted" is the rest).
+    pub fn auth_dropped(&self) -> u64 {
+        self.auth_failed
+            + self.auth_unknown_key
+            + self.auth_replayed
+            + self.auth_missing
+            + self.auth_unexpected
+            + self.auth_corrupted
+    }
 }
 
 type Key = (SocketAddr, u16, u16);
@@ -107,6 +135,8 @@ pub struct Endpoint {
     order: Vec<ConnectionHandle>,
     rr: usize,
     scratch: Vec<u8>,
+    /// Present when `EndpointConfig::auth` is: seals what leaves, opens what arrives.
+    auth: Option<Auth>,
     pub stats: EndpointStats,
 }
 
@@ -116,6 +146,7 @@ impl Endpoint {
     pub fn new(cfg: EndpointConfig, seed: u64) -> Endpoint {
         let mut rng = Pcg64Mcg::seed_from_u64(seed);
         let next_port = rng.gen_range(49152..65000);
+        let auth = cfg.auth.as_ref().map(Auth::new);
         Endpoint {
             cfg,
             rng,
@@ -133,6 +164,7 @@ impl Endpoint {
             order: Vec::new(),
             rr: 0,
             scratch: Vec::new(),
+            auth,
             stats: EndpointStats::default(),
         }
     }
@@ -140,13 +172,46 @@ impl Endpoint {
     /// Accept connections to `port`; `config` gives the rate, buffers and timers of the
     /// accepted connections (their mode is the initiator's).
     pub fn listen(&mut self, port: u16, config: ConnectionConfig) -> Result<(), EndpointError> {
-        config.validate()?;
+        let config = self.sealed_room(config)?;
         self.listeners.insert(port, config);
         Ok(())
     }
 
     pub fn unlisten(&mut self, port: u16) {
         self.listeners.remove(&port);
+    }
+
+    /// Validates `config` and, with authentication on, leaves room in its MTU for the
+    /// envelope the endpoint adds to every TPDU (so connections cut bodies that still fit).
+    fn sealed_room(&self, mut config: ConnectionConfig) -> Result<ConnectionConfig, EndpointError> {
+        config.validate()?;
+        if self.auth.is_some() {
+            config.mtu = config.mtu.saturating_sub(aerotp_wire::AUTH_OVERHEAD);
+            config.validate()?;
+        }
+        Ok(config)
+    }
+
+    /// Whether authentication is on (`EndpointConfig::auth`).
+    pub fn authenticated(&self) -> bool {
+        self.auth.is_some()
+    }
+
+    /// Replaces the keys without stopping (rotation, docs/security.md): TPDUs are sealed
+    /// with the new current key at once, and those sealed with the previous one still open.
+    /// Refused when the endpoint was made without authentication.
+    pub fn set_keys(&mut self, keys: &KeySet) -> Result<(), EndpointError> {
+        keys.validate()
+            .map_err(|e| EndpointError::Config(ConfigError::Auth(e)))?;
+        match &mut self.auth {
+            Some(a) => {
+                a.set_keys(keys);
+                Ok(())
+            }
+            None => Err(EndpointError::Config(ConfigError::Auth(
+                crate::auth::AuthError::NotEnabled,
+            ))),
+        }
     }
 
     fn alloc_port(&mut self, remote: SocketAddr, remote_port: u16) -> Result<u16, EndpointError> {
@@ -174,7 +239,7 @@ impl Endpoint {
         remote_port: u16,
         config: ConnectionConfig,
     ) -> Result<ConnectionHandle, EndpointError> {
-        config.validate()?;
+        let config = self.sealed_room(config)?;
         if config.mode == Mode::Datagram {
             return Err(EndpointError::Config(ConfigError::Fec(
                 "datagram mode has no connections: use send_datagram".into(),
@@ -314,7 +379,12 @@ impl Endpoint {
         if self.out_queue.len() >= self.cfg.max_datagrams {
             return Err(EndpointError::DatagramQueueFull(self.out_queue.len()));
         }
-        match codec::datagram_len(data.len(), parity) {
+        let room = if self.auth.is_some() {
+            aerotp_wire::AUTH_OVERHEAD
+        } else {
+            0
+        };
+        match codec::datagram_len(data.len() + room, parity) {
             Some(l) if l <= mtu => {}
             _ => {
                 return Err(EndpointError::DatagramTooLarge {
@@ -339,6 +409,14 @@ impl Endpoint {
             len: data.len(),
             mtu,
         })?;
+        if let Some(a) = &mut self.auth {
+            if !a.seal(&mut out, mtu, remote) {
+                return Err(EndpointError::DatagramTooLarge {
+                    len: data.len(),
+                    mtu,
+                });
+            }
+        }
         self.out_queue.push_back((remote, out));
         Ok(())
     }
@@ -383,14 +461,29 @@ impl Endpoint {
     /// Takes in one datagram from `remote`.
     pub fn handle_datagram(&mut self, now: Duration, remote: SocketAddr, datagram: &[u8]) {
         self.stats.datagrams_in += 1;
+        // With a key, a TPDU whose intact header says it is not authenticated is refused
+        // before FEC, CRC and copy: the cheapest way out for the commonest forgery.
+        if self.auth.is_some()
+            && datagram
+                .first()
+                .is_some_and(|b| b & aerotp_wire::AUTH_BIT == 0)
+            && Header::parse(datagram).is_ok()
+        {
+            self.stats.auth_missing += 1;
+            return;
+        }
         let hint = self.hints.get(&remote).copied();
-        let r = match codec::decode(datagram, hint, &mut self.scratch) {
+        let mut r = match codec::decode(datagram, hint, &mut self.scratch) {
             Ok(r) => r,
             Err(_) => {
                 self.stats.undecodable += 1;
                 return;
             }
         };
+        // Correct first (above), then verify: nothing below sees a TPDU that did not.
+        if !self.authenticate(&mut r, remote) {
+            return;
+        }
         if r.parity > 0 && r.quality != Quality::Corrupted {
             if self.hints.len() >= HINT_LIMIT && !self.hints.contains_key(&remote) {
                 self.hints.clear();
@@ -482,6 +575,35 @@ impl Endpoint {
         self.push_event(Event::Accepted(ch));
     }
 
+    /// Opens `r` when authentication is on; counts and refuses what does not verify, and any
+    /// authenticated TPDU when it is off. True if `r` may go on.
+    fn authenticate(&mut self, r: &mut codec::Received, from: SocketAddr) -> bool {
+        let Some(a) = &mut self.auth else {
+            if r.auth {
+                self.stats.auth_unexpected += 1;
+                return false;
+            }
+            return true;
+        };
+        match a.open(r, from) {
+            Ok(()) => {
+                self.stats.auth_verified += 1;
+                true
+            }
+            Err(why) => {
+                let s = &mut self.stats;
+                *match why {
+                    Refusal::Failed => &mut s.auth_failed,
+                    Refusal::UnknownKey => &mut s.auth_unknown_key,
+                    Refusal::Replayed => &mut s.auth_replayed,
+                    Refusal::Missing => &mut s.auth_missing,
+                    Refusal::Corrupted => &mut s.auth_corrupted,
+                } += 1;
+                false
+            }
+        }
+    }
+
     fn queue_reset(&mut self, remote: SocketAddr, h: &Header, reason: &str) {
         self.queue_control(
             remote,
@@ -514,7 +636,11 @@ impl Endpoint {
             len: 0,
         };
         let mut out = Vec::new();
-        if codec::encode(header, &bytes, &mut out).is_ok() {
+        let ok = match &mut self.auth {
+            Some(a) => a.seal_new(header, &bytes, &mut out, remote),
+            None => codec::encode(header, &bytes, &mut out).is_ok(),
+        };
+        if ok {
             self.out_queue.push_back((remote, out));
         }
     }
@@ -538,6 +664,16 @@ impl Endpoint {
             };
             if c.poll_transmit(now, out) {
                 self.rr = (idx + 1) % n;
+                if let Some(a) = &mut self.auth {
+                    // The connection cut its TPDU for the MTU less the envelope.
+                    let mtu = c.config().mtu + aerotp_wire::AUTH_OVERHEAD;
+                    if !a.seal(out, mtu, c.remote) {
+                        // Cannot happen for a TPDU a connection cut (it left room for the
+                        // envelope); if it did, it is a loss the mode repairs.
+                        out.clear();
+                        continue;
+                    }
+                }
                 return Some(Transmit {
                     remote: c.remote,
                     len: out.len(),

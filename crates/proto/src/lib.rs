@@ -3,6 +3,7 @@
 //! from the seed given to [`Endpoint::new`]. Drive it with `handle_datagram`,
 //! `handle_timeout`, `poll_transmit`, `poll_timeout` and `poll_event`.
 
+mod auth;
 mod codec;
 mod config;
 mod config_error;
@@ -18,7 +19,8 @@ mod rtt;
 mod sender;
 mod state;
 
-pub use aerotp_wire::Mode;
+pub use aerotp_wire::{Mode, AUTH_OVERHEAD};
+pub use auth::{AuthConfig, AuthError, AuthKey, KeySet, KEY_LEN, REPLAY_PEERS, REPLAY_WINDOW};
 pub use codec::{datagram_len, max_body};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting};
 pub use connection::{CloseOutcome, ConnectionStats, Role};

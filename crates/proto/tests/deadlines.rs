@@ -164,6 +164,16 @@ fn run_sized(
         }
         a.handle_timeout(now);
         b.handle_timeout(now);
+        // Idempotent: handling the same instant again changes nothing the driver can see.
+        let (ta, tb) = (a.poll_timeout(), b.poll_timeout());
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+        assert_eq!(
+            (a.poll_timeout(), b.poll_timeout()),
+            (ta, tb),
+            "{mode:?} {rate} b/s {delay:?} MTU {mtu} loss {loss}: handle_timeout at {now:?} \
+             is not idempotent"
+        );
     }
     Outcome {
         sender,
@@ -277,6 +287,49 @@ fn reordering_is_not_taken_for_loss() {
                 retx * 100 <= 5 * sent,
                 "{what}: {retx} of {sent} TPDUs retransmitted with no loss (at most 5 %)"
             );
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// The contract (checked at every step inside `run_sized`: a reported deadline acts, and
+    /// `handle_timeout` is idempotent) over random links, modes and sizes, with each mode's
+    /// default erasure repair; and every transfer ends.
+    #[test]
+    fn the_deadline_contract_holds_on_random_links(
+        mode_i in 0usize..6,
+        rate in proptest::sample::select(vec![2_400u64, 64_000, 1_000_000, 5_000_000]),
+        delay_ms in 0u64..2_000,
+        mtu in 128usize..1500,
+        loss in 0.0f64..0.3,
+        jitter_ms in 0u64..50,
+        size in 1usize..20_000,
+        seed in 0u64..1_000_000,
+    ) {
+        let mode = [
+            Mode::Reliable,
+            Mode::NearReliable,
+            Mode::HybridNack,
+            Mode::HybridNackMack,
+            Mode::QuasiReliable,
+            Mode::Unreliable,
+        ][mode_i];
+        let o = run_sized(
+            mode,
+            rate,
+            Duration::from_millis(delay_ms),
+            mtu,
+            loss,
+            seed,
+            size,
+            Duration::from_millis(jitter_ms),
+        );
+        proptest::prop_assert!(o.steps < MAX_STEPS, "no end after {} steps", o.steps);
+        proptest::prop_assert!(o.sender.is_some(), "the sender never closed");
+        if mode.is_fully_reliable() {
+            proptest::prop_assert_eq!(o.delivered, size);
         }
     }
 }

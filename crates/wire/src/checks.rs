@@ -2,7 +2,8 @@
 
 use crc::{Crc, Table, CRC_16_IBM_3740, CRC_32_ISCSI};
 
-const HEC: Crc<u16> = Crc::<u16>::new(&CRC_16_IBM_3740);
+// `static`, not `const`: a `const` is a fresh 512-byte table copied at every use.
+static HEC: Crc<u16> = Crc::<u16>::new(&CRC_16_IBM_3740);
 /// Slice-by-16 tables: the portable CRC-32C, used where the CPU has no CRC-32C instruction.
 const CRC32C: Crc<u32, Table<16>> = Crc::<u32, Table<16>>::new(&CRC_32_ISCSI);
 

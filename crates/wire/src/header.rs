@@ -109,11 +109,17 @@ impl Header {
         if hec(&h[..18]) != stored {
             return Err(WireError::HeaderCheck);
         }
+        Header::fields(h, h[0] & 0x0F)
+    }
+
+    /// The fields of a header whose HEC has been checked; `mode` is the mode nibble with any
+    /// bit the caller handles (AUTH, docs/spec.md §8) already taken out.
+    pub(crate) fn fields(h: &[u8; HEADER_LEN], mode: u8) -> Result<Header, WireError> {
         let version = h[0] >> 4;
         if version != VERSION {
             return Err(WireError::Version(version));
         }
-        let mode = Mode::from_u8(h[0] & 0x0F).ok_or(WireError::Mode(h[0] & 0x0F))?;
+        let mode = Mode::from_u8(mode).ok_or(WireError::Mode(mode))?;
         Ok(Header {
             mode,
             flags: Flags(h[1]),
@@ -129,8 +135,13 @@ impl Header {
 
     /// The header's 20 bytes, HEC included.
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        self.encode_with(0)
+    }
+
+    /// The header's 20 bytes with `bits` set in byte 0 (the AUTH bit) before the HEC.
+    pub(crate) fn encode_with(&self, bits: u8) -> [u8; HEADER_LEN] {
         let mut h = [0u8; HEADER_LEN];
-        h[0] = (VERSION << 4) | (self.mode as u8);
+        h[0] = (VERSION << 4) | (self.mode as u8) | bits;
         h[1] = self.flags.0;
         h[2..4].copy_from_slice(&self.src_port.to_be_bytes());
         h[4..6].copy_from_slice(&self.dst_port.to_be_bytes());

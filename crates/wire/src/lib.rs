@@ -4,6 +4,7 @@
 //! Everything here is pure: parse functions take any byte slice and return a value or a typed
 //! [`WireError`], never panic and never allocate more than the input's size.
 
+mod auth;
 mod checks;
 mod control;
 mod error;
@@ -12,10 +13,11 @@ mod mode;
 mod seq;
 mod tpdu;
 
+pub use auth::{Envelope, AUTH_BIT, AUTH_OVERHEAD, ENCRYPTED_BIT, MAX_KEY_ID, NONCE_LEN, TAG_LEN};
 pub use checks::{crc32c, crc32c_table, hec};
 pub use control::{Ack, ControlBody, Mack, Nack, Report, Snack, MACK_FIXED_LEN};
 pub use error::WireError;
 pub use header::{Flags, Header, HEADER_LEN, VERSION};
 pub use mode::Mode;
 pub use seq::expand_seq;
-pub use tpdu::{emit_tpdu, parse_tpdu, Tpdu, CRC_LEN, OVERHEAD};
+pub use tpdu::{emit_tpdu, finish_auth_tpdu, parse_tpdu, parse_tpdu_any, Tpdu, CRC_LEN, OVERHEAD};

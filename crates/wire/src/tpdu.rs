@@ -23,6 +23,24 @@ pub struct Tpdu<'a> {
 /// datagram is shorter than the header says.
 pub fn parse_tpdu(buf: &[u8]) -> Result<Tpdu<'_>, WireError> {
     let header = Header::parse(buf)?;
+    parse_rest(buf, header)
+}
+
+/// As [`parse_tpdu`], but also accepts an authenticated TPDU (docs/spec.md §8) and says
+/// whether it is one; its body is then the envelope, still sealed. The CRC-32C of an
+/// authenticated TPDU without parity is not computed (`body_ok` is true): there is nothing
+/// FEC could correct, and the AEAD tag the receiver verifies covers every byte it would.
+pub fn parse_tpdu_any(buf: &[u8]) -> Result<(Tpdu<'_>, bool), WireError> {
+    let (header, auth) = Header::parse_any(buf)?;
+    let skip_crc = auth && header.fec == 0;
+    Ok((parse_body(buf, header, skip_crc)?, auth))
+}
+
+fn parse_rest(buf: &[u8], header: Header) -> Result<Tpdu<'_>, WireError> {
+    parse_body(buf, header, false)
+}
+
+fn parse_body(buf: &[u8], header: Header, skip_crc: bool) -> Result<Tpdu<'_>, WireError> {
     let len = usize::from(header.len);
     let end = HEADER_LEN + len + CRC_LEN;
     if buf.len() < end {
@@ -34,7 +52,7 @@ pub fn parse_tpdu(buf: &[u8]) -> Result<Tpdu<'_>, WireError> {
     }
     let body = &buf[HEADER_LEN..HEADER_LEN + len];
     let stored = u32::from_be_bytes([buf[end - 4], buf[end - 3], buf[end - 2], buf[end - 1]]);
-    let body_ok = crc32c(body) == stored;
+    let body_ok = skip_crc || crc32c(body) == stored;
     Ok(Tpdu {
         header,
         body,
@@ -50,6 +68,14 @@ pub fn emit_tpdu(mut header: Header, body: &[u8], out: &mut Vec<u8>) -> Result<(
     out.extend_from_slice(body);
     out.extend_from_slice(&crc32c(body).to_be_bytes());
     Ok(())
+}
+
+/// Appends an authenticated TPDU: the header with the AUTH bit (its `len` is taken as given:
+/// the caller sealed over it), the envelope already in `out[start..]` is followed by its
+/// CRC-32C. Used by the sealer, which writes header and envelope in place.
+pub fn finish_auth_tpdu(out: &mut Vec<u8>, start: usize) {
+    let crc = crc32c(&out[start + HEADER_LEN..]);
+    out.extend_from_slice(&crc.to_be_bytes());
 }
 
 #[cfg(test)]
