@@ -140,8 +140,9 @@ fn a_sender_whose_receiver_dies_stops_at_its_bound() {
         for bound in [ms(10_000), ms(30_000)] {
             let (o, at, heard) = run(mode, bound, Fault::ReceiverDies(ms(1000)));
             assert_eq!(o, CloseOutcome::IdleTimeout, "{mode:?} {bound:?}");
-            // Heard until the receiver died (one path delay later at most)…
-            assert!(heard <= ms(1010) && heard > ms(900), "{mode:?}: {heard:?}");
+            // Heard until the receiver died (one path delay later at most; near-reliable's
+            // cumulative ACKs come every 64 TPDUs or 200 ms, so its last one may be that old)…
+            assert!(heard <= ms(1010) && heard > ms(790), "{mode:?}: {heard:?}");
             // …and stopped the bound after that, to the millisecond: never sooner, never later.
             let silent = at - heard;
             assert!(
