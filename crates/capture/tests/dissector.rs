@@ -323,7 +323,7 @@ fn authenticated_exchange(encrypt: bool) -> Vec<(bool, Vec<u8>)> {
 
 #[test]
 fn authenticated_tpdus_show_key_id_nonce_and_tag_and_say_they_are_unverified() {
-    if !tshark_present() {
+    if !aerotp_testkit::tshark::present() {
         eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
         return;
     }

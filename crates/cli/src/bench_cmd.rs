@@ -50,6 +50,15 @@ struct LoopArgs {
     /// is), or all three one after the other.
     #[arg(long, value_enum, default_value = "off")]
     auth: AuthRuns,
+    /// Write every AeroTP datagram the sending endpoint sends and receives to FILE (pcapng;
+    /// interfaces "sent" and "received"; tools/wireshark/aerotp.lua decodes it): the cost of
+    /// a capture is the throughput with it over the throughput without (docs/capture.md).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<std::path::PathBuf>,
+    /// Most bytes of capture records waiting for the capture's writer thread; beyond it
+    /// records are dropped and counted, never the data (e.g. 8MiB, 64MB).
+    #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = size_arg)]
+    pcap_queue: u64,
     /// Print the results as one JSON object.
     #[arg(long)]
     json: bool,
@@ -133,7 +142,13 @@ impl Run {
 
 const CHUNK: usize = 1 << 20;
 
-async fn aerotp_run(size: u64, rate: u64, mtu: usize, auth: Option<bool>) -> anyhow::Result<Run> {
+async fn aerotp_run(
+    size: u64,
+    rate: u64,
+    mtu: usize,
+    auth: Option<bool>,
+    capture: Option<&Arc<aerotp_capture::LiveCapture>>,
+) -> anyhow::Result<Run> {
     let lo: SocketAddr = "127.0.0.1:0".parse()?;
     let key = aerotp_net::keyfile::new_key(1)?;
     let server = Endpoint::bind(lo, endpoint_config(auth, &key)?)?;
@@ -143,6 +158,9 @@ async fn aerotp_run(size: u64, rate: u64, mtu: usize, auth: Option<bool>) -> any
     server.listen(1, lcfg)?;
     let server_addr = server.local_addr();
     let client = Endpoint::bind(lo, endpoint_config(auth, &key)?)?;
+    if let Some(c) = capture {
+        client.set_tap(c.clone());
+    }
     let cfg = crate::send_cmd::connection_config(Mode::Reliable, rate, None, None, mtu, None)?;
     let cpu0 = cpu_time();
     let t0 = Instant::now();
@@ -169,6 +187,23 @@ async fn aerotp_run(size: u64, rate: u64, mtu: usize, auth: Option<bool>) -> any
     let wall = end - t0;
     let cpu = cpu_time() - cpu0;
     let s = &sender.stats;
+    let mut note = format!(
+        "{} TPDUs, {} retransmitted, {} timeouts",
+        s.sender.tpdus_sent, s.sender.tpdus_retransmitted, s.sender.timeouts
+    );
+    // The capture is closed (its queue written out) after the clock stopped: what it costs
+    // the transfer is the copy on the datapath, not the writer's flush at the end.
+    let mut ok = got == size && sender.guarantee_met && rx_ok;
+    if let Some(c) = capture {
+        let io = client.remove_tap();
+        let sum = close_capture(c, "aerotp bench")?;
+        // Every datagram the socket counted is either written or counted as dropped.
+        ok &= sum.written + sum.dropped == io.datagrams_sent + io.datagrams_received;
+        note.push_str(&format!(
+            "; capture: {} packets written, {} dropped",
+            sum.written, sum.dropped
+        ));
+    }
     Ok(Run {
         name: match auth {
             None => "aerotp-reliable",
@@ -178,11 +213,8 @@ async fn aerotp_run(size: u64, rate: u64, mtu: usize, auth: Option<bool>) -> any
         bytes: got,
         wall,
         cpu,
-        ok: got == size && sender.guarantee_met && rx_ok,
-        note: format!(
-            "{} TPDUs, {} retransmitted, {} timeouts",
-            s.sender.tpdus_sent, s.sender.tpdus_retransmitted, s.sender.timeouts
-        ),
+        ok,
+        note,
     })
 }
 
@@ -266,9 +298,22 @@ pub fn run(args: Args) -> i32 {
         }
     };
     let r = rt.block_on(async {
+        if a.pcap.is_some() && a.auth.runs().len() > 1 {
+            anyhow::bail!(
+                "--pcap captures one AeroTP run: give --auth off, auth or encrypt with it, not all"
+            );
+        }
+        // Created before any endpoint: a path that cannot be written costs no run.
+        let capture = match &a.pcap {
+            Some(p) => Some(
+                open_capture(p, &aerotp_net::ENDPOINT_INTERFACES, a.pcap_queue)
+                    .with_context(|| format!("--pcap {}", p.display()))?,
+            ),
+            None => None,
+        };
         let mut aero = Vec::new();
         for auth in a.auth.runs() {
-            aero.push(aerotp_run(a.size, a.rate, a.mtu, auth).await?);
+            aero.push(aerotp_run(a.size, a.rate, a.mtu, auth, capture.as_ref()).await?);
         }
         let quic = if a.no_quic {
             None

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use aerotp_gw::config::{FileConfig, FlowSpec};
 use aerotp_gw::Role;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -69,6 +69,16 @@ struct CommonArgs {
     resume_timeout: Option<String>,
     #[command(flatten)]
     key: crate::key_flags::KeyFlags,
+    /// Write every AeroTP datagram the gateway's socket sends and receives to FILE (pcapng;
+    /// interfaces "sent" and "received"; open it with tools/wireshark/aerotp.lua). The file
+    /// is created before the socket is bound, so a bad path costs no traffic; it is closed
+    /// on SIGINT/SIGTERM.
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
+    /// Most bytes of capture records waiting for the capture's writer thread; beyond it
+    /// records are dropped and counted, never the data (e.g. 8MiB, 64MB).
+    #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = crate::common::size_arg)]
+    pcap_queue: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -362,7 +372,7 @@ pub fn run(args: Args) -> Result<i32> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let (role, cfg) = match args.cmd {
+        let (role, cfg, (pcap, pcap_queue)) = match args.cmd {
             Cmd::Stats { metrics } => {
                 let addr = tokio::net::lookup_host(&metrics)
                     .await?
@@ -371,11 +381,30 @@ pub fn run(args: Args) -> Result<i32> {
                 print!("{}", aerotp_gw::metrics::fetch(addr).await?);
                 return Ok(0);
             }
-            Cmd::Ingress(a) => (Role::Ingress, a.file_config()?),
-            Cmd::Egress(a) => (Role::Egress, a.file_config()?),
+            Cmd::Ingress(mut a) => {
+                let pcap = (a.common.pcap.take(), a.common.pcap_queue);
+                (Role::Ingress, a.file_config()?, pcap)
+            }
+            Cmd::Egress(mut a) => {
+                let pcap = (a.common.pcap.take(), a.common.pcap_queue);
+                (Role::Egress, a.file_config()?, pcap)
+            }
             Cmd::Rules(_) => unreachable!("handled above"),
         };
-        let gw = aerotp_gw::start(role, cfg.settings()?).await?;
+        let settings = cfg.settings()?;
+        // The capture file exists before the gateway binds its socket: a path that cannot be
+        // written is refused (naming the flag) before any datagram is sent.
+        let capture = match &pcap {
+            Some(p) => Some(
+                crate::common::open_capture(p, &aerotp_net::ENDPOINT_INTERFACES, pcap_queue)
+                    .with_context(|| format!("--pcap {}", p.display()))?,
+            ),
+            None => None,
+        };
+        let gw = aerotp_gw::start(role, settings).await?;
+        if let Some(c) = &capture {
+            gw.ep.set_tap(c.clone());
+        }
         eprintln!("aerotp gw {role}: AeroTP on {}", gw.ep.local_addr());
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
@@ -383,6 +412,10 @@ pub fn run(args: Args) -> Result<i32> {
             _ = term.recv() => {}
         }
         tracing::info!("stopping; custody stays in the store");
+        if let Some(c) = capture {
+            gw.ep.remove_tap();
+            crate::common::close_capture(&c, &format!("aerotp gw {role}"))?;
+        }
         Ok(0)
     })
 }
