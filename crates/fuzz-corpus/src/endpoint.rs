@@ -74,7 +74,11 @@ pub fn check_emitted(dg: &[u8], mtu: usize) {
         // `symbol_bytes` of symbol.
         let b = t.body;
         assert!(b.len() >= 18, "repair TPDU shorter than its header");
-        assert!(matches!(b[0], 1 | 2) && b[1] == 0, "bad repair header {:?}", &b[..2]);
+        assert!(
+            matches!(b[0], 1 | 2) && b[1] == 0,
+            "bad repair header {:?}",
+            &b[..2]
+        );
         let sym = u16::from_be_bytes([b[16], b[17]]) as usize;
         assert_eq!(b.len(), 18 + sym, "repair symbol of the wrong length");
     } else if !t.header.flags.is_data() {

@@ -159,12 +159,10 @@ impl Connection {
         let erasure = cfg
             .erasure
             .unwrap_or_else(|| ErasureSetting::for_mode(mode));
-        // The modes that repair from their first TPDU record sources from the start, and let
-        // a hole wait for its repairs as long as the delay bound.
+        // The modes that repair from their first TPDU record sources from the start; a hole
+        // waits for repairs (up to the delay bound) once the first repair shows the peer
+        // sends them (a peer without repair must not delay every hole).
         let eager = matches!(mode, Mode::QuasiReliable | Mode::Unreliable) && !erasure.is_off();
-        if eager {
-            rx.set_erasure_wait(erasure.max_delay);
-        }
         if cfg.trace {
             rx.trace = Some(Vec::new());
         }

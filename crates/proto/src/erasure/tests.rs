@@ -150,6 +150,9 @@ fn the_tail_is_flushed_when_the_data_pauses_and_after_the_afin() {
     let t = |ms: u64| Duration::from_millis(ms);
     tx.update(t(0), t(20), 5_000_000, 1500);
     tx.on_data_sent(t(0), 0, Flags::empty(), &body(0));
+    // Protection just started: one repair at once, so the receiver knows to wait for them.
+    assert!(tx.poll_repair(t(0), false).is_some());
+    assert!(tx.poll_repair(t(0), false).is_none());
     tx.on_data_sent(t(0), 1, Flags::empty(), &body(1));
     // Not before half the delay bound, and not while data is waiting.
     assert!(tx.poll_repair(t(100), true).is_none());

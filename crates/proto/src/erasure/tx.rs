@@ -57,6 +57,9 @@ pub struct ErasureTx {
     tail_since: Option<Duration>,
     tail_sources: usize,
     fin_pushed: bool,
+    /// Protection just started: a repair goes right after the next source, so the receiver
+    /// learns at once that holes are worth waiting for.
+    announce: bool,
     last_choice: Option<Duration>,
     chosen_for: (f64, f64, u64, bool),
     scratch: Vec<u8>,
@@ -82,6 +85,7 @@ impl ErasureTx {
             tail_since: None,
             tail_sources: 0,
             fin_pushed: false,
+            announce: false,
             last_choice: None,
             chosen_for: (f64::NAN, f64::NAN, 0, false),
             scratch: Vec::new(),
@@ -204,6 +208,7 @@ impl ErasureTx {
                     // Protection starts with the next source: bodies sent before were not
                     // sized for a repair to cover them.
                     self.encoder = RlcEncoder::new(self.codec, self.key).ok();
+                    self.announce = true;
                 }
                 if let Some(e) = self.encoder.as_mut() {
                     let _ = e.set_window(s.sources.clamp(1, self.setting.max_window));
@@ -227,6 +232,9 @@ impl ErasureTx {
             // again from the next source.
             self.encoder = RlcEncoder::new(self.codec, self.key).ok();
             return;
+        }
+        if std::mem::take(&mut self.announce) {
+            self.due += 1;
         }
         self.credit += s.repairs as f64 / s.sources as f64;
         let whole = self.credit.floor();
