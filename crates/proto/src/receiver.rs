@@ -313,6 +313,13 @@ impl Receiver {
                 self.learn_reordering(now, seq, timestamp);
             }
         }
+        self.store(now, seq, body, fin, timestamp);
+        true
+    }
+
+    /// Keeps a new TPDU in the reorder buffer, delivers what is in order and schedules the
+    /// acknowledgement and report it calls for (arrivals and rebuilt TPDUs alike).
+    fn store(&mut self, now: Duration, seq: u64, body: Vec<u8>, fin: bool, ts: u32) {
         if self.mode.uses_mack()
             && seq != self.expected
             && self.pending_entries.len() < usize::from(self.mack_count)
@@ -332,7 +339,7 @@ impl Receiver {
                 body,
                 fin,
                 arrived: now,
-                ts: timestamp,
+                ts,
             },
         );
         self.deliver_in_order(now);
@@ -346,7 +353,6 @@ impl Receiver {
             };
             self.report_due = Some(now + wait);
         }
-        true
     }
 
     /// A data TPDU rebuilt by erasure decoding (it never arrived intact). Like an arrival,
@@ -365,30 +371,9 @@ impl Receiver {
         self.nack_sent_at.remove(&seq);
         self.pending_nacks.retain(|&n| n != seq as u32);
         self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
-        if self.mode.uses_mack()
-            && seq != self.expected
-            && self.pending_entries.len() < usize::from(self.mack_count)
-        {
-            self.pending_entries.push(seq as u32);
-        }
-        self.since_ack += 1;
-        if self.ack_pending_since.is_none() {
-            self.ack_pending_since = Some(now);
-        }
-        if fin {
-            self.ack_now = true;
-        }
-        self.buffer.insert(
-            seq,
-            Slot {
-                body,
-                fin,
-                arrived: now,
-                // Rebuilt now from what the sender sent lately: as new as its newest TPDU.
-                ts: self.latest_ts,
-            },
-        );
-        self.deliver_in_order(now);
+        // Rebuilt now from what the sender sent lately: as new as its newest TPDU.
+        let ts = self.latest_ts;
+        self.store(now, seq, body, fin, ts);
         true
     }
 
