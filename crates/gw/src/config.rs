@@ -299,7 +299,8 @@ impl FileConfig {
         })
     }
 
-    pub fn settings(&self) -> Result<Settings> {
+    /// The rate and MTU keys, checked.
+    fn rate_and_mtu(&self) -> Result<(u64, usize)> {
         let rate = match &self.rate {
             Some(r) => aerotp_link::parse_rate(r).map_err(|e| anyhow::anyhow!("rate: {e}"))?,
             None => 5_000_000,
@@ -318,6 +319,21 @@ impl FileConfig {
                 MTU_RANGE.end()
             );
         }
+        Ok((rate, mtu))
+    }
+
+    /// The `encrypt` key, which needs a key file.
+    fn encrypt(&self) -> Result<bool> {
+        match (self.encrypt, &self.key_file) {
+            (Some(true), None) => bail!(
+                "encrypt: needs a key (--key-file PATH or the `key_file` key; `aerotp keygen PATH` writes one)"
+            ),
+            (e, _) => Ok(e.unwrap_or(false)),
+        }
+    }
+
+    pub fn settings(&self) -> Result<Settings> {
+        let (rate, mtu) = self.rate_and_mtu()?;
         let policy = match self.priority.as_deref().unwrap_or("weighted") {
             "weighted" => Policy::Weighted {
                 weights: self.weights.unwrap_or([8, 4, 1]),
@@ -376,12 +392,7 @@ impl FileConfig {
                 .transpose()
                 .map_err(|e| anyhow::anyhow!(e))?,
             key_file: self.key_file.clone(),
-            encrypt: match (self.encrypt, &self.key_file) {
-                (Some(true), None) => bail!(
-                    "encrypt: needs a key (--key-file PATH or the `key_file` key; `aerotp keygen PATH` writes one)"
-                ),
-                (e, _) => e.unwrap_or(false),
-            },
+            encrypt: self.encrypt()?,
         })
     }
 }
