@@ -20,13 +20,14 @@
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aerotp_gw::config::FileConfig;
 use aerotp_gw::transparent::{DestRule, RuleSpec, TransparentSpec};
-use aerotp_gw::Gateway;
 use aerotp_lab::{Lab, LabConfig, LinkConfig, Side};
+
+mod ns_gateway;
+use ns_gateway::start_gateway;
 
 fn lab_available() -> bool {
     if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
@@ -173,47 +174,6 @@ fn rules_install_and_remove_leave_nothing_behind() {
     };
     let e = gone.install().unwrap_err();
     assert!(e.contains("ip"), "{e}");
-}
-
-/// A gateway on a runtime whose threads live in a lab namespace.
-struct NsGateway {
-    gw: Arc<Gateway>,
-    stop: std::sync::mpsc::Sender<()>,
-    thread: aerotp_lab::NsThread<()>,
-}
-
-fn start_gateway(lab: &Lab, side: Side, role: aerotp_gw::Role, cfg: FileConfig) -> NsGateway {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
-    let thread = lab
-        .spawn_in(side, move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            let r = rt.block_on(async { aerotp_gw::start(role, cfg.settings()?).await });
-            let ok = r.is_ok();
-            let _ = tx.send(r.map_err(|e| format!("{e:#}")));
-            if ok {
-                let _ = stop_rx.recv();
-            }
-            rt.shutdown_timeout(Duration::from_secs(2));
-        })
-        .expect("gateway thread in the namespace");
-    let gw = rx
-        .recv()
-        .expect("gateway thread")
-        .unwrap_or_else(|e| panic!("{role}: {e}"));
-    NsGateway { gw, stop, thread }
-}
-
-impl NsGateway {
-    fn stop(self) {
-        drop(self.gw);
-        let _ = self.stop.send(());
-        self.thread.join().expect("gateway thread");
-    }
 }
 
 /// Waits for `c` to exit within `deadline`; kills it and fails otherwise.

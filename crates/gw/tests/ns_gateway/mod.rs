@@ -1,0 +1,52 @@
+//! A gateway running on a tokio runtime whose threads live in a lab namespace: shared by the
+//! gateway's lab tests (`lab.rs`, `transparent.rs`).
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aerotp_gw::config::FileConfig;
+use aerotp_gw::Gateway;
+use aerotp_lab::{Lab, Side};
+
+/// A gateway on a runtime whose threads live in a lab namespace.
+pub struct NsGateway {
+    pub gw: Arc<Gateway>,
+    stop: std::sync::mpsc::Sender<()>,
+    thread: aerotp_lab::NsThread<()>,
+}
+
+pub fn start_gateway(lab: &Lab, side: Side, role: aerotp_gw::Role, cfg: FileConfig) -> NsGateway {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
+    let thread = lab
+        .spawn_in(side, move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let r = rt.block_on(async { aerotp_gw::start(role, cfg.settings()?).await });
+            let ok = r.is_ok();
+            let _ = tx.send(r.map_err(|e| format!("{e:#}")));
+            if ok {
+                let _ = stop_rx.recv();
+            }
+            rt.shutdown_timeout(Duration::from_secs(2));
+        })
+        .expect("gateway thread in the namespace");
+    let gw = rx
+        .recv()
+        .expect("gateway thread")
+        .unwrap_or_else(|e| panic!("{role}: {e}"));
+    NsGateway { gw, stop, thread }
+}
+
+impl NsGateway {
+    pub fn stop(self) {
+        drop(self.gw);
+        let _ = self.stop.send(());
+        self.thread.join().expect("gateway thread");
+    }
+}
