@@ -370,6 +370,35 @@ mod tests {
     }
 
     #[test]
+    fn bad_erasure_keys_name_key_and_what_is_accepted() {
+        let s = Scenario::default();
+        for (key, value, needle) in [
+            ("erasure", v("lots"), "off, auto, or a ratio"),
+            ("erasure", v("0.5"), "off, auto, or a ratio"),
+            ("erasure", v("NaN"), "off, auto, or a ratio"),
+            ("max_delay", v("soon"), "`max_delay`"),
+            ("max_delay", v("-1s"), "`max_delay`"),
+            ("erasure_target", v("1.5"), "between 0 and 1"),
+            ("erasure_target", v("NaN"), "between 0 and 1"),
+            ("erasure_target", v("x"), "residual loss rate"),
+        ] {
+            let e = s.clone().set(key, &value).unwrap_err().to_string();
+            assert!(e.contains(&format!("`{key}`")), "{key}: {e}");
+            assert!(e.contains(needle), "{key} = {value}: {e}");
+        }
+        // A delay the engine refuses is caught when the scenario is checked.
+        let mut s = Scenario::default();
+        s.set("max_delay", &v("0s")).unwrap();
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("max-delay"), "{e}");
+        let mut ok = Scenario::default();
+        ok.set("erasure", &v("1.25")).unwrap();
+        ok.set("max_delay", &v("1s")).unwrap();
+        ok.set("erasure_target", &v("1e-4")).unwrap();
+        ok.validate().unwrap();
+    }
+
+    #[test]
     fn bad_link_keys_name_key_value_and_accepted() {
         let s = two_paths();
         for (key, value, needle) in [
