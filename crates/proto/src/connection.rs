@@ -348,11 +348,6 @@ impl Connection {
         )
     }
 
-    /// The erasure coding of what this end sends.
-    pub fn erasure(&self) -> &ErasureSetting {
-        self.etx.setting()
-    }
-
     /// Changes the erasure coding of what this end sends, on the live connection.
     pub fn set_erasure(&mut self, setting: ErasureSetting) {
         self.etx.set_setting(setting);
