@@ -138,7 +138,7 @@ impl Default for ConnectionConfig {
             close_timeout: Duration::from_secs(10),
             linger: Duration::from_secs(2),
             min_hole_timeout: Duration::from_millis(30),
-            ack_every: 64,
+            ack_every: 16,
             crc_check: true,
             retention: Duration::from_secs(2),
             asyn_copies: 3,

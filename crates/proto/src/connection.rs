@@ -110,6 +110,12 @@ pub struct Connection {
     silent: bool,
     /// No data goes: nothing heard for an RTO with data unacknowledged (`timers::pause_at`).
     paused: bool,
+    /// The longest recent gap between TPDUs heard while data was unacknowledged (decaying):
+    /// how long silence is normal on this connection, so an outage is suspected sooner than
+    /// 1.5 RTOs where feedback comes often (`timers::pause_at`).
+    heard_gap: Duration,
+    /// How many gaps `heard_gap` has seen; it is trusted from `GAP_SAMPLES` on.
+    heard_gaps: u32,
     next_probe: Option<Duration>,
     probe_pending: bool,
     /// Interval to the next outage probe: `probe_interval`, doubling to `MAX_PROBE_INTERVAL`.
@@ -200,6 +206,8 @@ impl Connection {
             heard_once: false,
             silent: false,
             paused: false,
+            heard_gap: Duration::ZERO,
+            heard_gaps: 0,
             next_probe: None,
             probe_pending: false,
             probe_wait: cfg.probe_interval,
@@ -382,6 +390,15 @@ impl Connection {
                 self.final_ack_due = true;
             }
             return;
+        }
+        if self.heard_once && self.tx.has_outstanding() {
+            let gap = now.saturating_sub(self.last_heard);
+            self.heard_gap = if gap > self.heard_gap {
+                gap
+            } else {
+                (self.heard_gap * 7 + gap) / 8
+            };
+            self.heard_gaps = self.heard_gaps.saturating_add(1);
         }
         self.last_heard = now;
         self.heard_once = true;

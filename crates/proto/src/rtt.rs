@@ -123,6 +123,15 @@ impl RttEstimator {
     }
 
     /// The retransmission timeout before any backoff: how long feedback may normally take.
+    /// The round trip and four times its variation, without the peer's acknowledgement
+    /// delay: a bound on one round trip, not on when feedback comes.
+    pub fn rtt_bound(&self) -> Duration {
+        match self.srtt {
+            Some(s) => s + self.rttvar * 4,
+            None => self.initial * 3,
+        }
+    }
+
     pub fn base_rto(&self) -> Duration {
         let base = match self.srtt {
             Some(s) => s + self.rttvar * 4,

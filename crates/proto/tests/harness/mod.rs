@@ -37,6 +37,8 @@ pub struct Net {
     pub imp: Impair,
     n: u64,
     pub wire_bytes: u64,
+    /// Bytes a sent toward b while the link was out, with 28 bytes of IP/UDP per datagram.
+    pub outage_bytes_to_b: u64,
     stalled: u32,
 }
 
@@ -58,6 +60,7 @@ impl Net {
             imp,
             n: 0,
             wire_bytes: 0,
+            outage_bytes_to_b: 0,
             stalled: 0,
         }
     }
@@ -66,6 +69,9 @@ impl Net {
         self.wire_bytes += d.len() as u64;
         if let Some((s, e)) = self.imp.outage {
             if self.now >= s && self.now < e {
+                if to_b {
+                    self.outage_bytes_to_b += d.len() as u64 + 28;
+                }
                 return;
             }
         }
@@ -161,6 +167,8 @@ pub struct Outcome {
     /// When the last byte reached the receiving application.
     pub last_byte_at: Duration,
     pub wire_bytes: u64,
+    /// `Net::outage_bytes_to_b`: what the sender spent into the outage.
+    pub outage_bytes: u64,
     pub sender_stats: Option<aerotp_proto::ConnectionStats>,
 }
 
@@ -190,6 +198,7 @@ pub fn transfer(
         finished_at: Duration::ZERO,
         last_byte_at: Duration::ZERO,
         wire_bytes: 0,
+        outage_bytes: 0,
         sender_stats: None,
     };
     let mut rx_closed = false;
@@ -245,6 +254,7 @@ pub fn transfer(
     }
     out.finished_at = net.now;
     out.wire_bytes = net.wire_bytes;
+    out.outage_bytes = net.outage_bytes_to_b;
     out.sender_stats = net.a.stats(ch);
     out
 }
