@@ -244,13 +244,6 @@ impl Ctx {
         c.rate_bps = rate;
         c.mtu = self.settings.mtu;
         c.fec = fec;
-        if matches!(mode, Mode::QuasiReliable | Mode::Unreliable) {
-            // Erasure repair stays off on the gateways' UDP stream routes for now: with it on,
-            // crates/gw/tests/udp_stream.rs and phantom.rs leave a few datagrams neither
-            // delivered nor counted lost (the engine alone, in the simulator and with
-            // send/recv, delivers and counts them all); docs/gateway.md.
-            c.erasure = Some(aerotp_proto::ErasureSetting::OFF);
-        }
         c.idle_timeout = self.settings.idle_timeout;
         c.send_buffer = SEND_BUFFER;
         c

@@ -191,7 +191,7 @@ impl IngressDatagrams {
         let (parity, chunk) = parity_and_chunk(&self.ctx, route.fec, dest.len())
             .with_context(|| format!("UDP route {}", route.local))?;
         let sock = Arc::new(
-            UdpSocket::bind(route.local)
+            crate::appsock::bind(route.local)
                 .await
                 .with_context(|| format!("cannot bind UDP {}", route.local))?,
         );
@@ -453,7 +453,7 @@ async fn open_peer(ctx: &Arc<Ctx>, key: &PeerKey, from: SocketAddr) -> Option<Pe
     } else {
         "0.0.0.0:0"
     };
-    let sock = match UdpSocket::bind(bind).await {
+    let sock = match crate::appsock::bind(bind).await {
         Ok(s) => s,
         Err(e) => {
             ctx.reg

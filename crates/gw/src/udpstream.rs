@@ -371,7 +371,7 @@ struct IngressRoute {
 /// Ingress side of a stream-mode UDP route.
 pub async fn start_ingress(ctx: Arc<Ctx>, route: Route, peer: SocketAddr) -> Result<()> {
     let sock = Arc::new(
-        UdpSocket::bind(route.local)
+        crate::appsock::bind(route.local)
             .await
             .with_context(|| format!("cannot bind UDP {}", route.local))?,
     );
@@ -667,7 +667,7 @@ async fn connect_dest(ctx: &Ctx, dest: &str) -> Result<Arc<UdpSocket>, String> {
     } else {
         "0.0.0.0:0"
     };
-    let sock = UdpSocket::bind(bind)
+    let sock = crate::appsock::bind(bind)
         .await
         .map_err(|e| format!("UDP bind: {e}"))?;
     sock.connect(&dest)

@@ -34,6 +34,8 @@ async fn run(mode: &str) {
     .await;
     let (ingress, entry) = udp_ingress(relay, mode, "telemetry", "20mbit").await;
     let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    // The replies of a burst the destination echoes come back as one (common::echo_dest).
+    aerotp_testkit::udp_buffer::grow_udp_rcvbuf(&*client, 4 << 20).unwrap();
     let replies = Arc::new(std::sync::Mutex::new(Vec::<u32>::new()));
     let (c2, r2) = (client.clone(), replies.clone());
     tokio::spawn(async move {

@@ -8,6 +8,7 @@
 
 pub mod prom;
 pub mod tshark;
+pub mod udp_buffer;
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -131,6 +131,9 @@ pub fn index_of(d: &[u8], make: fn(u32) -> Vec<u8>) -> u32 {
 /// against `make`, see [`index_of`]); returns its address and the indices in arrival order.
 pub async fn echo_dest(make: fn(u32) -> Vec<u8>) -> (SocketAddr, Arc<Mutex<Vec<u32>>>) {
     let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    // Sized for the stream, as a telemetry receiver is: a hole held for erasure repair is
+    // released in one burst (docs/gateway.md, "UDP routes and erasure repair").
+    aerotp_testkit::udp_buffer::grow_udp_rcvbuf(&dest, 4 << 20).unwrap();
     let addr = dest.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let seen2 = seen.clone();
