@@ -31,6 +31,8 @@ async fn run(
     u64,
 ) {
     let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    // Sized like a telemetry receiver's: a hole held for repair is released in one burst.
+    aerotp_testkit::udp_buffer::grow_udp_rcvbuf(&dest, 4 << 20).unwrap();
     let dest_addr = dest.local_addr().unwrap();
     let seen = Arc::new(Mutex::new((Vec::new(), BTreeSet::new())));
     let seen2 = seen.clone();
@@ -58,6 +60,7 @@ async fn run(
     .await;
     let (ingress, entry) = udp_ingress(relay, mode, "telemetry", "20mbit").await;
     let client = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    aerotp_testkit::udp_buffer::grow_udp_rcvbuf(&*client, 4 << 20).unwrap();
     client.connect(entry).await.unwrap();
     let replies = Arc::new(Mutex::new(Vec::new()));
     let (c2, r2) = (client.clone(), replies.clone());
