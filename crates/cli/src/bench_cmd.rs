@@ -29,6 +29,8 @@ enum What {
     Setup(crate::lab_bench_cmd::SetupArgs),
     /// Lab (root): a transfer across a long outage, kernel TCP vs the reliable AeroTP modes.
     Outage(crate::lab_bench_cmd::OutageArgs),
+    /// Lab (root): kernel MPTCP (a subflow per path) against single-path TCP over N paths.
+    Multipath(crate::lab_bench_cmd::MultipathArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -286,6 +288,7 @@ pub fn run(args: Args) -> i32 {
         What::Lossy(a) => return crate::lab_bench_cmd::lossy(a),
         What::Setup(a) => return crate::lab_bench_cmd::setup(a),
         What::Outage(a) => return crate::lab_bench_cmd::outage(a),
+        What::Multipath(a) => return crate::lab_bench_cmd::multipath(a),
     };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

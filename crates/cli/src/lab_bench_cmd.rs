@@ -1,11 +1,11 @@
-//! `aerotp bench lossy|setup|outage`: side-by-side benchmarks in the TUN lab (root): kernel TCP
+//! `aerotp bench lossy|setup|outage|multipath`: side-by-side benchmarks in the TUN lab (root): kernel TCP
 //! (cubic, reno, bbr), QUIC, plain UDP and AeroTP over the same emulated link
 //! (`aerotp-labbench`; results in docs/results/lab.md).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use aerotp_labbench::{lossy, outage, setup, Proto};
+use aerotp_labbench::{lossy, multipath, outage, setup, Proto};
 use aerotp_net::Mode;
 
 use crate::common::*;
@@ -121,6 +121,76 @@ pub struct OutageArgs {
     protocols: Option<String>,
     #[command(flatten)]
     common: Common,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MultipathArgs {
+    /// Number of alike paths (lab path i: 10.77.i.1 <-> 10.77.i.2), 1 to 16.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=16))]
+    paths: u64,
+    /// Rate of each path, each direction.
+    #[arg(long, default_value = "5mbit", value_parser = rate_arg)]
+    rate: u64,
+    /// One-way delay of each path.
+    #[arg(long, default_value = "10ms", value_parser = duration_arg)]
+    delay: Duration,
+    /// Bit-error rate of each path, both directions, in [0, 1).
+    #[arg(long, default_value = "1e-5", value_parser = ber_arg)]
+    ber: f64,
+    /// Bytes per transfer.
+    #[arg(long, value_parser = size_arg)]
+    size: Option<u64>,
+    /// Runs per protocol.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    runs: Option<u32>,
+    /// Longest one transfer may take.
+    #[arg(long, default_value = "120s", value_parser = duration_arg)]
+    cap: Duration,
+    /// Protocols, comma separated: tcp-cubic, tcp-bbr, mptcp-cubic, mptcp-bbr, …
+    #[arg(long)]
+    protocols: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+fn ber_arg(s: &str) -> Result<f64, String> {
+    match list_arg(s)?.as_slice() {
+        [x] => Ok(*x),
+        _ => Err(format!("'{s}': one bit-error rate in [0, 1)")),
+    }
+}
+
+pub fn multipath(a: MultipathArgs) -> i32 {
+    let d = multipath::Config::default();
+    let q = a.common.quick;
+    let cfg = multipath::Config {
+        paths: a.paths as usize,
+        rate_bps: a.rate,
+        delay: a.delay,
+        ber: a.ber,
+        size: a.size.unwrap_or(if q { 2_000_000 } else { d.size }),
+        runs: a.runs.unwrap_or(if q { 1 } else { d.runs }),
+        seed: a.common.seed.unwrap_or(d.seed),
+        cap: a.cap,
+        protocols: match a.protocols.as_deref().map(protocols_arg).transpose() {
+            Ok(v) => v.unwrap_or(d.protocols),
+            Err(e) => return usage("multipath", "--protocols", &e),
+        },
+    };
+    let r = match multipath::run(&cfg, |l| eprintln!("{l}")) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("aerotp bench multipath: {e:#}");
+            return EXIT_LOCAL;
+        }
+    };
+    eprintln!(
+        "\n{}",
+        multipath::markdown(&cfg, &r, &aerotp_labbench::command_line())
+    );
+    finish(&a.common, "multipath", &r.points, |dir, cmd| {
+        multipath::write(&cfg, &r, dir, cmd)
+    })
 }
 
 fn usage(what: &str, flag: &str, e: &str) -> i32 {

@@ -13,6 +13,7 @@
 //! timestamps carried in the data use for one-way delays.
 
 pub mod lossy;
+pub mod multipath;
 pub mod outage;
 pub mod payload;
 pub mod setup;

@@ -13,7 +13,7 @@ use super::aero::{recv_aero, send_aero};
 use super::io::Ready;
 use super::quic::{recv_quic, send_quic};
 use super::spec::{AeroStats, Outcome, Proto, Spec};
-use super::tcp::{recv_tcp, send_tcp};
+use super::tcp::{recv_tcp, send_tcp, Stack};
 use super::udp::{recv_udp, send_udp};
 use crate::payload::{Clock, Plan, Sink, Source};
 
@@ -136,7 +136,8 @@ async fn receive(
     sink.keep_arrivals = timeline;
     let mut rx_stats = None;
     let r = match proto {
-        Proto::Tcp(_) => recv_tcp(addr, &mut sink, clock, cap, ready).await,
+        Proto::Tcp(_) => recv_tcp(addr, Stack::Tcp, &mut sink, clock, cap, ready).await,
+        Proto::Mptcp(_) => recv_tcp(addr, Stack::Mptcp, &mut sink, clock, cap, ready).await,
         Proto::Quic => recv_quic(addr, &mut sink, clock, cap, ready).await,
         Proto::Udp => recv_udp(addr, &mut sink, clock, cap, ready).await,
         Proto::Aero(mode, fec) => {
@@ -184,7 +185,8 @@ async fn send(
     let mut src = Source::new(plan);
     let mut aero = None;
     let r = match proto {
-        Proto::Tcp(cc) => send_tcp(remote, cc, &mut src, clock, deadline).await,
+        Proto::Tcp(cc) => send_tcp(remote, Stack::Tcp, cc, &mut src, clock, deadline).await,
+        Proto::Mptcp(cc) => send_tcp(remote, Stack::Mptcp, cc, &mut src, clock, deadline).await,
         Proto::Quic => send_quic(local, remote, cert, &mut src, clock, deadline).await,
         Proto::Udp => send_udp(local, remote, rate_bps, &mut src, clock, deadline).await,
         Proto::Aero(mode, fec) => {

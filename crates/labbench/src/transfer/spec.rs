@@ -33,6 +33,8 @@ impl Cc {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Proto {
     Tcp(Cc),
+    /// Kernel MPTCP with this congestion control on its subflows.
+    Mptcp(Cc),
     Quic,
     Udp,
     Aero(Mode, FecSetting),
@@ -42,24 +44,29 @@ impl Proto {
     pub fn name(&self) -> String {
         match self {
             Proto::Tcp(cc) => format!("tcp-{}", cc.name()),
+            Proto::Mptcp(cc) => format!("mptcp-{}", cc.name()),
             Proto::Quic => "quic".into(),
             Proto::Udp => "udp".into(),
             Proto::Aero(m, _) => format!("aerotp-{m}"),
         }
     }
 
-    /// Parses `tcp-cubic`, `tcp-reno`, `tcp-bbr`, `quic`, `udp`, `aerotp-<mode>` (with the
+    /// Parses `tcp-cubic`, `tcp-reno`, `tcp-bbr`, `mptcp-cubic`, `mptcp-reno`, `mptcp-bbr`,
+    /// `quic`, `udp`, `aerotp-<mode>` (with the
     /// mode's default FEC, `auto` for the FEC modes).
     pub fn parse(s: &str) -> Result<Proto> {
         Ok(match s {
             "tcp-cubic" => Proto::Tcp(Cc::Cubic),
             "tcp-reno" => Proto::Tcp(Cc::Reno),
             "tcp-bbr" => Proto::Tcp(Cc::Bbr),
+            "mptcp-cubic" => Proto::Mptcp(Cc::Cubic),
+            "mptcp-reno" => Proto::Mptcp(Cc::Reno),
+            "mptcp-bbr" => Proto::Mptcp(Cc::Bbr),
             "quic" => Proto::Quic,
             "udp" => Proto::Udp,
             other => {
                 let Some(m) = other.strip_prefix("aerotp-") else {
-                    bail!("unknown protocol {other:?} (tcp-cubic, tcp-reno, tcp-bbr, quic, udp, aerotp-<mode>)")
+                    bail!("unknown protocol {other:?} (tcp-cubic, tcp-reno, tcp-bbr, mptcp-cubic, mptcp-reno, mptcp-bbr, quic, udp, aerotp-<mode>)")
                 };
                 let mode: Mode = m.parse().map_err(|e: String| anyhow!(e))?;
                 if mode == Mode::Datagram {
@@ -73,7 +80,7 @@ impl Proto {
     /// Whether every byte must arrive (the receiver checks SHA-256 of the stream).
     pub fn is_stream_reliable(&self) -> bool {
         match self {
-            Proto::Tcp(_) | Proto::Quic => true,
+            Proto::Tcp(_) | Proto::Mptcp(_) | Proto::Quic => true,
             Proto::Udp => false,
             Proto::Aero(m, _) => matches!(
                 m,

@@ -1,4 +1,6 @@
-//! Kernel TCP (cubic, reno, bbr) through tokio sockets.
+//! Kernel TCP (cubic, reno, bbr) and kernel MPTCP through tokio sockets. An MPTCP socket is a
+//! TCP socket opened with `IPPROTO_MPTCP` (262): the same stream API, and the kernel's path
+//! manager adds a subflow per address the peer announces (`crate::multipath` sets that up).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -11,14 +13,52 @@ use super::io::{deadline_of, report_bound, write_blocks, Ready};
 use super::spec::Cc;
 use crate::payload::{Clock, Sink, Source};
 
+/// `IPPROTO_MPTCP` (linux/in.h); not in the libc crate's constants for every target.
+const IPPROTO_MPTCP: i32 = 262;
+
+/// Kernel transport of a stream transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stack {
+    Tcp,
+    Mptcp,
+}
+
+impl Stack {
+    fn socket(self) -> Result<socket2::Socket> {
+        let proto = match self {
+            Stack::Tcp => socket2::Protocol::TCP,
+            Stack::Mptcp => socket2::Protocol::from(IPPROTO_MPTCP),
+        };
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, Some(proto))
+            .with_context(|| match self {
+                Stack::Tcp => "TCP socket".to_string(),
+                Stack::Mptcp => "MPTCP socket (is net.mptcp.enabled = 1?)".to_string(),
+            })?;
+        s.set_nonblocking(true)?;
+        Ok(s)
+    }
+}
+
 pub(super) async fn recv_tcp(
     addr: SocketAddr,
+    stack: Stack,
     sink: &mut Sink,
     clock: Clock,
     cap: Duration,
     ready: Ready,
 ) -> Result<Instant> {
-    let bound = tokio::net::TcpListener::bind(addr).await;
+    // MPTCP: joins arrive at the addresses the path manager announces, so the listener takes
+    // the port on every address (a listener bound to one address refuses them with a reset).
+    let bind = match stack {
+        Stack::Tcp => addr,
+        Stack::Mptcp => SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), addr.port()),
+    };
+    let bound = stack.socket().and_then(|s| {
+        s.set_reuse_address(true)?;
+        s.bind(&bind.into())?;
+        s.listen(16)?;
+        Ok(tokio::net::TcpListener::from_std(s.into())?)
+    });
     let listener = report_bound(bound.map(|l| (l, None)), &format!("bind {addr}"), &ready)?;
     let deadline = deadline_of(cap);
     let (mut s, _) = timeout_at(deadline, listener.accept())
@@ -37,12 +77,13 @@ pub(super) async fn recv_tcp(
 
 pub(super) async fn send_tcp(
     remote: SocketAddr,
+    stack: Stack,
     cc: Cc,
     src: &mut Source,
     clock: Clock,
     deadline: tokio::time::Instant,
 ) -> Result<()> {
-    let sock = tokio::net::TcpSocket::new_v4()?;
+    let sock = tokio::net::TcpSocket::from_std_stream(stack.socket()?.into());
     {
         let r = socket2::SockRef::from(&sock);
         r.set_tcp_congestion(cc.name().as_bytes())
