@@ -103,6 +103,11 @@ impl RlcEncoder {
     pub fn window(&self) -> usize {
         self.window
     }
+
+    /// How many sources the next repair covers: the window, or fewer while fewer were sent.
+    pub fn span(&self) -> usize {
+        self.window.min(self.len)
+    }
 }
 
 impl ErasureEncoder for RlcEncoder {

@@ -1,0 +1,28 @@
+//! AeroTP event traces in the style of qlog (draft-ietf-quic-qlog-main-schema): a JSON text
+//! sequence (RFC 7464, JSON-SEQ) of one header record and then events, each
+//! `{"time": ms, "name": "aerotp:…", "data": {…}}`, under the private schema
+//! [`schema::SCHEMA_URI`] documented in docs/qlog.md.
+//!
+//! Where events come from (no engine change is needed for a trace, and a trace cannot change
+//! a run):
+//! * [`tpdu`]: every datagram a driver sends or receives, decoded field by field (header,
+//!   ACK/MACK/NACK/SNACK/RPT contents, repair and reset), with retransmissions marked;
+//! * [`observer`]: the engine's own per-connection state, read after each step of the driver
+//!   and written when it changes — RTT and timeout, rate, FEC strength, state, losses
+//!   declared, TPDUs corrected or rebuilt, outages.
+//!
+//! [`writer`] writes a trace, bounded in bytes; [`reader`] reads one back; [`analysis`] turns
+//! it into a time-sequence chart and a summary (`aerotp trace`).
+
+pub mod analysis;
+pub mod observer;
+pub mod reader;
+pub mod schema;
+pub mod tpdu;
+pub mod writer;
+
+pub use analysis::{analyse, Summary};
+pub use observer::Observer;
+pub use reader::{read_trace, Record};
+pub use tpdu::TpduLog;
+pub use writer::{QlogWriter, Vantage};
