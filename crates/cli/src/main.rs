@@ -12,9 +12,11 @@ mod lab_bench_cmd;
 mod lab_cmd;
 mod link_cmd;
 mod link_flags;
+mod qlog_tap;
 mod recv_cmd;
 mod send_cmd;
 mod sim_cmd;
+mod trace_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -51,6 +53,8 @@ enum Command {
     Sim(sim_cmd::Args),
     /// Run experiment plans in the simulator (sweeps of any setting; CSV, PNG, report), or the papers' experiments.
     Experiment(experiment_cmd::Args),
+    /// A trace written with --qlog as a time-sequence chart (PNG) and a summary.
+    Trace(trace_cmd::Args),
 }
 
 /// Errors print as their chain of messages (`error: what: why`) and exit 1, never as a
@@ -83,5 +87,6 @@ fn run() -> anyhow::Result<()> {
         Command::Gw(args) => std::process::exit(gw_cmd::run(args)?),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Experiment(args) => experiment_cmd::run(args),
+        Command::Trace(args) => trace_cmd::run(args),
     }
 }

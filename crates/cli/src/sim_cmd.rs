@@ -65,6 +65,11 @@ pub struct Args {
     /// virtual time (docs/capture.md). Run 0 is the same run as in the summary.
     #[arg(long, value_name = "FILE")]
     pcap: Option<std::path::PathBuf>,
+    /// Write an event trace of every run to DIR/run-<i>-seed-<seed>.sqlog (qlog-style JSON-SEQ,
+    /// virtual time, both endpoints: TPDUs sent and received with their fields, RTT, losses,
+    /// FEC, state; docs/qlog.md). `aerotp trace FILE` draws one.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<std::path::PathBuf>,
     /// two-node (one impaired link) or papers (10 Gb/s LAN - impaired link - 10 Gb/s LAN).
     #[arg(long, default_value = "papers", value_parser = topology_arg)]
     topology: Topology,
@@ -249,6 +254,9 @@ pub fn execute(args: &Args) -> anyhow::Result<String> {
         ),
         None => None,
     };
+    if let Some(d) = &args.qlog {
+        crate::qlog_tap::prepare_dir(d)?;
+    }
     let t = Instant::now();
     let sum = run_many(&s, args.runs, args.seed).context("simulation")?;
     let wall = t.elapsed();
@@ -275,7 +283,44 @@ pub fn execute(args: &Args) -> anyhow::Result<String> {
             out.push_str(&line);
         }
     }
+    if let Some(dir) = &args.qlog {
+        let line = write_qlogs(args, &s, dir)?;
+        if args.json {
+            eprint!("{line}");
+        } else {
+            out.push_str(&line);
+        }
+    }
     Ok(out)
+}
+
+/// Runs every run again with the trace hook (same scenario and seeds: the same runs).
+fn write_qlogs(
+    args: &Args,
+    s: &aerotp_sim::Scenario,
+    dir: &std::path::Path,
+) -> anyhow::Result<String> {
+    let title = std::env::args().collect::<Vec<_>>().join(" ");
+    let (mut events, mut dropped) = (0, 0);
+    for i in 0..args.runs {
+        let seed = run_seed(args.seed, i);
+        let path = dir.join(format!("run-{i}-seed-{seed}.sqlog"));
+        let mut q = crate::qlog_tap::SimQlog::create(path, &title)?;
+        run_once_tapped(s, seed, &mut q);
+        let st = q.finish()?;
+        events += st.events;
+        dropped += st.dropped;
+    }
+    Ok(format!(
+        "qlog {}: {} traces, {events} events{}\n",
+        dir.display(),
+        args.runs,
+        if dropped > 0 {
+            format!(", {dropped} not written (byte bound)")
+        } else {
+            String::new()
+        }
+    ))
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {

@@ -47,6 +47,7 @@ struct Side {
     acked: Series,
     data_first: u64,
     data_retx: u64,
+    asyn_copies: u64,
     data_bytes_first: u64,
     repairs_sent: u64,
     control_sent: u64,
@@ -54,6 +55,19 @@ struct Side {
     undecodable_received: u64,
     first_data_ms: Option<f64>,
     last_data_ms: f64,
+}
+
+/// What one endpoint's engine reported over the trace (sums of the observer's deltas).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct EngineTotals {
+    pub retransmissions_queued: u64,
+    pub timeouts: u64,
+    pub holes_given_up: u64,
+    pub fec_corrected: u64,
+    pub rebuilt_from_repairs: u64,
+    pub outages: u64,
+    pub fec_changes: u64,
+    pub last_smoothed_rtt_ms: Option<f64>,
 }
 
 /// A trace in figures (`aerotp trace` prints it; `--json` gives the same fields).
@@ -65,6 +79,8 @@ pub struct Summary {
     pub sender: String,
     pub data_tpdus_first: u64,
     pub data_tpdus_retransmitted: u64,
+    /// Extra copies of the opening ASYN TPDU.
+    pub asyn_copies: u64,
     pub data_bytes_first: u64,
     pub repairs_sent: u64,
     pub control_sent: u64,
@@ -72,14 +88,8 @@ pub struct Summary {
     pub undecodable_received: u64,
     /// Data bytes sent first time / (last − first data TPDU sent).
     pub send_rate_bps: f64,
-    pub retransmissions_queued: u64,
-    pub timeouts: u64,
-    pub holes_given_up: u64,
-    pub fec_corrected: u64,
-    pub rebuilt_from_repairs: u64,
-    pub outages: u64,
-    pub fec_changes: u64,
-    pub last_smoothed_rtt_ms: Option<f64>,
+    /// The engine's own counts, per endpoint (`at`).
+    pub engine: BTreeMap<String, EngineTotals>,
     /// State changes in order, `at:connection new-state`.
     pub states: Vec<String>,
     pub truncated: bool,
@@ -94,11 +104,12 @@ impl fmt::Display for Summary {
         )?;
         writeln!(
             f,
-            "data TPDUs: {} sent first ({} bytes, {:.3} Mb/s while sending), {} retransmitted; {} repair TPDUs",
+            "data TPDUs: {} sent first ({} bytes, {:.3} Mb/s while sending), {} retransmitted, {} ASYN copies; {} repair TPDUs",
             self.data_tpdus_first,
             self.data_bytes_first,
             self.send_rate_bps / 1e6,
             self.data_tpdus_retransmitted,
+            self.asyn_copies,
             self.repairs_sent
         )?;
         writeln!(
@@ -106,18 +117,20 @@ impl fmt::Display for Summary {
             "control TPDUs: {} sent, {} received; {} received datagrams undecodable",
             self.control_sent, self.control_received, self.undecodable_received
         )?;
-        writeln!(
-            f,
-            "engine: {} retransmissions queued, {} timeouts, {} holes given up, {} TPDUs corrected by FEC, {} rebuilt from repairs, {} outages, {} FEC changes, last smoothed RTT {}",
-            self.retransmissions_queued,
-            self.timeouts,
-            self.holes_given_up,
-            self.fec_corrected,
-            self.rebuilt_from_repairs,
-            self.outages,
-            self.fec_changes,
-            self.last_smoothed_rtt_ms.map_or("-".into(), |x| format!("{x:.1} ms"))
-        )?;
+        for (at, e) in &self.engine {
+            writeln!(
+                f,
+                "engine `{at}`: {} retransmissions queued, {} timeouts, {} holes given up, {} TPDUs corrected by FEC, {} rebuilt from repairs, {} outages, {} FEC changes, last smoothed RTT {}",
+                e.retransmissions_queued,
+                e.timeouts,
+                e.holes_given_up,
+                e.fec_corrected,
+                e.rebuilt_from_repairs,
+                e.outages,
+                e.fec_changes,
+                e.last_smoothed_rtt_ms.map_or("-".into(), |x| format!("{x:.1} ms"))
+            )?;
+        }
         writeln!(f, "states: {}", self.states.join(", "))?;
         if self.truncated {
             writeln!(f, "the trace was truncated at its byte bound")?;
@@ -163,7 +176,9 @@ pub fn analyse(
                         side.highest = side.highest.max(seq);
                         side.first_data_ms.get_or_insert(r.time_ms);
                         side.last_data_ms = r.time_ms;
-                        if d.get("retransmission").and_then(Value::as_bool) == Some(true) {
+                        if d.get("asyn_copy").and_then(Value::as_bool) == Some(true) {
+                            side.asyn_copies += 1;
+                        } else if d.get("retransmission").and_then(Value::as_bool) == Some(true) {
                             side.data_retx += 1;
                             side.retx.push((t, seq as f64));
                         } else {
@@ -199,21 +214,24 @@ pub fn analyse(
                 }
             }
             LOSS_DETECTED => {
-                s.retransmissions_queued += u(d, "retransmissions_queued");
-                s.timeouts += u(d, "timeouts");
-                s.holes_given_up += u(d, "holes_given_up");
+                let e = s.engine.entry(at).or_default();
+                e.retransmissions_queued += u(d, "retransmissions_queued");
+                e.timeouts += u(d, "timeouts");
+                e.holes_given_up += u(d, "holes_given_up");
             }
             TPDUS_RECOVERED => {
-                s.fec_corrected += u(d, "fec_corrected");
-                s.rebuilt_from_repairs += u(d, "rebuilt_from_repairs");
+                let e = s.engine.entry(at).or_default();
+                e.fec_corrected += u(d, "fec_corrected");
+                e.rebuilt_from_repairs += u(d, "rebuilt_from_repairs");
             }
-            OUTAGE => s.outages += 1,
-            FEC_UPDATED => s.fec_changes += 1,
+            OUTAGE => s.engine.entry(at).or_default().outages += 1,
+            FEC_UPDATED => s.engine.entry(at).or_default().fec_changes += 1,
             METRICS_UPDATED => {
-                s.last_smoothed_rtt_ms = d
+                let e = s.engine.entry(at).or_default();
+                e.last_smoothed_rtt_ms = d
                     .get("smoothed_rtt_ms")
                     .and_then(Value::as_f64)
-                    .or(s.last_smoothed_rtt_ms);
+                    .or(e.last_smoothed_rtt_ms);
             }
             STATE_UPDATED => {
                 let c = d.get("connection").and_then(Value::as_u64).unwrap_or(0);
@@ -229,13 +247,14 @@ pub fn analyse(
     }
     let main = sides
         .iter()
-        .max_by_key(|(_, v)| v.data_first + v.data_retx)
+        .max_by_key(|(_, v)| v.data_first + v.data_retx + v.asyn_copies)
         .map(|(k, _)| k.clone());
     if let Some(k) = main {
         let side = sides.remove(&k).unwrap_or_default();
         s.sender = k;
         s.data_tpdus_first = side.data_first;
         s.data_tpdus_retransmitted = side.data_retx;
+        s.asyn_copies = side.asyn_copies;
         s.data_bytes_first = side.data_bytes_first;
         s.repairs_sent = side.repairs_sent;
         s.control_sent = side.control_sent;

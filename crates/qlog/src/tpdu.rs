@@ -146,7 +146,14 @@ impl TpduLog {
             }
         }
         if sent && kind == "data" {
-            d["retransmission"] = json!(self.seen_before(src, &h));
+            // The opening ASYN goes out in several copies (`asyn_copies`): a copy, not a
+            // retransmission (an ASYN resent after a loss is counted as a copy too).
+            let again = self.seen_before(src, &h);
+            let copy = again && h.flags.contains(Flags::ASYN);
+            d["retransmission"] = json!(again && !copy);
+            if copy {
+                d["asyn_copy"] = json!(true);
+            }
         }
         d
     }

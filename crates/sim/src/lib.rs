@@ -30,7 +30,7 @@ mod scenario;
 mod summary;
 mod workload;
 
-pub use run::{mix_seed, run_once, run_once_tapped, RunResult, Tap, TapPoint};
+pub use run::{addr_sender, mix_seed, run_once, run_once_tapped, RunResult, Tap, TapPoint};
 pub use scenario::{
     datagram_parity, parse_size, Scenario, SimError, SimMode, Topology, ENGINE_KEYS,
     IP_UDP_OVERHEAD, LINK_KEY_FORMS,

@@ -11,7 +11,7 @@ use super::app::{payload, take_chunk};
 use super::copies::{tag_of, usable, Copies, DATA_TAG};
 use super::net::Net;
 use super::result::{close_name, finish_common, result_base, secs, RunResult};
-use super::tap::{addr_receiver, addr_sender, tap_datagram, Dir, Tap, TapPoint, PORT};
+use super::tap::{addr_receiver, addr_sender, tap_datagram, tap_engines, Dir, Tap, TapPoint, PORT};
 use crate::scenario::{Scenario, IP_UDP_OVERHEAD};
 use crate::workload::Workload;
 
@@ -238,6 +238,11 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
         }
         a.handle_timeout(now);
         b.handle_timeout(now);
+        tap_engines(
+            &mut tap,
+            now,
+            [("sender", &a, Some(ch)), ("receiver", &b, rx.handle)],
+        );
     }
 
     r.elapsed_s = secs(now);

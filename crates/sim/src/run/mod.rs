@@ -20,4 +20,4 @@ mod tap;
 pub use aerotp_link::mix_seed;
 pub use once::{run_once, run_once_tapped};
 pub use result::RunResult;
-pub use tap::{Tap, TapPoint};
+pub use tap::{addr_sender, Tap, TapPoint};

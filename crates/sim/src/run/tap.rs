@@ -6,7 +6,8 @@ use std::time::Duration;
 /// The port both endpoints use (the receiver listens on it).
 pub(super) const PORT: u16 = 7000;
 
-pub(super) fn addr_sender() -> SocketAddr {
+/// The sending endpoint's address in every run (what a tap sees as its source).
+pub fn addr_sender() -> SocketAddr {
     SocketAddr::from(([10, 0, 0, 1], 9000))
 }
 pub(super) fn addr_receiver() -> SocketAddr {
@@ -32,6 +33,39 @@ pub trait Tap {
         dst: SocketAddr,
         bytes: &[u8],
     );
+
+    /// One endpoint's connection after a step of the run (`side`: "sender" or "receiver";
+    /// `--qlog` writes what changed). Captures ignore it.
+    fn engine(
+        &mut self,
+        _at: Duration,
+        _side: &str,
+        _conn: u64,
+        _stats: &aerotp_proto::ConnectionStats,
+        _state: aerotp_proto::State,
+    ) {
+    }
+}
+
+/// Shows the tap, if any, both endpoints' connections after a step.
+pub(super) fn tap_engines(
+    tap: &mut Option<&mut dyn Tap>,
+    now: Duration,
+    ends: [(
+        &str,
+        &aerotp_proto::Endpoint,
+        Option<aerotp_proto::ConnectionHandle>,
+    ); 2],
+) {
+    let Some(tap) = tap.as_deref_mut() else {
+        return;
+    };
+    for (side, ep, h) in ends {
+        let Some(h) = h else { continue };
+        if let (Some(st), Some(state)) = (ep.stats(h), ep.state(h)) {
+            tap.engine(now, side, h.0, &st, state);
+        }
+    }
 }
 
 /// Which way a datagram goes: sender to receiver, or back.
