@@ -541,7 +541,7 @@ pub async fn start_metrics(
     Ok(server)
 }
 
-/// The `--pcap`, `--pcap-queue` and `--metrics` flags of `send` and `recv`.
+/// The `--pcap`, `--pcap-queue`, `--qlog` and `--metrics` flags of `send` and `recv`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ObserveFlags {
     /// Write every AeroTP datagram this endpoint sends and receives to FILE (pcapng;
@@ -552,6 +552,11 @@ pub struct ObserveFlags {
     /// records are dropped and counted, never the data (e.g. 8MiB, 64MB).
     #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = size_arg)]
     pub pcap_queue: u64,
+    /// Write an event trace to DIR/<send|recv>-<pid>.sqlog (qlog-style JSON-SEQ: every TPDU
+    /// sent and received with its fields, the engine's RTT, losses, FEC and state as they
+    /// change; docs/qlog.md). `aerotp trace FILE` draws it.
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<std::path::PathBuf>,
     /// Serve Prometheus metrics on this TCP address (GET /metrics), e.g. 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
@@ -561,6 +566,7 @@ pub struct ObserveFlags {
 #[derive(Debug, Default)]
 pub struct Observers {
     pub capture: Option<std::sync::Arc<aerotp_capture::LiveCapture>>,
+    pub qlog: Option<std::sync::Arc<crate::qlog_tap::LiveQlog>>,
     pub metrics: Option<aerotp_net::metrics::MetricsServer>,
 }
 
@@ -575,8 +581,29 @@ impl ObserveFlags {
             )?),
             None => None,
         };
+        let qlog = match &self.qlog {
+            Some(dir) => {
+                crate::qlog_tap::prepare_dir(dir)?;
+                let args: Vec<String> = std::env::args().collect();
+                let role = args.get(1).map_or("aerotp", String::as_str);
+                let name = format!("{role}-{}", std::process::id());
+                let vantage = if role == "recv" {
+                    aerotp_qlog::Vantage::Server
+                } else {
+                    aerotp_qlog::Vantage::Client
+                };
+                Some(std::sync::Arc::new(crate::qlog_tap::LiveQlog::create(
+                    dir,
+                    &name,
+                    &args.join(" "),
+                    vantage,
+                )?))
+            }
+            None => None,
+        };
         Ok(Observers {
             capture,
+            qlog,
             metrics: None,
         })
     }
@@ -589,8 +616,17 @@ impl Observers {
         flags: &ObserveFlags,
         ep: &aerotp_net::Endpoint,
     ) -> anyhow::Result<()> {
-        if let Some(c) = &self.capture {
-            ep.set_tap(c.clone());
+        match (&self.capture, &self.qlog) {
+            (Some(c), Some(q)) => ep.set_tap(std::sync::Arc::new(crate::qlog_tap::Tee(vec![
+                c.clone(),
+                q.clone(),
+            ]))),
+            (Some(c), None) => ep.set_tap(c.clone()),
+            (None, Some(q)) => ep.set_tap(q.clone()),
+            (None, None) => {}
+        }
+        if let Some(q) = &self.qlog {
+            ep.set_engine_tap(q.clone());
         }
         if let Some(addr) = flags.metrics {
             self.metrics = Some(start_metrics(addr, ep, self.capture.clone()).await?);
@@ -604,10 +640,27 @@ impl Observers {
         ep: &aerotp_net::Endpoint,
         who: &str,
     ) -> anyhow::Result<Option<(aerotp_net::IoCounters, aerotp_capture::LiveSummary)>> {
+        let io = ep.remove_tap();
+        if let Some(q) = self.qlog.take() {
+            ep.remove_engine_tap();
+            let (st, dropped) = q.finish()?;
+            eprintln!(
+                "{who}: qlog {}: {} events{}",
+                q.path.display(),
+                st.events,
+                if dropped + st.dropped > 0 {
+                    format!(
+                        ", {} records not written (queue or byte bound)",
+                        dropped + st.dropped
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
         let Some(c) = self.capture.take() else {
             return Ok(None);
         };
-        let io = ep.remove_tap();
         let s = close_capture(&c, who)?;
         Ok(Some((io, s)))
     }

@@ -13,11 +13,19 @@ use anyhow::{Context, Result};
 
 type Writer = QlogWriter<BufWriter<File>>;
 
-/// Checks that `dir` exists (creating it) and is writable, before anything runs: a bad
-/// `--qlog` stops the command at once and writes nothing else.
+/// Checks that `dir` is an existing, writable directory before anything runs: a bad `--qlog`
+/// stops the command at once and nothing is written (a mistyped path does not become a new
+/// directory).
 pub fn prepare_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("--qlog {}: cannot create the directory", dir.display()))?;
+    if dir.as_os_str().is_empty() {
+        anyhow::bail!("--qlog: an empty path (give an existing directory for the trace files)");
+    }
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "--qlog {}: no such directory (create it first; the trace files go into it)",
+            dir.display()
+        );
+    }
     let probe = dir.join(format!(".aerotp-qlog-probe-{}", std::process::id()));
     File::create(&probe)
         .with_context(|| format!("--qlog {}: the directory is not writable", dir.display()))?;
@@ -105,5 +113,179 @@ impl aerotp_sim::Tap for SimQlog {
     ) {
         let r = self.obs.observe(&mut self.w, at, side, conn, stats, state);
         self.keep(r);
+    }
+}
+
+/// Bytes of datagram copies and snapshots a runtime trace may have queued for its writer
+/// thread; beyond, records are dropped and counted (the datapath never waits for the disk).
+pub const LIVE_QUEUE_BYTES: usize = 64 << 20;
+
+enum Msg {
+    Datagram {
+        sent: bool,
+        at: Duration,
+        src: SocketAddr,
+        dst: SocketAddr,
+        bytes: Vec<u8>,
+    },
+    Engine {
+        at: Duration,
+        conn: u64,
+        stats: Box<aerotp_proto::ConnectionStats>,
+        state: aerotp_proto::State,
+    },
+}
+
+impl Msg {
+    fn cost(&self) -> usize {
+        match self {
+            Msg::Datagram { bytes, .. } => bytes.len() + 64,
+            Msg::Engine { .. } => std::mem::size_of::<aerotp_proto::ConnectionStats>() + 64,
+        }
+    }
+}
+
+/// A runtime endpoint's trace (`send`/`recv --qlog`): the datapath queues copies (bounded in
+/// bytes) and a writer thread decodes and writes them, so tracing costs the transfer a copy
+/// per datagram, not a JSON encoding or a disk write.
+pub struct LiveQlog {
+    tx: std::sync::Mutex<Option<std::sync::mpsc::Sender<Msg>>>,
+    queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    dropped: std::sync::atomic::AtomicU64,
+    epoch: Duration,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<Result<WriteStats>>>>,
+    pub path: PathBuf,
+}
+
+impl LiveQlog {
+    /// Creates DIR/<name>.sqlog and starts its writer thread.
+    pub fn create(dir: &Path, name: &str, title: &str, vantage: Vantage) -> Result<LiveQlog> {
+        use std::sync::atomic::Ordering;
+        let path = dir.join(format!("{name}.sqlog"));
+        let mut w = create(&path, title, vantage)?;
+        let (tx, rx) = std::sync::mpsc::channel::<Msg>();
+        let queued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let q2 = queued.clone();
+        let shown = path.display().to_string();
+        let thread = std::thread::Builder::new()
+            .name("qlog-writer".into())
+            .spawn(move || -> Result<WriteStats> {
+                let mut tpdus = TpduLog::new();
+                let mut obs = Observer::new();
+                for m in rx {
+                    q2.fetch_sub(m.cost(), Ordering::Relaxed);
+                    let r = match m {
+                        Msg::Datagram {
+                            sent,
+                            at,
+                            src,
+                            dst,
+                            bytes,
+                        } => tpdus.write(&mut w, at, sent, "local", src, dst, &bytes),
+                        Msg::Engine {
+                            at,
+                            conn,
+                            stats,
+                            state,
+                        } => obs.observe(&mut w, at, "local", conn, &stats, state),
+                    };
+                    r.with_context(|| format!("--qlog: writing {shown}"))?;
+                }
+                Ok(w.finish()
+                    .with_context(|| format!("--qlog: writing {shown}"))?
+                    .0)
+            })
+            .context("--qlog: starting the writer thread")?;
+        Ok(LiveQlog {
+            tx: std::sync::Mutex::new(Some(tx)),
+            queued,
+            dropped: std::sync::atomic::AtomicU64::new(0),
+            epoch: aerotp_net::tap::wall_clock(),
+            thread: std::sync::Mutex::new(Some(thread)),
+            path,
+        })
+    }
+
+    fn send(&self, m: Msg) {
+        use std::sync::atomic::Ordering;
+        let cost = m.cost();
+        if self.queued.load(Ordering::Relaxed) + cost > LIVE_QUEUE_BYTES {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let g = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        match g.as_ref() {
+            Some(tx) if tx.send(m).is_ok() => {
+                self.queued.fetch_add(cost, Ordering::Relaxed);
+            }
+            _ => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Ends the trace: the queue drains, the file is flushed. Returns (counts, records
+    /// dropped at the queue bound).
+    pub fn finish(&self) -> Result<(WriteStats, u64)> {
+        drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
+        let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let stats = match t {
+            Some(t) => t
+                .join()
+                .map_err(|_| anyhow::anyhow!("--qlog: the writer thread panicked"))??,
+            None => anyhow::bail!("--qlog: the trace was already finished"),
+        };
+        Ok((
+            stats,
+            self.dropped.load(std::sync::atomic::Ordering::Relaxed),
+        ))
+    }
+}
+
+impl aerotp_net::Tap for LiveQlog {
+    fn datagram(&self, iface: u32, at: Duration, src: SocketAddr, dst: SocketAddr, bytes: &[u8]) {
+        self.send(Msg::Datagram {
+            sent: iface == aerotp_net::TAP_SENT,
+            at: at.saturating_sub(self.epoch),
+            src,
+            dst,
+            bytes: bytes.to_vec(),
+        });
+    }
+}
+
+impl aerotp_net::EngineTap for LiveQlog {
+    fn connection(
+        &self,
+        at: Duration,
+        conn: u64,
+        stats: &aerotp_proto::ConnectionStats,
+        state: aerotp_proto::State,
+    ) {
+        self.send(Msg::Engine {
+            at: at.saturating_sub(self.epoch),
+            conn,
+            stats: Box::new(stats.clone()),
+            state,
+        });
+    }
+}
+
+impl std::fmt::Debug for LiveQlog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveQlog")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+/// Hands each datagram to several taps (`--pcap` and `--qlog` at once).
+pub struct Tee(pub Vec<std::sync::Arc<dyn aerotp_net::Tap>>);
+
+impl aerotp_net::Tap for Tee {
+    fn datagram(&self, iface: u32, at: Duration, src: SocketAddr, dst: SocketAddr, bytes: &[u8]) {
+        for t in &self.0 {
+            t.datagram(iface, at, src, dst, bytes);
+        }
     }
 }

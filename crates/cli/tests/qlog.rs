@@ -37,6 +37,7 @@ fn only_file(dir: &Path, ext: &str) -> PathBuf {
 fn traced(name: &str, sim: &[&str]) -> (Value, Value, PathBuf) {
     let dir = scratch(name);
     let q = dir.join("q");
+    std::fs::create_dir_all(&q).unwrap();
     let mut args = vec![
         "sim",
         "--runs",
@@ -182,5 +183,103 @@ fn bad_qlog_paths_and_bad_trace_files_are_refused() {
     let o = aerotp(&["trace", dir.join("missing.sqlog").to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("opening"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `send --qlog` and `recv --qlog` over loopback: each writes its own trace, and the sender's
+/// trace counts exactly the data TPDUs `send --json` reports (sent minus retransmitted minus
+/// the ASYN's extra copies), and the receiver's what `recv --json` reports received.
+#[test]
+fn send_and_recv_traces_count_what_they_report() {
+    use aerotp_testkit::{free_udp, random, wait_bounded, KillOnDrop};
+    use std::process::Stdio;
+    use std::time::Duration;
+    let dir = scratch("live");
+    let (q, rx) = (dir.join("q"), dir.join("rx"));
+    std::fs::create_dir_all(&q).unwrap();
+    std::fs::create_dir_all(&rx).unwrap();
+    let src = dir.join("flight.bin");
+    std::fs::write(&src, random(1_500_000, 9)).unwrap();
+    let port = free_udp().port();
+    let listen = format!("127.0.0.1:{port}");
+    let recv = Command::new(env!("CARGO_BIN_EXE_aerotp"))
+        .args([
+            "recv",
+            "--listen",
+            &listen,
+            "-o",
+            rx.to_str().unwrap(),
+            "--once",
+            "--json",
+        ])
+        .args(["--qlog", q.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let recv = KillOnDrop::new(recv);
+    std::thread::sleep(Duration::from_millis(300));
+    let send = Command::new(env!("CARGO_BIN_EXE_aerotp"))
+        .args([
+            "send",
+            src.to_str().unwrap(),
+            "--to",
+            &listen,
+            "--mode",
+            "reliable",
+        ])
+        .args(["--rate", "40mbit", "--json", "--qlog", q.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let send = wait_bounded(send, Duration::from_secs(40));
+    let recv = wait_bounded(recv.take(), Duration::from_secs(20));
+    assert!(
+        send.status.success(),
+        "{}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    assert!(
+        recv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&recv.stderr)
+    );
+    let last = |o: &Output| -> Value {
+        let s = String::from_utf8_lossy(&o.stdout);
+        serde_json::from_str(s.lines().last().unwrap()).unwrap()
+    };
+    let (sj, rj) = (last(&send), last(&recv));
+    let file = |prefix: &str| -> PathBuf {
+        std::fs::read_dir(&q)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} trace in {}", q.display()))
+    };
+    let summary = |p: PathBuf| -> Value {
+        let o = aerotp(&["trace", p.to_str().unwrap(), "--json", "--no-plot"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let st = summary(file("send-"));
+    let first = n(&sj, "tpdus_sent") - n(&sj, "tpdus_retransmitted") - n(&st, "asyn_copies");
+    assert_eq!(n(&st, "data_tpdus_first"), first, "{st}\n{sj}");
+    assert_eq!(
+        n(&st, "data_tpdus_retransmitted"),
+        n(&sj, "tpdus_retransmitted")
+    );
+    assert!(n(&st, "data_bytes_first") >= 1_500_000.0, "{st}");
+    let rt = summary(file("recv-"));
+    assert!(
+        n(&rt, "control_sent") > 0.0,
+        "the receiver acknowledged: {rt}"
+    );
+    let states = rt["states"].to_string();
+    assert!(states.contains("CLOSED"), "{states}");
+    assert!(
+        n(&rj, "tpdus_received") >= n(&st, "data_tpdus_first"),
+        "{rj}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }

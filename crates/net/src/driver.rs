@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::counters::{IoCounters, Totals};
-use crate::tap::{wall_clock, LocalAddrs, TapHandle, TAP_RECEIVED, TAP_SENT};
+use crate::tap::{wall_clock, EngineTap, LocalAddrs, TapHandle, TAP_RECEIVED, TAP_SENT};
 use crate::udp;
 use crate::BATCH;
 
@@ -67,6 +67,8 @@ pub(crate) struct State {
     pub(crate) closed: u64,
     /// A copy of every datagram, if asked for (`--pcap`).
     pub(crate) tap: Option<TapHandle>,
+    /// The engine's connections after each step, if asked for (`--qlog`).
+    pub(crate) engine_tap: Option<Arc<dyn EngineTap>>,
     pub(crate) local_addrs: LocalAddrs,
 }
 
@@ -77,6 +79,23 @@ impl State {
             self.retired.add(&s);
         }
         self.engine.release(h);
+    }
+
+    /// Shows the engine tap, if any, connection `only` or every connection with a slot.
+    pub(crate) fn show_engine_tap(&self, only: Option<ConnectionHandle>) {
+        let Some(t) = &self.engine_tap else {
+            return;
+        };
+        let at = wall_clock();
+        let show = |h: ConnectionHandle| {
+            if let (Some(s), Some(state)) = (self.engine.stats(h), self.engine.state(h)) {
+                t.connection(at, h.0, &s, state);
+            }
+        };
+        match only {
+            Some(h) => show(h),
+            None => self.slots.keys().copied().for_each(show),
+        }
     }
 
     /// Hands the engine's events to the waiting tasks.
@@ -109,6 +128,8 @@ impl State {
                 }
                 Event::Closed(h, o) => {
                     self.closed += 1;
+                    // Its last look before it may be released below.
+                    self.show_engine_tap(Some(h));
                     let release = match self.slots.get_mut(&h) {
                         Some(s) => {
                             s.outcome = Some(o);
@@ -222,6 +243,7 @@ pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
                 }
             }
             st.dispatch(&shared);
+            st.show_engine_tap(None);
             let deadline = st.engine.poll_timeout();
             if st.users == 0 {
                 let since = *unused_since.get_or_insert_with(Instant::now);

@@ -13,7 +13,7 @@ use crate::connection::Connection;
 use crate::driver::{drive, Shared, Slot, State, UserRef};
 use crate::metrics::{IoCounters, MetricsSource, Totals};
 use crate::socket::{udp_socket, zero_checksums};
-use crate::tap::{LocalAddrs, Tap, TapHandle};
+use crate::tap::{EngineTap, LocalAddrs, Tap, TapHandle};
 use crate::{ConnectionConfig, DatagramMsg, EndpointConfig, EndpointStats, Error};
 
 /// A UDP socket with its AeroTP endpoint and driver task. Cheap to clone.
@@ -65,6 +65,7 @@ impl Endpoint {
                 opened: 0,
                 closed: 0,
                 tap: None,
+                engine_tap: None,
                 local_addrs: LocalAddrs::new(local_addr),
             }),
             wake: Notify::new(),
@@ -202,6 +203,17 @@ impl Endpoint {
     /// the kernel uses towards the peer. Set it before connecting to capture a whole transfer.
     pub fn set_tap(&self, tap: Arc<dyn Tap>) {
         self.shared().lock().tap = Some(TapHandle::new(tap));
+    }
+
+    /// From now on, hands the engine's view of every connection to `tap` after each step of
+    /// the driver (`--qlog`).
+    pub fn set_engine_tap(&self, tap: Arc<dyn EngineTap>) {
+        self.shared().lock().engine_tap = Some(tap);
+    }
+
+    /// Stops handing the engine's view to the engine tap.
+    pub fn remove_engine_tap(&self) {
+        self.shared().lock().engine_tap = None;
     }
 
     /// Stops handing datagrams to the tap and returns the socket counters at that instant:

@@ -46,7 +46,7 @@ pub use proto::{
 };
 pub use report::{outcome_error, Report};
 pub use socket::{udp_socket, zero_checksums};
-pub use tap::{Tap, TapHandle, ENDPOINT_INTERFACES, TAP_RECEIVED, TAP_SENT};
+pub use tap::{EngineTap, Tap, TapHandle, ENDPOINT_INTERFACES, TAP_RECEIVED, TAP_SENT};
 
 /// AeroTP port a listener uses unless told otherwise (AeroTP ports are not UDP ports).
 pub const DEFAULT_PORT: u16 = 1;

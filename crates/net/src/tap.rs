@@ -25,6 +25,20 @@ pub trait Tap: Send + Sync {
     fn datagram(&self, iface: u32, at: Duration, src: SocketAddr, dst: SocketAddr, bytes: &[u8]);
 }
 
+/// Receives the engine's view of each connection after each step of the driver (`--qlog`):
+/// its counters and state, read, never changed. Same rule as [`Tap`]: called with the engine
+/// locked, so an implementation queues and returns at once.
+pub trait EngineTap: Send + Sync {
+    /// Connection `conn` (its handle number) at `at` since the Unix epoch.
+    fn connection(
+        &self,
+        at: Duration,
+        conn: u64,
+        stats: &aerotp_proto::ConnectionStats,
+        state: aerotp_proto::State,
+    );
+}
+
 /// A shareable tap (cloned into relay configurations, kept by endpoints).
 #[derive(Clone)]
 pub struct TapHandle(pub Arc<dyn Tap>);

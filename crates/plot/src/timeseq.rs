@@ -48,8 +48,16 @@ pub fn draw_timeseq(path: &Path, chart: &TimeSeq) -> anyhow::Result<()> {
     let (y0, y1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (_, y)| {
         (a.min(y), b.max(y))
     });
-    let (x0, x1) = if x0.is_finite() { (x0, x1.max(x0 + 1e-3)) } else { (0.0, 1.0) };
-    let (y0, y1) = if y0.is_finite() { (y0, y1.max(y0 + 1.0)) } else { (0.0, 1.0) };
+    let (x0, x1) = if x0.is_finite() {
+        (x0, x1.max(x0 + 1e-3))
+    } else {
+        (0.0, 1.0)
+    };
+    let (y0, y1) = if y0.is_finite() {
+        (y0, y1.max(y0 + 1.0))
+    } else {
+        (0.0, 1.0)
+    };
     let pad = (y1 - y0) * 0.03;
     let root = BitMapBackend::new(path, (1200, 700)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -74,11 +82,9 @@ pub fn draw_timeseq(path: &Path, chart: &TimeSeq) -> anyhow::Result<()> {
             stroke_width: 3,
         };
         let anno = match m.mark {
-            Mark::Dot => c.draw_series(
-                m.points
-                    .iter()
-                    .map(|&p| Circle::new(p, 1, colour.filled())),
-            )?,
+            Mark::Dot => {
+                c.draw_series(m.points.iter().map(|&p| Circle::new(p, 1, colour.filled())))?
+            }
             Mark::Cross => c.draw_series(
                 m.points
                     .iter()

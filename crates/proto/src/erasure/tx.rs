@@ -300,7 +300,11 @@ impl ErasureTx {
         .clamp(1, self.setting.max_window)
         // Never more sources than the repairs can cover: a stream of one TPDU (a receiver's
         // AFIN) got repairs sized for a whole window (9 for one empty TPDU at 3 % loss).
-        .min(self.encoder.as_ref().map_or(usize::MAX, |e| e.span().max(1)));
+        .min(
+            self.encoder
+                .as_ref()
+                .map_or(usize::MAX, |e| e.span().max(1)),
+        );
         let max = ((k as f64 * (self.setting.max_ratio - 1.0)).ceil() as usize).max(1);
         match self.setting.mode {
             ErasureMode::Ratio(r) => ((k as f64 * (r - 1.0)).ceil() as usize).max(1),
