@@ -582,23 +582,9 @@ impl ObserveFlags {
             None => None,
         };
         let qlog = match &self.qlog {
-            Some(dir) => {
-                crate::qlog_tap::prepare_dir(dir)?;
-                let args: Vec<String> = std::env::args().collect();
-                let role = args.get(1).map_or("aerotp", String::as_str);
-                let name = format!("{role}-{}", std::process::id());
-                let vantage = if role == "recv" {
-                    aerotp_qlog::Vantage::Server
-                } else {
-                    aerotp_qlog::Vantage::Client
-                };
-                Some(std::sync::Arc::new(crate::qlog_tap::LiveQlog::create(
-                    dir,
-                    &name,
-                    &args.join(" "),
-                    vantage,
-                )?))
-            }
+            Some(dir) => Some(std::sync::Arc::new(crate::qlog_tap::LiveQlog::for_command(
+                dir,
+            )?)),
             None => None,
         };
         Ok(Observers {

@@ -206,6 +206,21 @@ impl LiveQlog {
         })
     }
 
+    /// The trace of this `send` or `recv`: DIR/<send|recv>-<pid>.sqlog, titled with the
+    /// command line, after checking DIR ([`prepare_dir`]).
+    pub fn for_command(dir: &Path) -> Result<LiveQlog> {
+        prepare_dir(dir)?;
+        let args: Vec<String> = std::env::args().collect();
+        let role = args.get(1).map_or("aerotp", String::as_str);
+        let vantage = if role == "recv" {
+            Vantage::Server
+        } else {
+            Vantage::Client
+        };
+        let name = format!("{role}-{}", std::process::id());
+        LiveQlog::create(dir, &name, &args.join(" "), vantage)
+    }
+
     fn send(&self, m: Msg) {
         use std::sync::atomic::Ordering;
         let cost = m.cost();
