@@ -602,18 +602,13 @@ impl Observers {
         flags: &ObserveFlags,
         ep: &aerotp_net::Endpoint,
     ) -> anyhow::Result<()> {
-        match (&self.capture, &self.qlog) {
-            (Some(c), Some(q)) => ep.set_tap(std::sync::Arc::new(crate::qlog_tap::Tee(vec![
-                c.clone(),
-                q.clone(),
-            ]))),
-            (Some(c), None) => ep.set_tap(c.clone()),
-            (None, Some(q)) => ep.set_tap(q.clone()),
-            (None, None) => {}
-        }
-        if let Some(q) = &self.qlog {
-            ep.set_engine_tap(q.clone());
-        }
+        crate::qlog_tap::attach_taps(
+            ep,
+            self.capture
+                .clone()
+                .map(|c| c as std::sync::Arc<dyn aerotp_net::Tap>),
+            self.qlog.as_ref(),
+        );
         if let Some(addr) = flags.metrics {
             self.metrics = Some(start_metrics(addr, ep, self.capture.clone()).await?);
         }

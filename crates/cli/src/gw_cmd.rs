@@ -79,6 +79,11 @@ struct CommonArgs {
     /// records are dropped and counted, never the data (e.g. 8MiB, 64MB).
     #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = crate::common::size_arg)]
     pcap_queue: u64,
+    /// Write an event trace to DIR/gw-<role>-<pid>.sqlog (every TPDU of every flow's
+    /// connection, the engine's RTT, losses, FEC and state; docs/qlog.md); closed on
+    /// SIGINT/SIGTERM. DIR must exist.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -372,7 +377,7 @@ pub fn run(args: Args) -> Result<i32> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let (role, cfg, (pcap, pcap_queue)) = match args.cmd {
+        let (role, cfg, (pcap, pcap_queue), qlog_dir) = match args.cmd {
             Cmd::Stats { metrics } => {
                 let addr = tokio::net::lookup_host(&metrics)
                     .await?
@@ -382,12 +387,14 @@ pub fn run(args: Args) -> Result<i32> {
                 return Ok(0);
             }
             Cmd::Ingress(mut a) => {
+                let qlog = a.common.qlog.take();
                 let pcap = (a.common.pcap.take(), a.common.pcap_queue);
-                (Role::Ingress, a.file_config()?, pcap)
+                (Role::Ingress, a.file_config()?, pcap, qlog)
             }
             Cmd::Egress(mut a) => {
+                let qlog = a.common.qlog.take();
                 let pcap = (a.common.pcap.take(), a.common.pcap_queue);
-                (Role::Egress, a.file_config()?, pcap)
+                (Role::Egress, a.file_config()?, pcap, qlog)
             }
             Cmd::Rules(_) => unreachable!("handled above"),
         };
@@ -401,10 +408,28 @@ pub fn run(args: Args) -> Result<i32> {
             ),
             None => None,
         };
+        let qlog = match &qlog_dir {
+            Some(d) => {
+                let vantage = match role {
+                    Role::Ingress => aerotp_qlog::Vantage::Client,
+                    Role::Egress => aerotp_qlog::Vantage::Server,
+                };
+                Some(std::sync::Arc::new(crate::qlog_tap::LiveQlog::named(
+                    d,
+                    &format!("gw-{role}"),
+                    vantage,
+                )?))
+            }
+            None => None,
+        };
         let gw = aerotp_gw::start(role, settings).await?;
-        if let Some(c) = &capture {
-            gw.ep.set_tap(c.clone());
-        }
+        crate::qlog_tap::attach_taps(
+            &gw.ep,
+            capture
+                .clone()
+                .map(|c| c as std::sync::Arc<dyn aerotp_net::Tap>),
+            qlog.as_ref(),
+        );
         eprintln!("aerotp gw {role}: AeroTP on {}", gw.ep.local_addr());
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
@@ -412,8 +437,18 @@ pub fn run(args: Args) -> Result<i32> {
             _ = term.recv() => {}
         }
         tracing::info!("stopping; custody stays in the store");
+        gw.ep.remove_tap();
+        if let Some(q) = qlog {
+            gw.ep.remove_engine_tap();
+            let (st, dropped) = q.finish()?;
+            eprintln!(
+                "aerotp gw {role}: qlog {}: {} events, {} not written",
+                q.path.display(),
+                st.events,
+                dropped + st.dropped
+            );
+        }
         if let Some(c) = capture {
-            gw.ep.remove_tap();
             crate::common::close_capture(&c, &format!("aerotp gw {role}"))?;
         }
         Ok(0)

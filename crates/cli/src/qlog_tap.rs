@@ -217,8 +217,19 @@ impl LiveQlog {
         } else {
             Vantage::Client
         };
-        let name = format!("{role}-{}", std::process::id());
-        LiveQlog::create(dir, &name, &args.join(" "), vantage)
+        LiveQlog::named(dir, role, vantage)
+    }
+
+    /// DIR/<what>-<pid>.sqlog, titled with the command line, after checking DIR.
+    pub fn named(dir: &Path, what: &str, vantage: Vantage) -> Result<LiveQlog> {
+        prepare_dir(dir)?;
+        let title = std::env::args().collect::<Vec<_>>().join(" ");
+        LiveQlog::create(
+            dir,
+            &format!("{what}-{}", std::process::id()),
+            &title,
+            vantage,
+        )
     }
 
     fn send(&self, m: Msg) {
@@ -302,5 +313,24 @@ impl aerotp_net::Tap for Tee {
         for t in &self.0 {
             t.datagram(iface, at, src, dst, bytes);
         }
+    }
+}
+
+/// Hands `ep`'s datagrams to the capture and the trace (both, either or neither) and its
+/// engine's connections to the trace.
+pub fn attach_taps(
+    ep: &aerotp_net::Endpoint,
+    capture: Option<std::sync::Arc<dyn aerotp_net::Tap>>,
+    qlog: Option<&std::sync::Arc<LiveQlog>>,
+) {
+    use std::sync::Arc;
+    let q: Option<Arc<dyn aerotp_net::Tap>> = qlog.map(|q| q.clone() as Arc<dyn aerotp_net::Tap>);
+    match (capture, q) {
+        (Some(c), Some(q)) => ep.set_tap(Arc::new(Tee(vec![c, q]))),
+        (Some(t), None) | (None, Some(t)) => ep.set_tap(t),
+        (None, None) => {}
+    }
+    if let Some(q) = qlog {
+        ep.set_engine_tap(q.clone());
     }
 }

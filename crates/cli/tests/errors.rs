@@ -268,6 +268,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
                 &["in.bin", "", "/proc/aerotp-store", "/proc/x/y"],
             ),
             (gw, "--config", &["/nonexistent/gw.toml", ""]),
+            (gw, "--qlog", UNWRITABLE),
         ]);
     }
     cases.extend([

@@ -127,6 +127,30 @@ fn decode_all(file: &Path) -> [usize; 2] {
 }
 
 /// "<who>: capture <path>: N packets written, M records dropped" from a command's stderr.
+/// (`tpdu_sent`, `tpdu_received`) events of the one trace in `dir` whose name starts with
+/// `prefix`.
+fn trace_datagrams(dir: &Path, prefix: &str) -> (u64, u64) {
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix}*.sqlog in {}", dir.display()));
+    let bytes = std::fs::read(&file).unwrap();
+    let (mut sent, mut received) = (0, 0);
+    for rec in bytes
+        .split(|&b| b == 0x1e)
+        .filter(|r| !r.trim_ascii().is_empty())
+    {
+        let v: serde_json::Value = serde_json::from_slice(rec).unwrap();
+        match v["name"].as_str() {
+            Some("aerotp:tpdu_sent") => sent += 1,
+            Some("aerotp:tpdu_received") => received += 1,
+            _ => {}
+        }
+    }
+    (sent, received)
+}
+
 fn written(stderr: &str, path: &Path) -> u64 {
     let head = format!("capture {}: ", path.display());
     let line = stderr
@@ -156,6 +180,8 @@ fn gateway_captures_hold_the_air_side_and_decode() {
         &dest,
         "--pcap",
         egr_cap.to_str().unwrap(),
+        "--qlog",
+        dir.path().to_str().unwrap(),
     ]);
     let ingress = KillOnDrop::spawn(&[
         "gw",
@@ -166,6 +192,8 @@ fn gateway_captures_hold_the_air_side_and_decode() {
         &udp_in,
         "--pcap",
         ing_cap.to_str().unwrap(),
+        "--qlog",
+        dir.path().to_str().unwrap(),
     ]);
     let src = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut buf = [0u8; 2048];
@@ -196,6 +224,11 @@ fn gateway_captures_hold_the_air_side_and_decode() {
     // At least one AeroTP datagram per datagram that crossed, on each side.
     assert!(iw >= u64::from(crossed), "ingress wrote {iw}: {ie}");
     assert!(ew >= u64::from(crossed), "egress wrote {ew}: {ee}");
+    // The event trace saw the same datagrams as the capture (one tap feeds both).
+    for (role, w) in [("gw-ingress-", iw), ("gw-egress-", ew)] {
+        let (sent, received) = trace_datagrams(dir.path(), role);
+        assert_eq!(sent + received, w, "{role} trace against its capture");
+    }
     if !tshark_present() {
         eprintln!("SKIPPED tshark decoding: tshark is not installed (bash scripts/lab-deps.sh installs it)");
         return;
