@@ -269,13 +269,13 @@ impl FileConfig {
             FlowKind::Tcp => matches!(mode, Mode::NearReliable | Mode::Reliable),
             FlowKind::Udp => matches!(
                 mode,
-                Mode::Datagram | Mode::QuasiReliable | Mode::Unreliable
+                Mode::Datagram | Mode::QuasiReliable | Mode::Unreliable | Mode::Reliable
             ),
         };
         if !ok {
             bail!(
                 "mode {mode} is not offered for {} flows (TCP: near-reliable, reliable; \
-                 UDP: datagram, quasi-reliable, unreliable): change the flow's mode",
+                 UDP: datagram, quasi-reliable, unreliable, reliable): change the flow's mode",
                 kind.name()
             );
         }

@@ -64,12 +64,15 @@ impl Egress {
         let me = eg.clone();
         tokio::spawn(async move {
             while let Some(conn) = me.ctx.ep.accept().await {
-                match conn.mode() {
-                    Mode::QuasiReliable | Mode::Unreliable => {
-                        tokio::spawn(crate::udpstream::egress_flow(me.ctx.clone(), conn))
-                    }
-                    _ => tokio::spawn(me.clone().handle_conn(conn)),
-                };
+                // UDP flows come to their own port, in any mode that carries a stream
+                // (quasi-reliable, unreliable, reliable); TCP flows to theirs.
+                let udp = conn.local_port() == UDP_STREAM_PORT
+                    || matches!(conn.mode(), Mode::QuasiReliable | Mode::Unreliable);
+                if udp {
+                    tokio::spawn(crate::udpstream::egress_flow(me.ctx.clone(), conn));
+                } else {
+                    tokio::spawn(me.clone().handle_conn(conn));
+                }
             }
         });
         Ok(eg)

@@ -103,6 +103,13 @@ impl Connection {
         self.inner.h
     }
 
+    /// The AeroTP port of this end (for an accepted connection, the listener's): what a
+    /// gateway tells its kinds of flow apart by. 0 once the engine has released it.
+    pub fn local_port(&self) -> u16 {
+        let st = self.shared().lock();
+        st.engine.connection(self.inner.h).map_or(0, |c| c.local_port)
+    }
+
     /// The engine's counters of this connection (see docs/stats.md).
     pub fn stats(&self) -> ConnectionStats {
         self.shared()
