@@ -11,6 +11,7 @@ step() { printf '\n==> %s\n' "$*"; }
 step "system packages for the lab tests"
 if [ "${AEROTP_SKIP_LAB:-0}" != "1" ]; then
     bash scripts/lab-deps.sh
+    bash scripts/telemetry-deps.sh
 elif ! command -v tshark >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
     # The dissector test needs tshark even when the lab tests are skipped.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections

@@ -115,5 +115,8 @@ async fn udp_over_reliable() {
     let (got, lost, dropped) = run("reliable").await;
     assert_eq!(lost, 0, "reliable loses nothing");
     assert_eq!(got + dropped, u64::from(N));
-    assert!(got >= u64::from(N) * 99 / 100, "{got} delivered, {dropped} dropped");
+    assert!(
+        got >= u64::from(N) * 99 / 100,
+        "{got} delivered, {dropped} dropped"
+    );
 }
