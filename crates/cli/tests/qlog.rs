@@ -283,3 +283,51 @@ fn send_and_recv_traces_count_what_they_report() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// `aerotp trace` reads a `--pcap` capture too: the same datagram counts as the simulator's
+/// (a capture has no engine events).
+#[test]
+fn trace_reads_a_capture_and_counts_what_the_simulator_counts() {
+    let dir = scratch("pcap");
+    let cap = dir.join("run.pcapng");
+    let o = aerotp(&[
+        "sim",
+        "--runs",
+        "1",
+        "--topology",
+        "two-node",
+        "--json",
+        "--mode",
+        "reliable",
+        "--size",
+        "600kB",
+        "--ber",
+        "2e-5",
+        "--fec",
+        "off",
+        "--seed",
+        "4",
+        "--pcap",
+        cap.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sim: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let png = dir.join("c.png");
+    let o = aerotp(&[
+        "trace",
+        cap.to_str().unwrap(),
+        "--json",
+        "--out",
+        png.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let tr: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(n(&tr, "data_tpdus_first"), n(&sim, "data_tpdus"));
+    assert_eq!(
+        n(&tr, "data_tpdus_retransmitted"),
+        n(&sim, "retransmissions")
+    );
+    assert_eq!(tr["sender"], "10.0.0.1:9000");
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    std::fs::remove_dir_all(dir).unwrap();
+}

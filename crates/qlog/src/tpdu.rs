@@ -176,6 +176,24 @@ impl TpduLog {
         again
     }
 
+    /// The event of one datagram as a [`crate::Record`] (what `aerotp trace` makes of a
+    /// packet capture).
+    pub fn record(
+        &mut self,
+        time: Duration,
+        sent: bool,
+        at: &str,
+        src: SocketAddr,
+        dst: SocketAddr,
+        bytes: &[u8],
+    ) -> crate::Record {
+        crate::Record {
+            time_ms: time.as_secs_f64() * 1e3,
+            name: if sent { TPDU_SENT } else { TPDU_RECEIVED }.to_owned(),
+            data: self.data(sent, at, src, dst, bytes),
+        }
+    }
+
     /// Writes the event of one datagram.
     #[allow(clippy::too_many_arguments)]
     pub fn write<W: std::io::Write>(
