@@ -41,6 +41,16 @@ struct CommonArgs {
     /// a link with bit errors, a few percent of the rate on a clean one).
     #[arg(long)]
     fec: Option<String>,
+    /// Erasure repair across TPDUs (repair TPDUs that rebuild lost ones without a round
+    /// trip): off, auto, or a ratio such as 1.25. Default: each mode's (auto in
+    /// quasi-reliable and unreliable; the retransmitting modes on round trips of 200 ms or
+    /// more; docs/fec.md). Key `erasure`, also per `[[flow]]`.
+    #[arg(long, value_name = "off|auto|RATIO")]
+    erasure: Option<String>,
+    /// Longest a lost TPDU may wait for its repairs, 1ms to 60s (default 500ms). Key
+    /// `max_delay`, also per `[[flow]]`.
+    #[arg(long, value_name = "DURATION")]
+    max_delay: Option<String>,
     /// Air link rate shared by the flows (e.g. 5mbit), counted with each datagram's IPv4/UDP
     /// headers. On a radio with framing of its own, set it below the link's rate by that
     /// framing's share: a queue at the link delays every class alike.
@@ -288,6 +298,8 @@ impl CommonArgs {
             idle_timeout: self.idle_timeout,
             resume_timeout: self.resume_timeout,
             fec: self.fec,
+            erasure: self.erasure,
+            max_delay: self.max_delay,
             key_file: self.key.key_file,
             encrypt: self.key.encrypt.then_some(true),
             ..FileConfig::default()
@@ -322,6 +334,8 @@ impl IngressArgs {
                 mode: self.mode,
                 class: self.class,
                 fec: None,
+                erasure: None,
+                max_delay: None,
             });
         } else if let Some((flag, v)) = [
             ("--dest", &self.dest),

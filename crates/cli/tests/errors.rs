@@ -269,6 +269,8 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
             ),
             (gw, "--config", &["/nonexistent/gw.toml", ""]),
             (gw, "--qlog", UNWRITABLE),
+            (gw, "--erasure", ERASURE),
+            (gw, "--max-delay", DUR),
         ]);
     }
     cases.extend([

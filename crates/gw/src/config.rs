@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use aerotp_net::Mode;
+use aerotp_net::{ErasureChoice, Mode};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
@@ -42,6 +42,12 @@ pub struct FlowSpec {
     pub class: Option<String>,
     /// FEC setting (off, auto, N words, pN parity bytes).
     pub fec: Option<String>,
+    /// Erasure repair across TPDUs: off, auto, or a ratio such as 1.25 (the gateway's
+    /// `erasure` unless set; docs/fec.md).
+    pub erasure: Option<String>,
+    /// Longest a lost TPDU may wait for its repairs, e.g. 500ms (the gateway's `max_delay`
+    /// unless set).
+    pub max_delay: Option<String>,
 }
 
 /// Everything a gateway reads from its TOML file.
@@ -69,6 +75,11 @@ pub struct FileConfig {
     /// FEC of what this gateway sends when a flow does not say: at the egress, the answers
     /// and downloads it carries back (the ingress chooses per flow for its own direction).
     pub fec: Option<String>,
+    /// Erasure repair across TPDUs of what this gateway sends when a flow does not say: off,
+    /// auto, or a ratio such as 1.25 (default: each mode's, docs/fec.md).
+    pub erasure: Option<String>,
+    /// Longest a lost TPDU may wait for its repairs, e.g. 500ms (default 500ms).
+    pub max_delay: Option<String>,
     /// Pre-shared key file (`aerotp keygen`): every TPDU between the gateways is
     /// authenticated with it (docs/security.md). Both gateways need the same file.
     pub key_file: Option<PathBuf>,
@@ -144,6 +155,8 @@ impl FileConfig {
             idle_timeout,
             resume_timeout,
             fec,
+            erasure,
+            max_delay,
             transparent,
             key_file,
             encrypt
@@ -169,6 +182,8 @@ pub struct Route {
     pub mode: Mode,
     pub class: Class,
     pub fec: aerotp_net::FecSetting,
+    /// Erasure repair chosen for the flow (unset parts: the mode's default).
+    pub erasure: ErasureChoice,
 }
 
 /// Validated settings of either role.
@@ -194,12 +209,41 @@ pub struct Settings {
     /// FEC of the flows without their own (ingress) and of what the egress sends back;
     /// [`DEFAULT_FEC`] unless set.
     pub fec: aerotp_net::FecSetting,
+    /// Erasure repair of the flows without their own choice (ingress) and of what the egress
+    /// sends back; unset parts keep each mode's default (docs/fec.md).
+    pub erasure: ErasureChoice,
     /// Ingress: transparent interception, if set.
     pub transparent: Option<crate::transparent::Transparent>,
     /// Pre-shared key file; `None`: TPDUs are not authenticated.
     pub key_file: Option<PathBuf>,
     /// Encrypt TPDU bodies (only with `key_file`).
     pub encrypt: bool,
+}
+
+/// `erasure` and `max_delay` (a flow's or the gateway's: `prefix` says which in errors) over
+/// `base`: what is unset stays as in `base`.
+fn erasure_choice(
+    mode: &Option<String>,
+    max_delay: &Option<String>,
+    base: ErasureChoice,
+    prefix: &str,
+) -> Result<ErasureChoice> {
+    let mut c = base;
+    if let Some(m) = mode {
+        c.mode = Some(
+            aerotp_net::ErasureMode::parse(m)
+                .map_err(|e| anyhow::anyhow!("{prefix}erasure '{m}': {e}"))?,
+        );
+    }
+    if let Some(d) = max_delay {
+        let v = aerotp_link::parse_duration(d)
+            .map_err(|e| anyhow::anyhow!("{prefix}max_delay '{d}': {e}"))?;
+        if v < Duration::from_millis(1) || v > Duration::from_secs(60) {
+            bail!("{prefix}max_delay '{d}': out of range: give 1ms to 60s, e.g. 500ms");
+        }
+        c.max_delay = Some(v);
+    }
+    Ok(c)
 }
 
 /// A size setting by the workspace's one rule ([`aerotp_link::parse_size`]); the error names
@@ -251,8 +295,9 @@ pub const DEFAULT_FEC: aerotp_net::FecSetting = aerotp_net::FecSetting::Auto;
 const MTU_RANGE: std::ops::RangeInclusive<usize> = 576..=65_507;
 
 impl FileConfig {
-    /// One `[[flow]]` table (or the flags' flow) validated; `fec` is the gateway's.
-    fn route(f: &FlowSpec, fec: aerotp_net::FecSetting) -> Result<Route> {
+    /// One `[[flow]]` table (or the flags' flow) validated; `fec` and `erasure` are the
+    /// gateway's.
+    fn route(f: &FlowSpec, fec: aerotp_net::FecSetting, erasure: ErasureChoice) -> Result<Route> {
         let (kind, local) = match (&f.tcp_listen, &f.udp_listen) {
             (Some(t), None) => (FlowKind::Tcp, addr(t, "tcp_listen")?),
             (None, Some(u)) => (FlowKind::Udp, addr(u, "udp_listen")?),
@@ -289,6 +334,11 @@ impl FileConfig {
             Some(s) => aerotp_net::FecSetting::parse(s).context("the flow's fec")?,
             None => fec,
         };
+        let erasure = erasure_choice(&f.erasure, &f.max_delay, erasure, "the flow's ")?;
+        // Every part checked against the mode now, not at the first connection.
+        erasure
+            .resolve(mode)
+            .map_err(|e| anyhow::anyhow!("the flow's erasure settings: {e}"))?;
         Ok(Route {
             kind,
             local,
@@ -296,6 +346,7 @@ impl FileConfig {
             mode,
             class,
             fec,
+            erasure,
         })
     }
 
@@ -346,10 +397,11 @@ impl FileConfig {
             None => DEFAULT_FEC,
         };
         self.check_inputs(rate, mtu)?;
+        let erasure = erasure_choice(&self.erasure, &self.max_delay, ErasureChoice::default(), "")?;
         let routes = self
             .flows
             .iter()
-            .map(|f| FileConfig::route(f, fec))
+            .map(|f| FileConfig::route(f, fec, erasure))
             .collect::<Result<Vec<_>>>()?;
         Ok(Settings {
             peer: self.peer.as_deref().map(|p| addr(p, "peer")).transpose()?,
@@ -385,6 +437,7 @@ impl FileConfig {
             )?,
             routes,
             fec,
+            erasure,
             transparent: self
                 .transparent
                 .as_ref()
@@ -411,6 +464,49 @@ mod tests {
             mode: mode.map(String::from),
             fec: fec.map(String::from),
             ..Default::default()
+        }
+    }
+
+    #[test]
+    fn erasure_per_flow_then_gateway_then_the_mode_default() {
+        let mut udp = flow(true, Some("quasi-reliable"), None);
+        udp.erasure = Some("1.25".into());
+        udp.max_delay = Some("200ms".into());
+        let f = FileConfig {
+            peer: Some("127.0.0.1:9000".into()),
+            erasure: Some("off".into()),
+            flows: vec![udp, flow(true, Some("unreliable"), None)],
+            ..Default::default()
+        };
+        let s = f.settings().unwrap();
+        let r = &s.routes;
+        assert_eq!(
+            r[0].erasure.mode,
+            Some(aerotp_net::ErasureMode::Ratio(1.25))
+        );
+        assert_eq!(r[0].erasure.max_delay, Some(Duration::from_millis(200)));
+        assert_eq!(
+            r[1].erasure.mode,
+            Some(aerotp_net::ErasureMode::Off),
+            "the gateway's"
+        );
+        assert_eq!(r[1].erasure.max_delay, None, "the mode's default");
+        assert_eq!(
+            FileConfig::default().settings().unwrap().erasure,
+            ErasureChoice::default()
+        );
+        for (key, bad) in [("erasure", "lots"), ("erasure", "0.5"), ("max_delay", "0s")] {
+            let mut g = flow(true, Some("quasi-reliable"), None);
+            match key {
+                "erasure" => g.erasure = Some(bad.into()),
+                _ => g.max_delay = Some(bad.into()),
+            }
+            let f = FileConfig {
+                flows: vec![g],
+                ..Default::default()
+            };
+            let e = format!("{:#}", f.settings().unwrap_err());
+            assert!(e.contains(key) && e.contains(bad), "{key}={bad}: {e}");
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aerotp_net::{ConnectionConfig, Endpoint, FecSetting, Mode};
+use aerotp_net::{ConnectionConfig, Endpoint, ErasureChoice, FecSetting, Mode};
 
 pub use crate::consts::*;
 
@@ -238,12 +238,21 @@ impl Ctx {
         self.reg.role
     }
 
-    /// The configuration of a flow connection in `mode` with `fec`, paced at `rate` to start.
-    pub fn conn_config(&self, mode: Mode, fec: FecSetting, rate: u64) -> ConnectionConfig {
+    /// The configuration of a flow connection in `mode` with `fec` and `erasure` (checked
+    /// against the mode when the settings were read), paced at `rate` to start.
+    pub fn conn_config(
+        &self,
+        mode: Mode,
+        fec: FecSetting,
+        erasure: ErasureChoice,
+        rate: u64,
+    ) -> ConnectionConfig {
         let mut c = ConnectionConfig::with_mode(mode);
         c.rate_bps = rate;
         c.mtu = self.settings.mtu;
         c.fec = fec;
+        // `resolve` fails only on values the settings already refused; keep the default then.
+        c.erasure = erasure.resolve(mode).unwrap_or(None);
         c.idle_timeout = self.settings.idle_timeout;
         c.send_buffer = SEND_BUFFER;
         c

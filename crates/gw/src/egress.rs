@@ -49,7 +49,7 @@ impl Egress {
         // The ingress picks mode and FEC for its direction per flow; what the egress sends
         // back (answers, downloads) uses the egress's own `fec`.
         let s = &ctx.settings;
-        let cfg = ctx.conn_config(Mode::NearReliable, s.fec, s.rate);
+        let cfg = ctx.conn_config(Mode::NearReliable, s.fec, s.erasure, s.rate);
         ctx.ep.listen(TCP_PORT, cfg.clone())?;
         ctx.ep.listen(UDP_STREAM_PORT, cfg)?;
         tracing::info!(local = %ctx.ep.local_addr(), "egress up");

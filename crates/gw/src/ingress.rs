@@ -40,6 +40,7 @@ struct Carried {
     flow: Arc<Flow>,
     mode: Mode,
     fec: FecSetting,
+    erasure: aerotp_net::ErasureChoice,
     /// Restored from the store at start-up: every session is a resume.
     restored: bool,
 }
@@ -126,6 +127,7 @@ impl Ingress {
             mode,
             class: t.class,
             fec: self.ctx.settings.fec,
+            erasure: self.ctx.settings.erasure,
         };
         if let Some(a) = t.tcp {
             let l = origdst::tcp_listener(a)
@@ -253,6 +255,7 @@ impl Ingress {
                 mode: Mode::NearReliable,
                 // The route's own `fec` is not in the store: the gateway's (default auto).
                 fec: self.ctx.settings.fec,
+                erasure: self.ctx.settings.erasure,
                 restored: true,
             };
             let me = self.clone();
@@ -288,6 +291,7 @@ impl Ingress {
             flow,
             mode: route.mode,
             fec: route.fec,
+            erasure: route.erasure,
             restored: false,
         };
         let me = self.clone();
@@ -357,7 +361,7 @@ impl Ingress {
     async fn attempt(&self, c: &Carried, resume: bool) -> Attempt {
         let flow = &c.flow;
         let rate = self.ctx.sched.initial_rate(flow.class);
-        let cfg = self.ctx.conn_config(c.mode, c.fec, rate);
+        let cfg = self.ctx.conn_config(c.mode, c.fec, c.erasure, rate);
         let mut conn = match self.ctx.ep.connect(self.peer, TCP_PORT, cfg) {
             Ok(conn) => conn,
             Err(e) => return Attempt::Broken(format!("connect: {e}")),

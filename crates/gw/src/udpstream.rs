@@ -425,7 +425,7 @@ impl IngressRoute {
     fn open_flow(self: &Arc<Self>, client: SocketAddr) -> Result<Arc<IngressFlow>> {
         let (ctx, route) = (&self.ctx, &self.route);
         let rate = ctx.sched.initial_rate(route.class);
-        let cfg = ctx.conn_config(route.mode, route.fec, rate);
+        let cfg = ctx.conn_config(route.mode, route.fec, route.erasure, rate);
         let conn = ctx.ep.connect(self.peer, UDP_STREAM_PORT, cfg)?;
         let sender = Sender::new(conn, SEND_BUFFER);
         let reg = ctx

@@ -107,7 +107,9 @@ impl Connection {
     /// gateway tells its kinds of flow apart by. 0 once the engine has released it.
     pub fn local_port(&self) -> u16 {
         let st = self.shared().lock();
-        st.engine.connection(self.inner.h).map_or(0, |c| c.local_port)
+        st.engine
+            .connection(self.inner.h)
+            .map_or(0, |c| c.local_port)
     }
 
     /// The engine's counters of this connection (see docs/stats.md).

@@ -42,7 +42,8 @@ pub use endpoint::Endpoint;
 pub use metrics::{IoCounters, MetricsSource, Totals};
 pub use proto::{
     datagram_parity, AuthConfig, AuthKey, CloseOutcome, ConnectionConfig, ConnectionStats,
-    DatagramMsg, Delivered, EndpointConfig, EndpointStats, FecSetting, KeySet, Mode,
+    DatagramMsg, Delivered, EndpointConfig, EndpointStats, ErasureChoice, ErasureMode, FecSetting,
+    KeySet, Mode,
 };
 pub use report::{outcome_error, Report};
 pub use socket::{udp_socket, zero_checksums};
