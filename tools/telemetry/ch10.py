@@ -20,17 +20,16 @@ The sender writes FILE.index (the same JSON lines for what it sent), so a test c
 sent and received packet by packet. Needs pychapter10 (scripts/telemetry-deps.sh).
 """
 
-import argparse
 import hashlib
 import io
 import json
 import random
-import socket
 import struct
 import sys
-import time
 
 import chapter10
+
+import replay
 from chapter10 import arinc429, computer, ms1553, time as c10time, analog
 
 # UDP transfer header, format 1: version 1, type 0 (full packets), 24-bit sequence number,
@@ -118,9 +117,9 @@ def check_packet(b):
     return p.channel_id, type(p).__name__, ok
 
 
-def cmd_gen(a):
-    ps = packets(a.packets, a.seed)
-    with open(a.file, "wb") as f:
+def gen(path, n, seed):
+    ps = packets(n, seed)
+    with open(path, "wb") as f:
         for p in ps:
             ch, kind, ok = check_packet(p)
             if not ok:
@@ -150,82 +149,10 @@ def record(seq, p):
             "sha256": hashlib.sha256(p).hexdigest(), "valid": ok}
 
 
-def addr(s):
-    host, _, port = s.rpartition(":")
-    return host, int(port)
-
-
-def cmd_send(a):
-    ps = read_recording(a.file)
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
-    dest = addr(a.dest)
-    start = time.monotonic()
-    sent_bytes = 0
-    with open(a.file + ".index", "w") as idx:
-        for seq, p in enumerate(ps):
-            d = udp_header(seq) + p
-            # Pace at the rate (bits on the wire beside IP/UDP headers ignored: the gateway
-            # paces its own side).
-            due = start + sent_bytes * 8 / a.rate
-            now = time.monotonic()
-            if due > now:
-                time.sleep(due - now)
-            s.sendto(d, dest)
-            sent_bytes += len(d)
-            r = record(seq, p)
-            r["t"] = time.time()
-            idx.write(json.dumps(r) + "\n")
-    print(json.dumps({"sent": len(ps), "bytes": sent_bytes,
-                      "seconds": round(time.monotonic() - start, 3)}))
-
-
-def cmd_recv(a):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    # A telemetry receiver sized for its stream (docs/gateway.md: bursts after a held hole).
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-    s.bind(addr(a.listen))
-    s.settimeout(a.idle)
-    n = 0
-    with open(a.out, "w") as out:
-        while n < a.count:
-            try:
-                d, _ = s.recvfrom(70000)
-            except socket.timeout:
-                break
-            t = time.time()
-            try:
-                seq = parse_udp_header(d)
-                r = record(seq, d[4:])
-                r["t"] = t
-            except Exception as e:  # a damaged datagram is reported, never fatal
-                r = {"seq": None, "valid": False, "error": str(e), "bytes": len(d)}
-            out.write(json.dumps(r) + "\n")
-            out.flush()
-            n += 1
-    print(json.dumps({"received": n}))
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    g = sub.add_parser("gen")
-    g.add_argument("file")
-    g.add_argument("--packets", type=int, default=600)
-    g.add_argument("--seed", type=int, default=1)
-    s = sub.add_parser("send")
-    s.add_argument("file")
-    s.add_argument("dest")
-    s.add_argument("--rate", type=float, default=2e6)
-    r = sub.add_parser("recv")
-    r.add_argument("listen")
-    r.add_argument("out")
-    r.add_argument("--count", type=int, required=True)
-    r.add_argument("--idle", type=float, default=10.0)
-    a = ap.parse_args()
-    {"gen": cmd_gen, "send": cmd_send, "recv": cmd_recv}[a.cmd](a)
+def unwrap(d):
+    return record(parse_udp_header(d), d[4:])
 
 
 if __name__ == "__main__":
-    main()
+    replay.main(__doc__, 600, gen, read_recording, lambda seq, p: udp_header(seq) + p,
+                unwrap, record)

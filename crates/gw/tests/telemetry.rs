@@ -29,13 +29,13 @@
 mod ns_gateway;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use aerotp_gw::config::{FileConfig, FlowSpec};
 use aerotp_lab::{Lab, LabConfig, LinkConfig, Side};
-use ns_gateway::start_gateway;
+use ns_gateway::{start_gateway, wait_output as wait};
 use serde_json::Value;
 
 const PACKETS: usize = 240;
@@ -69,20 +69,6 @@ fn lab_available() -> bool {
          AEROTP_SKIP_LAB=1)"
     );
     true
-}
-
-fn wait(mut c: Child, what: &str, deadline: Instant) -> std::process::Output {
-    loop {
-        if c.try_wait().expect("try_wait").is_some() {
-            return c.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = c.kill();
-            let _ = c.wait();
-            panic!("{what} did not finish in time");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn lines(p: &Path) -> Vec<Value> {

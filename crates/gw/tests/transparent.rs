@@ -27,7 +27,7 @@ use aerotp_gw::transparent::{DestRule, RuleSpec, TransparentSpec};
 use aerotp_lab::{Lab, LabConfig, LinkConfig, Side};
 
 mod ns_gateway;
-use ns_gateway::start_gateway;
+use ns_gateway::{start_gateway, wait_output as wait};
 
 fn lab_available() -> bool {
     if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
@@ -174,21 +174,6 @@ fn rules_install_and_remove_leave_nothing_behind() {
     };
     let e = gone.install().unwrap_err();
     assert!(e.contains("ip"), "{e}");
-}
-
-/// Waits for `c` to exit within `deadline`; kills it and fails otherwise.
-fn wait(mut c: Child, what: &str, deadline: Instant) -> std::process::Output {
-    loop {
-        if c.try_wait().expect("try_wait").is_some() {
-            return c.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = c.kill();
-            let _ = c.wait();
-            panic!("{what} did not finish in time");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Kills a background program on drop.

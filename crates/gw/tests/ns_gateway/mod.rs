@@ -3,8 +3,9 @@
 
 #![allow(dead_code)]
 
+use std::process::{Child, Output};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aerotp_gw::config::FileConfig;
 use aerotp_gw::Gateway;
@@ -48,5 +49,21 @@ impl NsGateway {
         drop(self.gw);
         let _ = self.stop.send(());
         self.thread.join().expect("gateway thread");
+    }
+}
+
+/// Waits for `c` to exit within `deadline` and returns its output; kills it and fails the test
+/// otherwise (a lab test's every program is bounded in time).
+pub fn wait_output(mut c: Child, what: &str, deadline: Instant) -> Output {
+    loop {
+        if c.try_wait().expect("try_wait").is_some() {
+            return c.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = c.kill();
+            let _ = c.wait();
+            panic!("{what} did not finish in time");
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
