@@ -20,7 +20,7 @@ pub struct IoCounters {
 type ConnCounter = (&'static str, &'static str, fn(&ConnectionStats) -> u64);
 
 /// The connection counters summed over connections, in exposition order.
-pub const CONNECTION_COUNTERS: [ConnCounter; 28] = [
+pub const CONNECTION_COUNTERS: [ConnCounter; 29] = [
     (
         "tpdus_sent",
         "Data TPDUs transmitted, first transmissions and retransmissions.",
@@ -99,6 +99,11 @@ pub const CONNECTION_COUNTERS: [ConnCounter; 28] = [
         "tpdus_beyond_window",
         "Data TPDUs refused beyond the receive window.",
         |s| s.receiver.tpdus_beyond_window,
+    ),
+    (
+        "tpdus_dropped_memory",
+        "Out-of-order data TPDUs dropped at the reorder buffer's byte bound.",
+        |s| s.receiver.tpdus_dropped_memory,
     ),
     ("bytes_delivered", "Bytes the application has read.", |s| {
         s.receiver.bytes_delivered

@@ -97,6 +97,11 @@ pub struct ConnectionConfig {
     pub linger: Duration,
     /// Lossy modes: minimum wait before skipping a missing TPDU.
     pub min_hole_timeout: Duration,
+    /// Most bytes of out-of-order TPDU bodies this connection's reorder buffer holds (the
+    /// endpoint's `max_reorder_bytes` bounds all connections together); a TPDU beyond it is
+    /// dropped and counted (`tpdus_dropped_memory`), and the retransmitting modes recover it.
+    /// Default 32 MiB: a 16,384-TPDU window of full 1500-byte TPDUs needs 24 MiB.
+    pub reorder_bytes: usize,
     /// Near-reliable: a cumulative ACK after this many TPDUs. 16 (was 64): the sender tells an
     /// outage from a pause between ACKs by their beat, so at 5 Mb/s a 30-minute outage costs
     /// under 1 % of a 10 MB transfer (64 gave 1.4 %), for about 43 kB of ACKs per 10 MB.
@@ -140,6 +145,7 @@ impl Default for ConnectionConfig {
             close_timeout: Duration::from_secs(10),
             linger: Duration::from_secs(2),
             min_hole_timeout: Duration::from_millis(30),
+            reorder_bytes: 32 << 20,
             ack_every: 16,
             crc_check: true,
             retention: Duration::from_secs(2),
@@ -217,6 +223,9 @@ pub struct EndpointConfig {
     pub max_datagrams: usize,
     /// Pre-shared-key authentication of every TPDU (docs/security.md); `None`: off.
     pub auth: Option<crate::auth::AuthConfig>,
+    /// Most bytes of out-of-order TPDU bodies all connections hold together (each is also
+    /// bounded by its `reorder_bytes`). Default 256 MiB.
+    pub max_reorder_bytes: usize,
 }
 
 impl Default for EndpointConfig {
@@ -226,6 +235,7 @@ impl Default for EndpointConfig {
             max_events: 4096,
             max_datagrams: 4096,
             auth: None,
+            max_reorder_bytes: crate::reorder_budget::DEFAULT_ENDPOINT_REORDER_BYTES,
         }
     }
 }

@@ -329,6 +329,7 @@ impl Connection {
         let mut s = self.stats_wire.clone();
         s.sender = self.tx.stats.clone();
         s.receiver = self.rx.stats.clone();
+        s.receiver.reorder_bytes_held = self.rx.held_bytes() as u64;
         (s.receiver.wire_lost, s.receiver.wire_bursts) = self.rx.wire_loss();
         s.erasure_tx = self.etx.stats.clone();
         s.erasure_rx = self.erx.stats.clone();
@@ -362,6 +363,11 @@ impl Connection {
     }
 
     /// Changes the sending rate (backpressure from the network layer, or the application).
+    /// Shares the endpoint's bound on out-of-order bytes (set by the endpoint at creation).
+    pub(crate) fn set_reorder_budget(&mut self, budget: crate::reorder_budget::ReorderBudget) {
+        self.rx.set_reorder_budget(budget);
+    }
+
     pub fn set_rate(&mut self, rate_bps: u64) {
         self.pacer.set_rate(rate_bps);
         if self.cfg.return_rate_bps.is_none() {

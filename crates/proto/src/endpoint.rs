@@ -137,6 +137,8 @@ pub struct Endpoint {
     scratch: Vec<u8>,
     /// Present when `EndpointConfig::auth` is: seals what leaves, opens what arrives.
     auth: Option<Auth>,
+    /// Out-of-order bytes of all connections, bounded by `max_reorder_bytes`.
+    reorder: crate::reorder_budget::ReorderBudget,
     pub stats: EndpointStats,
 }
 
@@ -147,6 +149,7 @@ impl Endpoint {
         let mut rng = Pcg64Mcg::seed_from_u64(seed);
         let next_port = rng.gen_range(49152..65000);
         let auth = cfg.auth.as_ref().map(Auth::new);
+        let reorder = crate::reorder_budget::ReorderBudget::new(cfg.max_reorder_bytes);
         Endpoint {
             cfg,
             rng,
@@ -165,8 +168,15 @@ impl Endpoint {
             rr: 0,
             scratch: Vec::new(),
             auth,
+            reorder,
             stats: EndpointStats::default(),
         }
+    }
+
+    /// Bytes of out-of-order TPDU bodies all connections hold now (at most
+    /// `EndpointConfig::max_reorder_bytes`, plus the in-order TPDU being delivered).
+    pub fn reorder_bytes_held(&self) -> usize {
+        self.reorder.used()
     }
 
     /// Accept connections to `port`; `config` gives the rate, buffers and timers of the
@@ -250,7 +260,7 @@ impl Endpoint {
         }
         let local_port = self.alloc_port(remote, remote_port)?;
         let tag = self.rng.gen_range(1..=255u8);
-        let conn = Connection::new(
+        let mut conn = Connection::new(
             Role::Initiator,
             config,
             remote,
@@ -259,6 +269,7 @@ impl Endpoint {
             tag,
             now,
         );
+        conn.set_reorder_budget(self.reorder.clone());
         Ok(self.insert(conn))
     }
 
@@ -570,6 +581,8 @@ impl Endpoint {
             h.tag,
             now,
         );
+        // The endpoint's reorder bound holds from the first TPDU on.
+        conn.set_reorder_budget(self.reorder.clone());
         conn.handle(now, r);
         let ch = self.insert(conn);
         self.push_event(Event::Accepted(ch));

@@ -15,6 +15,7 @@ mod fec_parity;
 mod feedback_budget;
 mod pacer;
 mod receiver;
+mod reorder_budget;
 mod rtt;
 mod sender;
 mod state;
@@ -31,5 +32,6 @@ pub use erasure::{ErasureChoice, ErasureMode, ErasureRxStats, ErasureSetting, Er
 pub use fec_control::datagram_parity;
 pub use fec_parity::auto_parity;
 pub use receiver::{Delivered, ReceiverStats};
+pub use reorder_budget::{ReorderBudget, DEFAULT_ENDPOINT_REORDER_BYTES};
 pub use sender::SenderStats;
 pub use state::{transition, Action, State, StateEvent};

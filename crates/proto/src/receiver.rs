@@ -5,6 +5,7 @@
 use crate::config::ConnectionConfig;
 use crate::erasure::{Arrival, WireLoss};
 use crate::feedback_budget::{FeedbackBudget, TYPICAL_FEEDBACK_BYTES};
+use crate::reorder_budget::ReorderBudget;
 use aerotp_fec::auto::BerEstimator;
 use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Mode, Nack, Report, Snack, OVERHEAD};
 use std::collections::{BTreeMap, VecDeque};
@@ -53,6 +54,11 @@ pub struct ReceiverStats {
     /// TPDUs skipped for good (lossy modes).
     pub tpdus_lost: u64,
     pub tpdus_beyond_window: u64,
+    /// Out-of-order TPDUs dropped because the reorder buffer was at its byte bound (the
+    /// connection's `reorder_bytes` or the endpoint's `max_reorder_bytes`).
+    pub tpdus_dropped_memory: u64,
+    /// Bytes of out-of-order TPDU bodies held now.
+    pub reorder_bytes_held: u64,
     /// Data TPDUs dropped because their body exceeds what the MTU in force allows.
     pub tpdus_oversized: u64,
     pub bytes_delivered: u64,
@@ -93,6 +99,10 @@ pub struct Receiver {
     expected: u64,
     highest: Option<u64>,
     buffer: BTreeMap<u64, Slot>,
+    /// Bytes of the bodies in `buffer`, and their bounds (docs/security.md).
+    held_bytes: usize,
+    max_held: usize,
+    reorder: ReorderBudget,
     ready: VecDeque<Delivered>,
     ready_bytes: usize,
     pub delivered_bytes: u64,
@@ -154,6 +164,9 @@ impl Receiver {
             expected: 0,
             highest: None,
             buffer: BTreeMap::new(),
+            held_bytes: 0,
+            max_held: cfg.reorder_bytes,
+            reorder: ReorderBudget::new(usize::MAX),
             ready: VecDeque::new(),
             ready_bytes: 0,
             delivered_bytes: 0,
@@ -289,6 +302,9 @@ impl Receiver {
             self.stats.tpdus_beyond_window += 1;
             return false;
         }
+        if !self.admit(seq, body.len()) {
+            return false;
+        }
         self.stats.tpdus_received += 1;
         if self.wire.on_arrival(seq, timestamp, true) == Arrival::Retransmission {
             self.stats.tpdus_retransmitted_in += 1;
@@ -333,6 +349,11 @@ impl Receiver {
         if fin {
             self.ack_now = true;
         }
+        self.held_bytes += body.len();
+        if seq == self.expected {
+            // Admitted unconditionally (see `admit`); the other bytes were taken there.
+            self.reorder.take(body.len());
+        }
         self.buffer.insert(
             seq,
             Slot {
@@ -364,6 +385,9 @@ impl Receiver {
             || self.buffer.contains_key(&seq)
             || seq >= self.expected + u64::from(self.window)
         {
+            return false;
+        }
+        if !self.admit(seq, body.len()) {
             return false;
         }
         self.stats.tpdus_rebuilt += 1;
@@ -428,6 +452,8 @@ impl Receiver {
 
     fn deliver_in_order(&mut self, now: Duration) {
         while let Some(slot) = self.buffer.remove(&self.expected) {
+            self.held_bytes -= slot.body.len();
+            self.reorder.give(slot.body.len());
             if let Some(t) = self.trace.as_mut().filter(|t| t.len() < TRACE_LIMIT) {
                 t.push((self.expected, now, slot.body.len() as u32));
             }
@@ -743,6 +769,7 @@ impl Receiver {
     }
 }
 
+mod memory;
 mod selective;
 #[cfg(test)]
 mod tests;

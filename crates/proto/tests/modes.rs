@@ -452,3 +452,38 @@ fn a_half_hour_outage_costs_at_most_one_percent_of_the_transfer() {
         );
     }
 }
+
+/// A receiver whose reorder buffer may hold only 30 kB of out-of-order bodies (about 20
+/// TPDUs) behind 5 % loss: it never holds more, drops what does not fit, and every fully
+/// reliable mode still delivers every byte (the dropped TPDUs are resent).
+#[test]
+fn a_byte_bounded_reorder_buffer_holds_its_bound_and_loses_nothing() {
+    let data = pattern(400_000, 31);
+    for mode in [Mode::Reliable, Mode::NearReliable, Mode::HybridNackMack] {
+        let c = ConnectionConfig {
+            reorder_bytes: 30_000,
+            ..cfg(mode)
+        };
+        let imp = Impair {
+            delay: ms(10),
+            loss: 0.05,
+            ..Default::default()
+        };
+        let o = transfer(c, &data, imp, 12, Duration::from_secs(120));
+        assert!(
+            o.received == data,
+            "{mode}: received {} bytes",
+            o.received.len()
+        );
+        assert!(
+            o.max_reorder_held <= 30_000 + 1_500,
+            "{mode}: held {} bytes out of order",
+            o.max_reorder_held
+        );
+        assert!(
+            o.max_reorder_held > 10_000,
+            "{mode}: the bound was reached: {}",
+            o.max_reorder_held
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! Unit tests of `receiver`.
 
 use super::*;
+use crate::reorder_budget::ReorderBudget;
 
 fn rx(mode: Mode) -> Receiver {
     Receiver::new(&ConnectionConfig {
@@ -224,4 +225,47 @@ fn beyond_window_is_refused() {
     let mut r = rx(Mode::Reliable);
     assert!(!r.on_data(ms(0), 64, 0, vec![1], false));
     assert_eq!(r.stats.tpdus_beyond_window, 1);
+}
+
+#[test]
+fn out_of_order_bytes_are_bounded_per_connection_and_per_endpoint() {
+    let cfg = ConnectionConfig {
+        mode: Mode::Reliable,
+        recv_window: 1024,
+        reorder_bytes: 3_000,
+        ..ConnectionConfig::default()
+    };
+    let shared = ReorderBudget::new(5_000);
+    let (mut a, mut b) = (Receiver::new(&cfg), Receiver::new(&cfg));
+    a.set_reorder_budget(shared.clone());
+    b.set_reorder_budget(shared.clone());
+    let body = || vec![7u8; 1_000];
+    // Connection a: three bodies past a hole fit its 3,000 bytes, the fourth does not.
+    for seq in 1..=4 {
+        a.on_data(ms(seq.into()), seq, 0, body(), false);
+    }
+    assert_eq!(a.held_bytes(), 3_000);
+    assert_eq!(a.stats.tpdus_dropped_memory, 1);
+    // Connection b: the endpoint has 2,000 bytes left of 5,000.
+    for seq in 1..=3 {
+        b.on_data(ms(seq.into()), seq, 0, body(), false);
+    }
+    assert_eq!(b.held_bytes(), 2_000);
+    assert_eq!(b.stats.tpdus_dropped_memory, 1);
+    assert_eq!(shared.used(), 5_000);
+    // The awaited TPDU always fits, and delivering frees what it unblocks.
+    assert!(a.on_data(ms(10), 0, 0, body(), false));
+    assert_eq!(a.held_bytes(), 0);
+    assert_eq!(shared.used(), 2_000);
+    let mut buf = vec![0u8; 10_000];
+    assert_eq!(
+        a.read(&mut buf),
+        4_000,
+        "TPDUs 0-3 delivered; 4 was dropped, not delivered"
+    );
+    // The dropped TPDU, resent, is taken now that there is room.
+    assert!(a.on_data(ms(11), 4, 0, body(), false));
+    // A released connection gives its bytes back.
+    drop(b);
+    assert_eq!(shared.used(), 0);
 }

@@ -39,6 +39,8 @@ pub struct Net {
     pub wire_bytes: u64,
     /// Bytes a sent toward b while the link was out, with 28 bytes of IP/UDP per datagram.
     pub outage_bytes_to_b: u64,
+    /// The most out-of-order bytes b held at once (its endpoint's reorder budget).
+    pub max_reorder_held_b: usize,
     stalled: u32,
 }
 
@@ -61,6 +63,7 @@ impl Net {
             n: 0,
             wire_bytes: 0,
             outage_bytes_to_b: 0,
+            max_reorder_held_b: 0,
             stalled: 0,
         }
     }
@@ -110,6 +113,7 @@ impl Net {
 
     /// Sends what is due, then advances to the next event. Returns false when nothing is left.
     pub fn step(&mut self) -> bool {
+        self.max_reorder_held_b = self.max_reorder_held_b.max(self.b.reorder_bytes_held());
         let mut buf = Vec::new();
         while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
             assert_eq!(t.remote, addr_b());
@@ -169,6 +173,8 @@ pub struct Outcome {
     pub wire_bytes: u64,
     /// `Net::outage_bytes_to_b`: what the sender spent into the outage.
     pub outage_bytes: u64,
+    /// `Net::max_reorder_held_b`.
+    pub max_reorder_held: usize,
     pub sender_stats: Option<aerotp_proto::ConnectionStats>,
 }
 
@@ -199,6 +205,7 @@ pub fn transfer(
         last_byte_at: Duration::ZERO,
         wire_bytes: 0,
         outage_bytes: 0,
+        max_reorder_held: 0,
         sender_stats: None,
     };
     let mut rx_closed = false;
@@ -255,6 +262,7 @@ pub fn transfer(
     out.finished_at = net.now;
     out.wire_bytes = net.wire_bytes;
     out.outage_bytes = net.outage_bytes_to_b;
+    out.max_reorder_held = net.max_reorder_held_b;
     out.sender_stats = net.a.stats(ch);
     out
 }

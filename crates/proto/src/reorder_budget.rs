@@ -1,0 +1,101 @@
+//! The bytes of out-of-order TPDU bodies an endpoint holds in its connections' reorder
+//! buffers, bounded per endpoint (this budget) and per connection (`reorder_bytes`), so that
+//! peers sending bodies far ahead of a hole cannot grow a receiver's memory without bound
+//! (docs/security.md, "State bounded under attack").
+//!
+//! The endpoint makes one budget and hands a clone to each connection it creates; an atomic
+//! counter because the endpoint may move between threads (it is never shared by two at once:
+//! relaxed ordering suffices). Nothing here reads a clock or allocates per TPDU.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Default bound of all reorder buffers of one endpoint together.
+pub const DEFAULT_ENDPOINT_REORDER_BYTES: usize = 256 << 20;
+
+/// A share of the endpoint's reorder memory.
+#[derive(Debug, Clone)]
+pub struct ReorderBudget {
+    used: Arc<AtomicUsize>,
+    max: usize,
+}
+
+impl ReorderBudget {
+    /// A budget of `max` bytes for the connections that will share it.
+    pub fn new(max: usize) -> ReorderBudget {
+        ReorderBudget {
+            used: Arc::new(AtomicUsize::new(0)),
+            max,
+        }
+    }
+
+    /// Takes `n` bytes if they fit under the bound.
+    pub fn try_take(&self, n: usize) -> bool {
+        let mut cur = self.used.load(Ordering::Relaxed);
+        loop {
+            let Some(next) = cur.checked_add(n).filter(|&x| x <= self.max) else {
+                return false;
+            };
+            match self
+                .used
+                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Takes `n` bytes whatever the bound (the TPDU every delivery waits for is never
+    /// refused: it frees what it unblocks at once).
+    pub fn take(&self, n: usize) {
+        self.used.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Gives back `n` bytes taken before.
+    pub fn give(&self, n: usize) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(n))
+            });
+    }
+
+    /// Bytes held now by all connections sharing the budget.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The bound.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+}
+
+impl Default for ReorderBudget {
+    fn default() -> Self {
+        ReorderBudget::new(DEFAULT_ENDPOINT_REORDER_BYTES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bound_holds_across_clones_and_give_returns_it() {
+        let b = ReorderBudget::new(1000);
+        let c = b.clone();
+        assert!(b.try_take(600));
+        assert!(!c.try_take(401), "over the shared bound");
+        assert!(c.try_take(400));
+        assert_eq!(b.used(), 1000);
+        c.take(50);
+        assert_eq!(b.used(), 1050, "the awaited TPDU is taken past the bound");
+        b.give(1050);
+        assert_eq!(c.used(), 0);
+        b.give(10);
+        assert_eq!(b.used(), 0, "never below zero");
+        assert!(!b.try_take(usize::MAX));
+    }
+}
