@@ -224,7 +224,7 @@ pub struct EndpointConfig {
     /// Pre-shared-key authentication of every TPDU (docs/security.md); `None`: off.
     pub auth: Option<crate::auth::AuthConfig>,
     /// Most bytes of out-of-order TPDU bodies all connections hold together (each is also
-    /// bounded by its `reorder_bytes`). Default 256 MiB.
+    /// bounded by its `reorder_bytes`). Default 192 MiB.
     pub max_reorder_bytes: usize,
 }
 

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Default bound of all reorder buffers of one endpoint together.
-pub const DEFAULT_ENDPOINT_REORDER_BYTES: usize = 256 << 20;
+/// 192 MiB: with the process's own memory (socket buffers, the engine's other tables) a
+/// receiver stays under 256 MB however many peers send out of order (docs/results/security.md).
+pub const DEFAULT_ENDPOINT_REORDER_BYTES: usize = 192 << 20;
 
 /// A share of the endpoint's reorder memory.
 #[derive(Debug, Clone)]

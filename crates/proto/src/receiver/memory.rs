@@ -4,8 +4,18 @@
 use super::Receiver;
 use crate::reorder_budget::ReorderBudget;
 
+/// Bytes a buffered TPDU is counted for: its body and the bookkeeping beside it (the map
+/// entry and slot: measured at about 60 bytes), so that the bounds bound memory, not only
+/// payload.
+pub(super) const SLOT_OVERHEAD: usize = 64;
+
+/// What a TPDU with a body of `len` bytes costs the reorder buffer.
+pub(super) fn cost(len: usize) -> usize {
+    len + SLOT_OVERHEAD
+}
+
 impl Receiver {
-    /// Bytes of out-of-order TPDU bodies held now.
+    /// Bytes of out-of-order TPDUs held now (bodies and bookkeeping, [`cost`]).
     pub fn held_bytes(&self) -> usize {
         self.held_bytes
     }
@@ -16,7 +26,7 @@ impl Receiver {
         self.reorder = budget;
     }
 
-    /// Whether a new TPDU of `len` body bytes fits the reorder buffer's byte bounds; takes
+    /// Whether a new TPDU costing `len` bytes ([`cost`]) fits the reorder buffer's byte bounds; takes
     /// them from the endpoint's budget if so. The TPDU every delivery waits for (`expected`)
     /// always fits: storing it frees the buffer behind it. A refused TPDU is counted and
     /// treated as never arrived, so the retransmitting modes resend it.

@@ -229,34 +229,36 @@ fn beyond_window_is_refused() {
 
 #[test]
 fn out_of_order_bytes_are_bounded_per_connection_and_per_endpoint() {
+    // Each 1000-byte body costs 1064 bytes (body and bookkeeping).
+    let cost = 1_000 + memory::SLOT_OVERHEAD;
     let cfg = ConnectionConfig {
         mode: Mode::Reliable,
         recv_window: 1024,
-        reorder_bytes: 3_000,
+        reorder_bytes: 3 * cost + 100,
         ..ConnectionConfig::default()
     };
-    let shared = ReorderBudget::new(5_000);
+    let shared = ReorderBudget::new(5 * cost + 100);
     let (mut a, mut b) = (Receiver::new(&cfg), Receiver::new(&cfg));
     a.set_reorder_budget(shared.clone());
     b.set_reorder_budget(shared.clone());
     let body = || vec![7u8; 1_000];
-    // Connection a: three bodies past a hole fit its 3,000 bytes, the fourth does not.
+    // Connection a: three bodies past a hole fit its bound, the fourth does not.
     for seq in 1..=4 {
         a.on_data(ms(seq.into()), seq, 0, body(), false);
     }
-    assert_eq!(a.held_bytes(), 3_000);
+    assert_eq!(a.held_bytes(), 3 * cost);
     assert_eq!(a.stats.tpdus_dropped_memory, 1);
-    // Connection b: the endpoint has 2,000 bytes left of 5,000.
+    // Connection b: the endpoint has room for two more.
     for seq in 1..=3 {
         b.on_data(ms(seq.into()), seq, 0, body(), false);
     }
-    assert_eq!(b.held_bytes(), 2_000);
+    assert_eq!(b.held_bytes(), 2 * cost);
     assert_eq!(b.stats.tpdus_dropped_memory, 1);
-    assert_eq!(shared.used(), 5_000);
+    assert_eq!(shared.used(), 5 * cost);
     // The awaited TPDU always fits, and delivering frees what it unblocks.
     assert!(a.on_data(ms(10), 0, 0, body(), false));
     assert_eq!(a.held_bytes(), 0);
-    assert_eq!(shared.used(), 2_000);
+    assert_eq!(shared.used(), 2 * cost);
     let mut buf = vec![0u8; 10_000];
     assert_eq!(
         a.read(&mut buf),
