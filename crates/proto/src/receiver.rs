@@ -5,7 +5,7 @@
 use crate::config::ConnectionConfig;
 use crate::erasure::{Arrival, WireLoss};
 use crate::feedback_budget::{FeedbackBudget, TYPICAL_FEEDBACK_BYTES};
-use crate::reorder_budget::ReorderBudget;
+use crate::reorder_budget::{tpdu_cost, ReorderBudget};
 use aerotp_fec::auto::BerEstimator;
 use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Mode, Nack, Report, Snack, OVERHEAD};
 use std::collections::{BTreeMap, VecDeque};
@@ -302,7 +302,7 @@ impl Receiver {
             self.stats.tpdus_beyond_window += 1;
             return false;
         }
-        if !self.admit(seq, memory::cost(body.len())) {
+        if !self.admit(seq, tpdu_cost(body.len())) {
             return false;
         }
         self.stats.tpdus_received += 1;
@@ -349,10 +349,10 @@ impl Receiver {
         if fin {
             self.ack_now = true;
         }
-        self.held_bytes += memory::cost(body.len());
+        self.held_bytes += tpdu_cost(body.len());
         if seq == self.expected {
             // Admitted unconditionally (see `admit`); the other bytes were taken there.
-            self.reorder.take(memory::cost(body.len()));
+            self.reorder.take(tpdu_cost(body.len()));
         }
         self.buffer.insert(
             seq,
@@ -387,7 +387,7 @@ impl Receiver {
         {
             return false;
         }
-        if !self.admit(seq, memory::cost(body.len())) {
+        if !self.admit(seq, tpdu_cost(body.len())) {
             return false;
         }
         self.stats.tpdus_rebuilt += 1;
@@ -452,8 +452,8 @@ impl Receiver {
 
     fn deliver_in_order(&mut self, now: Duration) {
         while let Some(slot) = self.buffer.remove(&self.expected) {
-            self.held_bytes -= memory::cost(slot.body.len());
-            self.reorder.give(memory::cost(slot.body.len()));
+            self.held_bytes -= tpdu_cost(slot.body.len());
+            self.reorder.give(tpdu_cost(slot.body.len()));
             if let Some(t) = self.trace.as_mut().filter(|t| t.len() < TRACE_LIMIT) {
                 t.push((self.expected, now, slot.body.len() as u32));
             }

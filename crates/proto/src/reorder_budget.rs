@@ -15,6 +15,15 @@ use std::sync::Arc;
 /// receiver stays under 256 MB however many peers send out of order (docs/results/security.md).
 pub const DEFAULT_ENDPOINT_REORDER_BYTES: usize = 192 << 20;
 
+/// Bytes a buffered TPDU is counted for beside its body: the map entry and slot that hold it
+/// (about 60 bytes), so that the bounds bound memory, not only payload.
+pub const SLOT_OVERHEAD: usize = 64;
+
+/// What a TPDU with a body of `len` bytes costs the reorder buffer.
+pub fn tpdu_cost(len: usize) -> usize {
+    len + SLOT_OVERHEAD
+}
+
 /// A share of the endpoint's reorder memory.
 #[derive(Debug, Clone)]
 pub struct ReorderBudget {

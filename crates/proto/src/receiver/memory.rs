@@ -4,18 +4,8 @@
 use super::Receiver;
 use crate::reorder_budget::ReorderBudget;
 
-/// Bytes a buffered TPDU is counted for: its body and the bookkeeping beside it (the map
-/// entry and slot: measured at about 60 bytes), so that the bounds bound memory, not only
-/// payload.
-pub(super) const SLOT_OVERHEAD: usize = 64;
-
-/// What a TPDU with a body of `len` bytes costs the reorder buffer.
-pub(super) fn cost(len: usize) -> usize {
-    len + SLOT_OVERHEAD
-}
-
 impl Receiver {
-    /// Bytes of out-of-order TPDUs held now (bodies and bookkeeping, [`cost`]).
+    /// Bytes of out-of-order TPDUs held now (bodies and bookkeeping, `reorder_budget::tpdu_cost`).
     pub fn held_bytes(&self) -> usize {
         self.held_bytes
     }
@@ -26,7 +16,7 @@ impl Receiver {
         self.reorder = budget;
     }
 
-    /// Whether a new TPDU costing `len` bytes ([`cost`]) fits the reorder buffer's byte bounds; takes
+    /// Whether a new TPDU costing `len` bytes (`reorder_budget::tpdu_cost`) fits the reorder buffer's byte bounds; takes
     /// them from the endpoint's budget if so. The TPDU every delivery waits for (`expected`)
     /// always fits: storing it frees the buffer behind it. A refused TPDU is counted and
     /// treated as never arrived, so the retransmitting modes resend it.

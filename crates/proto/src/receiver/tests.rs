@@ -1,7 +1,6 @@
 //! Unit tests of `receiver`.
 
 use super::*;
-use crate::reorder_budget::ReorderBudget;
 
 fn rx(mode: Mode) -> Receiver {
     Receiver::new(&ConnectionConfig {
@@ -230,7 +229,7 @@ fn beyond_window_is_refused() {
 #[test]
 fn out_of_order_bytes_are_bounded_per_connection_and_per_endpoint() {
     // Each 1000-byte body costs 1064 bytes (body and bookkeeping).
-    let cost = 1_000 + memory::SLOT_OVERHEAD;
+    let cost = tpdu_cost(1_000);
     let cfg = ConnectionConfig {
         mode: Mode::Reliable,
         recv_window: 1024,
