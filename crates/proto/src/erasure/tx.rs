@@ -23,6 +23,8 @@ pub struct ErasureTxStats {
     pub repairs_sent: u64,
     /// Of those, sent by a tail flush (the data paused).
     pub tail_repairs: u64,
+    /// Of those, owed to sources sent before the strength rose (sent at once when it does).
+    pub catch_up_repairs: u64,
     /// Bytes of repair bodies sent.
     pub repair_bytes: u64,
     /// Times the chosen strength changed.
@@ -190,6 +192,25 @@ impl ErasureTx {
         let was = self.strength.map(|s| (s.sources, s.repairs));
         if was != s.map(|s| (s.sources, s.repairs)) {
             self.stats.strength_changes += 1;
+        }
+        // Much stronger now: the sources still in the window were protected at the old ratio.
+        // Send the repairs they lack at once, so a loss learned late (the first report comes
+        // after a window went out at the assumed 1 %) does not cost that window's TPDUs.
+        if let (Some((k0, r0)), Some(new), Some(e)) = (was, s, self.encoder.as_ref()) {
+            let (old_rate, new_rate) = (
+                r0 as f64 / k0.max(1) as f64,
+                new.repairs as f64 / new.sources.max(1) as f64,
+            );
+            // Only when the loss was badly underestimated (the repair rate at least doubles):
+            // for a modest rise the next window's repairs cover the few losses, and paying
+            // catch-up on every adjustment cost 1.6 % of goodput at BER 1e-4.
+            if new_rate >= 2.0 * old_rate {
+                let covered = e.span().min(new.sources) as f64;
+                let owed = (new_rate - old_rate) * covered;
+                self.credit += owed.fract();
+                self.due += owed.trunc() as usize;
+                self.stats.catch_up_repairs += owed.trunc() as u64;
+            }
         }
         self.strength = s;
         self.stats.ratio = s.map_or(1.0, |s| s.ratio);
