@@ -186,3 +186,57 @@ fn a_garbage_repair_is_refused_and_counted() {
     assert_eq!(rx.stats.repairs_received, 3);
     assert!(rx.stats.repairs_refused >= 2);
 }
+
+/// quasi-reliable starts at the assumed 1 % loss; when the first report shows 10 %, the
+/// sources already in the window get the repairs they lacked at once, and a 10 % loss of
+/// the first window is rebuilt whole.
+#[test]
+fn a_loss_learned_late_is_caught_up_for_the_window_already_sent() {
+    let setting = ErasureSetting::for_mode(aerotp_wire::Mode::QuasiReliable);
+    let mut tx = ErasureTx::new(setting, 1500, 3);
+    // quasi-reliable repairs from the start, so its receiver records sources from the first.
+    let mut rx = ErasureRx::new(1500, 512, true);
+    let t = |ms: u64| Duration::from_millis(ms);
+    tx.update(t(0), t(20), 5_000_000, 1500);
+    assert!(tx.active(), "quasi-reliable assumes 1 % from the start");
+    let low = tx.stats.ratio;
+    let mut sent_repairs = Vec::new();
+    let mut drain = |tx: &mut ErasureTx, at: u64, out: &mut Vec<Vec<u8>>| {
+        while let Some(r) = tx.poll_repair(t(at), false) {
+            out.push(r);
+        }
+    };
+    // 40 sources at the weak strength; every tenth is lost.
+    for seq in 0..40u64 {
+        tx.on_data_sent(t(1), seq, Flags::empty(), &body(seq));
+        if seq % 10 != 3 {
+            rx.on_source(seq as u32, Flags::empty(), &body(seq));
+        }
+        drain(&mut tx, 1, &mut sent_repairs);
+    }
+    let before = sent_repairs.len();
+    // The first report: 10 % loss.
+    tx.on_report(&Report {
+        seen: 40,
+        wire_lost: 4,
+        bursts: 4,
+        ..Default::default()
+    });
+    tx.update(t(500), t(20), 5_000_000, 1500);
+    assert!(
+        tx.stats.ratio >= 2.0 * low - 1.0,
+        "{} after {low}",
+        tx.stats.ratio
+    );
+    drain(&mut tx, 500, &mut sent_repairs);
+    assert!(tx.stats.catch_up_repairs > 0, "catch-up owed");
+    assert!(sent_repairs.len() > before, "caught up at once");
+    let mut rebuilt = Vec::new();
+    for r in &sent_repairs {
+        rebuilt.extend(rx.on_repair(r));
+    }
+    let got: Vec<u32> = rebuilt.iter().map(|r| r.seq).collect();
+    for lost in [3u32, 13, 23, 33] {
+        assert!(got.contains(&lost), "TPDU {lost} rebuilt: {got:?}");
+    }
+}
