@@ -201,7 +201,7 @@ fn a_loss_learned_late_is_caught_up_for_the_window_already_sent() {
     assert!(tx.active(), "quasi-reliable assumes 1 % from the start");
     let low = tx.stats.ratio;
     let mut sent_repairs = Vec::new();
-    let mut drain = |tx: &mut ErasureTx, at: u64, out: &mut Vec<Vec<u8>>| {
+    let drain = |tx: &mut ErasureTx, at: u64, out: &mut Vec<Vec<u8>>| {
         while let Some(r) = tx.poll_repair(t(at), false) {
             out.push(r);
         }
