@@ -75,7 +75,10 @@ impl RttEstimator {
         // trip (3 s one way): keep doubling (RFC 6298 §5.5) until the first acknowledgement.
         // After one, at most one doubling (see `backoff`).
         let cap = if self.srtt.is_none() { 64 } else { 2 };
-        self.backoff = (self.backoff * 2).min(cap);
+        // Never shorter than before: a backoff grown before the first sample stays until a
+        // clean sample resets it (shrinking it here made a timeout shorten the close timer,
+        // so handling the same instant twice gave two answers).
+        self.backoff = (self.backoff * 2).min(cap).max(self.backoff);
     }
 
     /// The smallest round-trip sample so far.
