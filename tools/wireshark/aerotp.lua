@@ -30,6 +30,9 @@ local F_NACK, F_SNACK, F_RST, F_RPT = 0x10, 0x20, 0x40, 0x80
 local F_CONTROL = 0xFC
 -- A repair TPDU (erasure coding, spec §7): flags exactly RST|RPT.
 local F_REPAIR = 0xC0
+-- Address validation (spec §9): CHALLENGE/RETRY exactly ASYN|RST, ECHO exactly ASYN|RPT.
+local F_CHALLENGE, F_ECHO = 0x41, 0x81
+local COOKIE_LEN = 16
 local HEADER_LEN, CRC_LEN = 20, 4
 local AUTH_BIT, AUTH_HEAD, TAG_LEN = 0x08, 13, 16 -- key byte + nonce before the body
 
@@ -102,6 +105,10 @@ local pf = {
     rep_seed = ProtoField.uint32("aerotp.repair.seed", "Coefficient seed", base.HEX),
     rep_bytes = ProtoField.uint16("aerotp.repair.symbol_bytes", "Symbol bytes", base.DEC),
     rep_symbol = ProtoField.bytes("aerotp.repair.symbol", "Repair symbol"),
+    chal_kind = ProtoField.uint8("aerotp.challenge.kind", "Kind", base.DEC,
+        { [0] = "challenge (state kept)", [1] = "retry (no state kept)" }),
+    chal_ts_echo = ProtoField.uint32("aerotp.challenge.ts_echo", "Echoed timestamp (us)", base.DEC),
+    cookie = ProtoField.bytes("aerotp.cookie", "Cookie"),
     rst_reason = ProtoField.string("aerotp.rst.reason", "Reset reason"),
     retransmission = ProtoField.framenum("aerotp.analysis.retransmission",
         "Retransmission of frame"),
@@ -199,6 +206,8 @@ end
 -- The type of a TPDU as one word, from its flags (spec §2 and §4).
 local function type_name(flags)
     if flags == F_REPAIR then return "REPAIR" end
+    if flags == F_CHALLENGE then return "CHALLENGE" end
+    if flags == F_ECHO then return "ECHO" end
     if bit.band(flags, F_CONTROL) == 0 then
         local parts = {}
         if bit.band(flags, F_ASYN) ~= 0 then parts[#parts + 1] = "ASYN" end
@@ -374,6 +383,23 @@ local function dissect_repair(tvb, tree, off, n)
     return (code == 1 or code == 2) and tvb(off + 1, 1):uint() == 0 and n == 18 + len
 end
 
+-- A CHALLENGE (or RETRY) body: kind, echoed timestamp, cookie; an ECHO body: the cookie.
+-- Returns the type word (RETRY for kind 1), or nil when the body is malformed.
+local function dissect_admission(tvb, tree, flags, off, n)
+    if flags == F_ECHO then
+        if n ~= COOKIE_LEN then return nil end
+        tree:add(aerotp, tvb(off, n), "Echo"):add(pf.cookie, tvb(off, n))
+        return "ECHO"
+    end
+    if n ~= 5 + COOKIE_LEN then return nil end
+    local kind = tvb(off, 1):uint()
+    if kind > 1 then return nil end
+    local t = tree:add(aerotp, tvb(off, n), kind == 1 and "Retry" or "Challenge")
+    t:add(pf.chal_kind, tvb(off, 1)); t:add(pf.chal_ts_echo, tvb(off + 1, 4))
+    t:add(pf.cookie, tvb(off + 5, COOKIE_LEN))
+    return kind == 1 and "RETRY" or "CHALLENGE"
+end
+
 function aerotp.dissector(tvb, pinfo, tree)
     local total = tvb:len()
     if total < HEADER_LEN then return 0 end
@@ -460,6 +486,14 @@ function aerotp.dissector(tvb, pinfo, tree)
     elseif bit.band(flags, F_CONTROL) == 0 then
         if b_len > 0 then root:add(pf.data, tvb(b_off, b_len)) end
         info = info .. string.format(" len=%u", b_len)
+    elseif (flags == F_CHALLENGE or flags == F_ECHO) and hec_ok and crc_ok then
+        local word = dissect_admission(tvb, root, flags, b_off, b_len)
+        if not word then
+            root:add_proto_expert_info(ef.body)
+        elseif word ~= tname then
+            -- aerotp.type stays CHALLENGE (the flags); the info column says RETRY.
+            info = info:gsub("^" .. tname, word)
+        end
     elseif flags == F_REPAIR and hec_ok and crc_ok then
         if not dissect_repair(tvb, root, b_off, b_len) then
             root:add_proto_expert_info(ef.body)

@@ -50,7 +50,7 @@ fn payloads(file: &Path) -> Vec<Vec<u8>> {
     out
 }
 
-const KNOWN_TYPES: [&str; 13] = [
+const KNOWN_TYPES: [&str; 15] = [
     "DATA",
     "DATA+ASYN",
     "DATA+AFIN",
@@ -64,6 +64,8 @@ const KNOWN_TYPES: [&str; 13] = [
     "RPT",
     "RST",
     "REPAIR",
+    "CHALLENGE",
+    "ECHO",
 ];
 
 /// Whether every part of a (possibly combined, "MACK+NACK") type is a known one.
@@ -84,6 +86,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
     let (mut retx, mut fec, mut corrupted) = (0usize, 0usize, 0usize);
     let mut mack_ranges = 0usize;
     let mut repairs = 0usize;
+    let mut cookies = 0usize;
     let mut per_mode = BTreeMap::new();
     for mode in Mode::ALL {
         let mut s = Scenario {
@@ -108,7 +111,14 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
         let r = run_once_tapped(&s, 7, &mut cap);
         let n = cap.finish().unwrap();
         assert!(n > 0, "{mode}: nothing captured");
-        let rows = tshark(&file, &["aerotp.mack.range_count", "aerotp.repair.span"]);
+        let rows = tshark(
+            &file,
+            &[
+                "aerotp.mack.range_count",
+                "aerotp.repair.span",
+                "aerotp.cookie",
+            ],
+        );
         let data = payloads(&file);
         assert_eq!(rows.len(), data.len(), "{mode}: tshark saw another count");
         for (i, (row, bytes)) in rows.iter().zip(&data).enumerate() {
@@ -148,6 +158,23 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
                     assert_eq!(row[9], span.to_string(), "{mode} frame {frame}: {row:?}");
                     repairs += 1;
                 }
+                // Address validation (docs/spec.md §9): the cookie the dissector shows is the
+                // one the parser reads, in a CHALLENGE and in an ECHO.
+                let h = tp.header.flags;
+                if (h.is_challenge() || h.is_echo()) && tp.body_ok {
+                    let cookie = if h.is_echo() {
+                        aerotp_wire::Echo::parse(tp.body).unwrap().cookie
+                    } else {
+                        aerotp_wire::Challenge::parse(tp.body).unwrap().cookie
+                    };
+                    let hex: String = cookie.iter().map(|b| format!("{b:02x}")).collect();
+                    assert_eq!(
+                        row[10].replace(':', ""),
+                        hex,
+                        "{mode} frame {frame}: {row:?}"
+                    );
+                    cookies += 1;
+                }
             }
             // What an endpoint sent is intact.
             if row[0] == "0" {
@@ -168,7 +195,17 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
     }
     eprintln!("packets and engine retransmissions per mode: {per_mode:?}");
     eprintln!("types seen: {types:?}; retransmissions marked {retx}, with FEC {fec}, corrupted arrivals {corrupted}");
-    for t in ["DATA", "DATA+ASYN", "ASYNACK", "MACK", "AFINACK", "RPT"] {
+    assert!(cookies > 0, "no CHALLENGE or ECHO in any capture");
+    for t in [
+        "DATA",
+        "DATA+ASYN",
+        "ASYNACK",
+        "MACK",
+        "AFINACK",
+        "RPT",
+        "CHALLENGE",
+        "ECHO",
+    ] {
         assert!(
             types.iter().any(|x| x == t || x.split('+').any(|p| p == t)),
             "no {t} in any capture: {types:?}"

@@ -416,6 +416,9 @@ pub fn outcome_name(r: &Report) -> String {
         }
         aerotp_net::CloseOutcome::CloseTimeout => "close timeout".into(),
         aerotp_net::CloseOutcome::IdleTimeout => "idle timeout".into(),
+        aerotp_net::CloseOutcome::SetupTimeout => {
+            "set-up timeout (peer never proved its address)".into()
+        }
         aerotp_net::CloseOutcome::Reset(r) => format!("reset by peer: {r}"),
         aerotp_net::CloseOutcome::Aborted => "aborted".into(),
     }

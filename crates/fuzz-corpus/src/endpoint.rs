@@ -81,6 +81,11 @@ pub fn check_emitted(dg: &[u8], mtu: usize) {
         );
         let sym = u16::from_be_bytes([b[16], b[17]]) as usize;
         assert_eq!(b.len(), 18 + sym, "repair symbol of the wrong length");
+    } else if t.header.flags.is_challenge() {
+        // docs/spec.md §9: kind 0 or 1, the echoed timestamp, a 16-byte cookie.
+        aerotp_wire::Challenge::parse(t.body).expect("the engine sent a bad CHALLENGE");
+    } else if t.header.flags.is_echo() {
+        aerotp_wire::Echo::parse(t.body).expect("the engine sent a bad ECHO");
     } else if !t.header.flags.is_data() {
         ControlBody::parse(t.header.flags, t.body).expect("the engine sent a bad control body");
     }

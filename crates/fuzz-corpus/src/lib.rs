@@ -10,7 +10,7 @@
 //! |---|---|
 //! | [`target_wire_header`] | `aerotp_wire::Header::parse` |
 //! | [`target_wire_control`] | `aerotp_wire::ControlBody::parse` (every control part) |
-//! | [`target_wire_tpdu`] | `aerotp_wire::parse_tpdu` then the body parser its flags select |
+//! | [`target_wire_tpdu`] | `aerotp_wire::parse_tpdu` then the body parser its flags select (control, CHALLENGE, ECHO) |
 //! | [`target_fec_decode`] | `aerotp_fec::decode` on raw bytes and on encoded, damaged TPDUs |
 //! | [`target_proto_codec`] | the engine's datagram decode path (`Endpoint::handle_datagram`) |
 //! | [`target_proto_endpoint`] | a script of datagrams, time jumps and application calls into two endpoints |
@@ -123,8 +123,22 @@ pub fn target_wire_tpdu(data: &[u8]) {
         emit_tpdu(t.header, t.body, &mut out).expect("a parsed TPDU fits its length field");
         assert_eq!(out, &data[..end], "TPDU does not round-trip");
     }
-    if !t.header.flags.is_data() {
-        if let Ok(cb) = ControlBody::parse(t.header.flags, t.body) {
+    let f = t.header.flags;
+    if f.is_challenge() || f.is_echo() {
+        // docs/spec.md §9: never a control body; a parsed one re-emits byte for byte.
+        assert_eq!(ControlBody::parse(f, t.body), Err(WireError::NotControl));
+        let mut out = Vec::new();
+        if f.is_echo() {
+            if let Ok(e) = aerotp_wire::Echo::parse(t.body) {
+                e.emit(&mut out);
+                assert_eq!(out, t.body, "ECHO does not round-trip");
+            }
+        } else if let Ok(c) = aerotp_wire::Challenge::parse(t.body) {
+            c.emit(&mut out);
+            assert_eq!(out, t.body, "CHALLENGE does not round-trip");
+        }
+    } else if !f.is_data() {
+        if let Ok(cb) = ControlBody::parse(f, t.body) {
             assert!(cb.len() == t.body.len());
         }
     }

@@ -50,6 +50,11 @@ pub fn outcome_error(o: &CloseOutcome) -> io::Error {
             io::ErrorKind::TimedOut,
             "nothing heard from the peer for the idle timeout",
         ),
+        CloseOutcome::SetupTimeout => io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the peer never proved its address within the set-up timeout (spoofed, or cut off \
+             at set-up); nothing was kept",
+        ),
         CloseOutcome::Reset(r) => io::Error::new(
             io::ErrorKind::ConnectionReset,
             format!("reset by peer: {r}"),

@@ -226,6 +226,15 @@ pub struct EndpointConfig {
     /// Most bytes of out-of-order TPDU bodies all connections hold together (each is also
     /// bounded by its `reorder_bytes`). Default 192 MiB.
     pub max_reorder_bytes: usize,
+    /// How long an accepted connection may stay half-open — not yet proven to reach a real
+    /// peer at its address (docs/security.md) — before it is dropped. Default 30 s: set-up
+    /// takes a round trip plus a re-challenge or two on a lossy link; a spoofed ASYN holds its
+    /// slot no longer than this.
+    pub setup_timeout: Duration,
+    /// Most half-open connections at once; beyond this a listener keeps no state for new
+    /// peers and answers them with a RETRY (their echo of its cookie admits them). 0: always
+    /// RETRY. Default 128.
+    pub max_half_open: usize,
 }
 
 impl Default for EndpointConfig {
@@ -236,6 +245,8 @@ impl Default for EndpointConfig {
             max_datagrams: 4096,
             auth: None,
             max_reorder_bytes: crate::reorder_budget::DEFAULT_ENDPOINT_REORDER_BYTES,
+            setup_timeout: Duration::from_secs(30),
+            max_half_open: 128,
         }
     }
 }

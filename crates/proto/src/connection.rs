@@ -45,6 +45,9 @@ pub enum CloseOutcome {
     CloseTimeout,
     /// Nothing was heard from the peer for the idle timeout.
     IdleTimeout,
+    /// An accepted connection whose peer never proved that it receives what is sent to its
+    /// address within the set-up timeout (a spoofed ASYN, or a peer cut off at set-up).
+    SetupTimeout,
     /// The peer sent RST.
     Reset(String),
     /// The application aborted.
@@ -126,6 +129,13 @@ pub struct Connection {
     /// Closed, and a late TPDU asks for the final acknowledgement again.
     final_ack_due: bool,
     asynack_due: bool,
+    /// An acceptor not yet proven to reach a real peer (docs/security.md): it holds its
+    /// AFINACK, so the peer cannot finish — and believe its data delivered — before the
+    /// application has the connection.
+    unproven: bool,
+    /// An initiator's clock (µs, as in `timestamp`) when a RETRY last made it send again what
+    /// was in flight: RETRYs for TPDUs sent before then are answered already.
+    retry_resent_at: Option<u32>,
     linger_until: Option<Duration>,
     rst_due: Option<String>,
     closed: Option<CloseOutcome>,
@@ -216,6 +226,8 @@ impl Connection {
             afinack_sent: false,
             final_ack_due: false,
             asynack_due: role == Role::Acceptor,
+            unproven: false,
+            retry_resent_at: None,
             linger_until: None,
             rst_due: None,
             closed: None,
@@ -381,6 +393,46 @@ impl Connection {
     }
 
     // ---- receiving TPDUs ----
+
+    pub(crate) fn set_unproven(&mut self, unproven: bool) {
+        self.unproven = unproven;
+    }
+
+    /// Closed unproven at the set-up timeout: nothing more is sent to the peer.
+    pub(crate) fn setup_timed_out(&mut self) {
+        self.finish_with(CloseOutcome::SetupTimeout);
+    }
+
+    /// A RETRY (docs/spec.md §9): the listener kept no state for the TPDU sent at `ts_echo`.
+    /// Still setting up, we send again what is unacknowledged (the endpoint has echoed the
+    /// cookie first, so the listener admits it); a RETRY for a TPDU sent after we heard from
+    /// the peer means it lost this connection.
+    pub(crate) fn on_retry(&mut self, now: Duration, ts_echo: u32) {
+        if self.role != Role::Initiator || self.closed.is_some() {
+            return;
+        }
+        let now_us = self.now_us(now);
+        let age = Duration::from_micros(u64::from(now_us.wrapping_sub(ts_echo)));
+        if let Some(connected_at) = self.connected_at {
+            if age < now.saturating_sub(connected_at) {
+                self.rst_due = Some("connection reset: this end lost the connection".into());
+                self.finish_with(CloseOutcome::Reset(
+                    "the peer lost this connection and, under load, admits only peers that \
+                     prove their address: open a new connection"
+                        .into(),
+                ));
+            }
+            return;
+        }
+        // Once per round of RETRYs: those for TPDUs sent before the last resend are old news.
+        let stale = self
+            .retry_resent_at
+            .is_some_and(|t| (t.wrapping_sub(ts_echo) as i32) > 0);
+        if !stale {
+            self.retry_resent_at = Some(now_us);
+            self.tx.retransmit_all_unacked();
+        }
+    }
 
     fn now_us(&self, now: Duration) -> u32 {
         // Low 32 bits of microseconds since the connection began.

@@ -5,7 +5,10 @@
 use crate::auth::{Auth, KeySet, Refusal};
 use crate::codec::{self, Quality};
 use crate::config::{ConfigError, ConnectionConfig, EndpointConfig};
-use crate::connection::{CloseOutcome, ConnEvent, Connection, ConnectionStats, Role};
+use crate::connection::{ConnEvent, Connection, ConnectionStats, Role};
+pub use crate::endpoint_types::{
+    ConnectionHandle, DatagramMsg, EndpointError, EndpointStats, Event, Transmit,
+};
 use crate::receiver::Delivered;
 use crate::state::State;
 use aerotp_wire::{Ack, ControlBody, Flags, Header, Mode};
@@ -14,105 +17,12 @@ use rand_pcg::Pcg64Mcg;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
-use thiserror::Error;
 
-/// Names one connection of an endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ConnectionHandle(pub u64);
-
-/// What the endpoint tells the application.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    /// Our connection heard from its peer (ASYNACK or any acknowledgement).
-    Connected(ConnectionHandle),
-    /// A peer opened a connection to a listening port.
-    Accepted(ConnectionHandle),
-    Readable(ConnectionHandle),
-    Writable(ConnectionHandle),
-    Closed(ConnectionHandle, CloseOutcome),
-    /// A datagram-mode message arrived (`take_datagram` returns it).
-    Datagram,
-}
-
-/// A datagram-mode message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DatagramMsg {
-    pub remote: SocketAddr,
-    pub src_port: u16,
-    pub dst_port: u16,
-    pub data: Vec<u8>,
-}
-
-/// Where the datagram `poll_transmit` wrote goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transmit {
-    pub remote: SocketAddr,
-    pub len: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum EndpointError {
-    #[error("invalid connection settings: {0}")]
-    Config(#[from] ConfigError),
-    #[error("too many connections ({0}); close some or raise max_connections")]
-    TooManyConnections(usize),
-    #[error("no such connection (it was closed and released)")]
-    UnknownConnection,
-    #[error("a connection to {0} port {1} from local port {2} already exists")]
-    Exists(SocketAddr, u16, u16),
-    #[error("datagram of {len} bytes does not fit the MTU of {mtu} bytes with this FEC")]
-    DatagramTooLarge { len: usize, mtu: usize },
-    #[error("datagram queue is full ({0} datagrams); poll_transmit more often")]
-    DatagramQueueFull(usize),
-    #[error("no more local ports free")]
-    NoPorts,
-}
-
-/// Counters of what the endpoint itself saw.
-#[derive(Debug, Clone, Default)]
-pub struct EndpointStats {
-    pub datagrams_in: u64,
-    pub undecodable: u64,
-    pub corrupted_without_connection: u64,
-    pub stray: u64,
-    pub refused: u64,
-    pub datagrams_delivered: u64,
-    pub datagrams_dropped: u64,
-    /// Authentication (docs/security.md): TPDUs whose tag verified.
-    pub auth_verified: u64,
-    /// Dropped by authentication before anything acted on them.
-    /// The tag did not verify: forged, or another key under the same id.
-    pub auth_failed: u64,
-    /// Sealed with a key id this endpoint does not hold.
-    pub auth_unknown_key: u64,
-    /// A packet number seen before (or older than the replay window).
-    pub auth_replayed: u64,
-    /// Unauthenticated TPDU while this endpoint requires authentication.
-    pub auth_missing: u64,
-    /// Authenticated TPDU while this endpoint has no key.
-    pub auth_unexpected: u64,
-    /// Authenticated TPDU whose envelope CRC failed even after FEC: unverifiable.
-    pub auth_corrupted: u64,
-}
-
-impl EndpointStats {
-    /// Every TPDU authentication dropped (the forgery figure's "accepted" is the rest).
-    pub fn auth_dropped(&self) -> u64 {
-        self.auth_failed
-            + self.auth_unknown_key
-            + self.auth_replayed
-            + self.auth_missing
-            + self.auth_unexpected
-            + self.auth_corrupted
-    }
-}
-
-type Key = (SocketAddr, u16, u16);
+use crate::admission::{Admission, Key};
+use crate::tombstones::Tombstones;
 
 /// Most peers whose last FEC parity is remembered (used to decode damaged headers).
 const HINT_LIMIT: usize = 4096;
-/// Most recently finished connections remembered, to answer late AFINs and drop strays.
-const TOMBSTONE_LIMIT: usize = 4096;
 const CONTROL_QUEUE_LIMIT: usize = 256;
 
 #[derive(Debug)]
@@ -122,10 +32,7 @@ pub struct Endpoint {
     conns: HashMap<ConnectionHandle, Connection>,
     by_key: HashMap<Key, ConnectionHandle>,
     listeners: HashMap<u16, ConnectionConfig>,
-    tombstones: VecDeque<(Key, u8)>,
-    /// Released connections: (key, tag) → final cumulative acknowledgement, if the peer's
-    /// AFIN had arrived.
-    tombstone_keys: HashMap<(Key, u8), Option<u64>>,
+    tombstones: Tombstones,
     hints: HashMap<SocketAddr, u8>,
     events: VecDeque<Event>,
     datagrams_in: VecDeque<DatagramMsg>,
@@ -139,6 +46,8 @@ pub struct Endpoint {
     auth: Option<Auth>,
     /// Out-of-order bytes of all connections, bounded by `max_reorder_bytes`.
     reorder: crate::reorder_budget::ReorderBudget,
+    /// Half-open connections, cookies and peers admitted after a RETRY.
+    admission: Admission,
     pub stats: EndpointStats,
 }
 
@@ -150,14 +59,21 @@ impl Endpoint {
         let next_port = rng.gen_range(49152..65000);
         let auth = cfg.auth.as_ref().map(Auth::new);
         let reorder = crate::reorder_budget::ReorderBudget::new(cfg.max_reorder_bytes);
+        // The cookie secret comes from its own generator, so cookies change nothing else the
+        // seed decides (tags, ports).
+        let secret: [u8; 32] = Pcg64Mcg::seed_from_u64(seed ^ 0xC00C_1E5E_C2E7).gen();
+        let admission = Admission::new(
+            secret,
+            cfg.setup_timeout.max(Duration::from_secs(1)),
+            cfg.max_half_open,
+        );
         Endpoint {
             cfg,
             rng,
             conns: HashMap::new(),
             by_key: HashMap::new(),
             listeners: HashMap::new(),
-            tombstones: VecDeque::new(),
-            tombstone_keys: HashMap::new(),
+            tombstones: Tombstones::default(),
             hints: HashMap::new(),
             events: VecDeque::new(),
             datagrams_in: VecDeque::new(),
@@ -169,6 +85,7 @@ impl Endpoint {
             scratch: Vec::new(),
             auth,
             reorder,
+            admission,
             stats: EndpointStats::default(),
         }
     }
@@ -353,28 +270,33 @@ impl Endpoint {
         self.conns.len()
     }
 
+    /// Accepted connections not yet proven to reach a real peer (docs/security.md).
+    pub fn half_open_count(&self) -> usize {
+        self.admission.half_open_count()
+    }
+
+    /// Whether the connection's peer has proven that it receives what is sent to its address
+    /// (always, for connections this end opened, and with authentication). Commit
+    /// resources that outlive the connection — an output file, a connection onwards — only
+    /// to a proven one; an unproven one is closed (`CloseOutcome::SetupTimeout`) if no proof
+    /// comes within `EndpointConfig::setup_timeout`.
+    pub fn is_proven(&self, h: ConnectionHandle) -> bool {
+        self.conns.contains_key(&h) && !self.admission.is_half_open(h.0)
+    }
+
     /// Forgets a closed connection (its statistics too). Closed connections stay until released
     /// so the application can read their statistics and remaining data.
     pub fn release(&mut self, h: ConnectionHandle) {
+        self.admission.settle(h.0);
         if let Some(c) = self.conns.remove(&h) {
             let key = (c.remote, c.local_port, c.remote_port);
+            self.order.retain(|x| *x != h);
+            // A connection whose key was already freed (set-up timeout) leaves no tombstone.
             if self.by_key.get(&key) == Some(&h) {
                 self.by_key.remove(&key);
-            }
-            self.order.retain(|x| *x != h);
-            self.remember(key, c.tag, c.final_cum());
-        }
-    }
-
-    /// Remembers a released connection (bounded, oldest forgotten first).
-    fn remember(&mut self, key: Key, tag: u8, final_cum: Option<u64>) {
-        if self.tombstones.len() >= TOMBSTONE_LIMIT {
-            if let Some(old) = self.tombstones.pop_front() {
-                self.tombstone_keys.remove(&old);
+                self.tombstones.remember(key, c.tag, c.final_cum());
             }
         }
-        self.tombstones.push_back((key, tag));
-        self.tombstone_keys.insert((key, tag), final_cum);
     }
 
     /// Sends one datagram-mode message (no connection state). `parity` is its FEC strength.
@@ -523,7 +445,7 @@ impl Endpoint {
         if let Some(&ch) = self.by_key.get(&key) {
             let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
             if c.tag == h.tag {
-                c.handle(now, r);
+                self.deliver_to_connection(now, ch, r);
                 return;
             }
             if !(c.is_closed() && h.flags.is_data() && r.quality != Quality::Corrupted) {
@@ -533,7 +455,11 @@ impl Endpoint {
             // A new incarnation on the same ports replaces a finished one.
             self.release(ch);
         }
-        if let Some(&final_cum) = self.tombstone_keys.get(&(key, h.tag)) {
+        if h.flags.is_echo() || h.flags.is_challenge() {
+            self.admission_without_state(now, key, &h, &r);
+            return;
+        }
+        if let Some(final_cum) = self.tombstones.get(key, h.tag) {
             self.stats.stray += 1;
             let asks = h.flags.is_data() || crate::connection::is_probe(&h, &r.body);
             if let (true, Some(cum)) = (asks, final_cum) {
@@ -570,6 +496,14 @@ impl Endpoint {
             self.queue_reset(remote, &h, "connection refused: too many connections");
             return;
         }
+        // Proven from the first TPDU: authenticated, or the peer echoed our RETRY's cookie.
+        let proven = self.auth.is_some() || self.admission.take_validated(key, h.tag, now);
+        if !proven && !self.admission.has_room() {
+            // Under load: keep nothing, let the peer prove its address first.
+            self.stats.retries_sent += 1;
+            self.queue_challenge(now, remote, &h, true);
+            return;
+        }
         let mut cfg = cfg;
         cfg.mode = h.mode;
         let mut conn = Connection::new(
@@ -583,9 +517,121 @@ impl Endpoint {
         );
         // The endpoint's reorder bound holds from the first TPDU on.
         conn.set_reorder_budget(self.reorder.clone());
+        conn.set_unproven(!proven);
         conn.handle(now, r);
         let ch = self.insert(conn);
+        // Accepted at once, so the first TPDU's data is delivered after one propagation
+        // delay; the application may wait for `is_proven` before it commits resources.
         self.push_event(Event::Accepted(ch));
+        if !proven {
+            self.admission.open(ch.0, now);
+            self.stats.challenges_sent += 1;
+            self.queue_challenge(now, remote, &h, false);
+        }
+    }
+
+    /// A TPDU for connection `ch` (its tag matched). CHALLENGE and ECHO are the endpoint's
+    /// business (address validation); everything else goes to the connection.
+    fn deliver_to_connection(&mut self, now: Duration, ch: ConnectionHandle, r: codec::Received) {
+        let h = r.header;
+        let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
+        let intact = r.quality != Quality::Corrupted;
+        if h.flags.is_challenge() {
+            let Ok(ch_body) = aerotp_wire::Challenge::parse(&r.body) else {
+                self.stats.stray += 1;
+                return;
+            };
+            if !intact || c.role != Role::Initiator {
+                self.stats.stray += 1;
+                return;
+            }
+            if ch_body.retry {
+                c.on_retry(now, ch_body.ts_echo);
+            }
+            let remote = c.remote;
+            self.queue_echo(remote, &h, ch_body.cookie);
+            return;
+        }
+        if h.flags.is_echo() {
+            let key = (c.remote, c.local_port, c.remote_port);
+            let ok = intact
+                && self.admission.is_half_open(ch.0)
+                && aerotp_wire::Echo::parse(&r.body)
+                    .is_ok_and(|e| self.admission.check(now, key, h.tag, c.mode, &e.cookie));
+            if ok {
+                self.admission.settle(ch.0);
+                c.set_unproven(false);
+                // Heard from the peer like any TPDU (its body is no control structure: the
+                // connection takes nothing else from it).
+                c.handle(now, r);
+                self.stats.proven += 1;
+            } else if self.admission.is_half_open(ch.0) {
+                self.stats.cookies_refused += 1;
+            } else {
+                self.stats.stray += 1;
+            }
+            return;
+        }
+        c.handle(now, r);
+    }
+
+    /// A CHALLENGE or ECHO for which no connection exists. An ECHO of a RETRY's cookie admits
+    /// the peer's next TPDU; a CHALLENGE for a connection we released (it finished before the
+    /// listener heard our echo) is still answered, so the listener can deliver what it holds.
+    fn admission_without_state(
+        &mut self,
+        now: Duration,
+        key: Key,
+        h: &Header,
+        r: &codec::Received,
+    ) {
+        if r.quality == Quality::Corrupted {
+            self.stats.stray += 1;
+            return;
+        }
+        if h.flags.is_echo() {
+            let valid = self.listeners.contains_key(&h.dst_port)
+                && aerotp_wire::Echo::parse(&r.body)
+                    .is_ok_and(|e| self.admission.check(now, key, h.tag, h.mode, &e.cookie));
+            if valid {
+                self.admission.validate(key, h.tag, now);
+            } else {
+                self.stats.cookies_refused += 1;
+            }
+            return;
+        }
+        match aerotp_wire::Challenge::parse(&r.body) {
+            Ok(c) if self.tombstones.get(key, h.tag).is_some() => {
+                self.queue_echo(key.0, h, c.cookie);
+            }
+            _ => self.stats.stray += 1,
+        }
+    }
+
+    /// Answers `h` (a TPDU from a peer) with a CHALLENGE, or a RETRY when no state is kept.
+    fn queue_challenge(&mut self, now: Duration, remote: SocketAddr, h: &Header, retry: bool) {
+        let key = (remote, h.dst_port, h.src_port);
+        let c = aerotp_wire::Challenge {
+            retry,
+            ts_echo: h.timestamp,
+            cookie: self.admission.cookie(now, key, h.tag, h.mode),
+        };
+        let mut body = Vec::with_capacity(aerotp_wire::CHALLENGE_LEN);
+        c.emit(&mut body);
+        self.queue_raw(remote, h, Flags::CHALLENGE, &body);
+    }
+
+    /// Answers a CHALLENGE `h` with an ECHO of its cookie.
+    fn queue_echo(
+        &mut self,
+        remote: SocketAddr,
+        h: &Header,
+        cookie: [u8; aerotp_wire::COOKIE_LEN],
+    ) {
+        let mut body = Vec::with_capacity(aerotp_wire::ECHO_LEN);
+        aerotp_wire::Echo { cookie }.emit(&mut body);
+        self.stats.echoes_sent += 1;
+        self.queue_raw(remote, h, Flags::ECHO, &body);
     }
 
     /// Opens `r` when authentication is on; counts and refuses what does not verify, and any
@@ -630,16 +676,21 @@ impl Endpoint {
     }
 
     fn queue_control(&mut self, remote: SocketAddr, h: &Header, extra: Flags, body: ControlBody) {
-        if self.out_queue.len() >= CONTROL_QUEUE_LIMIT {
-            return;
-        }
         let mut bytes = Vec::new();
-        if body.emit(&mut bytes).is_err() {
+        if body.emit(&mut bytes).is_ok() {
+            self.queue_raw(remote, h, body.flags() | extra, &bytes);
+        }
+    }
+
+    /// Queues a TPDU answering `h` (ports swapped, same mode and tag), without FEC. Bounded:
+    /// beyond `CONTROL_QUEUE_LIMIT` queued answers, further ones are not sent.
+    fn queue_raw(&mut self, remote: SocketAddr, h: &Header, flags: Flags, bytes: &[u8]) {
+        if self.out_queue.len() >= CONTROL_QUEUE_LIMIT {
             return;
         }
         let header = Header {
             mode: h.mode,
-            flags: body.flags() | extra,
+            flags,
             src_port: h.dst_port,
             dst_port: h.src_port,
             seq: 0,
@@ -650,8 +701,8 @@ impl Endpoint {
         };
         let mut out = Vec::new();
         let ok = match &mut self.auth {
-            Some(a) => a.seal_new(header, &bytes, &mut out, remote),
-            None => codec::encode(header, &bytes, &mut out).is_ok(),
+            Some(a) => a.seal_new(header, bytes, &mut out, remote),
+            None => codec::encode(header, bytes, &mut out).is_ok(),
         };
         if ok {
             self.out_queue.push_back((remote, out));
@@ -701,10 +752,34 @@ impl Endpoint {
         if !self.out_queue.is_empty() {
             return Some(Duration::ZERO);
         }
-        self.conns.values().filter_map(|c| c.poll_timeout()).min()
+        self.conns
+            .values()
+            .filter_map(|c| c.poll_timeout())
+            .chain(self.admission.next_deadline())
+            .min()
     }
 
     pub fn handle_timeout(&mut self, now: Duration) {
+        for c in self.admission.expired(now) {
+            // Never proven: closed, and its key freed at once without a tombstone (a real
+            // peer's next TPDU opens a new connection, and so it learns that this one was
+            // lost). The application releases it as any closed connection.
+            self.stats.setup_timeouts += 1;
+            if let Some(conn) = self.conns.get_mut(&ConnectionHandle(c)) {
+                conn.setup_timed_out();
+                let key = (conn.remote, conn.local_port, conn.remote_port);
+                if self.by_key.get(&key) == Some(&ConnectionHandle(c)) {
+                    self.by_key.remove(&key);
+                }
+            }
+        }
+        for c in self.admission.rechallenges_due(now) {
+            if let Some(conn) = self.conns.get(&ConnectionHandle(c)) {
+                let (remote, h) = (conn.remote, crate::admission::from_peer(conn));
+                self.stats.challenges_sent += 1;
+                self.queue_challenge(now, remote, &h, false);
+            }
+        }
         for c in self.conns.values_mut() {
             if c.poll_timeout().is_some_and(|t| t <= now) {
                 c.handle_timeout(now);

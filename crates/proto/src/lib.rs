@@ -3,12 +3,14 @@
 //! from the seed given to [`Endpoint::new`]. Drive it with `handle_datagram`,
 //! `handle_timeout`, `poll_transmit`, `poll_timeout` and `poll_event`.
 
+mod admission;
 mod auth;
 mod codec;
 mod config;
 mod config_error;
 mod connection;
 mod endpoint;
+mod endpoint_types;
 mod erasure;
 mod fec_control;
 mod fec_parity;
@@ -19,6 +21,7 @@ mod reorder_budget;
 mod rtt;
 mod sender;
 mod state;
+mod tombstones;
 
 pub use aerotp_wire::{Mode, AUTH_OVERHEAD};
 pub use auth::{AuthConfig, AuthError, AuthKey, KeySet, KEY_LEN, REPLAY_PEERS, REPLAY_WINDOW};

@@ -133,6 +133,10 @@ impl TpduLog {
         }
         let kind = if h.flags.is_repair() {
             "repair"
+        } else if h.flags.is_challenge() {
+            "challenge"
+        } else if h.flags.is_echo() {
+            "echo"
         } else if h.flags.is_data() {
             "data"
         } else {
@@ -143,6 +147,13 @@ impl TpduLog {
             match ControlBody::parse(h.flags, t.body) {
                 Ok(c) => d["frames"] = frames_json(&c),
                 Err(e) => d["frames_error"] = json!(e.to_string()),
+            }
+        }
+        if kind == "challenge" && t.body_ok && !auth {
+            // Address validation (docs/spec.md §9): RETRY is a CHALLENGE that kept no state.
+            if let Ok(c) = aerotp_wire::Challenge::parse(t.body) {
+                d["retry"] = json!(c.retry);
+                d["ts_echo"] = json!(c.ts_echo);
             }
         }
         if sent && kind == "data" {

@@ -135,8 +135,9 @@ impl<'a> Reader<'a> {
 impl ControlBody {
     /// Parses the control parts announced by `flags` from `body`.
     pub fn parse(flags: Flags, body: &[u8]) -> Result<ControlBody, WireError> {
-        if flags.is_repair() {
-            // Never read a repair TPDU as a report followed by a reset reason.
+        if flags.is_repair() || flags.is_challenge() || flags.is_echo() {
+            // Never read a repair TPDU as a report followed by a reset reason, nor a
+            // CHALLENGE as a reset or an ECHO as a report (docs/spec.md §7, §9).
             return Err(WireError::NotControl);
         }
         let mut r = Reader { buf: body };

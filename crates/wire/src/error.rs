@@ -29,6 +29,17 @@ pub enum WireError {
     Trailing(usize),
     #[error("RST reason is not UTF-8 or longer than 256 bytes")]
     BadReason,
-    #[error("a repair TPDU (flags RST|RPT) has no control body: read it as a repair")]
+    #[error(
+        "a repair, CHALLENGE or ECHO TPDU (flags exactly RST|RPT, ASYN|RST or ASYN|RPT) has \
+         no control body: read it as what it is"
+    )]
     NotControl,
+    #[error("CHALLENGE kind {0} is unknown (0 = challenge, 1 = retry)")]
+    BadKind(u8),
+    #[error("a {what} body must be exactly {need} bytes, this one has {have}")]
+    BadLength {
+        what: &'static str,
+        need: usize,
+        have: usize,
+    },
 }

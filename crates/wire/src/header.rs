@@ -27,6 +27,12 @@ impl Flags {
     /// nothing else, a combination no control TPDU uses (a reset carries no report). Its body
     /// is a repair header and a repair symbol, never a control structure.
     pub const REPAIR: Flags = Flags(0x40 | 0x80);
+    /// A CHALLENGE (or its stateless form, RETRY) from a listener: exactly `ASYN | RST`
+    /// (docs/spec.md §9). Its body is a [`crate::Challenge`], never a reset reason.
+    pub const CHALLENGE: Flags = Flags(0x01 | 0x40);
+    /// An ECHO of a listener's cookie from an initiator: exactly `ASYN | RPT` (docs/spec.md
+    /// §9). Its body is a [`crate::Echo`], never a report.
+    pub const ECHO: Flags = Flags(0x01 | 0x80);
 
     pub const fn empty() -> Flags {
         Flags(0)
@@ -50,6 +56,14 @@ impl Flags {
     /// A repair TPDU: the flags are exactly [`Flags::REPAIR`].
     pub const fn is_repair(self) -> bool {
         self.0 == Flags::REPAIR.0
+    }
+    /// A CHALLENGE or RETRY: the flags are exactly [`Flags::CHALLENGE`].
+    pub const fn is_challenge(self) -> bool {
+        self.0 == Flags::CHALLENGE.0
+    }
+    /// An ECHO: the flags are exactly [`Flags::ECHO`].
+    pub const fn is_echo(self) -> bool {
+        self.0 == Flags::ECHO.0
     }
 }
 

@@ -4,6 +4,7 @@
 //! Everything here is pure: parse functions take any byte slice and return a value or a typed
 //! [`WireError`], never panic and never allocate more than the input's size.
 
+mod admission;
 mod auth;
 mod checks;
 mod control;
@@ -13,6 +14,7 @@ mod mode;
 mod seq;
 mod tpdu;
 
+pub use admission::{Challenge, Echo, CHALLENGE_LEN, COOKIE_LEN, ECHO_LEN};
 pub use auth::{Envelope, AUTH_BIT, AUTH_OVERHEAD, ENCRYPTED_BIT, MAX_KEY_ID, NONCE_LEN, TAG_LEN};
 pub use checks::{crc32c, crc32c_table, hec};
 pub use control::{Ack, ControlBody, Mack, Nack, Report, Snack, MACK_FIXED_LEN};

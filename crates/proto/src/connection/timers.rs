@@ -102,7 +102,8 @@ impl Connection {
             self.tx.has_retransmission()
                 || (!self.paused && (self.tx.asyn_pending() || self.tx.has_new()))
         };
-        if has_send || self.asynack_due || self.afinack_due {
+        // An unproven acceptor holds its AFINACK (`unproven`): no deadline for it then.
+        if has_send || self.asynack_due || (self.afinack_due && !self.unproven) {
             min(self.pacer.next_send());
         }
         if let Some(f) = self.rx.feedback_deadline() {

@@ -78,7 +78,7 @@ impl Connection {
             };
             return self.emit_control(now, Flags::ASYN, &body, out, start);
         }
-        if self.afinack_due {
+        if self.afinack_due && !self.unproven {
             self.afinack_due = false;
             self.afinack_sent = true;
             let body = ControlBody {

@@ -42,6 +42,8 @@ pub struct Net {
     /// The most out-of-order bytes b held at once (its endpoint's reorder budget).
     pub max_reorder_held_b: usize,
     stalled: u32,
+    /// Datagrams from b to a that this says to drop are lost (a filter by content).
+    pub drop_to_a: Option<fn(&[u8]) -> bool>,
 }
 
 pub fn addr_a() -> SocketAddr {
@@ -65,6 +67,7 @@ impl Net {
             outage_bytes_to_b: 0,
             max_reorder_held_b: 0,
             stalled: 0,
+            drop_to_a: None,
         }
     }
 
@@ -121,6 +124,9 @@ impl Net {
         }
         while let Some(t) = self.b.poll_transmit(self.now, &mut buf) {
             assert_eq!(t.remote, addr_a());
+            if self.drop_to_a.is_some_and(|drop| drop(&buf)) {
+                continue;
+            }
             self.impair_and_queue(buf.clone(), false);
         }
         let next = [

@@ -81,6 +81,7 @@ pub(super) fn close_name(o: &CloseOutcome) -> String {
         CloseOutcome::Finished { confirmed: false } => "finished".into(),
         CloseOutcome::CloseTimeout => "close-timeout".into(),
         CloseOutcome::IdleTimeout => "idle-timeout".into(),
+        CloseOutcome::SetupTimeout => "setup-timeout".into(),
         CloseOutcome::Reset(r) => format!("reset: {r}"),
         CloseOutcome::Aborted => "aborted".into(),
     }

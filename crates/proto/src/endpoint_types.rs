@@ -1,0 +1,111 @@
+//! What an endpoint hands its caller: connection handles, events, datagram-mode messages,
+//! transmit instructions, errors and the endpoint's own counters.
+
+use crate::config::ConfigError;
+use crate::connection::CloseOutcome;
+use std::net::SocketAddr;
+use thiserror::Error;
+
+/// Names one connection of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionHandle(pub u64);
+
+/// What the endpoint tells the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Our connection heard from its peer (ASYNACK or any acknowledgement).
+    Connected(ConnectionHandle),
+    /// A peer opened a connection to a listening port.
+    Accepted(ConnectionHandle),
+    Readable(ConnectionHandle),
+    Writable(ConnectionHandle),
+    Closed(ConnectionHandle, CloseOutcome),
+    /// A datagram-mode message arrived (`take_datagram` returns it).
+    Datagram,
+}
+
+/// A datagram-mode message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatagramMsg {
+    pub remote: SocketAddr,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub data: Vec<u8>,
+}
+
+/// Where the datagram `poll_transmit` wrote goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    pub remote: SocketAddr,
+    pub len: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum EndpointError {
+    #[error("invalid connection settings: {0}")]
+    Config(#[from] ConfigError),
+    #[error("too many connections ({0}); close some or raise max_connections")]
+    TooManyConnections(usize),
+    #[error("no such connection (it was closed and released)")]
+    UnknownConnection,
+    #[error("a connection to {0} port {1} from local port {2} already exists")]
+    Exists(SocketAddr, u16, u16),
+    #[error("datagram of {len} bytes does not fit the MTU of {mtu} bytes with this FEC")]
+    DatagramTooLarge { len: usize, mtu: usize },
+    #[error("datagram queue is full ({0} datagrams); poll_transmit more often")]
+    DatagramQueueFull(usize),
+    #[error("no more local ports free")]
+    NoPorts,
+}
+
+/// Counters of what the endpoint itself saw.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointStats {
+    pub datagrams_in: u64,
+    pub undecodable: u64,
+    pub corrupted_without_connection: u64,
+    pub stray: u64,
+    pub refused: u64,
+    pub datagrams_delivered: u64,
+    pub datagrams_dropped: u64,
+    /// Authentication (docs/security.md): TPDUs whose tag verified.
+    pub auth_verified: u64,
+    /// Dropped by authentication before anything acted on them.
+    /// The tag did not verify: forged, or another key under the same id.
+    pub auth_failed: u64,
+    /// Sealed with a key id this endpoint does not hold.
+    pub auth_unknown_key: u64,
+    /// A packet number seen before (or older than the replay window).
+    pub auth_replayed: u64,
+    /// Unauthenticated TPDU while this endpoint requires authentication.
+    pub auth_missing: u64,
+    /// Authenticated TPDU while this endpoint has no key.
+    pub auth_unexpected: u64,
+    /// Authenticated TPDU whose envelope CRC failed even after FEC: unverifiable.
+    pub auth_corrupted: u64,
+    /// Address validation (docs/security.md, "Half-open connections"). CHALLENGEs sent to
+    /// half-open connections (first ones and re-challenges).
+    pub challenges_sent: u64,
+    /// RETRYs sent to new peers while `max_half_open` connections were half-open.
+    pub retries_sent: u64,
+    /// ECHOs this endpoint sent as an initiator.
+    pub echoes_sent: u64,
+    /// Connections proven by an echo (or admitted after a RETRY's echo).
+    pub proven: u64,
+    /// ECHOs whose cookie did not check (forged, stale, or for another connection).
+    pub cookies_refused: u64,
+    /// Half-open connections dropped at the set-up timeout.
+    pub setup_timeouts: u64,
+}
+
+impl EndpointStats {
+    /// Every TPDU authentication dropped (the forgery figure's "accepted" is the rest).
+    pub fn auth_dropped(&self) -> u64 {
+        self.auth_failed
+            + self.auth_unknown_key
+            + self.auth_replayed
+            + self.auth_missing
+            + self.auth_unexpected
+            + self.auth_corrupted
+    }
+}

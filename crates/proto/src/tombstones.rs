@@ -1,0 +1,33 @@
+//! Connections an endpoint released, remembered (bounded) so late TPDUs of a finished
+//! connection are told apart from a new one: a late AFIN gets the final acknowledgement again,
+//! a stray is dropped, and a CHALLENGE for a connection that just finished is still echoed.
+
+use crate::admission::Key;
+use std::collections::{HashMap, VecDeque};
+
+/// Most recently finished connections remembered, oldest forgotten first.
+const TOMBSTONE_LIMIT: usize = 4096;
+
+#[derive(Debug, Default)]
+pub(crate) struct Tombstones {
+    order: VecDeque<(Key, u8)>,
+    /// (key, tag) → final cumulative acknowledgement, if the peer's AFIN had arrived.
+    finals: HashMap<(Key, u8), Option<u64>>,
+}
+
+impl Tombstones {
+    pub(crate) fn remember(&mut self, key: Key, tag: u8, final_cum: Option<u64>) {
+        if self.order.len() >= TOMBSTONE_LIMIT {
+            if let Some(old) = self.order.pop_front() {
+                self.finals.remove(&old);
+            }
+        }
+        self.order.push_back((key, tag));
+        self.finals.insert((key, tag), final_cum);
+    }
+
+    /// `Some(final cumulative acknowledgement)` if this connection was released.
+    pub(crate) fn get(&self, key: Key, tag: u8) -> Option<Option<u64>> {
+        self.finals.get(&(key, tag)).copied()
+    }
+}

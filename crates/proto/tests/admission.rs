@@ -1,0 +1,381 @@
+//! Address validation (docs/security.md, "Half-open connections"; docs/spec.md §9): a
+//! listener's connections are half-open until the peer echoes a cookie; a flood of spoofed
+//! ASYNs holds at most `max_half_open` of them, each only for the set-up timeout, and a real
+//! peer still gets in through a RETRY.
+
+mod harness;
+
+use aerotp_proto::{
+    CloseOutcome, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, Mode,
+};
+use aerotp_wire::{parse_tpdu, Challenge, Echo, Flags, Header};
+use harness::{addr_a, addr_b, pattern, Impair, Net};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const PORT: u16 = 7;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn cfg() -> ConnectionConfig {
+    ConnectionConfig {
+        rate_bps: 10_000_000,
+        ..ConnectionConfig::with_mode(Mode::Reliable)
+    }
+}
+
+/// The first datagram an initiator sends: an ASYN carrying data, as a flood would replay it.
+fn an_asyn(seed: u64) -> Vec<u8> {
+    let mut e = Endpoint::new(EndpointConfig::default(), seed);
+    let h = e.connect(Duration::ZERO, addr_b(), PORT, cfg()).unwrap();
+    e.write(h, &pattern(200, seed)).unwrap();
+    let mut out = Vec::new();
+    e.poll_transmit(Duration::ZERO, &mut out).unwrap();
+    out
+}
+
+fn spoofed(i: u32) -> SocketAddr {
+    SocketAddr::from((
+        [10, 9, (i >> 16) as u8, (i >> 8) as u8],
+        1024 + (i & 0xFF) as u16,
+    ))
+}
+
+fn flags_of(d: &[u8]) -> Flags {
+    parse_tpdu(d).map(|t| t.header.flags).unwrap_or_default()
+}
+
+#[test]
+fn data_is_delivered_at_once_and_the_connection_is_proven_a_round_trip_later() {
+    let mut net = Net::new(
+        1,
+        Impair {
+            delay: ms(10),
+            ..Default::default()
+        },
+    );
+    net.b.listen(PORT, cfg()).unwrap();
+    let ch = net
+        .a
+        .connect(Duration::ZERO, addr_b(), PORT, cfg())
+        .unwrap();
+    let data = pattern(50_000, 3);
+    let mut written = 0;
+    let (mut accepted, mut proven_at, mut got) = (None, None, Vec::new());
+    let mut buf = vec![0u8; 65536];
+    let mut closed = false;
+    while net.now < Duration::from_secs(10) {
+        if written < data.len() {
+            written += net.a.write(ch, &data[written..]).unwrap();
+        } else if !closed {
+            net.a.close(ch).unwrap();
+            closed = true;
+        }
+        while let Some(e) = net.b.poll_event() {
+            if let Event::Accepted(h) = e {
+                assert!(!net.b.is_proven(h), "proven before any echo");
+                accepted = Some((h, net.now));
+            }
+        }
+        if let Some((h, _)) = accepted {
+            if proven_at.is_none() && net.b.is_proven(h) {
+                proven_at = Some(net.now);
+            }
+            while let Ok(n) = net.b.read(h, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            if got.len() == data.len() && net.b.at_eof(h) {
+                break;
+            }
+        }
+        if !net.step() {
+            break;
+        }
+    }
+    let (_, at) = accepted.expect("accepted");
+    assert_eq!(
+        at,
+        ms(10),
+        "accepted (and its data readable) one propagation delay after"
+    );
+    // ASYN out, CHALLENGE back, ECHO out: three propagation delays.
+    assert_eq!(proven_at, Some(ms(30)));
+    assert_eq!(got, data);
+    assert_eq!(net.b.half_open_count(), 0);
+    assert_eq!(net.b.stats.proven, 1);
+    assert_eq!(net.b.stats.challenges_sent, 1);
+    assert_eq!(net.a.stats.echoes_sent, 1);
+    assert!(net.a.is_proven(ch), "our own connections need no proof");
+}
+
+/// Two endpoints on a 5 ms path plus a flood of spoofed ASYNs into b (whose answers go
+/// nowhere), in virtual time.
+struct Flooded {
+    a: Endpoint,
+    b: Endpoint,
+    now: Duration,
+    to_a: VecDeque<(Duration, Vec<u8>)>,
+    to_b: VecDeque<(Duration, Vec<u8>)>,
+    to_spoofed: u64,
+    spoofs: u32,
+}
+
+impl Flooded {
+    const DELAY: Duration = Duration::from_millis(5);
+
+    /// Advances 1 ms, injecting `flood` spoofed ASYNs into b.
+    fn tick(&mut self, asyn: &[u8], flood: u32) {
+        for _ in 0..flood {
+            self.b.handle_datagram(self.now, spoofed(self.spoofs), asyn);
+            self.spoofs += 1;
+        }
+        let mut buf = Vec::new();
+        while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
+            self.to_b.push_back((self.now + Self::DELAY, buf.clone()));
+            assert_eq!(t.remote, addr_b());
+        }
+        while let Some(t) = self.b.poll_transmit(self.now, &mut buf) {
+            if t.remote == addr_a() {
+                self.to_a.push_back((self.now + Self::DELAY, buf.clone()));
+            } else {
+                self.to_spoofed += 1;
+            }
+        }
+        self.now += ms(1);
+        while self.to_b.front().is_some_and(|(t, _)| *t <= self.now) {
+            let (_, d) = self.to_b.pop_front().unwrap();
+            self.b.handle_datagram(self.now, addr_a(), &d);
+        }
+        while self.to_a.front().is_some_and(|(t, _)| *t <= self.now) {
+            let (_, d) = self.to_a.pop_front().unwrap();
+            self.a.handle_datagram(self.now, addr_b(), &d);
+        }
+        self.a.handle_timeout(self.now);
+        self.b.handle_timeout(self.now);
+    }
+}
+
+#[test]
+fn a_flood_of_spoofed_asyns_holds_few_slots_briefly_and_a_real_peer_gets_in() {
+    let ecfg = EndpointConfig {
+        max_half_open: 16,
+        setup_timeout: Duration::from_secs(5),
+        ..Default::default()
+    };
+    let mut f = Flooded {
+        a: Endpoint::new(EndpointConfig::default(), 11),
+        b: Endpoint::new(ecfg, 12),
+        now: Duration::ZERO,
+        to_a: VecDeque::new(),
+        to_b: VecDeque::new(),
+        to_spoofed: 0,
+        spoofs: 0,
+    };
+    f.b.listen(PORT, cfg()).unwrap();
+    let asyn = an_asyn(99);
+    // 200 ms of flood first: 20,000 spoofed ASYNs.
+    for _ in 0..200 {
+        f.tick(&asyn, 100);
+        assert!(f.b.half_open_count() <= 16);
+        assert!(f.b.connection_count() <= 16);
+    }
+    assert_eq!(f.b.half_open_count(), 16);
+    assert_eq!(f.b.stats.retries_sent, 20_000 - 16);
+    // The real peer connects while the flood goes on.
+    let data = pattern(200_000, 5);
+    let start = f.now;
+    let ch = f.a.connect(f.now, addr_b(), PORT, cfg()).unwrap();
+    let (mut written, mut closed) = (0, false);
+    let mut real: Option<(ConnectionHandle, Duration)> = None;
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let mut setup_timeouts = 0;
+    while f.now < start + Duration::from_secs(3) {
+        if written < data.len() {
+            written += f.a.write(ch, &data[written..]).unwrap();
+        } else if !closed {
+            f.a.close(ch).unwrap();
+            closed = true;
+        }
+        f.tick(&asyn, 100);
+        while let Some(e) = f.b.poll_event() {
+            match e {
+                Event::Accepted(h) if f.b.connection(h).unwrap().remote == addr_a() => {
+                    real = Some((h, f.now));
+                }
+                Event::Closed(h, CloseOutcome::SetupTimeout) => {
+                    setup_timeouts += 1;
+                    f.b.release(h);
+                }
+                _ => {}
+            }
+        }
+        if let Some((h, _)) = real {
+            while let Ok(n) = f.b.read(h, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            if f.b.at_eof(h) {
+                break;
+            }
+        }
+    }
+    let (h, at) = real.expect("the real peer was admitted");
+    // ASYN out, RETRY back, ECHO and the ASYN again out: 3 propagation delays and a tick.
+    assert!(
+        at - start <= ms(16),
+        "admitted {:?} after connecting",
+        at - start
+    );
+    assert!(
+        f.b.is_proven(h),
+        "admitted through a RETRY: proven from its first TPDU"
+    );
+    assert_eq!(got, data, "the real transfer is intact");
+    assert!(f.b.half_open_count() <= 16);
+    assert_eq!(
+        setup_timeouts, 0,
+        "nothing expires before the set-up timeout"
+    );
+    // Stop the flood: within the set-up timeout every spoofed slot is closed and freed.
+    let stop = f.now;
+    while f.now < stop + Duration::from_secs(6) {
+        f.tick(&asyn, 0);
+        while let Some(e) = f.b.poll_event() {
+            if let Event::Closed(h, CloseOutcome::SetupTimeout) = e {
+                setup_timeouts += 1;
+                f.b.release(h);
+            }
+        }
+    }
+    assert_eq!(f.b.half_open_count(), 0);
+    assert_eq!(f.b.stats.setup_timeouts, setup_timeouts);
+    assert!(setup_timeouts >= 16, "{setup_timeouts}");
+    // Re-challenges back off: about 17 per slot over 5 s, and one answer per spoofed ASYN.
+    let per_slot = f.b.stats.challenges_sent as f64 / setup_timeouts as f64;
+    assert!(per_slot <= 12.0, "{per_slot} challenges per spoofed slot");
+    assert!(f.to_spoofed <= u64::from(f.spoofs) + f.b.stats.challenges_sent);
+}
+
+#[test]
+fn a_forged_or_misdirected_echo_proves_nothing() {
+    let mut b = Endpoint::new(EndpointConfig::default(), 3);
+    b.listen(PORT, cfg()).unwrap();
+    let asyn = an_asyn(4);
+    let x = spoofed(1);
+    b.handle_datagram(Duration::ZERO, x, &asyn);
+    let h = match b.poll_event() {
+        Some(Event::Accepted(h)) => h,
+        e => panic!("{e:?}"),
+    };
+    let mut challenge = None;
+    let mut out = Vec::new();
+    while let Some(t) = b.poll_transmit(Duration::ZERO, &mut out) {
+        if t.remote == x && flags_of(&out).is_challenge() {
+            let tp = parse_tpdu(&out).unwrap();
+            challenge = Some((tp.header, Challenge::parse(tp.body).unwrap()));
+        }
+    }
+    let (ch_header, c) = challenge.expect("a CHALLENGE to the ASYN's address");
+    assert!(!c.retry);
+    let echo = |cookie: [u8; 16]| {
+        let h = Header {
+            flags: Flags::ECHO,
+            src_port: ch_header.dst_port,
+            dst_port: ch_header.src_port,
+            ..ch_header
+        };
+        let mut body = Vec::new();
+        Echo { cookie }.emit(&mut body);
+        let mut d = Vec::new();
+        aerotp_wire::emit_tpdu(h, &body, &mut d).unwrap();
+        d
+    };
+    let t = ms(100);
+    // A guessed cookie, and the right cookie from another address: both refused.
+    let mut guess = c.cookie;
+    guess[15] ^= 0x80;
+    b.handle_datagram(t, x, &echo(guess));
+    b.handle_datagram(t, spoofed(2), &echo(c.cookie));
+    assert!(!b.is_proven(h));
+    assert_eq!(b.stats.cookies_refused, 2);
+    assert_eq!(b.connection_count(), 1, "a stray echo opens nothing");
+    // The right cookie from the right address proves it.
+    b.handle_datagram(t, x, &echo(c.cookie));
+    assert!(b.is_proven(h));
+    assert_eq!(b.stats.proven, 1);
+}
+
+#[test]
+fn a_peer_that_never_hears_the_challenge_cannot_finish_and_its_slot_times_out() {
+    // Every CHALLENGE from b is lost: b cannot prove a, so a's half of the transfer cannot
+    // complete (b holds its AFINACK, and the receiving application here waits for proof
+    // before it closes, as `aerotp recv` does).
+    let mut net = Net::new(
+        2,
+        Impair {
+            delay: ms(10),
+            ..Default::default()
+        },
+    );
+    let ecfg = EndpointConfig {
+        setup_timeout: Duration::from_secs(3),
+        ..Default::default()
+    };
+    net.b = Endpoint::new(ecfg, 77);
+    let quasi = ConnectionConfig {
+        rate_bps: 10_000_000,
+        ..ConnectionConfig::with_mode(Mode::QuasiReliable)
+    };
+    net.b.listen(PORT, quasi.clone()).unwrap();
+    let ch = net
+        .a
+        .connect(Duration::ZERO, addr_b(), PORT, quasi)
+        .unwrap();
+    net.a.write(ch, &pattern(5_000, 1)).unwrap();
+    net.a.close(ch).unwrap();
+    net.drop_to_a = Some(|d| flags_of(d).is_challenge());
+    let (mut rx, mut b_closed, mut a_closed) = (None, None, None);
+    while net.now < Duration::from_secs(20) {
+        while let Some(e) = net.b.poll_event() {
+            match e {
+                Event::Accepted(h) => rx = Some(h),
+                Event::Closed(_, o) => b_closed = Some(o),
+                _ => {}
+            }
+        }
+        if let Some(h) = rx {
+            if net.b.is_proven(h) && net.b.at_eof(h) {
+                net.b.close(h).unwrap();
+            }
+        }
+        while let Some(e) = net.a.poll_event() {
+            if let Event::Closed(_, o) = e {
+                a_closed = Some(o);
+            }
+        }
+        if b_closed.is_some() {
+            break;
+        }
+        if !net.step() {
+            break;
+        }
+    }
+    assert_eq!(b_closed, Some(CloseOutcome::SetupTimeout));
+    assert!(net.now >= Duration::from_secs(3) && net.now < Duration::from_secs(4));
+    assert!(
+        a_closed.is_none(),
+        "a cannot finish without b's AFINACK: {a_closed:?}"
+    );
+    // At 0, 0.25, 0.75 and 1.75 s (the next would be at 3.75 s).
+    assert_eq!(net.b.stats.challenges_sent, 4, "re-challenged");
+    assert_eq!(net.b.stats.setup_timeouts, 1);
+}
