@@ -77,10 +77,22 @@ pub enum Undecodable {
 
 /// Decodes `datagram`, using `scratch` for FEC work. `hint` is the parity last seen from the
 /// same peer.
+#[cfg(test)]
 pub fn decode(
     datagram: &[u8],
     hint: Option<u8>,
     scratch: &mut Vec<u8>,
+) -> Result<Received, Undecodable> {
+    decode_within(datagram, hint, scratch, |_| true)
+}
+
+/// As [`decode`], but each FEC decoding attempt (its parity given) runs only if `allow` says
+/// so: the endpoint's CPU budget for peers it does not know (`crate::decode_budget`).
+pub fn decode_within(
+    datagram: &[u8],
+    hint: Option<u8>,
+    scratch: &mut Vec<u8>,
+    mut allow: impl FnMut(u8) -> bool,
 ) -> Result<Received, Undecodable> {
     let bits = datagram.len() * 8;
     let first = parse_tpdu_any(datagram);
@@ -104,6 +116,9 @@ pub fn decode(
         candidates[1] = None;
     }
     for p in candidates.into_iter().flatten().filter(|&p| p > 0) {
+        if !allow(p) {
+            continue;
+        }
         scratch.clear();
         scratch.extend_from_slice(datagram);
         let Ok(corr) = fec::decode(p, scratch) else {

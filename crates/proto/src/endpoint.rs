@@ -19,6 +19,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::admission::{Admission, Key};
+use crate::decode_budget::DecodeBudget;
 use crate::tombstones::Tombstones;
 
 /// Most peers whose last FEC parity is remembered (used to decode damaged headers).
@@ -48,6 +49,8 @@ pub struct Endpoint {
     reorder: crate::reorder_budget::ReorderBudget,
     /// Half-open connections, cookies and peers admitted after a RETRY.
     admission: Admission,
+    /// Bounds FEC decoding for peers never heard intact (`crate::decode_budget`).
+    decode_budget: DecodeBudget,
     pub stats: EndpointStats,
 }
 
@@ -86,6 +89,7 @@ impl Endpoint {
             auth,
             reorder,
             admission,
+            decode_budget: DecodeBudget::new(),
             stats: EndpointStats::default(),
         }
     }
@@ -317,14 +321,12 @@ impl Endpoint {
         } else {
             0
         };
-        match codec::datagram_len(data.len() + room, parity) {
-            Some(l) if l <= mtu => {}
-            _ => {
-                return Err(EndpointError::DatagramTooLarge {
-                    len: data.len(),
-                    mtu,
-                })
-            }
+        let too_large = || EndpointError::DatagramTooLarge {
+            len: data.len(),
+            mtu,
+        };
+        if codec::datagram_len(data.len() + room, parity).is_none_or(|l| l > mtu) {
+            return Err(too_large());
         }
         let h = Header {
             mode: Mode::Datagram,
@@ -338,16 +340,10 @@ impl Endpoint {
             len: 0,
         };
         let mut out = Vec::new();
-        codec::encode(h, data, &mut out).map_err(|_| EndpointError::DatagramTooLarge {
-            len: data.len(),
-            mtu,
-        })?;
+        codec::encode(h, data, &mut out).map_err(|_| too_large())?;
         if let Some(a) = &mut self.auth {
             if !a.seal(&mut out, mtu, remote) {
-                return Err(EndpointError::DatagramTooLarge {
-                    len: data.len(),
-                    mtu,
-                });
+                return Err(too_large());
             }
         }
         self.out_queue.push_back((remote, out));
@@ -406,7 +402,14 @@ impl Endpoint {
             return;
         }
         let hint = self.hints.get(&remote).copied();
-        let mut r = match codec::decode(datagram, hint, &mut self.scratch) {
+        // Decoding for a peer never heard intact is charged to the CPU budget.
+        let (budget, refused) = (&mut self.decode_budget, &mut self.stats.fec_budget_refused);
+        let allow = |p: u8| {
+            let ok = hint.is_some() || budget.charge(now, DecodeBudget::cost(datagram.len(), p));
+            *refused += u64::from(!ok);
+            ok
+        };
+        let mut r = match codec::decode_within(datagram, hint, &mut self.scratch, allow) {
             Ok(r) => r,
             Err(_) => {
                 self.stats.undecodable += 1;

@@ -96,6 +96,10 @@ pub struct EndpointStats {
     pub cookies_refused: u64,
     /// Half-open connections dropped at the set-up timeout.
     pub setup_timeouts: u64,
+    /// FEC decoding attempts skipped because datagrams from unknown peers had used up their
+    /// CPU budget (`decode_budget`); such a datagram counts as undecodable if nothing else
+    /// reads it.
+    pub fec_budget_refused: u64,
 }
 
 impl EndpointStats {

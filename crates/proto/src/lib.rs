@@ -9,6 +9,7 @@ mod codec;
 mod config;
 mod config_error;
 mod connection;
+mod decode_budget;
 mod endpoint;
 mod endpoint_types;
 mod erasure;

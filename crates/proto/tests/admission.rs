@@ -379,3 +379,109 @@ fn a_peer_that_never_hears_the_challenge_cannot_finish_and_its_slot_times_out() 
     assert_eq!(net.b.stats.challenges_sent, 4, "re-challenged");
     assert_eq!(net.b.stats.setup_timeouts, 1);
 }
+
+/// Junk whose header check fails but whose FEC byte says parity 254 (about 3 ms of decoding
+/// each at 1500 B) from addresses never heard intact: past the CPU budget it is dropped
+/// undecoded, while a real peer's FEC keeps working.
+#[test]
+fn fec_decoding_for_unknown_peers_stays_within_its_budget() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
+    let mut b = Endpoint::new(EndpointConfig::default(), 8);
+    b.listen(PORT, cfg()).unwrap();
+    let junk = |rng: &mut rand_pcg::Pcg64Mcg| {
+        let mut d = vec![0u8; 1500];
+        rng.fill(&mut d[..]);
+        d[0] = 0x10; // version 1, reliable
+        d[14] = 254;
+        d
+    };
+    for i in 0..10_000u32 {
+        b.handle_datagram(Duration::ZERO, spoofed(i), &junk(&mut rng));
+    }
+    // One second's budget is 1.3e7 units; a parity-254 attempt at 1500 B costs 775,416.
+    let decoded = 10_000 - b.stats.fec_budget_refused;
+    assert!(
+        decoded <= 17,
+        "{decoded} junk datagrams decoded in one instant"
+    );
+    assert_eq!(
+        b.stats.undecodable + b.stats.corrupted_without_connection,
+        10_000
+    );
+    assert_eq!(b.connection_count(), 0);
+    // The budget refills with time: a second later some are tried again, not all.
+    let before = b.stats.fec_budget_refused;
+    for i in 0..100u32 {
+        b.handle_datagram(Duration::from_secs(1), spoofed(i), &junk(&mut rng));
+    }
+    let tried = 100 - (b.stats.fec_budget_refused - before);
+    assert!((1..=17).contains(&tried), "{tried}");
+}
+
+#[test]
+fn a_real_peer_with_fec_on_a_noisy_link_gets_through_a_junk_flood() {
+    let mut net = Net::new(
+        9,
+        Impair {
+            delay: ms(5),
+            ber: 1e-5,
+            ..Default::default()
+        },
+    );
+    let c = ConnectionConfig {
+        fec: aerotp_proto::FecSetting::Parity(8),
+        ..cfg()
+    };
+    net.b.listen(PORT, c.clone()).unwrap();
+    let ch = net.a.connect(Duration::ZERO, addr_b(), PORT, c).unwrap();
+    let data = pattern(300_000, 9);
+    let (mut written, mut closed, mut rx, mut got) = (0, false, None, Vec::new());
+    let mut junk = vec![0x5Au8; 1500];
+    junk[0] = 0x10;
+    junk[14] = 254;
+    let mut buf = vec![0u8; 65536];
+    let mut n = 0u32;
+    while net.now < Duration::from_secs(20) {
+        if written < data.len() {
+            written += net.a.write(ch, &data[written..]).unwrap();
+        } else if !closed {
+            net.a.close(ch).unwrap();
+            closed = true;
+        }
+        // 20 junk datagrams per step, each from a new address: far past the budget.
+        for _ in 0..20 {
+            net.b.handle_datagram(net.now, spoofed(n), &junk);
+            n += 1;
+        }
+        while let Some(e) = net.b.poll_event() {
+            if let Event::Accepted(h) = e {
+                rx = Some(h);
+            }
+        }
+        if let Some(h) = rx {
+            while let Ok(k) = net.b.read(h, &mut buf) {
+                if k == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..k]);
+            }
+            if net.b.at_eof(h) {
+                break;
+            }
+        }
+        if !net.step() {
+            break;
+        }
+    }
+    assert_eq!(got, data, "intact through the flood");
+    assert!(
+        net.b.stats.fec_budget_refused > 0,
+        "the flood went past the budget"
+    );
+    let s = net.b.stats(rx.unwrap()).unwrap();
+    assert!(
+        s.receiver.tpdus_corrected > 0,
+        "the real peer's FEC kept correcting"
+    );
+}
