@@ -1,5 +1,6 @@
 //! `aerotp`: one command-line front end over the engine, simulator, runtime and emulators.
 
+mod admission_flags;
 mod bench_cmd;
 mod common;
 mod demo_cmd;

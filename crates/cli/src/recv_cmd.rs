@@ -56,6 +56,8 @@ pub struct Args {
     observe: ObserveFlags,
     #[command(flatten)]
     key: crate::key_flags::KeyFlags,
+    #[command(flatten)]
+    admission: crate::admission_flags::AdmissionFlags,
 }
 
 /// Where a transfer's bytes go.
@@ -99,6 +101,29 @@ struct Output {
     writer: Option<Box<dyn AsyncWrite + Unpin + Send>>,
     tmp: Option<PathBuf>,
     final_path: Option<PathBuf>,
+}
+
+/// A connection whose peer never proved its address (docs/security.md, "Half-open
+/// connections"): nothing of it was written anywhere.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "dropped the connection from {remote}: {why}; nothing was written (a spoofed ASYN, or a \
+     sender cut off at set-up)"
+)]
+pub struct Unproven {
+    pub remote: SocketAddr,
+    pub why: String,
+}
+
+/// Waits until the peer has proven its address: no file for a spoofed ASYN. The engine holds
+/// what arrives meanwhile (within the receive window) and the sender cannot finish before.
+async fn await_proof(conn: &Connection) -> anyhow::Result<()> {
+    conn.proven().await.map_err(|o| {
+        anyhow::Error::new(Unproven {
+            remote: conn.remote_address(),
+            why: aerotp_net::outcome_error(&o).to_string(),
+        })
+    })
 }
 
 fn unique_in(dir: &Path, name: &str) -> PathBuf {
@@ -207,6 +232,7 @@ pub async fn receive(
                 pb.set_length(s);
             }
             pb.set_prefix(format!("recv {name}"));
+            await_proof(&conn).await?;
             out = Some(open_output(sink, &name, id).await?);
         }
         // Version 2, and a stream without a readable header (a lossy mode lost its TPDU, but
@@ -240,6 +266,7 @@ pub async fn receive(
     };
     let (name, expected, version) = parsed.unwrap_or((fallback_name, None, 0));
     if out.is_none() {
+        await_proof(&conn).await?;
         out = Some(open_output(sink, &name, id).await?);
     }
     let mut out = out.expect("opened");
@@ -529,7 +556,8 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
     let cfg = listener_config(args.rate, args.mack, args.idle_timeout)?;
     // The capture file first: a path that cannot be written stops us before any traffic.
     let mut obs = args.observe.open_capture()?;
-    let ep = Endpoint::bind(args.listen, args.key.apply(EndpointConfig::default())?)?;
+    let ecfg = args.admission.apply(EndpointConfig::default())?;
+    let ep = Endpoint::bind(args.listen, args.key.apply(ecfg)?)?;
     args.key.watch(&ep);
     ep.listen(args.port, cfg)?;
     obs.attach(&args.observe, &ep).await?;
@@ -585,36 +613,50 @@ async fn serve(
         }
         code
     };
+    // With `once`, the first connection to prove its address is the transfer; spoofed ones
+    // (never proven) cannot hold it up, and later ones are turned away.
+    let claimed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     loop {
         let conn = tokio::select! {
             c = ep.accept() => match c { Some(c) => c, None => anyhow::bail!("the endpoint stopped") },
             _ = tokio::signal::ctrl_c() => break,
             Some(r) = tasks.join_next(), if !tasks.is_empty() => {
-                if let Ok(r) = r { print(r); }
+                match r {
+                    // Its JSON is printed by the caller.
+                    Ok(Some(r)) if once => return Ok(r),
+                    Ok(Some(r)) => { print(r); }
+                    Ok(None) => {}
+                    Err(_) if once => return Ok((EXIT_LOCAL, None)),
+                    Err(_) => {}
+                }
                 continue;
             }
         };
         let pb = multi.add(progress_bar(None, "recv"));
         let sink = sink.clone();
         let json = args.json;
+        let claimed = claimed.clone();
         tasks.spawn(async move {
+            if let Err(e) = await_proof(&conn).await {
+                pb.finish_and_clear();
+                eprintln!("aerotp recv: {e:#}");
+                return None;
+            }
+            if once && claimed.swap(true, Ordering::SeqCst) {
+                pb.finish_and_clear();
+                abort_and_flush(&conn, "the receiver takes one transfer (--once) and has it").await;
+                return None;
+            }
             let r = receive(conn, &sink, &pb).await;
             pb.finish_and_clear();
             match r {
-                Ok(o) => (o.exit_code, report_line(&o, json)),
+                Ok(o) => Some((o.exit_code, report_line(&o, json))),
                 Err(e) => {
                     eprintln!("aerotp recv: {e:#}");
-                    (EXIT_LOCAL, None)
+                    Some((EXIT_LOCAL, None))
                 }
             }
         });
-        if once {
-            // Serve only this transfer; its JSON is printed by the caller.
-            return Ok(tasks
-                .join_next()
-                .await
-                .map_or((EXIT_LOCAL, None), |r| r.unwrap_or((EXIT_LOCAL, None))));
-        }
     }
     Ok((EXIT_OK, None))
 }

@@ -198,6 +198,9 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         (recv, "--rate", RATE),
         (recv, "--mack", COUNT),
         (recv, "--idle-timeout", DUR),
+        (recv, "--max-connections", COUNT),
+        (recv, "--max-half-open", &["-1", "NaN", "99999999", "", "x"]),
+        (recv, "--setup-timeout", DUR),
         (
             recv,
             "--output",

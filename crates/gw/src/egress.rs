@@ -64,15 +64,27 @@ impl Egress {
         let me = eg.clone();
         tokio::spawn(async move {
             while let Some(conn) = me.ctx.ep.accept().await {
-                // UDP flows come to their own port, in any mode that carries a stream
-                // (quasi-reliable, unreliable, reliable); TCP flows to theirs.
-                let udp = conn.local_port() == UDP_STREAM_PORT
-                    || matches!(conn.mode(), Mode::QuasiReliable | Mode::Unreliable);
-                if udp {
-                    tokio::spawn(crate::udpstream::egress_flow(me.ctx.clone(), conn));
-                } else {
-                    tokio::spawn(me.clone().handle_conn(conn));
-                }
+                let me = me.clone();
+                tokio::spawn(async move {
+                    // UDP flows come to their own port, in any mode that carries a stream
+                    // (quasi-reliable, unreliable, reliable); TCP flows to theirs.
+                    let udp = conn.local_port() == UDP_STREAM_PORT
+                        || matches!(conn.mode(), Mode::QuasiReliable | Mode::Unreliable);
+                    if udp {
+                        // Telemetry goes on at once (0-RTT): a UDP flow keeps no file and the
+                        // engine bounds how many unproven ones exist.
+                        crate::udpstream::egress_flow(me.ctx.clone(), conn).await;
+                        return;
+                    }
+                    // No destination connection and no flow record for a peer that has not
+                    // proven its address (docs/security.md, "Half-open connections").
+                    if let Err(o) = conn.proven().await {
+                        tracing::info!(peer = %conn.remote_address(),
+                            reason = %aerotp_net::outcome_error(&o), "unproven connection dropped");
+                        return;
+                    }
+                    me.handle_conn(conn).await;
+                });
             }
         });
         Ok(eg)

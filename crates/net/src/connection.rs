@@ -177,6 +177,22 @@ impl Connection {
         .await
     }
 
+    /// Waits until the peer has proven that it receives what is sent to its address (`Ok`;
+    /// at once for a connection this end opened, or with a key), or the connection ended
+    /// first (`Err`, `CloseOutcome::SetupTimeout` when no proof came: a spoofed ASYN).
+    /// Commit what outlives the connection — a file, a connection onwards — only after this
+    /// (docs/security.md, "Half-open connections").
+    pub async fn proven(&self) -> Result<(), CloseOutcome> {
+        self.wait_status(|s| {
+            if s.proven {
+                Some(Ok(()))
+            } else {
+                s.outcome.clone().map(Err)
+            }
+        })
+        .await
+    }
+
     /// Waits for the end of the connection, without closing it.
     pub async fn closed(&self) -> Report {
         let outcome = self.wait_status(|s| s.outcome.clone()).await;

@@ -30,6 +30,8 @@ pub(crate) struct Slot {
     pub(crate) write_waker: Option<Waker>,
     pub(crate) status: Arc<Notify>,
     pub(crate) connected: bool,
+    /// The engine's `is_proven`: the peer showed it receives what is sent to its address.
+    pub(crate) proven: bool,
     pub(crate) outcome: Option<CloseOutcome>,
     /// No application handle left: release as soon as closed.
     pub(crate) detached: bool,
@@ -42,6 +44,7 @@ impl Slot {
             write_waker: None,
             status: Arc::new(Notify::new()),
             connected: false,
+            proven: false,
             outcome: None,
             detached: false,
         }
@@ -150,6 +153,13 @@ impl State {
                     }
                 }
                 Event::Datagram => shared.datagram.notify_one(),
+            }
+        }
+        // Proof is no event: look at the connections still waiting for it.
+        for (h, s) in self.slots.iter_mut().filter(|(_, s)| !s.proven) {
+            if self.engine.is_proven(*h) {
+                s.proven = true;
+                s.status.notify_waiters();
             }
         }
     }
