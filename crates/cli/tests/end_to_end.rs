@@ -1,7 +1,8 @@
 //! The end-to-end check and the silence bound, on loopback, with the built binary: a stream
 //! whose digest, byte count or framing does not vouch for the file is never given the file's
 //! name and fails on both sides; a sender whose input changes mid-send fails; a sender whose
-//! receiver dies, and a receiver whose sender dies, exit within their silence bound.
+//! receiver dies, and a receiver whose sender dies, exit within their silence bound; spoofed
+//! ASYNs leave no file and do not keep a real sender out.
 //!
 //! The forged streams are written through the public runtime API (`aerotp_net`), byte by byte
 //! as docs/runtime.md §File header describes them, so these tests also hold the document to
@@ -387,4 +388,59 @@ fn a_receiver_that_cannot_store_stops_the_sender_at_once() {
     assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
     assert_eq!(r.status.code(), Some(1), "{}", stderr(&r));
     assert_eq!(names(out.path()), vec!["input.bin.partial".to_owned()]);
+}
+
+/// Spoofed ASYNs — each from a socket used once and closed, so what the receiver answers goes
+/// nowhere — leave no file at all, not even a temporary one, and hold the receiver only for
+/// its set-up timeout; a real sender during the flood is admitted (through a RETRY once the
+/// half-open slots are full) and its file arrives intact (docs/security.md, "Half-open
+/// connections").
+#[test]
+fn spoofed_asyns_leave_no_file_and_a_real_sender_still_gets_through() {
+    use aerotp_wire::{emit_tpdu, Flags, Header};
+    let port = free_port();
+    let out = tempfile::tempdir().unwrap();
+    let mut recv = spawn_recv(
+        port,
+        out.path(),
+        &["--setup-timeout", "2s", "--max-half-open", "4"],
+    );
+    let spoof = |n: u16| {
+        for i in 0..n {
+            let h = Header {
+                mode: Mode::Reliable,
+                flags: Flags::ASYN,
+                src_port: 100 + i,
+                dst_port: DEFAULT_PORT,
+                seq: 0,
+                timestamp: 0,
+                fec: 0,
+                tag: 1 + (i % 200) as u8,
+                len: 0,
+            };
+            let mut d = Vec::new();
+            emit_tpdu(h, b"ATPF junk from nowhere", &mut d).unwrap();
+            let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.send_to(&d, ("127.0.0.1", port)).unwrap();
+        }
+    };
+    spoof(50);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        names(out.path()),
+        Vec::<String>::new(),
+        "no file for a spoofed ASYN"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("real.bin");
+    let data = pattern(300_000, 11);
+    std::fs::write(&file, &data).unwrap();
+    let send = spawn_send(&file, port, &["--connect-timeout", "1s"]);
+    spoof(50);
+    let s = wait_bounded(send.take(), Duration::from_secs(30));
+    assert!(s.status.success(), "{}", stderr(&s));
+    let r = wait_bounded(recv.0.take().unwrap(), Duration::from_secs(30));
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert_eq!(names(out.path()), vec!["real.bin".to_string()]);
+    assert_eq!(std::fs::read(out.path().join("real.bin")).unwrap(), data);
 }
