@@ -77,6 +77,14 @@ struct CommonArgs {
     /// Longest a near-reliable flow keeps trying to resume.
     #[arg(long)]
     resume_timeout: Option<String>,
+    /// How long a peer may take to prove its address (1s-10min, default 30s); the egress opens
+    /// no TCP connection onwards before (docs/security.md).
+    #[arg(long)]
+    setup_timeout: Option<String>,
+    /// Most connections whose peer has not proven its address (0-1024, default 128); beyond
+    /// it new peers get a stateless RETRY.
+    #[arg(long)]
+    max_half_open: Option<usize>,
     #[command(flatten)]
     key: crate::key_flags::KeyFlags,
     /// Write every AeroTP datagram the gateway's socket sends and receives to FILE (pcapng;
@@ -297,6 +305,8 @@ impl CommonArgs {
             priority: self.priority,
             idle_timeout: self.idle_timeout,
             resume_timeout: self.resume_timeout,
+            setup_timeout: self.setup_timeout,
+            max_half_open: self.max_half_open,
             fec: self.fec,
             erasure: self.erasure,
             max_delay: self.max_delay,

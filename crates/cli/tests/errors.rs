@@ -265,6 +265,8 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
             (gw, "--priority", &["", "urgent"]),
             (gw, "--idle-timeout", DUR),
             (gw, "--resume-timeout", DUR),
+            (gw, "--setup-timeout", DUR),
+            (gw, "--max-half-open", &["-1", "NaN", "99999", "", "x"][..]),
             (
                 gw,
                 "--store",

@@ -194,7 +194,11 @@ pub struct Ctx {
 /// Binds the gateway's AeroTP endpoint on `addr`, authenticated when the settings name a key
 /// file (read and checked now; then followed, so a rotated key is taken without a restart).
 pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow::Result<Endpoint> {
-    let mut cfg = aerotp_net::EndpointConfig::default();
+    let mut cfg = aerotp_net::EndpointConfig {
+        setup_timeout: settings.setup_timeout,
+        max_half_open: settings.max_half_open,
+        ..Default::default()
+    };
     let flag = "key_file (--key-file or the `key_file` key)";
     if let Some(path) = &settings.key_file {
         let keys = aerotp_net::keyfile::load(path, flag)?;

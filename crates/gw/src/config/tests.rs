@@ -1,0 +1,319 @@
+//! Tests of the gateway's configuration: files, flags, defaults and every refusal.
+use super::*;
+
+use aerotp_net::FecSetting;
+
+#[test]
+fn admission_keys_are_checked() {
+    let base = FileConfig {
+        listen: Some("127.0.0.1:0".into()),
+        ..FileConfig::default()
+    };
+    let s = base.clone().settings().unwrap();
+    assert_eq!(
+        (s.setup_timeout, s.max_half_open),
+        (Duration::from_secs(30), 128)
+    );
+    let ok = FileConfig {
+        setup_timeout: Some("5s".into()),
+        max_half_open: Some(0),
+        ..base.clone()
+    };
+    let s = ok.settings().unwrap();
+    assert_eq!(
+        (s.setup_timeout, s.max_half_open),
+        (Duration::from_secs(5), 0)
+    );
+    for (t, n, want) in [
+        (Some("0s"), None, "setup_timeout"),
+        (Some("500ms"), None, "setup_timeout"),
+        (Some("11min"), None, "setup_timeout"),
+        (None, Some(5000), "max_half_open 5000"),
+    ] {
+        let bad = FileConfig {
+            setup_timeout: t.map(str::to_string),
+            max_half_open: n,
+            ..base.clone()
+        };
+        let e = bad.settings().unwrap_err().to_string();
+        assert!(e.contains(want), "{e}");
+    }
+}
+
+fn flow(udp: bool, mode: Option<&str>, fec: Option<&str>) -> FlowSpec {
+    let local = Some("127.0.0.1:0".to_string());
+    FlowSpec {
+        tcp_listen: if udp { None } else { local.clone() },
+        udp_listen: if udp { local } else { None },
+        mode: mode.map(String::from),
+        fec: fec.map(String::from),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn erasure_per_flow_then_gateway_then_the_mode_default() {
+    let mut udp = flow(true, Some("quasi-reliable"), None);
+    udp.erasure = Some("1.25".into());
+    udp.max_delay = Some("200ms".into());
+    let f = FileConfig {
+        peer: Some("127.0.0.1:9000".into()),
+        erasure: Some("off".into()),
+        flows: vec![udp, flow(true, Some("unreliable"), None)],
+        ..Default::default()
+    };
+    let s = f.settings().unwrap();
+    let r = &s.routes;
+    assert_eq!(
+        r[0].erasure.mode,
+        Some(aerotp_net::ErasureMode::Ratio(1.25))
+    );
+    assert_eq!(r[0].erasure.max_delay, Some(Duration::from_millis(200)));
+    assert_eq!(
+        r[1].erasure.mode,
+        Some(aerotp_net::ErasureMode::Off),
+        "the gateway's"
+    );
+    assert_eq!(r[1].erasure.max_delay, None, "the mode's default");
+    assert_eq!(
+        FileConfig::default().settings().unwrap().erasure,
+        ErasureChoice::default()
+    );
+    for (key, bad) in [("erasure", "lots"), ("erasure", "0.5"), ("max_delay", "0s")] {
+        let mut g = flow(true, Some("quasi-reliable"), None);
+        match key {
+            "erasure" => g.erasure = Some(bad.into()),
+            _ => g.max_delay = Some(bad.into()),
+        }
+        let f = FileConfig {
+            flows: vec![g],
+            ..Default::default()
+        };
+        let e = format!("{:#}", f.settings().unwrap_err());
+        assert!(e.contains(key) && e.contains(bad), "{key}={bad}: {e}");
+    }
+}
+
+#[test]
+fn fec_per_flow_then_gateway_then_auto() {
+    let cfg = FileConfig {
+        flows: vec![
+            flow(false, None, None),
+            flow(false, Some("reliable"), Some("p16")),
+            flow(true, Some("quasi-reliable"), None),
+            flow(true, None, Some("off")),
+        ],
+        ..Default::default()
+    };
+    let s = cfg.settings().unwrap();
+    let fecs: Vec<FecSetting> = s.routes.iter().map(|r| r.fec).collect();
+    assert_eq!(
+        fecs,
+        [
+            FecSetting::Auto,
+            FecSetting::Parity(16),
+            FecSetting::Auto,
+            FecSetting::Off
+        ]
+    );
+    assert_eq!(s.fec, FecSetting::Auto);
+
+    let cfg = FileConfig {
+        fec: Some("off".into()),
+        ..cfg
+    };
+    let s = cfg.settings().unwrap();
+    let fecs: Vec<FecSetting> = s.routes.iter().map(|r| r.fec).collect();
+    assert_eq!(
+        fecs,
+        [
+            FecSetting::Off,
+            FecSetting::Parity(16),
+            FecSetting::Off,
+            FecSetting::Off
+        ]
+    );
+    assert_eq!(s.fec, FecSetting::Off);
+}
+
+#[test]
+fn the_sample_config_is_a_valid_ingress_with_fec_auto() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/gw/gateway.toml");
+    let c = FileConfig::load(&p).unwrap();
+    c.check_role(Role::Ingress).unwrap();
+    let s = c.settings().unwrap();
+    assert_eq!(s.routes.len(), 3);
+    assert!(s.routes.iter().all(|r| r.fec == FecSetting::Auto));
+    // The commented egress part, uncommented, is a valid egress.
+    let text = std::fs::read_to_string(&p).unwrap();
+    let egress: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("# ---- egress"))
+        .skip(1)
+        .map(|l| format!("{}\n", l.trim_start_matches("# ")))
+        .collect();
+    let e: FileConfig = toml::from_str(&egress).unwrap();
+    e.check_role(Role::Egress).unwrap();
+    assert_eq!(e.settings().unwrap().fec, FecSetting::Auto);
+}
+
+#[test]
+fn a_transparent_table_is_an_ingress_setting_checked_key_by_key() {
+    let text = "[transparent]\ntcp_listen = \"0.0.0.0:7400\"\ndeny = [\"*:25\"]\n";
+    let c: FileConfig = toml::from_str(text).unwrap();
+    c.check_role(Role::Ingress).unwrap();
+    let t = c
+        .settings()
+        .unwrap()
+        .transparent
+        .expect("transparent settings");
+    assert_eq!(t.tcp, Some("0.0.0.0:7400".parse().unwrap()));
+    assert!(!t.policy.permits("10.0.0.1:25".parse().unwrap()));
+    let e = format!("{:#}", c.check_role(Role::Egress).unwrap_err());
+    assert!(e.contains("`transparent`") && e.contains("ingress"), "{e}");
+    let e = toml::from_str::<FileConfig>("[transparent]\ntcp_port = 1\n").unwrap_err();
+    assert!(e.to_string().contains("tcp_port"), "{e}");
+    let bad: FileConfig =
+        toml::from_str("[transparent]\ntcp_listen = \"0.0.0.0:7400\"\nallow = [\"10.0.0.0/99\"]\n")
+            .unwrap();
+    let e = format!("{:#}", bad.settings().unwrap_err());
+    assert!(
+        e.contains("transparent.allow") && e.contains("10.0.0.0/99"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_key_of_the_other_role_is_an_error_naming_it() {
+    let ingress_only = FileConfig {
+        flows: vec![flow(false, None, None)],
+        ..Default::default()
+    };
+    assert!(ingress_only.check_role(Role::Ingress).is_ok());
+    let e = format!("{:#}", ingress_only.check_role(Role::Egress).unwrap_err());
+    assert!(e.contains("`flow`") && e.contains("ingress"), "{e}");
+    let egress_only = FileConfig {
+        allow: vec!["10.0.0.1:80".into()],
+        ..Default::default()
+    };
+    assert!(egress_only.check_role(Role::Egress).is_ok());
+    let e = format!("{:#}", egress_only.check_role(Role::Ingress).unwrap_err());
+    assert!(e.contains("`allow`") && e.contains("egress"), "{e}");
+}
+
+#[test]
+fn mtu_and_rate_out_of_range_name_the_value_and_the_range() {
+    let c = FileConfig {
+        mtu: Some(100),
+        ..Default::default()
+    };
+    let e = format!("{:#}", c.settings().unwrap_err());
+    assert!(e.contains("mtu 100") && e.contains("576"), "{e}");
+    let c = FileConfig {
+        rate: Some("500bit".into()),
+        ..Default::default()
+    };
+    let e = format!("{:#}", c.settings().unwrap_err());
+    assert!(e.contains("500") && e.contains("1000 b/s"), "{e}");
+}
+
+#[test]
+fn flags_win_over_the_file_and_bad_values_say_which_key() {
+    let flags = FileConfig {
+        fec: Some("p8".into()),
+        ..Default::default()
+    };
+    let file = FileConfig {
+        fec: Some("auto".into()),
+        rate: Some("2mbit".into()),
+        ..Default::default()
+    };
+    let s = flags.merge(file).settings().unwrap();
+    assert_eq!((s.fec, s.rate), (FecSetting::Parity(8), 2_000_000));
+
+    let bad = FileConfig {
+        fec: Some("lots".into()),
+        ..Default::default()
+    };
+    let e = format!("{:#}", bad.settings().unwrap_err());
+    assert!(e.contains("fec"), "{e}");
+    let bad = FileConfig {
+        flows: vec![FlowSpec {
+            tcp_listen: Some("127.0.0.1:0".into()),
+            mode: Some("quasi-reliable".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let e = format!("{:#}", bad.settings().unwrap_err());
+    assert!(e.contains("not offered for TCP flows"), "{e}");
+}
+
+#[test]
+fn sizes_follow_the_shared_rule_and_errors_name_the_key() {
+    let c = FileConfig {
+        store_capacity: Some("1mb".into()),
+        window: Some("64KiB".into()),
+        ..Default::default()
+    };
+    let s = c.settings().unwrap();
+    assert_eq!((s.store_capacity, s.window), (1_000_000, 65_536));
+    for (key, bad) in [
+        ("store_capacity", "0"),
+        ("window", "1.5B"),
+        ("window", "8Mbit"),
+    ] {
+        let mut c = FileConfig::default();
+        if key == "window" {
+            c.window = Some(bad.into());
+        } else {
+            c.store_capacity = Some(bad.into());
+        }
+        let e = format!("{:#}", c.settings().unwrap_err());
+        assert!(e.contains(key) && e.contains(bad), "{e}");
+    }
+}
+
+#[test]
+fn key_file_and_encrypt_keys_are_read_and_checked() {
+    let t: FileConfig =
+        toml::from_str("key_file = \"/etc/aerotp/gw.key\"\nencrypt = true\n").unwrap();
+    let s = t.settings().unwrap();
+    assert_eq!(
+        s.key_file.as_deref(),
+        Some(std::path::Path::new("/etc/aerotp/gw.key"))
+    );
+    assert!(s.encrypt);
+    let c = FileConfig {
+        encrypt: Some(true),
+        ..Default::default()
+    };
+    let e = format!("{:#}", c.settings().unwrap_err());
+    assert!(e.contains("encrypt") && e.contains("key_file"), "{e}");
+}
+
+#[tokio::test]
+async fn a_bad_key_file_stops_the_gateway_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gw.key");
+    std::fs::write(&path, "nonsense").unwrap();
+    let c = FileConfig {
+        key_file: Some(path.clone()),
+        ..Default::default()
+    };
+    let s = c.settings().unwrap();
+    let lo = "127.0.0.1:0".parse().unwrap();
+    // Created 644 by `write`: refused for its permissions first.
+    let e = format!("{:#}", crate::ctx::bind_endpoint(&s, lo).unwrap_err());
+    assert!(e.contains("key_file") && e.contains("chmod 600"), "{e}");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let e = format!("{:#}", crate::ctx::bind_endpoint(&s, lo).unwrap_err());
+    assert!(
+        e.contains("key_file") && e.contains("not a key file"),
+        "{e}"
+    );
+    aerotp_net::keyfile::write(&path, aerotp_net::keyfile::WriteMode::Force).unwrap();
+    let ep = crate::ctx::bind_endpoint(&s, lo).unwrap();
+    assert!(ep.authenticated());
+}
