@@ -78,6 +78,7 @@ pub const LINGER: Duration = Duration::from_millis(500);
 pub struct SendOutcome {
     pub report: Report,
     pub bytes: u64,
+    /// From the start to the receiver's verdict (the close handshake after it not counted).
     pub elapsed: Duration,
     /// SHA-256 of the bytes read from the input (sent in the trailer).
     pub sha256: [u8; 32],
@@ -239,8 +240,11 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
                 ))
             })?
             .map_err(fail)?;
+        // The transfer ends with the receiver's verdict; what follows is the close handshake
+        // (and our linger for a lost AFINACK), not part of the time the data took.
+        let done_at = start.elapsed();
         let report = conn.closed().await;
-        Ok::<_, SendError>((trailer, verdict, report))
+        Ok::<_, SendError>((trailer, verdict, report, done_at))
     };
     let watch = async {
         match tokio::time::timeout(connect_timeout, conn.connected()).await {
@@ -266,7 +270,7 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
         () = tick => unreachable!("the ticker never ends"),
     };
     match r {
-        Ok((trailer, verdict, report)) => {
+        Ok((trailer, verdict, report, done_at)) => {
             if matches!(report.outcome, CloseOutcome::IdleTimeout) {
                 return Err(SendError::Silent(silence));
             }
@@ -274,7 +278,7 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
             Ok(SendOutcome {
                 report,
                 bytes: trailer.bytes,
-                elapsed: start.elapsed(),
+                elapsed: done_at,
                 sha256: trailer.sha256,
                 verdict,
             })
