@@ -234,8 +234,8 @@ impl World {
         };
         let port_of = |ep: &Endpoint, hs: &[ConnectionHandle], i: u8| {
             Self::handle(hs, i)
-                .and_then(|h| ep.connection(h))
-                .map(|c| (c.local_port, c.remote_port, c.tag, c.mode))
+                .and_then(|h| ep.peer(h))
+                .map(|p| (p.local_port, p.remote_port, p.tag, p.mode))
         };
         let k = s.u8();
         let known = match k % 4 {

@@ -234,7 +234,7 @@ async fn transfer(a: &Args, flood: Option<(u64, bool)>) -> anyhow::Result<Outcom
             }
             let secs = first.map_or(1e-9, |t| t.elapsed().as_secs_f64());
             let _ = c.finish().await;
-            let (es, _, _) = server.stats();
+            let es = server.stats();
             let datagrams_in = server.io_counters().datagrams_received;
             anyhow::Ok((got, ok, secs, es, datagrams_in))
         })

@@ -73,7 +73,7 @@ impl Connection {
                 .slots
                 .get(&h)
                 .map_or_else(|| Arc::new(Notify::new()), |s| s.status.clone());
-            let mode = st.engine.connection(h).map_or(Mode::Reliable, |c| c.mode);
+            let mode = st.engine.peer(h).map_or(Mode::Reliable, |p| p.mode);
             (status, mode)
         };
         Connection {
@@ -107,9 +107,7 @@ impl Connection {
     /// gateway tells its kinds of flow apart by. 0 once the engine has released it.
     pub fn local_port(&self) -> u16 {
         let st = self.shared().lock();
-        st.engine
-            .connection(self.inner.h)
-            .map_or(0, |c| c.local_port)
+        st.engine.peer(self.inner.h).map_or(0, |p| p.local_port)
     }
 
     /// The engine's counters of this connection (see docs/stats.md).

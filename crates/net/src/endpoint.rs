@@ -126,8 +126,8 @@ impl Endpoint {
                 if let Some(h) = st.incoming.pop_front() {
                     let remote = st
                         .engine
-                        .connection(h)
-                        .map(|c| c.remote)
+                        .peer(h)
+                        .map(|p| p.remote)
                         .unwrap_or(shared.local_addr);
                     drop(st);
                     return Some(Connection::new(shared, h, remote));
@@ -182,10 +182,9 @@ impl Endpoint {
         self.shared().lock().engine.connection_count()
     }
 
-    /// The engine's endpoint counters, plus socket errors (send, receive).
-    pub fn stats(&self) -> (EndpointStats, u64, u64) {
-        let st = self.shared().lock();
-        (st.engine.stats.clone(), st.send_errors, st.recv_errors)
+    /// The engine's endpoint counters (socket errors: [`Endpoint::io_counters`]).
+    pub fn stats(&self) -> EndpointStats {
+        self.shared().lock().engine.stats.clone()
     }
 
     /// Datagrams and bytes the driver moved through the socket, with socket errors.

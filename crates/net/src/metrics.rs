@@ -83,7 +83,7 @@ impl MetricsSource {
         handles.sort();
         let mut live = Vec::with_capacity(handles.len());
         for h in handles {
-            let (Some(stats), Some(c)) = (st.engine.stats(h), st.engine.connection(h)) else {
+            let (Some(stats), Some(c)) = (st.engine.stats(h), st.engine.peer(h)) else {
                 continue;
             };
             totals.add(&stats);

@@ -318,11 +318,6 @@ impl Connection {
         self.closed.is_some()
     }
 
-    /// Whether the connection is closed and has nothing left to send.
-    pub fn is_drained(&self) -> bool {
-        self.closed.is_some() && self.rst_due.is_none() && !self.final_ack_due
-    }
-
     /// The final cumulative acknowledgement of the receiving half (for the endpoint to repeat
     /// after the connection is released).
     pub fn final_cum(&self) -> Option<u64> {

@@ -5,12 +5,11 @@
 use crate::auth::{Auth, KeySet, Refusal};
 use crate::codec::{self, Quality};
 use crate::config::{ConfigError, ConnectionConfig, EndpointConfig};
-use crate::connection::{ConnEvent, Connection, ConnectionStats, Role};
+use crate::connection::{ConnEvent, Connection, Role};
 pub use crate::endpoint_types::{
-    ConnectionHandle, DatagramMsg, EndpointError, EndpointStats, Event, Transmit,
+    ConnectionHandle, DatagramMsg, EndpointError, EndpointStats, Event, Peer, Transmit,
 };
 use crate::receiver::Delivered;
-use crate::state::State;
 use aerotp_wire::{Ack, ControlBody, Flags, Header, Mode};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -21,6 +20,8 @@ use std::time::Duration;
 use crate::admission::{Admission, Key};
 use crate::decode_budget::DecodeBudget;
 use crate::tombstones::Tombstones;
+
+mod queries;
 
 /// Most peers whose last FEC parity is remembered (used to decode damaged headers).
 const HINT_LIMIT: usize = 4096;
@@ -240,18 +241,6 @@ impl Endpoint {
     pub fn abort(&mut self, h: ConnectionHandle, reason: &str) -> Result<(), EndpointError> {
         self.conn(h)?.abort(reason);
         Ok(())
-    }
-
-    pub fn state(&self, h: ConnectionHandle) -> Option<State> {
-        self.conns.get(&h).map(|c| c.state())
-    }
-
-    pub fn stats(&self, h: ConnectionHandle) -> Option<ConnectionStats> {
-        self.conns.get(&h).map(|c| c.stats())
-    }
-
-    pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {
-        self.conns.get(&h)
     }
 
     pub fn set_rate(&mut self, h: ConnectionHandle, rate_bps: u64) -> Result<(), EndpointError> {

@@ -58,6 +58,17 @@ pub enum EndpointError {
     NoPorts,
 }
 
+/// Who a connection talks to, and how: what a driver needs to name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    pub remote: SocketAddr,
+    pub local_port: u16,
+    pub remote_port: u16,
+    /// The connection's incarnation tag (docs/spec.md §2).
+    pub tag: u8,
+    pub mode: aerotp_wire::Mode,
+}
+
 /// Counters of what the endpoint itself saw.
 #[derive(Debug, Clone, Default)]
 pub struct EndpointStats {

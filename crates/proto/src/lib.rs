@@ -30,7 +30,7 @@ pub use codec::{datagram_len, max_body};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting};
 pub use connection::{CloseOutcome, ConnectionStats, Role};
 pub use endpoint::{
-    ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Transmit,
+    ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Peer, Transmit,
 };
 pub use erasure::{ErasureChoice, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats};
 pub use fec_control::datagram_parity;

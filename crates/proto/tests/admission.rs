@@ -206,7 +206,7 @@ fn a_flood_of_spoofed_asyns_holds_few_slots_briefly_and_a_real_peer_gets_in() {
         f.tick(&asyn, 100);
         while let Some(e) = f.b.poll_event() {
             match e {
-                Event::Accepted(h) if f.b.connection(h).unwrap().remote == addr_a() => {
+                Event::Accepted(h) if f.b.peer(h).unwrap().remote == addr_a() => {
                     real = Some((h, f.now));
                 }
                 Event::Closed(h, CloseOutcome::SetupTimeout) => {

@@ -336,21 +336,9 @@ pub fn debug_timeline(cfg: ConnectionConfig, data: &[u8], imp: Impair, seed: u64
             break;
         }
     }
-    eprintln!(
-        "A: {}",
-        net.a
-            .connection(ch)
-            .map(|c| c.describe())
-            .unwrap_or_default()
-    );
+    eprintln!("A: {}", net.a.describe(ch).unwrap_or_default());
     if let Some(h) = rx {
-        eprintln!(
-            "B: {}",
-            net.b
-                .connection(h)
-                .map(|c| c.describe())
-                .unwrap_or_default()
-        );
+        eprintln!("B: {}", net.b.describe(h).unwrap_or_default());
     }
     eprintln!(
         "sender: {:#?}",

@@ -271,11 +271,10 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
         }
         // One-way delay per TPDU: join first-send times and in-order delivery times.
         let sent: HashMap<u64, Duration> = a
-            .connection(ch)
-            .and_then(|c| c.send_trace.as_ref())
+            .send_trace(ch)
             .map(|t| t.iter().copied().collect())
             .unwrap_or_default();
-        if let Some(trace) = b.connection(h).and_then(|c| c.delivery_trace()) {
+        if let Some(trace) = b.delivery_trace(h) {
             let (mut sum, mut n, mut max) = (0.0, 0u64, 0.0f64);
             for &(seq, at, bytes) in trace {
                 if bytes == 0 {
