@@ -347,6 +347,41 @@ pub fn render(s: &Snapshot) -> String {
             e.auth_corrupted,
         ),
         (
+            "challenges_sent",
+            "CHALLENGEs sent to half-open connections (docs/security.md).",
+            e.challenges_sent,
+        ),
+        (
+            "retries_sent",
+            "RETRYs sent to new peers while the half-open slots were full.",
+            e.retries_sent,
+        ),
+        (
+            "echoes_sent",
+            "ECHOs of a listener's cookie sent by this end.",
+            e.echoes_sent,
+        ),
+        (
+            "connections_proven",
+            "Accepted connections whose peer proved its address.",
+            e.proven,
+        ),
+        (
+            "cookies_refused",
+            "ECHOs whose cookie did not check (forged, stale, misdirected).",
+            e.cookies_refused,
+        ),
+        (
+            "setup_timeouts",
+            "Half-open connections closed at the set-up timeout.",
+            e.setup_timeouts,
+        ),
+        (
+            "fec_budget_refused",
+            "FEC decoding attempts skipped: unknown peers over their CPU budget.",
+            e.fec_budget_refused,
+        ),
+        (
             "datagram_messages_delivered",
             "Datagram-mode messages delivered.",
             e.datagrams_delivered,
