@@ -12,38 +12,12 @@ use std::net::UdpSocket;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use aerotp_testkit::probe::{count_flag, memory_kb};
 use aerotp_wire::{emit_tpdu, Flags, Header, Mode};
 
-fn arg(name: &str, default: u64) -> u64 {
-    let v: Vec<String> = std::env::args().collect();
-    v.iter()
-        .position(|a| a == name)
-        .and_then(|i| v.get(i + 1))
-        .map(|s| {
-            s.parse().unwrap_or_else(|_| {
-                eprintln!("{name}: '{s}' is not a count");
-                std::process::exit(2)
-            })
-        })
-        .unwrap_or(default)
-}
-
-/// Peak and current resident memory of `pid`, kB.
-fn memory_kb(pid: u32) -> (u64, u64) {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |k: &str| {
-        s.lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
-
 fn main() -> anyhow::Result<()> {
-    let conns = arg("--conns", 16);
-    let tpdus = arg("--tpdus", 16_384) as u32;
+    let conns = count_flag("--conns", 16);
+    let tpdus = count_flag("--tpdus", 16_384) as u32;
     let bin = std::env::var("AEROTP").unwrap_or_else(|_| "target/release/aerotp".into());
     let dir = tempfile::tempdir()?;
     let port = UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port();

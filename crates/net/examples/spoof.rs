@@ -14,34 +14,8 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use aerotp_testkit::probe::{count_flag, memory_kb};
 use aerotp_wire::{emit_tpdu, Flags, Header, Mode};
-
-fn arg(name: &str, default: u64) -> u64 {
-    let v: Vec<String> = std::env::args().collect();
-    v.iter()
-        .position(|a| a == name)
-        .and_then(|i| v.get(i + 1))
-        .map(|s| {
-            s.parse().unwrap_or_else(|_| {
-                eprintln!("{name}: '{s}' is not a count");
-                std::process::exit(2)
-            })
-        })
-        .unwrap_or(default)
-}
-
-/// Peak and current resident memory of `pid`, kB.
-fn memory_kb(pid: u32) -> (u64, u64) {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |k: &str| {
-        s.lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
 
 /// The `i`-th spoofed source: its own loopback address (127.1.0.0 and up), any port.
 fn source(i: u64) -> SocketAddr {
@@ -50,8 +24,8 @@ fn source(i: u64) -> SocketAddr {
 }
 
 fn main() -> anyhow::Result<()> {
-    let asyns = arg("--asyns", 100_000);
-    let file_mb = arg("--file-mb", 8);
+    let asyns = count_flag("--asyns", 100_000);
+    let file_mb = count_flag("--file-mb", 8);
     let bin = std::env::var("AEROTP").unwrap_or_else(|_| "target/release/aerotp".into());
     let out_dir = tempfile::tempdir()?;
     let in_dir = tempfile::tempdir()?;
