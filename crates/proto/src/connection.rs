@@ -401,7 +401,7 @@ impl Connection {
     /// A RETRY (docs/spec.md §9): the listener kept no state for the TPDU sent at `ts_echo`.
     /// Still setting up, we send again what is unacknowledged (the endpoint has echoed the
     /// cookie first, so the listener admits it); a RETRY for a TPDU sent after we heard from
-    /// the peer means it lost this connection.
+    /// the peer (data, or an outage probe) means it no longer has this connection.
     pub(crate) fn on_retry(&mut self, now: Duration, ts_echo: u32) {
         if self.role != Role::Initiator || self.closed.is_some() {
             return;
@@ -410,10 +410,10 @@ impl Connection {
         let age = Duration::from_micros(u64::from(now_us.wrapping_sub(ts_echo)));
         if let Some(connected_at) = self.connected_at {
             if age < now.saturating_sub(connected_at) {
-                self.rst_due = Some("connection reset: this end lost the connection".into());
+                // No RST: the peer has nothing left to reset.
                 self.finish_with(CloseOutcome::Reset(
-                    "the peer lost this connection and, under load, admits only peers that \
-                     prove their address: open a new connection"
+                    "the peer no longer has this connection (it restarted, or dropped it \
+                     unproven at its set-up timeout): open a new connection"
                         .into(),
                 ));
             }

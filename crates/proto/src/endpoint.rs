@@ -472,6 +472,15 @@ impl Endpoint {
         }
         if !h.flags.is_data() {
             self.stats.stray += 1;
+            // An outage probe for a connection this listener no longer has (set-up timeout,
+            // restart): a RETRY echoing it tells the prober its connection is gone, at once
+            // rather than at its idle timeout (docs/spec.md §9). Stateless, like any RETRY.
+            let probe = crate::connection::is_probe(&h, &r.body);
+            if probe && r.quality != Quality::Corrupted && self.listeners.contains_key(&h.dst_port)
+            {
+                self.stats.retries_sent += 1;
+                self.queue_challenge(now, remote, &h, true);
+            }
             return;
         }
         if r.quality == Quality::Corrupted {

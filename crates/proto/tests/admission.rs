@@ -485,3 +485,68 @@ fn a_real_peer_with_fec_on_a_noisy_link_gets_through_a_junk_flood() {
         "the real peer's FEC kept correcting"
     );
 }
+
+/// An outage that starts right after set-up and outlasts the set-up timeout: the listener
+/// drops the unproven connection, and when the link returns the sender learns it at once
+/// (reset with a reason) instead of sending into a connection that is gone.
+#[test]
+fn an_outage_at_set_up_longer_than_the_set_up_timeout_resets_the_sender() {
+    let mut net = Net::new(
+        4,
+        Impair {
+            delay: ms(10),
+            // The ECHO (sent at 20 ms) and everything after it, for 40 s.
+            outage: Some((ms(15), Duration::from_secs(40))),
+            ..Default::default()
+        },
+    );
+    net.b = Endpoint::new(
+        EndpointConfig {
+            setup_timeout: Duration::from_secs(3),
+            ..Default::default()
+        },
+        44,
+    );
+    net.b.listen(PORT, cfg()).unwrap();
+    let ch = net
+        .a
+        .connect(Duration::ZERO, addr_b(), PORT, cfg())
+        .unwrap();
+    let data = pattern(2_000_000, 4);
+    let mut written = 0;
+    let (mut a_closed, mut b_closes) = (None, Vec::new());
+    while net.now < Duration::from_secs(120) && a_closed.is_none() {
+        if written < data.len() {
+            written += net.a.write(ch, &data[written..]).unwrap_or(0);
+        }
+        while let Some(e) = net.b.poll_event() {
+            if let Event::Closed(h, o) = e {
+                b_closes.push((net.now, o));
+                net.b.release(h);
+            }
+        }
+        while let Some(e) = net.a.poll_event() {
+            if let Event::Closed(_, o) = e {
+                a_closed = Some((net.now, o));
+            }
+        }
+        if !net.step() {
+            break;
+        }
+    }
+    let (t, _) = b_closes
+        .iter()
+        .find(|(_, o)| *o == CloseOutcome::SetupTimeout)
+        .expect("the unproven connection timed out");
+    assert!(
+        *t >= Duration::from_secs(3) && *t < Duration::from_secs(4),
+        "{t:?}"
+    );
+    let (at, outcome) = a_closed.expect("the sender learned");
+    assert!(
+        matches!(&outcome, CloseOutcome::Reset(r) if r.contains("no longer has this connection")),
+        "{outcome:?}"
+    );
+    // Within a few probe intervals of the link's return at 40 s, not at the idle timeout.
+    assert!(at < Duration::from_secs(50), "{at:?}");
+}
