@@ -115,6 +115,40 @@ pub struct Unproven {
     pub why: String,
 }
 
+/// Says that unproven connections were dropped without flooding the terminal: the first in
+/// full, then at most one line per `UnprovenLog::EVERY` with how many more there were.
+#[derive(Default)]
+struct UnprovenLog {
+    /// Dropped since the last line, and when that line was printed.
+    state: std::sync::Mutex<(u64, Option<std::time::Instant>)>,
+}
+
+impl UnprovenLog {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    fn report(&self, e: &anyhow::Error) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        match st.1 {
+            None => {
+                eprintln!("aerotp recv: {e:#}");
+                *st = (0, Some(now));
+            }
+            Some(t) if now.duration_since(t) >= Self::EVERY => {
+                eprintln!(
+                    "aerotp recv: {} more connection(s) dropped unproven in the last {:.0} s \
+                     (spoofed ASYNs, or senders cut off at set-up); nothing written; latest: \
+                     {e:#}",
+                    st.0 + 1,
+                    now.duration_since(t).as_secs_f64()
+                );
+                *st = (0, Some(now));
+            }
+            Some(_) => st.0 += 1,
+        }
+    }
+}
+
 /// Waits until the peer has proven its address: no file for a spoofed ASYN. The engine holds
 /// what arrives meanwhile (within the receive window) and the sender cannot finish before.
 async fn await_proof(conn: &Connection) -> anyhow::Result<()> {
@@ -616,6 +650,7 @@ async fn serve(
     // With `once`, the first connection to prove its address is the transfer; spoofed ones
     // (never proven) cannot hold it up, and later ones are turned away.
     let claimed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let unproven = Arc::new(UnprovenLog::default());
     loop {
         let conn = tokio::select! {
             c = ep.accept() => match c { Some(c) => c, None => anyhow::bail!("the endpoint stopped") },
@@ -632,16 +667,17 @@ async fn serve(
                 continue;
             }
         };
-        let pb = multi.add(progress_bar(None, "recv"));
         let sink = sink.clone();
         let json = args.json;
         let claimed = claimed.clone();
+        let (multi, unproven) = (multi.clone(), unproven.clone());
         tasks.spawn(async move {
             if let Err(e) = await_proof(&conn).await {
-                pb.finish_and_clear();
-                eprintln!("aerotp recv: {e:#}");
+                unproven.report(&e);
                 return None;
             }
+            // A progress bar only for a proven peer: a flood of spoofed ASYNs draws none.
+            let pb = multi.add(progress_bar(None, "recv"));
             if once && claimed.swap(true, Ordering::SeqCst) {
                 pb.finish_and_clear();
                 abort_and_flush(&conn, "the receiver takes one transfer (--once) and has it").await;
