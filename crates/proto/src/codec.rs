@@ -110,8 +110,14 @@ pub fn decode_within(
             });
         }
     }
-    // Something failed: try to correct with each plausible parity, at most two attempts.
-    let mut candidates: [Option<u8>; 2] = [Header::peek_fec(datagram), hint];
+    // Something failed: try to correct with each plausible parity, at most two attempts. The
+    // parity the header names is plausible when the header checks, or when it is the one
+    // this peer uses (`hint`); from a peer we know, a damaged header naming another parity
+    // is junk or a rare strength change (a loss the mode repairs), not worth a decode that
+    // may cost 600 times an ordinary one. Unknown peers: `allow` holds them to a budget.
+    let declared =
+        Header::peek_fec(datagram).filter(|&p| first.is_ok() || hint.is_none() || hint == Some(p));
+    let mut candidates: [Option<u8>; 2] = [declared, hint];
     if candidates[0] == candidates[1] {
         candidates[1] = None;
     }
@@ -206,6 +212,35 @@ mod tests {
         assert!(matches!(r.quality, Quality::Corrected { .. }));
         assert_eq!(r.body, body);
         assert_eq!(r.header.seq, 42);
+    }
+
+    #[test]
+    fn a_known_peer_s_damaged_header_is_decoded_only_with_the_parity_it_uses() {
+        // A datagram claiming parity 254 in a header that does not check, from a peer known
+        // to use 8: only 8 is tried. From an unknown peer both are offered to `allow`.
+        let mut junk = vec![0xA5u8; 1500];
+        junk[0] = 0x10;
+        junk[14] = 254;
+        let mut tried = Vec::new();
+        let _ = decode_within(&junk, Some(8), &mut Vec::new(), |p| {
+            tried.push(p);
+            true
+        });
+        assert_eq!(tried, [8]);
+        tried.clear();
+        let _ = decode_within(&junk, None, &mut Vec::new(), |p| {
+            tried.push(p);
+            false
+        });
+        assert_eq!(tried, [254]);
+        // A header that checks names a parity worth trying even if the peer used another.
+        let body = vec![7u8; 1000];
+        let mut out = Vec::new();
+        encode(header(16), &body, &mut out).unwrap();
+        out[600] ^= 0xFF;
+        let r = decode(&out, Some(8), &mut Vec::new()).unwrap();
+        assert!(matches!(r.quality, Quality::Corrected { .. }));
+        assert_eq!(r.body, body);
     }
 
     #[test]
