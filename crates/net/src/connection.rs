@@ -165,8 +165,13 @@ impl Connection {
 
     /// Waits until the peer has answered (`Ok`) or the connection ended first (`Err`).
     pub async fn connected(&self) -> Result<(), CloseOutcome> {
+        self.wait_until(|s| s.connected).await
+    }
+
+    /// Waits until `flag` holds (`Ok`) or the connection ended first (`Err`).
+    async fn wait_until(&self, flag: impl Fn(&Slot) -> bool) -> Result<(), CloseOutcome> {
         self.wait_status(|s| {
-            if s.connected {
+            if flag(s) {
                 Some(Ok(()))
             } else {
                 s.outcome.clone().map(Err)
@@ -181,14 +186,7 @@ impl Connection {
     /// Commit what outlives the connection — a file, a connection onwards — only after this
     /// (docs/security.md, "Half-open connections").
     pub async fn proven(&self) -> Result<(), CloseOutcome> {
-        self.wait_status(|s| {
-            if s.proven {
-                Some(Ok(()))
-            } else {
-                s.outcome.clone().map(Err)
-            }
-        })
-        .await
+        self.wait_until(|s| s.proven).await
     }
 
     /// Waits for the end of the connection, without closing it.

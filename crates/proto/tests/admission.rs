@@ -44,6 +44,17 @@ fn spoofed(i: u32) -> SocketAddr {
     ))
 }
 
+/// Appends everything `h` has to read on `ep` to `got`.
+fn read_all(ep: &mut Endpoint, h: ConnectionHandle, got: &mut Vec<u8>) {
+    let mut buf = vec![0u8; 65536];
+    while let Ok(n) = ep.read(h, &mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
 fn flags_of(d: &[u8]) -> Flags {
     parse_tpdu(d).map(|t| t.header.flags).unwrap_or_default()
 }
@@ -65,7 +76,6 @@ fn data_is_delivered_at_once_and_the_connection_is_proven_a_round_trip_later() {
     let data = pattern(50_000, 3);
     let mut written = 0;
     let (mut accepted, mut proven_at, mut got) = (None, None, Vec::new());
-    let mut buf = vec![0u8; 65536];
     let mut closed = false;
     while net.now < Duration::from_secs(10) {
         if written < data.len() {
@@ -84,12 +94,7 @@ fn data_is_delivered_at_once_and_the_connection_is_proven_a_round_trip_later() {
             if proven_at.is_none() && net.b.is_proven(h) {
                 proven_at = Some(net.now);
             }
-            while let Ok(n) = net.b.read(h, &mut buf) {
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-            }
+            read_all(&mut net.b, h, &mut got);
             if got.len() == data.len() && net.b.at_eof(h) {
                 break;
             }
@@ -194,7 +199,6 @@ fn a_flood_of_spoofed_asyns_holds_few_slots_briefly_and_a_real_peer_gets_in() {
     let (mut written, mut closed) = (0, false);
     let mut real: Option<(ConnectionHandle, Duration)> = None;
     let mut got = Vec::new();
-    let mut buf = vec![0u8; 65536];
     let mut setup_timeouts = 0;
     while f.now < start + Duration::from_secs(3) {
         if written < data.len() {
@@ -217,12 +221,7 @@ fn a_flood_of_spoofed_asyns_holds_few_slots_briefly_and_a_real_peer_gets_in() {
             }
         }
         if let Some((h, _)) = real {
-            while let Ok(n) = f.b.read(h, &mut buf) {
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-            }
+            read_all(&mut f.b, h, &mut got);
             if f.b.at_eof(h) {
                 break;
             }
@@ -440,7 +439,6 @@ fn a_real_peer_with_fec_on_a_noisy_link_gets_through_a_junk_flood() {
     let mut junk = vec![0x5Au8; 1500];
     junk[0] = 0x10;
     junk[14] = 254;
-    let mut buf = vec![0u8; 65536];
     let mut n = 0u32;
     while net.now < Duration::from_secs(20) {
         if written < data.len() {
@@ -460,12 +458,7 @@ fn a_real_peer_with_fec_on_a_noisy_link_gets_through_a_junk_flood() {
             }
         }
         if let Some(h) = rx {
-            while let Ok(k) = net.b.read(h, &mut buf) {
-                if k == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..k]);
-            }
+            read_all(&mut net.b, h, &mut got);
             if net.b.at_eof(h) {
                 break;
             }
