@@ -135,9 +135,11 @@ impl<'a> Reader<'a> {
 impl ControlBody {
     /// Parses the control parts announced by `flags` from `body`.
     pub fn parse(flags: Flags, body: &[u8]) -> Result<ControlBody, WireError> {
-        if flags.is_repair() || flags.is_challenge() || flags.is_echo() {
+        if flags.contains(Flags::REPAIR) || flags.is_challenge() || flags.is_echo() {
             // Never read a repair TPDU as a report followed by a reset reason, nor a
-            // CHALLENGE as a reset or an ECHO as a report (docs/spec.md §7, §9).
+            // CHALLENGE as a reset or an ECHO as a report (docs/spec.md §7, §9). No control
+            // TPDU combines a reset with a report, with or without ASYN/AFIN beside them
+            // (found by fuzzing: such a body parsed but could not be written back).
             return Err(WireError::NotControl);
         }
         let mut r = Reader { buf: body };
@@ -419,6 +421,14 @@ mod tests {
             ControlBody::parse(Flags::REPAIR, &out),
             Err(WireError::NotControl)
         );
+        // RST and RPT together never make a control body, whatever else is set.
+        for extra in [0x01, 0x02, 0x03] {
+            assert_eq!(
+                ControlBody::parse(Flags(0xC0 | extra), &out),
+                Err(WireError::NotControl),
+                "{extra:#x}"
+            );
+        }
     }
 
     #[test]
