@@ -499,7 +499,9 @@ function aerotp.dissector(tvb, pinfo, tree)
             root:add_proto_expert_info(ef.body)
         end
     elseif hec_ok and crc_ok then
-        if not dissect_control(tvb, root, flags, b_off, b_len) then
+        -- RST and RPT together (with ASYN/AFIN beside them) is no control body (spec §7).
+        if bit.band(flags, F_REPAIR) == F_REPAIR
+            or not dissect_control(tvb, root, flags, b_off, b_len) then
             root:add_proto_expert_info(ef.body)
         end
     elseif n > 0 then
