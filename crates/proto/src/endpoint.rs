@@ -478,7 +478,6 @@ impl Endpoint {
             let probe = crate::connection::is_probe(&h, &r.body);
             if probe && r.quality != Quality::Corrupted && self.listeners.contains_key(&h.dst_port)
             {
-                self.stats.retries_sent += 1;
                 self.queue_challenge(now, remote, &h, true);
             }
             return;
@@ -501,7 +500,6 @@ impl Endpoint {
         let proven = self.auth.is_some() || self.admission.take_validated(key, h.tag, now);
         if !proven && !self.admission.has_room() {
             // Under load: keep nothing, let the peer prove its address first.
-            self.stats.retries_sent += 1;
             self.queue_challenge(now, remote, &h, true);
             return;
         }
@@ -526,7 +524,6 @@ impl Endpoint {
         self.push_event(Event::Accepted(ch));
         if !proven {
             self.admission.open(ch.0, now);
-            self.stats.challenges_sent += 1;
             self.queue_challenge(now, remote, &h, false);
         }
     }
@@ -619,7 +616,14 @@ impl Endpoint {
         };
         let mut body = Vec::with_capacity(aerotp_wire::CHALLENGE_LEN);
         c.emit(&mut body);
-        self.queue_raw(remote, h, Flags::CHALLENGE, &body);
+        // Counted only when it goes: a full queue sends (and counts) nothing.
+        if self.queue_raw(remote, h, Flags::CHALLENGE, &body) {
+            if retry {
+                self.stats.retries_sent += 1;
+            } else {
+                self.stats.challenges_sent += 1;
+            }
+        }
     }
 
     /// Answers a CHALLENGE `h` with an ECHO of its cookie.
@@ -631,8 +635,9 @@ impl Endpoint {
     ) {
         let mut body = Vec::with_capacity(aerotp_wire::ECHO_LEN);
         aerotp_wire::Echo { cookie }.emit(&mut body);
-        self.stats.echoes_sent += 1;
-        self.queue_raw(remote, h, Flags::ECHO, &body);
+        if self.queue_raw(remote, h, Flags::ECHO, &body) {
+            self.stats.echoes_sent += 1;
+        }
     }
 
     /// Opens `r` when authentication is on; counts and refuses what does not verify, and any
@@ -679,15 +684,15 @@ impl Endpoint {
     fn queue_control(&mut self, remote: SocketAddr, h: &Header, extra: Flags, body: ControlBody) {
         let mut bytes = Vec::new();
         if body.emit(&mut bytes).is_ok() {
-            self.queue_raw(remote, h, body.flags() | extra, &bytes);
+            let _ = self.queue_raw(remote, h, body.flags() | extra, &bytes);
         }
     }
 
     /// Queues a TPDU answering `h` (ports swapped, same mode and tag), without FEC. Bounded:
-    /// beyond `CONTROL_QUEUE_LIMIT` queued answers, further ones are not sent.
-    fn queue_raw(&mut self, remote: SocketAddr, h: &Header, flags: Flags, bytes: &[u8]) {
+    /// beyond `CONTROL_QUEUE_LIMIT` queued answers, further ones are not sent. True if queued.
+    fn queue_raw(&mut self, remote: SocketAddr, h: &Header, flags: Flags, bytes: &[u8]) -> bool {
         if self.out_queue.len() >= CONTROL_QUEUE_LIMIT {
-            return;
+            return false;
         }
         let header = Header {
             mode: h.mode,
@@ -708,6 +713,7 @@ impl Endpoint {
         if ok {
             self.out_queue.push_back((remote, out));
         }
+        ok
     }
 
     /// Writes the next datagram to send into `out` (cleared first) and says where it goes.
@@ -777,7 +783,6 @@ impl Endpoint {
         for c in self.admission.rechallenges_due(now) {
             if let Some(conn) = self.conns.get(&ConnectionHandle(c)) {
                 let (remote, h) = (conn.remote, crate::admission::from_peer(conn));
-                self.stats.challenges_sent += 1;
                 self.queue_challenge(now, remote, &h, false);
             }
         }
