@@ -134,6 +134,13 @@ impl Connection {
         self.shared().wake.notify_one();
     }
 
+    /// Changes the connection's traffic class (its share of the endpoint's link follows
+    /// within `aerotp_proto::SHARE_PERIOD`).
+    pub fn set_class(&self, class: aerotp_proto::TrafficClass) {
+        let _ = self.shared().lock().engine.set_class(self.inner.h, class);
+        self.shared().wake.notify_one();
+    }
+
     /// Waits until a status condition holds (checked under the lock after every change).
     async fn wait_status<T>(&self, mut f: impl FnMut(&Slot) -> Option<T>) -> T {
         loop {

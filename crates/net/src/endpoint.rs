@@ -47,6 +47,11 @@ impl Endpoint {
         config: EndpointConfig,
         seed: u64,
     ) -> Result<Endpoint, Error> {
+        if let Some(share) = &config.link_share {
+            share
+                .validate()
+                .map_err(|e| Error::Engine(proto::EndpointError::Config(e)))?;
+        }
         let socket = udp_socket(addr).map_err(|source| Error::Bind { addr, source })?;
         let local_addr = socket
             .local_addr()
@@ -175,6 +180,12 @@ impl Endpoint {
             }
             notified.await;
         }
+    }
+
+    /// What datagram-mode traffic of `class` may send now, b/s, under the endpoint's link
+    /// share (`EndpointConfig::link_share`); `None` without one.
+    pub fn datagram_rate(&self, class: proto::TrafficClass) -> Option<u64> {
+        self.shared().lock().engine.datagram_rate(class)
     }
 
     /// Connections the engine holds (open, closing, or closed and not yet released).

@@ -392,6 +392,16 @@ pub fn render(s: &Snapshot) -> String {
             e.datagrams_dropped,
         ),
         (
+            "datagram_messages_sent",
+            "Datagram-mode messages queued to send.",
+            e.datagrams_sent,
+        ),
+        (
+            "datagram_sent_bytes",
+            "Bytes of datagram-mode messages as sent (header, CRC, parity, authentication).",
+            e.datagram_bytes_sent,
+        ),
+        (
             "connections_opened",
             "Connections opened (connect or accept).",
             s.opened,

@@ -120,6 +120,10 @@ pub struct ConnectionConfig {
     pub erasure: Option<ErasureSetting>,
     /// Record a per-TPDU trace (first send, delivery) for delay measurements; bounded.
     pub trace: bool,
+    /// What the connection carries, for sharing the endpoint's link among its connections
+    /// (`EndpointConfig::link_share`; without one the class changes nothing). Local: not
+    /// sent to the peer. Default bulk.
+    pub class: crate::TrafficClass,
 }
 
 impl Default for ConnectionConfig {
@@ -152,6 +156,7 @@ impl Default for ConnectionConfig {
             asyn_copies: 3,
             erasure: None,
             trace: false,
+            class: crate::TrafficClass::Bulk,
         }
     }
 }
@@ -235,6 +240,11 @@ pub struct EndpointConfig {
     /// peers and answers them with a RETRY (their echo of its cookie admits them). 0: always
     /// RETRY. Default 128.
     pub max_half_open: usize,
+    /// One link shared by all connections by traffic class (`crate::link_share`): the
+    /// endpoint re-paces its connections every 50 ms of the caller's time and counts
+    /// datagram-mode traffic against the link. `None` (default): each connection keeps the
+    /// rate its own configuration gives it.
+    pub link_share: Option<crate::LinkShareConfig>,
 }
 
 impl Default for EndpointConfig {
@@ -247,6 +257,7 @@ impl Default for EndpointConfig {
             max_reorder_bytes: crate::reorder_budget::DEFAULT_ENDPOINT_REORDER_BYTES,
             setup_timeout: Duration::from_secs(30),
             max_half_open: 128,
+            link_share: None,
         }
     }
 }

@@ -10,6 +10,8 @@ pub enum ConfigError {
     Auth(#[from] crate::auth::AuthError),
     #[error("rate {0} b/s is too low: give at least 1000 b/s (e.g. 5mbit)")]
     Rate(u64),
+    #[error("link share: {0}")]
+    LinkShare(String),
     #[error("MTU {0} is out of range: give 128 to 65000 bytes")]
     Mtu(usize),
     #[error("MACK aggregation {0} is out of range: give 1 to 365 ACKs per MACK")]

@@ -318,6 +318,19 @@ impl Connection {
         self.closed.is_some()
     }
 
+    /// Bytes wait in the send buffer (unsent or unacknowledged): busy, for the link share.
+    pub(crate) fn has_queued_data(&self) -> bool {
+        self.closed.is_none() && self.tx.writable() < self.cfg.send_buffer
+    }
+
+    pub(crate) fn bytes_sent_wire(&self) -> u64 {
+        self.stats_wire.bytes_sent_wire
+    }
+
+    pub(crate) fn set_class(&mut self, class: crate::TrafficClass) {
+        self.cfg.class = class;
+    }
+
     /// The final cumulative acknowledgement of the receiving half (for the endpoint to repeat
     /// after the connection is released).
     pub fn final_cum(&self) -> Option<u64> {

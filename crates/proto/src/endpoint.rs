@@ -21,7 +21,9 @@ use crate::admission::{Admission, Key};
 use crate::decode_budget::DecodeBudget;
 use crate::tombstones::Tombstones;
 
+mod datagram;
 mod queries;
+mod share;
 
 /// Most peers whose last FEC parity is remembered (used to decode damaged headers).
 const HINT_LIMIT: usize = 4096;
@@ -52,6 +54,8 @@ pub struct Endpoint {
     admission: Admission,
     /// Bounds FEC decoding for peers never heard intact (`crate::decode_budget`).
     decode_budget: DecodeBudget,
+    /// Present when `EndpointConfig::link_share` is: paces the connections by class.
+    share: Option<crate::link_share::LinkShare>,
     pub stats: EndpointStats,
 }
 
@@ -71,6 +75,7 @@ impl Endpoint {
             cfg.setup_timeout.max(Duration::from_secs(1)),
             cfg.max_half_open,
         );
+        let share = cfg.link_share.map(crate::link_share::LinkShare::new);
         Endpoint {
             cfg,
             rng,
@@ -91,6 +96,7 @@ impl Endpoint {
             reorder,
             admission,
             decode_budget: DecodeBudget::new(),
+            share,
             stats: EndpointStats::default(),
         }
     }
@@ -192,16 +198,17 @@ impl Endpoint {
             now,
         );
         conn.set_reorder_budget(self.reorder.clone());
-        Ok(self.insert(conn))
+        Ok(self.insert(now, conn))
     }
 
-    fn insert(&mut self, conn: Connection) -> ConnectionHandle {
+    fn insert(&mut self, now: Duration, conn: Connection) -> ConnectionHandle {
         let h = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
         self.by_key
             .insert((conn.remote, conn.local_port, conn.remote_port), h);
         self.conns.insert(h, conn);
         self.order.push(h);
+        self.share_join(now, h);
         h
     }
 
@@ -281,6 +288,7 @@ impl Endpoint {
     /// so the application can read their statistics and remaining data.
     pub fn release(&mut self, h: ConnectionHandle) {
         self.admission.settle(h.0);
+        self.share_leave(h);
         if let Some(c) = self.conns.remove(&h) {
             let key = (c.remote, c.local_port, c.remote_port);
             self.order.retain(|x| *x != h);
@@ -290,57 +298,6 @@ impl Endpoint {
                 self.tombstones.remember(key, c.tag, c.final_cum());
             }
         }
-    }
-
-    /// Sends one datagram-mode message (no connection state). `parity` is its FEC strength.
-    pub fn send_datagram(
-        &mut self,
-        remote: SocketAddr,
-        src_port: u16,
-        dst_port: u16,
-        data: &[u8],
-        parity: u8,
-        mtu: usize,
-    ) -> Result<(), EndpointError> {
-        if self.out_queue.len() >= self.cfg.max_datagrams {
-            return Err(EndpointError::DatagramQueueFull(self.out_queue.len()));
-        }
-        let room = if self.auth.is_some() {
-            aerotp_wire::AUTH_OVERHEAD
-        } else {
-            0
-        };
-        let too_large = || EndpointError::DatagramTooLarge {
-            len: data.len(),
-            mtu,
-        };
-        if codec::datagram_len(data.len() + room, parity).is_none_or(|l| l > mtu) {
-            return Err(too_large());
-        }
-        let h = Header {
-            mode: Mode::Datagram,
-            flags: Flags::empty(),
-            src_port,
-            dst_port,
-            seq: 0,
-            timestamp: 0,
-            fec: parity,
-            tag: 0,
-            len: 0,
-        };
-        let mut out = Vec::new();
-        codec::encode(h, data, &mut out).map_err(|_| too_large())?;
-        if let Some(a) = &mut self.auth {
-            if !a.seal(&mut out, mtu, remote) {
-                return Err(too_large());
-            }
-        }
-        self.out_queue.push_back((remote, out));
-        Ok(())
-    }
-
-    pub fn take_datagram(&mut self) -> Option<DatagramMsg> {
-        self.datagrams_in.pop_front()
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -518,7 +475,7 @@ impl Endpoint {
         conn.set_reorder_budget(self.reorder.clone());
         conn.set_unproven(!proven);
         conn.handle(now, r);
-        let ch = self.insert(conn);
+        let ch = self.insert(now, conn);
         // Accepted at once, so the first TPDU's data is delivered after one propagation
         // delay; the application may wait for `is_proven` before it commits resources.
         self.push_event(Event::Accepted(ch));
@@ -763,10 +720,12 @@ impl Endpoint {
             .values()
             .filter_map(|c| c.poll_timeout())
             .chain(self.admission.next_deadline())
+            .chain(self.share.as_ref().and_then(|s| s.deadline()))
             .min()
     }
 
     pub fn handle_timeout(&mut self, now: Duration) {
+        self.share_tick(now);
         for c in self.admission.expired(now) {
             // Never proven: closed, and its key freed at once without a tombstone (a real
             // peer's next TPDU opens a new connection, and so it learns that this one was

@@ -111,6 +111,10 @@ pub struct EndpointStats {
     /// CPU budget (`decode_budget`); such a datagram counts as undecodable if nothing else
     /// reads it.
     pub fec_budget_refused: u64,
+    /// Datagram-mode messages queued to send (`Endpoint::send_datagram`), and their bytes as
+    /// sent (header, CRC, parity, authentication).
+    pub datagrams_sent: u64,
+    pub datagram_bytes_sent: u64,
 }
 
 impl EndpointStats {

@@ -16,6 +16,7 @@ mod erasure;
 mod fec_control;
 mod fec_parity;
 mod feedback_budget;
+mod link_share;
 mod pacer;
 mod receiver;
 mod reorder_budget;
@@ -35,6 +36,7 @@ pub use endpoint::{
 pub use erasure::{ErasureChoice, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats};
 pub use fec_control::datagram_parity;
 pub use fec_parity::auto_parity;
+pub use link_share::{LinkShareConfig, SharePolicy, TrafficClass, SHARE_PERIOD};
 pub use receiver::{Delivered, ReceiverStats};
 pub use reorder_budget::{ReorderBudget, DEFAULT_ENDPOINT_REORDER_BYTES};
 pub use sender::SenderStats;

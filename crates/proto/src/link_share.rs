@@ -1,0 +1,405 @@
+//! Sharing one link's rate among an endpoint's connections by traffic class: control before
+//! telemetry before bulk, strict or weighted (docs/gateway.md §Priorities). Every
+//! [`SHARE_PERIOD`] of the caller's time the endpoint samples what each connection sent and
+//! which have bytes queued, and re-paces them; datagram-mode messages, sent outside any
+//! connection, are counted and kept from the connections' share the same way.
+//!
+//! Off unless `EndpointConfig::link_share` is set: each connection then keeps the rate its
+//! own configuration gives it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How often the shares are recomputed.
+pub const SHARE_PERIOD: Duration = Duration::from_millis(50);
+/// The engine's lowest pacing rate (`ConnectionConfig::validate` accepts nothing lower).
+const MIN_RATE: u64 = 1000;
+/// A connection with nothing queued keeps this multiple of what it recently sent reserved, so
+/// that one fed a little faster than before is not squeezed at once.
+const HEADROOM: f64 = 1.25;
+/// However much the idle connections reserve, the busy ones share at least this fraction of
+/// the link (an idle connection's reservation follows its past, a busy one's need is now).
+const MIN_BUSY_FRACTION: f64 = 0.1;
+/// Per period, a usage estimate moves this far toward a lower sample; a higher sample is
+/// taken at once. Rising at once keeps a bursty connection's reservation; decaying over a few
+/// periods (time constant about SHARE_PERIOD / 0.2 = 250 ms) frees what a quietened one no
+/// longer uses.
+const USAGE_DECAY_STEP: f64 = 0.2;
+
+/// What a connection carries, for sharing the link: lower classes yield to higher ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum TrafficClass {
+    Control = 0,
+    Telemetry = 1,
+    #[default]
+    Bulk = 2,
+}
+
+impl TrafficClass {
+    pub const ALL: [TrafficClass; 3] = [
+        TrafficClass::Control,
+        TrafficClass::Telemetry,
+        TrafficClass::Bulk,
+    ];
+
+    /// The class numbered `v` (its `as u8` value), if any.
+    pub fn from_u8(v: u8) -> Option<TrafficClass> {
+        TrafficClass::ALL.get(usize::from(v)).copied()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TrafficClass::Control => "control",
+            TrafficClass::Telemetry => "telemetry",
+            TrafficClass::Bulk => "bulk",
+        }
+    }
+}
+
+impl std::str::FromStr for TrafficClass {
+    type Err = String;
+    fn from_str(s: &str) -> Result<TrafficClass, String> {
+        TrafficClass::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("unknown class '{s}': give control, telemetry or bulk"))
+    }
+}
+
+/// How busy connections share the link.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SharePolicy {
+    /// A class gets the link only when no higher class has bytes queued (lower classes keep
+    /// `floor` of it to stay alive).
+    Strict { floor: f64 },
+    /// Busy connections share the link in proportion to their class weight (indexed by
+    /// `TrafficClass as usize`).
+    Weighted { weights: [u32; 3] },
+}
+
+impl Default for SharePolicy {
+    fn default() -> Self {
+        SharePolicy::Weighted { weights: [8, 4, 1] }
+    }
+}
+
+/// One link shared by every connection of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkShareConfig {
+    /// The link's rate, bits per second (the same count as `ConnectionConfig::rate_bps`).
+    pub rate_bps: u64,
+    pub policy: SharePolicy,
+}
+
+impl LinkShareConfig {
+    pub fn validate(&self) -> Result<(), crate::ConfigError> {
+        self.check().map_err(crate::ConfigError::LinkShare)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.rate_bps < MIN_RATE {
+            return Err(format!(
+                "link share rate {} b/s: give at least {MIN_RATE} b/s",
+                self.rate_bps
+            ));
+        }
+        match self.policy {
+            SharePolicy::Strict { floor } if !(0.0..0.5).contains(&floor) => Err(format!(
+                "strict floor {floor}: give a fraction in [0, 0.5) of the link"
+            )),
+            SharePolicy::Weighted { weights } if weights.contains(&0) => Err(format!(
+                "weights {weights:?}: give a positive weight for every class"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What the allocator knows of one connection at a recomputation.
+#[derive(Debug, Clone, Copy)]
+struct Demand {
+    class: TrafficClass,
+    /// Bytes are queued in the connection's send buffer.
+    busy: bool,
+    /// Recent sending rate on the wire, b/s (see [`next_usage`]).
+    usage_bps: f64,
+}
+
+/// The usage estimate after a period in which the connection sent at `sample_bps`: up at
+/// once, down by [`USAGE_DECAY_STEP`] of the difference.
+fn next_usage(prev_bps: f64, sample_bps: f64) -> f64 {
+    if sample_bps >= prev_bps {
+        sample_bps
+    } else {
+        prev_bps + (sample_bps - prev_bps) * USAGE_DECAY_STEP
+    }
+}
+
+/// The rate of a connection of `class` out of `total` given the classes of the busy ones
+/// (`busy` includes the connection itself if it is busy; `add_self` counts it in when not).
+fn share(
+    total: u64,
+    policy: SharePolicy,
+    class: TrafficClass,
+    busy: &[TrafficClass],
+    add_self: bool,
+) -> u64 {
+    let extra = add_self.then_some(class);
+    let all = || busy.iter().copied().chain(extra);
+    let r = match policy {
+        SharePolicy::Weighted { weights } => {
+            let w = |c: TrafficClass| u64::from(weights[c as usize].max(1));
+            let sum: u64 = all().map(w).sum();
+            total * w(class) / sum.max(1)
+        }
+        SharePolicy::Strict { floor } => {
+            let top = all().min().unwrap_or(class);
+            let floor_bps = (total as f64 * floor) as u64;
+            if class == top {
+                let n = all().filter(|&c| c == top).count() as u64;
+                let lower = all().filter(|&c| c != top).count() as u64;
+                total.saturating_sub(lower * floor_bps) / n.max(1)
+            } else {
+                floor_bps
+            }
+        }
+    };
+    r.clamp(MIN_RATE, total.max(MIN_RATE))
+}
+
+/// Per class (indexed by `TrafficClass as usize`), the rate one more busy connection of it
+/// would get.
+fn class_shares(total: u64, policy: SharePolicy, busy: &[TrafficClass]) -> [u64; 3] {
+    TrafficClass::ALL.map(|c| share(total, policy, c, busy, true))
+}
+
+/// Every connection's rate. One with nothing queued is paced at the rate it would get if it
+/// became busy (its next bytes are not held back), and what it actually sends (with
+/// [`HEADROOM`], at most that rate) is reserved; the busy ones share what is left by the
+/// policy. Without the reservation, a connection fed steadily below its share (idle at most
+/// samples) would add its traffic on top of the busy ones' full rate: a standing queue at the
+/// link, for every class. `unpaced_bps` is what is sent outside any connection (datagram
+/// mode, sent at once): reserved the same way.
+///
+/// Also returns, per class, the cap for datagram-mode traffic of that class: what one more
+/// busy connection of the class would get out of the link less the idle connections'
+/// reservations.
+fn allocate(
+    total: u64,
+    policy: SharePolicy,
+    demands: &[Demand],
+    unpaced_bps: f64,
+) -> (Vec<u64>, [u64; 3]) {
+    let busy: Vec<TrafficClass> = demands.iter().filter(|d| d.busy).map(|d| d.class).collect();
+    let as_if_busy = |d: &Demand| share(total, policy, d.class, &busy, true);
+    let idle_reserved: f64 = demands
+        .iter()
+        .filter(|d| !d.busy)
+        .map(|d| (d.usage_bps * HEADROOM).min(as_if_busy(d) as f64))
+        .sum();
+    let at_least = |bps: f64| bps.max(total as f64 * MIN_BUSY_FRACTION) as u64;
+    let caps = class_shares(at_least(total as f64 - idle_reserved), policy, &busy);
+    let left = at_least(total as f64 - idle_reserved - unpaced_bps * HEADROOM);
+    let rates = demands
+        .iter()
+        .map(|d| {
+            if d.busy {
+                share(left, policy, d.class, &busy, false)
+            } else {
+                as_if_busy(d)
+            }
+        })
+        .collect();
+    (rates, caps)
+}
+
+/// One connection as the share sees it.
+#[derive(Debug, Clone)]
+struct Entry {
+    class: TrafficClass,
+    busy: bool,
+    /// The connection's wire bytes sent at the last sample.
+    wire_bytes: u64,
+    usage_bps: f64,
+    rate: u64,
+}
+
+/// What the share needs of a connection at a sample: its wire bytes sent so far and whether
+/// bytes are queued in its send buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Observed {
+    pub wire_bytes: u64,
+    pub busy: bool,
+}
+
+/// The link share of one endpoint.
+#[derive(Debug, Clone)]
+pub(crate) struct LinkShare {
+    cfg: LinkShareConfig,
+    /// By connection handle; ordered, so that a recomputation does the same in every run.
+    entries: BTreeMap<u64, Entry>,
+    /// Wire bytes of datagram-mode messages sent, all time.
+    unpaced_bytes: u64,
+    /// `unpaced_bytes` at the last sample.
+    unpaced_sampled: u64,
+    unpaced_usage_bps: f64,
+    datagram_caps: [u64; 3],
+    /// The next recomputation; `None` until the first connection or datagram.
+    next_tick: Option<Duration>,
+    /// A datagram was counted while `next_tick` was `None`: start at the next `tick`.
+    start_pending: bool,
+    last_tick: Duration,
+}
+
+impl LinkShare {
+    pub fn new(cfg: LinkShareConfig) -> LinkShare {
+        LinkShare {
+            cfg,
+            entries: BTreeMap::new(),
+            unpaced_bytes: 0,
+            unpaced_sampled: 0,
+            unpaced_usage_bps: 0.0,
+            datagram_caps: [cfg.rate_bps.max(MIN_RATE); 3],
+            next_tick: None,
+            start_pending: false,
+            last_tick: Duration::ZERO,
+        }
+    }
+
+    pub fn config(&self) -> LinkShareConfig {
+        self.cfg
+    }
+
+    fn start_ticking(&mut self, now: Duration) {
+        if self.next_tick.is_none() {
+            self.last_tick = now;
+            self.next_tick = Some(now + SHARE_PERIOD);
+        }
+        self.start_pending = false;
+    }
+
+    /// Adds a connection and returns its first rate: what it gets as if busy, beside the
+    /// connections busy at the last recomputation.
+    pub fn add(&mut self, now: Duration, h: u64, class: TrafficClass, wire_bytes: u64) -> u64 {
+        let busy: Vec<TrafficClass> = self
+            .entries
+            .values()
+            .filter(|e| e.busy)
+            .map(|e| e.class)
+            .collect();
+        let rate = share(self.cfg.rate_bps, self.cfg.policy, class, &busy, true);
+        self.entries.insert(
+            h,
+            Entry {
+                class,
+                busy: false,
+                wire_bytes,
+                usage_bps: 0.0,
+                rate,
+            },
+        );
+        self.start_ticking(now);
+        rate
+    }
+
+    pub fn remove(&mut self, h: u64) {
+        self.entries.remove(&h);
+    }
+
+    pub fn set_class(&mut self, h: u64, class: TrafficClass) {
+        if let Some(e) = self.entries.get_mut(&h) {
+            e.class = class;
+        }
+    }
+
+    /// Counts a datagram-mode message of `wire_len` bytes sent outside any connection. The
+    /// caller passes no time here, so an idle share starts its period at the next `tick`
+    /// (its deadline is due at once meanwhile).
+    pub fn count_datagram(&mut self, wire_len: usize) {
+        self.unpaced_bytes += wire_len as u64;
+        if self.next_tick.is_none() {
+            self.start_pending = true;
+        }
+    }
+
+    /// What datagram-mode traffic of `class` may send now, b/s: the rate one more busy
+    /// connection of its class would get, less the idle connections' reservations.
+    pub fn datagram_rate(&self, class: TrafficClass) -> u64 {
+        self.datagram_caps[class as usize]
+    }
+
+    /// When the shares are next recomputed: every period while there is anything to share
+    /// (a connection, or datagram traffic not yet decayed away).
+    pub fn deadline(&self) -> Option<Duration> {
+        if self.start_pending {
+            return Some(Duration::ZERO);
+        }
+        self.next_tick
+    }
+
+    /// Recomputes if the period is up: samples each connection through `observe` (by
+    /// handle), and returns the connections whose rate changed with their new rate.
+    pub fn tick(
+        &mut self,
+        now: Duration,
+        mut observe: impl FnMut(u64) -> Option<Observed>,
+    ) -> Vec<(u64, u64)> {
+        if std::mem::take(&mut self.start_pending) && self.next_tick.is_none() {
+            self.start_ticking(now);
+            return Vec::new();
+        }
+        match self.next_tick {
+            Some(t) if t <= now => {}
+            _ => return Vec::new(),
+        }
+        let secs = now.saturating_sub(self.last_tick).as_secs_f64();
+        let rate = |now: u64, before: u64| now.saturating_sub(before) as f64 * 8.0 / secs;
+        for (h, e) in self.entries.iter_mut() {
+            if let Some(o) = observe(*h) {
+                if secs > 0.0 {
+                    e.usage_bps = next_usage(e.usage_bps, rate(o.wire_bytes, e.wire_bytes));
+                }
+                e.wire_bytes = o.wire_bytes;
+                e.busy = o.busy;
+            }
+        }
+        if secs > 0.0 {
+            self.unpaced_usage_bps = next_usage(
+                self.unpaced_usage_bps,
+                rate(self.unpaced_bytes, self.unpaced_sampled),
+            );
+        }
+        self.unpaced_sampled = self.unpaced_bytes;
+        self.last_tick = now;
+        let demands: Vec<Demand> = self
+            .entries
+            .values()
+            .map(|e| Demand {
+                class: e.class,
+                busy: e.busy,
+                usage_bps: e.usage_bps,
+            })
+            .collect();
+        let (rates, caps) = allocate(
+            self.cfg.rate_bps,
+            self.cfg.policy,
+            &demands,
+            self.unpaced_usage_bps,
+        );
+        self.datagram_caps = caps;
+        let mut changed = Vec::new();
+        for ((h, e), r) in self.entries.iter_mut().zip(rates) {
+            if r != e.rate {
+                e.rate = r;
+                changed.push((*h, r));
+            }
+        }
+        // Keep ticking while something is left to share; datagram usage below 1 b/s is gone.
+        self.next_tick = (!self.entries.is_empty() || self.unpaced_usage_bps >= 1.0)
+            .then_some(now + SHARE_PERIOD);
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,241 @@
+//! An endpoint sharing one link among its connections by traffic class
+//! (`EndpointConfig::link_share`), in virtual time: what each connection actually puts on the
+//! wire follows the policy, datagram-mode traffic is kept from the connections, and a class
+//! changed on a live connection takes effect.
+
+mod harness;
+
+use aerotp_proto::{
+    ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, LinkShareConfig, Mode,
+    SharePolicy, TrafficClass, SHARE_PERIOD,
+};
+use harness::{addr_b, Impair, Net};
+use std::collections::HashMap;
+use std::time::Duration;
+
+const LINK: u64 = 2_000_000;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A sender endpoint `a` with a link share, a receiver `b` that reads everything, and
+/// connections of the given classes from a to b, each kept saturated by the test.
+struct Bench {
+    net: Net,
+    conns: Vec<ConnectionHandle>,
+    readers: Vec<ConnectionHandle>,
+    data: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl Bench {
+    fn new(policy: SharePolicy, classes: &[TrafficClass]) -> Bench {
+        let imp = Impair {
+            delay: ms(10),
+            ..Impair::default()
+        };
+        let mut net = Net::new(3, imp);
+        net.a = Endpoint::new(
+            EndpointConfig {
+                link_share: Some(LinkShareConfig {
+                    rate_bps: LINK,
+                    policy,
+                }),
+                ..EndpointConfig::default()
+            },
+            3,
+        );
+        let cfg = ConnectionConfig {
+            mode: Mode::Unreliable,
+            // The share overrides this at once: every connection starts at its busy share.
+            rate_bps: 100 * LINK,
+            send_buffer: 256 << 10,
+            ..ConnectionConfig::default()
+        };
+        net.b.listen(7, cfg.clone()).unwrap();
+        let conns = classes
+            .iter()
+            .map(|&class| {
+                let c = ConnectionConfig {
+                    class,
+                    ..cfg.clone()
+                };
+                net.a.connect(Duration::ZERO, addr_b(), 7, c).unwrap()
+            })
+            .collect();
+        Bench {
+            net,
+            conns,
+            readers: Vec::new(),
+            data: vec![0x5a; 64 << 10],
+            buf: vec![0; 64 << 10],
+        }
+    }
+
+    /// Runs until `until`, keeping every connection's send buffer full (the ones listed in
+    /// `quiet` get nothing) and `b` reading all; `datagram_bps` of datagram-mode messages
+    /// are sent from a beside them.
+    fn run(&mut self, until: Duration, quiet: &[usize], datagram_bps: u64) {
+        let mut next_datagram = self.net.now;
+        let mut steps = 0u64;
+        while self.net.now < until {
+            steps += 1;
+            assert!(steps < 5_000_000, "runaway test");
+            for (i, &h) in self.conns.iter().enumerate() {
+                if !quiet.contains(&i) {
+                    let _ = self.net.a.write(h, &self.data);
+                }
+            }
+            while datagram_bps > 0 && next_datagram <= self.net.now {
+                self.net
+                    .a
+                    .send_datagram(addr_b(), 9, 9, &[1u8; 1000], 0, 1500)
+                    .unwrap();
+                let wire = self.net.a.stats.datagram_bytes_sent;
+                assert!(wire > 0);
+                next_datagram += Duration::from_secs_f64(1028.0 * 8.0 / datagram_bps as f64);
+            }
+            while self.net.a.poll_event().is_some() {}
+            while let Some(e) = self.net.b.poll_event() {
+                if let Event::Accepted(h) = e {
+                    self.readers.push(h);
+                }
+            }
+            while self.net.b.take_datagram().is_some() {}
+            for &h in &self.readers {
+                while matches!(self.net.b.read(h, &mut self.buf), Ok(n) if n > 0) {}
+            }
+            assert!(self.net.step(), "nothing left to do at {:?}", self.net.now);
+        }
+    }
+
+    /// Wire bits per second each connection sent between the two snapshots.
+    fn wire(&self) -> HashMap<ConnectionHandle, u64> {
+        self.conns
+            .iter()
+            .map(|&h| (h, self.net.a.stats(h).unwrap().bytes_sent_wire))
+            .collect()
+    }
+}
+
+fn rates(
+    before: &HashMap<ConnectionHandle, u64>,
+    after: &HashMap<ConnectionHandle, u64>,
+    conns: &[ConnectionHandle],
+    secs: f64,
+) -> Vec<f64> {
+    conns
+        .iter()
+        .map(|h| (after[h] - before[h]) as f64 * 8.0 / secs)
+        .collect()
+}
+
+#[test]
+fn weighted_busy_connections_share_the_link_eight_to_one() {
+    let mut b = Bench::new(
+        SharePolicy::Weighted { weights: [8, 4, 1] },
+        &[TrafficClass::Control, TrafficClass::Bulk],
+    );
+    b.run(ms(500), &[], 0);
+    let w0 = b.wire();
+    b.run(ms(2500), &[], 0);
+    let r = rates(&w0, &b.wire(), &b.conns, 2.0);
+    // Pacers count 28 bytes of IP/UDP per datagram that bytes_sent_wire does not: the two
+    // together stay at or below the link rate.
+    let total = r[0] + r[1];
+    assert!(total <= LINK as f64 && total > 0.9 * LINK as f64, "{r:?}");
+    let ratio = r[0] / r[1];
+    assert!(
+        (7.0..9.0).contains(&ratio),
+        "control : bulk = {ratio:.2} ({r:?})"
+    );
+}
+
+#[test]
+fn strict_gives_the_top_busy_class_all_but_the_floor_and_a_quiet_one_yields() {
+    let mut b = Bench::new(
+        SharePolicy::Strict { floor: 0.02 },
+        &[TrafficClass::Telemetry, TrafficClass::Bulk],
+    );
+    b.run(ms(500), &[], 0);
+    let w0 = b.wire();
+    b.run(ms(1500), &[], 0);
+    let r = rates(&w0, &b.wire(), &b.conns, 1.0);
+    assert!(r[0] > 0.9 * LINK as f64, "telemetry {r:?}");
+    assert!(r[1] < 0.03 * LINK as f64, "bulk keeps only the floor {r:?}");
+    // Telemetry gets nothing more: once its buffer (256 KiB, about 1.1 s at its rate) has
+    // drained and its reservation decayed (about a second), bulk has the link.
+    b.run(ms(3500), &[0], 0);
+    let w1 = b.wire();
+    b.run(ms(4500), &[0], 0);
+    let r = rates(&w1, &b.wire(), &b.conns, 1.0);
+    assert!(r[1] > 0.9 * LINK as f64, "bulk alone {r:?}");
+}
+
+#[test]
+fn datagram_traffic_is_kept_from_a_busy_connection() {
+    let mut b = Bench::new(SharePolicy::default(), &[TrafficClass::Bulk]);
+    let dgram_bps = 400_000;
+    b.run(ms(500), &[], dgram_bps);
+    let w0 = b.wire();
+    let d0 = b.net.a.stats.datagram_bytes_sent;
+    b.run(ms(2500), &[], dgram_bps);
+    let r = rates(&w0, &b.wire(), &b.conns, 2.0);
+    let d = (b.net.a.stats.datagram_bytes_sent - d0) as f64 * 8.0 / 2.0;
+    assert!(
+        (0.9..1.1).contains(&(d / dgram_bps as f64)),
+        "datagrams {d}"
+    );
+    // Bulk gets the link less 1.25 x the datagrams' rate (counted with their IP/UDP headers
+    // by the pacer, not by these counters).
+    let expect = LINK as f64 - 1.25 * d;
+    assert!(
+        (0.85 * expect..1.02 * expect).contains(&r[0]),
+        "bulk {} b/s, expected about {expect}",
+        r[0]
+    );
+    assert!(r[0] + d <= LINK as f64, "together within the link");
+}
+
+#[test]
+fn a_class_changed_on_a_live_connection_takes_its_new_share() {
+    let mut b = Bench::new(
+        SharePolicy::Weighted { weights: [8, 4, 1] },
+        &[TrafficClass::Bulk, TrafficClass::Bulk],
+    );
+    b.run(ms(500), &[], 0);
+    let w0 = b.wire();
+    b.run(ms(1500), &[], 0);
+    let r = rates(&w0, &b.wire(), &b.conns, 1.0);
+    assert!((0.8..1.25).contains(&(r[0] / r[1])), "equal {r:?}");
+    let first = b.conns[0];
+    b.net.a.set_class(first, TrafficClass::Control).unwrap();
+    b.run(ms(1500) + 2 * SHARE_PERIOD, &[], 0);
+    let w1 = b.wire();
+    b.run(ms(2500) + 2 * SHARE_PERIOD, &[], 0);
+    let r = rates(&w1, &b.wire(), &b.conns, 1.0);
+    assert!((7.0..9.0).contains(&(r[0] / r[1])), "8:1 after {r:?}");
+    assert_eq!(
+        b.net.a.link_share().map(|s| s.rate_bps),
+        Some(LINK),
+        "the share in force is reported"
+    );
+    assert!(b.net.a.datagram_rate(TrafficClass::Bulk).is_some());
+}
+
+#[test]
+fn without_a_link_share_each_connection_keeps_its_own_rate() {
+    let mut net = Net::new(5, Impair::default());
+    let cfg = ConnectionConfig {
+        rate_bps: 300_000,
+        class: TrafficClass::Control,
+        ..ConnectionConfig::default()
+    };
+    net.b.listen(7, cfg.clone()).unwrap();
+    let h = net.a.connect(Duration::ZERO, addr_b(), 7, cfg).unwrap();
+    net.a.handle_timeout(ms(100));
+    assert_eq!(net.a.stats(h).unwrap().rate_bps, 300_000);
+    assert_eq!(net.a.datagram_rate(TrafficClass::Control), None);
+    assert_eq!(net.a.link_share(), None);
+}
