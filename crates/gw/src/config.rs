@@ -15,15 +15,9 @@ use crate::frame::Class;
 mod checks;
 pub use checks::check_host_port;
 
-/// How a gateway shares its link rate among busy flows (docs/gateway.md §Priorities).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Policy {
-    /// A class gets the link only when no higher class has bytes waiting (lower classes keep
-    /// `floor` of it to stay alive).
-    Strict { floor: f64 },
-    /// Busy flows share the link in proportion to their class weight.
-    Weighted { weights: [u32; 3] },
-}
+/// How a gateway shares its link rate among busy flows (docs/gateway.md §Priorities): the
+/// engine's link share does it.
+pub use aerotp_proto::SharePolicy as Policy;
 
 /// One mapping of a local TCP or UDP port to the remote side.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -14,7 +14,7 @@ pub use crate::consts::*;
 
 use crate::config::Settings;
 use crate::flow::{Budget, Flow, SessionEnd};
-use crate::sched::Scheduler;
+use crate::frame::Class;
 
 /// Why a UDP datagram was dropped by a gateway (the `reason` label of
 /// `aerotp_gw_udp_dropped_total`, docs/stats.md).
@@ -186,7 +186,6 @@ impl Registry {
 pub struct Ctx {
     pub settings: Settings,
     pub ep: Endpoint,
-    pub sched: Arc<Scheduler>,
     pub budget: Arc<Budget>,
     pub reg: Arc<Registry>,
 }
@@ -197,6 +196,12 @@ pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow:
     let mut cfg = aerotp_net::EndpointConfig {
         setup_timeout: settings.setup_timeout,
         max_half_open: settings.max_half_open,
+        // The engine shares the air link among the flows' connections by class and counts
+        // datagram-mode routes against it (docs/gateway.md §Priorities).
+        link_share: Some(aerotp_proto::LinkShareConfig {
+            rate_bps: settings.rate,
+            policy: settings.policy,
+        }),
         ..Default::default()
     };
     let flag = "key_file (--key-file or the `key_file` key)";
@@ -212,15 +217,12 @@ pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow:
 }
 
 impl Ctx {
-    /// The context of a gateway of `role` on endpoint `ep`; starts its scheduler.
+    /// The context of a gateway of `role` on endpoint `ep`.
     pub fn new(settings: Settings, ep: Endpoint, role: Role) -> Arc<Ctx> {
-        let sched = Scheduler::new(settings.rate, settings.policy);
-        sched.spawn();
         let budget = Budget::new(settings.store_capacity);
         Arc::new(Ctx {
             settings,
             ep,
-            sched,
             budget,
             reg: Arc::new(Registry::new(role)),
         })
@@ -238,21 +240,36 @@ impl Ctx {
         }
     }
 
+    /// What a datagram-mode message of `payload` bytes weighs against its route's cap,
+    /// counted as the connections' pacers count their datagrams: AeroTP header and CRC plus
+    /// the IP/UDP headers (FEC parity, a few percent, is not counted).
+    pub fn datagram_link_len(&self, payload: usize) -> usize {
+        payload + aerotp_wire::OVERHEAD + ConnectionConfig::default().per_packet_overhead
+    }
+
+    /// What a datagram-mode route of `class` may send now, b/s: the rate one more busy flow
+    /// of its class would get from the endpoint's link share.
+    pub fn datagram_rate(&self, class: Class) -> u64 {
+        self.ep.datagram_rate(class).unwrap_or(self.settings.rate)
+    }
+
     pub fn role(&self) -> Role {
         self.reg.role
     }
 
-    /// The configuration of a flow connection in `mode` with `fec` and `erasure` (checked
-    /// against the mode when the settings were read), paced at `rate` to start.
+    /// The configuration of a flow connection of `class` in `mode` with `fec` and `erasure`
+    /// (checked against the mode when the settings were read). The endpoint's link share
+    /// paces it by its class from its first TPDU on.
     pub fn conn_config(
         &self,
         mode: Mode,
         fec: FecSetting,
         erasure: ErasureChoice,
-        rate: u64,
+        class: Class,
     ) -> ConnectionConfig {
         let mut c = ConnectionConfig::with_mode(mode);
-        c.rate_bps = rate;
+        c.rate_bps = self.settings.rate;
+        c.class = class;
         c.mtu = self.settings.mtu;
         c.fec = fec;
         // `resolve` fails only on values the settings already refused; keep the default then.

@@ -16,7 +16,7 @@ use crate::ctx::{
     fid, Ctx, Role, COMPLETED_KEPT, CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT, REVERSE_WINDOW, TCP_PORT,
     UDP_STREAM_PORT,
 };
-use crate::flow::{run_session, Flow, FlowInit, SessionEnd, SessionLoad};
+use crate::flow::{run_session, Flow, FlowInit, SessionEnd};
 use crate::frame::{Class, Frame, Hello};
 use crate::progress::{self, Completed, EgressMeta, Found, ProgressLog};
 use crate::store::Custody;
@@ -49,7 +49,8 @@ impl Egress {
         // The ingress picks mode and FEC for its direction per flow; what the egress sends
         // back (answers, downloads) uses the egress's own `fec`.
         let s = &ctx.settings;
-        let cfg = ctx.conn_config(Mode::NearReliable, s.fec, s.erasure, s.rate);
+        // Accepted connections start as bulk; each flow's hello names its class.
+        let cfg = ctx.conn_config(Mode::NearReliable, s.fec, s.erasure, Class::Bulk);
         ctx.ep.listen(TCP_PORT, cfg.clone())?;
         ctx.ep.listen(UDP_STREAM_PORT, cfg)?;
         tracing::info!(local = %ctx.ep.local_addr(), "egress up");
@@ -402,14 +403,9 @@ impl Egress {
         if conn.write_all(&b).await.is_err() {
             return;
         }
-        let load = Arc::new(SessionLoad::default());
-        let reg =
-            self.ctx
-                .sched
-                .register(conn.clone(), flow.class, load.clone(), Some(flow.clone()));
+        conn.set_class(flow.class);
         let my_resumes = flow.lock().resumes;
-        let end = run_session(flow.clone(), conn, reader, hello.in_delivered, load).await;
-        drop(reg);
+        let end = run_session(flow.clone(), conn, reader, hello.in_delivered).await;
         drop(session);
         match &end {
             SessionEnd::Complete => {

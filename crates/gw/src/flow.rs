@@ -71,8 +71,6 @@ pub struct FlowState {
     pub resumes: u64,
     /// The connection of the current session (aborted on take-over), if any.
     pub conn: Option<Connection>,
-    /// Current rate of the session, b/s, as the scheduler set it (for statistics).
-    pub rate: u64,
     /// Egress: restored from the store after a restart, no destination connection yet: the
     /// record, and whether the host rebooted since the flow was created.
     pub restored: Option<(Progress, bool)>,
@@ -182,7 +180,6 @@ impl Flow {
                 bytes_sent: 0,
                 resumes: 0,
                 conn: None,
-                rate: 0,
                 restored: None,
                 reader_task: None,
             }),
@@ -552,12 +549,6 @@ pub fn rst(w: OwnedWriteHalf) {
     w.forget();
 }
 
-/// Bytes queued for sending on a session (for the scheduler): updated by the writer.
-#[derive(Debug, Default)]
-pub struct SessionLoad {
-    pub backlog: AtomicU64,
-}
-
 /// Runs one session of `flow` on `conn` (handshake done): sends our bytes from `send_from`,
 /// delivers the peer's, exchanges confirmations, FINs and resets. Returns when the flow is
 /// complete, reset, or the connection broke.
@@ -566,11 +557,10 @@ pub async fn run_session(
     conn: Connection,
     reader: BufReader<Connection>,
     send_from: u64,
-    load: Arc<SessionLoad>,
 ) -> SessionEnd {
     flow.lock().conn = Some(conn.clone());
     let end = {
-        let w = writer(&flow, conn.clone(), send_from, &load);
+        let w = writer(&flow, conn.clone(), send_from);
         let r = frame_reader(&flow, reader);
         tokio::pin!(w);
         tokio::pin!(r);
@@ -630,12 +620,7 @@ fn next_action(
 
 /// The sending half of a session. `None`: flow complete on our side and the connection closed
 /// (the peer's close ends the session).
-async fn writer(
-    flow: &Arc<Flow>,
-    mut conn: Connection,
-    send_from: u64,
-    load: &SessionLoad,
-) -> Option<SessionEnd> {
+async fn writer(flow: &Arc<Flow>, mut conn: Connection, send_from: u64) -> Option<SessionEnd> {
     let mut rx = flow.changed.subscribe();
     let mut next = send_from;
     let mut fin_sent = false;
@@ -645,8 +630,6 @@ async fn writer(
         rx.borrow_and_update();
         let action = {
             let st = flow.lock();
-            load.backlog
-                .store(st.end.saturating_sub(next), Ordering::Relaxed);
             match next_action(&st, next, confirmed, fin_sent) {
                 Ok(a) => a,
                 Err(end) => return Some(end),
@@ -687,7 +670,6 @@ async fn writer(
             }
             Action::Close => {
                 conn.close();
-                load.backlog.store(0, Ordering::Relaxed);
                 return None;
             }
             Action::Wait => {

@@ -15,43 +15,9 @@ const MAX_TEXT: usize = 1024;
 const F_RESUME: u8 = 1;
 const F_CUSTODY: u8 = 2;
 
-/// Priority class of a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Class {
-    Control = 0,
-    Telemetry = 1,
-    Bulk = 2,
-}
-
-impl Class {
-    pub fn from_u8(v: u8) -> Option<Class> {
-        [Class::Control, Class::Telemetry, Class::Bulk]
-            .get(usize::from(v))
-            .copied()
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Class::Control => "control",
-            Class::Telemetry => "telemetry",
-            Class::Bulk => "bulk",
-        }
-    }
-}
-
-impl std::str::FromStr for Class {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Class, String> {
-        match s {
-            "control" => Ok(Class::Control),
-            "telemetry" => Ok(Class::Telemetry),
-            "bulk" => Ok(Class::Bulk),
-            _ => Err(format!(
-                "unknown class '{s}': give control, telemetry or bulk"
-            )),
-        }
-    }
-}
+/// Priority class of a flow: the engine's traffic class (its `as u8` value goes on the
+/// flow protocol's wire).
+pub use aerotp_proto::TrafficClass as Class;
 
 /// First bytes of the ingress → egress stream.
 #[derive(Debug, Clone, PartialEq)]

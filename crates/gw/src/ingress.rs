@@ -13,7 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{FlowKind, Route, Settings};
 use crate::ctx::{fid, new_flow_id, Ctx, DropReason, Role, HANDSHAKE_TIMEOUT, TCP_PORT};
-use crate::flow::{run_session, Flow, FlowInit, SessionEnd, SessionLoad};
+use crate::flow::{run_session, Flow, FlowInit, SessionEnd};
 use crate::frame::{Class, Frame, Hello};
 use crate::store::{self, Custody, DiskLog, FlowMeta};
 use crate::transparent::{origdst, DestPolicy, Transparent};
@@ -360,8 +360,7 @@ impl Ingress {
     /// One connection for `c`: the handshake, then the session if the egress accepts.
     async fn attempt(&self, c: &Carried, resume: bool) -> Attempt {
         let flow = &c.flow;
-        let rate = self.ctx.sched.initial_rate(flow.class);
-        let cfg = self.ctx.conn_config(c.mode, c.fec, c.erasure, rate);
+        let cfg = self.ctx.conn_config(c.mode, c.fec, c.erasure, flow.class);
         let mut conn = match self.ctx.ep.connect(self.peer, TCP_PORT, cfg) {
             Ok(conn) => conn,
             Err(e) => return Attempt::Broken(format!("connect: {e}")),
@@ -425,13 +424,7 @@ impl Ingress {
             flow.lock().resumes += 1;
             tracing::info!(flow = %fid(flow.id), from = delivered, "flow resumed");
         }
-        let load = Arc::new(SessionLoad::default());
-        let reg =
-            self.ctx
-                .sched
-                .register(conn.clone(), flow.class, load.clone(), Some(flow.clone()));
-        let end = run_session(flow.clone(), conn, reader, delivered, load).await;
-        drop(reg);
+        let end = run_session(flow.clone(), conn, reader, delivered).await;
         match end {
             SessionEnd::Broken(r) => Attempt::Broken(r),
             e => Attempt::Done(e),

@@ -8,7 +8,7 @@
 //!
 //! Modules, each importing only those listed before it (no cycle): `consts`, `appsock`, `frame`,
 //! `transparent` (interception: rules, allow/deny, original destination), `config`, `store`, `progress`, `policer`, `dgram` (leaves and codecs); `flow` (one TCP
-//! flow); `sched` (rate shares); `ctx` (what both roles share); `udp`, `udpstream` (UDP
+//! flow); `ctx` (what both roles share; the engine's link share paces the flows by class); `udp`, `udpstream` (UDP
 //! flows); `ingress`, `egress` (the roles); `metrics`. `scripts/check-module-cycles.sh`
 //! checks it.
 
@@ -24,7 +24,6 @@ pub mod ingress;
 pub mod metrics;
 pub mod policer;
 pub mod progress;
-pub mod sched;
 pub mod store;
 pub mod transparent;
 pub mod udp;
@@ -38,7 +37,7 @@ pub use ingress::Ingress;
 use std::sync::Arc;
 
 /// A running gateway of either role: its role's object and, through `Deref`, the shared
-/// context (settings, endpoint, scheduler, registry).
+/// context (settings, endpoint, registry).
 #[derive(Debug)]
 pub enum Gateway {
     Ingress(Arc<Ingress>),

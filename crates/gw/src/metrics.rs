@@ -34,7 +34,7 @@ pub fn render(ctx: &Ctx) -> String {
         ("udp_out_total", Kind::Counter, "UDP datagrams written to local UDP sockets (ingress: replies to clients; egress: to destinations)", c(&r.udp_out)),
         ("udp_policed_total", Kind::Counter, "datagram-mode datagrams dropped at the ingress over their class's share of the link", c(&r.udp_policed)),
         ("udp_lost_total", Kind::Counter, "UDP datagrams the air link lost on their way to this gateway (sequence gaps)", c(&r.udp_lost)),
-        ("link_rate_bits_per_second", Kind::Gauge, "configured air link rate, bits per second", ctx.sched.total()),
+        ("link_rate_bits_per_second", Kind::Gauge, "configured air link rate, bits per second", ctx.settings.rate),
     ];
     for (name, kind, help, v) in gateway {
         let full = format!("aerotp_gw_{name}");
@@ -104,14 +104,7 @@ const FLOW_FAMILIES: [(&str, Kind, &str); 8] = [
 fn flow_value(f: &Flow, name: &str) -> Value {
     let (st, conn) = {
         let st = f.lock();
-        let v = [
-            st.end,
-            st.base,
-            st.in_delivered,
-            st.bytes_sent,
-            st.rate,
-            st.resumes,
-        ];
+        let v = [st.end, st.base, st.in_delivered, st.bytes_sent, st.resumes];
         (v, st.conn.clone())
     };
     let cs = conn.map(|c| c.stats());
@@ -120,8 +113,9 @@ fn flow_value(f: &Flow, name: &str) -> Value {
         "flow_confirmed_bytes_total" => st[1].into(),
         "flow_delivered_bytes_total" => st[2].into(),
         "flow_sent_bytes_total" => st[3].into(),
-        "flow_rate_bits_per_second" => st[4].into(),
-        "flow_resumes_total" => st[5].into(),
+        // The pacing rate the endpoint's link share gives the current connection.
+        "flow_rate_bits_per_second" => cs.as_ref().map_or(0, |c| c.rate_bps).into(),
+        "flow_resumes_total" => st[4].into(),
         "flow_srtt_seconds" => cs.as_ref().map_or(0.0, |c| c.srtt.as_secs_f64()).into(),
         _ => cs
             .as_ref()

@@ -87,7 +87,6 @@ fn send_message(
         ctx.ep
             .send_datagram(to, ports.0, ports.1, f, parity, ctx.settings.mtu)
             .map_err(|e| e.to_string())?;
-        ctx.sched.count_unpaced(f.len());
     }
     Ok(())
 }
@@ -259,9 +258,9 @@ impl IngressDatagrams {
             .unwrap_or_else(|e| e.into_inner())
             .next_message(key);
         let frags = dgram::fragment(msg, dest, payload, chunk);
-        let sched = &self.ctx.sched;
-        let wire: usize = frags.iter().map(|f| sched.datagram_link_len(f.len())).sum();
-        if !policer.admit(wire, sched.datagram_rate(route.class), Instant::now()) {
+        let ctx = &self.ctx;
+        let wire: usize = frags.iter().map(|f| ctx.datagram_link_len(f.len())).sum();
+        if !policer.admit(wire, ctx.datagram_rate(route.class), Instant::now()) {
             // Counted, not logged: policing is the configured share at work (docs/gateway.md).
             self.ctx.reg.udp_policed.fetch_add(1, Ordering::Relaxed);
             return;

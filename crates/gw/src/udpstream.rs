@@ -29,10 +29,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::UdpSocket;
 
 use crate::config::Route;
-use crate::ctx::{fid, new_flow_id, Ctx, DropReason, MAX_UDP, SEND_BUFFER, UDP_STREAM_PORT};
-use crate::flow::SessionLoad;
+use crate::ctx::{fid, new_flow_id, Ctx, DropReason, MAX_UDP, UDP_STREAM_PORT};
 use crate::frame::Class;
-use crate::sched::Registration;
 /// Most stream-mode UDP flows (connections) per gateway; the least recently used is closed.
 pub const MAX_FLOWS: usize = 256;
 const MAGIC: u8 = 0xA7;
@@ -155,17 +153,13 @@ enum Sent {
 struct Sender {
     conn: Connection,
     seq: AtomicU32,
-    send_buffer: usize,
-    load: Arc<SessionLoad>,
 }
 
 impl Sender {
-    fn new(conn: Connection, send_buffer: usize) -> Sender {
+    fn new(conn: Connection) -> Sender {
         Sender {
             conn,
             seq: AtomicU32::new(0),
-            send_buffer,
-            load: Arc::default(),
         }
     }
 
@@ -187,18 +181,12 @@ impl Sender {
         let ok = tokio::time::timeout(Duration::from_secs(1), c.write_all(&b))
             .await
             .is_ok_and(|r| r.is_ok());
-        self.update_load();
         if ok {
             stats.sent.fetch_add(1, Ordering::Relaxed);
             Sent::Carried
         } else {
             Sent::Failed
         }
-    }
-
-    fn update_load(&self) {
-        let queued = self.send_buffer.saturating_sub(self.conn.writable());
-        self.load.backlog.store(queued as u64, Ordering::Relaxed);
     }
 }
 
@@ -264,7 +252,6 @@ async fn receive(
                 Err(e) => return format!("AeroTP connection: {e}"),
             },
             _ = tick.tick() => {
-                s.update_load();
                 let sent = stats.sent.load(Ordering::Relaxed);
                 if sent != last_sent {
                     last_sent = sent;
@@ -312,7 +299,6 @@ struct IngressFlow {
     last_hello: Mutex<Option<Instant>>,
     dead: AtomicBool,
     stats: StreamStats,
-    _reg: Registration,
 }
 
 impl IngressFlow {
@@ -424,13 +410,9 @@ impl IngressRoute {
 
     fn open_flow(self: &Arc<Self>, client: SocketAddr) -> Result<Arc<IngressFlow>> {
         let (ctx, route) = (&self.ctx, &self.route);
-        let rate = ctx.sched.initial_rate(route.class);
-        let cfg = ctx.conn_config(route.mode, route.fec, route.erasure, rate);
+        let cfg = ctx.conn_config(route.mode, route.fec, route.erasure, route.class);
         let conn = ctx.ep.connect(self.peer, UDP_STREAM_PORT, cfg)?;
-        let sender = Sender::new(conn, SEND_BUFFER);
-        let reg = ctx
-            .sched
-            .register(sender.conn.clone(), route.class, sender.load.clone(), None);
+        let sender = Sender::new(conn);
         let id = new_flow_id();
         let mut hello = vec![route.class as u8];
         hello.extend_from_slice(&id.to_be_bytes());
@@ -442,7 +424,6 @@ impl IngressRoute {
             last_hello: Mutex::new(None),
             dead: AtomicBool::new(false),
             stats: StreamStats::default(),
-            _reg: reg,
         });
         tracing::info!(%client, flow = %fid(id), dest = %route.dest, mode = %route.mode, "new UDP flow");
         let mut sink = IngressSink {
@@ -488,12 +469,8 @@ enum Stage {
     /// No hello yet: datagrams before it are counted here, and become drops only if a hello
     /// proves the connection a real flow.
     AwaitHello { early: u64 },
-    /// A real flow: its id, the socket towards the destination, the scheduler's entry.
-    Flow {
-        id: u64,
-        dest: Arc<UdpSocket>,
-        _reg: Registration,
-    },
+    /// A real flow: its id and the socket towards the destination.
+    Flow { id: u64, dest: Arc<UdpSocket> },
     /// A hello for a flow live on another connection: a phantom, ignored.
     Phantom,
 }
@@ -510,7 +487,7 @@ struct EgressSink {
 /// Egress side of one stream-mode UDP flow (an accepted quasi-reliable/unreliable connection).
 pub async fn egress_flow(ctx: Arc<Ctx>, conn: Connection) {
     let remote = conn.remote_address();
-    let sender = Arc::new(Sender::new(conn.clone(), SEND_BUFFER));
+    let sender = Arc::new(Sender::new(conn.clone()));
     let stats = Arc::new(StreamStats::default());
     let mut sink = EgressSink {
         ctx: ctx.clone(),
@@ -612,12 +589,8 @@ impl EgressSink {
         match connect_dest(&self.ctx, &dest).await {
             Ok(s) => {
                 tracing::info!(ingress = %self.remote, flow = %fid(id), %dest, "new UDP flow");
-                let reg = self.ctx.sched.register(
-                    self.sender.conn.clone(),
-                    class,
-                    self.sender.load.clone(),
-                    None,
-                );
+                // The connection was accepted as bulk: the hello names its class.
+                self.sender.conn.set_class(class);
                 let r = Replies {
                     ctx: self.ctx.clone(),
                     sock: s.clone(),
@@ -625,11 +598,7 @@ impl EgressSink {
                     stats: self.stats.clone(),
                 };
                 tokio::spawn(r.run());
-                Some(Stage::Flow {
-                    id,
-                    dest: s,
-                    _reg: reg,
-                })
+                Some(Stage::Flow { id, dest: s })
             }
             Err(e) => {
                 tracing::warn!(ingress = %self.remote, %dest, error = %e, "UDP flow refused");

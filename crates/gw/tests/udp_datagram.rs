@@ -78,7 +78,7 @@ async fn datagram_routes_are_held_to_their_share() {
     settle(1150).await;
     let delivered = got.lock().unwrap().len() as u64 - 150;
     // Payload: the destination-length byte, the datagram.
-    let wire = ingress.sched.datagram_link_len(LEN + 1) as f64;
+    let wire = ingress.datagram_link_len(LEN + 1) as f64;
     // The bucket was full after phase 1 (at most 100 ms of the rate, at least 64 KiB); the
     // last datagrams reach the policer a little after the sender's clock stopped (50 ms of
     // slack). At least the rate itself must pass, less 10 %.
