@@ -318,9 +318,14 @@ impl Connection {
         self.closed.is_some()
     }
 
-    /// Bytes wait in the send buffer (unsent or unacknowledged): busy, for the link share.
-    pub(crate) fn has_queued_data(&self) -> bool {
-        self.closed.is_none() && self.tx.writable() < self.cfg.send_buffer
+    /// Busy, for the link share: more bytes wait unsent than the current rate sends in
+    /// `period`. A backlog that outlasts a recomputation is one that more rate would help; a
+    /// connection fed in small bursts below its rate has a few bytes queued at most moments,
+    /// and counting it busy whenever it is sampled just after a write would hand it the
+    /// rate of a saturating one (what it sends is reserved for it anyway, from its usage).
+    pub(crate) fn backlog_outlasts(&self, period: std::time::Duration) -> bool {
+        let period_bits = self.pacer.rate() as f64 * period.as_secs_f64();
+        self.closed.is_none() && self.tx.unsent() as f64 * 8.0 > period_bits
     }
 
     pub(crate) fn bytes_sent_wire(&self) -> u64 {

@@ -119,7 +119,7 @@ impl LinkShareConfig {
 #[derive(Debug, Clone, Copy)]
 struct Demand {
     class: TrafficClass,
-    /// Bytes are queued in the connection's send buffer.
+    /// More bytes wait unsent than the connection's rate sends in a period.
     busy: bool,
     /// Recent sending rate on the wire, b/s (see [`next_usage`]).
     usage_bps: f64,
@@ -225,7 +225,7 @@ struct Entry {
 }
 
 /// What the share needs of a connection at a sample: its wire bytes sent so far and whether
-/// bytes are queued in its send buffer.
+/// its unsent backlog outlasts a period at its current rate (busy).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Observed {
     pub wire_bytes: u64,

@@ -177,6 +177,11 @@ impl Sender {
         n
     }
 
+    /// Application bytes written and not yet cut into TPDUs.
+    pub fn unsent(&self) -> usize {
+        self.queued
+    }
+
     pub fn writable(&self) -> usize {
         if self.fin_requested {
             0

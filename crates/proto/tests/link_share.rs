@@ -77,13 +77,32 @@ impl Bench {
     /// `quiet` get nothing) and `b` reading all; `datagram_bps` of datagram-mode messages
     /// are sent from a beside them.
     fn run(&mut self, until: Duration, quiet: &[usize], datagram_bps: u64) {
+        self.run_fed(until, quiet, datagram_bps, None);
+    }
+
+    /// As `run`, with connection `fed.0` given 8000-byte writes at `fed.1` b/s instead of a
+    /// full buffer.
+    fn run_fed(
+        &mut self,
+        until: Duration,
+        quiet: &[usize],
+        datagram_bps: u64,
+        fed: Option<(usize, u64)>,
+    ) {
         let mut next_datagram = self.net.now;
+        let mut next_record = self.net.now;
         let mut steps = 0u64;
         while self.net.now < until {
             steps += 1;
             assert!(steps < 5_000_000, "runaway test");
             for (i, &h) in self.conns.iter().enumerate() {
-                if !quiet.contains(&i) {
+                if let Some((f, bps)) = fed.filter(|f| f.0 == i) {
+                    while next_record <= self.net.now {
+                        assert_eq!(self.net.a.write(h, &self.data[..8000]).unwrap(), 8000);
+                        next_record += Duration::from_secs_f64(64_000.0 / bps as f64);
+                    }
+                    let _ = f;
+                } else if !quiet.contains(&i) {
                     let _ = self.net.a.write(h, &self.data);
                 }
             }
@@ -238,4 +257,32 @@ fn without_a_link_share_each_connection_keeps_its_own_rate() {
     assert_eq!(net.a.stats(h).unwrap().rate_bps, 300_000);
     assert_eq!(net.a.datagram_rate(TrafficClass::Control), None);
     assert_eq!(net.a.link_share(), None);
+}
+
+#[test]
+fn a_connection_fed_below_its_share_is_not_busy_and_keeps_only_what_it_sends() {
+    // Telemetry written in 8000-byte bursts at 0.8 Mb/s beside a saturating bulk connection,
+    // strict priority: telemetry has bytes queued for a while after each burst (a third of
+    // the time), but never a backlog that outlasts a period at its rate, so it is not busy;
+    // bulk gets what telemetry's reservation leaves, not the 2 % floor a busy higher class
+    // would leave it.
+    let mut b = Bench::new(
+        SharePolicy::Strict { floor: 0.02 },
+        &[TrafficClass::Telemetry, TrafficClass::Bulk],
+    );
+    let fed = Some((0, 800_000));
+    b.run_fed(ms(1000), &[], 0, fed);
+    let w0 = b.wire();
+    b.run_fed(ms(3000), &[], 0, fed);
+    let r = rates(&w0, &b.wire(), &b.conns, 2.0);
+    assert!(
+        (0.75e6..0.9e6).contains(&r[0]),
+        "telemetry sends what it is fed {r:?}"
+    );
+    // The usage estimate holds a burst's peak (8000 bytes in one 50 ms period: 1.28 Mb/s)
+    // and decays between bursts, so telemetry keeps at most 1.25 x 1.28 = 1.6 Mb/s: bulk has
+    // at least 0.4 Mb/s. Counted busy whenever bytes were queued, telemetry would leave bulk
+    // about the 2 % floor (0.09 Mb/s measured that way).
+    assert!(r[1] > 0.4e6, "bulk {r:?}");
+    assert!(r[0] + r[1] <= LINK as f64, "within the link {r:?}");
 }

@@ -65,7 +65,7 @@ impl Endpoint {
         let changed = s.tick(now, |h| {
             conns.get(&ConnectionHandle(h)).map(|c| Observed {
                 wire_bytes: c.bytes_sent_wire(),
-                busy: c.has_queued_data(),
+                busy: c.backlog_outlasts(crate::SHARE_PERIOD),
             })
         });
         for (h, rate) in changed {
