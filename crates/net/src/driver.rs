@@ -21,6 +21,9 @@ use crate::BATCH;
 
 /// Most datagrams the driver reads from the socket per wake before serving timers again.
 const RECV_BATCH: usize = 256;
+/// Wake-ups in a row with a passed deadline and nothing sent after which the driver reports
+/// an engine bug and backs off (see the loop in `drive`).
+const STALL_REPORT: u32 = 1000;
 /// After the last application handle is dropped, the longest the driver keeps serving
 /// connections that are still closing.
 const DRAIN_LIMIT: Duration = Duration::from_secs(15);
@@ -219,7 +222,7 @@ pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
     let mut dgram: Vec<u8> = Vec::new();
     let mut outbox = udp::Outbox::default();
     let mut unused_since: Option<Instant> = None;
-    let mut idle_spins = 0u32;
+    let mut stalled_wakeups = 0u32;
     loop {
         let max_segments = io.max_segments();
         let (deadline, more, stop) = {
@@ -288,17 +291,30 @@ pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
             tokio::task::yield_now().await;
             continue;
         }
-        // A deadline already past with nothing sent: the engine has nothing to do right now
-        // (e.g. window closed); do not spin on it.
+        // The engine's contract (`proto::Endpoint::poll_timeout`, checked by the property test
+        // `crates/proto/tests/deadlines.rs` and the `proto_endpoint` fuzz target): after
+        // `handle_timeout(now)` and draining `poll_transmit(now)`, the deadline is later than
+        // `now`. A deadline that has passed since is work due, so the loop runs again at once.
+        // Only a broken contract makes it wake again and again with nothing sent: that is a
+        // bug, reported loudly, and the loop backs off instead of spinning a core.
         let mut wake_at = deadline.map(|d| shared.epoch + d);
         if let Some(t) = wake_at {
             if t <= Instant::now() && !sent_any {
-                idle_spins += 1;
-                if idle_spins > 2 {
-                    wake_at = Some(Instant::now() + Duration::from_micros(500));
+                stalled_wakeups += 1;
+                if stalled_wakeups == STALL_REPORT {
+                    let st = shared.lock();
+                    tracing::error!(
+                        deadline = ?deadline,
+                        now = ?shared.now(),
+                        connections = st.engine.connection_count(),
+                        "engine bug: it keeps reporting a deadline that has passed without                          acting on it ({STALL_REPORT} wake-ups with nothing sent); backing off                          1 ms per wake-up. Please report this with a --qlog trace"
+                    );
+                }
+                if stalled_wakeups >= STALL_REPORT {
+                    wake_at = Some(Instant::now() + Duration::from_millis(1));
                 }
             } else {
-                idle_spins = 0;
+                stalled_wakeups = 0;
             }
         }
         if unused_since.is_some() {
@@ -309,7 +325,7 @@ pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
             // Arrivals first when several branches are ready (see `receive` above).
             biased;
             r = io.readable() => {
-                idle_spins = 0;
+                stalled_wakeups = 0;
                 if let Err(e) = r {
                     tracing::debug!(error = %e, "socket not readable");
                     shared.lock().recv_errors += 1;
