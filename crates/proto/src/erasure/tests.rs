@@ -240,3 +240,72 @@ fn a_loss_learned_late_is_caught_up_for_the_window_already_sent() {
         assert!(got.contains(&lost), "TPDU {lost} rebuilt: {got:?}");
     }
 }
+
+/// An outage: 120 sources in a row never arrive, at a strength whose window repairs could
+/// rebuild only a few. The first report after it tells of all 120, and the repairs they lack
+/// are owed at once over every source the encoder holds: each lost TPDU comes back. Without
+/// the report-driven catch-up (the ratio alone) most of the outage stays lost.
+#[test]
+fn an_outage_reported_after_it_is_caught_up_whole() {
+    let setting = ErasureSetting {
+        max_delay: Duration::from_secs(3),
+        ..ErasureSetting::for_mode(aerotp_wire::Mode::QuasiReliable)
+    };
+    let mut tx = ErasureTx::new(setting, 1500, 9);
+    let mut rx = ErasureRx::new(1500, 512, true);
+    let t = |ms: u64| Duration::from_millis(ms);
+    // A steady 1 % loss is what the strength was chosen for.
+    tx.on_report(&Report {
+        seen: 1000,
+        wire_lost: 10,
+        bursts: 10,
+        ..Default::default()
+    });
+    tx.update(t(0), t(20), 5_000_000, 1500);
+    assert!(tx.active(), "quasi-reliable repairs at 1 % loss");
+    let per_window = tx.stats.window as f64 * (tx.stats.ratio - 1.0);
+    assert!(per_window < 60.0, "{:?}", tx.stats);
+    let mut repairs = Vec::new();
+    let lost = 100..220u64;
+    for seq in 0..300u64 {
+        tx.on_data_sent(t(1), seq, Flags::empty(), &body(seq));
+        let in_outage = lost.contains(&seq);
+        if !in_outage {
+            rx.on_source(seq as u32, Flags::empty(), &body(seq));
+        }
+        while let Some(r) = tx.poll_repair(t(1), false) {
+            if !in_outage {
+                repairs.push(r);
+            }
+        }
+    }
+    let mut rebuilt: Vec<u32> = repairs
+        .iter()
+        .flat_map(|r| rx.on_repair(r))
+        .map(|r| r.seq)
+        .collect();
+    let before = tx.stats.catch_up_repairs;
+    // The report after the outage: 120 more lost.
+    tx.on_report(&Report {
+        seen: 1300,
+        wire_lost: 130,
+        bursts: 11,
+        ..Default::default()
+    });
+    assert!(tx.stats.catch_up_repairs - before >= 120, "{:?}", tx.stats);
+    while let Some(r) = tx.poll_repair(t(600), false) {
+        rebuilt.extend(rx.on_repair(&r).into_iter().map(|r| r.seq));
+    }
+    for seq in lost {
+        assert!(rebuilt.contains(&(seq as u32)), "TPDU {seq} not rebuilt");
+    }
+    // A report with only the steady loss owes nothing more.
+    let owed = tx.stats.catch_up_repairs;
+    tx.on_report(&Report {
+        seen: 1400,
+        wire_lost: 131,
+        bursts: 12,
+        ..Default::default()
+    });
+    assert_eq!(tx.stats.catch_up_repairs, owed);
+}

@@ -64,6 +64,10 @@ pub struct ErasureTx {
     announce: bool,
     last_choice: Option<Duration>,
     chosen_for: (f64, f64, u64, bool),
+    /// The receiver's cumulative `wire_lost` in its last report.
+    reported_wire_lost: Option<u32>,
+    /// The window is widened to every source held for owed catch-up repairs (`on_report`).
+    widened: bool,
     scratch: Vec<u8>,
     pub stats: ErasureTxStats,
 }
@@ -90,6 +94,8 @@ impl ErasureTx {
             announce: false,
             last_choice: None,
             chosen_for: (f64::NAN, f64::NAN, 0, false),
+            reported_wire_lost: None,
+            widened: false,
             scratch: Vec::new(),
             stats: ErasureTxStats {
                 ratio: 1.0,
@@ -118,9 +124,37 @@ impl ErasureTx {
         }
     }
 
-    /// A receiver report arrived.
+    /// A receiver report arrived. Besides feeding the estimate: when it tells of more TPDUs
+    /// lost since the last report than one window's repairs can rebuild (an outage or a long
+    /// burst, not the steady loss the ratio is chosen for), the repairs that lack are owed at
+    /// once, with 10 % and 2 to spare, for as many sources as the window still holds. Without
+    /// this, an outage of a second at 3 Mb/s lost 27 of its 276 TPDUs even with a 3 s delay
+    /// bound (the ratio alone gave 0.5 repairs per window source).
     pub fn on_report(&mut self, r: &Report) {
         self.estimate.on_report(r);
+        let newly_lost = self
+            .reported_wire_lost
+            .map_or(0, |before| r.wire_lost.wrapping_sub(before));
+        self.reported_wire_lost = Some(r.wire_lost);
+        let (Some(s), Some(e)) = (self.strength, self.encoder.as_mut()) else {
+            return;
+        };
+        if newly_lost as usize <= s.repairs || newly_lost > 1 << 20 {
+            return;
+        }
+        // The losses began up to a report interval and the outage itself ago: the window the
+        // ratio was chosen for may no longer reach back to them, so these repairs cover every
+        // source the encoder holds (back to the normal window once they are sent).
+        if e.set_window(self.setting.max_window.max(1)).is_ok() {
+            self.widened = true;
+        }
+        let wanted = (f64::from(newly_lost) * 1.1).ceil() as usize + 2;
+        let owed = wanted.saturating_sub(s.repairs).min(e.span());
+        if owed > self.due {
+            let more = owed - self.due;
+            self.due = owed;
+            self.stats.catch_up_repairs += more as u64;
+        }
     }
 
     /// Re-chooses the strength for the current estimate, round trip and rate (at most every
@@ -356,7 +390,13 @@ impl ErasureTx {
             return None;
         }
         self.due -= 1;
-        let sym = self.encoder.as_mut()?.repair(1).ok()?.pop()?;
+        let enc = self.encoder.as_mut()?;
+        let sym = enc.repair(1).ok()?.pop()?;
+        if self.due == 0 && std::mem::take(&mut self.widened) {
+            if let Some(s) = self.strength {
+                let _ = enc.set_window(s.sources.clamp(1, self.setting.max_window));
+            }
+        }
         // A repair covers everything sent so far: the tail starts again (but the stream's end
         // still gets its flush).
         if !self.fin_pushed {
