@@ -146,16 +146,22 @@ async fn start_relay(
     Ok((addr, tx, h))
 }
 
-async fn aerotp_mode(mode: Mode, data: &[u8]) -> anyhow::Result<Row> {
+/// One AeroTP transfer in `mode`; `max_delay`: the erasure delay bound both ends use (the
+/// mode's default, 500 ms, when `None`).
+async fn aerotp_mode(mode: Mode, max_delay: Option<Duration>, data: &[u8]) -> anyhow::Result<Row> {
     let lo: SocketAddr = "127.0.0.1:0".parse()?;
     let server = Endpoint::bind(lo, EndpointConfig::default())?;
-    server.listen(
-        1,
-        crate::recv_cmd::listener_config(LINK_BPS, None, Duration::from_secs(60))?,
-    )?;
+    let erasure = max_delay.map(|d| aerotp_proto::ErasureSetting {
+        max_delay: d,
+        ..aerotp_proto::ErasureSetting::for_mode(mode)
+    });
+    let mut listener = crate::recv_cmd::listener_config(LINK_BPS, None, Duration::from_secs(60))?;
+    listener.erasure = erasure;
+    server.listen(1, listener)?;
     let (relay_addr, stop, relay) = start_relay(server.local_addr()).await?;
     let client = Endpoint::bind(lo, EndpointConfig::default())?;
-    let cfg = connection_config(mode, LINK_BPS, None, None, 1500, Some(1e-5))?;
+    let mut cfg = connection_config(mode, LINK_BPS, None, None, 1500, Some(1e-5))?;
+    cfg.erasure = erasure;
     let hidden = indicatif::ProgressBar::hidden();
     let rx = tokio::spawn(async move {
         let conn = server
@@ -189,7 +195,10 @@ async fn aerotp_mode(mode: Mode, data: &[u8]) -> anyhow::Result<Row> {
     let last = got.arrivals.last().map_or(start, |a| a.1);
     let sha_match = Sha256::digest(&got.data) == Sha256::digest(data);
     Ok(Row {
-        name: mode.name().into(),
+        name: match max_delay {
+            Some(d) => format!("{} {}s", mode.name(), d.as_secs()),
+            None => mode.name().into(),
+        },
         bytes: got.data.len(),
         intact: got.data.len() == data.len() && sha_match,
         sha_match,
@@ -294,19 +303,28 @@ async fn demo() -> anyhow::Result<bool> {
          (10 ms delay, BER 1e-5, 1 s outage 0.8 s after start) on loopback UDP.\n"
     );
     let mut rows = Vec::new();
-    for mode in [Mode::Reliable, Mode::HybridNackMack, Mode::QuasiReliable] {
+    // The last row: quasi-reliable with an erasure delay bound longer than the outage, so the
+    // repairs sent once the receiver reports the outage can rebuild it (with the default
+    // 500 ms bound no repair can arrive in time for a 1 s outage).
+    let runs = [
+        (Mode::Reliable, None),
+        (Mode::HybridNackMack, None),
+        (Mode::QuasiReliable, None),
+        (Mode::QuasiReliable, Some(Duration::from_secs(3))),
+    ];
+    for (mode, max_delay) in runs {
         eprintln!("running {mode} ...");
-        rows.push(aerotp_mode(mode, &data).await?);
+        rows.push(aerotp_mode(mode, max_delay, &data).await?);
     }
     eprintln!("running plain UDP ...");
     rows.push(plain_udp(&data).await?);
     println!(
-        "{:<18} {:>16} {:>7} {:>8} {:>12} {:>12}  details",
+        "{:<20} {:>16} {:>7} {:>8} {:>12} {:>12}  details",
         "transfer", "bytes delivered", "intact", "SHA-256", "goodput", "mean delay"
     );
     for r in &rows {
         println!(
-            "{:<18} {:>16} {:>7} {:>8} {:>12} {:>12}  {}",
+            "{:<20} {:>16} {:>7} {:>8} {:>12} {:>12}  {}",
             r.name,
             format!("{}/{}", r.bytes, SIZE),
             if r.intact { "yes" } else { "no" },
