@@ -1,5 +1,5 @@
 //! What both roles share and every module may use: the [`Role`], AeroTP ports, buffer bounds. A leaf module (it imports
-//! nothing from the crate), so the scheduler, the flows and the context can all use it
+//! nothing from the crate), so the flows, the policer and the context can all use it
 //! without an import cycle.
 
 use std::fmt;

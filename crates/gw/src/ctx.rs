@@ -1,4 +1,4 @@
-//! What both gateway roles share: the settings, the AeroTP endpoint, the rate scheduler, the
+//! What both gateway roles share: the settings, the AeroTP endpoint (which shares the link by class), the
 //! custody budget and the registry of flows and counters. The roles themselves live in
 //! [`crate::ingress`] and [`crate::egress`]; this module imports neither.
 

@@ -533,11 +533,6 @@ impl Flow {
             rst(w);
         }
     }
-
-    /// Current rate share (set by the scheduler) and whether data is waiting to be sent.
-    pub fn backlog(&self, sent_to: u64) -> u64 {
-        self.lock().end.saturating_sub(sent_to)
-    }
 }
 
 /// Closes a TCP socket with RST (SO_LINGER 0).

@@ -12,8 +12,8 @@ const MIN_DEPTH: f64 = 65_536.0;
 /// whole (a telemetry frame sent at once), a sustained excess does not.
 const DEPTH_TIME: Duration = Duration::from_millis(100);
 
-/// A token bucket in bytes. Written here because its rate follows the scheduler every
-/// period, and `governor` (the usual crate) fixes a limiter's quota when it is built.
+/// A token bucket in bytes. Written here because its rate follows the endpoint's link share
+/// every period, and `governor` (the usual crate) fixes a limiter's quota when it is built.
 #[derive(Debug)]
 pub struct Policer {
     tokens: f64,
