@@ -119,7 +119,12 @@ impl Connection {
             if let Some(d) = self.tx.timeout_deadline(self.rtt.rto()) {
                 min(d);
             }
-            if self.mode.uses_mack() {
+            // Loss detection by time runs in `handle_timeout` only through `Sender::on_timeout`,
+            // which it calls with a round-trip sample and while not paused (paused, the timeout
+            // resends only the oldest TPDU): report the loss deadline only then, or a paused
+            // connection reports a deadline nothing acts on (found by the proto_endpoint fuzz
+            // target's core-hour campaign).
+            if self.mode.uses_mack() && self.rtt.has_sample() && !self.paused {
                 if let Some(d) = self.tx.loss_deadline() {
                     min(d);
                 }
