@@ -224,10 +224,12 @@ struct Entry {
     rate: u64,
 }
 
-/// What the share needs of a connection at a sample: its wire bytes sent so far and whether
+/// What the share needs of a connection at a sample: its class (the connection's
+/// configuration holds it; a change is taken here), its wire bytes sent so far and whether
 /// its unsent backlog outlasts a period at its current rate (busy).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Observed {
+    pub class: TrafficClass,
     pub wire_bytes: u64,
     pub busy: bool,
 }
@@ -306,12 +308,6 @@ impl LinkShare {
         self.entries.remove(&h);
     }
 
-    pub fn set_class(&mut self, h: u64, class: TrafficClass) {
-        if let Some(e) = self.entries.get_mut(&h) {
-            e.class = class;
-        }
-    }
-
     /// Counts a datagram-mode message of `wire_len` bytes sent outside any connection. The
     /// caller passes no time here, so an idle share starts its period at the next `tick`
     /// (its deadline is due at once meanwhile).
@@ -361,6 +357,7 @@ impl LinkShare {
                 }
                 e.wire_bytes = o.wire_bytes;
                 e.busy = o.busy;
+                e.class = o.class;
             }
         }
         if secs > 0.0 {

@@ -14,16 +14,13 @@ impl Endpoint {
     }
 
     /// Changes a live connection's traffic class; with a link share, its rate follows at
-    /// the next recomputation (within `SHARE_PERIOD`).
+    /// the next recomputation (within `SHARE_PERIOD`), which samples the class.
     pub fn set_class(
         &mut self,
         h: ConnectionHandle,
         class: TrafficClass,
     ) -> Result<(), EndpointError> {
         self.conn(h)?.set_class(class);
-        if let Some(s) = &mut self.share {
-            s.set_class(h.0, class);
-        }
         Ok(())
     }
 
@@ -64,6 +61,7 @@ impl Endpoint {
         let conns = &self.conns;
         let changed = s.tick(now, |h| {
             conns.get(&ConnectionHandle(h)).map(|c| Observed {
+                class: c.config().class,
                 wire_bytes: c.bytes_sent_wire(),
                 busy: c.backlog_outlasts(crate::SHARE_PERIOD),
             })
