@@ -20,7 +20,7 @@ pub struct IoCounters {
 type ConnCounter = (&'static str, &'static str, fn(&ConnectionStats) -> u64);
 
 /// The connection counters summed over connections, in exposition order.
-pub const CONNECTION_COUNTERS: [ConnCounter; 29] = [
+pub const CONNECTION_COUNTERS: [ConnCounter; 30] = [
     (
         "tpdus_sent",
         "Data TPDUs transmitted, first transmissions and retransmissions.",
@@ -63,6 +63,11 @@ pub const CONNECTION_COUNTERS: [ConnCounter; 29] = [
         "probes_sent",
         "Probes sent while the peer was silent (outage).",
         |s| s.sender.probes,
+    ),
+    (
+        "keepalives_sent",
+        "PROBEs sent to keep an idle connection alive (keep_alive).",
+        |s| s.sender.keepalives,
     ),
     (
         "asyn_copies_sent",

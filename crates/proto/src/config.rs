@@ -54,6 +54,10 @@ impl FecSetting {
 
 /// Settings of one connection (both halves). The initiator's mode wins; an acceptor takes its
 /// rate and buffers from the listener's config.
+/// Bytes of IPv4 and UDP headers around each datagram: what a datagram costs on the link
+/// beyond its own bytes (the default `per_packet_overhead`).
+pub const IP_UDP_OVERHEAD: usize = 28;
+
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
     pub mode: Mode,
@@ -91,6 +95,12 @@ pub struct ConnectionConfig {
     pub probe_interval: Duration,
     /// Without anything from the peer for this long, the connection is dropped.
     pub idle_timeout: Duration,
+    /// With nothing heard from the peer for this long, an established connection sends a
+    /// PROBE (docs/spec.md §4), which a peer in an acknowledged mode answers with feedback:
+    /// an idle connection then outlives `idle_timeout` while its peer lives (a gateway's idle
+    /// TCP flows). `None` (the default): a connection with nothing to send ends after
+    /// `idle_timeout` of silence. Must be shorter than `idle_timeout`.
+    pub keep_alive: Option<Duration>,
     /// CLOSE_TO: after AFIN, the longest a sender waits for the final acknowledgements.
     pub close_timeout: Duration,
     /// LISTEN_TO: how long a receiver lingers in AFIN_RCVD for late retransmissions.
@@ -132,7 +142,7 @@ impl Default for ConnectionConfig {
             mode: Mode::Reliable,
             rate_bps: 5_000_000,
             mtu: 1500,
-            per_packet_overhead: 28,
+            per_packet_overhead: IP_UDP_OVERHEAD,
             fec: FecSetting::Off,
             fec_target_loss: 1e-4,
             fec_initial_ber: 1e-4,
@@ -146,6 +156,7 @@ impl Default for ConnectionConfig {
             min_rto: Duration::from_millis(20),
             probe_interval: Duration::from_millis(250),
             idle_timeout: Duration::from_secs(40 * 60),
+            keep_alive: None,
             close_timeout: Duration::from_secs(10),
             linger: Duration::from_secs(2),
             min_hole_timeout: Duration::from_millis(30),
@@ -209,6 +220,12 @@ impl ConnectionConfig {
         }
         if self.probe_interval.is_zero() || self.min_rto.is_zero() {
             return Err(ConfigError::ZeroTimer);
+        }
+        if let Some(k) = self
+            .keep_alive
+            .filter(|k| k.is_zero() || *k >= self.idle_timeout)
+        {
+            return Err(ConfigError::KeepAlive(k, self.idle_timeout));
         }
         if let Some(e) = &self.erasure {
             e.validate()?;

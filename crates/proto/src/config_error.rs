@@ -48,4 +48,6 @@ pub enum ConfigError {
     AckEvery,
     #[error("timers must be non-zero")]
     ZeroTimer,
+    #[error("keep_alive {0:?} must be above zero and shorter than idle_timeout {1:?}")]
+    KeepAlive(std::time::Duration, std::time::Duration),
 }

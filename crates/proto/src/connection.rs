@@ -123,6 +123,10 @@ pub struct Connection {
     probe_pending: bool,
     /// Interval to the next outage probe: `probe_interval`, doubling to `MAX_PROBE_INTERVAL`.
     probe_wait: Duration,
+    /// A keep-alive PROBE is to go (`timers::keepalive_at` passed).
+    keepalive_due: bool,
+    /// When the last keep-alive was queued: the next waits `keep_alive` after it too.
+    last_keepalive: Duration,
     fin_sent_at: Option<Duration>,
     afinack_due: bool,
     afinack_sent: bool,
@@ -221,6 +225,8 @@ impl Connection {
             next_probe: None,
             probe_pending: false,
             probe_wait: cfg.probe_interval,
+            keepalive_due: false,
+            last_keepalive: Duration::ZERO,
             fin_sent_at: None,
             afinack_due: false,
             afinack_sent: false,
@@ -328,8 +334,13 @@ impl Connection {
         self.closed.is_none() && self.tx.unsent() as f64 * 8.0 > period_bits
     }
 
-    pub(crate) fn bytes_sent_wire(&self) -> u64 {
+    /// Bytes this connection has put on the link: its datagrams plus `per_packet_overhead`
+    /// (IP and UDP) each, as the pacer counts them. The link share measures usage in these:
+    /// without the headers a thousand flows of small messages and acknowledgements used a
+    /// tenth more of the link than their reservations said (docs/results/gw.md, "Many flows").
+    pub(crate) fn link_bytes_sent(&self) -> u64 {
         self.stats_wire.bytes_sent_wire
+            + self.stats_wire.datagrams_sent * self.cfg.per_packet_overhead as u64
     }
 
     pub(crate) fn set_class(&mut self, class: crate::TrafficClass) {
@@ -632,7 +643,12 @@ impl Connection {
             let echo_us = self.now_us(now).wrapping_sub(m.ts_echo);
             let delay = Duration::from_micros(u64::from(m.ack_delay) * 100);
             let rtt = Duration::from_micros(u64::from(echo_us)).saturating_sub(delay);
-            if rtt < Duration::from_secs(600) && m.ts_echo != 0 {
+            // A saturated delay (the echoed TPDU was held 6.55 s or more: the answer to a
+            // keep-alive or outage probe on a connection idle that long) says nothing of the
+            // path: the sample would be the idle time. Such samples took a 10 ms link's
+            // smoothed RTT to 14 s and its retransmissions to tens of seconds.
+            let saturated = m.ack_delay == u16::MAX;
+            if rtt < Duration::from_secs(600) && m.ts_echo != 0 && !saturated {
                 self.rtt.on_sample(rtt.max(Duration::from_micros(1)));
             }
             self.tx.set_min_rtt(self.rtt.min_rtt());

@@ -23,6 +23,7 @@ use crate::tombstones::Tombstones;
 
 mod datagram;
 mod queries;
+mod schedule;
 mod share;
 
 /// Most peers whose last FEC parity is remembered (used to decode damaged headers).
@@ -43,8 +44,8 @@ pub struct Endpoint {
     out_queue: VecDeque<(SocketAddr, Vec<u8>)>,
     next_handle: u64,
     next_port: u16,
-    order: Vec<ConnectionHandle>,
-    rr: usize,
+    /// Each connection's deadline and pending events, in round-robin order.
+    schedule: schedule::Schedule,
     scratch: Vec<u8>,
     /// Present when `EndpointConfig::auth` is: seals what leaves, opens what arrives.
     auth: Option<Auth>,
@@ -89,8 +90,7 @@ impl Endpoint {
             out_queue: VecDeque::new(),
             next_handle: 1,
             next_port,
-            order: Vec::new(),
-            rr: 0,
+            schedule: schedule::Schedule::default(),
             scratch: Vec::new(),
             auth,
             reorder,
@@ -207,12 +207,14 @@ impl Endpoint {
         self.by_key
             .insert((conn.remote, conn.local_port, conn.remote_port), h);
         self.conns.insert(h, conn);
-        self.order.push(h);
+        self.schedule.add(h);
         self.share_join(now, h);
         h
     }
 
+    /// The connection, for a change: its deadline and events are looked at again.
     fn conn(&mut self, h: ConnectionHandle) -> Result<&mut Connection, EndpointError> {
+        self.schedule.touch(h);
         self.conns
             .get_mut(&h)
             .ok_or(EndpointError::UnknownConnection)
@@ -291,7 +293,7 @@ impl Endpoint {
         self.share_leave(h);
         if let Some(c) = self.conns.remove(&h) {
             let key = (c.remote, c.local_port, c.remote_port);
-            self.order.retain(|x| *x != h);
+            self.schedule.remove(h);
             // A connection whose key was already freed (set-up timeout) leaves no tombstone.
             if self.by_key.get(&key) == Some(&h) {
                 self.by_key.remove(&key);
@@ -315,7 +317,7 @@ impl Endpoint {
         if !self.events.is_empty() {
             return;
         }
-        for &h in &self.order {
+        for h in self.schedule.take_with_events() {
             let Some(c) = self.conns.get_mut(&h) else {
                 continue;
             };
@@ -392,6 +394,7 @@ impl Endpoint {
         }
         let key = (remote, h.dst_port, h.src_port);
         if let Some(&ch) = self.by_key.get(&key) {
+            self.schedule.touch(ch);
             let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
             if c.tag == h.tag {
                 self.deliver_to_connection(now, ch, r);
@@ -489,6 +492,7 @@ impl Endpoint {
     /// business (address validation); everything else goes to the connection.
     fn deliver_to_connection(&mut self, now: Duration, ch: ConnectionHandle, r: codec::Received) {
         let h = r.header;
+        self.schedule.touch(ch);
         let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
         let intact = r.quality != Quality::Corrupted;
         if h.flags.is_challenge() {
@@ -683,32 +687,31 @@ impl Endpoint {
                 len: out.len(),
             });
         }
-        let n = self.order.len();
-        for i in 0..n {
-            let idx = (self.rr + i) % n;
-            let h = self.order[idx];
-            let Some(c) = self.conns.get_mut(&h) else {
-                continue;
-            };
-            if c.poll_transmit(now, out) {
-                self.rr = (idx + 1) % n;
-                if let Some(a) = &mut self.auth {
-                    // The connection cut its TPDU for the MTU less the envelope.
-                    let mtu = c.config().mtu + aerotp_wire::AUTH_OVERHEAD;
-                    if !a.seal(out, mtu, c.remote) {
-                        // Cannot happen for a TPDU a connection cut (it left room for the
-                        // envelope); if it did, it is a loss the mode repairs.
-                        out.clear();
-                        continue;
-                    }
+        // Only a connection whose deadline has come can have something to send (the
+        // `poll_timeout` contract), so only those are asked, round robin.
+        self.schedule.refresh(&self.conns);
+        loop {
+            let conns = &mut self.conns;
+            let h = self.schedule.send_round_robin(now, |h| {
+                conns.get_mut(&h).is_some_and(|c| c.poll_transmit(now, out))
+            })?;
+            let c = &self.conns[&h];
+            if let Some(a) = &mut self.auth {
+                // The connection cut its TPDU for the MTU less the envelope.
+                let mtu = c.config().mtu + aerotp_wire::AUTH_OVERHEAD;
+                if !a.seal(out, mtu, c.remote) {
+                    // Cannot happen for a TPDU a connection cut (it left room for the
+                    // envelope); if it did, it is a loss the mode repairs.
+                    out.clear();
+                    self.schedule.refresh(&self.conns);
+                    continue;
                 }
-                return Some(Transmit {
-                    remote: c.remote,
-                    len: out.len(),
-                });
             }
+            return Some(Transmit {
+                remote: c.remote,
+                len: out.len(),
+            });
         }
-        None
     }
 
     /// The earliest time `handle_timeout` or `poll_transmit` has work.
@@ -716,9 +719,9 @@ impl Endpoint {
         if !self.out_queue.is_empty() {
             return Some(Duration::ZERO);
         }
-        self.conns
-            .values()
-            .filter_map(|c| c.poll_timeout())
+        self.schedule
+            .next_deadline(&self.conns)
+            .into_iter()
             .chain(self.admission.next_deadline())
             .chain(self.share.as_ref().and_then(|s| s.deadline()))
             .min()
@@ -731,6 +734,7 @@ impl Endpoint {
             // peer's next TPDU opens a new connection, and so it learns that this one was
             // lost). The application releases it as any closed connection.
             self.stats.setup_timeouts += 1;
+            self.schedule.touch(ConnectionHandle(c));
             if let Some(conn) = self.conns.get_mut(&ConnectionHandle(c)) {
                 conn.setup_timed_out();
                 let key = (conn.remote, conn.local_port, conn.remote_port);
@@ -745,9 +749,11 @@ impl Endpoint {
                 self.queue_challenge(now, remote, &h, false);
             }
         }
-        for c in self.conns.values_mut() {
-            if c.poll_timeout().is_some_and(|t| t <= now) {
+        self.schedule.refresh(&self.conns);
+        for h in self.schedule.due(now) {
+            if let Some(c) = self.conns.get_mut(&h) {
                 c.handle_timeout(now);
+                self.schedule.touch(h);
             }
         }
     }

@@ -69,11 +69,13 @@ impl std::str::FromStr for TrafficClass {
 /// How busy connections share the link.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SharePolicy {
-    /// A class gets the link only when no higher class has bytes queued (lower classes keep
-    /// `floor` of it to stay alive).
+    /// A class gets the link only when no higher class has bytes queued (each lower class
+    /// with busy connections keeps `floor` of it to stay alive). A class's part is split
+    /// evenly among its busy connections.
     Strict { floor: f64 },
-    /// Busy connections share the link in proportion to their class weight (indexed by
-    /// `TrafficClass as usize`).
+    /// The classes with busy connections share the link in proportion to their weights
+    /// (indexed by `TrafficClass as usize`); a class's part is split evenly among its busy
+    /// connections.
     Weighted { weights: [u32; 3] },
 }
 
@@ -137,6 +139,12 @@ fn next_usage(prev_bps: f64, sample_bps: f64) -> f64 {
 
 /// The rate of a connection of `class` out of `total` given the classes of the busy ones
 /// (`busy` includes the connection itself if it is busy; `add_self` counts it in when not).
+///
+/// The policy divides the link among the *classes* that have busy connections, and each
+/// class's part is split evenly among its connections: fifty bulk flows together get the bulk
+/// class's weight or floor, not fifty times it. (Per connection, fifty bulk flows under strict
+/// priority took 50 × 2 % of the link and left the control class 1 kb/s: a 3 s round trip for
+/// a 200-byte message, docs/results/gw.md "Many flows".)
 fn share(
     total: u64,
     policy: SharePolicy,
@@ -144,27 +152,33 @@ fn share(
     busy: &[TrafficClass],
     add_self: bool,
 ) -> u64 {
-    let extra = add_self.then_some(class);
-    let all = || busy.iter().copied().chain(extra);
-    let r = match policy {
+    let mut count = [0u64; 3];
+    for &c in busy.iter().chain(add_self.then_some(&class)) {
+        count[c as usize] += 1;
+    }
+    let present = || {
+        TrafficClass::ALL
+            .into_iter()
+            .filter(|&c| count[c as usize] > 0)
+    };
+    let class_part = match policy {
         SharePolicy::Weighted { weights } => {
             let w = |c: TrafficClass| u64::from(weights[c as usize].max(1));
-            let sum: u64 = all().map(w).sum();
+            let sum: u64 = present().map(w).sum();
             total * w(class) / sum.max(1)
         }
         SharePolicy::Strict { floor } => {
-            let top = all().min().unwrap_or(class);
+            let top = present().min().unwrap_or(class);
             let floor_bps = (total as f64 * floor) as u64;
             if class == top {
-                let n = all().filter(|&c| c == top).count() as u64;
-                let lower = all().filter(|&c| c != top).count() as u64;
-                total.saturating_sub(lower * floor_bps) / n.max(1)
+                let lower = present().filter(|&c| c != top).count() as u64;
+                total.saturating_sub(lower * floor_bps)
             } else {
                 floor_bps
             }
         }
     };
-    r.clamp(MIN_RATE, total.max(MIN_RATE))
+    (class_part / count[class as usize].max(1)).clamp(MIN_RATE, total.max(MIN_RATE))
 }
 
 /// Per class (indexed by `TrafficClass as usize`), the rate one more busy connection of it

@@ -573,7 +573,18 @@ impl Receiver {
     pub fn feedback_deadline(&self) -> Option<Duration> {
         let mut d: Option<Duration> = None;
         let mut min = |t: Duration| d = Some(d.map_or(t, |x: Duration| x.min(t)));
-        if self.ack_now || !self.pending_nacks.is_empty() {
+        // The count triggers of `poll_feedback` are due at once too: a receiver asked only at
+        // its deadlines (the endpoint's timer table) must not hold a count-due ACK for the
+        // periodic timer.
+        let count_due = match self.mode {
+            Mode::Reliable | Mode::HybridNackMack => {
+                self.since_ack >= u32::from(self.mack_count)
+                    || self.pending_entries.len() >= usize::from(self.mack_count)
+            }
+            Mode::NearReliable => self.since_ack >= self.ack_every,
+            _ => false,
+        };
+        if self.ack_now || count_due || !self.pending_nacks.is_empty() {
             min(Duration::ZERO);
         }
         if let Some(since) = self.ack_pending_since {

@@ -63,6 +63,8 @@ pub struct SenderStats {
     pub snack_ranges_received: u64,
     pub timeouts: u64,
     pub probes: u64,
+    /// PROBEs sent to keep an idle connection alive (`ConnectionConfig::keep_alive`).
+    pub keepalives: u64,
     /// Redundant copies of the opening ASYN.
     pub asyn_copies: u64,
 }

@@ -330,3 +330,114 @@ fn two_hundred_connections_at_once_all_deliver_intact() {
     b.sort();
     assert_eq!(a, b);
 }
+
+/// An idle connection with `keep_alive` set: nothing to send for a minute, five times its
+/// idle timeout. Its PROBEs, answered with feedback, keep both ends up, and data written
+/// after the minute still arrives. Without `keep_alive` the same silence ends it at the idle
+/// timeout; with it, a peer that vanishes still ends it there.
+#[test]
+fn keep_alive_holds_an_idle_connection_until_its_peer_vanishes() {
+    for (keep_alive, vanish) in [(None, false), (Some(4), false), (Some(4), true)] {
+        let mut link = Link::new(EndpointConfig::default());
+        let mut c = cfg(Mode::Reliable);
+        c.idle_timeout = Duration::from_secs(12);
+        c.keep_alive = keep_alive.map(Duration::from_secs);
+        link.b.listen(7, c.clone()).unwrap();
+        let h = link.a.connect(Duration::ZERO, addr_b(), 7, c).unwrap();
+        link.a.write(h, &[5u8; 3000]).unwrap();
+        if vanish {
+            link.drop = Box::new(|now, _, _| now >= Duration::from_secs(20));
+        }
+        let (closed, b_closed) =
+            run_until(&mut link, Duration::from_secs(60), |_, c| !c.is_empty());
+        let what = format!("keep_alive {keep_alive:?}, vanish {vanish}");
+        match (keep_alive, vanish) {
+            (None, _) => {
+                assert_eq!(closed.get(&h), Some(&CloseOutcome::IdleTimeout), "{what}");
+                let at = link.now.as_secs_f64();
+                assert!((12.0..12.5).contains(&at), "{what}: ended at {at} s");
+            }
+            (Some(_), false) => {
+                assert!(
+                    closed.is_empty() && b_closed.is_empty(),
+                    "{what}: {closed:?}"
+                );
+                let sa = link.a.stats(h).unwrap().sender.keepalives;
+                let sb = link.b.stats(link.accepted[0]).unwrap().sender.keepalives;
+                // The initiator probes every 4 s after it last heard; each answer resets the
+                // acceptor's timer (8 s), so it never needs to.
+                assert!(
+                    (13..=15).contains(&sa) && sb == 0,
+                    "{what}: a {sa}, b {sb} PROBEs"
+                );
+                link.a.write(h, &[6u8; 3000]).unwrap();
+                run_until(&mut link, Duration::from_secs(61), |_, _| false);
+                assert_eq!(link.got[&link.accepted[0]].len(), 6000, "{what}");
+            }
+            (Some(_), true) => {
+                assert_eq!(closed.get(&h), Some(&CloseOutcome::IdleTimeout), "{what}");
+                let (o, _) = b_closed.values().next().expect("the receiver ended too");
+                assert_eq!(o, &CloseOutcome::IdleTimeout, "{what}");
+                // Last heard before 20 s: ended 12 s after, not later.
+                let at = link.now.as_secs_f64();
+                assert!(at < 32.1, "{what}: ended at {at} s");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_keep_alive_not_shorter_than_the_idle_timeout_is_refused() {
+    for k in [
+        Duration::ZERO,
+        Duration::from_secs(40 * 60),
+        Duration::from_secs(3600),
+    ] {
+        let c = ConnectionConfig {
+            keep_alive: Some(k),
+            ..cfg(Mode::Reliable)
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("keep_alive") && e.contains("idle_timeout"),
+            "{e}"
+        );
+    }
+    let ok = ConnectionConfig {
+        keep_alive: Some(Duration::from_secs(60)),
+        ..cfg(Mode::Reliable)
+    };
+    ok.validate().unwrap();
+}
+
+/// Keep-alives 10 s apart on a 20 ms round trip: each answer echoes a data TPDU held longer
+/// than the MACK's delay field can say (6.55 s). Taken as round-trip samples they made the
+/// smoothed RTT the idle time (14 s in the gateway lab) and a lost TPDU waited that long.
+/// Neither end may take them: after 80 s idle the RTT is the path's, and a message written
+/// then arrives within a round trip.
+#[test]
+fn keep_alive_answers_are_no_round_trip_samples() {
+    let mut link = Link::new(EndpointConfig::default());
+    let mut c = cfg(Mode::Reliable);
+    c.idle_timeout = Duration::from_secs(30);
+    c.keep_alive = Some(Duration::from_secs(10));
+    link.b.listen(7, c.clone()).unwrap();
+    let h = link.a.connect(Duration::ZERO, addr_b(), 7, c).unwrap();
+    link.a.write(h, &[5u8; 100]).unwrap();
+    run_until(&mut link, Duration::from_secs(80), |_, _| false);
+    let srtt = link.a.stats(h).unwrap().srtt;
+    assert!(
+        srtt < Duration::from_millis(40),
+        "srtt {srtt:?} after 80 s idle"
+    );
+    let t0 = link.now;
+    link.a.write(h, &[6u8; 100]).unwrap();
+    run_until(&mut link, Duration::from_secs(200), |l, _| {
+        l.got.get(&l.accepted[0]).is_some_and(|g| g.len() >= 200)
+    });
+    let took = link.now - t0;
+    assert!(
+        took <= Duration::from_millis(20),
+        "the message took {took:?}"
+    );
+}

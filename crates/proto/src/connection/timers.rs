@@ -55,6 +55,21 @@ impl Connection {
         rto_based.min(regular)
     }
 
+    /// When an idle connection sends its next keep-alive PROBE: `keep_alive` after the later
+    /// of the last TPDU heard and the last keep-alive, once the connection is established and
+    /// while no outage is being probed (the outage probes do the same job then).
+    /// The acceptor waits halfway from `keep_alive` to the idle timeout, so while the
+    /// initiator probes (every `keep_alive`) only it does: one PROBE and one answer per
+    /// interval, not two of each (a gateway's thousand idle flows).
+    fn keepalive_at(&self) -> Option<Duration> {
+        let mut k = self.cfg.keep_alive?;
+        if self.role == super::Role::Acceptor {
+            k += self.cfg.idle_timeout.saturating_sub(k) / 2;
+        }
+        (self.heard_once && !self.unproven && !self.silent && !self.keepalive_due)
+            .then(|| self.last_heard.max(self.last_keepalive) + k)
+    }
+
     fn watches_outages(&self) -> bool {
         self.heard_once
             && matches!(
@@ -102,8 +117,12 @@ impl Connection {
             self.tx.has_retransmission()
                 || (!self.paused && (self.tx.asyn_pending() || self.tx.has_new()))
         };
+        if let Some(k) = self.keepalive_at() {
+            min(k);
+        }
         // An unproven acceptor holds its AFINACK (`unproven`): no deadline for it then.
-        if has_send || self.asynack_due || (self.afinack_due && !self.unproven) {
+        let keepalive = self.keepalive_due && !self.silent;
+        if has_send || keepalive || self.asynack_due || (self.afinack_due && !self.unproven) {
             min(self.pacer.next_send());
         }
         if let Some(f) = self.rx.feedback_deadline() {
@@ -114,6 +133,15 @@ impl Connection {
         }
         if !self.silent {
             if let Some(d) = self.etx.next_repair_time().filter(|_| !self.paused) {
+                min(d.max(self.pacer.next_send()));
+            }
+            // `poll_transmit` re-chooses the erasure strength (`ErasureTx::update`) once the
+            // pacer allows and the link is not paused: a moved estimate is due then.
+            let rechoose = self
+                .etx
+                .rechoose_at(self.rtt.smoothed(), self.pacer.rate())
+                .filter(|_| !self.paused);
+            if let Some(d) = rechoose {
                 min(d.max(self.pacer.next_send()));
             }
             if let Some(d) = self.tx.timeout_deadline(self.rtt.rto()) {
@@ -171,6 +199,10 @@ impl Connection {
                 self.finish_with(CloseOutcome::CloseTimeout);
                 return;
             }
+        }
+        if self.keepalive_at().is_some_and(|k| now >= k) {
+            self.keepalive_due = true;
+            self.last_keepalive = now;
         }
         self.rx.on_hole_timeout(now);
         if self.rx.fin_complete() && !self.afinack_sent {

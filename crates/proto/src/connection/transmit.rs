@@ -90,6 +90,15 @@ impl Connection {
             self.check_finished(now);
             return sent;
         }
+        if std::mem::take(&mut self.keepalive_due) && !self.silent {
+            // A keep-alive: the same empty NACK as an outage probe (docs/spec.md §4).
+            self.tx.stats.keepalives += 1;
+            let body = ControlBody {
+                nack: Some(aerotp_wire::Nack::default()),
+                ..Default::default()
+            };
+            return self.emit_control(now, Flags::empty(), &body, out, start);
+        }
         if self.silent {
             if !std::mem::take(&mut self.probe_pending) {
                 return false;

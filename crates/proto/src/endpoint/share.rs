@@ -33,10 +33,11 @@ impl Endpoint {
 
     /// A new connection joins the share and starts at its busy share of the link.
     pub(super) fn share_join(&mut self, now: Duration, h: ConnectionHandle) {
+        self.schedule.touch(h);
         let (Some(s), Some(c)) = (&mut self.share, self.conns.get_mut(&h)) else {
             return;
         };
-        let rate = s.add(now, h.0, c.config().class, c.bytes_sent_wire());
+        let rate = s.add(now, h.0, c.config().class, c.link_bytes_sent());
         c.set_rate(rate);
     }
 
@@ -51,7 +52,8 @@ impl Endpoint {
         self.stats.datagrams_sent += 1;
         self.stats.datagram_bytes_sent += wire_len as u64;
         if let Some(s) = &mut self.share {
-            s.count_datagram(wire_len);
+            // On the link it costs its IP and UDP headers too, as a connection's datagrams do.
+            s.count_datagram(wire_len + crate::config::IP_UDP_OVERHEAD);
         }
     }
 
@@ -62,11 +64,12 @@ impl Endpoint {
         let changed = s.tick(now, |h| {
             conns.get(&ConnectionHandle(h)).map(|c| Observed {
                 class: c.config().class,
-                wire_bytes: c.bytes_sent_wire(),
+                wire_bytes: c.link_bytes_sent(),
                 busy: c.backlog_outlasts(crate::SHARE_PERIOD),
             })
         });
         for (h, rate) in changed {
+            self.schedule.touch(ConnectionHandle(h));
             if let Some(c) = self.conns.get_mut(&ConnectionHandle(h)) {
                 c.set_rate(rate);
             }

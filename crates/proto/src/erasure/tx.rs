@@ -157,19 +157,37 @@ impl ErasureTx {
         }
     }
 
+    /// Whether the estimate, round trip or rate moved enough since the last choice for `update`
+    /// to choose again.
+    fn inputs_moved(&self, srtt: Duration, rate_bps: u64) -> bool {
+        let (p, b) = (self.estimate.loss(), self.estimate.burst());
+        let long_enough = srtt >= self.setting.min_rtt;
+        let (p0, b0, r0, l0) = self.chosen_for;
+        let moved = |a: f64, b: f64| !(a.is_finite() && (a - b).abs() <= 0.1 * b.max(1e-6));
+        moved(p0, p) || moved(b0, b) || r0 != rate_bps || l0 != long_enough
+    }
+
+    /// When `update` would choose again with these inputs: at once (zero) or when the last
+    /// choice is `RECHOOSE_EVERY` old; `None` if nothing moved. The connection reports it as
+    /// a deadline, so a re-choice waits on no other event.
+    pub fn rechoose_at(&self, srtt: Duration, rate_bps: u64) -> Option<Duration> {
+        self.inputs_moved(srtt, rate_bps).then(|| {
+            self.last_choice
+                .map_or(Duration::ZERO, |t| t + RECHOOSE_EVERY)
+        })
+    }
+
     /// Re-chooses the strength for the current estimate, round trip and rate (at most every
     /// `RECHOOSE_EVERY`, and only when something moved by 10 %).
     pub fn update(&mut self, now: Duration, srtt: Duration, rate_bps: u64, mtu: usize) {
         if self.last_choice.is_some_and(|t| now < t + RECHOOSE_EVERY) {
             return;
         }
-        let (p, b) = (self.estimate.loss(), self.estimate.burst());
-        let long_enough = srtt >= self.setting.min_rtt;
-        let (p0, b0, r0, l0) = self.chosen_for;
-        let moved = |a: f64, b: f64| !(a.is_finite() && (a - b).abs() <= 0.1 * b.max(1e-6));
-        if !moved(p0, p) && !moved(b0, b) && r0 == rate_bps && l0 == long_enough {
+        if !self.inputs_moved(srtt, rate_bps) {
             return;
         }
+        let (p, b) = (self.estimate.loss(), self.estimate.burst());
+        let long_enough = srtt >= self.setting.min_rtt;
         self.last_choice = Some(now);
         self.chosen_for = (p, b, rate_bps, long_enough);
         self.stats.loss_estimate = p;

@@ -74,14 +74,49 @@ fn shares_follow_the_policy() {
     // Alone, a connection gets the whole link.
     assert_eq!(share(9_000_000, WEIGHTED, Bulk, &[], true), 9_000_000);
     let strict = SharePolicy::Strict { floor: 0.01 };
+    // The floor is the lower class's, split among its connections.
     let busy3 = [Telemetry, Bulk, Bulk];
     assert_eq!(
         share(10_000_000, strict, Telemetry, &busy3, false),
-        9_800_000
+        9_900_000
     );
-    assert_eq!(share(10_000_000, strict, Bulk, &busy3, false), 100_000);
+    assert_eq!(share(10_000_000, strict, Bulk, &busy3, false), 50_000);
     let two_bulk = [Bulk, Bulk];
     assert_eq!(share(10_000_000, strict, Bulk, &two_bulk, false), 5_000_000);
+}
+
+/// Fifty bulk connections are one class: together they get the bulk class's weight or floor,
+/// and a control connection keeps the control class's part (per connection, the fifty took
+/// the whole link under strict priority and left control 1 kb/s).
+#[test]
+fn many_connections_of_a_class_share_its_part() {
+    let mut busy = vec![Bulk; 50];
+    busy.push(Control);
+    let w = |c| share(9_000_000, WEIGHTED, c, &busy, false);
+    assert_eq!((w(Control), w(Bulk)), (8_000_000, 20_000));
+    let strict = SharePolicy::Strict { floor: 0.02 };
+    let s = |c| share(5_000_000, strict, c, &busy, false);
+    assert_eq!((s(Control), s(Bulk)), (4_900_000, 2_000));
+    // An idle control connection is paced as if it were busy beside the fifty: its part.
+    assert_eq!(
+        share(5_000_000, strict, Control, &busy[..50], true),
+        4_900_000
+    );
+    // 950 idle telemetry connections beside them: each its class's part split 951 ways.
+    let t = share(5_000_000, strict, Telemetry, &busy[..50], true);
+    assert_eq!(t, 4_900_000);
+    let mut many = busy[..50].to_vec();
+    many.extend(std::iter::repeat_n(Telemetry, 950));
+    assert_eq!(
+        share(5_000_000, strict, Telemetry, &many, true),
+        4_900_000 / 951
+    );
+    // Every part together never exceeds the link.
+    let sum: u64 = many
+        .iter()
+        .map(|&c| share(5_000_000, strict, c, &many, false))
+        .sum();
+    assert!(sum <= 5_000_000, "{sum}");
 }
 
 #[test]
