@@ -71,7 +71,9 @@ struct CommonArgs {
     /// first, and datagram-mode routes are held to their class's share (docs/gateway.md).
     #[arg(long)]
     priority: Option<String>,
-    /// Drop a connection silent for this long (then a near-reliable flow resumes).
+    /// Drop a connection that hears nothing from the other gateway for this long (at least
+    /// 1s, default 30s; then a near-reliable flow resumes). An idle flow's connection sends a
+    /// keep-alive after a third of it, so idle flows stay up while the peer answers.
     #[arg(long)]
     idle_timeout: Option<String>,
     /// Longest a near-reliable flow keeps trying to resume.
@@ -81,10 +83,14 @@ struct CommonArgs {
     /// no TCP connection onwards before (docs/security.md).
     #[arg(long)]
     setup_timeout: Option<String>,
-    /// Most connections whose peer has not proven its address (0-1024, default 128); beyond
-    /// it new peers get a stateless RETRY.
+    /// Most connections whose peer has not proven its address (0 to --max-connections,
+    /// default 128); beyond it new peers get a stateless RETRY.
     #[arg(long)]
     max_half_open: Option<usize>,
+    /// Most AeroTP connections at once (1-65536, default 4096): one per TCP flow; a flow
+    /// beyond it is refused (docs/gateway.md, "Many flows", gives the memory per flow).
+    #[arg(long)]
+    max_connections: Option<usize>,
     #[command(flatten)]
     key: crate::key_flags::KeyFlags,
     /// Write every AeroTP datagram the gateway's socket sends and receives to FILE (pcapng;
@@ -307,6 +313,7 @@ impl CommonArgs {
             resume_timeout: self.resume_timeout,
             setup_timeout: self.setup_timeout,
             max_half_open: self.max_half_open,
+            max_connections: self.max_connections,
             fec: self.fec,
             erasure: self.erasure,
             max_delay: self.max_delay,

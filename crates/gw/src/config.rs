@@ -83,6 +83,9 @@ pub struct FileConfig {
     pub setup_timeout: Option<String>,
     /// Most unproven connections at once; beyond it new peers get a RETRY (default 128).
     pub max_half_open: Option<usize>,
+    /// Most AeroTP connections at once, one per TCP flow (default 4096); beyond it a new
+    /// flow is refused (docs/gateway.md, "Many flows").
+    pub max_connections: Option<usize>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowSpec>,
     /// Ingress: transparent interception (docs/gateway.md §Transparent interception).
@@ -159,7 +162,8 @@ impl FileConfig {
             key_file,
             encrypt,
             setup_timeout,
-            max_half_open
+            max_half_open,
+            max_connections
         );
         self.allow.extend(other.allow);
         self.flows.extend(other.flows);
@@ -221,9 +225,16 @@ pub struct Settings {
     /// Address validation of accepted connections (docs/security.md, "Half-open
     /// connections"): set-up timeout, 1 s to 10 min (default 30 s)...
     pub setup_timeout: Duration,
-    /// ...and most half-open connections, 0 to 1024 (default 128; 0: always RETRY).
+    /// ...and most half-open connections, 0 to `max_connections` (default 128; 0: always
+    /// RETRY).
     pub max_half_open: usize,
+    /// Most AeroTP connections at once, 1 to 65536 (default [`DEFAULT_MAX_CONNECTIONS`]).
+    pub max_connections: usize,
 }
+
+/// Gateways' default connection cap: a ground-station pair serves many test articles, each
+/// TCP flow one connection (docs/gateway.md, "Many flows": memory per idle flow).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
 /// `erasure` and `max_delay` (a flow's or the gateway's: `prefix` says which in errors) over
 /// `base`: what is unset stays as in `base`.
@@ -268,6 +279,31 @@ fn addr(s: &str, what: &str) -> Result<SocketAddr> {
 /// A timer setting: above zero and at most 30 days (beyond it a timer is a typo, and deadline
 /// arithmetic on `Instant`s must never overflow); the error names the key.
 impl FileConfig {
+    /// `max_half_open` and `max_connections`, each in range and the first within the second.
+    fn admission(&self) -> Result<(usize, usize)> {
+        let conns = match self.max_connections {
+            None => DEFAULT_MAX_CONNECTIONS,
+            Some(n) if (1..=65_536).contains(&n) => n,
+            Some(n) => bail!("max_connections {n}: give 1 to 65536"),
+        };
+        let half = match self.max_half_open {
+            None => 128.min(conns),
+            Some(n) if n <= conns => n,
+            Some(n) => bail!("max_half_open {n}: give 0 to {conns} (max_connections)"),
+        };
+        Ok((half, conns))
+    }
+
+    /// How long a flow's connection may hear nothing before it is broken; its keep-alive
+    /// probes after a third of it (`Ctx::conn_config`), so at least 1 s.
+    fn idle_timeout(&self) -> Result<Duration> {
+        let d = dur("idle_timeout", &self.idle_timeout, Duration::from_secs(30))?;
+        if d < Duration::from_secs(1) {
+            bail!("idle_timeout {d:?}: give at least 1s (keep-alives go after a third of it), e.g. 30s");
+        }
+        Ok(d)
+    }
+
     fn setup_timeout(&self) -> Result<Duration> {
         let d = dur(
             "setup_timeout",
@@ -404,6 +440,7 @@ impl FileConfig {
 
     pub fn settings(&self) -> Result<Settings> {
         let (rate, mtu) = self.rate_and_mtu()?;
+        let (max_half_open, max_connections) = self.admission()?;
         let policy = match self.priority.as_deref().unwrap_or("weighted") {
             "weighted" => Policy::Weighted {
                 weights: self.weights.unwrap_or([8, 4, 1]),
@@ -448,7 +485,7 @@ impl FileConfig {
                 .map(|p| addr(p, "metrics"))
                 .transpose()?,
             policy,
-            idle_timeout: dur("idle_timeout", &self.idle_timeout, Duration::from_secs(30))?,
+            idle_timeout: self.idle_timeout()?,
             resume_timeout: dur(
                 "resume_timeout",
                 &self.resume_timeout,
@@ -466,11 +503,8 @@ impl FileConfig {
             key_file: self.key_file.clone(),
             encrypt: self.encrypt()?,
             setup_timeout: self.setup_timeout()?,
-            max_half_open: match self.max_half_open {
-                None => 128,
-                Some(n) if n <= 1024 => n,
-                Some(n) => bail!("max_half_open {n}: give 0 to 1024 (the connection cap)"),
-            },
+            max_half_open,
+            max_connections,
         })
     }
 }

@@ -196,6 +196,7 @@ pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow:
     let mut cfg = aerotp_net::EndpointConfig {
         setup_timeout: settings.setup_timeout,
         max_half_open: settings.max_half_open,
+        max_connections: settings.max_connections,
         // The engine shares the air link among the flows' connections by class and counts
         // datagram-mode routes against it (docs/gateway.md §Priorities).
         link_share: Some(aerotp_proto::LinkShareConfig {
@@ -275,6 +276,10 @@ impl Ctx {
         // `resolve` fails only on values the settings already refused; keep the default then.
         c.erasure = erasure.resolve(mode).unwrap_or(None);
         c.idle_timeout = self.settings.idle_timeout;
+        // A TCP flow may stay idle for hours (an SSH session, a held-open telemetry socket):
+        // its connection probes the peer after a third of the idle timeout of silence, so
+        // only a peer that stops answering ends it (docs/gateway.md, "Many flows").
+        c.keep_alive = Some(self.settings.idle_timeout / 3);
         c.send_buffer = SEND_BUFFER;
         c
     }

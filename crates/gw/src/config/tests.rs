@@ -40,6 +40,36 @@ fn admission_keys_are_checked() {
     }
 }
 
+#[test]
+fn the_connection_cap_is_checked_and_bounds_the_half_open() {
+    let base = FileConfig {
+        listen: Some("127.0.0.1:0".into()),
+        ..FileConfig::default()
+    };
+    let s = base.clone().settings().unwrap();
+    assert_eq!(
+        (s.max_connections, s.max_half_open),
+        (DEFAULT_MAX_CONNECTIONS, 128)
+    );
+    let with = |c: Option<usize>, h: Option<usize>| FileConfig {
+        max_connections: c,
+        max_half_open: h,
+        ..base.clone()
+    };
+    let s = with(Some(64), None).settings().unwrap();
+    assert_eq!((s.max_connections, s.max_half_open), (64, 64));
+    let s = with(Some(65_536), Some(5000)).settings().unwrap();
+    assert_eq!((s.max_connections, s.max_half_open), (65_536, 5000));
+    for (c, h, want) in [
+        (Some(0), None, "max_connections 0: give 1 to 65536"),
+        (Some(65_537), None, "max_connections 65537"),
+        (Some(100), Some(101), "max_half_open 101: give 0 to 100"),
+    ] {
+        let e = with(c, h).settings().unwrap_err().to_string();
+        assert!(e.contains(want), "{e}");
+    }
+}
+
 fn flow(udp: bool, mode: Option<&str>, fec: Option<&str>) -> FlowSpec {
     let local = Some("127.0.0.1:0".to_string());
     FlowSpec {
