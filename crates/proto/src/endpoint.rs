@@ -57,6 +57,9 @@ pub struct Endpoint {
     decode_budget: DecodeBudget,
     /// Present when `EndpointConfig::link_share` is: paces the connections by class.
     share: Option<crate::link_share::LinkShare>,
+    /// With a link share: when the link is free of what this endpoint has sent
+    /// (a few milliseconds of credit at most, `Endpoint::occupy_link`); no connection sends before.
+    link_free: Duration,
     pub stats: EndpointStats,
 }
 
@@ -97,6 +100,7 @@ impl Endpoint {
             admission,
             decode_budget: DecodeBudget::new(),
             share,
+            link_free: Duration::ZERO,
             stats: EndpointStats::default(),
         }
     }
@@ -682,17 +686,27 @@ impl Endpoint {
         out.clear();
         if let Some((remote, d)) = self.out_queue.pop_front() {
             out.extend_from_slice(&d);
+            // Not counted against the link's pacing: datagram-mode traffic is held to its
+            // class's rate by its sender (`datagram_rate`) and reserved in the share; counted
+            // here, an 8 Mb/s flood of bulk datagrams policed to the link's rate pushed the
+            // link's free time ahead of every connection and starved the control class.
             return Some(Transmit {
                 remote,
                 len: out.len(),
             });
+        }
+        // With a link share, the endpoint paces the link as a whole, and the next datagram
+        // goes to the highest class that has one (`Endpoint::occupy_link`).
+        if self.share.is_some() && self.link_free > now {
+            return None;
         }
         // Only a connection whose deadline has come can have something to send (the
         // `poll_timeout` contract), so only those are asked, round robin.
         self.schedule.refresh(&self.conns);
         loop {
             let conns = &mut self.conns;
-            let h = self.schedule.send_round_robin(now, |h| {
+            let by_class = self.share.is_some();
+            let h = self.schedule.send_round_robin(now, by_class, |h| {
                 conns.get_mut(&h).is_some_and(|c| c.poll_transmit(now, out))
             })?;
             let c = &self.conns[&h];
@@ -707,8 +721,10 @@ impl Endpoint {
                     continue;
                 }
             }
+            let remote = c.remote;
+            self.occupy_link(now, out.len());
             return Some(Transmit {
-                remote: c.remote,
+                remote,
                 len: out.len(),
             });
         }
@@ -719,8 +735,14 @@ impl Endpoint {
         if !self.out_queue.is_empty() {
             return Some(Duration::ZERO);
         }
-        self.schedule
-            .next_deadline(&self.conns)
+        // A connection's deadline waits for the link (with a link share): at most one
+        // datagram's time on the link, the granularity of the link itself.
+        let conns = self.schedule.next_deadline(&self.conns);
+        let conns = conns.map(|d| match self.share {
+            Some(_) => d.max(self.link_free),
+            None => d,
+        });
+        conns
             .into_iter()
             .chain(self.admission.next_deadline())
             .chain(self.share.as_ref().and_then(|s| s.deadline()))

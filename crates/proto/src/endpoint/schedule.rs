@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::connection::Connection;
-use crate::ConnectionHandle;
+use crate::{ConnectionHandle, TrafficClass};
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -28,6 +28,8 @@ struct Slot {
     stale: bool,
     /// Touched since its events were last collected.
     events: bool,
+    /// The connection's class as of its last refresh (a change touches it).
+    class: TrafficClass,
 }
 
 #[derive(Debug, Default)]
@@ -54,6 +56,7 @@ impl Schedule {
             deadline: None,
             stale: true,
             events: true,
+            class: TrafficClass::Bulk,
         });
         self.stale.push(h);
         self.with_events.push(h);
@@ -95,7 +98,9 @@ impl Schedule {
         for h in std::mem::take(&mut self.stale) {
             if let Some(p) = self.pos(h) {
                 let s = &mut self.slots[p];
-                s.deadline = conns.get(&h).and_then(|c| c.poll_timeout());
+                let c = conns.get(&h);
+                s.deadline = c.and_then(|c| c.poll_timeout());
+                s.class = c.map_or(TrafficClass::Bulk, |c| c.config().class);
                 s.stale = false;
             }
         }
@@ -143,19 +148,32 @@ impl Schedule {
 
     /// The next connection, round robin from where the last send left off, whose deadline is
     /// at or before `now` and that `try_send` says sent; the next scan starts after it.
-    /// Every connection asked is touched: one that sends nothing may still have changed
-    /// (feedback found not due any more, a report timer cleared). Call `refresh` first.
+    /// `by_class`: connections of a higher class are asked first (the link's next datagram
+    /// goes to the highest class that has one). Every connection asked is touched: one that
+    /// sends nothing may still have changed (feedback found not due any more, a report timer
+    /// cleared). Call `refresh` first.
     pub(super) fn send_round_robin(
         &mut self,
         now: Duration,
+        by_class: bool,
         mut try_send: impl FnMut(ConnectionHandle) -> bool,
     ) -> Option<ConnectionHandle> {
         debug_assert!(self.stale.is_empty());
+        let classes: &[Option<TrafficClass>] = if by_class {
+            &[
+                Some(TrafficClass::Control),
+                Some(TrafficClass::Telemetry),
+                Some(TrafficClass::Bulk),
+            ]
+        } else {
+            &[None]
+        };
         let n = self.slots.len();
-        for i in 0..n {
+        for i in classes.iter().flat_map(|&c| (0..n).map(move |i| (c, i))) {
+            let (class, i) = i;
             let idx = (self.rr + i) % n;
             let s = self.slots[idx];
-            if s.deadline.is_none_or(|d| d > now) {
+            if s.deadline.is_none_or(|d| d > now) || class.is_some_and(|c| c != s.class) {
                 continue;
             }
             let sent = try_send(s.h);
