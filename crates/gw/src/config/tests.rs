@@ -70,6 +70,31 @@ fn the_connection_cap_is_checked_and_bounds_the_half_open() {
     }
 }
 
+#[test]
+fn an_idle_timeout_under_a_second_is_refused() {
+    let base = FileConfig {
+        listen: Some("127.0.0.1:0".into()),
+        ..FileConfig::default()
+    };
+    for (t, want) in [
+        ("500ms", "idle_timeout 500ms: give at least 1s"),
+        ("0s", "idle_timeout '0s'"),
+        ("soon", "idle_timeout"),
+    ] {
+        let bad = FileConfig {
+            idle_timeout: Some(t.into()),
+            ..base.clone()
+        };
+        let e = bad.settings().unwrap_err().to_string();
+        assert!(e.contains(want), "{t}: {e}");
+    }
+    let ok = FileConfig {
+        idle_timeout: Some("1s".into()),
+        ..base
+    };
+    assert_eq!(ok.settings().unwrap().idle_timeout, Duration::from_secs(1));
+}
+
 fn flow(udp: bool, mode: Option<&str>, fec: Option<&str>) -> FlowSpec {
     let local = Some("127.0.0.1:0".to_string());
     FlowSpec {

@@ -159,18 +159,17 @@ impl Schedule {
         mut try_send: impl FnMut(ConnectionHandle) -> bool,
     ) -> Option<ConnectionHandle> {
         debug_assert!(self.stale.is_empty());
-        let classes: &[Option<TrafficClass>] = if by_class {
-            &[
-                Some(TrafficClass::Control),
-                Some(TrafficClass::Telemetry),
-                Some(TrafficClass::Bulk),
-            ]
+        // One pass per class, highest first (`TrafficClass::ALL`'s order), or one for all.
+        let classes: Vec<Option<TrafficClass>> = if by_class {
+            TrafficClass::ALL.map(Some).to_vec()
         } else {
-            &[None]
+            vec![None]
         };
         let n = self.slots.len();
-        for i in classes.iter().flat_map(|&c| (0..n).map(move |i| (c, i))) {
-            let (class, i) = i;
+        for (class, i) in classes
+            .into_iter()
+            .flat_map(|c| (0..n).map(move |i| (c, i)))
+        {
             let idx = (self.rr + i) % n;
             let s = self.slots[idx];
             if s.deadline.is_none_or(|d| d > now) || class.is_some_and(|c| c != s.class) {
