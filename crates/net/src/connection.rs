@@ -142,7 +142,7 @@ impl Connection {
     }
 
     /// Waits until a status condition holds (checked under the lock after every change).
-    async fn wait_status<T>(&self, mut f: impl FnMut(&Slot) -> Option<T>) -> T {
+    async fn wait_status<T>(&self, mut f: impl FnMut(&State, &Slot) -> Option<T>) -> T {
         loop {
             let notified = self.inner.status.notified();
             tokio::pin!(notified);
@@ -151,7 +151,7 @@ impl Connection {
                 let st = self.shared().lock();
                 match st.slots.get(&self.inner.h) {
                     Some(s) => {
-                        if let Some(t) = f(s) {
+                        if let Some(t) = f(&st, s) {
                             return t;
                         }
                     }
@@ -160,7 +160,7 @@ impl Connection {
                             outcome: Some(CloseOutcome::Aborted),
                             ..Slot::new()
                         };
-                        if let Some(t) = f(&gone) {
+                        if let Some(t) = f(&st, &gone) {
                             return t;
                         }
                     }
@@ -177,7 +177,7 @@ impl Connection {
 
     /// Waits until `flag` holds (`Ok`) or the connection ended first (`Err`).
     async fn wait_until(&self, flag: impl Fn(&Slot) -> bool) -> Result<(), CloseOutcome> {
-        self.wait_status(|s| {
+        self.wait_status(|_, s| {
             if flag(s) {
                 Some(Ok(()))
             } else {
@@ -198,7 +198,7 @@ impl Connection {
 
     /// Waits for the end of the connection, without closing it.
     pub async fn closed(&self) -> Report {
-        let outcome = self.wait_status(|s| s.outcome.clone()).await;
+        let outcome = self.wait_status(|_, s| s.outcome.clone()).await;
         Report::new(self.inner.mode, outcome, self.stats())
     }
 
@@ -206,6 +206,41 @@ impl Connection {
     pub fn close(&self) {
         let _ = self.shared().lock().engine.close(self.inner.h);
         self.shared().wake.notify_one();
+    }
+
+    /// Confirmed delivery (`ConnectionConfig::confirm_delivery`, docs/spec.md §4): the first
+    /// `upto` bytes read from this connection are delivered onward, and with `end` the end of
+    /// the stream too (read to EOF, everything delivered, the onward side closed). The peer
+    /// hears it in its acknowledgements; our AFINACK waits for `end`. Returns the value now
+    /// confirmed (bytes, plus one with the end); see `aerotp_proto::Endpoint::confirm`.
+    pub fn confirm(&self, upto: u64, end: bool) -> u64 {
+        let shared = self.shared();
+        let now = shared.now();
+        let v = shared
+            .lock()
+            .engine
+            .confirm(self.inner.h, now, upto, end)
+            .unwrap_or(0);
+        shared.wake.notify_one();
+        v
+    }
+
+    /// What the peer acknowledged as delivered (with confirmed delivery: what its application
+    /// confirmed, plus one once it confirmed the end). `None` once released.
+    pub fn peer_delivered(&self) -> Option<u64> {
+        self.shared().lock().engine.peer_delivered(self.inner.h)
+    }
+
+    /// Waits until the peer's `delivered` exceeds `than` (`Ok` with the new value), or the
+    /// connection ended first (`Err`; a connection that finished has had every
+    /// confirmation).
+    pub async fn confirmed_beyond(&self, than: u64) -> Result<u64, CloseOutcome> {
+        let h = self.inner.h;
+        self.wait_status(|st, s| match st.engine.peer_delivered(h) {
+            Some(v) if v > than => Some(Ok(v)),
+            _ => s.outcome.clone().map(Err),
+        })
+        .await
     }
 
     /// Ends the connection at once with RST.

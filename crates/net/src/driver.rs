@@ -132,6 +132,11 @@ impl State {
                         w.wake();
                     }
                 }
+                Event::Confirmed(h) => {
+                    if let Some(s) = self.slots.get(&h) {
+                        s.status.notify_waiters();
+                    }
+                }
                 Event::Closed(h, o) => {
                     self.closed += 1;
                     // Its last look before it may be released below.

@@ -101,6 +101,15 @@ pub struct ConnectionConfig {
     /// TCP flows). `None` (the default): a connection with nothing to send ends after
     /// `idle_timeout` of silence. Must be shorter than `idle_timeout`.
     pub keep_alive: Option<Duration>,
+    /// Confirmed delivery (docs/spec.md §4, "Confirmed delivery"): what this end acknowledges
+    /// as `delivered` is what the application has confirmed delivered onward
+    /// (`Endpoint::confirm`: written to a TCP socket, a file synced), not what it has read,
+    /// and the AFINACK waits until the application has confirmed the end of the stream; as a
+    /// sender, this end's half is done only when the peer has confirmed every byte and the
+    /// end. A gateway's TCP flows use it so that an acknowledgement means "at the
+    /// destination". Needs a mode that acknowledges (reliable, near-reliable,
+    /// hybrid-nack-mack), at both ends.
+    pub confirm_delivery: bool,
     /// CLOSE_TO: after AFIN, the longest a sender waits for the final acknowledgements.
     pub close_timeout: Duration,
     /// LISTEN_TO: how long a receiver lingers in AFIN_RCVD for late retransmissions.
@@ -157,6 +166,7 @@ impl Default for ConnectionConfig {
             probe_interval: Duration::from_millis(250),
             idle_timeout: Duration::from_secs(40 * 60),
             keep_alive: None,
+            confirm_delivery: false,
             close_timeout: Duration::from_secs(10),
             linger: Duration::from_secs(2),
             min_hole_timeout: Duration::from_millis(30),
@@ -226,6 +236,9 @@ impl ConnectionConfig {
             .filter(|k| k.is_zero() || *k >= self.idle_timeout)
         {
             return Err(ConfigError::KeepAlive(k, self.idle_timeout));
+        }
+        if self.confirm_delivery && !self.mode.is_fully_reliable() {
+            return Err(ConfigError::ConfirmDelivery(self.mode));
         }
         if let Some(e) = &self.erasure {
             e.validate()?;

@@ -50,4 +50,9 @@ pub enum ConfigError {
     ZeroTimer,
     #[error("keep_alive {0:?} must be above zero and shorter than idle_timeout {1:?}")]
     KeepAlive(std::time::Duration, std::time::Duration),
+    #[error(
+        "confirm_delivery needs a mode that acknowledges (reliable, near-reliable, \
+         hybrid-nack-mack), not {0}"
+    )]
+    ConfirmDelivery(aerotp_wire::Mode),
 }

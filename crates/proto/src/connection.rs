@@ -10,7 +10,7 @@ use crate::receiver::{Delivered, Receiver, ReceiverStats};
 use crate::rtt::RttEstimator;
 use crate::sender::{Sender, SenderStats};
 use crate::state::{transition, Action, State, StateEvent};
-use aerotp_wire::{ControlBody, Flags, Header, Mode};
+use aerotp_wire::{Ack, ControlBody, Flags, Header, Mode};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -60,6 +60,8 @@ pub enum ConnEvent {
     Connected,
     Readable,
     Writable,
+    /// Confirmed delivery: the peer confirmed more of what we sent (`peer_delivered` grew).
+    Confirmed,
     Closed(CloseOutcome),
 }
 
@@ -305,6 +307,15 @@ impl Connection {
         self.rx.at_eof()
     }
 
+    /// Confirmed delivery: see `Endpoint::confirm`.
+    pub fn confirm(&mut self, now: Duration, upto: u64, end: bool) -> u64 {
+        self.rx.confirm(now, upto, end)
+    }
+
+    pub fn peer_delivered(&self) -> u64 {
+        self.tx.peer_delivered
+    }
+
     /// No more data from this side: the AFIN follows the queued data.
     pub fn close(&mut self) {
         if !self.tx.fin_requested() {
@@ -347,10 +358,14 @@ impl Connection {
         self.cfg.class = class;
     }
 
-    /// The final cumulative acknowledgement of the receiving half (for the endpoint to repeat
-    /// after the connection is released).
-    pub fn final_cum(&self) -> Option<u64> {
-        self.rx.fin_complete().then(|| self.rx.final_ack().cum)
+    /// The final acknowledgement of the receiving half (for the endpoint to repeat after the
+    /// connection is released): `cum`, and `delivered` (a confirmed-delivery peer waits for
+    /// it); `window` 0.
+    pub fn final_ack(&self) -> Option<Ack> {
+        self.rx.fin_complete().then(|| Ack {
+            window: 0,
+            ..self.rx.final_ack()
+        })
     }
 
     fn finish_with(&mut self, outcome: CloseOutcome) {
@@ -637,6 +652,7 @@ impl Connection {
             self.connected_at = Some(now);
             self.push_event(ConnEvent::Connected);
         }
+        let confirmed_before = self.tx.peer_delivered;
         if let Some(m) = &c.mack {
             self.rtt
                 .on_peer_max_delay(Duration::from_millis(u64::from(m.max_delay)));
@@ -658,6 +674,9 @@ impl Connection {
         } else if let Some(a) = &c.ack {
             self.tx.set_min_rtt(self.rtt.min_rtt());
             self.tx.on_ack(a, now);
+        }
+        if self.cfg.confirm_delivery && self.tx.peer_delivered > confirmed_before {
+            self.push_event(ConnEvent::Confirmed);
         }
         if let Some(l) = self.tx.take_ack_latency(now) {
             self.rtt.on_ack_latency(l);
@@ -702,11 +721,20 @@ impl Connection {
         if !self.tx.fin_sent() {
             return false;
         }
-        if self.mode.is_fully_reliable() {
+        let acked = if self.mode.is_fully_reliable() {
             self.tx.all_acked()
         } else {
             self.tx.fin_acked
-        }
+        };
+        acked && !self.awaits_confirmation()
+    }
+
+    /// Confirmed delivery: everything is sent (AFIN included) but the peer has not yet
+    /// confirmed every byte and the end (`delivered` = bytes written + 1, docs/spec.md §4).
+    pub(super) fn awaits_confirmation(&self) -> bool {
+        self.cfg.confirm_delivery
+            && self.tx.fin_sent()
+            && self.tx.peer_delivered <= self.tx.stats.bytes_written
     }
 
     fn check_finished(&mut self, now: Duration) {

@@ -10,7 +10,7 @@ pub use crate::endpoint_types::{
     ConnectionHandle, DatagramMsg, EndpointError, EndpointStats, Event, Peer, Transmit,
 };
 use crate::receiver::Delivered;
-use aerotp_wire::{Ack, ControlBody, Flags, Header, Mode};
+use aerotp_wire::{ControlBody, Flags, Header, Mode};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::{HashMap, VecDeque};
@@ -21,6 +21,7 @@ use crate::admission::{Admission, Key};
 use crate::decode_budget::DecodeBudget;
 use crate::tombstones::Tombstones;
 
+mod confirm;
 mod datagram;
 mod queries;
 mod schedule;
@@ -301,7 +302,7 @@ impl Endpoint {
             // A connection whose key was already freed (set-up timeout) leaves no tombstone.
             if self.by_key.get(&key) == Some(&h) {
                 self.by_key.remove(&key);
-                self.tombstones.remember(key, c.tag, c.final_cum());
+                self.tombstones.remember(key, c.tag, c.final_ack());
             }
         }
     }
@@ -330,6 +331,7 @@ impl Endpoint {
                     ConnEvent::Connected => Event::Connected(h),
                     ConnEvent::Readable => Event::Readable(h),
                     ConnEvent::Writable => Event::Writable(h),
+                    ConnEvent::Confirmed => Event::Confirmed(h),
                     ConnEvent::Closed(o) => Event::Closed(h, o),
                 };
                 if self.events.len() < self.cfg.max_events {
@@ -415,17 +417,12 @@ impl Endpoint {
             self.admission_without_state(now, key, &h, &r);
             return;
         }
-        if let Some(final_cum) = self.tombstones.get(key, h.tag) {
+        if let Some(final_ack) = self.tombstones.get(key, h.tag) {
             self.stats.stray += 1;
             let asks = h.flags.is_data() || crate::connection::is_probe(&h, &r.body);
-            if let (true, Some(cum)) = (asks, final_cum) {
+            if let (true, Some(ack)) = (asks, final_ack) {
                 // The peer missed our final acknowledgement and we have released the
                 // connection: answer with it again so the peer can finish.
-                let ack = Ack {
-                    cum,
-                    delivered: 0,
-                    window: 0,
-                };
                 let body = ControlBody {
                     ack: Some(ack),
                     ..Default::default()

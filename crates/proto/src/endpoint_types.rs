@@ -19,6 +19,9 @@ pub enum Event {
     Accepted(ConnectionHandle),
     Readable(ConnectionHandle),
     Writable(ConnectionHandle),
+    /// Confirmed delivery (`ConnectionConfig::confirm_delivery`): the peer confirmed more of
+    /// what this connection sent (`Endpoint::peer_delivered`).
+    Confirmed(ConnectionHandle),
     Closed(ConnectionHandle, CloseOutcome),
     /// A datagram-mode message arrived (`take_datagram` returns it).
     Datagram,

@@ -136,6 +136,8 @@ pub struct Receiver {
     nack_sent_at: BTreeMap<u64, Duration>,
     /// Optional per-TPDU delivery trace: (TPDU number, time delivered in order, bytes).
     pub trace: Option<Vec<(u64, Duration, u32)>>,
+    /// Confirmed delivery's state (`ConnectionConfig::confirm_delivery`), if on.
+    confirmation: Option<confirm::Confirmation>,
     pub stats: ReceiverStats,
 }
 
@@ -191,6 +193,7 @@ impl Receiver {
             repair_rtt: cfg.initial_rtt,
             nack_sent_at: BTreeMap::new(),
             trace: None,
+            confirmation: cfg.confirm_delivery.then(Default::default),
             stats: ReceiverStats::default(),
         }
     }
@@ -564,7 +567,7 @@ impl Receiver {
     fn ack_fields(&self) -> Ack {
         Ack {
             cum: self.expected,
-            delivered: self.delivered_bytes,
+            delivered: self.delivered_field(),
             window: self.window_left(),
         }
     }
@@ -728,6 +731,7 @@ impl Receiver {
             self.report_due = None;
         }
         if body.ack.is_some() || body.mack.is_some() {
+            self.note_reported();
             self.ack_now = std::mem::take(&mut self.more_entries);
             self.since_ack = 0;
             self.ack_pending_since = None;
@@ -780,6 +784,7 @@ impl Receiver {
     }
 }
 
+mod confirm;
 mod memory;
 mod selective;
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! a stray is dropped, and a CHALLENGE for a connection that just finished is still echoed.
 
 use crate::admission::Key;
+use aerotp_wire::Ack;
 use std::collections::{HashMap, VecDeque};
 
 /// Most recently finished connections remembered, oldest forgotten first.
@@ -11,23 +12,24 @@ const TOMBSTONE_LIMIT: usize = 4096;
 #[derive(Debug, Default)]
 pub(crate) struct Tombstones {
     order: VecDeque<(Key, u8)>,
-    /// (key, tag) → final cumulative acknowledgement, if the peer's AFIN had arrived.
-    finals: HashMap<(Key, u8), Option<u64>>,
+    /// (key, tag) → the final acknowledgement (`cum`, and `delivered`: a confirmed-delivery
+    /// peer waits for it), if the peer's AFIN had arrived.
+    finals: HashMap<(Key, u8), Option<Ack>>,
 }
 
 impl Tombstones {
-    pub(crate) fn remember(&mut self, key: Key, tag: u8, final_cum: Option<u64>) {
+    pub(crate) fn remember(&mut self, key: Key, tag: u8, final_ack: Option<Ack>) {
         if self.order.len() >= TOMBSTONE_LIMIT {
             if let Some(old) = self.order.pop_front() {
                 self.finals.remove(&old);
             }
         }
         self.order.push_back((key, tag));
-        self.finals.insert((key, tag), final_cum);
+        self.finals.insert((key, tag), final_ack);
     }
 
-    /// `Some(final cumulative acknowledgement)` if this connection was released.
-    pub(crate) fn get(&self, key: Key, tag: u8) -> Option<Option<u64>> {
+    /// `Some(final acknowledgement)` if this connection was released.
+    pub(crate) fn get(&self, key: Key, tag: u8) -> Option<Option<Ack>> {
         self.finals.get(&(key, tag)).copied()
     }
 }

@@ -55,17 +55,32 @@ impl Connection {
         rto_based.min(regular)
     }
 
+    /// The AFINACK is due and may go: not from an acceptor not yet proven to reach a real
+    /// peer, and with confirmed delivery only once the application confirmed the end.
+    pub(super) fn afinack_ready(&self) -> bool {
+        self.afinack_due && !self.unproven && self.rx.end_confirmed()
+    }
+
     /// When an idle connection sends its next keep-alive PROBE: `keep_alive` after the later
     /// of the last TPDU heard and the last keep-alive, once the connection is established and
     /// while no outage is being probed (the outage probes do the same job then).
     /// The acceptor waits halfway from `keep_alive` to the idle timeout, so while the
     /// initiator probes (every `keep_alive`) only it does: one PROBE and one answer per
     /// interval, not two of each (a gateway's thousand idle flows).
+    /// With confirmed delivery, a sender whose data is all acknowledged but not yet confirmed
+    /// asks sooner, every silence threshold: the peer's confirmation (or the AFINACK carrying
+    /// it) may have been lost, and a peer answers a PROBE with its feedback, or after
+    /// releasing the connection with its final AFINACK (docs/spec.md §4).
     fn keepalive_at(&self) -> Option<Duration> {
-        let mut k = self.cfg.keep_alive?;
-        if self.role == super::Role::Acceptor {
-            k += self.cfg.idle_timeout.saturating_sub(k) / 2;
-        }
+        let k = if self.awaits_confirmation() && !self.tx.has_outstanding() {
+            self.silence_threshold().max(self.cfg.probe_interval)
+        } else {
+            let mut k = self.cfg.keep_alive?;
+            if self.role == super::Role::Acceptor {
+                k += self.cfg.idle_timeout.saturating_sub(k) / 2;
+            }
+            k
+        };
         (self.heard_once && !self.unproven && !self.silent && !self.keepalive_due)
             .then(|| self.last_heard.max(self.last_keepalive) + k)
     }
@@ -120,9 +135,10 @@ impl Connection {
         if let Some(k) = self.keepalive_at() {
             min(k);
         }
-        // An unproven acceptor holds its AFINACK (`unproven`): no deadline for it then.
+        // An unproven acceptor holds its AFINACK (`unproven`), and with confirmed delivery
+        // it waits for the application's confirmation of the end: no deadline for it then.
         let keepalive = self.keepalive_due && !self.silent;
-        if has_send || keepalive || self.asynack_due || (self.afinack_due && !self.unproven) {
+        if has_send || keepalive || self.asynack_due || self.afinack_ready() {
             min(self.pacer.next_send());
         }
         if let Some(f) = self.rx.feedback_deadline() {

@@ -78,7 +78,7 @@ impl Connection {
             };
             return self.emit_control(now, Flags::ASYN, &body, out, start);
         }
-        if self.afinack_due && !self.unproven {
+        if self.afinack_ready() {
             self.afinack_due = false;
             self.afinack_sent = true;
             let body = ControlBody {
@@ -86,6 +86,7 @@ impl Connection {
                 report: Some(self.rx.report()),
                 ..Default::default()
             };
+            self.rx.sent_final_ack();
             let sent = self.emit_control(now, Flags::AFIN, &body, out, start);
             self.check_finished(now);
             return sent;
