@@ -110,6 +110,13 @@ impl Connection {
         st.engine.peer(self.inner.h).map_or(0, |p| p.local_port)
     }
 
+    /// The peer's AeroTP port (for a connection this end opened, the port it connected to).
+    /// 0 once the engine has released it.
+    pub fn remote_port(&self) -> u16 {
+        let st = self.shared().lock();
+        st.engine.peer(self.inner.h).map_or(0, |p| p.remote_port)
+    }
+
     /// The engine's counters of this connection (see docs/stats.md).
     pub fn stats(&self) -> ConnectionStats {
         self.shared()

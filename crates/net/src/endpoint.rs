@@ -99,6 +99,13 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Accepts connections to every AeroTP port without a listener of its own (`listen`
+    /// takes precedence), with `config` as for `listen`.
+    pub fn listen_any(&self, config: ConnectionConfig) -> Result<(), Error> {
+        self.shared().lock().engine.listen_any(config)?;
+        Ok(())
+    }
+
     /// Opens a connection to AeroTP port `port` at `remote`. Returns at once (opportunistic
     /// set-up: data written now rides on the first TPDU); [`Connection::connected`] waits for
     /// the peer's answer.
@@ -108,11 +115,25 @@ impl Endpoint {
         port: u16,
         config: ConnectionConfig,
     ) -> Result<Connection, Error> {
+        self.connect_from(remote, port, None, config)
+    }
+
+    /// As [`Endpoint::connect`], from AeroTP port `local_port` when it is free (else from the
+    /// next free ephemeral port): a gateway carries a TCP flow's source port in it.
+    pub fn connect_from(
+        &self,
+        remote: SocketAddr,
+        port: u16,
+        local_port: Option<u16>,
+        config: ConnectionConfig,
+    ) -> Result<Connection, Error> {
         let shared = self.shared();
         let h = {
             let mut st = shared.lock();
             let now = shared.now();
-            let h = st.engine.connect(now, remote, port, config)?;
+            let h = st
+                .engine
+                .connect_from(now, remote, port, local_port, config)?;
             st.opened += 1;
             st.slots.insert(h, Slot::new());
             h

@@ -23,6 +23,7 @@ use crate::tombstones::Tombstones;
 
 mod confirm;
 mod datagram;
+mod ports;
 mod queries;
 mod schedule;
 mod share;
@@ -37,7 +38,7 @@ pub struct Endpoint {
     rng: Pcg64Mcg,
     conns: HashMap<ConnectionHandle, Connection>,
     by_key: HashMap<Key, ConnectionHandle>,
-    listeners: HashMap<u16, ConnectionConfig>,
+    listeners: ports::Listeners,
     tombstones: Tombstones,
     hints: HashMap<SocketAddr, u8>,
     events: VecDeque<Event>,
@@ -86,7 +87,7 @@ impl Endpoint {
             rng,
             conns: HashMap::new(),
             by_key: HashMap::new(),
-            listeners: HashMap::new(),
+            listeners: ports::Listeners::default(),
             tombstones: Tombstones::default(),
             hints: HashMap::new(),
             events: VecDeque::new(),
@@ -110,18 +111,6 @@ impl Endpoint {
     /// `EndpointConfig::max_reorder_bytes`, plus the in-order TPDU being delivered).
     pub fn reorder_bytes_held(&self) -> usize {
         self.reorder.used()
-    }
-
-    /// Accept connections to `port`; `config` gives the rate, buffers and timers of the
-    /// accepted connections (their mode is the initiator's).
-    pub fn listen(&mut self, port: u16, config: ConnectionConfig) -> Result<(), EndpointError> {
-        let config = self.sealed_room(config)?;
-        self.listeners.insert(port, config);
-        Ok(())
-    }
-
-    pub fn unlisten(&mut self, port: u16) {
-        self.listeners.remove(&port);
     }
 
     /// Validates `config` and, with authentication on, leaves room in its MTU for the
@@ -157,29 +146,15 @@ impl Endpoint {
         }
     }
 
-    fn alloc_port(&mut self, remote: SocketAddr, remote_port: u16) -> Result<u16, EndpointError> {
-        for _ in 0..16384 {
-            let p = self.next_port;
-            self.next_port = if self.next_port >= 65000 {
-                49152
-            } else {
-                self.next_port + 1
-            };
-            if !self.by_key.contains_key(&(remote, p, remote_port))
-                && !self.listeners.contains_key(&p)
-            {
-                return Ok(p);
-            }
-        }
-        Err(EndpointError::NoPorts)
-    }
-
-    /// Opens a connection; data written before the peer answers rides on the ASYN.
-    pub fn connect(
+    /// Opens a connection from local port `local_port` if it is free (else from the next
+    /// free ephemeral port, as `connect`); data written before the peer answers rides on the
+    /// ASYN.
+    pub fn connect_from(
         &mut self,
         now: Duration,
         remote: SocketAddr,
         remote_port: u16,
+        local_port: Option<u16>,
         config: ConnectionConfig,
     ) -> Result<ConnectionHandle, EndpointError> {
         let config = self.sealed_room(config)?;
@@ -191,7 +166,7 @@ impl Endpoint {
         if self.conns.len() >= self.cfg.max_connections {
             return Err(EndpointError::TooManyConnections(self.conns.len()));
         }
-        let local_port = self.alloc_port(remote, remote_port)?;
+        let local_port = self.alloc_port(remote, remote_port, local_port)?;
         let tag = self.rng.gen_range(1..=255u8);
         let mut conn = Connection::new(
             Role::Initiator,
@@ -437,8 +412,7 @@ impl Endpoint {
             // restart): a RETRY echoing it tells the prober its connection is gone, at once
             // rather than at its idle timeout (docs/spec.md §9). Stateless, like any RETRY.
             let probe = crate::connection::is_probe(&h, &r.body);
-            if probe && r.quality != Quality::Corrupted && self.listeners.contains_key(&h.dst_port)
-            {
+            if probe && r.quality != Quality::Corrupted && self.listeners.accepts(h.dst_port) {
                 self.queue_challenge(now, remote, &h, true);
             }
             return;
@@ -447,7 +421,7 @@ impl Endpoint {
             self.stats.corrupted_without_connection += 1;
             return;
         }
-        let Some(cfg) = self.listeners.get(&h.dst_port).cloned() else {
+        let Some(cfg) = self.listeners.get(h.dst_port).cloned() else {
             self.stats.refused += 1;
             self.queue_reset(remote, &h, "connection refused: no listener on that port");
             return;
@@ -550,7 +524,7 @@ impl Endpoint {
             return;
         }
         if h.flags.is_echo() {
-            let valid = self.listeners.contains_key(&h.dst_port)
+            let valid = self.listeners.accepts(h.dst_port)
                 && aerotp_wire::Echo::parse(&r.body)
                     .is_ok_and(|e| self.admission.check(now, key, h.tag, h.mode, &e.cookie));
             if valid {

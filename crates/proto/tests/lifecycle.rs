@@ -441,3 +441,76 @@ fn keep_alive_answers_are_no_round_trip_samples() {
         "the message took {took:?}"
     );
 }
+
+#[test]
+fn a_wildcard_listener_accepts_any_port_and_a_named_one_takes_precedence() {
+    let mut link = Link::new(EndpointConfig::default());
+    // Port 7 by name at half the rate; every other port through `listen_any`.
+    let named = ConnectionConfig {
+        rate_bps: 5_000_000,
+        ..cfg(Mode::Reliable)
+    };
+    link.b.listen(7, named).unwrap();
+    link.b.listen_any(cfg(Mode::Reliable)).unwrap();
+    let mut hs = Vec::new();
+    for (port, from) in [
+        (7, Some(40_000)),
+        (80, Some(40_000)),
+        (8443, Some(51_234)),
+        (80, Some(40_000)),
+    ] {
+        let h = link
+            .a
+            .connect_from(Duration::ZERO, addr_b(), port, from, cfg(Mode::Reliable))
+            .unwrap();
+        link.a.write(h, &[port as u8; 2000]).unwrap();
+        link.a.close(h).unwrap();
+        hs.push((h, port, from));
+    }
+    // The source port asked for is used while free; the second flow from 40000 to port 80
+    // gets an ephemeral one (the first holds (b, 40000, 80)).
+    let local: Vec<u16> = hs
+        .iter()
+        .map(|(h, ..)| link.a.peer(*h).unwrap().local_port)
+        .collect();
+    assert_eq!(&local[..3], &[40_000, 40_000, 51_234]);
+    assert!((49_152..=65_000).contains(&local[3]), "{local:?}");
+    run_until(&mut link, Duration::from_secs(10), |l, _| {
+        l.got.len() == 4 && l.got.values().all(|g| g.len() == 2000)
+    });
+    let mut ports: Vec<u16> = link
+        .accepted
+        .iter()
+        .map(|h| link.b.peer(*h).map_or(0, |p| p.local_port))
+        .collect();
+    ports.sort_unstable();
+    assert_eq!(
+        ports,
+        [7, 80, 80, 8443],
+        "each accepted on the port it was sent to"
+    );
+    for h in &link.accepted {
+        assert_eq!(link.got[h].len(), 2000);
+        let p = link.b.peer(*h).unwrap();
+        let rate = link.b.stats(*h).unwrap().rate_bps;
+        let want = if p.local_port == 7 {
+            5_000_000
+        } else {
+            10_000_000
+        };
+        assert_eq!(rate, want, "port {}", p.local_port);
+    }
+    // Without the wildcard, port 80 is refused again.
+    link.b.unlisten_any();
+    let h = link
+        .a
+        .connect(link.now, addr_b(), 81, cfg(Mode::Reliable))
+        .unwrap();
+    link.a.write(h, b"x").unwrap();
+    let limit = link.now + Duration::from_secs(5);
+    let (closed, _) = run_until(&mut link, limit, |_, c| !c.is_empty());
+    assert!(
+        matches!(closed.get(&h), Some(CloseOutcome::Reset(_))),
+        "{closed:?}"
+    );
+}
