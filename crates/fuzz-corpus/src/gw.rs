@@ -1,82 +1,64 @@
-//! The gateway targets: the flow protocol's frame parser and the custody store's records.
-//! Both use only items `aerotp-gw` exports today (`frame::{Hello, Frame}`,
-//! `store::DiskLog`), so they are easy to re-point when the crate is restructured.
+//! The gateway targets: the flow protocol's records (docs/gateway.md §Flow protocol) and the
+//! custody store's records. Both use only items `aerotp-gw` exports (`frame::{Open,
+//! Resumed, Dest}`, `store::DiskLog`), so they are easy to re-point when the crate is
+//! restructured.
 
 use crate::script::Script;
-use aerotp_gw::frame::{Frame, Hello, MAX_DATA};
+use aerotp_gw::frame::{
+    flow_reset, reset_reason, Dest, Open, RecordError, Resumed, MAX_OPEN, RESUMED_LEN,
+};
 use aerotp_gw::store::{DiskLog, FlowMeta};
 use std::fs;
-use std::future::Future;
 use std::path::PathBuf;
-use std::task::{Context, Poll, Waker};
 
-/// Longest text the frame parser hands out: 1024 bytes on the wire, each invalid byte of
-/// which `from_utf8_lossy` may widen to the 3-byte replacement character.
-const MAX_TEXT_OUT: usize = 3 * 1024;
-
-/// Runs a future that reads from a byte slice: such a reader is always ready, so one poll
-/// finishes it (tokio's `AsyncRead for &[u8]` never returns `Pending`).
-fn ready<F: Future>(f: F) -> F::Output {
-    let mut f = std::pin::pin!(f);
-    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(v) => v,
-        Poll::Pending => panic!("a read from a byte slice waited"),
-    }
-}
-
-/// Byte 0 says whether the stream starts with a `Hello` (ingress → egress) or with frames;
-/// then frames until the end, an error or a clean end of stream. Every value read is within
-/// its documented bound and encodes back to something that reads as the same value.
+/// Byte 0 picks the parser (bit 0: the ingress's open record, else the egress's resume
+/// answer; bit 1: also read the rest as a destination text and a reset reason), bytes 1–2 are
+/// the AeroTP header's `dst_port`, the rest is the stream. A record that parses re-encodes to
+/// exactly the bytes it took and parses back the same; a short input asks for more bytes
+/// than it has and no more than the largest record; a destination text that parses prints
+/// back to the same destination; a reset reason survives the RST's 256-byte body.
 pub fn target_gw_frame(data: &[u8]) {
-    let Some((&sel, mut r)) = data.split_first() else {
+    let [sel, p0, p1, stream @ ..] = data else {
         return;
     };
+    let dst_port = u16::from_be_bytes([*p0, *p1]);
     if sel & 1 == 1 {
-        let before = r.len();
-        let Ok(h) = ready(Hello::read(&mut r)) else {
-            return;
-        };
-        assert!(h.dest.len() <= 1024, "destination over 1024 bytes");
-        let enc = h.encode();
-        assert_eq!(enc.len(), before - r.len(), "Hello read a different length");
-        assert_eq!(ready(Hello::read(&mut &enc[..])).ok(), Some(h));
-    }
-    // Each frame takes at least its type byte, so this bounds the loop.
-    for _ in 0..=data.len() {
-        let before = r.len();
-        let f = match ready(Frame::read(&mut r)) {
-            Ok(Some(f)) => f,
-            Ok(None) => {
-                assert_eq!(before, 0, "end of stream reported with bytes left");
-                return;
-            }
-            Err(_) => return,
-        };
-        assert!(r.len() < before, "a frame consumed nothing");
-        let text = match &f {
-            Frame::Data(d) => {
+        match Open::parse(stream, dst_port) {
+            Ok((o, n)) => {
                 assert!(
-                    !d.is_empty() && d.len() <= MAX_DATA,
-                    "DATA of {} bytes",
-                    d.len()
+                    n <= stream.len() && n <= MAX_OPEN,
+                    "open record of {n} bytes"
                 );
-                None
+                let enc = o.encode();
+                assert_eq!(&enc[..], &stream[..n], "open record does not re-encode");
+                assert_eq!(Open::parse(&enc, dst_port), Ok((o, n)));
             }
-            Frame::Refused(t) | Frame::Reset(t) => {
-                assert!(t.len() <= MAX_TEXT_OUT);
-                Some(t.len())
+            Err(RecordError::Short(k)) => {
+                assert!(
+                    k > stream.len() && k <= MAX_OPEN,
+                    "short by {k} of {}",
+                    stream.len()
+                );
             }
-            _ => None,
-        };
-        let mut enc = Vec::new();
-        f.encode(&mut enc);
-        // A text widened past 1024 bytes by replacement characters is cut on encode.
-        if text.is_none_or(|n| n <= 1024) {
-            let back = ready(Frame::read(&mut &enc[..])).expect("an encoded frame reads");
-            assert_eq!(back.as_ref(), Some(&f), "frame does not round-trip");
+            Err(RecordError::Bad(m)) => assert!(!m.is_empty()),
+        }
+    } else {
+        match Resumed::parse(stream) {
+            Ok(r) => assert_eq!(&r.encode()[..], &stream[..RESUMED_LEN]),
+            Err(RecordError::Short(k)) => assert!(k == RESUMED_LEN && stream.len() < k),
+            Err(RecordError::Bad(m)) => assert!(!m.is_empty()),
         }
     }
-    panic!("more frames than bytes");
+    if sel & 2 == 2 {
+        let text = String::from_utf8_lossy(stream);
+        if let Ok(d) = Dest::parse(&text) {
+            assert_eq!(Dest::parse(&d.to_string()), Ok(d.clone()), "{text:?}");
+        }
+        let r = reset_reason(&text);
+        assert!(r.len() <= 256);
+        let back = flow_reset(&r).expect("a flow reset reads as one");
+        assert!(text.starts_with(back));
+    }
 }
 
 /// A scratch directory per thread and process (the replay tests run targets in parallel),

@@ -5,7 +5,7 @@
 
 use crate::packet::addr;
 use aerotp_fec as fec;
-use aerotp_gw::frame::{Class, Frame, Hello};
+use aerotp_gw::frame::{Class, Dest, Open, Resumed};
 use aerotp_proto::{ConnectionConfig, Endpoint, EndpointConfig, Event, FecSetting, Mode};
 use aerotp_wire::{parse_tpdu, Ack, ControlBody, Flags, Header, Mack, Nack, Report, Snack};
 use std::collections::VecDeque;
@@ -224,36 +224,41 @@ fn endpoint_scripts() -> Vec<Vec<u8>> {
 }
 
 fn gw_streams() -> Vec<Vec<u8>> {
-    let hello = Hello {
-        flow_id: 0x0102_0304_0506_0708,
-        resume: false,
-        custody: true,
+    let open = Open {
         class: Class::Telemetry,
-        in_delivered: 0,
-        dest: "10.0.0.1:80".into(),
+        custody: true,
+        resume: true,
+        flow_id: 0x0102_0304_0506_0708,
+        in_delivered: 77,
+        dest: Dest::Addr("10.0.0.1:80".parse().expect("address")),
+        port: None,
     };
-    let frames = [
-        Frame::Accept {
-            delivered: 0,
-            fin: false,
-        },
-        Frame::Data(b"GET / HTTP/1.1\r\n\r\n".to_vec()),
-        Frame::Confirm {
-            offset: 1 << 20,
-            fin: true,
-        },
-        Frame::Refused("destination refused".into()),
-        Frame::Fin,
-        Frame::Reset("reset by peer".into()),
-    ];
-    let mut with_hello = vec![1u8];
-    with_hello.extend_from_slice(&hello.encode());
-    let mut plain = vec![0u8];
-    for f in &frames {
-        f.encode(&mut with_hello);
-        f.encode(&mut plain);
+    let named = Open {
+        custody: false,
+        resume: false,
+        flow_id: 0,
+        in_delivered: 0,
+        dest: Dest::Name("ground.example".into(), 3),
+        port: Some(3),
+        ..open.clone()
+    };
+    let mut out = Vec::new();
+    for (sel, rec) in [(1u8, open.encode()), (3, named.encode())] {
+        let mut s = vec![sel, 0, 80];
+        s.extend_from_slice(&rec);
+        s.extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+        out.push(s);
     }
-    vec![with_hello, plain]
+    let mut answer = vec![2u8, 0, 1];
+    answer.extend_from_slice(
+        &Resumed {
+            delivered: 1 << 20,
+            fin: true,
+        }
+        .encode(),
+    );
+    out.push(answer);
+    out
 }
 
 /// A store directory script (see `gw.rs`): meta, confirmed, fin and two segments.

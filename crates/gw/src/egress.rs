@@ -8,17 +8,18 @@ use std::time::Duration;
 
 use aerotp_net::{Connection, Mode};
 use anyhow::{Context, Result};
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, BufReader};
 use tokio::net::TcpStream;
 
 use crate::config::Settings;
 use crate::ctx::{
-    fid, Ctx, Role, COMPLETED_KEPT, CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT, REVERSE_WINDOW, TCP_PORT,
-    UDP_STREAM_PORT,
+    fid, new_flow_id, Ctx, Role, COMPLETED_KEPT, CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT,
+    REVERSE_WINDOW, UDP_STREAM_PORT,
 };
-use crate::flow::{run_session, Flow, FlowInit, SessionEnd};
-use crate::frame::{Class, Frame, Hello};
+use crate::flow::{Flow, FlowInit, SessionEnd};
+use crate::frame::{reset_reason, Class, Dest, Open, RecordError, Resumed, MAX_OPEN};
 use crate::progress::{self, Completed, EgressMeta, Found, ProgressLog};
+use crate::session::{run_session, Offsets};
 use crate::store::Custody;
 
 /// A running egress gateway.
@@ -29,13 +30,34 @@ pub struct Egress {
     completed: Mutex<Completed>,
 }
 
-/// Sends REFUSED with `reason` on `conn` and closes it (waits up to 10 s for the close).
+/// Refuses the flow on `conn`: an RST with the flow-reset reason (the ingress resets its TCP
+/// source and does not resume). The connection is held for 10 s so that a TPDU that crosses
+/// the RST gets it again.
 async fn refuse(conn: &Connection, reason: String) {
-    let mut b = Vec::new();
-    Frame::Refused(reason).encode(&mut b);
-    let mut c = conn.clone();
-    let _ = c.write_all(&b).await;
-    let _ = tokio::time::timeout(Duration::from_secs(10), conn.finish()).await;
+    conn.abort(&reset_reason(&reason));
+    let held = conn.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        drop(held);
+    });
+}
+
+/// Reads the ingress's open record from the start of the stream, taking no byte beyond it.
+async fn read_open(r: &mut BufReader<Connection>, dst_port: u16) -> Result<(Open, usize), String> {
+    let mut b = Vec::with_capacity(32);
+    let mut want = 3;
+    loop {
+        let have = b.len();
+        b.resize(want, 0);
+        r.read_exact(&mut b[have..])
+            .await
+            .map_err(|e| format!("open record: {e}"))?;
+        match Open::parse(&b, dst_port) {
+            Ok(ok) => return Ok(ok),
+            Err(RecordError::Short(n)) if n <= MAX_OPEN => want = n,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
 }
 
 impl Egress {
@@ -49,10 +71,15 @@ impl Egress {
         // The ingress picks mode and FEC for its direction per flow; what the egress sends
         // back (answers, downloads) uses the egress's own `fec`.
         let s = &ctx.settings;
-        // Accepted connections start as bulk; each flow's hello names its class.
+        // Accepted connections start as bulk; each flow's open record names its class. TCP
+        // flows come to their destination's port (any port but the UDP streams'), and confirm
+        // what reached the destination (docs/gateway.md §Flow protocol).
         let cfg = ctx.conn_config(Mode::NearReliable, s.fec, s.erasure, Class::Bulk);
-        ctx.ep.listen(TCP_PORT, cfg.clone())?;
-        ctx.ep.listen(UDP_STREAM_PORT, cfg)?;
+        ctx.ep.listen(UDP_STREAM_PORT, cfg.clone())?;
+        ctx.ep.listen_any(aerotp_net::ConnectionConfig {
+            confirm_delivery: true,
+            ..cfg
+        })?;
         tracing::info!(local = %ctx.ep.local_addr(), "egress up");
         let eg = Arc::new(Egress {
             ctx,
@@ -213,55 +240,58 @@ impl Egress {
         Ok(())
     }
 
-    fn dest_for(&self, h: &Hello) -> Result<String, String> {
+    fn dest_for(&self, d: &Dest) -> Result<String, String> {
         let s = &self.ctx.settings;
-        if h.dest.is_empty() {
+        if *d == Dest::Default {
             return s
                 .tcp_connect
                 .clone()
                 .ok_or_else(|| "no destination and no default --tcp-connect".to_string());
         }
+        let text = d.to_string();
         if s.allow_any
-            || s.allow.iter().any(|a| a == &h.dest)
-            || s.tcp_connect.as_deref() == Some(&h.dest)
+            || s.allow.iter().any(|a| a == &text)
+            || s.tcp_connect.as_deref() == Some(&text)
         {
-            Ok(h.dest.clone())
+            Ok(text)
         } else {
-            Err(format!("destination {} not allowed at the egress", h.dest))
+            Err(format!("destination {text} not allowed at the egress"))
         }
     }
 
-    /// One accepted TCP-flow connection: the flow's hello, then its session.
+    /// One accepted TCP-flow connection: the flow's open record, then its session.
     async fn handle_conn(self: Arc<Self>, conn: Connection) {
         let mut reader = BufReader::new(conn.clone());
-        let hello = match tokio::time::timeout(HANDSHAKE_TIMEOUT, Hello::read(&mut reader)).await {
-            Ok(Ok(h)) => h,
+        let dst_port = conn.local_port();
+        let read = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_open(&mut reader, dst_port)).await;
+        let (open, len) = match read {
+            Ok(Ok(o)) => o,
             r => {
                 let why = match r {
-                    Ok(Err(e)) => e.to_string(),
-                    _ => "no flow header within 30 s".to_string(),
+                    Ok(Err(e)) => e,
+                    _ => "no open record within 30 s".to_string(),
                 };
                 tracing::warn!(remote = %conn.remote_address(), reason = %why,
-                    "bad flow header on a new AeroTP connection: closed");
-                conn.abort("bad flow header");
+                    "bad flow header on a new AeroTP connection: refused");
+                refuse(&conn, format!("bad flow header: {why}")).await;
                 return;
             }
         };
-        let flow = if hello.resume {
-            self.resumed_flow(&conn, &hello).await
+        let flow = if open.resume {
+            self.resumed_flow(&conn, &open).await
         } else {
-            self.new_flow(&conn, &hello).await
+            self.new_flow(&conn, &open).await
         };
         if let Some(flow) = flow {
-            self.run(flow, conn, reader, &hello).await;
+            self.run(flow, conn, reader, &open, len as u64).await;
         }
     }
 
     /// The flow a resume names: live (a broken connection), restored from the store, or
     /// completed. `None`: refused (and answered).
-    async fn resumed_flow(&self, conn: &Connection, hello: &Hello) -> Option<Arc<Flow>> {
-        let Some(f) = self.ctx.reg.get(hello.flow_id) else {
-            return self.completed_flow(conn, hello).await;
+    async fn resumed_flow(&self, conn: &Connection, open: &Open) -> Option<Arc<Flow>> {
+        let Some(f) = self.ctx.reg.get(open.flow_id) else {
+            return self.completed_flow(conn, open).await;
         };
         let (restored, old) = {
             let mut st = f.lock();
@@ -287,14 +317,14 @@ impl Egress {
 
     /// A resume of a flow no longer live: answered as the finished peer would if the flow
     /// completed lately, else refused.
-    async fn completed_flow(&self, conn: &Connection, hello: &Hello) -> Option<Arc<Flow>> {
+    async fn completed_flow(&self, conn: &Connection, open: &Open) -> Option<Arc<Flow>> {
         let done = {
             let c = self.completed.lock().unwrap_or_else(|e| e.into_inner());
-            c.delivered.get(&hello.flow_id).copied()
+            c.delivered.get(&open.flow_id).copied()
         };
         let Some(delivered) = done else {
             let has_store = self.ctx.settings.store.is_some();
-            tracing::warn!(flow = %fid(hello.flow_id), store = has_store,
+            tracing::warn!(flow = %fid(open.flow_id), store = has_store,
                 "resume of an unknown flow refused");
             let why = if has_store {
                 "unknown flow: not in the egress's store (removed, expired, or the \
@@ -307,14 +337,14 @@ impl Egress {
             return None;
         };
         let init = FlowInit {
-            base: hello.in_delivered,
-            end: hello.in_delivered,
+            base: open.in_delivered,
+            end: open.in_delivered,
             fin: true,
             ..FlowInit::new(
-                hello.flow_id,
-                hello.class,
+                open.flow_id,
+                open.class,
                 String::new(),
-                Custody::mem(hello.in_delivered),
+                Custody::mem(open.in_delivered),
                 0,
             )
         };
@@ -324,8 +354,14 @@ impl Egress {
     }
 
     /// A new flow: its destination connected (and recorded with a store). `None`: refused.
-    async fn new_flow(&self, conn: &Connection, hello: &Hello) -> Option<Arc<Flow>> {
-        let dest = match self.dest_for(hello) {
+    async fn new_flow(&self, conn: &Connection, open: &Open) -> Option<Arc<Flow>> {
+        // A custody flow is known by the ingress's id (it resumes by it); others get ours.
+        let id = if open.custody {
+            open.flow_id
+        } else {
+            new_flow_id()
+        };
+        let dest = match self.dest_for(&open.dest) {
             Ok(d) => d,
             Err(e) => {
                 refuse(conn, e).await;
@@ -335,28 +371,22 @@ impl Egress {
         let s = match connect(&dest).await {
             Ok(s) => s,
             Err(why) => {
-                tracing::info!(flow = %fid(hello.flow_id), reason = %why, "destination refused");
+                tracing::info!(flow = %fid(id), reason = %why, "destination refused");
                 refuse(conn, why).await;
                 return None;
             }
         };
-        let window = if hello.custody {
+        let window = if open.custody {
             REVERSE_WINDOW
         } else {
             self.ctx.settings.window
         };
-        let init = FlowInit::new(
-            hello.flow_id,
-            hello.class,
-            dest.clone(),
-            Custody::mem(0),
-            window,
-        );
+        let init = FlowInit::new(id, open.class, dest.clone(), Custody::mem(0), window);
         let f = Flow::new(init, self.ctx.budget.clone());
-        if let (Some(root), true) = (self.ctx.settings.store.clone(), hello.custody) {
+        if let (Some(root), true) = (self.ctx.settings.store.clone(), open.custody) {
             let meta = EgressMeta {
-                flow_id: hello.flow_id,
-                class: hello.class as u8,
+                flow_id: id,
+                class: open.class as u8,
                 dest: dest.clone(),
                 boot_id: progress::boot_id(),
             };
@@ -377,35 +407,44 @@ impl Egress {
         f.attach_tcp(s).await;
         self.ctx.reg.insert(&f);
         self.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(flow = %fid(f.id), %dest, custody = hello.custody, "new TCP flow");
+        tracing::info!(flow = %fid(f.id), %dest, custody = open.custody, "new TCP flow");
         Some(f)
     }
 
-    /// Accepts the flow on `conn` and runs its session; then completes it, waits for a resume
-    /// or resets it.
+    /// Runs the flow's session on `conn` (answering a resume first); then completes it,
+    /// waits for a resume or resets it. `in_skip`: the open record's bytes.
     async fn run(
         self: &Arc<Self>,
         flow: Arc<Flow>,
-        mut conn: Connection,
+        conn: Connection,
         reader: BufReader<Connection>,
-        hello: &Hello,
+        open: &Open,
+        in_skip: u64,
     ) {
         let session = flow.session.lock().await;
-        if let Err(e) = flow.peer_has(hello.in_delivered, false).await {
-            conn.abort(&e);
+        if let Err(e) = flow.peer_has(open.in_delivered, false).await {
+            refuse(&conn, e.clone()).await;
             flow.reset(e.clone(), false);
             self.ctx.finish_flow(&flow, &SessionEnd::Reset(e), false);
             return;
         }
         let (delivered, fin) = flow.in_progress();
-        let mut b = Vec::new();
-        Frame::Accept { delivered, fin }.encode(&mut b);
-        if conn.write_all(&b).await.is_err() {
-            return;
-        }
+        // A resume is answered first (the session writes it, with our first bytes).
+        let prefix = if open.resume {
+            Resumed { delivered, fin }.encode().to_vec()
+        } else {
+            Vec::new()
+        };
+        let out_skip = prefix.len() as u64;
         conn.set_class(flow.class);
+        let off = Offsets {
+            out_skip,
+            out_base: open.in_delivered,
+            in_skip,
+            in_base: delivered,
+        };
         let my_resumes = flow.lock().resumes;
-        let end = run_session(flow.clone(), conn, reader, hello.in_delivered).await;
+        let end = run_session(flow.clone(), conn, reader, off, prefix).await;
         drop(session);
         match &end {
             SessionEnd::Complete => {
@@ -416,7 +455,7 @@ impl Egress {
                 let mut c = self.completed.lock().unwrap_or_else(|e| e.into_inner());
                 c.push(flow.id, flow.in_progress().0, log, COMPLETED_KEPT);
             }
-            SessionEnd::Broken(r) if hello.custody => {
+            SessionEnd::Broken(r) if open.custody => {
                 // Keep the destination connection for a resume.
                 tracing::warn!(flow = %fid(flow.id), reason = %r, "connection lost; waiting for a resume");
                 self.expire_unresumed(flow.clone(), my_resumes);

@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use aerotp_net::Connection;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::frame::{Class, Frame, MAX_DATA};
+use crate::frame::Class;
 use crate::progress::{self, Progress, ProgressLog};
 use crate::store::Custody;
 
@@ -47,6 +47,25 @@ impl Budget {
             self.changed.send_modify(|v| *v += 1);
         }
     }
+}
+
+/// Reads what the socket has into `buf`, and whether the EOF came right behind it: after a
+/// read that did not fill `buf` the socket is asked once more without waiting, so a short
+/// request and its FIN (already arrived) are taken together.
+async fn read_with_eof(r: &mut OwnedReadHalf, buf: &mut [u8]) -> io::Result<(usize, bool)> {
+    let mut n = r.read(buf).await?;
+    if n == 0 {
+        return Ok((0, true));
+    }
+    while n < buf.len() {
+        match r.try_read(&mut buf[n..]) {
+            Ok(0) => return Ok((n, true)),
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((n, false))
 }
 
 /// The mutable state of a flow.
@@ -87,6 +106,8 @@ pub struct FlowInit {
     pub dest: String,
     /// Ingress: the local address of the route the flow came in on (empty at the egress).
     pub route: String,
+    /// Ingress: the source's TCP port, carried as the AeroTP `src_port` while free.
+    pub src_port: Option<u16>,
     pub custody: Custody,
     /// Most bytes this flow holds unconfirmed (the read-ahead window).
     pub window: u64,
@@ -104,6 +125,7 @@ impl FlowInit {
             class,
             dest,
             route: String::new(),
+            src_port: None,
             custody,
             window,
             base: 0,
@@ -124,6 +146,8 @@ pub struct Flow {
     pub class: Class,
     pub dest: String,
     pub route: String,
+    /// Ingress: the source's TCP port (docs/gateway.md §Flow protocol).
+    pub src_port: Option<u16>,
     pub custody_mode: bool,
     pub started: Instant,
     state: Mutex<FlowState>,
@@ -131,7 +155,7 @@ pub struct Flow {
     budget: Arc<Budget>,
     /// Most bytes this flow holds (window).
     window: u64,
-    changed: watch::Sender<u64>,
+    pub(crate) changed: watch::Sender<u64>,
     tcp_w: tokio::sync::Mutex<Option<OwnedWriteHalf>>,
     /// Held by the session running the flow (a resume waits for the old one to stop).
     pub session: tokio::sync::Mutex<()>,
@@ -167,6 +191,7 @@ impl Flow {
             class: init.class,
             dest: init.dest,
             route: init.route,
+            src_port: init.src_port,
             custody_mode,
             started: Instant::now(),
             state: Mutex::new(FlowState {
@@ -249,7 +274,7 @@ impl Flow {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn custody(&self) -> MutexGuard<'_, Custody> {
+    pub(crate) fn custody(&self) -> MutexGuard<'_, Custody> {
         self.custody.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -302,27 +327,15 @@ impl Flow {
                 }
             };
             let want = (room as usize).min(TCP_READ);
-            let n = match r.read(&mut buf[..want]).await {
-                Ok(n) => n,
+            let (n, eof) = match read_with_eof(&mut r, &mut buf[..want]).await {
+                Ok(r) => r,
                 Err(e) => {
                     self.reset(format!("source TCP error: {e}"), true);
                     return;
                 }
             };
             if n == 0 {
-                let res = {
-                    let me = self.clone();
-                    tokio::task::spawn_blocking(move || me.custody().set_fin()).await
-                };
-                match res {
-                    Ok(Ok(())) => {
-                        self.lock().fin = true;
-                        self.bump();
-                        tracing::debug!(flow = %format!("{:016x}", self.id), "TCP EOF");
-                    }
-                    Ok(Err(e)) => self.reset(format!("store error: {e}"), true),
-                    Err(e) => self.reset(format!("store task: {e}"), true),
-                }
+                self.take_eof().await;
                 return;
             }
             if self.has_progress() && self.lock().end == 0 {
@@ -347,8 +360,31 @@ impl Flow {
                 return;
             }
             self.budget.held.fetch_add(n as u64, Ordering::Relaxed);
+            if eof {
+                // The bytes and the EOF in one change, so the session sends them together.
+                self.lock().end += n as u64;
+                self.take_eof().await;
+                return;
+            }
             self.lock().end += n as u64;
             self.bump();
+        }
+    }
+
+    /// Our TCP side reached EOF: `end` is final (recorded in the custody store).
+    async fn take_eof(self: &Arc<Self>) {
+        let res = {
+            let me = self.clone();
+            tokio::task::spawn_blocking(move || me.custody().set_fin()).await
+        };
+        match res {
+            Ok(Ok(())) => {
+                self.lock().fin = true;
+                self.bump();
+                tracing::debug!(flow = %format!("{:016x}", self.id), "TCP EOF");
+            }
+            Ok(Err(e)) => self.reset(format!("store error: {e}"), true),
+            Err(e) => self.reset(format!("store task: {e}"), true),
         }
     }
 
@@ -397,7 +433,7 @@ impl Flow {
     }
 
     /// Trims custody below `to` (confirmed by the peer).
-    async fn confirm(self: &Arc<Self>, to: u64, fin: bool) -> Result<(), String> {
+    pub(crate) async fn confirm(self: &Arc<Self>, to: u64, fin: bool) -> Result<(), String> {
         let (old, end) = {
             let st = self.lock();
             (st.base, st.end)
@@ -452,13 +488,13 @@ impl Flow {
     }
 
     /// Flow complete on our side: everything confirmed both ways.
-    fn complete(st: &FlowState) -> bool {
+    pub(crate) fn complete(st: &FlowState) -> bool {
         st.fin && st.peer_fin && st.base == st.end && st.in_fin
     }
 
     /// Writes a chunk of the peer's direction to our TCP socket, counting partial writes (a
     /// cancelled session never loses track of what reached the socket).
-    async fn deliver(self: &Arc<Self>, d: &[u8]) -> Result<(), String> {
+    pub(crate) async fn deliver(self: &Arc<Self>, d: &[u8]) -> Result<(), String> {
         let mut w = self.tcp_w.lock().await;
         let Some(tw) = w.as_mut() else {
             // No TCP socket (restored flow whose source is gone): discarded.
@@ -514,7 +550,7 @@ impl Flow {
         Ok(())
     }
 
-    async fn deliver_fin(self: &Arc<Self>) -> Result<(), String> {
+    pub(crate) async fn deliver_fin(self: &Arc<Self>) -> Result<(), String> {
         let mut w = self.tcp_w.lock().await;
         if let Some(tw) = w.as_mut() {
             let _ = tw.shutdown().await;
@@ -527,7 +563,7 @@ impl Flow {
     }
 
     /// Aborts our TCP socket with RST after a reset from the peer.
-    async fn reset_tcp(&self, reason: String) {
+    pub(crate) async fn reset_tcp(&self, reason: String) {
         self.reset(reason, false);
         if let Some(w) = self.tcp_w.lock().await.take() {
             rst(w);
@@ -542,189 +578,4 @@ pub fn rst(w: OwnedWriteHalf) {
     // Dropping the write half would shut it down (FIN) first; `forget` leaves the closing to
     // the read half (owned by the aborted reader task): the socket then closes with RST.
     w.forget();
-}
-
-/// Runs one session of `flow` on `conn` (handshake done): sends our bytes from `send_from`,
-/// delivers the peer's, exchanges confirmations, FINs and resets. Returns when the flow is
-/// complete, reset, or the connection broke.
-pub async fn run_session(
-    flow: Arc<Flow>,
-    conn: Connection,
-    reader: BufReader<Connection>,
-    send_from: u64,
-) -> SessionEnd {
-    flow.lock().conn = Some(conn.clone());
-    let end = {
-        let w = writer(&flow, conn.clone(), send_from);
-        let r = frame_reader(&flow, reader);
-        tokio::pin!(w);
-        tokio::pin!(r);
-        tokio::select! {
-            e = &mut r => e,
-            e = &mut w => match e {
-                // Our side is done: wait for the peer's close (its reader side).
-                None => r.await,
-                Some(e) => e,
-            },
-        }
-    };
-    match &end {
-        SessionEnd::Complete => {}
-        SessionEnd::Reset(_) => conn.close(),
-        SessionEnd::Broken(r) => conn.abort(r),
-    }
-    flow.lock().conn = None;
-    end
-}
-
-enum Action {
-    Reset(String),
-    Confirm(u64, bool),
-    Data(u64, usize),
-    Fin,
-    Close,
-    Wait,
-}
-
-/// What the writer does next, from the flow's state: `Err` ends the session (a reset the
-/// peer needs not be told of).
-fn next_action(
-    st: &FlowState,
-    next: u64,
-    confirmed: Option<(u64, bool)>,
-    fin_sent: bool,
-) -> Result<Action, SessionEnd> {
-    Ok(if let Some((r, tell)) = &st.reset {
-        if *tell {
-            Action::Reset(r.clone())
-        } else {
-            return Err(SessionEnd::Reset(r.clone()));
-        }
-    } else if confirmed != Some((st.in_delivered, st.in_fin)) {
-        Action::Confirm(st.in_delivered, st.in_fin)
-    } else if next < st.end {
-        Action::Data(next, ((st.end - next) as usize).min(MAX_DATA))
-    } else if st.fin && !fin_sent {
-        Action::Fin
-    } else if fin_sent && Flow::complete(st) {
-        Action::Close
-    } else {
-        Action::Wait
-    })
-}
-
-/// The sending half of a session. `None`: flow complete on our side and the connection closed
-/// (the peer's close ends the session).
-async fn writer(flow: &Arc<Flow>, mut conn: Connection, send_from: u64) -> Option<SessionEnd> {
-    let mut rx = flow.changed.subscribe();
-    let mut next = send_from;
-    let mut fin_sent = false;
-    let mut confirmed: Option<(u64, bool)> = None;
-    let mut buf = Vec::with_capacity(MAX_DATA + 16);
-    loop {
-        rx.borrow_and_update();
-        let action = {
-            let st = flow.lock();
-            match next_action(&st, next, confirmed, fin_sent) {
-                Ok(a) => a,
-                Err(end) => return Some(end),
-            }
-        };
-        buf.clear();
-        match action {
-            Action::Reset(r) => {
-                Frame::Reset(r.clone()).encode(&mut buf);
-                let _ = conn.write_all(&buf).await;
-                return Some(SessionEnd::Reset(r));
-            }
-            Action::Confirm(o, f) => {
-                Frame::Confirm { offset: o, fin: f }.encode(&mut buf);
-                confirmed = Some((o, f));
-            }
-            Action::Data(off, n) => {
-                let res = flow.custody().read_at(off, n);
-                match res {
-                    Ok(d) if !d.is_empty() => {
-                        next += d.len() as u64;
-                        flow.lock().bytes_sent += d.len() as u64;
-                        Frame::Data(d).encode(&mut buf);
-                    }
-                    Ok(_) => {
-                        flow.reset(format!("custody has nothing at {off}"), true);
-                        continue;
-                    }
-                    Err(e) => {
-                        flow.reset(format!("custody read at {off}: {e}"), true);
-                        continue;
-                    }
-                }
-            }
-            Action::Fin => {
-                Frame::Fin.encode(&mut buf);
-                fin_sent = true;
-            }
-            Action::Close => {
-                conn.close();
-                return None;
-            }
-            Action::Wait => {
-                if rx.changed().await.is_err() {
-                    return Some(SessionEnd::Broken("flow dropped".into()));
-                }
-                continue;
-            }
-        }
-        if let Err(e) = conn.write_all(&buf).await {
-            return Some(SessionEnd::Broken(format!("AeroTP write: {e}")));
-        }
-    }
-}
-
-/// The receiving half of a session.
-async fn frame_reader(flow: &Arc<Flow>, mut r: BufReader<Connection>) -> SessionEnd {
-    loop {
-        match Frame::read(&mut r).await {
-            Ok(Some(Frame::Data(d))) => {
-                if flow.lock().in_fin {
-                    return SessionEnd::Broken("DATA after FIN".into());
-                }
-                if let Err(e) = flow.deliver(&d).await {
-                    flow.reset(e.clone(), true);
-                    // The writer sends the RESET frame and ends the session.
-                    continue;
-                }
-            }
-            Ok(Some(Frame::Confirm { offset, fin })) => {
-                if let Err(e) = flow.confirm(offset, fin).await {
-                    flow.reset(e, true);
-                }
-            }
-            Ok(Some(Frame::Fin)) => {
-                if let Err(e) = flow.deliver_fin().await {
-                    flow.reset(e, true);
-                }
-            }
-            Ok(Some(Frame::Reset(r))) => {
-                flow.reset_tcp(format!("reset by peer: {r}")).await;
-                return SessionEnd::Reset(r);
-            }
-            Ok(Some(f)) => return SessionEnd::Broken(format!("unexpected {} frame", f.name())),
-            Ok(None) => {
-                let st = flow.lock();
-                return if Flow::complete(&st) {
-                    SessionEnd::Complete
-                } else if let Some((r, _)) = &st.reset {
-                    SessionEnd::Reset(r.clone())
-                } else {
-                    SessionEnd::Broken("peer closed the connection early".into())
-                };
-            }
-            Err(e) => {
-                if let Some((r, _)) = &flow.lock().reset {
-                    return SessionEnd::Reset(r.clone());
-                }
-                return SessionEnd::Broken(format!("AeroTP read: {e}"));
-            }
-        }
-    }
 }

@@ -6,15 +6,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aerotp_net::{FecSetting, Mode};
+use aerotp_net::{CloseOutcome, FecSetting, Mode};
 use anyhow::{Context, Result};
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{FlowKind, Route, Settings};
-use crate::ctx::{fid, new_flow_id, Ctx, DropReason, Role, HANDSHAKE_TIMEOUT, TCP_PORT};
-use crate::flow::{run_session, Flow, FlowInit, SessionEnd};
-use crate::frame::{Class, Frame, Hello};
+use crate::ctx::{
+    fid, new_flow_id, Ctx, DropReason, Role, HANDSHAKE_TIMEOUT, OPEN_FIN_WAIT, OPEN_WAIT, TCP_PORT,
+    UDP_STREAM_PORT,
+};
+use crate::flow::{Flow, FlowInit, SessionEnd};
+use crate::frame::{flow_reset, reset_reason, Class, Dest, Open, Resumed, RESUMED_LEN};
+use crate::session::{run_session, Offsets};
 use crate::store::{self, Custody, DiskLog, FlowMeta};
 use crate::transparent::{origdst, DestPolicy, Transparent};
 
@@ -282,7 +286,7 @@ impl Ingress {
     async fn take_tcp(self: &Arc<Self>, s: TcpStream, from: SocketAddr, route: &Route) {
         let id = new_flow_id();
         tracing::info!(flow = %fid(id), %from, dest = %route.dest, mode = %route.mode, "new TCP flow");
-        let Some(flow) = self.new_tcp_flow(id, s, route).await else {
+        let Some(flow) = self.new_tcp_flow(id, s, from.port(), route).await else {
             return;
         };
         self.ctx.reg.insert(&flow);
@@ -300,7 +304,13 @@ impl Ingress {
 
     /// The flow of a new source connection: its custody (a store log for near-reliable, memory
     /// for reliable), or `None` (and the source reset) if the store cannot take it.
-    async fn new_tcp_flow(&self, id: u64, s: TcpStream, route: &Route) -> Option<Arc<Flow>> {
+    async fn new_tcp_flow(
+        &self,
+        id: u64,
+        s: TcpStream,
+        src_port: u16,
+        route: &Route,
+    ) -> Option<Arc<Flow>> {
         let (custody, window) = if route.mode == Mode::NearReliable {
             let meta = FlowMeta {
                 flow_id: id,
@@ -328,6 +338,7 @@ impl Ingress {
         };
         let init = FlowInit {
             route: route.local.to_string(),
+            src_port: Some(src_port),
             ..FlowInit::new(id, route.class, route.dest.clone(), custody, window)
         };
         let flow = Flow::new(init, self.ctx.budget.clone());
@@ -357,65 +368,126 @@ impl Ingress {
         self.ctx.finish_flow(&c.flow, &end, true);
     }
 
-    /// One connection for `c`: the handshake, then the session if the egress accepts.
+    /// One connection for `c`: the open record (and on a resume the egress's answer), then
+    /// the session. A fresh flow's bytes follow the record at once (docs/gateway.md §Flow
+    /// protocol); a refusal arrives as a flow reset.
     async fn attempt(&self, c: &Carried, resume: bool) -> Attempt {
         let flow = &c.flow;
-        let cfg = self.ctx.conn_config(c.mode, c.fec, c.erasure, flow.class);
-        let mut conn = match self.ctx.ep.connect(self.peer, TCP_PORT, cfg) {
+        let mut cfg = self.ctx.conn_config(c.mode, c.fec, c.erasure, flow.class);
+        cfg.confirm_delivery = true;
+        let dest = match Dest::parse(&flow.dest) {
+            Ok(d) => d,
+            Err(e) => {
+                flow.reset(e.clone(), false);
+                return Attempt::Done(SessionEnd::Reset(e));
+            }
+        };
+        let (dst_port, port) = translated_port(&dest);
+        let (in_delivered, _) = flow.in_progress();
+        let open = Open {
+            class: flow.class,
+            custody: flow.custody_mode,
+            resume,
+            flow_id: if flow.custody_mode || resume {
+                flow.id
+            } else {
+                0
+            },
+            in_delivered: if resume { in_delivered } else { 0 },
+            dest,
+            port,
+        };
+        let record = open.encode();
+        if !resume {
+            first_bytes(flow).await;
+        }
+        let mut conn = match self
+            .ctx
+            .ep
+            .connect_from(self.peer, dst_port, flow.src_port, cfg)
+        {
             Ok(conn) => conn,
             Err(e) => return Attempt::Broken(format!("connect: {e}")),
         };
-        let (in_delivered, _) = flow.in_progress();
-        let hello = Hello {
-            flow_id: flow.id,
-            resume,
-            custody: flow.custody_mode,
-            class: flow.class,
-            in_delivered,
-            dest: flow.dest.clone(),
+        // A resume's record goes alone (the egress's answer says where to send from); a new
+        // flow's goes with its first bytes.
+        let prefix = if resume {
+            if let Err(e) = conn.write_all(&record).await {
+                return Attempt::Broken(format!("open record: {e}"));
+            }
+            Vec::new()
+        } else {
+            record.clone()
         };
         let mut reader = BufReader::new(conn.clone());
-        let first = async {
-            conn.write_all(&hello.encode()).await?;
-            Frame::read(&mut reader).await
-        };
-        let answer = tokio::time::timeout(HANDSHAKE_TIMEOUT, first).await;
-        let why = match answer {
-            Ok(Ok(Some(Frame::Accept { delivered, fin }))) => {
-                return self
-                    .accepted(flow, conn, reader, (delivered, fin), resume)
-                    .await;
+        let answer = if resume {
+            match self.resumed_answer(flow, &conn, &mut reader).await {
+                Ok(r) => Some(r),
+                Err(a) => return a,
             }
-            Ok(Ok(Some(Frame::Refused(r)))) => {
-                conn.close();
-                if resume {
-                    tracing::error!(flow = %fid(flow.id), reason = %r,
-                        "the egress refused to resume the flow: its custody is dropped \
-                         and the flow is lost (see the egress log)");
-                }
-                flow.reset(format!("refused by the egress: {r}"), false);
-                return Attempt::Done(SessionEnd::Reset(r));
-            }
-            Ok(Ok(Some(other))) => format!("bad handshake answer: a {} frame", other.name()),
-            Ok(Ok(None)) => "the egress closed the connection during the handshake".into(),
-            Ok(Err(e)) => format!("handshake: {e}"),
-            Err(_) => "handshake timed out".into(),
+        } else {
+            None
         };
-        conn.abort(&why);
-        Attempt::Broken(why)
+        let from = answer.map_or(0, |r| r.delivered);
+        let in_skip = if resume { RESUMED_LEN as u64 } else { 0 };
+        let off = Offsets {
+            out_skip: record.len() as u64,
+            out_base: from,
+            in_skip,
+            in_base: in_delivered,
+        };
+        self.accepted(flow, conn, reader, answer, off, prefix).await
     }
 
-    /// The egress accepted: runs the session from what it says it has.
+    /// The egress's answer to a resume: what it has of the flow, or why not.
+    async fn resumed_answer(
+        &self,
+        flow: &Arc<Flow>,
+        conn: &aerotp_net::Connection,
+        reader: &mut BufReader<aerotp_net::Connection>,
+    ) -> Result<Resumed, Attempt> {
+        let mut b = [0u8; RESUMED_LEN];
+        let why = match tokio::time::timeout(HANDSHAKE_TIMEOUT, reader.read_exact(&mut b)).await {
+            Ok(Ok(_)) => match Resumed::parse(&b) {
+                Ok(r) => return Ok(r),
+                Err(e) => e.to_string(),
+            },
+            Ok(Err(e)) => {
+                if let Some(CloseOutcome::Reset(r)) = conn.outcome() {
+                    if let Some(why) = flow_reset(&r) {
+                        tracing::error!(flow = %fid(flow.id), reason = %why,
+                            "the egress refused to resume the flow: its custody is dropped \
+                             and the flow is lost (see the egress log)");
+                        flow.reset(format!("refused by the egress: {why}"), false);
+                        return Err(Attempt::Done(SessionEnd::Reset(why.to_owned())));
+                    }
+                }
+                format!("resume: {e}")
+            }
+            Err(_) => "no answer to the resume within 30 s".into(),
+        };
+        conn.abort(&why);
+        Err(Attempt::Broken(why))
+    }
+
+    /// Runs the session from what the egress has (`answer`, on a resume; from the start
+    /// otherwise).
     async fn accepted(
         &self,
         flow: &Arc<Flow>,
         conn: aerotp_net::Connection,
         reader: BufReader<aerotp_net::Connection>,
-        (delivered, fin): (u64, bool),
-        resume: bool,
+        answer: Option<Resumed>,
+        off: Offsets,
+        prefix: Vec<u8>,
     ) -> Attempt {
+        let resume = answer.is_some();
+        let Resumed { delivered, fin } = answer.unwrap_or(Resumed {
+            delivered: 0,
+            fin: false,
+        });
         if let Err(e) = flow.peer_has(delivered, fin).await {
-            conn.abort(&e);
+            conn.abort(&reset_reason(&e));
             flow.reset(e.clone(), false);
             return Attempt::Done(SessionEnd::Reset(e));
         }
@@ -424,11 +496,53 @@ impl Ingress {
             flow.lock().resumes += 1;
             tracing::info!(flow = %fid(flow.id), from = delivered, "flow resumed");
         }
-        let end = run_session(flow.clone(), conn, reader, delivered).await;
-        match end {
+        match run_session(flow.clone(), conn, reader, off, prefix).await {
             SessionEnd::Broken(r) => Attempt::Broken(r),
             e => Attempt::Done(e),
         }
+    }
+}
+
+/// Waits until a new flow's source has sent its first bytes (or closed), at most
+/// `OPEN_WAIT`, and then at most `OPEN_FIN_WAIT` for its FIN: the AeroTP connection opens
+/// with the open record, those bytes and (for a short request) the FIN in one ASYN
+/// (docs/gateway.md §Flow protocol). A source that waits for the server to speak first
+/// (SSH, SMTP) costs `OPEN_WAIT` once; one that keeps its connection open after its first
+/// bytes, `OPEN_FIN_WAIT` once.
+async fn first_bytes(flow: &Arc<Flow>) {
+    let mut rx = flow.changed.subscribe();
+    let spoke = |f: &Flow| {
+        let st = f.lock();
+        st.end > st.base || st.fin || st.reset.is_some()
+    };
+    let _ = tokio::time::timeout(OPEN_WAIT, async {
+        while !spoke(flow) {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    // A short request's FIN is typically microseconds behind its bytes.
+    let _ = tokio::time::timeout(OPEN_FIN_WAIT, async {
+        while !flow.lock().fin {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+}
+
+/// The AeroTP ports of a flow to `dest`: the header's `dst_port` is the TCP destination port,
+/// except the egress's default (`TCP_PORT`) and a port the header cannot hold because the
+/// gateway's UDP streams use it (0 and `UDP_STREAM_PORT`: then `TCP_PORT`, and the record
+/// carries the port).
+fn translated_port(dest: &Dest) -> (u16, Option<u16>) {
+    match dest.port() {
+        None => (TCP_PORT, None),
+        Some(p) if p == 0 || p == UDP_STREAM_PORT => (TCP_PORT, Some(p)),
+        Some(p) => (p, None),
     }
 }
 

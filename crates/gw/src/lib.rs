@@ -24,6 +24,7 @@ pub mod ingress;
 pub mod metrics;
 pub mod policer;
 pub mod progress;
+pub mod session;
 pub mod store;
 pub mod transparent;
 pub mod udp;

@@ -209,3 +209,68 @@ async fn broken_connection_resumes_without_loss_or_duplicates() {
             >= 1
     );
 }
+
+/// Records the (src_port, dst_port, flags) of every TPDU an endpoint sends.
+struct Ports(std::sync::Mutex<Vec<(u16, u16, u8)>>);
+
+impl aerotp_net::Tap for Ports {
+    fn datagram(&self, iface: u32, _: Duration, _: SocketAddr, _: SocketAddr, b: &[u8]) {
+        if iface == aerotp_net::TAP_SENT && b.len() >= 20 {
+            let port = |i: usize| u16::from_be_bytes([b[i], b[i + 1]]);
+            self.0.lock().unwrap().push((port(2), port(4), b[1]));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_s_ports_ride_in_the_aerotp_header_and_its_bytes_unframed() {
+    let (dest, server) = dest_server(b"pong".to_vec()).await;
+    let eg = FileConfig {
+        listen: Some("127.0.0.1:0".into()),
+        allow_any: Some(true),
+        ..Default::default()
+    };
+    let egress = aerotp_gw::start(aerotp_gw::Role::Egress, eg.settings().unwrap())
+        .await
+        .unwrap();
+    let entry = free_tcp();
+    let ing = FileConfig {
+        peer: Some(egress.ep.local_addr().to_string()),
+        flows: vec![aerotp_gw::config::FlowSpec {
+            tcp_listen: Some(entry.to_string()),
+            dest: Some(dest.to_string()),
+            mode: Some("reliable".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ingress = aerotp_gw::start(aerotp_gw::Role::Ingress, ing.settings().unwrap())
+        .await
+        .unwrap();
+    let tap = Arc::new(Ports(std::sync::Mutex::new(Vec::new())));
+    ingress.ep.set_tap(tap.clone());
+    // The source binds a port of its own choosing, so we know what to look for.
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let src_port = sock.local_addr().unwrap().port();
+    let mut c = sock.connect(entry).await.unwrap();
+    c.write_all(b"ping").await.unwrap();
+    c.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), c.read_to_end(&mut got))
+        .await
+        .expect("answer within 20 s")
+        .unwrap();
+    assert_eq!(&got[32..], b"pong");
+    // The destination saw exactly the source's bytes: no framing reached it.
+    assert_eq!(server.await.unwrap(), b"ping");
+    let seen = tap.0.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    for (sp, dp, flags) in &seen {
+        assert_eq!(
+            (*sp, *dp),
+            (src_port, dest.port()),
+            "a TPDU (flags {flags:#04x}) with other ports: {seen:?}"
+        );
+    }
+}

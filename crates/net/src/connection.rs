@@ -305,7 +305,40 @@ impl Connection {
         self.shared().lock().engine.writable(self.inner.h)
     }
 
+    /// Writes all of `buf` and closes our half (`close`) in the same step as the last bytes
+    /// are queued, so that the engine can send the end with them: a short request and its
+    /// FIN then go in one TPDU, not two.
+    pub async fn write_last(&self, buf: &[u8]) -> io::Result<()> {
+        let mut pos = 0;
+        poll_fn(|cx| {
+            while pos < buf.len() {
+                match self.poll_write_step(cx, &buf[pos..], true) {
+                    Poll::Ready(Ok(n)) => pos += n,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            Poll::Ready(Ok(()))
+        })
+        .await?;
+        if buf.is_empty() {
+            self.close();
+        }
+        Ok(())
+    }
+
     fn poll_write_inner(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.poll_write_step(cx, buf, false)
+    }
+
+    /// Queues what the engine takes of `buf`; with `last`, closes our half once all of it is
+    /// taken, before the driver is woken.
+    fn poll_write_step(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+        last: bool,
+    ) -> Poll<io::Result<usize>> {
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
@@ -329,6 +362,9 @@ impl Connection {
                 Poll::Pending
             }
             Ok(n) => {
+                if last && n == buf.len() {
+                    let _ = st.engine.close(h);
+                }
                 drop(st);
                 shared.wake.notify_one();
                 Poll::Ready(Ok(n))

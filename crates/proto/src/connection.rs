@@ -144,6 +144,8 @@ pub struct Connection {
     retry_resent_at: Option<u32>,
     linger_until: Option<Duration>,
     rst_due: Option<String>,
+    /// The reason this end aborted with, repeated to TPDUs that arrive before the release.
+    abort_reason: Option<String>,
     closed: Option<CloseOutcome>,
     events: VecDeque<ConnEvent>,
     was_writable: bool,
@@ -238,6 +240,7 @@ impl Connection {
             retry_resent_at: None,
             linger_until: None,
             rst_due: None,
+            abort_reason: None,
             closed: None,
             events: VecDeque::new(),
             was_writable: true,
@@ -327,6 +330,7 @@ impl Connection {
     pub fn abort(&mut self, reason: &str) {
         if self.closed.is_none() {
             self.rst_due = Some(reason.to_owned());
+            self.abort_reason = Some(reason.to_owned());
             self.finish_with(CloseOutcome::Aborted);
         }
     }
@@ -485,6 +489,11 @@ impl Connection {
             let asks = r.header.flags.is_data() || is_probe(&r.header, &r.body);
             if asks && self.rx.fin_complete() {
                 self.final_ack_due = true;
+            }
+            // Aborted, not yet released: the RST may have been lost; say it again (once per
+            // TPDU that asks, paced), so the peer stops sending into a closed connection.
+            if let (true, Some(reason)) = (asks, &self.abort_reason) {
+                self.rst_due = Some(reason.clone());
             }
             return;
         }

@@ -38,7 +38,7 @@ pub struct Endpoint {
     rng: Pcg64Mcg,
     conns: HashMap<ConnectionHandle, Connection>,
     by_key: HashMap<Key, ConnectionHandle>,
-    listeners: ports::Listeners,
+    listeners: crate::listeners::Listeners,
     tombstones: Tombstones,
     hints: HashMap<SocketAddr, u8>,
     events: VecDeque<Event>,
@@ -87,7 +87,7 @@ impl Endpoint {
             rng,
             conns: HashMap::new(),
             by_key: HashMap::new(),
-            listeners: ports::Listeners::default(),
+            listeners: crate::listeners::Listeners::default(),
             tombstones: Tombstones::default(),
             hints: HashMap::new(),
             events: VecDeque::new(),
@@ -440,6 +440,9 @@ impl Endpoint {
         }
         let mut cfg = cfg;
         cfg.mode = h.mode;
+        // Confirmed delivery needs acknowledgements: a listener configured for it (a
+        // gateway's wildcard) accepts a peer in a mode without them as a plain connection.
+        cfg.confirm_delivery &= h.mode.is_fully_reliable();
         let mut conn = Connection::new(
             Role::Acceptor,
             cfg,

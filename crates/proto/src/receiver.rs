@@ -137,7 +137,7 @@ pub struct Receiver {
     /// Optional per-TPDU delivery trace: (TPDU number, time delivered in order, bytes).
     pub trace: Option<Vec<(u64, Duration, u32)>>,
     /// Confirmed delivery's state (`ConnectionConfig::confirm_delivery`), if on.
-    confirmation: Option<confirm::Confirmation>,
+    confirmation: Option<crate::confirmation::Confirmation>,
     pub stats: ReceiverStats,
 }
 
@@ -210,14 +210,12 @@ impl Receiver {
     /// to wait for, and a prompt acknowledgement is what lets the sender repair a lost
     /// message within a round trip or two).
     fn ack_delay(&self) -> Duration {
-        if let Some(d) = self.fixed_ack_delay {
-            return d;
-        }
-        match self.interarrival {
+        let d = self.fixed_ack_delay.unwrap_or(match self.interarrival {
             Some(per) if per < MAX_AGGREGATION => (per * u32::from(self.mack_count) * 3 / 2)
                 .clamp(Duration::from_millis(1), MAX_AGGREGATION),
             _ => Duration::ZERO,
-        }
+        });
+        self.with_confirm_wait(d)
     }
 
     /// The peer probes for feedback (an outage probe): acknowledge at once, as the budget
@@ -349,7 +347,10 @@ impl Receiver {
         if self.ack_pending_since.is_none() {
             self.ack_pending_since = Some(now);
         }
-        if fin {
+        // The AFIN is answered at once, except with confirmed delivery: its AFINACK waits
+        // for the application's confirmation of the end and then carries everything; until
+        // then the acknowledgement timer above stands (one TPDU instead of two per close).
+        if fin && self.confirmation.is_none() {
             self.ack_now = true;
         }
         self.held_bytes += tpdu_cost(body.len());

@@ -514,3 +514,36 @@ fn a_wildcard_listener_accepts_any_port_and_a_named_one_takes_precedence() {
         "{closed:?}"
     );
 }
+
+#[test]
+fn a_lost_reset_is_sent_again_to_the_next_tpdu() {
+    let mut link = Link::new(EndpointConfig::default());
+    link.b.listen(7, cfg(Mode::Reliable)).unwrap();
+    let h = link
+        .a
+        .connect(Duration::ZERO, addr_b(), 7, cfg(Mode::Reliable))
+        .unwrap();
+    link.a.write(h, &[1u8; 1000]).unwrap();
+    run_until(&mut link, Duration::from_millis(100), |l, _| {
+        !l.accepted.is_empty()
+    });
+    let hb = link.accepted[0];
+    // B aborts; its RSTs of the moment are lost. A goes on writing; a later TPDU of A's (a
+    // retransmission) gets the RST again (B has not released the connection).
+    let until = link.now + Duration::from_millis(50);
+    link.drop =
+        Box::new(move |now, from_a, h| !from_a && h.flags.contains(Flags::RST) && now < until);
+    link.b.abort(hb, "refused: no route").unwrap();
+    link.a.write(h, &[2u8; 1000]).unwrap();
+    let limit = link.now + Duration::from_secs(5);
+    let (closed, _) = run_until(&mut link, limit, |_, c| !c.is_empty());
+    match closed.get(&h) {
+        Some(CloseOutcome::Reset(why)) => assert_eq!(why, "refused: no route"),
+        other => panic!("expected the repeated reset, got {other:?}"),
+    }
+    assert!(
+        link.now < limit - Duration::from_secs(4),
+        "took until {:?}",
+        link.now
+    );
+}

@@ -5,31 +5,11 @@
 
 use super::{ConnectionHandle, Endpoint, EndpointError};
 use crate::config::ConnectionConfig;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 /// First and last port `alloc_port` hands out.
 const EPHEMERAL: (u16, u16) = (49152, 65000);
-
-/// The listening ports and their connection configurations.
-#[derive(Debug, Default)]
-pub(super) struct Listeners {
-    ports: HashMap<u16, ConnectionConfig>,
-    /// Accepts on every port without a listener of its own (`Endpoint::listen_any`).
-    any: Option<ConnectionConfig>,
-}
-
-impl Listeners {
-    /// The configuration a connection to `port` is accepted with, if any.
-    pub(super) fn get(&self, port: u16) -> Option<&ConnectionConfig> {
-        self.ports.get(&port).or(self.any.as_ref())
-    }
-
-    pub(super) fn accepts(&self, port: u16) -> bool {
-        self.get(port).is_some()
-    }
-}
 
 impl Endpoint {
     /// Accept connections to `port`; `config` gives the rate, buffers and timers of the

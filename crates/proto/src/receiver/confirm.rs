@@ -3,29 +3,25 @@
 //! onward, not what it has read, and the end of the stream counts once confirmed.
 
 use super::Receiver;
+use crate::confirmation::Confirmation;
 use std::time::Duration;
 
-/// What the application has confirmed, and what the peer has been told.
-#[derive(Debug, Default)]
-pub(crate) struct Confirmation {
-    /// Bytes confirmed delivered onward (never more than the application has read).
-    bytes: u64,
-    /// The end of the stream is confirmed too (the application read to the AFIN, delivered
-    /// everything and, say, shut its socket's write half).
-    end: bool,
-    /// The `delivered` value the last acknowledgement carried.
-    reported: u64,
-}
-
-impl Confirmation {
-    /// The wire value: the bytes, plus one for a confirmed end (as TCP's FIN takes a
-    /// sequence number), so a peer can tell "everything but the end" from "everything".
-    fn value(&self) -> u64 {
-        self.bytes + u64::from(self.end)
-    }
-}
+/// With confirmed delivery, the least an acknowledgement of arrived data waits: long enough
+/// for the application to deliver and confirm what arrived (microseconds at a gateway) and
+/// for an AFIN right behind it, so one acknowledgement — often the AFINACK — carries them,
+/// not one per step (docs/results/gw.md, "Flow framing").
+pub const CONFIRM_WAIT: Duration = Duration::from_millis(2);
 
 impl Receiver {
+    /// The acknowledgement delay `d`, at least [`CONFIRM_WAIT`] with confirmed delivery.
+    pub(super) fn with_confirm_wait(&self, d: Duration) -> Duration {
+        if self.confirmation.is_some() {
+            d.max(CONFIRM_WAIT)
+        } else {
+            d
+        }
+    }
+
     /// The `delivered` field of the acknowledgements: confirmed bytes (and end) with
     /// confirmed delivery, otherwise the bytes the application has read.
     pub(super) fn delivered_field(&self) -> u64 {
