@@ -85,13 +85,17 @@ def main():
                         help="libFuzzer -timeout per input, seconds (default 60: the campaign "
                              "runs at low priority beside builds, a starved input is not a hang)")
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between CPU samples")
+    parser.add_argument("--binary-dir", default=TARGET_DIR,
+                        help="where the fuzz binary is (default %(default)s, relative to fuzz/): "
+                             "a build in another --target-dir lets a changed target run while "
+                             "campaigns of the others use theirs")
     args = parser.parse_args()
     if args.cpu_seconds <= 0 or args.cpu_seconds != args.cpu_seconds:
         parser.error("--cpu-seconds must be a positive number of seconds, e.g. 3600")
     if args.sample <= 0:
         parser.error("--sample must be a positive number of seconds, e.g. 5")
 
-    binary = os.path.join(TARGET_DIR, args.target)
+    binary = os.path.join(args.binary_dir, args.target)
     if not os.access(binary, os.X_OK):
         sys.exit(f"campaign: no fuzz binary at fuzz/{binary}; run `cargo +nightly fuzz build` "
                  f"in fuzz/ first (targets: ls fuzz/fuzz_targets)")
