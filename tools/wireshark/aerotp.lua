@@ -68,6 +68,13 @@ local pf = {
     hec_computed = ProtoField.uint16("aerotp.hec.computed", "Header check computed", base.HEX),
     type = ProtoField.string("aerotp.type", "TPDU type"),
     data = ProtoField.bytes("aerotp.data", "Data"),
+    gw_open = ProtoField.bytes("aerotp.gw.open", "AeroGW open record"),
+    gw_flags = ProtoField.uint8("aerotp.gw.flags", "Open flags", base.HEX),
+    gw_class = ProtoField.uint8("aerotp.gw.class", "Class", base.DEC),
+    gw_flow = ProtoField.uint64("aerotp.gw.flow_id", "Flow id", base.HEX),
+    gw_in = ProtoField.uint64("aerotp.gw.in_delivered", "Reverse bytes written", base.DEC),
+    gw_dest = ProtoField.string("aerotp.gw.dest", "Destination"),
+    gw_port = ProtoField.uint16("aerotp.gw.port", "Destination port", base.DEC),
     crc = ProtoField.uint32("aerotp.crc", "CRC-32C", base.HEX),
     crc_status = ProtoField.string("aerotp.crc.status", "CRC-32C status"),
     crc_computed = ProtoField.uint32("aerotp.crc.computed", "CRC-32C computed", base.HEX),
@@ -370,6 +377,38 @@ end
 
 -- A repair TPDU's body [off, off+n): the 18-byte repair header, then the symbol; returns
 -- false unless the symbol is exactly symbol_bytes long and the reserved byte is 0.
+-- A gateway flow's open record at the start of the ingress's stream (spec §10): shown when
+-- the ASYN's body starts with its kind byte and parses whole; the stream bytes follow it.
+local function dissect_gw_open(tvb, tree, off, n, dst_port)
+    if n < 3 or tvb(off, 1):uint() ~= 0xA2 then return 0 end
+    local flags = tvb(off + 1, 1):uint()
+    if bit.band(flags, 0xC8) ~= 0 or tvb(off + 2, 1):uint() > 2 then return 0 end
+    local pos = off + 3
+    local custody, resume = bit.band(flags, 1) ~= 0, bit.band(flags, 2) ~= 0
+    local need = 3 + ((custody or resume) and 8 or 0) + (resume and 8 or 0)
+    local kind = bit.band(flags, 0x30)
+    local dest_len = ({[0x00] = 0, [0x10] = 4, [0x20] = 16})[kind]
+    if n < need + 1 then return 0 end
+    if kind == 0x30 then dest_len = 1 + tvb(off + need, 1):uint() end
+    local total = need + dest_len + (bit.band(flags, 4) ~= 0 and 2 or 0)
+    if n < total then return 0 end
+    local t = tree:add(pf.gw_open, tvb(off, total))
+    t:add(pf.gw_flags, tvb(off + 1, 1))
+    t:add(pf.gw_class, tvb(off + 2, 1))
+    if custody or resume then t:add(pf.gw_flow, tvb(pos, 8)); pos = pos + 8 end
+    if resume then t:add(pf.gw_in, tvb(pos, 8)); pos = pos + 8 end
+    local port = dst_port
+    if bit.band(flags, 4) ~= 0 then port = tvb(off + total - 2, 2):uint() end
+    local dest
+    if kind == 0x00 then dest = "egress default"
+    elseif kind == 0x10 then dest = tostring(tvb(pos, 4):ipv4()) .. ":" .. port
+    elseif kind == 0x20 then dest = "[" .. tostring(tvb(pos, 16):ipv6()) .. "]:" .. port
+    else dest = tvb(pos + 1, dest_len - 1):string() .. ":" .. port end
+    t:add(pf.gw_dest, tvb(pos, dest_len), dest)
+    if bit.band(flags, 4) ~= 0 then t:add(pf.gw_port, tvb(off + total - 2, 2)) end
+    return total
+end
+
 local function dissect_repair(tvb, tree, off, n)
     if n < 18 then return false end
     local t = tree:add(aerotp, tvb(off, n), "Repair")
@@ -409,6 +448,7 @@ function aerotp.dissector(tvb, pinfo, tree)
     local vm = tvb(0, 1):uint()
     local flags = tvb(1, 1):uint()
     local seq = tvb(6, 4):uint()
+    local dst_port = tvb(4, 2):uint()
     local p = tvb(14, 1):uint()
     local tag = tvb(15, 1):uint()
     local n = tvb(16, 2):uint()
@@ -484,7 +524,11 @@ function aerotp.dissector(tvb, pinfo, tree)
         if b_len > 0 then root:add(pf.ciphertext, tvb(b_off, b_len)) end
         info = info .. string.format(" len=%u", b_len)
     elseif bit.band(flags, F_CONTROL) == 0 then
-        if b_len > 0 then root:add(pf.data, tvb(b_off, b_len)) end
+        local rec = 0
+        if bit.band(flags, F_ASYN) ~= 0 and seq == 0 and hec_ok and crc_ok then
+            rec = dissect_gw_open(tvb, root, b_off, b_len, dst_port)
+        end
+        if b_len > rec then root:add(pf.data, tvb(b_off + rec, b_len - rec)) end
         info = info .. string.format(" len=%u", b_len)
     elseif (flags == F_CHALLENGE or flags == F_ECHO) and hec_ok and crc_ok then
         local word = dissect_admission(tvb, root, flags, b_off, b_len)

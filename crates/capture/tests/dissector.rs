@@ -438,3 +438,58 @@ fn authenticated_tpdus_show_key_id_nonce_and_tag_and_say_they_are_unverified() {
         );
     }
 }
+
+#[test]
+fn a_gateway_flow_s_open_record_is_decoded_and_its_bytes_follow() {
+    if !aerotp_testkit::tshark::present() {
+        eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+        return;
+    }
+    use aerotp_wire::{emit_tpdu, Flags, Header};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gw.pcapng");
+    let mut c = Capture::create(&file, &["sent"]).unwrap();
+    let a: SocketAddr = "10.0.0.1:9000".parse().unwrap();
+    let b: SocketAddr = "10.0.0.2:9000".parse().unwrap();
+    // docs/spec.md §10's examples: a flow intercepted to 10.77.0.2:8000 (dst_port 8000), and
+    // one to the egress's default destination with a custody flow id, each with "GET".
+    let records: [(&[u8], u16); 2] = [
+        (&[0xa2, 0x10, 0x01, 0x0a, 0x4d, 0x00, 0x02], 8000),
+        (&[0xa2, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0x12, 0x34], 1),
+    ];
+    for (i, (rec, port)) in records.iter().enumerate() {
+        let mut body = rec.to_vec();
+        body.extend_from_slice(b"GET");
+        let h = Header {
+            mode: Mode::Reliable,
+            flags: Flags::ASYN,
+            src_port: 40_000,
+            dst_port: *port,
+            seq: 0,
+            timestamp: 1,
+            fec: 0,
+            tag: 7,
+            len: 0,
+        };
+        let mut d = Vec::new();
+        emit_tpdu(h, &body, &mut d).unwrap();
+        c.write(0, Duration::from_millis(i as u64), a, b, &d)
+            .unwrap();
+    }
+    c.finish().unwrap();
+    let rows = tshark(
+        &file,
+        &["aerotp.gw.dest", "aerotp.gw.flow_id", "aerotp.data"],
+    );
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0][8], "10.77.0.2:8000", "{:?}", rows[0]);
+    assert_eq!(rows[1][8], "egress default", "{:?}", rows[1]);
+    assert_eq!(rows[1][9], "0x0000000000001234", "{:?}", rows[1]);
+    for row in &rows {
+        assert_eq!(row[5], "", "malformed: {row:?}");
+        assert_eq!(
+            row[10], "474554",
+            "the stream's bytes after the record: {row:?}"
+        );
+    }
+}

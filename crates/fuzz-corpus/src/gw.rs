@@ -46,7 +46,11 @@ pub fn target_gw_frame(data: &[u8]) {
         match Resumed::parse(stream) {
             Ok(r) => assert_eq!(&r.encode()[..], &stream[..RESUMED_LEN]),
             Err(RecordError::Short(k)) => {
-                assert!(k > stream.len() && k <= RESUMED_LEN, "short by {k} of {}", stream.len());
+                assert!(
+                    k > stream.len() && k <= RESUMED_LEN,
+                    "short by {k} of {}",
+                    stream.len()
+                );
             }
             Err(RecordError::Bad(m)) => assert!(!m.is_empty()),
         }
