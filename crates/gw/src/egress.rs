@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use aerotp_net::{Connection, Mode};
 use anyhow::{Context, Result};
-use tokio::io::{AsyncReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 use crate::config::Settings;
@@ -43,7 +43,7 @@ async fn refuse(conn: &Connection, reason: String) {
 }
 
 /// Reads the ingress's open record from the start of the stream, taking no byte beyond it.
-async fn read_open(r: &mut BufReader<Connection>, dst_port: u16) -> Result<(Open, usize), String> {
+async fn read_open(r: &mut Connection, dst_port: u16) -> Result<(Open, usize), String> {
     let mut b = Vec::with_capacity(32);
     let mut want = 3;
     loop {
@@ -261,7 +261,7 @@ impl Egress {
 
     /// One accepted TCP-flow connection: the flow's open record, then its session.
     async fn handle_conn(self: Arc<Self>, conn: Connection) {
-        let mut reader = BufReader::new(conn.clone());
+        let mut reader = conn.clone();
         let dst_port = conn.local_port();
         let read = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_open(&mut reader, dst_port)).await;
         let (open, len) = match read {
@@ -417,7 +417,7 @@ impl Egress {
         self: &Arc<Self>,
         flow: Arc<Flow>,
         conn: Connection,
-        reader: BufReader<Connection>,
+        reader: Connection,
         open: &Open,
         in_skip: u64,
     ) {

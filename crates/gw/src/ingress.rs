@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use aerotp_net::{CloseOutcome, FecSetting, Mode};
 use anyhow::{Context, Result};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{FlowKind, Route, Settings};
@@ -419,7 +419,7 @@ impl Ingress {
         } else {
             record.clone()
         };
-        let mut reader = BufReader::new(conn.clone());
+        let mut reader = conn.clone();
         let answer = if resume {
             match self.resumed_answer(flow, &conn, &mut reader).await {
                 Ok(r) => Some(r),
@@ -444,7 +444,7 @@ impl Ingress {
         &self,
         flow: &Arc<Flow>,
         conn: &aerotp_net::Connection,
-        reader: &mut BufReader<aerotp_net::Connection>,
+        reader: &mut aerotp_net::Connection,
     ) -> Result<Resumed, Attempt> {
         let mut b = [0u8; RESUMED_LEN];
         let why = match tokio::time::timeout(HANDSHAKE_TIMEOUT, reader.read_exact(&mut b)).await {
@@ -476,7 +476,7 @@ impl Ingress {
         &self,
         flow: &Arc<Flow>,
         conn: aerotp_net::Connection,
-        reader: BufReader<aerotp_net::Connection>,
+        reader: aerotp_net::Connection,
         answer: Option<Resumed>,
         off: Offsets,
         prefix: Vec<u8>,

@@ -386,7 +386,13 @@ impl AsyncRead for Connection {
         let shared = self.shared().clone();
         let mut st = shared.lock();
         let h = self.inner.h;
-        let n = st.engine.read(h, buf.initialize_unfilled()).unwrap_or(0);
+        // Initialise only what the engine has to give: a large, uninitialised read buffer
+        // (a gateway flow's) is then not touched, and costs no resident memory, beyond it.
+        let want = buf.remaining().min(st.engine.ready_bytes(h));
+        let n = st
+            .engine
+            .read(h, buf.initialize_unfilled_to(want))
+            .unwrap_or(0);
         if n > 0 {
             buf.advance(n);
             drop(st);

@@ -310,6 +310,10 @@ impl Connection {
         self.rx.at_eof()
     }
 
+    pub fn ready_bytes(&self) -> usize {
+        self.rx.ready_bytes()
+    }
+
     /// Confirmed delivery: see `Endpoint::confirm`.
     pub fn confirm(&mut self, now: Duration, upto: u64, end: bool) -> u64 {
         self.rx.confirm(now, upto, end)

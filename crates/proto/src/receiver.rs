@@ -551,6 +551,11 @@ impl Receiver {
         }
     }
 
+    /// Bytes delivered in order and not yet read.
+    pub fn ready_bytes(&self) -> usize {
+        self.ready_bytes
+    }
+
     pub fn readable(&self) -> bool {
         !self.ready.is_empty()
     }

@@ -15,6 +15,11 @@ impl Endpoint {
         self.conns.get(&h).map(|c| c.stats())
     }
 
+    /// Bytes `read` would return now (delivered in order, not yet read).
+    pub fn ready_bytes(&self, h: ConnectionHandle) -> usize {
+        self.conns.get(&h).map_or(0, |c| c.ready_bytes())
+    }
+
     /// Who the connection talks to, and in which mode.
     pub fn peer(&self, h: ConnectionHandle) -> Option<Peer> {
         self.conns.get(&h).map(|c| Peer {
