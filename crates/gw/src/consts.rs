@@ -23,9 +23,6 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Ingress: longest a new TCP flow waits for its source's first bytes before it opens its
 /// AeroTP connection, so that the open record, a short request and its FIN share one ASYN.
 pub const OPEN_WAIT: Duration = Duration::from_millis(10);
-/// Ingress: after those first bytes, longest a new flow waits for the source's FIN (a short
-/// request closes microseconds after it is sent).
-pub const OPEN_FIN_WAIT: Duration = Duration::from_millis(1);
 /// Longest wait for a destination's TCP connect.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest UDP payload (IPv4: 65 535 − 20 − 8).

@@ -13,7 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{FlowKind, Route, Settings};
 use crate::ctx::{
-    fid, new_flow_id, Ctx, DropReason, Role, HANDSHAKE_TIMEOUT, OPEN_FIN_WAIT, OPEN_WAIT, TCP_PORT,
+    fid, new_flow_id, Ctx, DropReason, Role, HANDSHAKE_TIMEOUT, OPEN_WAIT, TCP_PORT,
     UDP_STREAM_PORT,
 };
 use crate::flow::{Flow, FlowInit, SessionEnd};
@@ -504,11 +504,10 @@ impl Ingress {
 }
 
 /// Waits until a new flow's source has sent its first bytes (or closed), at most
-/// `OPEN_WAIT`, and then at most `OPEN_FIN_WAIT` for its FIN: the AeroTP connection opens
-/// with the open record, those bytes and (for a short request) the FIN in one ASYN
-/// (docs/gateway.md §Flow protocol). A source that waits for the server to speak first
-/// (SSH, SMTP) costs `OPEN_WAIT` once; one that keeps its connection open after its first
-/// bytes, `OPEN_FIN_WAIT` once.
+/// `OPEN_WAIT`: the AeroTP connection opens with the open record and those bytes (with the
+/// FIN, when the TCP read found it right behind them) in one ASYN (docs/gateway.md §Flow
+/// protocol). A source that waits for the server to speak first (SSH, SMTP) costs
+/// `OPEN_WAIT` once.
 async fn first_bytes(flow: &Arc<Flow>) {
     let mut rx = flow.changed.subscribe();
     let spoke = |f: &Flow| {
@@ -517,15 +516,6 @@ async fn first_bytes(flow: &Arc<Flow>) {
     };
     let _ = tokio::time::timeout(OPEN_WAIT, async {
         while !spoke(flow) {
-            if rx.changed().await.is_err() {
-                return;
-            }
-        }
-    })
-    .await;
-    // A short request's FIN is typically microseconds behind its bytes.
-    let _ = tokio::time::timeout(OPEN_FIN_WAIT, async {
-        while !flow.lock().fin {
             if rx.changed().await.is_err() {
                 return;
             }
