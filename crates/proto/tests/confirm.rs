@@ -8,32 +8,21 @@ use aerotp_proto::{
     CloseOutcome, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, EndpointError,
     Event, Mode,
 };
-use aerotp_wire::{Flags, Header};
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use aerotp_wire::Flags;
 use std::time::Duration;
+
+mod harness;
+
+use harness::addr_b;
+use harness::filtered;
 
 const DELAY: Duration = Duration::from_millis(10);
 const PORT: u16 = 7;
 
-fn addr_a() -> SocketAddr {
-    "10.0.0.1:9000".parse().unwrap()
-}
-fn addr_b() -> SocketAddr {
-    "10.0.0.2:9000".parse().unwrap()
-}
-
-/// (now, sent by a?, header) -> drop?
-type Filter = Box<dyn FnMut(Duration, bool, &Header) -> bool>;
-
-/// A sends; B's application reads everything and confirms what the test allows.
+/// A sends; B's application reads everything and confirms what the test allows. The link is
+/// `harness::filtered` (its `drop` chooses what is lost).
 struct Link {
-    a: Endpoint,
-    b: Endpoint,
-    now: Duration,
-    queue: BTreeMap<(Duration, u64), (bool, Vec<u8>)>,
-    n: u64,
-    drop: Filter,
+    net: filtered::Link,
     /// A's connection and what happened to it.
     h: ConnectionHandle,
     a_closed: Option<CloseOutcome>,
@@ -50,6 +39,19 @@ struct Link {
     /// B's AFINACKs sent (flags AFIN | ACK), and when the first went.
     b_afinacks: usize,
     first_afinack: Option<Duration>,
+}
+
+impl std::ops::Deref for Link {
+    type Target = filtered::Link;
+    fn deref(&self) -> &filtered::Link {
+        &self.net
+    }
+}
+
+impl std::ops::DerefMut for Link {
+    fn deref_mut(&mut self) -> &mut filtered::Link {
+        &mut self.net
+    }
 }
 
 fn cfg(mode: Mode) -> ConnectionConfig {
@@ -72,12 +74,7 @@ impl Link {
         assert_eq!(a.write(h, &data).unwrap(), bytes);
         a.close(h).unwrap();
         Link {
-            a,
-            b,
-            now: Duration::ZERO,
-            queue: BTreeMap::new(),
-            n: 0,
-            drop: Box::new(|_, _, _| false),
+            net: filtered::Link::new(a, b, DELAY),
             h,
             a_closed: None,
             a_closed_at: None,
@@ -94,24 +91,24 @@ impl Link {
     }
 
     fn applications(&mut self) {
-        while let Some(e) = self.a.poll_event() {
+        while let Some(e) = self.net.a.poll_event() {
             match e {
                 Event::Closed(h, o) if h == self.h => {
                     self.a_closed = Some(o);
-                    self.a_closed_at = Some(self.now);
+                    self.a_closed_at = Some(self.net.now);
                 }
                 Event::Confirmed(h) if h == self.h => self.a_confirmed_events += 1,
                 _ => {}
             }
         }
-        while let Some(e) = self.b.poll_event() {
+        while let Some(e) = self.net.b.poll_event() {
             match e {
                 Event::Accepted(h) => self.hb = Some(h),
                 Event::Closed(h, o) => {
                     self.b_closed = Some(o);
-                    self.b_closed_at = Some(self.now);
+                    self.b_closed_at = Some(self.net.now);
                     // As a driver does: a closed connection is released (a tombstone).
-                    self.b.release(h);
+                    self.net.b.release(h);
                 }
                 _ => {}
             }
@@ -119,88 +116,62 @@ impl Link {
         // A's application reads B's (empty) direction and confirms its end: both halves
         // confirm, so A's AFINACK waits for this too.
         let mut buf = [0u8; 4096];
-        while let Ok(1..) = self.a.read(self.h, &mut buf) {}
-        if self.a_closed.is_none() && self.a.at_eof(self.h) {
-            self.a.confirm(self.h, self.now, 0, true).unwrap();
+        while let Ok(1..) = self.net.a.read(self.h, &mut buf) {}
+        if self.a_closed.is_none() && self.net.a.at_eof(self.h) {
+            self.net.a.confirm(self.h, self.net.now, 0, true).unwrap();
         }
         let Some(hb) = self.hb else { return };
-        while let Ok(k @ 1..) = self.b.read(hb, &mut buf) {
+        while let Ok(k @ 1..) = self.net.b.read(hb, &mut buf) {
             self.b_read += k as u64;
         }
         if self.b_closed.is_none() {
-            let end = self.allow_end && self.b.at_eof(hb);
-            let v = self.b.confirm(hb, self.now, self.allow, end).unwrap();
+            let end = self.allow_end && self.net.b.at_eof(hb);
+            let v = self
+                .net
+                .b
+                .confirm(hb, self.net.now, self.allow, end)
+                .unwrap();
             if end && v == self.b_read + 1 {
-                self.b.close(hb).unwrap();
+                self.net.b.close(hb).unwrap();
             }
         }
     }
 
     /// Runs until `limit` of virtual time (or nothing is left to do).
     fn run(&mut self, limit: Duration) {
-        let mut buf = Vec::new();
         for _ in 0..2_000_000 {
             self.applications();
-            for from_a in [true, false] {
-                loop {
-                    let ep = if from_a { &mut self.a } else { &mut self.b };
-                    if ep.poll_transmit(self.now, &mut buf).is_none() {
-                        break;
-                    }
-                    let h = Header::parse(&buf).expect("endpoints send valid headers");
-                    if !from_a && h.flags.contains(Flags::AFIN | Flags::ACK) {
-                        self.b_afinacks += 1;
-                        self.first_afinack.get_or_insert(self.now);
-                    }
-                    if !(self.drop)(self.now, from_a, &h) {
-                        self.n += 1;
-                        self.queue
-                            .insert((self.now + DELAY, self.n), (from_a, buf.clone()));
-                    }
+            let (afinacks, first) = (&mut self.b_afinacks, &mut self.first_afinack);
+            self.net.transmit(|now, from_a, h| {
+                if !from_a && h.flags.contains(Flags::AFIN | Flags::ACK) {
+                    *afinacks += 1;
+                    first.get_or_insert(now);
                 }
-            }
+            });
             // The deadline contract (crates/proto/tests/deadlines.rs): after handling `now`
             // and draining what is due, no deadline is at or before `now`.
-            for (side, t) in [("A", self.a.poll_timeout()), ("B", self.b.poll_timeout())] {
+            let now = self.net.now;
+            for (side, t) in [
+                ("A", self.net.a.poll_timeout()),
+                ("B", self.net.b.poll_timeout()),
+            ] {
                 assert!(
-                    t.is_none_or(|t| t > self.now) || self.now.is_zero(),
-                    "{side} reports {t:?} at {:?}",
-                    self.now
+                    t.is_none_or(|t| t > now) || now.is_zero(),
+                    "{side} reports {t:?} at {now:?}"
                 );
             }
-            let next = [
-                self.queue.keys().next().map(|k| k.0),
-                self.a.poll_timeout(),
-                self.b.poll_timeout(),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            let Some(next) = next.filter(|&t| t <= limit) else {
-                self.now = limit;
+            let Some(next) = self.net.next_event().filter(|&t| t <= limit) else {
+                self.net.now = limit;
                 self.applications();
                 return;
             };
-            self.now = self.now.max(next);
-            while let Some(entry) = self.queue.first_entry() {
-                if entry.key().0 > self.now {
-                    break;
-                }
-                let (to_b, d) = entry.remove();
-                if to_b {
-                    self.b.handle_datagram(self.now, addr_a(), &d);
-                } else {
-                    self.a.handle_datagram(self.now, addr_b(), &d);
-                }
-            }
-            self.a.handle_timeout(self.now);
-            self.b.handle_timeout(self.now);
+            self.net.advance(next);
         }
         panic!("no end by {limit:?}");
     }
 
     fn peer_delivered(&self) -> u64 {
-        self.a.peer_delivered(self.h).unwrap_or_else(|| {
+        self.net.a.peer_delivered(self.h).unwrap_or_else(|| {
             panic!("A's connection released ({:?})", self.a_closed);
         })
     }
@@ -359,7 +330,8 @@ fn lossy_links_and_late_confirmations_end_with_everything_confirmed() {
 fn confirm_is_clamped_to_what_was_read_and_never_goes_back() {
     let mut link = Link::new(Mode::Reliable, BYTES);
     link.run(Duration::from_secs(1));
-    let (b, hb, now) = (&mut link.b, link.hb.unwrap(), link.now);
+    let (hb, now) = (link.hb.unwrap(), link.now);
+    let b = &mut link.net.b;
     assert!(b.at_eof(hb));
     let all = BYTES as u64;
     assert_eq!(

@@ -6,46 +6,45 @@
 use aerotp_proto::{
     CloseOutcome, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, Mode,
 };
-use aerotp_wire::{Flags, Header};
-use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
+use aerotp_wire::Flags;
+use std::collections::HashMap;
 use std::time::Duration;
+
+mod harness;
+
+use harness::addr_b;
+use harness::filtered;
 
 const DELAY: Duration = Duration::from_millis(10);
 
-fn addr_a() -> SocketAddr {
-    "10.0.0.1:9000".parse().unwrap()
-}
-fn addr_b() -> SocketAddr {
-    "10.0.0.2:9000".parse().unwrap()
-}
-
-/// Which datagrams the link drops: (now, sent by a?, header) -> drop?
-type Filter = Box<dyn FnMut(Duration, bool, &Header) -> bool>;
-
+/// The filtered link (`harness::filtered`), and what b's application did: the connections b
+/// accepted, and what it read from each (it reads everything and closes its side at the end
+/// of the stream, in `run_until`).
 struct Link {
-    a: Endpoint,
-    b: Endpoint,
-    now: Duration,
-    /// Arrival time, counter -> (to b?, bytes).
-    queue: BTreeMap<(Duration, u64), (bool, Vec<u8>)>,
-    n: u64,
-    drop: Filter,
-    /// Connections b accepted, and what b's application read from each (it reads everything
-    /// and closes its side at the end of the stream).
+    net: filtered::Link,
     accepted: Vec<ConnectionHandle>,
     got: HashMap<ConnectionHandle, Vec<u8>>,
 }
 
+impl std::ops::Deref for Link {
+    type Target = filtered::Link;
+    fn deref(&self) -> &filtered::Link {
+        &self.net
+    }
+}
+
+impl std::ops::DerefMut for Link {
+    fn deref_mut(&mut self) -> &mut filtered::Link {
+        &mut self.net
+    }
+}
+
 impl Link {
     fn new(b_cfg: EndpointConfig) -> Link {
+        let a = Endpoint::new(EndpointConfig::default(), 1);
+        let b = Endpoint::new(b_cfg, 2);
         Link {
-            a: Endpoint::new(EndpointConfig::default(), 1),
-            b: Endpoint::new(b_cfg, 2),
-            now: Duration::ZERO,
-            queue: BTreeMap::new(),
-            n: 0,
-            drop: Box::new(|_, _, _| false),
+            net: filtered::Link::new(a, b, DELAY),
             accepted: Vec::new(),
             got: HashMap::new(),
         }
@@ -54,48 +53,14 @@ impl Link {
     /// Sends what is due, then moves to the next event; false when nothing is left or
     /// `limit` is reached.
     fn step(&mut self, limit: Duration) -> bool {
-        let mut buf = Vec::new();
-        for from_a in [true, false] {
-            loop {
-                let ep = if from_a { &mut self.a } else { &mut self.b };
-                if ep.poll_transmit(self.now, &mut buf).is_none() {
-                    break;
-                }
-                let h = Header::parse(&buf).expect("endpoints send valid headers");
-                if !(self.drop)(self.now, from_a, &h) {
-                    self.n += 1;
-                    self.queue
-                        .insert((self.now + DELAY, self.n), (from_a, buf.clone()));
-                }
+        self.net.transmit(|_, _, _| {});
+        match self.net.next_event() {
+            Some(next) if next <= limit => {
+                self.net.advance(next);
+                true
             }
+            _ => false,
         }
-        let next = [
-            self.queue.keys().next().map(|k| k.0),
-            self.a.poll_timeout(),
-            self.b.poll_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        let Some(next) = next else { return false };
-        if next > limit {
-            return false;
-        }
-        self.now = self.now.max(next);
-        while let Some(entry) = self.queue.first_entry() {
-            if entry.key().0 > self.now {
-                break;
-            }
-            let (to_b, d) = entry.remove();
-            if to_b {
-                self.b.handle_datagram(self.now, addr_a(), &d);
-            } else {
-                self.a.handle_datagram(self.now, addr_b(), &d);
-            }
-        }
-        self.a.handle_timeout(self.now);
-        self.b.handle_timeout(self.now);
-        true
     }
 }
 
@@ -134,11 +99,11 @@ fn run_until(
         }
         let mut buf = [0u8; 8192];
         for &r in &link.accepted {
-            while let Ok(k @ 1..) = link.b.read(r, &mut buf) {
+            while let Ok(k @ 1..) = link.net.b.read(r, &mut buf) {
                 link.got.entry(r).or_default().extend_from_slice(&buf[..k]);
             }
-            if link.b.at_eof(r) {
-                let _ = link.b.close(r);
+            if link.net.b.at_eof(r) {
+                let _ = link.net.b.close(r);
             }
         }
         if done(link, &a_closed) || !link.step(limit) {
@@ -502,9 +467,10 @@ fn a_wildcard_listener_accepts_any_port_and_a_named_one_takes_precedence() {
     }
     // Without the wildcard, port 80 is refused again.
     link.b.unlisten_any();
+    let now = link.now;
     let h = link
         .a
-        .connect(link.now, addr_b(), 81, cfg(Mode::Reliable))
+        .connect(now, addr_b(), 81, cfg(Mode::Reliable))
         .unwrap();
     link.a.write(h, b"x").unwrap();
     let limit = link.now + Duration::from_secs(5);

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod filtered;
+
 use aerotp_proto::{
     CloseOutcome, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event,
 };
