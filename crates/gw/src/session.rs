@@ -51,7 +51,8 @@ impl Offsets {
     }
 }
 
-/// What the writer has put in the stream, for the confirmation check.
+/// What the writer has put in the stream: its own position, and what the confirmation check
+/// believes (one record for both).
 #[derive(Debug)]
 struct Sent {
     next: AtomicU64,
@@ -143,13 +144,15 @@ async fn writer(
     mut prefix: Vec<u8>,
 ) -> Option<SessionEnd> {
     let mut rx = flow.changed.subscribe();
-    let mut next = off.out_base;
-    let mut fin_sent = false;
     let mut confirmed: Option<(u64, bool)> = None;
     loop {
         rx.borrow_and_update();
         let action = {
             let st = flow.lock();
+            let (next, fin_sent) = (
+                sent.next.load(Ordering::Acquire),
+                sent.fin.load(Ordering::Acquire),
+            );
             match next_action(&st, next, confirmed, fin_sent) {
                 Ok(a) => a,
                 Err(end) => return Some(end),
@@ -168,12 +171,9 @@ async fn writer(
                 if let Err(end) = send_data(flow, &mut conn, sent, &mut prefix, at, n).await {
                     return Some(end);
                 }
-                next = sent.next.load(Ordering::Acquire);
-                fin_sent = sent.fin.load(Ordering::Acquire);
             }
             Action::Fin => {
                 sent.fin.store(true, Ordering::Release);
-                fin_sent = true;
                 if let Err(e) = conn.write_last(&std::mem::take(&mut prefix)).await {
                     return Some(SessionEnd::Broken(format!("AeroTP write: {e}")));
                 }
