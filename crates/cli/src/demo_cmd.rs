@@ -153,7 +153,7 @@ async fn aerotp_mode(mode: Mode, max_delay: Option<Duration>, data: &[u8]) -> an
     let server = Endpoint::bind(lo, EndpointConfig::default())?;
     let erasure = max_delay.map(|d| aerotp_proto::ErasureSetting {
         max_delay: d,
-        ..aerotp_proto::ErasureSetting::for_mode(mode)
+        ..aerotp_proto::ErrorControl::for_mode(mode).erasure
     });
     let mut listener = crate::recv_cmd::listener_config(LINK_BPS, None, Duration::from_secs(60))?;
     listener.erasure = erasure;

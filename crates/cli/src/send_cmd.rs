@@ -319,7 +319,7 @@ pub fn send_status(out: &SendOutcome) -> (i32, Option<String>) {
             )),
         );
     }
-    let reliable = r.mode.is_fully_reliable();
+    let reliable = aerotp_proto::ErrorControl::for_mode(r.mode).delivers_everything();
     match out.verdict {
         Some(Verdict::Verified) => (EXIT_OK, None),
         Some(v @ (Verdict::Mismatch | Verdict::NoDigest)) => (
@@ -422,7 +422,7 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     cfg.erasure = args
         .erasure
         .choice()
-        .resolve(args.mode)
+        .resolve(aerotp_proto::ErrorControl::for_mode(args.mode).erasure)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     cfg.idle_timeout = args.silence_timeout;
     let (reader, size, default_name): (Box<dyn AsyncRead + Unpin + Send>, Option<u64>, String) =

@@ -392,7 +392,7 @@ impl FileConfig {
         let erasure = erasure_choice(&f.erasure, &f.max_delay, erasure, "the flow's ")?;
         // Every part checked against the mode now, not at the first connection.
         erasure
-            .resolve(mode)
+            .resolve(aerotp_proto::ErrorControl::for_mode(mode).erasure)
             .map_err(|e| anyhow::anyhow!("the flow's erasure settings: {e}"))?;
         Ok(Route {
             kind,

@@ -274,7 +274,9 @@ impl Ctx {
         c.mtu = self.settings.mtu;
         c.fec = fec;
         // `resolve` fails only on values the settings already refused; keep the default then.
-        c.erasure = erasure.resolve(mode).unwrap_or(None);
+        c.erasure = erasure
+            .resolve(aerotp_proto::ErrorControl::for_mode(mode).erasure)
+            .unwrap_or(None);
         c.idle_timeout = self.settings.idle_timeout;
         // A TCP flow may stay idle for hours (an SSH session, a held-open telemetry socket):
         // its connection probes the peer after a third of the idle timeout of silence, so

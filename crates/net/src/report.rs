@@ -25,7 +25,8 @@ impl Report {
             CloseOutcome::Finished { confirmed } => (true, confirmed),
             _ => (false, false),
         };
-        let guarantee_met = clean && (confirmed || !mode.is_fully_reliable());
+        let guarantee_met = clean
+            && (confirmed || !aerotp_proto::ErrorControl::for_mode(mode).delivers_everything());
         Report {
             mode,
             outcome,

@@ -27,7 +27,7 @@ use std::time::Duration;
 /// always answers a TPDU from the peer; this stands in for one).
 pub(crate) fn from_peer(c: &crate::connection::Connection) -> aerotp_wire::Header {
     aerotp_wire::Header {
-        mode: c.mode,
+        mode: c.mode(),
         flags: aerotp_wire::Flags::empty(),
         src_port: c.remote_port,
         dst_port: c.local_port,

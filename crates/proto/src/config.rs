@@ -2,6 +2,7 @@
 
 pub use crate::config_error::ConfigError;
 use crate::erasure::ErasureSetting;
+use crate::error_control::ErrorControl;
 use aerotp_wire::Mode;
 use std::time::Duration;
 
@@ -134,7 +135,7 @@ pub struct ConnectionConfig {
     /// under loss; each copy costs a header (52 bytes with IPv4/UDP).
     pub asyn_copies: u8,
     /// Erasure coding across TPDUs for what this end sends (docs/fec.md); `None`: the
-    /// default of the connection's mode (`ErasureSetting::for_mode`), which for an acceptor
+    /// default of the connection's mode (`ErrorControl::for_mode(mode).erasure`), which for an acceptor
     /// is the mode the initiator chose.
     pub erasure: Option<ErasureSetting>,
     /// Record a per-TPDU trace (first send, delivery) for delay measurements; bounded.
@@ -188,7 +189,7 @@ impl ConnectionConfig {
             mode,
             ..Default::default()
         };
-        if mode.fec_by_default() {
+        if ErrorControl::for_mode(mode).fec_auto_by_default {
             c.fec = FecSetting::Auto;
         }
         c
@@ -237,7 +238,7 @@ impl ConnectionConfig {
         {
             return Err(ConfigError::KeepAlive(k, self.idle_timeout));
         }
-        if self.confirm_delivery && !self.mode.is_fully_reliable() {
+        if self.confirm_delivery && !ErrorControl::for_mode(self.mode).delivers_everything() {
             return Err(ConfigError::ConfirmDelivery(self.mode));
         }
         if let Some(e) = &self.erasure {

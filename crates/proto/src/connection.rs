@@ -1,9 +1,11 @@
 //! One AeroTP connection: the state machine, a sending half, a receiving half, rate pacing,
-//! FEC control and timers. The mode decides which error-control parts act (see `Mode`).
+//! FEC control and timers. The mode's error control (`ErrorControl`, built once) decides what
+//! each part does.
 
 use crate::codec::{self, Quality, Received};
 use crate::config::ConnectionConfig;
 use crate::erasure::{ErasureRx, ErasureRxStats, ErasureSetting, ErasureTx, ErasureTxStats};
+use crate::error_control::{ErrorControl, Feedback};
 use crate::fec_control::FecControl;
 use crate::pacer::Pacer;
 use crate::receiver::{Delivered, Receiver, ReceiverStats};
@@ -99,7 +101,8 @@ pub struct Connection {
     pub local_port: u16,
     pub remote_port: u16,
     pub tag: u8,
-    pub mode: Mode,
+    /// What the mode's error control does (built once from the mode).
+    ec: ErrorControl,
     cfg: ConnectionConfig,
     pacer: Pacer,
     tx: Sender,
@@ -170,7 +173,7 @@ impl Connection {
         tag: u8,
         now: Duration,
     ) -> Connection {
-        let mode = cfg.mode;
+        let ec = ErrorControl::for_mode(cfg.mode);
         let initial_window = cfg.recv_window;
         let state = match role {
             Role::Initiator => {
@@ -178,19 +181,17 @@ impl Connection {
             }
             Role::Acceptor => State::Established,
         };
-        let mut rx = Receiver::new(&cfg);
+        let mut rx = Receiver::new(ec, &cfg);
         rx.want_reports();
-        let erasure = cfg
-            .erasure
-            .unwrap_or_else(|| ErasureSetting::for_mode(mode));
-        // The modes that repair from their first TPDU record sources from the start; a hole
-        // waits for repairs (up to the delay bound) once the first repair shows the peer
-        // sends them (a peer without repair must not delay every hole).
-        let eager = matches!(mode, Mode::QuasiReliable | Mode::Unreliable) && !erasure.is_off();
+        let erasure: ErasureSetting = cfg.erasure.unwrap_or(ec.erasure);
+        // The modes that repair from their first TPDU record sources from the start; in the
+        // others a hole waits for repairs (up to the delay bound) once the first repair shows
+        // the peer sends them (a peer without repair must not delay every hole).
+        let eager = ec.repairs_from_start && !erasure.is_off();
         if cfg.trace {
             rx.trace = Some(Vec::new());
         }
-        let mut tx = Sender::new(mode, cfg.send_buffer, initial_window, cfg.retention);
+        let mut tx = Sender::new(ec, cfg.send_buffer, initial_window, cfg.retention);
         if role == Role::Initiator {
             tx.open(cfg.asyn_copies);
         }
@@ -204,14 +205,14 @@ impl Connection {
             local_port,
             remote_port,
             tag,
-            mode,
+            ec,
             pacer: Pacer::new(cfg.rate_bps, cfg.per_packet_overhead, cfg.mtu),
             tx,
             rx,
             rtt: RttEstimator::new(cfg.initial_rtt, cfg.min_rto),
             fec: FecControl::new(
                 cfg.fec,
-                mode,
+                ec.auto_fec,
                 cfg.mtu,
                 cfg.per_packet_overhead,
                 cfg.fec_target_loss,
@@ -250,6 +251,10 @@ impl Connection {
             stats_wire: ConnectionStats::default(),
             cfg,
         }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.ec.mode
     }
 
     pub fn state(&self) -> State {
@@ -711,10 +716,10 @@ impl Connection {
         }
         if h.flags.contains(Flags::AFIN) && h.flags.contains(Flags::ACK) {
             // AFINACK: the peer has our AFIN (and, in acknowledged modes, everything before it).
-            if !self.mode.uses_mack() && self.mode != Mode::NearReliable {
+            if self.ec.feedback == Feedback::None {
                 self.tx.on_fin_acked();
             }
-            if self.tx.fin_sent() && (self.tx.all_acked() || !self.mode.is_fully_reliable()) {
+            if self.tx.fin_sent() && (self.tx.all_acked() || !self.ec.delivers_everything()) {
                 self.apply(StateEvent::AfinAckRx);
             }
         }
@@ -734,7 +739,7 @@ impl Connection {
         if !self.tx.fin_sent() {
             return false;
         }
-        let acked = if self.mode.is_fully_reliable() {
+        let acked = if self.ec.delivers_everything() {
             self.tx.all_acked()
         } else {
             self.tx.fin_acked
@@ -761,7 +766,7 @@ impl Connection {
                 return;
             }
         }
-        let confirmed = self.mode.is_fully_reliable();
+        let confirmed = self.ec.delivers_everything();
         self.apply(StateEvent::ListenTo);
         self.finish_with(CloseOutcome::Finished { confirmed });
     }

@@ -9,8 +9,9 @@ use crate::connection::{ConnEvent, Connection, Role};
 pub use crate::endpoint_types::{
     ConnectionHandle, DatagramMsg, EndpointError, EndpointStats, Event, Peer, Transmit,
 };
+use crate::error_control::ErrorControl;
 use crate::receiver::Delivered;
-use aerotp_wire::{ControlBody, Flags, Header, Mode};
+use aerotp_wire::{ControlBody, Flags, Header};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::{HashMap, VecDeque};
@@ -158,7 +159,7 @@ impl Endpoint {
         config: ConnectionConfig,
     ) -> Result<ConnectionHandle, EndpointError> {
         let config = self.sealed_room(config)?;
-        if config.mode == Mode::Datagram {
+        if !ErrorControl::for_mode(config.mode).connected {
             return Err(EndpointError::Config(ConfigError::Fec(
                 "datagram mode has no connections: use send_datagram".into(),
             )));
@@ -356,7 +357,7 @@ impl Endpoint {
             self.hints.insert(remote, r.parity);
         }
         let h = r.header;
-        if h.mode == Mode::Datagram {
+        if !ErrorControl::for_mode(h.mode).connected {
             if r.quality == Quality::Corrupted {
                 self.stats.datagrams_dropped += 1;
             } else if self.datagrams_in.len() < self.cfg.max_datagrams {
@@ -442,7 +443,7 @@ impl Endpoint {
         cfg.mode = h.mode;
         // Confirmed delivery needs acknowledgements: a listener configured for it (a
         // gateway's wildcard) accepts a peer in a mode without them as a plain connection.
-        cfg.confirm_delivery &= h.mode.is_fully_reliable();
+        cfg.confirm_delivery &= ErrorControl::for_mode(h.mode).delivers_everything();
         let mut conn = Connection::new(
             Role::Acceptor,
             cfg,
@@ -494,7 +495,7 @@ impl Endpoint {
             let ok = intact
                 && self.admission.is_half_open(ch.0)
                 && aerotp_wire::Echo::parse(&r.body)
-                    .is_ok_and(|e| self.admission.check(now, key, h.tag, c.mode, &e.cookie));
+                    .is_ok_and(|e| self.admission.check(now, key, h.tag, c.mode(), &e.cookie));
             if ok {
                 self.admission.settle(ch.0);
                 c.set_unproven(false);

@@ -2,6 +2,7 @@
 //! bit-error rate the receiver reports.
 
 use crate::config::{ConnectionConfig, FecSetting};
+use crate::error_control::{AutoFec, ErrorControl};
 use crate::fec_parity;
 use aerotp_fec as fec;
 use aerotp_wire::{Mode, Report};
@@ -9,7 +10,7 @@ use aerotp_wire::{Mode, Report};
 #[derive(Debug, Clone)]
 pub struct FecControl {
     setting: FecSetting,
-    mode: Mode,
+    aim: AutoFec,
     mtu: usize,
     per_packet_overhead: usize,
     target: f64,
@@ -19,12 +20,12 @@ pub struct FecControl {
 }
 
 impl FecControl {
-    /// The choice a sender in `mode` starts with, before any receiver report: `Off` → 0,
+    /// The choice a sender aiming at `aim` (its mode's `ErrorControl::auto_fec`) starts with, before any receiver report: `Off` → 0,
     /// `Parity(p)` → p, `Words(w)` → the parity that gives `w` codewords per `mtu`, `Auto` →
     /// [`fec_parity::auto_parity`] at `initial_ber`.
     pub fn new(
         setting: FecSetting,
-        mode: Mode,
+        aim: AutoFec,
         mtu: usize,
         per_packet_overhead: usize,
         target: f64,
@@ -32,7 +33,7 @@ impl FecControl {
     ) -> Self {
         let mut c = FecControl {
             setting,
-            mode,
+            aim,
             mtu,
             per_packet_overhead,
             target,
@@ -50,7 +51,7 @@ impl FecControl {
 
     fn choose(&self, ber: f64) -> u8 {
         fec_parity::auto_parity(
-            self.mode,
+            self.aim,
             ber,
             self.mtu,
             self.per_packet_overhead,
@@ -84,7 +85,7 @@ impl FecControl {
 pub fn datagram_parity(setting: FecSetting, mtu: usize, cfg: &ConnectionConfig) -> u8 {
     FecControl::new(
         setting,
-        Mode::Datagram,
+        ErrorControl::for_mode(Mode::Datagram).auto_fec,
         mtu,
         cfg.per_packet_overhead,
         cfg.fec_target_loss,
@@ -130,22 +131,22 @@ mod tests {
     #[test]
     fn fixed_settings_map_to_parity() {
         assert_eq!(
-            FecControl::new(FecSetting::Off, Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(),
+            FecControl::new(FecSetting::Off, AutoFec::Goodput, 1500, 28, 1e-4, 0.0).parity(),
             0
         );
         assert_eq!(
-            FecControl::new(FecSetting::Parity(6), Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(),
+            FecControl::new(FecSetting::Parity(6), AutoFec::Goodput, 1500, 28, 1e-4, 0.0).parity(),
             6
         );
         assert_eq!(
-            FecControl::new(FecSetting::Words(12), Mode::Reliable, 1500, 28, 1e-4, 0.0).parity(),
+            FecControl::new(FecSetting::Words(12), AutoFec::Goodput, 1500, 28, 1e-4, 0.0).parity(),
             8
         );
     }
 
     #[test]
     fn auto_follows_reports() {
-        let mut c = FecControl::new(FecSetting::Auto, Mode::HybridNackMack, 1500, 28, 1e-4, 1e-4);
+        let mut c = FecControl::new(FecSetting::Auto, AutoFec::Goodput, 1500, 28, 1e-4, 1e-4);
         let high = c.parity();
         assert!(high > 0);
         c.on_report(&Report {

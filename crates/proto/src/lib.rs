@@ -14,6 +14,7 @@ mod decode_budget;
 mod endpoint;
 mod endpoint_types;
 mod erasure;
+mod error_control;
 mod fec_control;
 mod fec_parity;
 mod feedback_budget;
@@ -36,6 +37,7 @@ pub use endpoint::{
     ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Peer, Transmit,
 };
 pub use erasure::{ErasureChoice, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats};
+pub use error_control::{AutoFec, ErrorControl, Feedback, Hole, Keep};
 pub use fec_control::datagram_parity;
 pub use fec_parity::auto_parity;
 pub use link_share::{LinkShareConfig, SharePolicy, TrafficClass, SHARE_PERIOD};

@@ -4,10 +4,11 @@
 
 use crate::config::ConnectionConfig;
 use crate::erasure::{Arrival, WireLoss};
+use crate::error_control::{ErrorControl, Feedback, Hole};
 use crate::feedback_budget::{FeedbackBudget, TYPICAL_FEEDBACK_BYTES};
 use crate::reorder_budget::{tpdu_cost, ReorderBudget};
 use aerotp_fec::auto::BerEstimator;
-use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Mode, Nack, Report, Snack, OVERHEAD};
+use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Nack, Report, Snack, OVERHEAD};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -79,7 +80,7 @@ pub struct ReceiverStats {
 
 #[derive(Debug)]
 pub struct Receiver {
-    mode: Mode,
+    ec: ErrorControl,
     window: u32,
     mack_count: u16,
     mtu: usize,
@@ -145,10 +146,10 @@ pub struct Receiver {
 pub const TRACE_LIMIT: usize = 1 << 22;
 
 impl Receiver {
-    pub fn new(cfg: &ConnectionConfig) -> Receiver {
-        let mode = cfg.mode;
+    /// The receiving half for `ec` (the connection's error control) and `cfg`.
+    pub fn new(ec: ErrorControl, cfg: &ConnectionConfig) -> Receiver {
         Receiver {
-            mode,
+            ec,
             window: cfg.recv_window,
             mack_count: cfg.mack_count,
             mtu: cfg.mtu,
@@ -221,7 +222,7 @@ impl Receiver {
     /// The peer probes for feedback (an outage probe): acknowledge at once, as the budget
     /// allows, in the modes that acknowledge.
     pub fn request_feedback(&mut self) {
-        self.ack_now |= self.mode.uses_mack() || self.mode == Mode::NearReliable;
+        self.ack_now |= self.ec.acknowledges();
     }
 
     /// The return link's rate changed (the runtime re-paced this end).
@@ -296,7 +297,7 @@ impl Receiver {
         if !new {
             self.stats.tpdus_duplicate += 1;
             // A duplicate means our acknowledgement was lost or late: answer at once.
-            self.ack_now = self.mode.uses_mack() || self.mode == Mode::NearReliable;
+            self.ack_now = self.ec.acknowledges();
             return false;
         }
         if seq >= self.expected + u64::from(self.window) {
@@ -319,10 +320,10 @@ impl Receiver {
             Some(h) => seq > h + 1,
             None => seq > 0,
         };
-        if new_gap && self.mode.uses_mack() {
+        if new_gap && self.ec.feedback == Feedback::Selective {
             self.ack_now = true;
         }
-        if self.mode == Mode::NearReliable {
+        if self.reports_holes() {
             if new_gap && self.gap_open_since.is_none() {
                 self.gap_open_since = Some(now);
             }
@@ -337,7 +338,7 @@ impl Receiver {
     /// Keeps a new TPDU in the reorder buffer, delivers what is in order and schedules the
     /// acknowledgement and report it calls for (arrivals and rebuilt TPDUs alike).
     fn store(&mut self, now: Duration, seq: u64, body: Vec<u8>, fin: bool, ts: u32) {
-        if self.mode.uses_mack()
+        if self.ec.feedback == Feedback::Selective
             && seq != self.expected
             && self.pending_entries.len() < usize::from(self.mack_count)
         {
@@ -416,7 +417,7 @@ impl Receiver {
     ) {
         self.stats.tpdus_corrupted += 1;
         let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
-        if self.mode == Mode::Unreliable && !self.crc_check {
+        if self.ec.may_deliver_corrupted && !self.crc_check {
             self.on_data(now, wire_seq, timestamp, body, fin);
             return;
         }
@@ -426,7 +427,7 @@ impl Receiver {
         if seq < self.expected + u64::from(self.window) {
             self.wire.on_arrival(seq, timestamp, false);
         }
-        if self.mode.uses_nack() && self.pending_nacks.len() < MAX_LIST {
+        if self.ec.nacks_corrupted && self.pending_nacks.len() < MAX_LIST {
             self.pending_nacks.push(seq as u32);
             self.nack_sent_at.insert(seq, now);
             if self.nack_sent_at.len() > 4096 {
@@ -436,21 +437,6 @@ impl Receiver {
         // Knowing the TPDU exists also tells us how far the sender got.
         if seq < self.expected + u64::from(self.window) {
             self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
-        }
-    }
-
-    /// A TPDU filled a gap. If it was sent before the TPDU that opened the gap (its timestamp
-    /// is older), it is the original, overtaken rather than lost: the gap should have been
-    /// given at least this long before it was SNACKed (RFC 8985's reordering window, learned
-    /// at the receiver because here the receiver decides what is missing).
-    fn learn_reordering(&mut self, now: Duration, seq: u64, ts: u32) {
-        let Some((_, opener)) = self.buffer.range(seq + 1..).next() else {
-            return;
-        };
-        // Timestamps wrap (32-bit microseconds): compare as a signed difference.
-        if (ts.wrapping_sub(opener.ts) as i32) < 0 {
-            let sample = now.saturating_sub(opener.arrived) * 5 / 4;
-            self.reorder_wait = self.reorder_wait.max(sample).min(MAX_REORDER_WAIT);
         }
     }
 
@@ -477,10 +463,9 @@ impl Receiver {
 
     /// How long a hole may stay open in lossy modes before the TPDUs behind it are delivered.
     fn hole_timeout(&self) -> Duration {
-        let repair = if self.mode == Mode::HybridNack {
-            self.repair_rtt * 2
-        } else {
-            Duration::ZERO
+        let repair = match self.ec.hole {
+            Hole::SkipAfterTimeout { nack_repair_rtts } => self.repair_rtt * nack_repair_rtts,
+            Hole::Wait => Duration::ZERO,
         };
         self.min_hole_timeout.max(repair).max(self.erasure_wait)
     }
@@ -492,7 +477,7 @@ impl Receiver {
 
     /// Lossy modes: the time at which the oldest waiting TPDU stops waiting for the hole.
     pub fn hole_deadline(&self) -> Option<Duration> {
-        if self.mode.is_fully_reliable() {
+        if self.ec.delivers_everything() {
             return None;
         }
         self.buffer
@@ -502,7 +487,7 @@ impl Receiver {
     }
 
     pub fn on_hole_timeout(&mut self, now: Duration) {
-        if self.mode.is_fully_reliable() {
+        if self.ec.delivers_everything() {
             return;
         }
         while let Some((&first, slot)) = self.buffer.iter().next() {
@@ -547,7 +532,7 @@ impl Receiver {
         self.stats.bytes_delivered += n as u64;
         if n > 0 && self.window_left() < self.window / 4 {
             // The window reopened noticeably: tell the sender.
-            self.ack_now |= self.mode.uses_mack() || self.mode == Mode::NearReliable;
+            self.ack_now |= self.ec.acknowledges();
         }
     }
 
@@ -585,22 +570,24 @@ impl Receiver {
         // The count triggers of `poll_feedback` are due at once too: a receiver asked only at
         // its deadlines (the endpoint's timer table) must not hold a count-due ACK for the
         // periodic timer.
-        let count_due = match self.mode {
-            Mode::Reliable | Mode::HybridNackMack => {
+        let count_due = match self.ec.feedback {
+            Feedback::Selective => {
                 self.since_ack >= u32::from(self.mack_count)
                     || self.pending_entries.len() >= usize::from(self.mack_count)
             }
-            Mode::NearReliable => self.since_ack >= self.ack_every,
-            _ => false,
+            Feedback::CumulativeWithHoles { .. } => self.since_ack >= self.ack_every,
+            Feedback::None => false,
         };
         if self.ack_now || count_due || !self.pending_nacks.is_empty() {
             min(Duration::ZERO);
         }
         if let Some(since) = self.ack_pending_since {
-            match self.mode {
-                Mode::Reliable | Mode::HybridNackMack => min(since + self.ack_delay()),
-                Mode::NearReliable => min(since + self.ack_delay().max(Duration::from_millis(200))),
-                _ => {}
+            match self.ec.feedback {
+                Feedback::Selective => min(since + self.ack_delay()),
+                Feedback::CumulativeWithHoles { min_period } => {
+                    min(since + self.ack_delay().max(min_period))
+                }
+                Feedback::None => {}
             }
         }
         if let Some(d) = self.snack_deadline() {
@@ -613,72 +600,9 @@ impl Receiver {
         d.map(|d| d.max(self.budget.ready_at()))
     }
 
-    /// Near-reliable: when the open holes are (re)reported. A new gap is reported once it has
-    /// stayed open for the reordering wait (zero until reordering has been seen); a hole found
-    /// without a jump in sequence numbers (its TPDU arrived corrupted and the NACK was lost,
-    /// say) once the TPDU behind it has waited the minimum hole time; reports repeat every two
-    /// repair round trips while holes stay open.
-    fn snack_deadline(&self) -> Option<Duration> {
-        if self.mode != Mode::NearReliable || !self.has_holes() {
-            return None;
-        }
-        let oldest =
-            self.buffer.values().next()?.arrived + self.min_hole_timeout.max(self.reorder_wait);
-        // Repeats at most MAX_SNACK_REPEAT apart: a repair round trip misjudged long (an
-        // outage between request and repair) must not leave a hole unreported for minutes;
-        // the sender ignores a SNACK for what it sent less than a round trip ago anyway.
-        let repeat = match self.last_snack {
-            Some(l) => oldest.max(l + (self.repair_rtt * 2).min(MAX_SNACK_REPEAT)),
-            None => oldest,
-        };
-        Some(match self.gap_open_since {
-            Some(g) => repeat.min(g + self.reorder_wait),
-            None => repeat,
-        })
-    }
-
     fn has_holes(&self) -> bool {
         self.highest
             .is_some_and(|h| h >= self.expected && !self.buffer.is_empty())
-    }
-
-    /// The holes to SNACK at `now`: those whose gap has been open for the reordering wait
-    /// (the TPDU behind a hole opened it, near enough). Also returns when the oldest gap left
-    /// out opened, for the next report.
-    fn snack_ranges(&self, now: Duration) -> (Vec<(u32, u32)>, Option<Duration>) {
-        let mut out = Vec::new();
-        let mut later: Option<Duration> = None;
-        let mut cursor = self.expected;
-        for (&seq, slot) in &self.buffer {
-            if seq > cursor {
-                if slot.arrived + self.reorder_wait <= now {
-                    if out.len() < MAX_LIST {
-                        out.push((cursor as u32, seq as u32));
-                    }
-                } else {
-                    later = Some(later.map_or(slot.arrived, |l: Duration| l.min(slot.arrived)));
-                }
-            }
-            cursor = seq + 1;
-        }
-        (out, later)
-    }
-
-    /// Remembers when the TPDUs of SNACKed holes were asked for, so their arrival measures the
-    /// repair round trip (which spaces repeated SNACKs). Bounded like the NACK record.
-    fn note_repair_requests(&mut self, now: Duration, ranges: &[(u32, u32)]) {
-        for &(a, b) in ranges {
-            let start = expand_seq(self.expected, a);
-            let end = expand_seq(start, b);
-            // The latest request: a TPDU asked for before an outage and repaired after it
-            // would otherwise read as a repair round trip of minutes.
-            for seq in start..end.min(start + 64) {
-                self.nack_sent_at.insert(seq, now);
-            }
-        }
-        while self.nack_sent_at.len() > 4096 {
-            self.nack_sent_at.pop_first();
-        }
     }
 
     /// Builds the feedback TPDU body due at `now`, if any, and resets what it carries.
@@ -690,8 +614,8 @@ impl Receiver {
         let ack_timer = self
             .ack_pending_since
             .is_some_and(|s| now >= s + self.ack_delay());
-        match self.mode {
-            Mode::Reliable | Mode::HybridNackMack => {
+        match self.ec.feedback {
+            Feedback::Selective => {
                 let count_due = self.since_ack >= u32::from(self.mack_count)
                     || self.pending_entries.len() >= usize::from(self.mack_count);
                 if self.ack_now || count_due || ack_timer {
@@ -707,10 +631,10 @@ impl Receiver {
                     self.fill_selective(body.mack.as_mut().expect("just set"));
                 }
             }
-            Mode::NearReliable => {
+            Feedback::CumulativeWithHoles { min_period } => {
                 let periodic = self
                     .ack_pending_since
-                    .is_some_and(|s| now >= s + self.ack_delay().max(Duration::from_millis(200)));
+                    .is_some_and(|s| now >= s + self.ack_delay().max(min_period));
                 if self.ack_now || self.since_ack >= self.ack_every || periodic {
                     body.ack = Some(self.ack_fields());
                 }
@@ -724,7 +648,7 @@ impl Receiver {
                     }
                 }
             }
-            _ => {}
+            Feedback::None => {}
         }
         if !self.pending_nacks.is_empty() {
             body.nack = Some(Nack {
@@ -741,7 +665,7 @@ impl Receiver {
             self.ack_now = std::mem::take(&mut self.more_entries);
             self.since_ack = 0;
             self.ack_pending_since = None;
-        } else if self.ack_now && !self.mode.uses_mack() && self.mode != Mode::NearReliable {
+        } else if self.ack_now && !self.ec.acknowledges() {
             self.ack_now = false;
         }
         if body.is_empty() {
@@ -791,6 +715,7 @@ impl Receiver {
 }
 
 mod confirm;
+mod holes;
 mod memory;
 mod selective;
 #[cfg(test)]

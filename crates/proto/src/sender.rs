@@ -2,7 +2,8 @@
 //! the record of what is in flight, and the error-control reactions (MACK, NACK, SNACK,
 //! timeout) that schedule retransmissions. Which reactions apply is the mode's composition.
 
-use aerotp_wire::{expand_seq, Ack, Flags, Mode};
+use crate::error_control::{ErrorControl, Keep};
+use aerotp_wire::{expand_seq, Ack, Flags};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -71,7 +72,7 @@ pub struct SenderStats {
 
 #[derive(Debug)]
 pub struct Sender {
-    mode: Mode,
+    ec: ErrorControl,
     /// Written bytes not yet sent, in order: `head` (TPDU bodies are cut from it), `full`
     /// (frozen buffers that filled up), then `tail` (still being written to). A buffer that
     /// fills up is frozen rather than grown, since growing would copy what it holds.
@@ -125,9 +126,14 @@ pub struct Sender {
 }
 
 impl Sender {
-    pub fn new(mode: Mode, queue_limit: usize, initial_window: u32, retention: Duration) -> Sender {
+    pub fn new(
+        ec: ErrorControl,
+        queue_limit: usize,
+        initial_window: u32,
+        retention: Duration,
+    ) -> Sender {
         Sender {
-            mode,
+            ec,
             head: Bytes::new(),
             full: VecDeque::new(),
             tail: BytesMut::new(),
@@ -225,8 +231,8 @@ impl Sender {
 
     /// Whether new data (or the AFIN) is waiting and the peer's window admits it.
     pub fn has_new(&self) -> bool {
-        let window_ok = !self.mode.uses_mack() && self.mode != Mode::NearReliable
-            || self.next_seq < self.peer_cum + u64::from(self.peer_window);
+        let window_ok =
+            !self.ec.acknowledges() || self.next_seq < self.peer_cum + u64::from(self.peer_window);
         window_ok && (self.queued > 0 || (self.fin_requested && self.fin_seq.is_none()))
     }
 
@@ -244,7 +250,7 @@ impl Sender {
         if self.asyn_copies_left > 0 {
             return Some(self.next_asyn_copy(now, max_body));
         }
-        let uses_mack = self.mode.uses_mack();
+        let loss_by_time = self.ec.loss_by_time;
         while let Some(seq) = self.retx.pop_front() {
             let tx = self.next_tx;
             let Some(Some(s)) = self.entry_mut(seq) else {
@@ -263,7 +269,7 @@ impl Sender {
                 body: s.body.clone(),
                 retransmission: true,
             };
-            let timed = uses_mack || s.flags.contains(Flags::AFIN);
+            let timed = loss_by_time || s.flags.contains(Flags::AFIN);
             self.next_tx += 1;
             if timed {
                 self.flight.push_back(Transmission { tx, seq, at: now });
@@ -350,7 +356,7 @@ impl Sender {
         self.stats.tpdus_sent += 1;
         self.stats.bytes_sent_payload += body.len() as u64;
         // Modes without retransmission keep only the AFIN (resent until AFINACK or CLOSE_TO).
-        if self.mode.retransmits() || flags.contains(Flags::AFIN) {
+        if self.ec.keep != Keep::Nothing || flags.contains(Flags::AFIN) {
             while self.base + (self.entries.len() as u64) < seq {
                 self.entries.push_back(None);
             }
@@ -367,7 +373,7 @@ impl Sender {
             self.unacked += 1;
             // Only modes with positive acknowledgements time out data; every mode times out
             // its AFIN (resent until AFINACK or CLOSE_TO).
-            if self.mode.uses_mack() || flags.contains(Flags::AFIN) {
+            if self.ec.loss_by_time || flags.contains(Flags::AFIN) {
                 self.flight.push_back(Transmission { tx, seq, at: now });
             }
         }
@@ -660,7 +666,7 @@ impl Sender {
 
     /// Retransmission timeout: transmissions older than `rto` are declared lost.
     pub fn on_timeout(&mut self, now: Duration, rto: Duration) -> usize {
-        if self.mode.uses_mack() {
+        if self.ec.loss_by_time {
             self.detect_losses(now);
         }
         let mut n = 0;
@@ -716,7 +722,7 @@ impl Sender {
 
     /// Hybrid-nack keeps TPDUs only for `retention` (no positive acknowledgement frees them).
     pub fn expire_retained(&mut self, now: Duration) {
-        if self.mode != Mode::HybridNack {
+        if self.ec.keep != Keep::ForRetention {
             return;
         }
         while let Some(Some(s)) = self.entries.front() {
@@ -736,7 +742,7 @@ impl Sender {
     }
 
     pub fn retention_deadline(&self) -> Option<Duration> {
-        if self.mode != Mode::HybridNack {
+        if self.ec.keep != Keep::ForRetention {
             return None;
         }
         // The AFIN is never expired (`expire_retained` keeps it until acknowledged), so its

@@ -218,7 +218,7 @@ fn the_sender_hears_only_what_the_receiving_application_confirmed() {
         link.allow_end = true;
         let t = link.now;
         link.run(t + Duration::from_secs(20));
-        let confirmed = mode.is_fully_reliable();
+        let confirmed = aerotp_proto::ErrorControl::for_mode(mode).delivers_everything();
         assert_eq!(
             link.a_closed,
             Some(CloseOutcome::Finished { confirmed }),
@@ -263,7 +263,7 @@ fn a_lost_final_confirmation_is_asked_for_again() {
         assert_eq!(
             link.a_closed,
             Some(CloseOutcome::Finished {
-                confirmed: mode.is_fully_reliable()
+                confirmed: aerotp_proto::ErrorControl::for_mode(mode).delivers_everything()
             }),
             "{what}"
         );
@@ -317,7 +317,7 @@ fn lossy_links_and_late_confirmations_end_with_everything_confirmed() {
             assert_eq!(
                 link.a_closed,
                 Some(CloseOutcome::Finished {
-                    confirmed: mode.is_fully_reliable()
+                    confirmed: aerotp_proto::ErrorControl::for_mode(mode).delivers_everything()
                 }),
                 "{what} at {:?}",
                 link.now

@@ -113,7 +113,7 @@ fn run_sized(
             while let Ok(Some(c)) = b.read_chunk(h) {
                 // The lossy modes skip what they lost, so only the fully reliable ones
                 // must deliver the file's bytes in order.
-                if mode.is_fully_reliable() {
+                if aerotp_proto::ErrorControl::for_mode(mode).delivers_everything() {
                     assert_eq!(
                         data.get(delivered..delivered + c.data.len()),
                         Some(&c.data[..]),
@@ -216,7 +216,7 @@ fn every_reported_deadline_acts_and_every_transfer_ends() {
                                 o.steps, o.end
                             )
                         };
-                        if mode.is_fully_reliable() {
+                        if aerotp_proto::ErrorControl::for_mode(mode).delivers_everything() {
                             assert_eq!(end, CloseOutcome::Finished { confirmed: true }, "{what}");
                             assert_eq!(o.delivered, 6_000, "{what}");
                         }
@@ -328,7 +328,7 @@ proptest::proptest! {
         );
         proptest::prop_assert!(o.steps < MAX_STEPS, "no end after {} steps", o.steps);
         proptest::prop_assert!(o.sender.is_some(), "the sender never closed");
-        if mode.is_fully_reliable() {
+        if aerotp_proto::ErrorControl::for_mode(mode).delivers_everything() {
             proptest::prop_assert_eq!(o.delivered, size);
         }
     }

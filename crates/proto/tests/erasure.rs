@@ -80,7 +80,7 @@ fn quasi_reliable_rebuilds_ten_percent_random_loss_at_a_fixed_ratio() {
     let mut cfg = quasi(5_000_000);
     cfg.erasure = Some(ErasureSetting {
         mode: ErasureMode::Ratio(1.25),
-        ..ErasureSetting::for_mode(Mode::QuasiReliable)
+        ..aerotp_proto::ErrorControl::for_mode(Mode::QuasiReliable).erasure
     });
     let r = run(cfg, &data, imp, 7, Duration::from_secs(30));
     let rx = &r.rx.receiver;

@@ -246,7 +246,7 @@ fn a_late_afin_after_a_lost_afinack_is_answered_and_both_ends_finish() {
         assert_eq!(dropped.get(), 1, "{mode:?}: no AFINACK was dropped");
         let got: usize = link.got.values().map(Vec::len).sum();
         assert_eq!(got, 8000, "{mode:?}");
-        let expected_confirmed = mode.is_fully_reliable();
+        let expected_confirmed = aerotp_proto::ErrorControl::for_mode(mode).delivers_everything();
         assert_eq!(
             closed.get(&h),
             Some(&CloseOutcome::Finished {

@@ -1,7 +1,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// The transfer mode of a TPDU: which error-control parts the connection composes.
+/// The transfer mode of a TPDU: which error-control parts the connection composes (the engine
+/// decides what each mode does in one table: `aerotp_proto::ErrorControl::for_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
     /// Selective-repeat ARQ with MACK aggregation: every byte delivered, in order.
@@ -45,61 +46,6 @@ impl Mode {
             Mode::Unreliable => "unreliable",
             Mode::Datagram => "datagram",
         }
-    }
-
-    /// Whether the mode promises that every byte written is delivered (given time).
-    pub fn is_fully_reliable(self) -> bool {
-        matches!(
-            self,
-            Mode::Reliable | Mode::NearReliable | Mode::HybridNackMack
-        )
-    }
-
-    /// Whether the receiver sends MACKs (positive selective acknowledgements).
-    pub fn uses_mack(self) -> bool {
-        matches!(self, Mode::Reliable | Mode::HybridNackMack)
-    }
-
-    /// Whether the receiver NACKs TPDUs that arrived but failed their CRC.
-    pub fn uses_nack(self) -> bool {
-        matches!(
-            self,
-            Mode::NearReliable | Mode::HybridNack | Mode::HybridNackMack
-        )
-    }
-
-    /// Whether the receiver reports gaps with SNACK ranges.
-    pub fn uses_snack(self) -> bool {
-        matches!(self, Mode::NearReliable)
-    }
-
-    /// Whether FEC (`auto`) is on by default in this mode: every mode that retransmits or
-    /// relies on FEC. Measured never worse than `off` in the fully reliable modes (10 MB,
-    /// 5 Mb/s, 10 ms: equal at BER 0, 4.77 against 4.26 Mb/s at 1e-5, 4.61 against 1.39 at
-    /// 1e-4; docs/results/dynamic.md). `unreliable` and `datagram` carry what the application
-    /// gives them as it is, so their parity stays a choice.
-    pub fn fec_by_default(self) -> bool {
-        matches!(
-            self,
-            Mode::Reliable
-                | Mode::NearReliable
-                | Mode::QuasiReliable
-                | Mode::HybridNack
-                | Mode::HybridNackMack
-        )
-    }
-
-    /// Whether the sender keeps sent TPDUs for retransmission.
-    pub fn retransmits(self) -> bool {
-        matches!(
-            self,
-            Mode::Reliable | Mode::NearReliable | Mode::HybridNack | Mode::HybridNackMack
-        )
-    }
-
-    /// Whether the mode keeps connection state.
-    pub fn is_connection(self) -> bool {
-        self != Mode::Datagram
     }
 }
 

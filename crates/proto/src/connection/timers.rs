@@ -4,7 +4,6 @@
 
 use super::{CloseOutcome, ConnEvent, Connection, MAX_PROBE_INTERVAL};
 use crate::state::StateEvent;
-use aerotp_wire::Mode;
 use std::time::Duration;
 
 /// Gaps between heard TPDUs measured before `pause_after` trusts them over the RTO: the first
@@ -14,12 +13,7 @@ const GAP_SAMPLES: u32 = 16;
 impl Connection {
     /// Silence long enough to call it an outage (modes with positive feedback only).
     fn silence_threshold(&self) -> Duration {
-        let base = self.rtt.rto() * 2;
-        if self.mode == Mode::NearReliable {
-            base.max(Duration::from_millis(600))
-        } else {
-            base.max(Duration::from_millis(100))
-        }
+        (self.rtt.rto() * 2).max(self.ec.min_silence)
     }
 
     /// When new data and repairs pause for a suspected outage: nothing heard for one RTO
@@ -86,11 +80,7 @@ impl Connection {
     }
 
     fn watches_outages(&self) -> bool {
-        self.heard_once
-            && matches!(
-                self.mode,
-                Mode::Reliable | Mode::HybridNackMack | Mode::NearReliable
-            )
+        self.heard_once && self.ec.acknowledges()
     }
 
     /// CLOSE_TO: after the AFIN, how long to wait without hearing from the peer. Modes that
@@ -98,7 +88,7 @@ impl Connection {
     /// hour; the idle timeout ends a dead peer) and start CLOSE_TO only for the AFINACK itself.
     fn close_deadline(&self) -> Option<Duration> {
         let f = self.fin_sent_at?;
-        if self.mode.is_fully_reliable() && self.tx.outstanding() > usize::from(!self.tx.fin_acked)
+        if self.ec.delivers_everything() && self.tx.outstanding() > usize::from(!self.tx.fin_acked)
         {
             return None;
         }
@@ -168,7 +158,7 @@ impl Connection {
             // resends only the oldest TPDU): report the loss deadline only then, or a paused
             // connection reports a deadline nothing acts on (found by the proto_endpoint fuzz
             // target's core-hour campaign).
-            if self.mode.uses_mack() && self.rtt.has_sample() && !self.paused {
+            if self.ec.loss_by_time && self.rtt.has_sample() && !self.paused {
                 if let Some(d) = self.tx.loss_deadline() {
                     min(d);
                 }

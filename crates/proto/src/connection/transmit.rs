@@ -9,7 +9,7 @@ use std::time::Duration;
 impl Connection {
     fn header(&self, now: Duration, flags: Flags, seq: u64, parity: u8) -> Header {
         Header {
-            mode: self.mode,
+            mode: self.ec.mode,
             flags,
             src_port: self.local_port,
             dst_port: self.remote_port,

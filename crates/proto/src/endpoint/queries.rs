@@ -27,7 +27,7 @@ impl Endpoint {
             local_port: c.local_port,
             remote_port: c.remote_port,
             tag: c.tag,
-            mode: c.mode,
+            mode: c.mode(),
         })
     }
 

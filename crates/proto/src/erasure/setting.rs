@@ -2,7 +2,6 @@
 //! residual-loss target and the delay bound the adaptive choice works to.
 
 use crate::config_error::ConfigError;
-use aerotp_wire::Mode;
 use std::time::Duration;
 
 /// How much repair a sender adds across TPDUs.
@@ -45,13 +44,14 @@ pub struct ErasureChoice {
 }
 
 impl ErasureChoice {
-    /// The setting for `mode` with these choices applied; `None` when nothing was chosen (the
-    /// engine then uses the mode's default, also for an acceptor whose mode the peer picks).
-    pub fn resolve(&self, mode: Mode) -> Result<Option<ErasureSetting>, ConfigError> {
+    /// These choices applied over `default` (the mode's: `ErrorControl::for_mode(mode).erasure`);
+    /// `None` when nothing was chosen (the engine then uses the mode's default, also for an
+    /// acceptor whose mode the peer picks).
+    pub fn resolve(&self, default: ErasureSetting) -> Result<Option<ErasureSetting>, ConfigError> {
         if *self == ErasureChoice::default() {
             return Ok(None);
         }
-        let mut s = ErasureSetting::for_mode(mode);
+        let mut s = default;
         if let Some(m) = self.mode {
             s.mode = m;
         }
@@ -99,40 +99,6 @@ impl ErasureSetting {
         max_window: 512,
     };
 
-    /// The default of each mode (docs/fec.md, "Erasure coding in the engine"):
-    /// * `quasi-reliable`: auto, residual 1e-5 (a whole file with no feedback), 1 % loss
-    ///   assumed until the first report;
-    /// * `unreliable`: auto, residual 1e-3, nothing assumed;
-    /// * the retransmitting modes: auto, residual 1e-3 (retransmission recovers the rest),
-    ///   active on paths with a round trip of 200 ms or more;
-    /// * `datagram`: off (no connection; the gateway sets it per route).
-    pub fn for_mode(mode: Mode) -> ErasureSetting {
-        let auto = ErasureSetting {
-            mode: ErasureMode::Auto,
-            ..ErasureSetting::OFF
-        };
-        match mode {
-            Mode::QuasiReliable => ErasureSetting {
-                target_residual: 1e-5,
-                initial_loss: 0.01,
-                ..auto
-            },
-            Mode::Unreliable => ErasureSetting {
-                target_residual: 1e-3,
-                ..auto
-            },
-            Mode::Reliable | Mode::NearReliable | Mode::HybridNack | Mode::HybridNackMack => {
-                ErasureSetting {
-                    target_residual: 1e-3,
-                    min_rtt: Duration::from_millis(200),
-                    max_ratio: 1.25,
-                    ..auto
-                }
-            }
-            Mode::Datagram => ErasureSetting::OFF,
-        }
-    }
-
     /// Parses `off`, `auto` or a ratio such as `1.25` (wire TPDUs per data TPDU, 1 < r <= 4);
     /// the other fields keep `self`'s values.
     pub fn parse(&self, s: &str) -> Result<ErasureSetting, ConfigError> {
@@ -177,9 +143,19 @@ impl ErasureSetting {
 mod tests {
     use super::*;
 
+    /// An automatic setting unlike `OFF` in every field the tests read.
+    fn auto_setting() -> ErasureSetting {
+        ErasureSetting {
+            mode: ErasureMode::Auto,
+            target_residual: 1e-5,
+            initial_loss: 0.01,
+            ..ErasureSetting::OFF
+        }
+    }
+
     #[test]
     fn parse_accepts_off_auto_and_ratios_and_names_bad_values() {
-        let d = ErasureSetting::for_mode(Mode::QuasiReliable);
+        let d = auto_setting();
         assert_eq!(d.parse("off").unwrap().mode, ErasureMode::Off);
         assert_eq!(d.parse("auto").unwrap().mode, ErasureMode::Auto);
         assert_eq!(d.parse("1.25").unwrap().mode, ErasureMode::Ratio(1.25));
@@ -192,7 +168,7 @@ mod tests {
 
     #[test]
     fn validate_names_each_field() {
-        let ok = ErasureSetting::for_mode(Mode::Reliable);
+        let ok = auto_setting();
         assert!(ok.validate().is_ok());
         let cases = [
             (
@@ -247,14 +223,14 @@ mod tests {
     #[test]
     fn choices_apply_over_the_mode_default_and_are_validated() {
         assert_eq!(
-            ErasureChoice::default().resolve(Mode::Reliable).unwrap(),
+            ErasureChoice::default().resolve(auto_setting()).unwrap(),
             None
         );
         let c = ErasureChoice {
             max_delay: Some(Duration::from_secs(1)),
             ..Default::default()
         };
-        let s = c.resolve(Mode::QuasiReliable).unwrap().unwrap();
+        let s = c.resolve(auto_setting()).unwrap().unwrap();
         assert_eq!(s.max_delay, Duration::from_secs(1));
         assert_eq!(s.mode, ErasureMode::Auto);
         assert_eq!(s.target_residual, 1e-5);
@@ -262,15 +238,6 @@ mod tests {
             target_residual: Some(2.0),
             ..Default::default()
         };
-        assert!(bad.resolve(Mode::Reliable).is_err());
-    }
-
-    #[test]
-    fn every_mode_has_a_valid_default() {
-        for m in 0..=6 {
-            let mode = Mode::from_u8(m).unwrap();
-            ErasureSetting::for_mode(mode).validate().unwrap();
-        }
-        assert!(ErasureSetting::for_mode(Mode::Datagram).is_off());
+        assert!(bad.resolve(auto_setting()).is_err());
     }
 }

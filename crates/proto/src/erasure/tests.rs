@@ -14,7 +14,7 @@ fn body(seq: u64) -> Vec<u8> {
 fn fixed(ratio: f64) -> ErasureSetting {
     ErasureSetting {
         mode: ErasureMode::Ratio(ratio),
-        ..ErasureSetting::for_mode(aerotp_wire::Mode::QuasiReliable)
+        ..crate::error_control::ErrorControl::for_mode(aerotp_wire::Mode::QuasiReliable).erasure
     }
 }
 
@@ -84,7 +84,8 @@ fn every_lost_source_comes_back_exact_at_a_fixed_ratio() {
 
 #[test]
 fn auto_sends_nothing_on_a_clean_link_and_rises_with_reported_loss() {
-    let setting = ErasureSetting::for_mode(aerotp_wire::Mode::Unreliable);
+    let setting =
+        crate::error_control::ErrorControl::for_mode(aerotp_wire::Mode::Unreliable).erasure;
     let mut tx = ErasureTx::new(setting, 1500, 1);
     let t = |ms: u64| Duration::from_millis(ms);
     tx.update(t(0), t(20), 5_000_000, 1500);
@@ -123,7 +124,8 @@ fn auto_sends_nothing_on_a_clean_link_and_rises_with_reported_loss() {
 
 #[test]
 fn retransmitting_modes_repair_only_on_long_paths() {
-    let setting = ErasureSetting::for_mode(aerotp_wire::Mode::HybridNackMack);
+    let setting =
+        crate::error_control::ErrorControl::for_mode(aerotp_wire::Mode::HybridNackMack).erasure;
     let mut tx = ErasureTx::new(setting, 1500, 1);
     let lossy = Report {
         seen: 1000,
@@ -192,7 +194,8 @@ fn a_garbage_repair_is_refused_and_counted() {
 /// the first window is rebuilt whole.
 #[test]
 fn a_loss_learned_late_is_caught_up_for_the_window_already_sent() {
-    let setting = ErasureSetting::for_mode(aerotp_wire::Mode::QuasiReliable);
+    let setting =
+        crate::error_control::ErrorControl::for_mode(aerotp_wire::Mode::QuasiReliable).erasure;
     let mut tx = ErasureTx::new(setting, 1500, 3);
     // quasi-reliable repairs from the start, so its receiver records sources from the first.
     let mut rx = ErasureRx::new(1500, 512, true);
@@ -249,7 +252,7 @@ fn a_loss_learned_late_is_caught_up_for_the_window_already_sent() {
 fn an_outage_reported_after_it_is_caught_up_whole() {
     let setting = ErasureSetting {
         max_delay: Duration::from_secs(3),
-        ..ErasureSetting::for_mode(aerotp_wire::Mode::QuasiReliable)
+        ..crate::error_control::ErrorControl::for_mode(aerotp_wire::Mode::QuasiReliable).erasure
     };
     let mut tx = ErasureTx::new(setting, 1500, 9);
     let mut rx = ErasureRx::new(1500, 512, true);

@@ -1,9 +1,15 @@
 //! Unit tests of `receiver`.
 
 use super::*;
+use aerotp_wire::Mode;
+
+/// A receiver with the error control of `cfg`'s mode, as a connection builds it.
+fn receiver(cfg: &ConnectionConfig) -> Receiver {
+    Receiver::new(ErrorControl::for_mode(cfg.mode), cfg)
+}
 
 fn rx(mode: Mode) -> Receiver {
-    Receiver::new(&ConnectionConfig {
+    receiver(&ConnectionConfig {
         mode,
         recv_window: 64,
         mack_count: 4,
@@ -115,7 +121,7 @@ fn reliable_mode_never_skips() {
 
 #[test]
 fn a_full_aggregate_is_split_to_fit_the_mtu() {
-    let mut r = Receiver::new(&ConnectionConfig {
+    let mut r = receiver(&ConnectionConfig {
         mode: Mode::Reliable,
         recv_window: 1024,
         mack_count: 365,
@@ -174,7 +180,7 @@ fn ranges_survive_a_lost_mack() {
 #[test]
 fn sparse_traffic_is_acknowledged_at_once() {
     // No fixed ack delay: a TPDU every 100 ms has no aggregate to wait for.
-    let mut r = Receiver::new(&ConnectionConfig::default());
+    let mut r = receiver(&ConnectionConfig::default());
     for i in 0..20u32 {
         let t = ms(100 * u64::from(i));
         r.on_data(t, i, 0, vec![1; 100], false);
@@ -187,7 +193,7 @@ fn sparse_traffic_is_acknowledged_at_once() {
 fn feedback_is_held_to_its_share_of_a_thin_return_link() {
     // 5 Mb/s forward, 10 kb/s back, 10 %: about 1 kb/s of feedback. A TPDU every 2.4 ms
     // with a gap every tenth (each gap asks for a MACK at once) for 20 s.
-    let mut r = Receiver::new(&ConnectionConfig {
+    let mut r = receiver(&ConnectionConfig {
         return_rate_bps: Some(10_000),
         ..ConnectionConfig::default()
     });
@@ -237,7 +243,7 @@ fn out_of_order_bytes_are_bounded_per_connection_and_per_endpoint() {
         ..ConnectionConfig::default()
     };
     let shared = ReorderBudget::new(5 * cost + 100);
-    let (mut a, mut b) = (Receiver::new(&cfg), Receiver::new(&cfg));
+    let (mut a, mut b) = (receiver(&cfg), receiver(&cfg));
     a.set_reorder_budget(shared.clone());
     b.set_reorder_budget(shared.clone());
     let body = || vec![7u8; 1_000];

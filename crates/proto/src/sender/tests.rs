@@ -1,9 +1,15 @@
 //! Unit tests of `sender`.
 
 use super::*;
+use aerotp_wire::Mode;
 
 fn sender(mode: Mode) -> Sender {
-    Sender::new(mode, 1 << 20, 1024, Duration::from_secs(1))
+    Sender::new(
+        ErrorControl::for_mode(mode),
+        1 << 20,
+        1024,
+        Duration::from_secs(1),
+    )
 }
 
 fn send_n(s: &mut Sender, n: usize) -> Vec<Outgoing> {
@@ -131,7 +137,12 @@ fn timeout_retransmits_old_unacked_only() {
 
 #[test]
 fn window_limits_new_data() {
-    let mut s = Sender::new(Mode::Reliable, 1 << 20, 3, Duration::from_secs(1));
+    let mut s = Sender::new(
+        ErrorControl::for_mode(Mode::Reliable),
+        1 << 20,
+        3,
+        Duration::from_secs(1),
+    );
     assert_eq!(send_n(&mut s, 10).len(), 3);
     s.on_ack(
         &Ack {
@@ -148,7 +159,12 @@ fn window_limits_new_data() {
 fn bodies_cut_from_writes_of_any_size_keep_the_bytes_in_order() {
     let data: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
     for max_body in [333usize, 1500, 3500] {
-        let mut s = Sender::new(Mode::Reliable, 4_000, 1 << 16, Duration::from_secs(1));
+        let mut s = Sender::new(
+            ErrorControl::for_mode(Mode::Reliable),
+            4_000,
+            1 << 16,
+            Duration::from_secs(1),
+        );
         let sizes = [1usize, 7, 333, 999, 3000, 5, 4096];
         let (mut written, mut got, mut step) = (0, Vec::new(), 0usize);
         while got.len() < data.len() {

@@ -36,7 +36,10 @@ impl SimMode {
 
     /// Whether a run is complete only once the sender's close has been confirmed.
     pub fn is_fully_reliable(self) -> bool {
-        matches!(self, SimMode::Aero(m) if m.is_fully_reliable())
+        match self {
+            SimMode::Aero(m) => aerotp_proto::ErrorControl::for_mode(m).delivers_everything(),
+            _ => false,
+        }
     }
 }
 

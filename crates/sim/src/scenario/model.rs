@@ -124,7 +124,11 @@ impl Scenario {
     pub fn fec_setting(&self) -> FecSetting {
         match (self.fec, self.mode) {
             (Some(f), _) => f,
-            (None, SimMode::Aero(m)) if m.fec_by_default() => FecSetting::Auto,
+            (None, SimMode::Aero(m))
+                if aerotp_proto::ErrorControl::for_mode(m).fec_auto_by_default =>
+            {
+                FecSetting::Auto
+            }
             _ => FecSetting::Off,
         }
     }
@@ -142,7 +146,10 @@ impl Scenario {
             fec: self.fec_setting(),
             mack_count: self.mack,
             // Validated with the scenario (`Scenario::validate`).
-            erasure: self.erasure.resolve(mode).unwrap_or(None),
+            erasure: self
+                .erasure
+                .resolve(aerotp_proto::ErrorControl::for_mode(mode).erasure)
+                .unwrap_or(None),
             trace: true,
             ..ConnectionConfig::with_mode(mode)
         }

@@ -44,7 +44,7 @@ impl Scenario {
         }
         if let SimMode::Aero(m) = self.mode {
             self.erasure
-                .resolve(m)
+                .resolve(aerotp_proto::ErrorControl::for_mode(m).erasure)
                 .map_err(|e| SimError::Config(e.to_string()))?;
         }
         self.connection_config()
