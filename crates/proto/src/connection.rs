@@ -4,9 +4,11 @@
 
 use crate::codec::{self, Quality, Received};
 use crate::config::ConnectionConfig;
+use crate::control_due::ControlDue;
 use crate::erasure::{ErasureRx, ErasureRxStats, ErasureSetting, ErasureTx, ErasureTxStats};
 use crate::error_control::{ErrorControl, Feedback};
 use crate::fec_control::FecControl;
+use crate::liveness::Liveness;
 use crate::pacer::Pacer;
 use crate::receiver::{Delivered, Receiver, ReceiverStats};
 use crate::rtt::RttEstimator;
@@ -114,30 +116,21 @@ pub struct Connection {
     erx: ErasureRx,
     epoch: Duration,
     last_heard: Duration,
-    heard_once: bool,
-    silent: bool,
-    /// No data goes: nothing heard for an RTO with data unacknowledged (`timers::pause_at`).
-    paused: bool,
+    /// Whether the peer has been heard, and whether it is silent (an outage) or new data is
+    /// paused on a suspected one.
+    liveness: Liveness,
     /// The longest recent gap between TPDUs heard while data was unacknowledged (decaying):
     /// how long silence is normal on this connection, so an outage is suspected sooner than
     /// 1.5 RTOs where feedback comes often (`timers::pause_at`).
     heard_gap: Duration,
     /// How many gaps `heard_gap` has seen; it is trusted from `GAP_SAMPLES` on.
     heard_gaps: u32,
-    next_probe: Option<Duration>,
-    probe_pending: bool,
-    /// Interval to the next outage probe: `probe_interval`, doubling to `MAX_PROBE_INTERVAL`.
-    probe_wait: Duration,
-    /// A keep-alive PROBE is to go (`timers::keepalive_at` passed).
-    keepalive_due: bool,
     /// When the last keep-alive was queued: the next waits `keep_alive` after it too.
     last_keepalive: Duration,
     fin_sent_at: Option<Duration>,
-    afinack_due: bool,
     afinack_sent: bool,
-    /// Closed, and a late TPDU asks for the final acknowledgement again.
-    final_ack_due: bool,
-    asynack_due: bool,
+    /// Control TPDUs waiting to go.
+    due: ControlDue,
     /// An acceptor not yet proven to reach a real peer (docs/security.md): it holds its
     /// AFINACK, so the peer cannot finish — and believe its data delivered — before the
     /// application has the connection.
@@ -146,7 +139,6 @@ pub struct Connection {
     /// was in flight: RETRYs for TPDUs sent before then are answered already.
     retry_resent_at: Option<u32>,
     linger_until: Option<Duration>,
-    rst_due: Option<String>,
     /// The reason this end aborted with, repeated to TPDUs that arrive before the release.
     abort_reason: Option<String>,
     closed: Option<CloseOutcome>,
@@ -222,25 +214,19 @@ impl Connection {
             erx: ErasureRx::new(cfg.mtu, erasure.max_window, eager),
             epoch: now,
             last_heard: now,
-            heard_once: false,
-            silent: false,
-            paused: false,
+            liveness: Liveness::Unheard,
             heard_gap: Duration::ZERO,
             heard_gaps: 0,
-            next_probe: None,
-            probe_pending: false,
-            probe_wait: cfg.probe_interval,
-            keepalive_due: false,
             last_keepalive: Duration::ZERO,
             fin_sent_at: None,
-            afinack_due: false,
             afinack_sent: false,
-            final_ack_due: false,
-            asynack_due: role == Role::Acceptor,
+            due: ControlDue {
+                asynack: role == Role::Acceptor,
+                ..ControlDue::default()
+            },
             unproven: false,
             retry_resent_at: None,
             linger_until: None,
-            rst_due: None,
             abort_reason: None,
             closed: None,
             events: VecDeque::new(),
@@ -338,7 +324,7 @@ impl Connection {
 
     pub fn abort(&mut self, reason: &str) {
         if self.closed.is_none() {
-            self.rst_due = Some(reason.to_owned());
+            self.due.rst = Some(reason.to_owned());
             self.abort_reason = Some(reason.to_owned());
             self.finish_with(CloseOutcome::Aborted);
         }
@@ -416,7 +402,7 @@ impl Connection {
             self.state,
             self.tx.describe(),
             self.rx.describe(),
-            self.silent,
+            self.liveness.silent(),
             self.rtt.rto()
         )
     }
@@ -497,16 +483,16 @@ impl Connection {
             // acknowledgement; repeat it (once per TPDU, paced) so the peer can finish too.
             let asks = r.header.flags.is_data() || is_probe(&r.header, &r.body);
             if asks && self.rx.fin_complete() {
-                self.final_ack_due = true;
+                self.due.final_ack = true;
             }
             // Aborted, not yet released: the RST may have been lost; say it again (once per
             // TPDU that asks, paced), so the peer stops sending into a closed connection.
             if let (true, Some(reason)) = (asks, &self.abort_reason) {
-                self.rst_due = Some(reason.clone());
+                self.due.rst = Some(reason.clone());
             }
             return;
         }
-        if self.heard_once && self.tx.has_outstanding() {
+        if self.liveness.heard() && self.tx.has_outstanding() {
             let gap = now.saturating_sub(self.last_heard);
             self.heard_gap = if gap > self.heard_gap {
                 gap
@@ -516,8 +502,9 @@ impl Connection {
             self.heard_gaps = self.heard_gaps.saturating_add(1);
         }
         self.last_heard = now;
-        self.heard_once = true;
-        self.paused = false;
+        // Anything heard ends an outage (or its suspicion).
+        let resumed = self.liveness.silent();
+        self.liveness = Liveness::Heard { paused: false };
         self.stats_wire.datagrams_received += 1;
         self.stats_wire.bytes_received_wire += (r.bits / 8) as u64;
         match r.quality {
@@ -529,11 +516,8 @@ impl Connection {
             }
             Quality::Corrupted => self.rx.ber.record_failed(r.bits, r.parity),
         }
-        let resumed = std::mem::take(&mut self.silent);
         if resumed {
-            self.next_probe = None;
-            self.probe_pending = false;
-            self.probe_wait = self.cfg.probe_interval;
+            self.due.probe = false;
         }
         let flags = r.header.flags;
         if flags.is_data() {
@@ -598,7 +582,7 @@ impl Connection {
             self.on_peer_fin(now);
         } else if fin && self.rx.fin_complete() {
             // A retransmitted AFIN: our AFINACK was lost.
-            self.afinack_due = true;
+            self.due.afinack = true;
         }
         if !readable_before && self.rx.readable() {
             self.push_event(ConnEvent::Readable);
@@ -627,7 +611,7 @@ impl Connection {
 
     fn on_peer_fin(&mut self, now: Duration) {
         self.apply(StateEvent::AfinRx);
-        self.afinack_due = true;
+        self.due.afinack = true;
         // Linger long enough for a peer in an outage to probe once more (its probes back off
         // to MAX_PROBE_INTERVAL) and hear the final acknowledgement.
         let linger = self.cfg.linger.max(MAX_PROBE_INTERVAL * 2 + self.rtt.rto());
@@ -655,7 +639,7 @@ impl Connection {
             StateEvent::NackRx
         };
         if self.peer_restarted(now, h, &c) {
-            self.rst_due = Some("connection reset: this end restarted".into());
+            self.due.rst = Some("connection reset: this end restarted".into());
             self.finish_with(CloseOutcome::Reset(
                 "the peer restarted and lost this connection (it answered a TPDU sent after \
                  set-up as if it opened a new connection): open a new connection"
@@ -756,7 +740,7 @@ impl Connection {
     }
 
     fn check_finished(&mut self, now: Duration) {
-        if self.closed.is_some() || !self.send_done() || !self.rx.fin_complete() || self.afinack_due
+        if self.closed.is_some() || !self.send_done() || !self.rx.fin_complete() || self.due.afinack
         {
             return;
         }

@@ -3,6 +3,7 @@
 //! deadline reported is one `handle_timeout` acts on (crates/proto/tests/deadlines.rs).
 
 use super::{CloseOutcome, ConnEvent, Connection, MAX_PROBE_INTERVAL};
+use crate::liveness::Liveness;
 use crate::state::StateEvent;
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ impl Connection {
     /// resends only the oldest TPDU (retransmissions go; it is the only one queued). Any TPDU
     /// from the peer lifts the pause; feedback and control TPDUs never pause.
     pub(super) fn pause_at(&self) -> Option<Duration> {
-        (self.watches_outages() && !self.silent && self.tx.has_outstanding())
+        (self.watches_outages() && !self.liveness.silent() && self.tx.has_outstanding())
             .then(|| self.last_heard + self.pause_after())
     }
 
@@ -52,7 +53,7 @@ impl Connection {
     /// The AFINACK is due and may go: not from an acceptor not yet proven to reach a real
     /// peer, and with confirmed delivery only once the application confirmed the end.
     pub(super) fn afinack_ready(&self) -> bool {
-        self.afinack_due && !self.unproven && self.rx.end_confirmed()
+        self.due.afinack && !self.unproven && self.rx.end_confirmed()
     }
 
     /// When an idle connection sends its next keep-alive PROBE: `keep_alive` after the later
@@ -75,12 +76,12 @@ impl Connection {
             }
             k
         };
-        (self.heard_once && !self.unproven && !self.silent && !self.keepalive_due)
+        (self.liveness.heard() && !self.unproven && !self.liveness.silent() && !self.due.keepalive)
             .then(|| self.last_heard.max(self.last_keepalive) + k)
     }
 
     fn watches_outages(&self) -> bool {
-        self.heard_once && self.ec.acknowledges()
+        self.liveness.heard() && self.ec.acknowledges()
     }
 
     /// CLOSE_TO: after the AFIN, how long to wait without hearing from the peer. Modes that
@@ -101,7 +102,7 @@ impl Connection {
 
     pub fn poll_timeout(&self) -> Option<Duration> {
         if self.closed.is_some() {
-            return if self.rst_due.is_some() || self.final_ack_due {
+            return if self.due.rst.is_some() || self.due.final_ack {
                 Some(self.pacer.next_send())
             } else {
                 None
@@ -111,24 +112,25 @@ impl Connection {
         let mut min = |x: Duration| t = Some(t.map_or(x, |y: Duration| y.min(x)));
         // While paused (suspected outage) no data goes, so no send time is a deadline; the
         // pause itself is one (`handle_timeout` then pauses).
-        if !self.paused {
+        let paused = self.liveness.paused();
+        if !paused {
             if let Some(p) = self.pause_at() {
                 min(p);
             }
         }
-        let has_send = if self.silent {
-            self.probe_pending
+        let has_send = if self.liveness.silent() {
+            self.due.probe
         } else {
             self.tx.has_retransmission()
-                || (!self.paused && (self.tx.asyn_pending() || self.tx.has_new()))
+                || (!paused && (self.tx.asyn_pending() || self.tx.has_new()))
         };
         if let Some(k) = self.keepalive_at() {
             min(k);
         }
         // An unproven acceptor holds its AFINACK (`unproven`), and with confirmed delivery
         // it waits for the application's confirmation of the end: no deadline for it then.
-        let keepalive = self.keepalive_due && !self.silent;
-        if has_send || keepalive || self.asynack_due || self.afinack_ready() {
+        let keepalive = self.due.keepalive && !self.liveness.silent();
+        if has_send || keepalive || self.due.asynack || self.afinack_ready() {
             min(self.pacer.next_send());
         }
         if let Some(f) = self.rx.feedback_deadline() {
@@ -137,8 +139,8 @@ impl Connection {
         if let Some(h) = self.rx.hole_deadline() {
             min(h);
         }
-        if !self.silent {
-            if let Some(d) = self.etx.next_repair_time().filter(|_| !self.paused) {
+        if !self.liveness.silent() {
+            if let Some(d) = self.etx.next_repair_time().filter(|_| !paused) {
                 min(d.max(self.pacer.next_send()));
             }
             // `poll_transmit` re-chooses the erasure strength (`ErasureTx::update`) once the
@@ -146,7 +148,7 @@ impl Connection {
             let rechoose = self
                 .etx
                 .rechoose_at(self.rtt.smoothed(), self.pacer.rate())
-                .filter(|_| !self.paused);
+                .filter(|_| !paused);
             if let Some(d) = rechoose {
                 min(d.max(self.pacer.next_send()));
             }
@@ -158,7 +160,7 @@ impl Connection {
             // resends only the oldest TPDU): report the loss deadline only then, or a paused
             // connection reports a deadline nothing acts on (found by the proto_endpoint fuzz
             // target's core-hour campaign).
-            if self.ec.loss_by_time && self.rtt.has_sample() && !self.paused {
+            if self.ec.loss_by_time && self.rtt.has_sample() && !paused {
                 if let Some(d) = self.tx.loss_deadline() {
                     min(d);
                 }
@@ -167,7 +169,7 @@ impl Connection {
                 min(self.last_heard + self.silence_threshold());
             }
         }
-        if let Some(p) = self.next_probe {
+        if let Some(p) = self.liveness.next_probe() {
             min(p);
         }
         if let Some(r) = self.tx.retention_deadline() {
@@ -183,7 +185,7 @@ impl Connection {
             // The linger only ends the connection once the AFINACK is out and the peer's AFIN
             // complete (`check_finished`); before that the AFINACK's pacer slot above is the
             // deadline that acts. Reporting `l` then would be a deadline nothing acts on.
-            if !self.afinack_due && self.rx.fin_complete() {
+            if !self.due.afinack && self.rx.fin_complete() {
                 min(l);
             }
         }
@@ -207,7 +209,7 @@ impl Connection {
             }
         }
         if self.keepalive_at().is_some_and(|k| now >= k) {
-            self.keepalive_due = true;
+            self.due.keepalive = true;
             self.last_keepalive = now;
         }
         self.rx.on_hole_timeout(now);
@@ -219,27 +221,33 @@ impl Connection {
         }
         self.tx.expire_retained(now);
         if self.watches_outages()
-            && !self.silent
+            && !self.liveness.silent()
             && self.tx.has_outstanding()
             && now >= self.last_heard + self.silence_threshold()
         {
-            self.silent = true;
             self.stats_wire.outages += 1;
             self.tx.hold_retransmissions();
-            self.next_probe = Some(now);
+            self.liveness = Liveness::Silent {
+                next_probe: now,
+                wait: self.cfg.probe_interval,
+            };
         }
-        self.paused = !self.silent && self.pause_at().is_some_and(|p| now >= p);
-        if self.silent {
-            if self.next_probe.is_some_and(|p| now >= p) {
+        let pause = self.pause_at().is_some_and(|p| now >= p);
+        if let Liveness::Heard { paused } = &mut self.liveness {
+            *paused = pause;
+        }
+        if let Liveness::Silent { next_probe, wait } = self.liveness {
+            if now >= next_probe {
                 self.tx.hold_retransmissions();
-                self.probe_pending = true;
-                self.next_probe = Some(now + self.probe_wait);
-                self.probe_wait =
-                    (self.probe_wait * 2).min(MAX_PROBE_INTERVAL.max(self.cfg.probe_interval));
+                self.due.probe = true;
+                self.liveness = Liveness::Silent {
+                    next_probe: now + wait,
+                    wait: (wait * 2).min(MAX_PROBE_INTERVAL.max(self.cfg.probe_interval)),
+                };
             }
         } else {
             // While paused a timeout resends only the oldest TPDU (a probe), not the flight.
-            let fired = if self.rtt.has_sample() && !self.paused {
+            let fired = if self.rtt.has_sample() && !self.liveness.paused() {
                 self.tx.on_timeout(now, self.rtt.rto())
             } else {
                 self.tx.on_timeout_before_sample(now, self.rtt.rto())

@@ -41,7 +41,7 @@ impl Connection {
             return false;
         }
         let start = out.len();
-        if let Some(reason) = self.rst_due.take() {
+        if let Some(reason) = self.due.rst.take() {
             let body = ControlBody {
                 reset: Some(reason),
                 ..Default::default()
@@ -49,7 +49,7 @@ impl Connection {
             return self.emit_control(now, Flags::empty(), &body, out, start);
         }
         if self.closed.is_some() {
-            if !std::mem::take(&mut self.final_ack_due) {
+            if !std::mem::take(&mut self.due.final_ack) {
                 return false;
             }
             let body = ControlBody {
@@ -60,8 +60,8 @@ impl Connection {
         }
         if let Some(mut body) = self.rx.poll_feedback(now) {
             let mut extra = Flags::empty();
-            if self.asynack_due {
-                self.asynack_due = false;
+            if self.due.asynack {
+                self.due.asynack = false;
                 extra = Flags::ASYN;
                 if body.mack.is_none() {
                     body.mack = Some(self.asynack_mack(now));
@@ -70,8 +70,8 @@ impl Connection {
             }
             return self.emit_control(now, extra, &body, out, start);
         }
-        if self.asynack_due {
-            self.asynack_due = false;
+        if self.due.asynack {
+            self.due.asynack = false;
             let body = ControlBody {
                 mack: Some(self.asynack_mack(now)),
                 ..Default::default()
@@ -79,7 +79,7 @@ impl Connection {
             return self.emit_control(now, Flags::ASYN, &body, out, start);
         }
         if self.afinack_ready() {
-            self.afinack_due = false;
+            self.due.afinack = false;
             self.afinack_sent = true;
             let body = ControlBody {
                 ack: Some(self.rx.final_ack()),
@@ -91,7 +91,7 @@ impl Connection {
             self.check_finished(now);
             return sent;
         }
-        if std::mem::take(&mut self.keepalive_due) && !self.silent {
+        if std::mem::take(&mut self.due.keepalive) && !self.liveness.silent() {
             // A keep-alive: the same empty NACK as an outage probe (docs/spec.md §4).
             self.tx.stats.keepalives += 1;
             let body = ControlBody {
@@ -100,8 +100,8 @@ impl Connection {
             };
             return self.emit_control(now, Flags::empty(), &body, out, start);
         }
-        if self.silent {
-            if !std::mem::take(&mut self.probe_pending) {
+        if self.liveness.silent() {
+            if !std::mem::take(&mut self.due.probe) {
                 return false;
             }
             // An outage probe: an empty NACK (docs/spec.md §4), a header's worth of bytes,
@@ -113,7 +113,7 @@ impl Connection {
             };
             return self.emit_control(now, Flags::empty(), &body, out, start);
         }
-        if self.paused && !self.tx.has_retransmission() {
+        if self.liveness.paused() && !self.tx.has_retransmission() {
             // Suspected outage: no new data or repairs until the peer is heard or the probes
             // start (a timeout's single retransmission still goes).
             return false;
