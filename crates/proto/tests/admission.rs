@@ -104,13 +104,16 @@ fn data_is_delivered_at_once_and_the_connection_is_proven_a_round_trip_later() {
         }
     }
     let (_, at) = accepted.expect("accepted");
-    assert_eq!(
-        at,
-        ms(10),
-        "accepted (and its data readable) one propagation delay after"
+    // The test link serialises a datagram in a nanosecond (`harness::ideal_link`): times are
+    // propagation delays to within a microsecond.
+    let near = |t: Duration, d: Duration| t >= d && t - d < Duration::from_micros(1);
+    assert!(
+        near(at, ms(10)),
+        "accepted (and its data readable) one propagation delay after: {at:?}"
     );
     // ASYN out, CHALLENGE back, ECHO out: three propagation delays.
-    assert_eq!(proven_at, Some(ms(30)));
+    let proven_at = proven_at.expect("proven");
+    assert!(near(proven_at, ms(30)), "proven at {proven_at:?}");
     assert_eq!(got, data);
     assert_eq!(net.b.half_open_count(), 0);
     assert_eq!(net.b.stats.proven, 1);
@@ -449,7 +452,8 @@ fn a_real_peer_with_fec_on_a_noisy_link_gets_through_a_junk_flood() {
         }
         // 20 junk datagrams per step, each from a new address: far past the budget.
         for _ in 0..20 {
-            net.b.handle_datagram(net.now, spoofed(n), &junk);
+            let now = net.now;
+            net.b.handle_datagram(now, spoofed(n), &junk);
             n += 1;
         }
         while let Some(e) = net.b.poll_event() {

@@ -209,8 +209,9 @@ fn forged_replayed_and_wrong_key_tpdus_change_nothing() {
         run.apps();
         if run.received.len() > 100_000 && genuine.is_empty() {
             let mut buf = Vec::new();
-            if run.net.a.poll_transmit(run.net.now, &mut buf).is_some() {
-                run.net.b.handle_datagram(run.net.now, addr_a(), &buf);
+            let now = run.net.now;
+            if run.net.a.poll_transmit(now, &mut buf).is_some() {
+                run.net.b.handle_datagram(now, addr_a(), &buf);
                 genuine = buf;
                 break;
             }

@@ -118,7 +118,8 @@ impl Link {
         let mut buf = [0u8; 4096];
         while let Ok(1..) = self.net.a.read(self.h, &mut buf) {}
         if self.a_closed.is_none() && self.net.a.at_eof(self.h) {
-            self.net.a.confirm(self.h, self.net.now, 0, true).unwrap();
+            let now = self.net.now;
+            self.net.a.confirm(self.h, now, 0, true).unwrap();
         }
         let Some(hb) = self.hb else { return };
         while let Ok(k @ 1..) = self.net.b.read(hb, &mut buf) {
@@ -126,11 +127,8 @@ impl Link {
         }
         if self.b_closed.is_none() {
             let end = self.allow_end && self.net.b.at_eof(hb);
-            let v = self
-                .net
-                .b
-                .confirm(hb, self.net.now, self.allow, end)
-                .unwrap();
+            let now = self.net.now;
+            let v = self.net.b.confirm(hb, now, self.allow, end).unwrap();
             if end && v == self.b_read + 1 {
                 self.net.b.close(hb).unwrap();
             }

@@ -1,23 +1,26 @@
-//! A two-endpoint virtual network for the engine's tests: delay, jitter (reordering), loss,
-//! bit flips and duplication, all from a seeded generator, in virtual time.
+//! Two endpoints for the engine's tests on the driver the simulator runs on
+//! (`aerotp_pair::Pair` over `aerotp_link` paths): delay, jitter (reordering), loss, bit
+//! flips, duplication and an outage, all from seeded generators, in virtual time.
 
 #![allow(dead_code)]
 
 pub mod filtered;
 
+use aerotp_link::{LinkConfig, Outage, Path};
+use aerotp_pair::{Advance, Dir, Links, Observer, Pair};
 use aerotp_proto::{
     CloseOutcome, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// The impairments of both directions, as a test states them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Impair {
     pub delay: Duration,
+    /// Extra delay drawn uniformly in `[0, jitter]`; datagrams may overtake each other.
     pub jitter: Duration,
     pub loss: f64,
     pub ber: f64,
@@ -26,26 +29,67 @@ pub struct Impair {
     pub outage: Option<(Duration, Duration)>,
 }
 
-/// A datagram in flight: arrival time, tiebreak counter, direction (to b?), bytes.
-type InFlight = Reverse<(Duration, u64, bool, Vec<u8>)>;
+/// A link so fast that only the engine's own pacing spaces datagrams (1 Pbit/s: a 1500-byte
+/// datagram takes 12 ps), with room for any flight.
+pub fn ideal_link(delay: Duration) -> LinkConfig {
+    LinkConfig {
+        rate_bps: 1_000_000_000_000_000,
+        delay,
+        queue_bytes: u64::MAX / 2,
+        queue_packets: u32::MAX,
+        max_in_flight: u32::MAX,
+        ..LinkConfig::default()
+    }
+}
 
+impl Impair {
+    /// One direction of the link model for these impairments.
+    pub fn link_config(&self) -> LinkConfig {
+        LinkConfig {
+            jitter: self.jitter,
+            allow_reorder: true,
+            ber: self.ber,
+            loss: self.loss,
+            duplicate: self.dup,
+            outages: self
+                .outage
+                .map(|(start, end)| Outage {
+                    start,
+                    duration: end - start,
+                })
+                .into_iter()
+                .collect(),
+            ..ideal_link(self.delay)
+        }
+    }
+}
+
+/// Two endpoints over one impaired path each way; derefs to the `Pair` (`net.a`, `net.b`,
+/// `net.now`).
 #[derive(Debug)]
 pub struct Net {
-    pub a: Endpoint,
-    pub b: Endpoint,
-    pub now: Duration,
-    heap: BinaryHeap<InFlight>,
-    rng: Pcg64Mcg,
+    pub pair: Pair,
     pub imp: Impair,
-    n: u64,
     pub wire_bytes: u64,
     /// Bytes a sent toward b while the link was out, with 28 bytes of IP/UDP per datagram.
     pub outage_bytes_to_b: u64,
     /// The most out-of-order bytes b held at once (its endpoint's reorder budget).
     pub max_reorder_held_b: usize,
-    stalled: u32,
     /// Datagrams from b to a that this says to drop are lost (a filter by content).
     pub drop_to_a: Option<fn(&[u8]) -> bool>,
+}
+
+impl std::ops::Deref for Net {
+    type Target = Pair;
+    fn deref(&self) -> &Pair {
+        &self.pair
+    }
+}
+
+impl std::ops::DerefMut for Net {
+    fn deref_mut(&mut self) -> &mut Pair {
+        &mut self.pair
+    }
 }
 
 pub fn addr_a() -> SocketAddr {
@@ -55,117 +99,62 @@ pub fn addr_b() -> SocketAddr {
     "10.0.0.2:9000".parse().unwrap()
 }
 
+/// What `Net` counts of the datagrams sent, and its filter.
+struct Counting<'n> {
+    wire_bytes: &'n mut u64,
+    outage_bytes_to_b: &'n mut u64,
+    drop_to_a: Option<fn(&[u8]) -> bool>,
+    forward_up: bool,
+}
+
+impl Observer for Counting<'_> {
+    fn sent(&mut self, _: Duration, dir: Dir, datagram: &[u8], _: &Endpoint) -> Option<u64> {
+        *self.wire_bytes += datagram.len() as u64;
+        match dir {
+            Dir::Forward if !self.forward_up => {
+                *self.outage_bytes_to_b += datagram.len() as u64 + 28;
+            }
+            Dir::Reverse if self.drop_to_a.is_some_and(|drop| drop(datagram)) => return None,
+            _ => {}
+        }
+        Some(0)
+    }
+}
+
 impl Net {
     pub fn new(seed: u64, imp: Impair) -> Net {
+        let link_seed = seed.wrapping_mul(31).wrapping_add(7);
+        let path = |s| Path::new(vec![imp.link_config()], s).expect("valid test link");
         Net {
-            a: Endpoint::new(EndpointConfig::default(), seed),
-            b: Endpoint::new(EndpointConfig::default(), seed ^ 0x5555),
-            now: Duration::ZERO,
-            heap: BinaryHeap::new(),
-            rng: Pcg64Mcg::seed_from_u64(seed.wrapping_mul(31) + 7),
+            pair: Pair::new(
+                Endpoint::new(EndpointConfig::default(), seed),
+                Endpoint::new(EndpointConfig::default(), seed ^ 0x5555),
+                Links::single(path(link_seed), path(link_seed ^ 1)),
+                addr_a(),
+                addr_b(),
+            ),
             imp,
-            n: 0,
             wire_bytes: 0,
             outage_bytes_to_b: 0,
             max_reorder_held_b: 0,
-            stalled: 0,
             drop_to_a: None,
         }
     }
 
-    fn impair_and_queue(&mut self, mut d: Vec<u8>, to_b: bool) {
-        self.wire_bytes += d.len() as u64;
-        if let Some((s, e)) = self.imp.outage {
-            if self.now >= s && self.now < e {
-                if to_b {
-                    self.outage_bytes_to_b += d.len() as u64 + 28;
-                }
-                return;
-            }
-        }
-        if self.rng.gen_bool(self.imp.loss.clamp(0.0, 1.0)) {
-            return;
-        }
-        if self.imp.ber > 0.0 {
-            for byte in d.iter_mut() {
-                for bit in 0..8 {
-                    if self.rng.gen_bool(self.imp.ber) {
-                        *byte ^= 1 << bit;
-                    }
-                }
-            }
-        }
-        let copies = if self.rng.gen_bool(self.imp.dup.clamp(0.0, 1.0)) {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let jitter = if self.imp.jitter.is_zero() {
-                Duration::ZERO
-            } else {
-                Duration::from_nanos(self.rng.gen_range(0..self.imp.jitter.as_nanos() as u64))
-            };
-            self.n += 1;
-            self.heap.push(Reverse((
-                self.now + self.imp.delay + jitter,
-                self.n,
-                to_b,
-                d.clone(),
-            )));
-        }
-    }
-
     /// Sends what is due, then advances to the next event. Returns false when nothing is left.
+    /// Fails the test on an engine livelock (`aerotp_pair::STALL_LIMIT`).
     pub fn step(&mut self) -> bool {
-        self.max_reorder_held_b = self.max_reorder_held_b.max(self.b.reorder_bytes_held());
-        let mut buf = Vec::new();
-        while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
-            assert_eq!(t.remote, addr_b());
-            self.impair_and_queue(buf.clone(), true);
-        }
-        while let Some(t) = self.b.poll_transmit(self.now, &mut buf) {
-            assert_eq!(t.remote, addr_a());
-            if self.drop_to_a.is_some_and(|drop| drop(&buf)) {
-                continue;
-            }
-            self.impair_and_queue(buf.clone(), false);
-        }
-        let next = [
-            self.heap.peek().map(|r| r.0 .0),
-            self.a.poll_timeout(),
-            self.b.poll_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        let Some(next) = next else { return false };
-        // An engine that keeps asking to be woken at a time that has passed without doing
-        // anything would spin a real runtime at 100 % CPU.
-        if next <= self.now {
-            self.stalled += 1;
-            assert!(
-                self.stalled < 10_000,
-                "engine livelock at {:?}: a:{:?} b:{:?}",
-                self.now,
-                self.a.poll_timeout(),
-                self.b.poll_timeout()
-            );
-        } else {
-            self.stalled = 0;
-        }
-        self.now = self.now.max(next);
-        while self.heap.peek().is_some_and(|r| r.0 .0 <= self.now) {
-            let Reverse((_, _, to_b, d)) = self.heap.pop().unwrap();
-            if to_b {
-                self.b.handle_datagram(self.now, addr_a(), &d);
-            } else {
-                self.a.handle_datagram(self.now, addr_b(), &d);
-            }
-        }
-        self.a.handle_timeout(self.now);
-        self.b.handle_timeout(self.now);
-        true
+        self.max_reorder_held_b = self
+            .max_reorder_held_b
+            .max(self.pair.b.reorder_bytes_held());
+        let forward_up = self.pair.links.is_up(Dir::Forward, self.pair.now);
+        let mut counting = Counting {
+            wire_bytes: &mut self.wire_bytes,
+            outage_bytes_to_b: &mut self.outage_bytes_to_b,
+            drop_to_a: self.drop_to_a,
+            forward_up,
+        };
+        self.pair.step(&mut counting, None, Duration::MAX) == Advance::Moved
     }
 }
 

@@ -5,19 +5,86 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aerotp_link::mix_seed;
+use aerotp_pair::{Advance, Delivery, Observer, Pair};
 use aerotp_proto::{CloseOutcome, ConnectionHandle, Endpoint, EndpointConfig, Event};
 
 use super::app::{payload, take_chunk};
 use super::copies::{tag_of, usable, Copies, DATA_TAG};
-use super::net::Net;
+use super::net::links;
 use super::result::{close_name, finish_common, result_base, secs, RunResult};
 use super::tap::{addr_receiver, addr_sender, tap_datagram, tap_engines, Dir, Tap, TapPoint, PORT};
 use crate::scenario::{Scenario, IP_UDP_OVERHEAD};
 use crate::workload::Workload;
 
-/// Upper bound of loop iterations per run: a guard against a livelock (never reached in
-/// practice: a 1 MB transfer takes a few thousand).
-const MAX_STEPS: u64 = 50_000_000;
+/// What the driver counts of the datagrams on the wire, and the capture tap.
+struct Watch<'t> {
+    tap: Option<&'t mut dyn Tap>,
+    ch: ConnectionHandle,
+    /// The sender connection's handle at the receiver, once accepted (for the tap).
+    rx_handle: Option<ConnectionHandle>,
+    first_send: Option<Duration>,
+    wire_bytes_forward: u64,
+    wire_bytes_reverse: u64,
+    datagrams_sent: u64,
+    copies: Copies,
+    retx_seen: u64,
+    scratch: Vec<u8>,
+}
+
+impl Observer for Watch<'_> {
+    fn sent(&mut self, now: Duration, dir: Dir, datagram: &[u8], sender: &Endpoint) -> Option<u64> {
+        tap_datagram(&mut self.tap, TapPoint::Sent, now, dir, datagram);
+        let len = (datagram.len() + IP_UDP_OVERHEAD) as u64;
+        if dir == Dir::Reverse {
+            self.wire_bytes_reverse += len;
+            return Some(0);
+        }
+        self.first_send.get_or_insert(now);
+        self.wire_bytes_forward += len;
+        self.datagrams_sent += 1;
+        let mut tag = tag_of(datagram);
+        if tag & DATA_TAG != 0 {
+            let (k, again) = self.copies.sent(tag as u32);
+            tag |= u64::from(k) << 48;
+            // A data TPDU sent before is a retransmission or one of the opening ASYN copies;
+            // the engine's retransmission counter tells which (read only then: it is dear).
+            if again {
+                let retx = sender
+                    .stats(self.ch)
+                    .map_or(0, |st| st.sender.tpdus_retransmitted);
+                if retx > self.retx_seen {
+                    self.copies.retransmitted.push((tag as u32, k));
+                }
+                self.retx_seen = retx;
+            }
+        }
+        Some(tag)
+    }
+
+    fn arrived(&mut self, now: Duration, dir: Dir, d: &Delivery) {
+        if dir == Dir::Forward {
+            let (seq, copy) = (d.tag as u32, (d.tag >> 48) as u16);
+            if d.tag & DATA_TAG != 0
+                && self.copies.needs_check(seq, copy)
+                && usable(&d.packet, (d.tag >> 40) as u8, &mut self.scratch)
+            {
+                self.copies.arrived_intact(seq, copy);
+            }
+        }
+        tap_datagram(&mut self.tap, TapPoint::Arrived, now, dir, &d.packet);
+    }
+
+    fn stepped(&mut self, now: Duration, a: &Endpoint, b: &Endpoint) {
+        tap_engines(
+            &mut self.tap,
+            now,
+            [
+                ("sender", a, Some(self.ch)),
+                ("receiver", b, self.rx_handle),
+            ],
+        );
+    }
+}
 
 /// An AeroTP connection from the sender's endpoint to the receiver's listening endpoint.
 pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -> RunResult {
@@ -48,9 +115,13 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
     let mut released_at: Vec<Option<Duration>> = vec![None; msgs.len()];
     let mut released = 0usize; // messages released
     let cfg = s.connection_config();
-    let mut net = Net::new(s, seed);
-    let mut a = Endpoint::new(EndpointConfig::default(), mix_seed(seed, 3));
-    let mut b = Endpoint::new(EndpointConfig::default(), mix_seed(seed, 4));
+    let mut pair = Pair::new(
+        Endpoint::new(EndpointConfig::default(), mix_seed(seed, 3)),
+        Endpoint::new(EndpointConfig::default(), mix_seed(seed, 4)),
+        links(s, seed),
+        addr_sender(),
+        addr_receiver(),
+    );
     // The receiver's feedback budget is a share of what its return links carry.
     let reverse_rate: u64 = (0..s.network.paths.len())
         .map(|i| s.network.paths[i].reverse_config(0).rate_bps)
@@ -59,10 +130,10 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
         return_rate_bps: Some(reverse_rate.max(1000)),
         ..cfg.clone()
     };
-    b.listen(PORT, listen_cfg).expect("validated config");
-    let mut now = Duration::ZERO;
-    let ch = a
-        .connect(now, addr_receiver(), PORT, cfg)
+    pair.b.listen(PORT, listen_cfg).expect("validated config");
+    let ch = pair
+        .a
+        .connect(Duration::ZERO, addr_receiver(), PORT, cfg)
         .expect("validated config");
 
     let mut r = result_base(seed);
@@ -71,22 +142,29 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
     let mut rx = RxState::default();
     let mut intact = true;
     let mut sender_close: Option<CloseOutcome> = None;
-    let mut first_send: Option<Duration> = None;
     let mut last_delivery: Option<Duration> = None;
-    let mut buf = Vec::with_capacity(s.mtu);
-    let mut steps = 0u64;
     // Messages whose last byte has reached the server application / responses the client has.
     let mut done = 0usize;
     let mut server_got = 0usize;
     let mut srv_released = 0usize; // responses the server has released
     let mut srv_written = 0usize;
     let mut client_got = 0usize;
-    let mut copies = Copies::default();
-    let mut retx_seen = 0u64;
-    let mut scratch = Vec::with_capacity(s.mtu);
+    let mut watch = Watch {
+        tap: tap.take(),
+        ch,
+        rx_handle: None,
+        first_send: None,
+        wire_bytes_forward: 0,
+        wire_bytes_reverse: 0,
+        datagrams_sent: 0,
+        copies: Copies::default(),
+        retx_seen: 0,
+        scratch: Vec::with_capacity(s.mtu),
+    };
 
     loop {
-        steps += 1;
+        let now = pair.now;
+        let (a, b) = (&mut pair.a, &mut pair.b);
         // Sending application: releases each message at its time (a request-response client
         // without an interval: when the previous response is in), writes what the send
         // buffer takes, and closes once everything is written.
@@ -117,7 +195,7 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
                 }
             }
         }
-        rx.events(&mut b, now, &mut r);
+        rx.events(b, now, &mut r);
         // Receiving application: reads as data arrives, checks it, closes at end of file
         // (request-response: answers each whole request, closes after the last answer).
         if let Some(h) = rx.handle {
@@ -168,84 +246,25 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
                 }
             }
         }
-        // Both endpoints transmit what is due now.
-        while let Some(t) = a.poll_transmit(now, &mut buf) {
-            first_send.get_or_insert(now);
-            r.wire_bytes_forward += (t.len + IP_UDP_OVERHEAD) as u64;
-            r.datagrams_sent += 1;
-            let mut tag = tag_of(&buf[..t.len]);
-            if tag & DATA_TAG != 0 {
-                let (k, again) = copies.sent(tag as u32);
-                tag |= u64::from(k) << 48;
-                // A data TPDU sent before is a retransmission or one of the opening ASYN
-                // copies; the engine's retransmission counter tells which (read only then:
-                // it is dear).
-                if again {
-                    let retx = a.stats(ch).map_or(0, |st| st.sender.tpdus_retransmitted);
-                    if retx > retx_seen {
-                        copies.retransmitted.push((tag as u32, k));
-                    }
-                    retx_seen = retx;
-                }
-            }
-            tap_datagram(&mut tap, TapPoint::Sent, now, Dir::Forward, &buf[..t.len]);
-            net.send_fwd(now, buf.clone(), tag);
-        }
-        while let Some(t) = b.poll_transmit(now, &mut buf) {
-            r.wire_bytes_reverse += (t.len + IP_UDP_OVERHEAD) as u64;
-            tap_datagram(&mut tap, TapPoint::Sent, now, Dir::Reverse, &buf[..t.len]);
-            net.send_rev(now, buf.clone());
-        }
+        watch.rx_handle = rx.handle;
+        pair.transmit(&mut watch);
         if sender_close.is_some() && rx.closed_event {
-            break;
-        }
-        if steps >= MAX_STEPS {
             break;
         }
         // Advance virtual time to the next event.
         let next_message =
             (released < msgs.len() && !(rr && back_to_back)).then(|| msgs[released].0);
-        let next = [
-            net.next_arrival(),
-            a.poll_timeout(),
-            b.poll_timeout(),
-            next_message,
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        let Some(next) = next else { break };
-        let next = next.max(now);
-        if next > s.cap {
-            now = s.cap;
+        if pair.advance(&mut watch, next_message, s.cap) != Advance::Moved {
             break;
         }
-        now = next;
-        while let Some(d) = net.recv_fwd(now) {
-            let (seq, copy) = (d.tag as u32, (d.tag >> 48) as u16);
-            if d.tag & DATA_TAG != 0
-                && copies.needs_check(seq, copy)
-                && usable(&d.packet, (d.tag >> 40) as u8, &mut scratch)
-            {
-                copies.arrived_intact(seq, copy);
-            }
-            tap_datagram(&mut tap, TapPoint::Arrived, now, Dir::Forward, &d.packet);
-            b.handle_datagram(now, addr_sender(), &d.packet);
-        }
-        while let Some(d) = net.recv_rev(now) {
-            tap_datagram(&mut tap, TapPoint::Arrived, now, Dir::Reverse, &d.packet);
-            a.handle_datagram(now, addr_receiver(), &d.packet);
-        }
-        a.handle_timeout(now);
-        b.handle_timeout(now);
-        tap_engines(
-            &mut tap,
-            now,
-            [("sender", &a, Some(ch)), ("receiver", &b, rx.handle)],
-        );
     }
 
+    let now = pair.now;
+    let (a, b) = (&pair.a, &pair.b);
     r.elapsed_s = secs(now);
+    r.wire_bytes_forward = watch.wire_bytes_forward;
+    r.wire_bytes_reverse = watch.wire_bytes_reverse;
+    r.datagrams_sent = watch.datagrams_sent;
     let confirmed = matches!(
         sender_close,
         Some(CloseOutcome::Finished { confirmed: true })
@@ -253,7 +272,7 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
     r.sender_close = sender_close.as_ref().map(close_name).unwrap_or_default();
     let all = intact && server_got == data.len() && client_got == responses.len();
     r.complete = all && (!s.mode.is_fully_reliable() || confirmed);
-    r.spurious_retransmissions = copies.spurious();
+    r.spurious_retransmissions = watch.copies.spurious();
     if let Some(st) = a.stats(ch) {
         r.retransmissions = st.sender.tpdus_retransmitted;
         r.fec_parity = st.fec_parity;
@@ -296,7 +315,7 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
     if s.workload == Workload::Bulk {
         r.message_delays.clear();
     }
-    finish_common(&mut r, first_send, last_delivery);
+    finish_common(&mut r, watch.first_send, last_delivery);
     r
 }
 

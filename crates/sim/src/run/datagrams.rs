@@ -6,7 +6,7 @@ use aerotp_link::mix_seed;
 use aerotp_proto::{Endpoint, EndpointConfig};
 
 use super::app::payload;
-use super::net::Net;
+use super::net::links;
 use super::result::{finish_common, result_base, secs};
 use super::tap::{addr_receiver, addr_sender, tap_datagram, Dir, Tap, TapPoint, PORT};
 use super::RunResult;
@@ -20,7 +20,7 @@ pub(super) fn run_paced_datagrams(
     mut tap: Option<&mut dyn Tap>,
 ) -> RunResult {
     let data = payload(s.size, mix_seed(seed, 0));
-    let mut net = Net::new(s, seed);
+    let mut net = links(s, seed);
     let mut r = result_base(seed);
     let udp = s.mode == SimMode::Udp;
     let parity = if udp { 0 } else { datagram_parity(s) };
@@ -46,14 +46,14 @@ pub(super) fn run_paced_datagrams(
     loop {
         if sent < chunks.len() && now >= next_send {
             let len = if udp {
-                net.send_fwd(now, chunks[sent].to_vec(), sent as u64);
+                net.send(Dir::Forward, now, chunks[sent].to_vec(), sent as u64);
                 chunks[sent].len()
             } else {
                 a.send_datagram(addr_receiver(), PORT, PORT, chunks[sent], parity, s.mtu)
                     .expect("chunk fits the MTU");
                 let t = a.poll_transmit(now, &mut buf).expect("queued datagram");
                 // The datagram carries its index in no header field: tag it for the delay.
-                net.send_fwd(now, buf.clone(), sent as u64);
+                net.send(Dir::Forward, now, buf.clone(), sent as u64);
                 t.len
             };
             let bytes: &[u8] = if udp { chunks[sent] } else { &buf[..len] };
@@ -80,7 +80,7 @@ pub(super) fn run_paced_datagrams(
             break;
         }
         now = next;
-        while let Some(d) = net.recv_fwd(now) {
+        while let Some(d) = net.recv(Dir::Forward, now) {
             let i = d.tag as usize;
             tap_datagram(&mut tap, TapPoint::Arrived, now, Dir::Forward, &d.packet);
             let ok = if udp {

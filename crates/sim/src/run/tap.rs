@@ -1,5 +1,6 @@
 //! The two endpoints' addresses and the capture hook: what a tap sees of a run.
 
+pub(super) use aerotp_pair::Dir;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -66,13 +67,6 @@ pub(super) fn tap_engines(
             tap.engine(now, side, h.0, &st, state);
         }
     }
-}
-
-/// Which way a datagram goes: sender to receiver, or back.
-#[derive(Clone, Copy)]
-pub(super) enum Dir {
-    Forward,
-    Reverse,
 }
 
 /// Shows the tap, if any, a datagram at `point`, with the addresses of its direction.

@@ -1,0 +1,199 @@
+//! One virtual-time driver for two AeroTP endpoints over `aerotp-link` paths. The simulator
+//! and the engine's integration tests both run on it, so a link condition means the same in
+//! a test as in a figure, and the engine's deadline contract is checked in one place.
+//!
+//! A turn of the caller's loop: the applications act on `pair.a` and `pair.b` (write, read,
+//! close), then [`Pair::transmit`] sends what both endpoints have due now, then
+//! [`Pair::advance`] jumps virtual time to the next event — an arrival, either endpoint's
+//! deadline, or a time the caller wakes for — delivers what has arrived and runs both
+//! endpoints' timers. An [`Observer`] sees every datagram sent and arriving (taps, counters,
+//! a test's loss filter).
+
+mod links;
+
+pub use aerotp_link::Delivery;
+pub use links::Links;
+
+use aerotp_proto::Endpoint;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The direction of a datagram: `Forward` from `a` to `b`, `Reverse` from `b` to `a`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Forward,
+    Reverse,
+}
+
+/// What the caller learns of each datagram, and decides.
+pub trait Observer {
+    /// `sender` (`a` for `Forward`, `b` for `Reverse`) sent `datagram` at `now`. Returns the
+    /// tag it travels with (given back in its [`Delivery`]), or `None` to drop it before the
+    /// link (a test that chooses what is lost).
+    fn sent(&mut self, now: Duration, dir: Dir, datagram: &[u8], sender: &Endpoint) -> Option<u64> {
+        let _ = (now, dir, datagram, sender);
+        Some(0)
+    }
+
+    /// `d` arrived at `now`, about to be handed to the receiving endpoint.
+    fn arrived(&mut self, now: Duration, dir: Dir, d: &Delivery) {
+        let _ = (now, dir, d);
+    }
+
+    /// Both endpoints handled what arrived by `now` and their timers.
+    fn stepped(&mut self, now: Duration, a: &Endpoint, b: &Endpoint) {
+        let _ = (now, a, b);
+    }
+}
+
+/// An observer that sees nothing and drops nothing.
+#[derive(Debug, Default)]
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// What [`Pair::advance`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advance {
+    /// Time moved (or stayed, with work due) to the next event; arrivals and timers ran.
+    Moved,
+    /// Nothing will ever happen again: no arrival pending, no deadline, nothing to wake for.
+    Idle,
+    /// The next event lies beyond the cap: time stopped at the cap.
+    Capped,
+}
+
+/// Steps in a row that may leave time where it was. An engine that keeps reporting a deadline
+/// that has passed without acting on it breaks its contract (`Endpoint::poll_timeout`,
+/// crates/proto/tests/deadlines.rs) and would spin a real runtime at 100 % CPU; a few in a row
+/// are legitimate (several events at one instant).
+pub const STALL_LIMIT: u32 = 10_000;
+
+/// Two endpoints, the links between them and virtual time.
+#[derive(Debug)]
+pub struct Pair {
+    pub a: Endpoint,
+    pub b: Endpoint,
+    pub now: Duration,
+    pub links: Links,
+    /// The addresses each endpoint sees the other's datagrams come from.
+    pub addr_a: SocketAddr,
+    pub addr_b: SocketAddr,
+    stalled: u32,
+    buf: Vec<u8>,
+}
+
+impl Pair {
+    pub fn new(
+        a: Endpoint,
+        b: Endpoint,
+        links: Links,
+        addr_a: SocketAddr,
+        addr_b: SocketAddr,
+    ) -> Pair {
+        Pair {
+            a,
+            b,
+            now: Duration::ZERO,
+            links,
+            addr_a,
+            addr_b,
+            stalled: 0,
+            buf: Vec::with_capacity(1 << 16),
+        }
+    }
+
+    /// Sends everything both endpoints have due now, `a` first.
+    pub fn transmit(&mut self, obs: &mut impl Observer) {
+        for dir in [Dir::Forward, Dir::Reverse] {
+            loop {
+                let sender = match dir {
+                    Dir::Forward => &mut self.a,
+                    Dir::Reverse => &mut self.b,
+                };
+                if sender.poll_transmit(self.now, &mut self.buf).is_none() {
+                    break;
+                }
+                let sender: &Endpoint = sender;
+                if let Some(tag) = obs.sent(self.now, dir, &self.buf, sender) {
+                    self.links.send(dir, self.now, self.buf.clone(), tag);
+                }
+            }
+        }
+    }
+
+    /// The next time something happens: an arrival, either endpoint's deadline, or `wake`
+    /// (the caller's own next event, e.g. an application releasing a message).
+    pub fn next_event(&self, wake: Option<Duration>) -> Option<Duration> {
+        [
+            self.links.next_arrival(),
+            self.a.poll_timeout(),
+            self.b.poll_timeout(),
+            wake,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Jumps to the next event (`next_event(wake)`, never back, never past `cap`), hands both
+    /// endpoints what has arrived by then and runs their timers.
+    ///
+    /// # Panics
+    /// When [`STALL_LIMIT`] turns in a row leave time where it was: the engines keep asking
+    /// to be woken at a time that has passed without doing anything — an engine bug, named
+    /// with both endpoints' deadlines.
+    pub fn advance(
+        &mut self,
+        obs: &mut impl Observer,
+        wake: Option<Duration>,
+        cap: Duration,
+    ) -> Advance {
+        let Some(next) = self.next_event(wake) else {
+            return Advance::Idle;
+        };
+        if next > cap {
+            self.now = self.now.max(cap);
+            return Advance::Capped;
+        }
+        if next <= self.now {
+            self.stalled += 1;
+            assert!(
+                self.stalled < STALL_LIMIT,
+                "engine livelock at {:?}: {STALL_LIMIT} turns without time moving; \
+                 a's deadline {:?}, b's {:?}, next arrival {:?}",
+                self.now,
+                self.a.poll_timeout(),
+                self.b.poll_timeout(),
+                self.links.next_arrival()
+            );
+        } else {
+            self.stalled = 0;
+            self.now = next;
+        }
+        let now = self.now;
+        while let Some(d) = self.links.recv(Dir::Forward, now) {
+            obs.arrived(now, Dir::Forward, &d);
+            self.b.handle_datagram(now, self.addr_a, &d.packet);
+        }
+        while let Some(d) = self.links.recv(Dir::Reverse, now) {
+            obs.arrived(now, Dir::Reverse, &d);
+            self.a.handle_datagram(now, self.addr_b, &d.packet);
+        }
+        self.a.handle_timeout(now);
+        self.b.handle_timeout(now);
+        obs.stepped(now, &self.a, &self.b);
+        Advance::Moved
+    }
+
+    /// `transmit`, then `advance`.
+    pub fn step(
+        &mut self,
+        obs: &mut impl Observer,
+        wake: Option<Duration>,
+        cap: Duration,
+    ) -> Advance {
+        self.transmit(obs);
+        self.advance(obs, wake, cap)
+    }
+}
