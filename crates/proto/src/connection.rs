@@ -10,6 +10,7 @@ use crate::error_control::{ErrorControl, Feedback};
 use crate::fec_control::FecControl;
 use crate::liveness::Liveness;
 use crate::pacer::Pacer;
+use crate::phase::{PeerFin, Phase};
 use crate::receiver::{Delivered, Receiver, ReceiverStats};
 use crate::rtt::RttEstimator;
 use crate::sender::{Sender, SenderStats};
@@ -38,25 +39,7 @@ pub enum Role {
     Acceptor,
 }
 
-/// How a connection ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CloseOutcome {
-    /// Both directions closed; `confirmed` says whether the peer acknowledged everything we sent
-    /// (always false for modes without positive acknowledgements, whose AFINACK confirms only
-    /// the close).
-    Finished { confirmed: bool },
-    /// CLOSE_TO expired before the final acknowledgements arrived.
-    CloseTimeout,
-    /// Nothing was heard from the peer for the idle timeout.
-    IdleTimeout,
-    /// An accepted connection whose peer never proved that it receives what is sent to its
-    /// address within the set-up timeout (a spoofed ASYN, or a peer cut off at set-up).
-    SetupTimeout,
-    /// The peer sent RST.
-    Reset(String),
-    /// The application aborted.
-    Aborted,
-}
+pub use crate::close_outcome::CloseOutcome;
 
 /// Notifications for the application.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +81,8 @@ pub struct ConnectionStats {
 #[derive(Debug)]
 pub struct Connection {
     pub role: Role,
-    state: State,
+    /// Live in one of the papers' states, or ended.
+    phase: Phase,
     pub remote: SocketAddr,
     pub local_port: u16,
     pub remote_port: u16,
@@ -127,8 +111,10 @@ pub struct Connection {
     heard_gaps: u32,
     /// When the last keep-alive was queued: the next waits `keep_alive` after it too.
     last_keepalive: Duration,
+    /// When our AFIN first went.
     fin_sent_at: Option<Duration>,
-    afinack_sent: bool,
+    /// The peer's AFIN, once received, and whether our AFINACK went.
+    peer_fin: PeerFin,
     /// Control TPDUs waiting to go.
     due: ControlDue,
     /// An acceptor not yet proven to reach a real peer (docs/security.md): it holds its
@@ -138,10 +124,6 @@ pub struct Connection {
     /// An initiator's clock (µs, as in `timestamp`) when a RETRY last made it send again what
     /// was in flight: RETRYs for TPDUs sent before then are answered already.
     retry_resent_at: Option<u32>,
-    linger_until: Option<Duration>,
-    /// The reason this end aborted with, repeated to TPDUs that arrive before the release.
-    abort_reason: Option<String>,
-    closed: Option<CloseOutcome>,
     events: VecDeque<ConnEvent>,
     was_writable: bool,
     /// When an initiator first heard from its peer (reported as `Connected` then; also
@@ -192,7 +174,7 @@ impl Connection {
         let key = (u64::from(tag) << 32) | (u64::from(local_port) << 16) | u64::from(remote_port);
         Connection {
             role,
-            state,
+            phase: Phase::Live { state },
             remote,
             local_port,
             remote_port,
@@ -219,16 +201,13 @@ impl Connection {
             heard_gaps: 0,
             last_keepalive: Duration::ZERO,
             fin_sent_at: None,
-            afinack_sent: false,
+            peer_fin: PeerFin::Awaited,
             due: ControlDue {
                 asynack: role == Role::Acceptor,
                 ..ControlDue::default()
             },
             unproven: false,
             retry_resent_at: None,
-            linger_until: None,
-            abort_reason: None,
-            closed: None,
             events: VecDeque::new(),
             was_writable: true,
             connected_at: None,
@@ -244,7 +223,7 @@ impl Connection {
     }
 
     pub fn state(&self) -> State {
-        self.state
+        self.phase.state()
     }
 
     pub fn config(&self) -> &ConnectionConfig {
@@ -252,9 +231,12 @@ impl Connection {
     }
 
     fn apply(&mut self, ev: StateEvent) -> Option<Action> {
-        let (next, action) = transition(self.state, ev)?;
-        tracing::trace!(from = %self.state, to = %next, event = ?ev, "state");
-        self.state = next;
+        let Phase::Live { state } = &mut self.phase else {
+            return None;
+        };
+        let (next, action) = transition(*state, ev)?;
+        tracing::trace!(from = %state, to = %next, event = ?ev, "state");
+        *state = next;
         Some(action)
     }
 
@@ -271,7 +253,7 @@ impl Connection {
     // ---- application side ----
 
     pub fn write(&mut self, data: &[u8]) -> usize {
-        if self.closed.is_some() {
+        if self.phase.ended() {
             return 0;
         }
         let n = self.tx.write(data);
@@ -282,7 +264,7 @@ impl Connection {
     }
 
     pub fn writable(&self) -> usize {
-        if self.closed.is_some() {
+        if self.phase.ended() {
             0
         } else {
             self.tx.writable()
@@ -323,15 +305,17 @@ impl Connection {
     }
 
     pub fn abort(&mut self, reason: &str) {
-        if self.closed.is_none() {
+        if !self.phase.ended() {
             self.due.rst = Some(reason.to_owned());
-            self.abort_reason = Some(reason.to_owned());
             self.finish_with(CloseOutcome::Aborted);
+            if let Phase::Ended { abort_reason, .. } = &mut self.phase {
+                *abort_reason = Some(reason.to_owned());
+            }
         }
     }
 
     pub fn is_closed(&self) -> bool {
-        self.closed.is_some()
+        self.phase.ended()
     }
 
     /// Busy, for the link share: more bytes wait unsent than the current rate sends in
@@ -341,7 +325,7 @@ impl Connection {
     /// rate of a saturating one (what it sends is reserved for it anyway, from its usage).
     pub(crate) fn backlog_outlasts(&self, period: std::time::Duration) -> bool {
         let period_bits = self.pacer.rate() as f64 * period.as_secs_f64();
-        self.closed.is_none() && self.tx.unsent() as f64 * 8.0 > period_bits
+        !self.phase.ended() && self.tx.unsent() as f64 * 8.0 > period_bits
     }
 
     /// Bytes this connection has put on the link: its datagrams plus `per_packet_overhead`
@@ -368,9 +352,11 @@ impl Connection {
     }
 
     fn finish_with(&mut self, outcome: CloseOutcome) {
-        if self.closed.is_none() {
-            self.state = State::Closed;
-            self.closed = Some(outcome.clone());
+        if !self.phase.ended() {
+            self.phase = Phase::Ended {
+                outcome: outcome.clone(),
+                abort_reason: None,
+            };
             self.push_event(ConnEvent::Closed(outcome));
         }
     }
@@ -397,9 +383,12 @@ impl Connection {
 
     /// A one-line summary of both halves' state, for diagnostics and bug reports.
     pub fn describe(&self) -> String {
+        let phase = match &self.phase {
+            Phase::Live { state } => state.to_string(),
+            Phase::Ended { outcome, .. } => format!("ENDED({outcome:?})"),
+        };
         format!(
-            "{} tx[{}] rx[{}] silent={} rto={:?}",
-            self.state,
+            "{phase} tx[{}] rx[{}] silent={} rto={:?}",
             self.tx.describe(),
             self.rx.describe(),
             self.liveness.silent(),
@@ -446,7 +435,7 @@ impl Connection {
     /// cookie first, so the listener admits it); a RETRY for a TPDU sent after we heard from
     /// the peer (data, or an outage probe) means it no longer has this connection.
     pub(crate) fn on_retry(&mut self, now: Duration, ts_echo: u32) {
-        if self.role != Role::Initiator || self.closed.is_some() {
+        if self.role != Role::Initiator || self.phase.ended() {
             return;
         }
         let now_us = self.now_us(now);
@@ -478,7 +467,7 @@ impl Connection {
     }
 
     pub fn handle(&mut self, now: Duration, r: Received) {
-        if self.closed.is_some() {
+        if self.phase.ended() {
             // Finished, not yet released: a late data TPDU means the peer missed our final
             // acknowledgement; repeat it (once per TPDU, paced) so the peer can finish too.
             let asks = r.header.flags.is_data() || is_probe(&r.header, &r.body);
@@ -487,7 +476,14 @@ impl Connection {
             }
             // Aborted, not yet released: the RST may have been lost; say it again (once per
             // TPDU that asks, paced), so the peer stops sending into a closed connection.
-            if let (true, Some(reason)) = (asks, &self.abort_reason) {
+            if let (
+                true,
+                Phase::Ended {
+                    abort_reason: Some(reason),
+                    ..
+                },
+            ) = (asks, &self.phase)
+            {
                 self.due.rst = Some(reason.clone());
             }
             return;
@@ -615,7 +611,10 @@ impl Connection {
         // Linger long enough for a peer in an outage to probe once more (its probes back off
         // to MAX_PROBE_INTERVAL) and hear the final acknowledgement.
         let linger = self.cfg.linger.max(MAX_PROBE_INTERVAL * 2 + self.rtt.rto());
-        self.linger_until = Some(now + linger);
+        self.peer_fin = PeerFin::Received {
+            linger_until: now + linger,
+            afinack_sent: false,
+        };
         // EOF is readable too.
         self.push_event(ConnEvent::Readable);
     }
@@ -647,7 +646,7 @@ impl Connection {
             ));
             return;
         }
-        if self.state == State::AsynSent {
+        if self.phase.state() == State::AsynSent {
             self.apply(ev);
         }
         if self.connected_at.is_none() && self.role == Role::Initiator {
@@ -740,12 +739,11 @@ impl Connection {
     }
 
     fn check_finished(&mut self, now: Duration) {
-        if self.closed.is_some() || !self.send_done() || !self.rx.fin_complete() || self.due.afinack
-        {
+        if self.phase.ended() || !self.send_done() || !self.rx.fin_complete() || self.due.afinack {
             return;
         }
         // Linger for late retransmissions if we were the last to receive an AFIN.
-        if let Some(l) = self.linger_until {
+        if let Some(l) = self.peer_fin.linger_until() {
             if now < l {
                 return;
             }

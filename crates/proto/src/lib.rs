@@ -5,6 +5,7 @@
 
 mod admission;
 mod auth;
+mod close_outcome;
 mod codec;
 mod config;
 mod config_error;
@@ -23,6 +24,7 @@ mod link_share;
 mod listeners;
 mod liveness;
 mod pacer;
+mod phase;
 mod receiver;
 mod reorder_budget;
 mod rtt;

@@ -101,7 +101,7 @@ impl Connection {
     }
 
     pub fn poll_timeout(&self) -> Option<Duration> {
-        if self.closed.is_some() {
+        if self.phase.ended() {
             return if self.due.rst.is_some() || self.due.final_ack {
                 Some(self.pacer.next_send())
             } else {
@@ -181,7 +181,7 @@ impl Connection {
             if let Some(d) = self.close_deadline() {
                 min(d);
             }
-        } else if let Some(l) = self.linger_until {
+        } else if let Some(l) = self.peer_fin.linger_until() {
             // The linger only ends the connection once the AFINACK is out and the peer's AFIN
             // complete (`check_finished`); before that the AFINACK's pacer slot above is the
             // deadline that acts. Reporting `l` then would be a deadline nothing acts on.
@@ -194,7 +194,7 @@ impl Connection {
     }
 
     pub fn handle_timeout(&mut self, now: Duration) {
-        if self.closed.is_some() {
+        if self.phase.ended() {
             return;
         }
         if now >= self.last_heard + self.cfg.idle_timeout {
@@ -213,7 +213,7 @@ impl Connection {
             self.last_keepalive = now;
         }
         self.rx.on_hole_timeout(now);
-        if self.rx.fin_complete() && !self.afinack_sent {
+        if self.rx.fin_complete() && !self.peer_fin.afinack_sent() {
             self.on_peer_fin(now);
         }
         if self.rx.readable() {

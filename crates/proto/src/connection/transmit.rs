@@ -3,6 +3,7 @@
 
 use super::{Connection, Role};
 use crate::codec;
+use crate::phase::PeerFin;
 use aerotp_wire::{ControlBody, Flags, Header};
 use std::time::Duration;
 
@@ -48,7 +49,7 @@ impl Connection {
             };
             return self.emit_control(now, Flags::empty(), &body, out, start);
         }
-        if self.closed.is_some() {
+        if self.phase.ended() {
             if !std::mem::take(&mut self.due.final_ack) {
                 return false;
             }
@@ -80,7 +81,9 @@ impl Connection {
         }
         if self.afinack_ready() {
             self.due.afinack = false;
-            self.afinack_sent = true;
+            if let PeerFin::Received { afinack_sent, .. } = &mut self.peer_fin {
+                *afinack_sent = true;
+            }
             let body = ControlBody {
                 ack: Some(self.rx.final_ack()),
                 report: Some(self.rx.report()),
