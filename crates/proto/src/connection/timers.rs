@@ -100,131 +100,124 @@ impl Connection {
         Some(f.max(self.last_heard) + wait)
     }
 
-    pub fn poll_timeout(&self) -> Option<Duration> {
+    /// The connection's timers, by name (see [`Timers`]): one function, read by both
+    /// `poll_timeout` and `handle_timeout`.
+    pub(crate) fn timers(&self) -> Timers {
+        let mut t = Timers {
+            idle: Some(self.last_heard + self.cfg.idle_timeout),
+            ..Timers::default()
+        };
         if self.phase.ended() {
-            return if self.due.rst.is_some() || self.due.final_ack {
-                Some(self.pacer.next_send())
-            } else {
-                None
-            };
+            // Ended: only the final acknowledgement or the RST may still go, at the pacer's
+            // slot.
+            t.idle = None;
+            t.send = (self.due.rst.is_some() || self.due.final_ack).then(|| self.pacer.next_send());
+            return t;
         }
-        let mut t: Option<Duration> = None;
-        let mut min = |x: Duration| t = Some(t.map_or(x, |y: Duration| y.min(x)));
+        let paused = self.liveness.paused();
+        let silent = self.liveness.silent();
         // While paused (suspected outage) no data goes, so no send time is a deadline; the
         // pause itself is one (`handle_timeout` then pauses).
-        let paused = self.liveness.paused();
         if !paused {
-            if let Some(p) = self.pause_at() {
-                min(p);
-            }
+            t.pause = self.pause_at();
         }
-        let has_send = if self.liveness.silent() {
+        let has_send = if silent {
             self.due.probe
         } else {
             self.tx.has_retransmission()
                 || (!paused && (self.tx.asyn_pending() || self.tx.has_new()))
         };
-        if let Some(k) = self.keepalive_at() {
-            min(k);
-        }
+        t.keepalive = self.keepalive_at();
         // An unproven acceptor holds its AFINACK (`unproven`), and with confirmed delivery
         // it waits for the application's confirmation of the end: no deadline for it then.
-        let keepalive = self.due.keepalive && !self.liveness.silent();
+        let keepalive = self.due.keepalive && !silent;
         if has_send || keepalive || self.due.asynack || self.afinack_ready() {
-            min(self.pacer.next_send());
+            t.send = Some(self.pacer.next_send());
         }
-        if let Some(f) = self.rx.feedback_deadline() {
-            min(f.max(self.pacer.next_send()));
-        }
-        if let Some(h) = self.rx.hole_deadline() {
-            min(h);
-        }
-        if !self.liveness.silent() {
-            if let Some(d) = self.etx.next_repair_time().filter(|_| !paused) {
-                min(d.max(self.pacer.next_send()));
-            }
+        t.feedback = self
+            .rx
+            .feedback_deadline()
+            .map(|f| f.max(self.pacer.next_send()));
+        t.hole = self.rx.hole_deadline();
+        if !silent {
+            t.repair = self
+                .etx
+                .next_repair_time()
+                .filter(|_| !paused)
+                .map(|d| d.max(self.pacer.next_send()));
             // `poll_transmit` re-chooses the erasure strength (`ErasureTx::update`) once the
             // pacer allows and the link is not paused: a moved estimate is due then.
-            let rechoose = self
+            t.rechoose = self
                 .etx
                 .rechoose_at(self.rtt.smoothed(), self.pacer.rate())
-                .filter(|_| !paused);
-            if let Some(d) = rechoose {
-                min(d.max(self.pacer.next_send()));
-            }
-            if let Some(d) = self.tx.timeout_deadline(self.rtt.rto()) {
-                min(d);
-            }
+                .filter(|_| !paused)
+                .map(|d| d.max(self.pacer.next_send()));
+            t.retransmit = self.tx.timeout_deadline(self.rtt.rto());
             // Loss detection by time runs in `handle_timeout` only through `Sender::on_timeout`,
             // which it calls with a round-trip sample and while not paused (paused, the timeout
             // resends only the oldest TPDU): report the loss deadline only then, or a paused
             // connection reports a deadline nothing acts on (found by the proto_endpoint fuzz
             // target's core-hour campaign).
             if self.ec.loss_by_time && self.rtt.has_sample() && !paused {
-                if let Some(d) = self.tx.loss_deadline() {
-                    min(d);
-                }
+                t.loss = self.tx.loss_deadline();
             }
             if self.watches_outages() && self.tx.has_outstanding() {
-                min(self.last_heard + self.silence_threshold());
+                t.silence = Some(self.last_heard + self.silence_threshold());
             }
         }
-        if let Some(p) = self.liveness.next_probe() {
-            min(p);
-        }
-        if let Some(r) = self.tx.retention_deadline() {
-            min(r);
-        }
+        t.probe = self.liveness.next_probe();
+        t.retention = self.tx.retention_deadline();
         // CLOSE_TO only while our side is unconfirmed, LISTEN_TO only once it is: a deadline
         // that has passed and can no longer act must not be reported (the caller would spin).
         if !self.send_done() {
-            if let Some(d) = self.close_deadline() {
-                min(d);
-            }
+            t.close = self.close_deadline();
         } else if let Some(l) = self.peer_fin.linger_until() {
             // The linger only ends the connection once the AFINACK is out and the peer's AFIN
             // complete (`check_finished`); before that the AFINACK's pacer slot above is the
             // deadline that acts. Reporting `l` then would be a deadline nothing acts on.
             if !self.due.afinack && self.rx.fin_complete() {
-                min(l);
+                t.linger = Some(l);
             }
         }
-        min(self.last_heard + self.cfg.idle_timeout);
         t
+    }
+
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.timers().earliest()
     }
 
     pub fn handle_timeout(&mut self, now: Duration) {
         if self.phase.ended() {
             return;
         }
-        if now >= self.last_heard + self.cfg.idle_timeout {
+        let t = self.timers();
+        let due = |d: Option<Duration>| d.is_some_and(|d| now >= d);
+        if due(t.idle) {
             self.finish_with(CloseOutcome::IdleTimeout);
             return;
         }
-        if let Some(d) = self.close_deadline() {
-            if now >= d && !self.send_done() {
-                self.apply(StateEvent::CloseTo);
-                self.finish_with(CloseOutcome::CloseTimeout);
-                return;
-            }
+        if due(t.close) {
+            self.apply(StateEvent::CloseTo);
+            self.finish_with(CloseOutcome::CloseTimeout);
+            return;
         }
-        if self.keepalive_at().is_some_and(|k| now >= k) {
+        if due(t.keepalive) {
             self.due.keepalive = true;
             self.last_keepalive = now;
         }
-        self.rx.on_hole_timeout(now);
+        if due(t.hole) {
+            self.rx.on_hole_timeout(now);
+        }
         if self.rx.fin_complete() && !self.peer_fin.afinack_sent() {
             self.on_peer_fin(now);
         }
         if self.rx.readable() {
             self.push_event(ConnEvent::Readable);
         }
+        // The retention timer (`t.retention`), and the sweep of entries already freed at the
+        // front of the send record, which reports no deadline of its own: every time.
         self.tx.expire_retained(now);
-        if self.watches_outages()
-            && !self.liveness.silent()
-            && self.tx.has_outstanding()
-            && now >= self.last_heard + self.silence_threshold()
-        {
+        if due(t.silence) {
             self.stats_wire.outages += 1;
             self.tx.hold_retransmissions();
             self.liveness = Liveness::Silent {
@@ -232,10 +225,13 @@ impl Connection {
                 wait: self.cfg.probe_interval,
             };
         }
+        // Re-read, not taken from `t`: an outage entered just now ends any pause, and a pause
+        // already on stays on while its deadline has passed.
         let pause = self.pause_at().is_some_and(|p| now >= p);
         if let Liveness::Heard { paused } = &mut self.liveness {
             *paused = pause;
         }
+        // Re-read too: an outage entered just now sends its first probe at once.
         if let Liveness::Silent { next_probe, wait } = self.liveness {
             if now >= next_probe {
                 self.tx.hold_retransmissions();
@@ -246,7 +242,9 @@ impl Connection {
                 };
             }
         } else {
-            // While paused a timeout resends only the oldest TPDU (a probe), not the flight.
+            // The retransmission and loss timers (`t.retransmit`, `t.loss`): the sender
+            // checks each transmission against them itself. While paused a timeout resends
+            // only the oldest TPDU (a probe), not the flight.
             let fired = if self.rtt.has_sample() && !self.liveness.paused() {
                 self.tx.on_timeout(now, self.rtt.rto())
             } else {
@@ -257,5 +255,72 @@ impl Connection {
             }
         }
         self.check_finished(now);
+    }
+}
+
+/// Every timer of a connection, by name. `Connection::timers` computes the table in one
+/// place; `poll_timeout` reports its earliest entry and `handle_timeout` acts on the entries
+/// that are due, so a deadline reported is one acted on (the contract
+/// crates/proto/tests/deadlines.rs checks). The entries about sending are acted on by
+/// `poll_transmit`, which the driver calls after `handle_timeout`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Timers {
+    /// Nothing heard for the idle timeout: the connection ends (`IdleTimeout`).
+    pub idle: Option<Duration>,
+    /// CLOSE_TO: our AFIN unacknowledged that long ends the connection (`CloseTimeout`).
+    pub close: Option<Duration>,
+    /// LISTEN_TO: the linger after the peer's AFIN ends; then the connection finishes.
+    pub linger: Option<Duration>,
+    /// Something may go at the pacer's next slot (data, a retransmission, a control TPDU, a
+    /// PROBE): `poll_transmit`.
+    pub send: Option<Duration>,
+    /// Feedback (ACK, MACK, NACK, SNACK, report) due, not before the pacer's slot:
+    /// `poll_transmit`.
+    pub feedback: Option<Duration>,
+    /// An erasure repair due, not before the pacer's slot: `poll_transmit`.
+    pub repair: Option<Duration>,
+    /// The erasure strength may be re-chosen, not before the pacer's slot: `poll_transmit`.
+    pub rechoose: Option<Duration>,
+    /// Lossy modes: the oldest TPDU behind a hole stops waiting for it.
+    pub hole: Option<Duration>,
+    /// Retransmission timeout of the oldest transmission.
+    pub retransmit: Option<Duration>,
+    /// Loss detection by time (RACK) of the oldest transmission not yet declared lost.
+    pub loss: Option<Duration>,
+    /// Nothing heard for `pause_after` with data unacknowledged: new data pauses.
+    pub pause: Option<Duration>,
+    /// Nothing heard for the silence threshold with data unacknowledged: an outage.
+    pub silence: Option<Duration>,
+    /// The next outage PROBE.
+    pub probe: Option<Duration>,
+    /// The next keep-alive PROBE of an idle connection.
+    pub keepalive: Option<Duration>,
+    /// Hybrid-nack: the oldest kept TPDU's retention ends.
+    pub retention: Option<Duration>,
+}
+
+impl Timers {
+    /// The earliest entry.
+    pub(crate) fn earliest(&self) -> Option<Duration> {
+        [
+            self.idle,
+            self.close,
+            self.linger,
+            self.send,
+            self.feedback,
+            self.repair,
+            self.rechoose,
+            self.hole,
+            self.retransmit,
+            self.loss,
+            self.pause,
+            self.silence,
+            self.probe,
+            self.keepalive,
+            self.retention,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }
