@@ -690,7 +690,7 @@ impl Connection {
             self.tx.on_nack(&n.seqs);
         }
         if let Some(s) = &c.snack {
-            self.tx.on_snack(&s.ranges, now);
+            self.tx.on_snack(&s.ranges, now, self.rtt.smoothed());
         }
         if let Some(r) = &c.report {
             self.peer_ber = f64::from(r.ber_ppb) * 1e-9;

@@ -111,11 +111,32 @@ fn nack_and_snack_queue_each_once() {
     let mut s = sender(Mode::NearReliable);
     send_n(&mut s, 10);
     s.on_nack(&[4, 4]);
-    s.on_snack(&[(6, 8)], Duration::from_millis(50));
+    s.on_snack(&[(6, 8)], Duration::from_millis(50), Duration::ZERO);
     let seqs: Vec<u64> = std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true))
         .map(|o| o.seq)
         .collect();
     assert_eq!(seqs, vec![4, 6, 7]);
+}
+
+/// A repeated SNACK for a hole already resent less than a round trip ago resends nothing;
+/// before any round-trip sample the round trip assumed is the guess the connection gives.
+#[test]
+fn a_repeated_snack_waits_a_round_trip_even_without_a_sample() {
+    let ms = Duration::from_millis;
+    for (guess, resent_again) in [(ms(100), false), (Duration::ZERO, true)] {
+        let mut s = sender(Mode::NearReliable);
+        send_n(&mut s, 10);
+        // TPDU 6 went at 6 ms; the SNACK at 200 ms is older news than any round trip.
+        s.on_snack(&[(6, 7)], ms(200), guess);
+        let first = s
+            .next_outgoing(ms(200), 100, true)
+            .expect("the hole resent");
+        assert_eq!((first.seq, first.retransmission), (6, true));
+        // The receiver repeats its SNACK 30 ms later, before the repair can have arrived.
+        s.on_snack(&[(6, 7)], ms(230), guess);
+        let again = s.next_outgoing(ms(230), 100, true);
+        assert_eq!(again.is_some(), resent_again, "guess {guess:?}: {again:?}");
+    }
 }
 
 #[test]
