@@ -388,11 +388,12 @@ impl Connection {
             Phase::Ended { outcome, .. } => format!("ENDED({outcome:?})"),
         };
         format!(
-            "{phase} tx[{}] rx[{}] silent={} rto={:?}",
+            "{phase} tx[{}] rx[{}] silent={} rto={:?} timers[{}]",
             self.tx.describe(),
             self.rx.describe(),
             self.liveness.silent(),
-            self.rtt.rto()
+            self.rtt.rto(),
+            self.timers()
         )
     }
 

@@ -100,13 +100,20 @@ impl Connection {
         Some(f.max(self.last_heard) + wait)
     }
 
-    /// The connection's timers, by name (see [`Timers`]): the table `poll_timeout` reports
-    /// the earliest entry of.
-    pub(crate) fn timers(&self) -> Timers {
-        let mut t = self.life_timers();
+    /// The connection's timers, by name (see [`Timer`]): the one function that lists them,
+    /// each with its deadline. `poll_timeout` takes the earliest; `handle_timeout` acts on
+    /// the due ones of `life_timers`.
+    pub(crate) fn each_timer(&self, f: &mut impl FnMut(Timer, Duration)) {
+        self.life_timers(f);
         if !self.phase.ended() {
-            self.add_send_timers(&mut t);
+            self.send_timers(f);
         }
+    }
+
+    /// The whole table, for diagnostics (`describe`).
+    pub(crate) fn timers(&self) -> Timers {
+        let mut t = Timers::default();
+        self.each_timer(&mut |k, d| t.set(k, d));
         t
     }
 
@@ -114,48 +121,57 @@ impl Connection {
     /// pause, silence, probe, retention (and, once ended, the last send slot). Kept apart
     /// from the sending entries so a `handle_timeout` does not compute those too: that cost
     /// 10 % more engine instructions per byte (callgrind, `engine_loopback`).
-    fn life_timers(&self) -> Timers {
-        let mut t = Timers {
-            idle: Some(self.last_heard + self.cfg.idle_timeout),
-            ..Timers::default()
-        };
+    fn life_timers(&self, f: &mut impl FnMut(Timer, Duration)) {
         if self.phase.ended() {
             // Ended: only the final acknowledgement or the RST may still go, at the pacer's
             // slot.
-            t.idle = None;
-            t.send = (self.due.rst.is_some() || self.due.final_ack).then(|| self.pacer.next_send());
-            return t;
+            if self.due.rst.is_some() || self.due.final_ack {
+                f(Timer::Send, self.pacer.next_send());
+            }
+            return;
         }
+        f(Timer::Idle, self.last_heard + self.cfg.idle_timeout);
         // While paused (suspected outage) no data goes, so no send time is a deadline; the
         // pause itself is one (`handle_timeout` then pauses).
         if !self.liveness.paused() {
-            t.pause = self.pause_at();
+            if let Some(d) = self.pause_at() {
+                f(Timer::Pause, d);
+            }
         }
-        t.keepalive = self.keepalive_at();
-        t.hole = self.rx.hole_deadline();
+        if let Some(d) = self.keepalive_at() {
+            f(Timer::Keepalive, d);
+        }
+        if let Some(d) = self.rx.hole_deadline() {
+            f(Timer::Hole, d);
+        }
         if !self.liveness.silent() && self.watches_outages() && self.tx.has_outstanding() {
-            t.silence = Some(self.last_heard + self.silence_threshold());
+            f(Timer::Silence, self.last_heard + self.silence_threshold());
         }
-        t.probe = self.liveness.next_probe();
-        t.retention = self.tx.retention_deadline();
+        if let Some(d) = self.liveness.next_probe() {
+            f(Timer::Probe, d);
+        }
+        if let Some(d) = self.tx.retention_deadline() {
+            f(Timer::Retention, d);
+        }
         // CLOSE_TO only while our side is unconfirmed, LISTEN_TO only once it is: a deadline
         // that has passed and can no longer act must not be reported (the caller would spin).
         if !self.send_done() {
-            t.close = self.close_deadline();
+            if let Some(d) = self.close_deadline() {
+                f(Timer::Close, d);
+            }
         } else if let Some(l) = self.peer_fin.linger_until() {
             // The linger only ends the connection once the AFINACK is out and the peer's AFIN
             // complete (`check_finished`); before that the AFINACK's pacer slot is the
             // deadline that acts. Reporting `l` then would be a deadline nothing acts on.
             if !self.due.afinack && self.rx.fin_complete() {
-                t.linger = Some(l);
+                f(Timer::Linger, l);
             }
         }
-        t
     }
 
     /// The entries `poll_transmit` acts on (send, feedback, repair, rechoose) and those the
     /// sender checks each transmission against in `handle_timeout` (retransmit, loss).
-    fn add_send_timers(&self, t: &mut Timers) {
+    fn send_timers(&self, f: &mut impl FnMut(Timer, Duration)) {
         let paused = self.liveness.paused();
         let silent = self.liveness.silent();
         let has_send = if silent {
@@ -168,62 +184,78 @@ impl Connection {
         // it waits for the application's confirmation of the end: no deadline for it then.
         let keepalive = self.due.keepalive && !silent;
         if has_send || keepalive || self.due.asynack || self.afinack_ready() {
-            t.send = Some(self.pacer.next_send());
+            f(Timer::Send, self.pacer.next_send());
         }
-        t.feedback = self
+        if let Some(d) = self
             .rx
             .feedback_deadline()
-            .map(|f| f.max(self.pacer.next_send()));
+            .map(|f| f.max(self.pacer.next_send()))
+        {
+            f(Timer::Feedback, d);
+        }
         if silent {
             return;
         }
-        t.repair = self
+        if let Some(d) = self
             .etx
             .next_repair_time()
             .filter(|_| !paused)
-            .map(|d| d.max(self.pacer.next_send()));
+            .map(|d| d.max(self.pacer.next_send()))
+        {
+            f(Timer::Repair, d);
+        }
         // `poll_transmit` re-chooses the erasure strength (`ErasureTx::update`) once the
         // pacer allows and the link is not paused: a moved estimate is due then.
-        t.rechoose = self
+        if let Some(d) = self
             .etx
             .rechoose_at(self.rtt.smoothed(), self.pacer.rate())
             .filter(|_| !paused)
-            .map(|d| d.max(self.pacer.next_send()));
-        t.retransmit = self.tx.timeout_deadline(self.rtt.rto());
+            .map(|d| d.max(self.pacer.next_send()))
+        {
+            f(Timer::Rechoose, d);
+        }
+        if let Some(d) = self.tx.timeout_deadline(self.rtt.rto()) {
+            f(Timer::Retransmit, d);
+        }
         // Loss detection by time runs in `handle_timeout` only through `Sender::on_timeout`,
         // which it calls with a round-trip sample and while not paused (paused, the timeout
         // resends only the oldest TPDU): report the loss deadline only then, or a paused
         // connection reports a deadline nothing acts on (found by the proto_endpoint fuzz
         // target's core-hour campaign).
         if self.ec.loss_by_time && self.rtt.has_sample() && !paused {
-            t.loss = self.tx.loss_deadline();
+            if let Some(d) = self.tx.loss_deadline() {
+                f(Timer::Loss, d);
+            }
         }
     }
 
     pub fn poll_timeout(&self) -> Option<Duration> {
-        self.timers().earliest()
+        let mut earliest: Option<Duration> = None;
+        self.each_timer(&mut |_, d| earliest = Some(earliest.map_or(d, |e| e.min(d))));
+        earliest
     }
 
     pub fn handle_timeout(&mut self, now: Duration) {
         if self.phase.ended() {
             return;
         }
-        let t = self.life_timers();
+        let mut t = Timers::default();
+        self.life_timers(&mut |k, d| t.set(k, d));
         let due = |d: Option<Duration>| d.is_some_and(|d| now >= d);
-        if due(t.idle) {
+        if due(t.get(Timer::Idle)) {
             self.finish_with(CloseOutcome::IdleTimeout);
             return;
         }
-        if due(t.close) {
+        if due(t.get(Timer::Close)) {
             self.apply(StateEvent::CloseTo);
             self.finish_with(CloseOutcome::CloseTimeout);
             return;
         }
-        if due(t.keepalive) {
+        if due(t.get(Timer::Keepalive)) {
             self.due.keepalive = true;
             self.last_keepalive = now;
         }
-        if due(t.hole) {
+        if due(t.get(Timer::Hole)) {
             self.rx.on_hole_timeout(now);
         }
         if self.rx.fin_complete() && !self.peer_fin.afinack_sent() {
@@ -232,10 +264,10 @@ impl Connection {
         if self.rx.readable() {
             self.push_event(ConnEvent::Readable);
         }
-        // The retention timer (`t.retention`), and the sweep of entries already freed at the
+        // The retention timer (`Timer::Retention`), and the sweep of entries already freed at the
         // front of the send record, which reports no deadline of its own: every time.
         self.tx.expire_retained(now);
-        if due(t.silence) {
+        if due(t.get(Timer::Silence)) {
             self.stats_wire.outages += 1;
             self.tx.hold_retransmissions();
             self.liveness = Liveness::Silent {
@@ -243,10 +275,10 @@ impl Connection {
                 wait: self.cfg.probe_interval,
             };
         }
-        // An outage entered just now ends any pause; a pause already on is re-read (`t.pause`
+        // An outage entered just now ends any pause; a pause already on is re-read (`Timer::Pause`
         // is reported only while not paused) and stays on while its deadline has passed.
         let pause = match self.liveness {
-            Liveness::Heard { paused: false } => due(t.pause),
+            Liveness::Heard { paused: false } => due(t.get(Timer::Pause)),
             Liveness::Heard { paused: true } => self.pause_at().is_some_and(|p| now >= p),
             Liveness::Unheard | Liveness::Silent { .. } => false,
         };
@@ -264,7 +296,7 @@ impl Connection {
                 };
             }
         } else {
-            // The retransmission and loss timers (`t.retransmit`, `t.loss`): the sender
+            // The retransmission and loss timers (`Timer::Retransmit`, `Timer::Loss`): the sender
             // checks each transmission against them itself. While paused a timeout resends
             // only the oldest TPDU (a probe), not the flight.
             let fired = if self.rtt.has_sample() && !self.liveness.paused() {
@@ -280,72 +312,93 @@ impl Connection {
     }
 }
 
-/// Every timer of a connection, by name. `Connection::timers` computes the table in one
-/// place; `poll_timeout` reports its earliest entry and `handle_timeout` acts on the entries
-/// that are due, so a deadline reported is one acted on (the contract
-/// crates/proto/tests/deadlines.rs checks). The entries about sending are acted on by
-/// `poll_transmit`, which the driver calls after `handle_timeout`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Timers {
+/// Every timer of a connection, by name. `Connection::each_timer` is the one function that
+/// lists them with their deadlines; `poll_timeout` reports the earliest, and `handle_timeout`
+/// acts on the due ones (the sending ones are acted on by `poll_transmit`, which the driver
+/// calls after it), so a deadline reported is one acted on — the contract
+/// crates/proto/tests/deadlines.rs checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Timer {
     /// Nothing heard for the idle timeout: the connection ends (`IdleTimeout`).
-    pub idle: Option<Duration>,
+    Idle,
     /// CLOSE_TO: our AFIN unacknowledged that long ends the connection (`CloseTimeout`).
-    pub close: Option<Duration>,
+    Close,
     /// LISTEN_TO: the linger after the peer's AFIN ends; then the connection finishes.
-    pub linger: Option<Duration>,
+    Linger,
     /// Something may go at the pacer's next slot (data, a retransmission, a control TPDU, a
     /// PROBE): `poll_transmit`.
-    pub send: Option<Duration>,
-    /// Feedback (ACK, MACK, NACK, SNACK, report) due, not before the pacer's slot:
-    /// `poll_transmit`.
-    pub feedback: Option<Duration>,
-    /// An erasure repair due, not before the pacer's slot: `poll_transmit`.
-    pub repair: Option<Duration>,
-    /// The erasure strength may be re-chosen, not before the pacer's slot: `poll_transmit`.
-    pub rechoose: Option<Duration>,
+    Send,
+    /// Feedback (ACK, MACK, NACK, SNACK, report) due, not before the pacer's slot.
+    Feedback,
+    /// An erasure repair due, not before the pacer's slot.
+    Repair,
+    /// The erasure strength may be re-chosen, not before the pacer's slot.
+    Rechoose,
     /// Lossy modes: the oldest TPDU behind a hole stops waiting for it.
-    pub hole: Option<Duration>,
+    Hole,
     /// Retransmission timeout of the oldest transmission.
-    pub retransmit: Option<Duration>,
+    Retransmit,
     /// Loss detection by time (RACK) of the oldest transmission not yet declared lost.
-    pub loss: Option<Duration>,
+    Loss,
     /// Nothing heard for `pause_after` with data unacknowledged: new data pauses.
-    pub pause: Option<Duration>,
+    Pause,
     /// Nothing heard for the silence threshold with data unacknowledged: an outage.
-    pub silence: Option<Duration>,
+    Silence,
     /// The next outage PROBE.
-    pub probe: Option<Duration>,
+    Probe,
     /// The next keep-alive PROBE of an idle connection.
-    pub keepalive: Option<Duration>,
+    Keepalive,
     /// Hybrid-nack: the oldest kept TPDU's retention ends.
-    pub retention: Option<Duration>,
+    Retention,
+}
+
+/// The table filled in: each timer's deadline, if it runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Timers {
+    at: [Option<Duration>; 15],
 }
 
 impl Timers {
-    /// The earliest entry. A plain fold: this runs at every `poll_timeout` (an array of the
-    /// entries and `Iterator::min` cost the engine 6 % more instructions per byte).
-    #[inline]
-    pub(crate) fn earliest(&self) -> Option<Duration> {
-        fn min(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-            match (a, b) {
-                (Some(x), Some(y)) => Some(x.min(y)),
-                (x, None) => x,
-                (None, y) => y,
-            }
+    pub(crate) fn set(&mut self, timer: Timer, at: Duration) {
+        self.at[timer as usize] = Some(at);
+    }
+
+    pub(crate) fn get(&self, timer: Timer) -> Option<Duration> {
+        self.at[timer as usize]
+    }
+}
+
+impl std::fmt::Display for Timers {
+    /// The running timers, earliest first: `idle=30.5s close=2.1s`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const NAMES: [&str; 15] = [
+            "idle",
+            "close",
+            "linger",
+            "send",
+            "feedback",
+            "repair",
+            "rechoose",
+            "hole",
+            "retransmit",
+            "loss",
+            "pause",
+            "silence",
+            "probe",
+            "keepalive",
+            "retention",
+        ];
+        let mut running: Vec<(Duration, &str)> = self
+            .at
+            .iter()
+            .zip(NAMES)
+            .filter_map(|(at, name)| at.map(|t| (t, name)))
+            .collect();
+        running.sort();
+        for (i, (t, name)) in running.iter().enumerate() {
+            let sep = if i == 0 { "" } else { " " };
+            write!(f, "{sep}{name}={t:?}")?;
         }
-        let mut m = min(self.idle, self.close);
-        m = min(m, self.linger);
-        m = min(m, self.send);
-        m = min(m, self.feedback);
-        m = min(m, self.repair);
-        m = min(m, self.rechoose);
-        m = min(m, self.hole);
-        m = min(m, self.retransmit);
-        m = min(m, self.loss);
-        m = min(m, self.pause);
-        m = min(m, self.silence);
-        m = min(m, self.probe);
-        m = min(m, self.keepalive);
-        min(m, self.retention)
+        Ok(())
     }
 }
