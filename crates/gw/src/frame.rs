@@ -245,16 +245,22 @@ impl Open {
         let resume = flags & F_RESUME != 0;
         let flow_id = if custody || resume { c.u64()? } else { 0 };
         let in_delivered = if resume { c.u64()? } else { 0 };
-        let ip = match flags & DEST_MASK {
-            DEST_DEFAULT => None,
+        /// Where the record points before its port is read.
+        enum Target {
+            Default,
+            Ip(IpAddr),
+            Name(String),
+        }
+        let target = match flags & DEST_MASK {
+            DEST_DEFAULT => Target::Default,
             DEST_V4 => {
                 let s = c.take(4)?;
-                Some(IpAddr::V4(Ipv4Addr::new(s[0], s[1], s[2], s[3])))
+                Target::Ip(IpAddr::V4(Ipv4Addr::new(s[0], s[1], s[2], s[3])))
             }
             DEST_V6 => {
                 let mut a = [0u8; 16];
                 a.copy_from_slice(c.take(16)?);
-                Some(IpAddr::V6(Ipv6Addr::from(a)))
+                Target::Ip(IpAddr::V6(Ipv6Addr::from(a)))
             }
             _ => {
                 let n = usize::from(c.u8()?);
@@ -264,22 +270,7 @@ impl Open {
                 if h.is_empty() {
                     return Err(bad("empty destination host name"));
                 }
-                // Kept as a name; the port comes below.
-                let port = if flags & F_PORT != 0 {
-                    c.u16()?
-                } else {
-                    dst_port
-                };
-                let open = Open {
-                    class,
-                    custody,
-                    resume,
-                    flow_id,
-                    in_delivered,
-                    dest: Dest::Name(h.to_owned(), port),
-                    port: (flags & F_PORT != 0).then_some(port),
-                };
-                return Ok((open, c.at));
+                Target::Name(h.to_owned())
             }
         };
         let port = if flags & F_PORT != 0 {
@@ -287,9 +278,11 @@ impl Open {
         } else {
             None
         };
-        let dest = match ip {
-            None => Dest::Default,
-            Some(ip) => Dest::Addr(SocketAddr::new(ip, port.unwrap_or(dst_port))),
+        let to_port = port.unwrap_or(dst_port);
+        let dest = match target {
+            Target::Default => Dest::Default,
+            Target::Ip(ip) => Dest::Addr(SocketAddr::new(ip, to_port)),
+            Target::Name(h) => Dest::Name(h, to_port),
         };
         let open = Open {
             class,

@@ -103,7 +103,7 @@ impl Connection {
     /// The connection's timers, by name (see [`Timer`]): the one function that lists them,
     /// each with its deadline. `poll_timeout` takes the earliest; `handle_timeout` acts on
     /// the due ones of `life_timers`.
-    pub(crate) fn each_timer(&self, f: &mut impl FnMut(Timer, Duration)) {
+    fn each_timer(&self, f: &mut impl FnMut(Timer, Duration)) {
         self.life_timers(f);
         if !self.phase.ended() {
             self.send_timers(f);

@@ -69,7 +69,6 @@ impl Impair {
 #[derive(Debug)]
 pub struct Net {
     pub pair: Pair,
-    pub imp: Impair,
     pub wire_bytes: u64,
     /// Bytes a sent toward b while the link was out, with 28 bytes of IP/UDP per datagram.
     pub outage_bytes_to_b: u64,
@@ -133,7 +132,6 @@ impl Net {
                 addr_a(),
                 addr_b(),
             ),
-            imp,
             wire_bytes: 0,
             outage_bytes_to_b: 0,
             max_reorder_held_b: 0,
