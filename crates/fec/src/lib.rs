@@ -156,11 +156,18 @@ impl Layout {
 /// Appends the parity for `buf[..]` (the whole protected region) to `buf`.
 /// With `parity == 0` nothing is appended.
 pub fn encode(parity: u8, buf: &mut Vec<u8>) -> Result<Layout, FecError> {
-    let layout = Layout::for_protected(buf.len(), parity)?;
+    encode_from(parity, buf, 0)
+}
+
+/// Appends the parity for `buf[start..]` (the protected region, after whatever `buf` held
+/// before it: a datagram encoded in place at the end of a train) to `buf`. On error `buf` is
+/// unchanged. Panics only if `start > buf.len()` (a caller's bug).
+pub fn encode_from(parity: u8, buf: &mut Vec<u8>, start: usize) -> Result<Layout, FecError> {
     let l = buf.len();
-    buf.resize(layout.datagram_len(), 0);
+    let layout = Layout::for_protected(l - start, parity)?;
+    buf.resize(start + layout.datagram_len(), 0);
     let (data, par) = buf.split_at_mut(l);
-    rs::encode_interleaved(data, par, layout.codewords, parity as usize);
+    rs::encode_interleaved(&data[start..], par, layout.codewords, parity as usize);
     Ok(layout)
 }
 
@@ -245,6 +252,10 @@ pub fn decode(parity: u8, datagram: &mut [u8]) -> Result<Correction, FecError> {
 
 /// Largest protected_len whose datagram fits in `mtu` with `parity` (0 if none does).
 pub fn max_protected_len(mtu: usize, parity: u8) -> usize {
+    if parity == 0 {
+        // No parity: the whole MTU (the loop below gives the same; this runs for every TPDU).
+        return mtu;
+    }
     let Ok(p) = check_parity(parity) else {
         return 0;
     };

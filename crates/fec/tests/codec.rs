@@ -1,7 +1,7 @@
 //! Codec and layout tests: round trips, correction up to capacity, behaviour beyond it, arbitrary
 //! input, layout consistency, compatibility with an independent RS implementation.
 
-use aerotp_fec::{decode, encode, max_protected_len, Correction, FecError, Layout};
+use aerotp_fec::{decode, encode, encode_from, max_protected_len, Correction, FecError, Layout};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -296,6 +296,33 @@ proptest! {
                 prop_assert_eq!(decode(p, &mut again).unwrap(), Correction::default());
             }
             Err(_) => prop_assert_eq!(rx, bytes),
+        }
+    }
+}
+
+proptest! {
+    /// Encoding a region after bytes `buf` already holds gives the same datagram as encoding
+    /// it alone, and leaves those bytes alone; a refused encoding changes nothing.
+    #[test]
+    fn encoding_in_place_after_a_prefix_equals_encoding_alone(
+        prefix in proptest::collection::vec(any::<u8>(), 0..300),
+        len in 0usize..1600,
+        pi in 0usize..PARITIES.len(),
+        seed in any::<u64>(),
+    ) {
+        let p = PARITIES[pi];
+        let data = payload(len, seed);
+        let mut alone = data.clone();
+        let alone_result = encode(p, &mut alone);
+        let mut joined = prefix.clone();
+        joined.extend_from_slice(&data);
+        let joined_result = encode_from(p, &mut joined, prefix.len());
+        prop_assert_eq!(alone_result.is_ok(), joined_result.is_ok());
+        prop_assert_eq!(&joined[..prefix.len()], &prefix[..]);
+        if alone_result.is_ok() {
+            prop_assert_eq!(&joined[prefix.len()..], &alone[..]);
+        } else {
+            prop_assert_eq!(&joined[prefix.len()..], &data[..]);
         }
     }
 }

@@ -25,6 +25,8 @@ pub enum WireError {
     },
     #[error("body of {0} bytes does not fit the 16-bit length field")]
     BodyTooLong(usize),
+    #[error("a body announced as {announced} bytes was written as {written} (a serialiser bug: its length and its bytes disagree)")]
+    BodyLengthMismatch { announced: usize, written: usize },
     #[error("control body has {0} unexpected trailing bytes")]
     Trailing(usize),
     #[error("RST reason is not UTF-8 or longer than 256 bytes")]

@@ -1,6 +1,6 @@
 //! A whole TPDU without its FEC parity: header, body and CRC-32C.
 
-use crate::checks::crc32c;
+use crate::checks::{crc32c, crc32c_append};
 use crate::error::WireError;
 use crate::header::{Header, HEADER_LEN};
 
@@ -65,8 +65,39 @@ pub fn emit_tpdu(mut header: Header, body: &[u8], out: &mut Vec<u8>) -> Result<(
     header.len = u16::try_from(body.len()).map_err(|_| WireError::BodyTooLong(body.len()))?;
     out.reserve(OVERHEAD + body.len());
     out.extend_from_slice(&header.to_bytes());
-    out.extend_from_slice(body);
-    out.extend_from_slice(&crc32c(body).to_be_bytes());
+    // The body is read once: copied while its CRC is computed.
+    let crc = crc32c_append(body, out);
+    out.extend_from_slice(&crc.to_be_bytes());
+    Ok(())
+}
+
+/// As [`emit_tpdu`], for a body that `write` appends to `out` itself, `len` bytes exactly: a
+/// control body is serialised once, straight into the datagram, instead of into a buffer of
+/// its own first. On any error `out` is as it was.
+pub fn emit_tpdu_with(
+    mut header: Header,
+    len: usize,
+    out: &mut Vec<u8>,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    header.len = u16::try_from(len).map_err(|_| WireError::BodyTooLong(len))?;
+    let start = out.len();
+    out.reserve(OVERHEAD + len);
+    out.extend_from_slice(&header.to_bytes());
+    let body_at = out.len();
+    let written = write(out).and_then(|()| match out.len() - body_at {
+        n if n == len => Ok(()),
+        n => Err(WireError::BodyLengthMismatch {
+            announced: len,
+            written: n,
+        }),
+    });
+    if let Err(e) = written {
+        out.truncate(start);
+        return Err(e);
+    }
+    let crc = crc32c(&out[body_at..]);
+    out.extend_from_slice(&crc.to_be_bytes());
     Ok(())
 }
 
@@ -128,6 +159,44 @@ mod tests {
             emit_tpdu(header(), &body, &mut Vec::new()),
             Err(WireError::BodyTooLong(70_000))
         );
+    }
+
+    #[test]
+    fn a_body_written_in_place_appends_after_what_out_holds() {
+        let mut out = b"earlier".to_vec();
+        emit_tpdu_with(header(), 9, &mut out, |o| {
+            o.extend_from_slice(b"telemetry");
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(&out[..7], b"earlier");
+        let t = parse_tpdu(&out[7..]).unwrap();
+        assert_eq!((t.body, t.body_ok), (&b"telemetry"[..], true));
+        let mut copied = Vec::new();
+        emit_tpdu(header(), b"telemetry", &mut copied).unwrap();
+        assert_eq!(&out[7..], &copied[..]);
+    }
+
+    #[test]
+    fn a_body_written_short_or_failing_leaves_out_as_it_was() {
+        let mut out = b"earlier".to_vec();
+        let short = emit_tpdu_with(header(), 9, &mut out, |o| {
+            o.extend_from_slice(b"tele");
+            Ok(())
+        });
+        assert_eq!(
+            short,
+            Err(WireError::BodyLengthMismatch {
+                announced: 9,
+                written: 4
+            })
+        );
+        let failed = emit_tpdu_with(header(), 9, &mut out, |o| {
+            o.push(1);
+            Err(WireError::BadReason)
+        });
+        assert_eq!(failed, Err(WireError::BadReason));
+        assert_eq!(out, b"earlier");
     }
 
     proptest! {
