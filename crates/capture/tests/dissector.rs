@@ -316,12 +316,20 @@ fn authenticated_exchange(encrypt: bool) -> Vec<(bool, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut rx = None;
     for _ in 0..20_000 {
-        while let Some(t) = a.poll_transmit(now, &mut buf) {
+        loop {
+            buf.clear();
+            let Some(t) = a.poll_transmit(now, &mut buf) else {
+                break;
+            };
             b.handle_datagram(now, a_addr, &buf);
             out.push((true, buf.clone()));
             assert_eq!(t.remote, b_addr);
         }
-        while let Some(_t) = b.poll_transmit(now, &mut buf) {
+        loop {
+            buf.clear();
+            let Some(_t) = b.poll_transmit(now, &mut buf) else {
+                break;
+            };
             a.handle_datagram(now, b_addr, &buf);
             out.push((false, buf.clone()));
         }

@@ -87,14 +87,22 @@ fn run(mode: Mode, bound: Duration, fault: Fault) -> (CloseOutcome, Duration, Du
             }
         }
         let mut out = Vec::new();
-        while a.poll_transmit(now, &mut out).is_some() {
+        loop {
+            out.clear();
+            if a.poll_transmit(now, &mut out).is_none() {
+                break;
+            }
             if !down(now) {
                 seq += 1;
                 heap.push(Reverse((now + delay, seq, true, out.clone())));
             }
         }
         if !dead(now) {
-            while b.poll_transmit(now, &mut out).is_some() {
+            loop {
+                out.clear();
+                if b.poll_transmit(now, &mut out).is_none() {
+                    break;
+                }
                 if !down(now) {
                     seq += 1;
                     heap.push(Reverse((now + delay, seq, false, out.clone())));

@@ -146,7 +146,11 @@ impl World {
                 (&mut self.b, &mut self.to_a, b_addr(), a_addr())
             };
             let mut n = 0;
-            while let Some(t) = ep.poll_transmit(self.now, &mut self.out) {
+            loop {
+                self.out.clear();
+                let Some(t) = ep.poll_transmit(self.now, &mut self.out) else {
+                    break;
+                };
                 assert_eq!(t.len, self.out.len());
                 check_emitted(&self.out, self.cfg.mtu);
                 if t.remote == peer {

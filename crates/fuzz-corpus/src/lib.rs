@@ -301,7 +301,11 @@ pub fn target_proto_codec(data: &[u8]) {
     );
     let mut out = Vec::new();
     let mut n = 0;
-    while let Some(t) = ep.poll_transmit(Duration::ZERO, &mut out) {
+    loop {
+        out.clear();
+        let Some(t) = ep.poll_transmit(Duration::ZERO, &mut out) else {
+            break;
+        };
         n += 1;
         assert!(n <= 64, "one datagram made the endpoint send without end");
         assert_eq!(t.remote, remote, "an answer went to someone else");

@@ -39,12 +39,20 @@ pub fn transfer_datagrams(mode: Mode, fec: FecSetting, size: usize) -> Vec<Vec<u
             let _ = a.close(h);
             closed = true;
         }
-        while let Some(t) = a.poll_transmit(now, &mut out) {
+        loop {
+            out.clear();
+            let Some(t) = a.poll_transmit(now, &mut out) else {
+                break;
+            };
             all.push(out.clone());
             link.push_back((true, now + Duration::from_millis(5), out.clone()));
             let _ = t;
         }
-        while let Some(t) = b.poll_transmit(now, &mut out) {
+        loop {
+            out.clear();
+            let Some(t) = b.poll_transmit(now, &mut out) else {
+                break;
+            };
             all.push(out.clone());
             link.push_back((false, now + Duration::from_millis(5), out.clone()));
             let _ = t;

@@ -111,6 +111,7 @@ impl Pair {
                     Dir::Forward => &mut self.a,
                     Dir::Reverse => &mut self.b,
                 };
+                self.buf.clear();
                 if sender.poll_transmit(self.now, &mut self.buf).is_none() {
                     break;
                 }

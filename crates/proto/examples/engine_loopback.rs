@@ -53,12 +53,20 @@ fn main() {
             closing = true;
         }
         let mut moved = false;
-        while a.poll_transmit(now, &mut buf).is_some() {
+        loop {
+            buf.clear();
+            if a.poll_transmit(now, &mut buf).is_none() {
+                break;
+            }
             b.handle_datagram(now, a_addr, &buf);
             datagrams += 1;
             moved = true;
         }
-        while b.poll_transmit(now, &mut buf).is_some() {
+        loop {
+            buf.clear();
+            if b.poll_transmit(now, &mut buf).is_none() {
+                break;
+            }
             a.handle_datagram(now, b_addr, &buf);
             datagrams += 1;
             moved = true;

@@ -261,15 +261,27 @@ impl Auth {
         self.previous = keys.previous.as_ref().map(Keyed::new);
     }
 
-    /// Seals the plain datagram in `out` (header, body, CRC-32C, parity, as `codec::encode`
-    /// wrote it) in place, keeping its parity unless the sealed TPDU would then exceed `mtu`.
-    /// False if it cannot be sealed (not a TPDU we made, or no room even without parity).
-    pub(crate) fn seal(&mut self, out: &mut Vec<u8>, mtu: usize, to: SocketAddr) -> bool {
-        let Ok(h) = Header::parse(out) else {
+    /// Seals the plain datagram in `out[start..]` (header, body, CRC-32C, parity, as
+    /// `codec::encode` wrote it), keeping its parity unless the sealed TPDU would then exceed
+    /// `mtu`; what `out` holds before `start` is left alone. The sealed TPDU is built beside
+    /// and copied back (one copy more than a plain TPDU: the envelope goes in front of the
+    /// body, and encryption needs the body in its final place). False if it cannot be sealed
+    /// (not a TPDU we made, or no room even without parity); `out` is then unchanged.
+    pub(crate) fn seal(
+        &mut self,
+        out: &mut Vec<u8>,
+        start: usize,
+        mtu: usize,
+        to: SocketAddr,
+    ) -> bool {
+        let Some(plain) = out.get(start..) else {
+            return false;
+        };
+        let Ok(h) = Header::parse(plain) else {
             return false;
         };
         let n = usize::from(h.len);
-        let Some(body) = out.get(HEADER_LEN..HEADER_LEN + n) else {
+        let Some(body) = plain.get(HEADER_LEN..HEADER_LEN + n) else {
             return false;
         };
         let mut p = h.fec;
@@ -290,7 +302,8 @@ impl Auth {
             self.buf = buf;
             return false;
         }
-        std::mem::swap(out, &mut buf);
+        out.truncate(start);
+        out.extend_from_slice(&buf);
         self.buf = buf;
         true
     }
@@ -418,7 +431,7 @@ impl Auth {
         if codec::encode(header, body, out).is_err() {
             return false;
         }
-        self.seal(out, usize::from(u16::MAX), to)
+        self.seal(out, 0, usize::from(u16::MAX), to)
     }
 }
 

@@ -5,23 +5,42 @@
 //! last seen from the same peer; a decode counts only if both checks pass afterwards.
 
 use aerotp_fec as fec;
-use aerotp_wire::{emit_tpdu, parse_tpdu_any, Header, WireError, OVERHEAD};
+use aerotp_wire::{
+    emit_tpdu, emit_tpdu_with, parse_tpdu_any, Header, WireError, HEADER_LEN, OVERHEAD,
+};
 
-/// Appends header, body, CRC-32C and (if `header.fec > 0`) parity to `out`.
+/// Appends header, body, CRC-32C and (if `header.fec > 0`) parity to `out`, after what `out`
+/// already holds (the datagram is encoded in place at the end of a send train).
 pub fn encode(header: Header, body: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
     let start = out.len();
     emit_tpdu(header, body, out)?;
-    if header.fec > 0 {
-        // Encode the protected region in its own buffer so `out` may already hold bytes.
-        let mut region = out.split_off(start);
-        if fec::encode(header.fec, &mut region).is_err() {
-            // The parity does not fit this size: send without FEC rather than not at all.
-            region.truncate(0);
-            let mut h = header;
-            h.fec = 0;
-            emit_tpdu(h, body, &mut region)?;
-        }
-        out.extend_from_slice(&region);
+    protect(header, out, start)
+}
+
+/// As [`encode`], for a body of `len` bytes that `write` appends to `out` itself (a control
+/// body, serialised once, straight into the datagram). On error `out` is as it was.
+pub fn encode_with(
+    header: Header,
+    len: usize,
+    out: &mut Vec<u8>,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    let start = out.len();
+    emit_tpdu_with(header, len, out, write)?;
+    protect(header, out, start)
+}
+
+/// Adds the parity `header` names to the TPDU in `out[start..]`, in place.
+fn protect(header: Header, out: &mut Vec<u8>, start: usize) -> Result<(), WireError> {
+    if header.fec > 0 && fec::encode_from(header.fec, out, start).is_err() {
+        // The parity does not fit this size: send without FEC rather than not at all. Only
+        // the header names the parity (it is outside the CRC's and the parity's reach), so
+        // it is rewritten in place.
+        let mut h = header;
+        h.fec = 0;
+        let len = out.len() - start - OVERHEAD;
+        h.len = u16::try_from(len).map_err(|_| WireError::BodyTooLong(len))?;
+        out[start..start + HEADER_LEN].copy_from_slice(&h.to_bytes());
     }
     Ok(())
 }

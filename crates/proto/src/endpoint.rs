@@ -14,12 +14,13 @@ use crate::receiver::Delivered;
 use aerotp_wire::{ControlBody, Flags, Header};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::admission::{Admission, Key};
 use crate::decode_budget::DecodeBudget;
+use crate::table::{table, Table};
 use crate::tombstones::Tombstones;
 
 mod confirm;
@@ -37,11 +38,11 @@ const CONTROL_QUEUE_LIMIT: usize = 256;
 pub struct Endpoint {
     cfg: EndpointConfig,
     rng: Pcg64Mcg,
-    conns: HashMap<ConnectionHandle, Connection>,
-    by_key: HashMap<Key, ConnectionHandle>,
+    conns: Table<ConnectionHandle, Connection>,
+    by_key: Table<Key, ConnectionHandle>,
     listeners: crate::listeners::Listeners,
     tombstones: Tombstones,
-    hints: HashMap<SocketAddr, u8>,
+    hints: Table<SocketAddr, u8>,
     events: VecDeque<Event>,
     datagrams_in: VecDeque<DatagramMsg>,
     out_queue: VecDeque<(SocketAddr, Vec<u8>)>,
@@ -49,6 +50,9 @@ pub struct Endpoint {
     next_port: u16,
     /// Each connection's deadline and pending events, in round-robin order.
     schedule: schedule::Schedule,
+    /// A list of handles lent to one call at a time (the schedule's due and touched
+    /// connections), kept so that building it allocates nothing once grown.
+    handles: Vec<ConnectionHandle>,
     scratch: Vec<u8>,
     /// Present when `EndpointConfig::auth` is: seals what leaves, opens what arrives.
     auth: Option<Auth>,
@@ -83,20 +87,23 @@ impl Endpoint {
             cfg.max_half_open,
         );
         let share = cfg.link_share.map(crate::link_share::LinkShare::new);
+        // The tables' hash seeds too (`crate::table`): their own generator.
+        let mut tables = Pcg64Mcg::seed_from_u64(seed ^ 0x7AB1_E5EE_D5EE_D5ED);
         Endpoint {
             cfg,
             rng,
-            conns: HashMap::new(),
-            by_key: HashMap::new(),
+            conns: table(tables.gen()),
+            by_key: table(tables.gen()),
             listeners: crate::listeners::Listeners::default(),
             tombstones: Tombstones::default(),
-            hints: HashMap::new(),
+            hints: table(tables.gen()),
             events: VecDeque::new(),
             datagrams_in: VecDeque::new(),
             out_queue: VecDeque::new(),
             next_handle: 1,
             next_port,
             schedule: schedule::Schedule::default(),
+            handles: Vec::new(),
             scratch: Vec::new(),
             auth,
             reorder,
@@ -298,7 +305,9 @@ impl Endpoint {
         if !self.events.is_empty() {
             return;
         }
-        for h in self.schedule.take_with_events() {
+        let mut handles = std::mem::take(&mut self.handles);
+        self.schedule.take_with_events(&mut handles);
+        for &h in &handles {
             let Some(c) = self.conns.get_mut(&h) else {
                 continue;
             };
@@ -315,6 +324,7 @@ impl Endpoint {
                 }
             }
         }
+        self.handles = handles;
     }
 
     /// Takes in one datagram from `remote`.
@@ -656,9 +666,12 @@ impl Endpoint {
         ok
     }
 
-    /// Writes the next datagram to send into `out` (cleared first) and says where it goes.
+    /// Appends the next datagram to send to `out` and says where it goes and how long it is:
+    /// it is `out[out.len() - len..]`. What `out` held before is left alone, so a runtime can
+    /// hand in its send train (GSO) and the datagram is encoded where it leaves from. On
+    /// `None` `out` is unchanged.
     pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> Option<Transmit> {
-        out.clear();
+        let start = out.len();
         if let Some((remote, d)) = self.out_queue.pop_front() {
             out.extend_from_slice(&d);
             // Not counted against the link's pacing: datagram-mode traffic is held to its
@@ -667,7 +680,7 @@ impl Endpoint {
             // link's free time ahead of every connection and starved the control class.
             return Some(Transmit {
                 remote,
-                len: out.len(),
+                len: d.len(),
             });
         }
         // With a link share, the endpoint paces the link as a whole, and the next datagram
@@ -688,20 +701,18 @@ impl Endpoint {
             if let Some(a) = &mut self.auth {
                 // The connection cut its TPDU for the MTU less the envelope.
                 let mtu = c.config().mtu + aerotp_wire::AUTH_OVERHEAD;
-                if !a.seal(out, mtu, c.remote) {
+                if !a.seal(out, start, mtu, c.remote) {
                     // Cannot happen for a TPDU a connection cut (it left room for the
                     // envelope); if it did, it is a loss the mode repairs.
-                    out.clear();
+                    out.truncate(start);
                     self.schedule.refresh(&self.conns);
                     continue;
                 }
             }
             let remote = c.remote;
-            self.occupy_link(now, out.len());
-            return Some(Transmit {
-                remote,
-                len: out.len(),
-            });
+            let len = out.len() - start;
+            self.occupy_link(now, len);
+            return Some(Transmit { remote, len });
         }
     }
 
@@ -747,11 +758,14 @@ impl Endpoint {
             }
         }
         self.schedule.refresh(&self.conns);
-        for h in self.schedule.due(now) {
+        let mut handles = std::mem::take(&mut self.handles);
+        self.schedule.due(now, &mut handles);
+        for &h in &handles {
             if let Some(c) = self.conns.get_mut(&h) {
                 c.handle_timeout(now);
                 self.schedule.touch(h);
             }
         }
+        self.handles = handles;
     }
 }

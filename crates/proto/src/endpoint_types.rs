@@ -36,7 +36,8 @@ pub struct DatagramMsg {
     pub data: Vec<u8>,
 }
 
-/// Where the datagram `poll_transmit` wrote goes.
+/// Where the datagram `poll_transmit` appended goes, and its length (it is the last `len`
+/// bytes of the buffer it was given).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
     pub remote: SocketAddr,

@@ -144,11 +144,19 @@ impl Flooded {
             self.spoofs += 1;
         }
         let mut buf = Vec::new();
-        while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
+        loop {
+            buf.clear();
+            let Some(t) = self.a.poll_transmit(self.now, &mut buf) else {
+                break;
+            };
             self.to_b.push_back((self.now + Self::DELAY, buf.clone()));
             assert_eq!(t.remote, addr_b());
         }
-        while let Some(t) = self.b.poll_transmit(self.now, &mut buf) {
+        loop {
+            buf.clear();
+            let Some(t) = self.b.poll_transmit(self.now, &mut buf) else {
+                break;
+            };
             if t.remote == addr_a() {
                 self.to_a.push_back((self.now + Self::DELAY, buf.clone()));
             } else {
@@ -280,7 +288,11 @@ fn a_forged_or_misdirected_echo_proves_nothing() {
     };
     let mut challenge = None;
     let mut out = Vec::new();
-    while let Some(t) = b.poll_transmit(Duration::ZERO, &mut out) {
+    loop {
+        out.clear();
+        let Some(t) = b.poll_transmit(Duration::ZERO, &mut out) else {
+            break;
+        };
         if t.remote == x && flags_of(&out).is_challenge() {
             let tp = parse_tpdu(&out).unwrap();
             challenge = Some((tp.header, Challenge::parse(tp.body).unwrap()));

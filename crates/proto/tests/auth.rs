@@ -304,7 +304,11 @@ fn forged_replayed_and_wrong_key_tpdus_change_nothing() {
     let mut out = Vec::new();
     // Nothing was answered: no RST to the forger, no ASYNACK.
     let mut answers = 0;
-    while let Some(t) = run.net.b.poll_transmit(now, &mut out) {
+    loop {
+        out.clear();
+        let Some(t) = run.net.b.poll_transmit(now, &mut out) else {
+            break;
+        };
         assert_eq!(t.remote, addr_a(), "the receiver answered a forger");
         answers += 1;
         assert!(answers < 10_000);

@@ -327,7 +327,11 @@ fn a_burst_of_many_connections_is_paced_as_one_link_and_control_goes_first() {
     let mut sent: Vec<(Duration, usize, u16)> = Vec::new();
     let mut buf = Vec::new();
     for _ in 0..100_000 {
-        while a.poll_transmit(now, &mut buf).is_some() {
+        loop {
+            buf.clear();
+            if a.poll_transmit(now, &mut buf).is_none() {
+                break;
+            }
             let h = aerotp_wire::Header::parse(&buf).unwrap();
             sent.push((now, buf.len(), h.dst_port));
         }

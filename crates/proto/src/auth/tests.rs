@@ -35,7 +35,7 @@ fn header(flags: Flags, fec: u8) -> Header {
 fn sealed(a: &mut Auth, h: Header, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     encode(h, body, &mut out).unwrap();
-    assert!(a.seal(&mut out, 1500, peer()));
+    assert!(a.seal(&mut out, 0, 1500, peer()));
     out
 }
 

@@ -186,13 +186,11 @@ impl Connection {
         out: &mut Vec<u8>,
         start: usize,
     ) -> bool {
-        let mut bytes = Vec::with_capacity(body.len());
-        if body.emit(&mut bytes).is_err() {
-            return false;
-        }
-        let parity = self.parity_for(bytes.len());
+        // Serialised once, straight into the datagram.
+        let len = body.len();
+        let parity = self.parity_for(len);
         let h = self.header(now, body.flags() | extra, self.tx.next_seq(), parity);
-        if codec::encode(h, &bytes, out).is_err() {
+        if codec::encode_with(h, len, out, |out| body.emit(out)).is_err() {
             out.truncate(start);
             return false;
         }

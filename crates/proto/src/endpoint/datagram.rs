@@ -45,7 +45,7 @@ impl Endpoint {
         let mut out = Vec::new();
         codec::encode(h, data, &mut out).map_err(|_| too_large())?;
         if let Some(a) = &mut self.auth {
-            if !a.seal(&mut out, mtu, remote) {
+            if !a.seal(&mut out, 0, mtu, remote) {
                 return Err(too_large());
             }
         }

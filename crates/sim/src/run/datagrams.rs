@@ -51,6 +51,7 @@ pub(super) fn run_paced_datagrams(
             } else {
                 a.send_datagram(addr_receiver(), PORT, PORT, chunks[sent], parity, s.mtu)
                     .expect("chunk fits the MTU");
+                buf.clear();
                 let t = a.poll_transmit(now, &mut buf).expect("queued datagram");
                 // The datagram carries its index in no header field: tag it for the delay.
                 net.send(Dir::Forward, now, buf.clone(), sent as u64);
