@@ -224,7 +224,6 @@ pub(crate) async fn sleep_until(t: Option<Instant>) {
 pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
     let mut io = udp::UdpIo::new(socket, gso);
     let mut rbuf = vec![0u8; udp::RECV_BUFFER];
-    let mut dgram: Vec<u8> = Vec::new();
     let mut outbox = udp::Outbox::default();
     let mut unused_since: Option<Instant> = None;
     let mut stalled_wakeups = 0u32;
@@ -247,17 +246,18 @@ pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
                     more = true;
                     break;
                 }
-                match st.engine.poll_transmit(now, &mut dgram) {
-                    Some(t) => {
-                        st.io.datagrams_sent += 1;
-                        st.io.bytes_sent += dgram.len() as u64;
-                        if let Some((tap, at)) = &tap {
-                            let local = st.local_addrs.towards(t.remote);
-                            tap.datagram(TAP_SENT, *at, local, t.remote, &dgram);
-                        }
-                        outbox.push(t.remote, &dgram, max_segments);
-                    }
-                    None => break,
+                // The engine encodes straight into the train the datagram leaves in.
+                let engine = &mut st.engine;
+                let Some((remote, dgram)) = outbox.fill(max_segments, |train| {
+                    engine.poll_transmit(now, train).map(|t| t.remote)
+                }) else {
+                    break;
+                };
+                st.io.datagrams_sent += 1;
+                st.io.bytes_sent += dgram.len() as u64;
+                if let Some((tap, at)) = &tap {
+                    let local = st.local_addrs.towards(remote);
+                    tap.datagram(TAP_SENT, *at, local, remote, dgram);
                 }
             }
             st.dispatch(&shared);

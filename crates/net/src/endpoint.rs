@@ -30,15 +30,22 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
+/// The engine's seed, from the operating system's generator: it decides the cookie secret
+/// and the hash tables' seeds (`proto::Endpoint::new`), which an attacker must not guess.
+fn os_seed() -> Result<u64, Error> {
+    use ring::rand::{SecureRandom, SystemRandom};
+    let mut b = [0u8; 8];
+    SystemRandom::new()
+        .fill(&mut b)
+        .map_err(|_| Error::Random)?;
+    Ok(u64::from_le_bytes(b))
+}
+
 impl Endpoint {
     /// Binds a UDP socket on `addr` (port 0 = any) and spawns the driver task. Must be called
     /// within a tokio runtime.
     pub fn bind(addr: SocketAddr, config: EndpointConfig) -> Result<Endpoint, Error> {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-            ^ u64::from(std::process::id()).rotate_left(32);
-        Endpoint::bind_with_seed(addr, config, seed)
+        Endpoint::bind_with_seed(addr, config, os_seed()?)
     }
 
     /// As [`Endpoint::bind`] with the engine's random seed given (connection tags, ports).

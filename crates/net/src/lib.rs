@@ -63,6 +63,9 @@ pub enum Error {
     /// The engine refused (bad settings, too many connections…).
     #[error(transparent)]
     Engine(#[from] EndpointError),
+    /// The operating system's random generator failed (the engine's seed comes from it).
+    #[error("the operating system's random generator failed; the endpoint needs it for its cookie secret (check that getrandom(2) or /dev/urandom is available)")]
+    Random,
 }
 
 /// Runs `fut` with a bound; `None` if it took longer.

@@ -36,32 +36,26 @@ pub(crate) struct Train {
 }
 
 impl Train {
-    fn new(dest: SocketAddr, data: &[u8], mut buf: Vec<u8>) -> Train {
-        buf.clear();
-        buf.extend_from_slice(data);
+    fn new(dest: SocketAddr, buf: Vec<u8>) -> Train {
         Train {
             dest,
+            segment: buf.len(),
             buf,
-            segment: data.len(),
             count: 1,
             closed: false,
         }
     }
 
-    /// Appends `data` if it may follow in this train.
-    fn try_push(&mut self, dest: SocketAddr, data: &[u8], max_segments: usize) -> bool {
-        let fits = !self.closed
-            && dest == self.dest
-            && !data.is_empty()
-            && data.len() <= self.segment
+    /// Whether one more datagram of up to `segment` bytes may still join.
+    fn has_room(&self, max_segments: usize) -> bool {
+        !self.closed
             && self.count < max_segments
-            && self.buf.len() + data.len() <= MAX_TRAIN_BYTES;
-        if fits {
-            self.buf.extend_from_slice(data);
-            self.count += 1;
-            self.closed = data.len() < self.segment;
-        }
-        fits
+            && self.buf.len() + self.segment <= MAX_TRAIN_BYTES
+    }
+
+    /// Whether a datagram of `len` bytes to `dest` may follow the ones in the train.
+    fn accepts(&self, dest: SocketAddr, len: usize) -> bool {
+        dest == self.dest && len > 0 && len <= self.segment
     }
 
     /// The datagrams of the train.
@@ -80,16 +74,60 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    /// Adds one datagram, joining the last train when it can (`max_segments` 1 = no trains).
-    pub fn push(&mut self, dest: SocketAddr, data: &[u8], max_segments: usize) {
-        self.datagrams += 1;
-        if let Some(t) = self.trains.last_mut() {
-            if t.try_push(dest, data, max_segments) {
-                return;
+    /// Lets `write` append one datagram straight to the end of the last train's buffer, where
+    /// it is sent from: the engine encodes into the train, with no copy between. `write` says
+    /// where the datagram goes (`None`: it wrote nothing). A datagram that may not follow in
+    /// that train (another destination, longer than its segments) is moved into a train of its
+    /// own — one copy, once per train at most. Returns the datagram and its destination.
+    pub fn fill(
+        &mut self,
+        max_segments: usize,
+        write: impl FnOnce(&mut Vec<u8>) -> Option<SocketAddr>,
+    ) -> Option<(SocketAddr, &[u8])> {
+        // Where the datagram starts in the last train's buffer once placed.
+        let at = match self.trains.last_mut() {
+            Some(t) if t.has_room(max_segments) => {
+                let start = t.buf.len();
+                let Some(dest) = write(&mut t.buf) else {
+                    t.buf.truncate(start);
+                    return None;
+                };
+                let len = t.buf.len() - start;
+                if t.accepts(dest, len) {
+                    t.count += 1;
+                    t.closed = len < t.segment;
+                    start
+                } else {
+                    let mut buf = self.pool.pop().unwrap_or_default();
+                    buf.clear();
+                    buf.extend_from_slice(&t.buf[start..]);
+                    t.buf.truncate(start);
+                    self.trains.push(Train::new(dest, buf));
+                    0
+                }
             }
-        }
-        let buf = self.pool.pop().unwrap_or_default();
-        self.trains.push(Train::new(dest, data, buf));
+            _ => {
+                let mut buf = self.pool.pop().unwrap_or_default();
+                buf.clear();
+                let Some(dest) = write(&mut buf) else {
+                    self.pool.push(buf);
+                    return None;
+                };
+                self.trains.push(Train::new(dest, buf));
+                0
+            }
+        };
+        self.datagrams += 1;
+        self.trains.last().map(|t| (t.dest, &t.buf[at..]))
+    }
+
+    /// Adds one datagram, joining the last train when it can (`max_segments` 1 = no trains).
+    #[cfg(test)]
+    pub fn push(&mut self, dest: SocketAddr, data: &[u8], max_segments: usize) {
+        self.fill(max_segments, |buf| {
+            buf.extend_from_slice(data);
+            Some(dest)
+        });
     }
 
     pub fn is_empty(&self) -> bool {
@@ -370,6 +408,40 @@ mod tests {
         assert_eq!(d, vec![100, 100, 100, 40]);
         o.recycle(t);
         assert!(o.is_empty());
+    }
+
+    #[test]
+    fn a_datagram_written_into_a_train_it_may_not_join_moves_out_intact() {
+        let mut o = Outbox::default();
+        o.push(addr(1), &[1; 100], MAX_SEGMENTS);
+        let (dest, d) = o
+            .fill(MAX_SEGMENTS, |b| {
+                b.extend_from_slice(&[9; 100]);
+                Some(addr(2))
+            })
+            .unwrap();
+        assert_eq!((dest, d), (addr(2), &[9u8; 100][..]));
+        // Nothing written: nothing changes.
+        assert!(o.fill(MAX_SEGMENTS, |_| None).is_none());
+        assert!(o
+            .fill(MAX_SEGMENTS, |b| {
+                b.push(7);
+                None
+            })
+            .is_none());
+        let (_, d) = o
+            .fill(MAX_SEGMENTS, |b| {
+                b.extend_from_slice(&[8; 100]);
+                Some(addr(2))
+            })
+            .unwrap();
+        assert_eq!(d, &[8u8; 100][..]);
+        assert_eq!(o.datagrams, 3);
+        let t = o.take();
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].dest, &t[0].buf[..]), (addr(1), &[1u8; 100][..]));
+        let second: Vec<&[u8]> = t[1].datagrams().collect();
+        assert_eq!(second, vec![&[9u8; 100][..], &[8u8; 100][..]]);
     }
 
     #[test]
