@@ -30,6 +30,7 @@ mod reorder_budget;
 mod rtt;
 mod sender;
 mod state;
+mod table;
 mod tombstones;
 
 pub use aerotp_wire::{Mode, AUTH_OVERHEAD};

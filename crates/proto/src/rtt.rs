@@ -21,11 +21,14 @@ pub struct RttEstimator {
     /// longest in each aggregate (fast rise, slow decay). It covers the round trip plus the
     /// receiver's MACK aggregation, which the round-trip samples leave out.
     ack_latency: Duration,
+    /// `base_rto()`, recomputed by every method that changes what it depends on: the timers
+    /// read it on every turn of the engine, the estimates change only on feedback.
+    base_rto: Duration,
 }
 
 impl RttEstimator {
     pub fn new(initial: Duration, min_rto: Duration) -> Self {
-        RttEstimator {
+        let mut r = RttEstimator {
             srtt: None,
             rttvar: initial / 2,
             initial,
@@ -36,7 +39,10 @@ impl RttEstimator {
             peer_max_delay: Duration::ZERO,
             backoff: 1,
             last_backoff: None,
-        }
+            base_rto: Duration::ZERO,
+        };
+        r.base_rto = r.compute_base_rto();
+        r
     }
 
     /// A round-trip sample, the peer's hold already taken out.
@@ -54,10 +60,12 @@ impl RttEstimator {
                 self.srtt = Some((s * 7 + rtt) / 8);
             }
         }
+        self.base_rto = self.compute_base_rto();
     }
 
     pub fn on_peer_max_delay(&mut self, d: Duration) {
         self.peer_max_delay = d.min(Duration::from_secs(2));
+        self.base_rto = self.compute_base_rto();
     }
 
     /// The longest transmission-to-acknowledgement time among the TPDUs one acknowledgement
@@ -99,6 +107,7 @@ impl RttEstimator {
         } else {
             (self.ack_latency * 15 + sample) / 16
         };
+        self.base_rto = self.compute_base_rto();
     }
 
     /// Time threshold for loss detection: 9/8 of the larger of smoothed and latest RTT, at
@@ -136,6 +145,10 @@ impl RttEstimator {
     }
 
     pub fn base_rto(&self) -> Duration {
+        self.base_rto
+    }
+
+    fn compute_base_rto(&self) -> Duration {
         let base = match self.srtt {
             Some(s) => s + self.rttvar * 4,
             None => self.initial * 3,
@@ -165,5 +178,25 @@ mod tests {
             "{:?}",
             r.rto()
         );
+    }
+
+    proptest::proptest! {
+        /// The kept timeout is always the one its inputs give, whatever feedback came.
+        #[test]
+        fn the_kept_base_timeout_follows_every_change(
+            ops in proptest::collection::vec((0u8..4, 0u64..5_000_000), 0..60),
+        ) {
+            let mut r = RttEstimator::new(Duration::from_millis(100), Duration::from_millis(20));
+            for (op, us) in ops {
+                let d = Duration::from_micros(us);
+                match op {
+                    0 => r.on_sample(d),
+                    1 => r.on_peer_max_delay(d),
+                    2 => r.on_ack_latency(d),
+                    _ => r.on_timeouts(d),
+                }
+                proptest::prop_assert_eq!(r.base_rto(), r.compute_base_rto());
+            }
+        }
     }
 }

@@ -13,10 +13,10 @@
 //! Slots are sorted by handle: handles only grow and a connection is appended when created, so
 //! the table's order is the order of creation — the round-robin order the endpoint always used.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::connection::Connection;
+use crate::table::Table;
 use crate::{ConnectionHandle, TrafficClass};
 
 #[derive(Debug, Clone, Copy)]
@@ -94,8 +94,11 @@ impl Schedule {
     }
 
     /// Recomputes the deadlines of the stale slots.
-    pub(super) fn refresh(&mut self, conns: &HashMap<ConnectionHandle, Connection>) {
-        for h in std::mem::take(&mut self.stale) {
+    pub(super) fn refresh(&mut self, conns: &Table<ConnectionHandle, Connection>) {
+        // Drained, not taken: the list keeps its capacity (taking it allocated on every
+        // touch after, a tenth of the engine's instructions).
+        let mut stale = std::mem::take(&mut self.stale);
+        for h in stale.drain(..) {
             if let Some(p) = self.pos(h) {
                 let s = &mut self.slots[p];
                 let c = conns.get(&h);
@@ -104,12 +107,13 @@ impl Schedule {
                 s.stale = false;
             }
         }
+        self.stale = stale;
     }
 
     /// The earliest deadline of any connection (a stale one is asked).
     pub(super) fn next_deadline(
         &self,
-        conns: &HashMap<ConnectionHandle, Connection>,
+        conns: &Table<ConnectionHandle, Connection>,
     ) -> Option<Duration> {
         // The table's invariant, checked in debug builds (every test): a slot not marked stale
         // holds the connection's deadline as the connection would compute it now.
@@ -136,14 +140,17 @@ impl Schedule {
         fresh.into_iter().chain(stale).min()
     }
 
-    /// Connections whose deadline is at or before `now` (call `refresh` first), in order.
-    pub(super) fn due(&self, now: Duration) -> Vec<ConnectionHandle> {
+    /// Puts in `out` (cleared first) the connections whose deadline is at or before `now`
+    /// (call `refresh` first), in order.
+    pub(super) fn due(&self, now: Duration, out: &mut Vec<ConnectionHandle>) {
         debug_assert!(self.stale.is_empty());
-        self.slots
-            .iter()
-            .filter(|s| s.deadline.is_some_and(|d| d <= now))
-            .map(|s| s.h)
-            .collect()
+        out.clear();
+        out.extend(
+            self.slots
+                .iter()
+                .filter(|s| s.deadline.is_some_and(|d| d <= now))
+                .map(|s| s.h),
+        );
     }
 
     /// The next connection, round robin from where the last send left off, whose deadline is
@@ -160,16 +167,10 @@ impl Schedule {
     ) -> Option<ConnectionHandle> {
         debug_assert!(self.stale.is_empty());
         // One pass per class, highest first (`TrafficClass::ALL`'s order), or one for all.
-        let classes: Vec<Option<TrafficClass>> = if by_class {
-            TrafficClass::ALL.map(Some).to_vec()
-        } else {
-            vec![None]
-        };
+        let all = TrafficClass::ALL.map(Some);
+        let classes: &[Option<TrafficClass>] = if by_class { &all } else { &[None] };
         let n = self.slots.len();
-        for (class, i) in classes
-            .into_iter()
-            .flat_map(|c| (0..n).map(move |i| (c, i)))
-        {
+        for (class, i) in classes.iter().flat_map(|&c| (0..n).map(move |i| (c, i))) {
             let idx = (self.rr + i) % n;
             let s = self.slots[idx];
             if s.deadline.is_none_or(|d| d > now) || class.is_some_and(|c| c != s.class) {
@@ -185,16 +186,17 @@ impl Schedule {
         None
     }
 
-    /// The connections touched since their events were last taken, in handle order (the
-    /// order events were always collected in).
-    pub(super) fn take_with_events(&mut self) -> Vec<ConnectionHandle> {
-        let mut v = std::mem::take(&mut self.with_events);
-        v.sort_unstable_by_key(|h| h.0);
-        for h in &v {
+    /// Puts in `out` (its contents replaced) the connections touched since their events were
+    /// last taken, in handle order (the order events were always collected in). The two
+    /// lists trade buffers, so neither allocates once grown.
+    pub(super) fn take_with_events(&mut self, out: &mut Vec<ConnectionHandle>) {
+        out.clear();
+        std::mem::swap(out, &mut self.with_events);
+        out.sort_unstable_by_key(|h| h.0);
+        for h in out.iter() {
             if let Some(p) = self.pos(*h) {
                 self.slots[p].events = false;
             }
         }
-        v
     }
 }

@@ -144,6 +144,9 @@ pub struct LossEstimate {
     fast: Smoothed,
     slow: Smoothed,
     last: Option<(u32, u32, u32)>,
+    /// `(loss, burst)` of the worse smoothing, as of the last report: read on every turn of
+    /// the sender (`ErasureTx::rechoose_at`), changed only by a report.
+    current: (f64, f64),
 }
 
 /// Largest plausible growth of a counter between two reports; more is an old report
@@ -152,11 +155,19 @@ const MAX_STEP: u32 = 1 << 30;
 
 impl LossEstimate {
     pub fn new(initial_loss: f64) -> LossEstimate {
-        LossEstimate {
+        let mut e = LossEstimate {
             fast: Smoothed::new(150.0, initial_loss),
             slow: Smoothed::new(1500.0, initial_loss),
             last: None,
-        }
+            current: (0.0, 1.0),
+        };
+        e.current = e.compute();
+        e
+    }
+
+    fn compute(&self) -> (f64, f64) {
+        let w = self.worse();
+        (w.loss(), w.burst())
     }
 
     /// Folds in a report; returns whether it brought anything.
@@ -171,6 +182,7 @@ impl LossEstimate {
         self.last = Some((r.seen, r.wire_lost, r.bursts));
         self.fast.add(ds, dl, db);
         self.slow.add(ds, dl, db);
+        self.current = self.compute();
         true
     }
 
@@ -184,12 +196,12 @@ impl LossEstimate {
 
     /// Smoothed loss rate, below 0.5.
     pub fn loss(&self) -> f64 {
-        self.worse().loss()
+        self.current.0
     }
 
     /// Mean burst length of the same smoothing, at least 1.
     pub fn burst(&self) -> f64 {
-        self.worse().burst()
+        self.current.1
     }
 }
 
