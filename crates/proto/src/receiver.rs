@@ -358,16 +358,21 @@ impl Receiver {
         if seq == self.expected {
             // Admitted unconditionally (see `admit`); the other bytes were taken there.
             self.reorder.take(tpdu_cost(body.len()));
+            // In order: delivered at once, without a trip through the reorder buffer (an
+            // insert and a remove per TPDU, most TPDUs on most links), then what waited
+            // behind it.
+            self.deliver_next(now, body, fin);
+        } else {
+            self.buffer.insert(
+                seq,
+                Slot {
+                    body,
+                    fin,
+                    arrived: now,
+                    ts,
+                },
+            );
         }
-        self.buffer.insert(
-            seq,
-            Slot {
-                body,
-                fin,
-                arrived: now,
-                ts,
-            },
-        );
         self.deliver_in_order(now);
         if self.reports_wanted && self.report_due.is_none() {
             // The first report soon: a sender repairing across TPDUs starts from a guess of
@@ -442,23 +447,29 @@ impl Receiver {
 
     fn deliver_in_order(&mut self, now: Duration) {
         while let Some(slot) = self.buffer.remove(&self.expected) {
-            self.held_bytes -= tpdu_cost(slot.body.len());
-            self.reorder.give(tpdu_cost(slot.body.len()));
-            if let Some(t) = self.trace.as_mut().filter(|t| t.len() < TRACE_LIMIT) {
-                t.push((self.expected, now, slot.body.len() as u32));
-            }
-            if !slot.body.is_empty() {
-                self.ready_bytes += slot.body.len();
-                self.ready.push_back(Delivered {
-                    seq: self.expected,
-                    data: slot.body,
-                });
-            }
-            if slot.fin {
-                self.fin_delivered = true;
-            }
-            self.expected += 1;
+            self.deliver_next(now, slot.body, slot.fin);
         }
+    }
+
+    /// Hands the TPDU numbered `expected` to the application (held and reorder bytes
+    /// released) and moves `expected` on.
+    fn deliver_next(&mut self, now: Duration, body: Vec<u8>, fin: bool) {
+        self.held_bytes -= tpdu_cost(body.len());
+        self.reorder.give(tpdu_cost(body.len()));
+        if let Some(t) = self.trace.as_mut().filter(|t| t.len() < TRACE_LIMIT) {
+            t.push((self.expected, now, body.len() as u32));
+        }
+        if !body.is_empty() {
+            self.ready_bytes += body.len();
+            self.ready.push_back(Delivered {
+                seq: self.expected,
+                data: body,
+            });
+        }
+        if fin {
+            self.fin_delivered = true;
+        }
+        self.expected += 1;
     }
 
     /// How long a hole may stay open in lossy modes before the TPDUs behind it are delivered.
