@@ -153,7 +153,7 @@ fn run(
         }
         sent[seq as usize % keep] = (p, slot);
         let reps = match code {
-            Code::Rs if (seq as usize + 1) % k == 0 || seq as usize + 1 == symbols => {
+            Code::Rs if (seq as usize + 1).is_multiple_of(k) || seq as usize + 1 == symbols => {
                 enc.repair(r).unwrap()
             }
             Code::Rs => Vec::new(),

@@ -347,7 +347,7 @@ impl ErasureDecoder for RsDecoder {
         }
         if data.len() != h.symbol_bytes as usize
             || data.len() > padded_len(self.cfg.max_payload)
-            || data.len() % 2 != 0
+            || !data.len().is_multiple_of(2)
         {
             return Err(Error::Param {
                 what: "repair payload length",

@@ -138,7 +138,7 @@ impl RepairHeader {
                         accepted: "below repair_total, which must be >= 1 for Reed-Solomon",
                     });
                 }
-                if h.symbol_bytes % 2 != 0 {
+                if !h.symbol_bytes.is_multiple_of(2) {
                     return Err(Error::Header {
                         field: "symbol_bytes",
                         value: h.symbol_bytes as u64,

@@ -742,7 +742,7 @@ mod tests {
                 f[8..10].copy_from_slice(&hc.to_be_bytes());
                 junk.extend_from_slice(&f);
             } else {
-                junk.push(if x % 5 == 0 { MAGIC } else { x as u8 });
+                junk.push(if x.is_multiple_of(5) { MAGIC } else { x as u8 });
             }
         }
         let mut d = Deframer::default();

@@ -269,7 +269,7 @@ async fn transfer(a: &Args, flood: Option<(u64, bool)>) -> anyhow::Result<Outcom
             let t0 = Instant::now();
             while n < count && !stop.load(Ordering::Relaxed) {
                 // Paced in bursts of 100: sleep until the schedule catches up.
-                if flood_rate > 0 && n % 100 == 0 {
+                if flood_rate > 0 && n.is_multiple_of(100) {
                     let due = Duration::from_secs_f64(n as f64 / flood_rate as f64);
                     if let Some(w) = due.checked_sub(t0.elapsed()) {
                         std::thread::sleep(w);

@@ -26,7 +26,7 @@ struct Series {
 impl Series {
     fn push(&mut self, p: (f64, f64)) {
         self.seen += 1;
-        if self.stride > 1 && self.seen % self.stride != 0 {
+        if self.stride > 1 && !self.seen.is_multiple_of(self.stride) {
             return;
         }
         self.points.push(p);

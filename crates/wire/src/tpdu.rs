@@ -1,6 +1,6 @@
 //! A whole TPDU without its FEC parity: header, body and CRC-32C.
 
-use crate::checks::{crc32c, crc32c_append};
+use crate::checks::crc32c;
 use crate::error::WireError;
 use crate::header::{Header, HEADER_LEN};
 
@@ -65,9 +65,8 @@ pub fn emit_tpdu(mut header: Header, body: &[u8], out: &mut Vec<u8>) -> Result<(
     header.len = u16::try_from(body.len()).map_err(|_| WireError::BodyTooLong(body.len()))?;
     out.reserve(OVERHEAD + body.len());
     out.extend_from_slice(&header.to_bytes());
-    // The body is read once: copied while its CRC is computed.
-    let crc = crc32c_append(body, out);
-    out.extend_from_slice(&crc.to_be_bytes());
+    out.extend_from_slice(body);
+    out.extend_from_slice(&crc32c(body).to_be_bytes());
     Ok(())
 }
 

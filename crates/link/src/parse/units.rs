@@ -248,7 +248,7 @@ pub fn format_duration(d: Duration) -> String {
         (1, "ns"),
     ];
     for (unit, name) in UNITS {
-        if ns % unit == 0 {
+        if ns.is_multiple_of(unit) {
             return format!("{}{name}", ns / unit);
         }
     }
@@ -264,7 +264,7 @@ pub fn format_rate(bps: u64) -> String {
         (1_000, "kbit"),
     ];
     for (unit, name) in UNITS {
-        if bps != 0 && bps % unit == 0 {
+        if bps != 0 && bps.is_multiple_of(unit) {
             return format!("{}{name}", bps / unit);
         }
     }
