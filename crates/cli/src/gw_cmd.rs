@@ -152,11 +152,13 @@ struct IngressArgs {
 #[derive(Debug, clap::Args)]
 struct TransparentArgs {
     /// Take TCP connections to any destination that `aerotp gw rules --tcp-port` steers here
-    /// (e.g. 0.0.0.0:7400); each is carried to the destination its application addressed.
+    /// ([::]:7400 for IPv4 and IPv6, 0.0.0.0:7400 for IPv4 only); each is carried to the
+    /// destination its application addressed.
     #[arg(long)]
     transparent_tcp: Option<String>,
     /// Take UDP datagrams to any destination that `aerotp gw rules --udp-port` steers here
-    /// (datagram mode; replies leave from the address the application sent to).
+    /// ([::]:7401 or 0.0.0.0:7401, as for TCP; datagram mode; replies leave from the address
+    /// the application sent to).
     #[arg(long)]
     transparent_udp: Option<String>,
     /// Mode of intercepted TCP flows: near-reliable (default, needs --store) or reliable.
@@ -216,12 +218,15 @@ struct RulesArgs {
     /// Routing table that delivers marked packets locally.
     #[arg(long, default_value_t = 100)]
     route_table: u32,
-    /// Destination prefix never intercepted (IPv4, no port; repeat).
+    /// Destination prefix never intercepted (a.b.c.d/len or [v6::]/len, no port; repeat).
     #[arg(long)]
     exclude: Vec<String>,
     /// Network namespace to act in (default: the current one).
     #[arg(long)]
     netns: Option<String>,
+    /// Intercept IPv4 only (for a host without IPv6, where `ip -6` fails).
+    #[arg(long)]
+    ipv4_only: bool,
 }
 
 fn parse_mark(s: &str) -> Result<u32, String> {
@@ -248,6 +253,7 @@ impl RulesArgs {
             route_table: self.route_table,
             exclude,
             netns: self.netns,
+            ipv6: !self.ipv4_only,
         };
         spec.check().map_err(anyhow::Error::msg)?;
         Ok(spec)

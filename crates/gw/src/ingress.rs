@@ -133,7 +133,8 @@ impl Ingress {
             fec: self.ctx.settings.fec,
             erasure: self.ctx.settings.erasure,
         };
-        if let Some(a) = t.tcp {
+        // `[::]:P` is both families: one socket each (`origdst::listen_set`).
+        for a in t.tcp.map(origdst::listen_set).unwrap_or_default() {
             let l = origdst::tcp_listener(a)
                 .with_context(|| format!("cannot listen on transparent TCP {a}"))?;
             tracing::info!(listen = %a, mode = %t.mode, "transparent TCP interception");
@@ -141,7 +142,7 @@ impl Ingress {
             let policy = t.policy.clone();
             tokio::spawn(async move { me.accept_transparent(l, route, policy).await });
         }
-        if let Some(a) = t.udp {
+        for a in t.udp.map(origdst::listen_set).unwrap_or_default() {
             let sock = origdst::udp_socket(a)
                 .with_context(|| format!("cannot bind transparent UDP {a}"))?;
             let d = datagrams
@@ -150,8 +151,9 @@ impl Ingress {
                 })
                 .clone();
             let route = template(FlowKind::Udp, a, Mode::Datagram);
-            // The longest destination an IPv4 datagram can name: `255.255.255.255:65535`.
-            let (parity, chunk) = crate::udp::parity_and_chunk(&self.ctx, route.fec, 21)
+            // Fragments leave room for the longest destination this socket's family can name.
+            let dest_len = origdst::longest_dest_text(a);
+            let (parity, chunk) = crate::udp::parity_and_chunk(&self.ctx, route.fec, dest_len)
                 .with_context(|| format!("transparent UDP {a}"))?;
             tracing::info!(listen = %a, "transparent UDP interception (datagram mode)");
             let (ctx, policy) = (self.ctx.clone(), t.policy.clone());
@@ -202,7 +204,7 @@ impl Ingress {
                     continue;
                 }
             };
-            let orig = match s.local_addr() {
+            let orig = match origdst::tcp_orig(&s) {
                 Ok(o) if !origdst::is_direct(o, route.local) && policy.permits(o) => o,
                 r => {
                     let why = match r {

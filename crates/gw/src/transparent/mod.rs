@@ -1,7 +1,7 @@
 //! Transparent interception (docs/gateway.md §Transparent interception): the ingress receives
 //! TCP connections and UDP datagrams addressed to any destination, steered to it by nftables
 //! TPROXY rules, learns each one's original destination and carries it to the egress in the
-//! flow's Hello (`dest`, as `a.b.c.d:port`) or datagram header, so the egress connects there.
+//! flow's open record or datagram header, so the egress connects there. IPv4 and IPv6.
 //!
 //! Modules, each importing only those listed before it: `policy` (allow/deny lists), `rules`
 //! (the nftables rules and `aerotp gw rules`), `origdst` (the sockets and the original
@@ -52,10 +52,11 @@ pub struct Transparent {
 
 fn listen_addr(key: &str, s: &str) -> Result<SocketAddr, String> {
     match s.parse::<SocketAddr>() {
-        Ok(a @ SocketAddr::V4(_)) if a.port() != 0 => Ok(a),
+        Ok(a) if a.port() != 0 => Ok(a),
         _ => Err(format!(
-            "{key} '{s}': give an IPv4 address and a non-zero port, e.g. 0.0.0.0:7400 \
-             (the port `aerotp gw rules --tcp-port/--udp-port` steers intercepted traffic to)"
+            "{key} '{s}': give an address and a non-zero port: [::]:7400 for both IPv4 and \
+             IPv6, 0.0.0.0:7400 for IPv4 only (the port `aerotp gw rules --tcp-port/--udp-port` \
+             steers intercepted traffic to)"
         )),
     }
 }
@@ -126,6 +127,14 @@ mod tests {
             ..Default::default()
         };
         let t = ok.settings().unwrap();
+        let both = TransparentSpec {
+            tcp_listen: Some("[::]:7400".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            both.settings().unwrap().tcp,
+            Some("[::]:7400".parse().unwrap())
+        );
         assert_eq!(t.mode, Mode::Reliable);
         assert_eq!(t.class, Class::Bulk);
         assert!(t.policy.permits("10.1.2.3:80".parse().unwrap()));
@@ -141,10 +150,17 @@ mod tests {
             ),
             (
                 TransparentSpec {
-                    udp_listen: Some("[::]:7401".into()),
+                    udp_listen: Some("7401".into()),
                     ..Default::default()
                 },
-                "--transparent-udp) '[::]:7401'",
+                "--transparent-udp) '7401'",
+            ),
+            (
+                TransparentSpec {
+                    udp_listen: Some("[::]:0".into()),
+                    ..Default::default()
+                },
+                "--transparent-udp) '[::]:0'",
             ),
             (
                 TransparentSpec {

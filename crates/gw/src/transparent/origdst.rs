@@ -1,28 +1,65 @@
-//! Sockets that receive intercepted traffic and learn its original destination.
+//! Sockets that receive intercepted traffic and learn its original destination, IPv4 and
+//! IPv6.
 //!
-//! TCP: a listener with `IP_TRANSPARENT` accepts connections TPROXY steers to it whatever
-//! their destination; the accepted socket's local address is the original destination.
-//! UDP: a socket with `IP_TRANSPARENT` and `IP_RECVORIGDSTADDR` gets each datagram's original
-//! destination in an `IP_ORIGDSTADDR` control message (`recvmsg`; neither std, tokio nor
-//! socket2 parse control messages, so that part uses libc).
+//! TCP: a listener with `IP_TRANSPARENT` (`IPV6_TRANSPARENT`) accepts connections TPROXY
+//! steers to it whatever their destination; the accepted socket's local address is the
+//! original destination. UDP: a socket with `IP_TRANSPARENT` and `IP_RECVORIGDSTADDR`
+//! (`IPV6_…`) gets each datagram's original destination in an `IP_ORIGDSTADDR`
+//! (`IPV6_ORIGDSTADDR`) control message (`recvmsg`; neither std, tokio nor socket2 parse
+//! control messages, so that part uses libc). An IPv6 socket is IPv6-only: each family has
+//! its own socket, so addresses never arrive IPv4-mapped.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::AsRawFd;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use tokio::io::Interest;
 use tokio::net::{TcpListener, UdpSocket};
 
-fn transparent_socket(addr: SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket> {
-    if !addr.is_ipv4() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{addr}: transparent interception is IPv4 only for now (docs/gateway.md)"),
-        ));
+/// The sockets a transparent listen address stands for: `[::]:P` is every address of both
+/// families (an IPv6-only socket and `0.0.0.0:P`), any other address its own family only.
+pub fn listen_set(addr: SocketAddr) -> Vec<SocketAddr> {
+    match addr {
+        SocketAddr::V6(v6) if v6.ip().is_unspecified() => vec![
+            addr,
+            SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), v6.port()),
+        ],
+        _ => vec![addr],
     }
-    let s = Socket::new(Domain::IPV4, ty, Some(proto))?;
+}
+
+/// Sets an `int` socket option to 1.
+fn set_on(s: &Socket, level: libc::c_int, name: libc::c_int) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid fd, a c_int option value of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            level,
+            name,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn transparent_socket(addr: SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(addr), ty, Some(proto))?;
     s.set_reuse_address(true)?;
-    s.set_ip_transparent(true).map_err(|e| {
+    let transparent = match addr {
+        SocketAddr::V4(_) => s.set_ip_transparent(true),
+        SocketAddr::V6(_) => {
+            s.set_only_v6(true)?;
+            set_on(&s, libc::SOL_IPV6, libc::IPV6_TRANSPARENT)
+        }
+    };
+    transparent.map_err(|e| {
         io::Error::new(
             e.kind(),
             format!("IP_TRANSPARENT on {addr}: {e} (needs root or CAP_NET_ADMIN)"),
@@ -40,22 +77,21 @@ pub fn tcp_listener(addr: SocketAddr) -> io::Result<TcpListener> {
     TcpListener::from_std(s.into())
 }
 
+/// An accepted intercepted connection's original destination: its local address (for IPv6
+/// without flow label or scope, as for datagrams).
+pub fn tcp_orig(s: &tokio::net::TcpStream) -> io::Result<SocketAddr> {
+    Ok(match s.local_addr()? {
+        SocketAddr::V6(a) => SocketAddr::V6(SocketAddrV6::new(*a.ip(), a.port(), 0, 0)),
+        a => a,
+    })
+}
+
 /// A UDP socket that receives TPROXY-steered datagrams with their original destination.
 pub fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     let s = transparent_socket(addr, Type::DGRAM, Protocol::UDP)?;
-    let on: libc::c_int = 1;
-    // SAFETY: a valid fd, a c_int option value of the size given.
-    let r = unsafe {
-        libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(&s),
-            libc::SOL_IP,
-            libc::IP_RECVORIGDSTADDR,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
+    match addr {
+        SocketAddr::V4(_) => set_on(&s, libc::SOL_IP, libc::IP_RECVORIGDSTADDR)?,
+        SocketAddr::V6(_) => set_on(&s, libc::SOL_IPV6, libc::IPV6_RECVORIGDSTADDR)?,
     }
     UdpSocket::from_std(s.into())
 }
@@ -97,19 +133,18 @@ fn recvmsg_orig(
     sock: SockRef<'_>,
     buf: &mut [u8],
 ) -> io::Result<(usize, SocketAddr, Option<SocketAddr>)> {
-    use std::os::fd::AsRawFd;
-    // Room for one IP_ORIGDSTADDR (a sockaddr_in) and slack for any other message.
+    // Room for one IP(V6)_ORIGDSTADDR (a sockaddr_in6 at most) and slack for any other.
     let mut control = [0u64; 16];
-    // SAFETY: zeroed sockaddr_in / msghdr are valid "empty" values.
-    let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    // SAFETY: zeroed sockaddr_storage / msghdr are valid "empty" values.
+    let mut from: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
     // SAFETY: as above.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&mut from as *mut libc::sockaddr_in).cast();
-    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    msg.msg_name = (&mut from as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
@@ -119,17 +154,38 @@ fn recvmsg_orig(
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    let sender = v4(&from);
+    let sender = match i32::from(from.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the kernel wrote a sockaddr_in (family AF_INET) into the storage,
+            // which is large and aligned enough for any socket address.
+            v4(unsafe { &*(&from as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() })
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, a sockaddr_in6.
+            v6(unsafe { &*(&from as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() })
+        }
+        f => {
+            return Err(io::Error::other(format!(
+                "datagram from an address of family {f}, neither IPv4 nor IPv6"
+            )))
+        }
+    };
     let mut orig = None;
     // SAFETY: the CMSG macros walk the control buffer the kernel filled, within
-    // msg_controllen; the data of an IP_ORIGDSTADDR message is a sockaddr_in, read unaligned.
+    // msg_controllen; the data of an IP_ORIGDSTADDR message is a sockaddr_in, of an
+    // IPV6_ORIGDSTADDR one a sockaddr_in6, read unaligned.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_IP && (*c).cmsg_type == libc::IP_ORIGDSTADDR {
+            let (level, ty) = ((*c).cmsg_level, (*c).cmsg_type);
+            if level == libc::SOL_IP && ty == libc::IP_ORIGDSTADDR {
                 let sa: libc::sockaddr_in =
                     std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::sockaddr_in>());
                 orig = Some(v4(&sa));
+            } else if level == libc::SOL_IPV6 && ty == libc::IPV6_ORIGDSTADDR {
+                let sa: libc::sockaddr_in6 =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::sockaddr_in6>());
+                orig = Some(v6(&sa));
             }
             c = libc::CMSG_NXTHDR(&msg, c);
         }
@@ -142,6 +198,27 @@ fn v4(sa: &libc::sockaddr_in) -> SocketAddr {
         Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr)),
         u16::from_be(sa.sin_port),
     ))
+}
+
+/// The address without flow label or scope: a destination's text must be the same whatever
+/// interface it was reached on (link-local destinations are never intercepted).
+fn v6(sa: &libc::sockaddr_in6) -> SocketAddr {
+    SocketAddr::V6(SocketAddrV6::new(
+        Ipv6Addr::from(sa.sin6_addr.s6_addr),
+        u16::from_be(sa.sin6_port),
+        0,
+        0,
+    ))
+}
+
+/// The longest text of a destination of `addr`'s family (`SocketAddr`'s `Display`, as the
+/// datagram fragment header carries it): `255.255.255.255:65535`, or a full IPv6 address in
+/// brackets with a port (no scope: `v6` drops it).
+pub fn longest_dest_text(addr: SocketAddr) -> usize {
+    match addr {
+        SocketAddr::V4(_) => "255.255.255.255:65535".len(),
+        SocketAddr::V6(_) => "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535".len(),
+    }
 }
 
 #[cfg(test)]
@@ -159,20 +236,50 @@ mod tests {
         assert!(is_direct(one, one));
     }
 
+    #[test]
+    fn the_unspecified_ipv6_address_stands_for_both_families() {
+        let both: SocketAddr = "[::]:7400".parse().unwrap();
+        assert_eq!(
+            listen_set(both),
+            vec![both, "0.0.0.0:7400".parse().unwrap()]
+        );
+        for one in ["0.0.0.0:7400", "[fd00::1]:7400", "10.0.0.1:7400"] {
+            let a: SocketAddr = one.parse().unwrap();
+            assert_eq!(listen_set(a), vec![a]);
+        }
+        // The longest texts are what `Display` gives for the longest addresses.
+        let v4: SocketAddr = "255.255.255.255:65535".parse().unwrap();
+        assert_eq!(v4.to_string().len(), longest_dest_text(v4));
+        let v6: SocketAddr = "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535"
+            .parse()
+            .unwrap();
+        assert_eq!(v6.to_string().len(), longest_dest_text(v6));
+    }
+
     /// Without interception rules the original destination of a datagram is the socket's
-    /// own address: the control message is parsed, sender and length are right.
+    /// own address: the control message is parsed, sender and length are right, for each
+    /// family.
     #[tokio::test]
     async fn a_direct_datagram_reports_the_socket_address_as_its_destination() {
-        let sock = match udp_socket("127.0.0.1:0".parse().unwrap()) {
+        direct_datagram("127.0.0.1:0").await;
+        direct_datagram("[::1]:0").await;
+    }
+
+    async fn direct_datagram(at: &str) {
+        let sock = match udp_socket(at.parse().unwrap()) {
             Ok(s) => s,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 eprintln!("IP_TRANSPARENT needs root: test skipped ({e})");
                 return;
             }
+            Err(e) if e.kind() == io::ErrorKind::AddrNotAvailable => {
+                eprintln!("{at}: no such address on this host (no IPv6?): skipped ({e})");
+                return;
+            }
             Err(e) => panic!("{e}"),
         };
         let me = sock.local_addr().unwrap();
-        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = std::net::UdpSocket::bind(SocketAddr::new(me.ip(), 0)).unwrap();
         tx.send_to(b"hello", me).unwrap();
         let mut buf = [0u8; 64];
         let (n, from, orig) = tokio::time::timeout(

@@ -31,6 +31,8 @@ pub struct RuleSpec {
     pub exclude: Vec<DestRule>,
     /// Network namespace to install into (`ip netns exec`); none: the current one.
     pub netns: Option<String>,
+    /// Intercept IPv6 too (the default; off where the host has no IPv6: `--ipv4-only`).
+    pub ipv6: bool,
 }
 
 impl RuleSpec {
@@ -79,9 +81,17 @@ impl RuleSpec {
             ));
         }
         for x in &self.exclude {
-            if x.ports != (0, u16::MAX) || x.any_family || !x.addr.is_ipv4() {
+            if x.ports != (0, u16::MAX) || x.any_family {
                 return Err(format!(
-                    "--exclude '{}/{}': give an IPv4 prefix without ports, e.g. 10.0.0.0/8",
+                    "--exclude '{}/{}': give an address prefix without ports, e.g. 10.0.0.0/8 \
+                     or [fd00::]/8",
+                    x.addr, x.len
+                ));
+            }
+            if x.addr.is_ipv6() && !self.ipv6 {
+                return Err(format!(
+                    "--exclude '[{}]/{}': an IPv6 prefix with --ipv4-only (IPv6 is not \
+                     intercepted at all then); drop one of the two",
                     x.addr, x.len
                 ));
             }
@@ -107,27 +117,43 @@ impl RuleSpec {
         // intercepted, nor loopback, multicast and broadcast.
         r.push("fib daddr type local return".into());
         r.push("ip daddr { 127.0.0.0/8, 224.0.0.0/4, 255.255.255.255 } return".into());
-        if !self.exclude.is_empty() {
+        if self.ipv6 {
+            // Loopback, link-local (no meaning beyond this link) and multicast.
+            r.push("ip6 daddr { ::1, fe80::/10, ff00::/8 } return".into());
+        }
+        for (family, v6) in [("ip", false), ("ip6", true)] {
             let x: Vec<String> = self
                 .exclude
                 .iter()
+                .filter(|x| x.addr.is_ipv6() == v6)
                 .map(|x| format!("{}/{}", x.addr, x.len))
                 .collect();
-            r.push(format!("ip daddr {{ {} }} return", x.join(", ")));
+            if !x.is_empty() {
+                r.push(format!("{family} daddr {{ {} }} return", x.join(", ")));
+            }
         }
+        let families: &[(&str, &str)] = if self.ipv6 {
+            &[("ipv4", "ip"), ("ipv6", "ip6")]
+        } else {
+            &[("ipv4", "ip")]
+        };
         if let Some(p) = self.tcp_port {
             // Packets of connections already accepted go straight to their socket.
             r.push(format!(
                 "meta l4proto tcp socket transparent 1 meta mark set {mark} accept"
             ));
-            r.push(format!(
-                "meta nfproto ipv4 meta l4proto tcp tproxy ip to :{p} meta mark set {mark} accept"
-            ));
+            for (nf, tp) in families {
+                r.push(format!(
+                    "meta nfproto {nf} meta l4proto tcp tproxy {tp} to :{p} meta mark set {mark} accept"
+                ));
+            }
         }
         if let Some(p) = self.udp_port {
-            r.push(format!(
-                "meta nfproto ipv4 meta l4proto udp tproxy ip to :{p} meta mark set {mark} accept"
-            ));
+            for (nf, tp) in families {
+                r.push(format!(
+                    "meta nfproto {nf} meta l4proto udp tproxy {tp} to :{p} meta mark set {mark} accept"
+                ));
+            }
         }
         let body: String = r.iter().map(|l| format!("        {l}\n")).collect();
         format!(
@@ -137,31 +163,41 @@ impl RuleSpec {
         )
     }
 
+    /// The families the routes and rules are for (`ip -4`, and `ip -6` unless IPv4 only),
+    /// with the address block of each.
+    fn families(&self) -> Vec<(&'static str, &'static str)> {
+        let mut f = vec![("-4", "0.0.0.0/0")];
+        if self.ipv6 {
+            f.push(("-6", "::/0"));
+        }
+        f
+    }
+
     /// The policy-routing commands (`ip` arguments): marked packets are delivered locally.
     pub fn ip_install(&self) -> Vec<Vec<String>> {
         let (m, t) = (format!("{:#x}", self.mark), self.route_table.to_string());
-        vec![
-            words(&["-4", "rule", "add", "fwmark", &m, "lookup", &t]),
-            words(&[
-                "-4",
-                "route",
-                "replace",
-                "local",
-                "0.0.0.0/0",
-                "dev",
-                "lo",
-                "table",
-                &t,
-            ]),
-        ]
+        let mut v = Vec::new();
+        for (fam, all) in self.families() {
+            v.push(words(&[fam, "rule", "add", "fwmark", &m, "lookup", &t]));
+            v.push(words(&[
+                fam, "route", "replace", "local", all, "dev", "lo", "table", &t,
+            ]));
+        }
+        v
     }
 
-    fn ip_remove(&self) -> Vec<Vec<String>> {
+    /// Per family: the command deleting one fwmark rule, and the one flushing the table.
+    fn ip_remove(&self) -> Vec<(Vec<String>, Vec<String>)> {
         let (m, t) = (format!("{:#x}", self.mark), self.route_table.to_string());
-        vec![
-            words(&["-4", "rule", "del", "fwmark", &m, "lookup", &t]),
-            words(&["-4", "route", "flush", "table", &t]),
-        ]
+        self.families()
+            .into_iter()
+            .map(|(fam, _)| {
+                (
+                    words(&[fam, "rule", "del", "fwmark", &m, "lookup", &t]),
+                    words(&[fam, "route", "flush", "table", &t]),
+                )
+            })
+            .collect()
     }
 
     /// Everything `install` runs, as a shell script (what `aerotp gw rules print` shows).
@@ -172,8 +208,8 @@ impl RuleSpec {
             .map(|n| format!("ip netns exec {n} "))
             .unwrap_or_default();
         let mut s = String::from("# aerotp gw rules: TPROXY interception (docs/gateway.md)\n");
-        for a in self.ip_remove().iter().take(1) {
-            s += &format!("{ns}ip {} 2>/dev/null || true\n", a.join(" "));
+        for (rule, _) in self.ip_remove() {
+            s += &format!("{ns}ip {} 2>/dev/null || true\n", rule.join(" "));
         }
         for a in self.ip_install() {
             s += &format!("{ns}ip {}\n", a.join(" "));
@@ -188,9 +224,17 @@ impl RuleSpec {
         self.check()?;
         // A stale rule from an earlier install would be a duplicate: removed first (absent
         // is fine).
-        let _ = self.run("ip", &self.ip_remove()[0], None);
+        for (rule, _) in self.ip_remove() {
+            let _ = self.run("ip", &rule, None);
+        }
         for a in self.ip_install() {
-            self.run("ip", &a, None)?;
+            self.run("ip", &a, None).map_err(|e| {
+                if e.contains("not up") {
+                    format!("{e} (the local routes need the loopback up: ip link set lo up)")
+                } else {
+                    e
+                }
+            })?;
         }
         let nft = self.nft_script();
         if let Err(e) = self.run("nft", &words(&["-f", "-"]), Some(&nft)) {
@@ -217,15 +261,17 @@ impl RuleSpec {
                 failed.push(e);
             }
         }
-        // `ip rule del` removes one rule per call: repeat (bounded) until none is left.
-        for _ in 0..16 {
-            if self.run("ip", &self.ip_remove()[0], None).is_err() {
-                break;
+        for (rule, flush) in self.ip_remove() {
+            // `ip rule del` removes one rule per call: repeat (bounded) until none is left.
+            for _ in 0..16 {
+                if self.run("ip", &rule, None).is_err() {
+                    break;
+                }
             }
-        }
-        if let Err(e) = self.run("ip", &self.ip_remove()[1], None) {
-            if !absent(&e) {
-                failed.push(e);
+            if let Err(e) = self.run("ip", &flush, None) {
+                if !absent(&e) {
+                    failed.push(e);
+                }
             }
         }
         if failed.is_empty() {
@@ -297,8 +343,12 @@ mod tests {
             udp_port: Some(7401),
             mark: 0x1,
             route_table: 100,
-            exclude: vec![DestRule::parse("--exclude", "10.9.0.0/16").unwrap()],
+            exclude: vec![
+                DestRule::parse("--exclude", "10.9.0.0/16").unwrap(),
+                DestRule::parse("--exclude", "[fd09::]/16").unwrap(),
+            ],
             netns: None,
+            ipv6: true,
         }
     }
 
@@ -315,6 +365,31 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("ip daddr { 10.9.0.0/16 } return"), "{s}");
+        assert!(s.contains("ip6 daddr { fd09::/16 } return"), "{s}");
+        assert!(
+            s.contains("ip6 daddr { ::1, fe80::/10, ff00::/8 } return"),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "meta nfproto ipv6 meta l4proto tcp tproxy ip6 to :7400 meta mark set 0x1 accept"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "meta nfproto ipv6 meta l4proto udp tproxy ip6 to :7401 meta mark set 0x1 accept"
+            ),
+            "{s}"
+        );
+        let v4 = RuleSpec {
+            ipv6: false,
+            exclude: vec![DestRule::parse("--exclude", "10.9.0.0/16").unwrap()],
+            ..spec()
+        };
+        let s4 = v4.nft_script();
+        assert!(!s4.contains("ip6") && !s4.contains("ipv6"), "{s4}");
+        assert!(!v4.print().contains("ip -6"));
         assert!(s.contains("fib daddr type local return"), "{s}");
         let only_tcp = RuleSpec {
             udp_port: None,
@@ -325,6 +400,11 @@ mod tests {
         assert!(p.contains("ip -4 rule add fwmark 0x1 lookup 100"), "{p}");
         assert!(
             p.contains("route replace local 0.0.0.0/0 dev lo table 100"),
+            "{p}"
+        );
+        assert!(p.contains("ip -6 rule add fwmark 0x1 lookup 100"), "{p}");
+        assert!(
+            p.contains("ip -6 route replace local ::/0 dev lo table 100"),
             "{p}"
         );
         let ns = RuleSpec {
@@ -408,6 +488,13 @@ mod tests {
                     ..spec()
                 },
                 "--netns '../x'",
+            ),
+            (
+                RuleSpec {
+                    ipv6: false,
+                    ..spec()
+                },
+                "--exclude '[fd09::]/16': an IPv6 prefix with --ipv4-only",
             ),
         ];
         for (s, want) in cases {
