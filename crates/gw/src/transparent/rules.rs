@@ -228,8 +228,12 @@ impl RuleSpec {
             let _ = self.run("ip", &rule, None);
         }
         for a in self.ip_install() {
+            // A failure half-way leaves nothing of the install behind.
             self.run("ip", &a, None).map_err(|e| {
-                if e.contains("not up") {
+                let _ = self.remove();
+                if e.contains("IPv6 is disabled") {
+                    format!("{e} (IPv6 is off on this host: give --ipv4-only)")
+                } else if e.contains("not up") {
                     format!("{e} (the local routes need the loopback up: ip link set lo up)")
                 } else {
                     e
