@@ -31,7 +31,7 @@ use aerotp_gw::transparent::{DestRule, RuleSpec, TransparentSpec};
 use aerotp_lab::{Lab, LabConfig, LinkConfig, Side};
 
 mod ns_gateway;
-use ns_gateway::{start_gateway, wait_output as wait};
+use ns_gateway::{start_gateway, wait_output as wait, NsGateway};
 
 fn lab_available() -> bool {
     if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
@@ -321,6 +321,96 @@ fn ceiling_bps() -> (f64, u8) {
         .fold((0.0, 0), |best, c| if c.0 > best.0 { c } else { best })
 }
 
+/// A work directory with the server's `srv/blob` and the gateways' stores.
+fn workdir(blob: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["srv", "store-in", "store-eg"] {
+        std::fs::create_dir(dir.path().join(d)).unwrap();
+    }
+    std::fs::write(dir.path().join("srv/blob"), blob).unwrap();
+    dir
+}
+
+/// A veth pair from the air namespace (`gw_if`) to the app namespace (`app_if`).
+fn veth_to_app(air_ns: &str, app_ns: &str, gw_if: &str, app_if: &str) {
+    ip(&[
+        "-n", air_ns, "link", "add", gw_if, "type", "veth", "peer", "name", app_if,
+    ]);
+    ip(&["-n", air_ns, "link", "set", app_if, "netns", app_ns]);
+}
+
+/// The TUN lab both interception tests run on: 5 Mb/s, 10 ms, BER 1e-5 both ways.
+fn start_lab(seed: u64, name: &str) -> Lab {
+    let link = LinkConfig {
+        rate_bps: RATE_BPS,
+        delay: Duration::from_millis(10),
+        ber: BER,
+        ..LinkConfig::default()
+    };
+    Lab::start(LabConfig {
+        forward: link.clone(),
+        reverse: link,
+        seed,
+        name: Some(name.into()),
+    })
+    .expect("lab start")
+}
+
+/// The egress on the ground (any destination allowed) and the transparent ingress in the air,
+/// each with a custody store under `w`.
+fn start_gateways(lab: &Lab, w: &Path, transparent: TransparentSpec) -> (NsGateway, NsGateway) {
+    let egress = start_gateway(
+        lab,
+        Side::Ground,
+        aerotp_gw::Role::Egress,
+        FileConfig {
+            listen: Some("10.77.0.2:9000".into()),
+            allow_any: Some(true),
+            rate: Some("5mbit".into()),
+            store: Some(w.join("store-eg")),
+            ..Default::default()
+        },
+    );
+    let ingress = start_gateway(
+        lab,
+        Side::Air,
+        aerotp_gw::Role::Ingress,
+        FileConfig {
+            peer: Some("10.77.0.2:9000".into()),
+            rate: Some("5mbit".into()),
+            store: Some(w.join("store-in")),
+            transparent: Some(transparent),
+            ..Default::default()
+        },
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    (egress, ingress)
+}
+
+/// `prog` run in namespace `ns`.
+fn in_ns(ns: &str, prog: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, prog]);
+    c
+}
+
+/// The sequence numbers of the telemetry datagrams a receiver script wrote to `path` (one
+/// hex line each), each checked byte for byte.
+fn received_telemetry(path: &Path) -> Vec<u32> {
+    let lines = std::fs::read_to_string(path).unwrap_or_default();
+    let mut seqs = Vec::new();
+    for l in lines.lines() {
+        let d: Vec<u8> = (0..l.len() / 2)
+            .map(|i| u8::from_str_radix(&l[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        assert!(d.len() >= 4, "a short datagram arrived");
+        let i = u32::from_be_bytes(d[..4].try_into().unwrap());
+        assert_eq!(d, telemetry(i), "datagram {i} altered");
+        seqs.push(i);
+    }
+    seqs
+}
+
 #[test]
 fn unmodified_curl_and_udp_cross_transparently() {
     if !lab_available() {
@@ -328,11 +418,6 @@ fn unmodified_curl_and_udp_cross_transparently() {
     }
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs(150);
-    let dir = tempfile::tempdir().unwrap();
-    let w = dir.path();
-    for d in ["srv", "store-in", "store-eg"] {
-        std::fs::create_dir(w.join(d)).unwrap();
-    }
     let blob = {
         let mut s = 0x9E37_79B9_7F4A_7C15u64;
         (0..FILE_BYTES)
@@ -344,29 +429,15 @@ fn unmodified_curl_and_udp_cross_transparently() {
             })
             .collect::<Vec<u8>>()
     };
-    std::fs::write(w.join("srv/blob"), &blob).unwrap();
-    let link = LinkConfig {
-        rate_bps: RATE_BPS,
-        delay: Duration::from_millis(10),
-        ber: BER,
-        ..LinkConfig::default()
-    };
-    let lab = Lab::start(LabConfig {
-        forward: link.clone(),
-        reverse: link,
-        seed: 7,
-        name: Some("gwtp".into()),
-    })
-    .expect("lab start");
+    let dir = workdir(&blob);
+    let w = dir.path();
+    let lab = start_lab(7, "gwtp");
     let (air_ns, ground_ns) = (lab.air_ns().to_owned(), lab.ground_ns().to_owned());
     let s = |p: &str| w.join(p).to_string_lossy().into_owned();
 
     // The applications' namespace: a veth to the air namespace, default route through it.
     let app = NsGuard::new("app");
-    ip(&[
-        "-n", &air_ns, "link", "add", "tpgw0", "type", "veth", "peer", "name", "tpapp0",
-    ]);
-    ip(&["-n", &air_ns, "link", "set", "tpapp0", "netns", &app.0]);
+    veth_to_app(&air_ns, &app.0, "tpgw0", "tpapp0");
     ip(&["-n", &air_ns, "addr", "add", "10.78.0.1/24", "dev", "tpgw0"]);
     ip(&["-n", &air_ns, "link", "set", "tpgw0", "up"]);
     ip(&["-n", &app.0, "addr", "add", "10.78.0.2/24", "dev", "tpapp0"]);
@@ -426,42 +497,18 @@ fn unmodified_curl_and_udp_cross_transparently() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("python3");
-    let egress = start_gateway(
+    let (egress, ingress) = start_gateways(
         &lab,
-        Side::Ground,
-        aerotp_gw::Role::Egress,
-        FileConfig {
-            listen: Some("10.77.0.2:9000".into()),
-            allow_any: Some(true),
-            rate: Some("5mbit".into()),
-            store: Some(w.join("store-eg")),
+        w,
+        TransparentSpec {
+            tcp_listen: Some("0.0.0.0:7400".into()),
+            udp_listen: Some("0.0.0.0:7401".into()),
+            deny: vec!["10.77.0.2/32:8001".into(), "*:25".into()],
             ..Default::default()
         },
     );
-    let ingress = start_gateway(
-        &lab,
-        Side::Air,
-        aerotp_gw::Role::Ingress,
-        FileConfig {
-            peer: Some("10.77.0.2:9000".into()),
-            rate: Some("5mbit".into()),
-            store: Some(w.join("store-in")),
-            transparent: Some(TransparentSpec {
-                tcp_listen: Some("0.0.0.0:7400".into()),
-                udp_listen: Some("0.0.0.0:7401".into()),
-                deny: vec!["10.77.0.2/32:8001".into(), "*:25".into()],
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
-    );
-    std::thread::sleep(Duration::from_millis(1500));
 
-    let app_cmd = |prog: &str| {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &app.0, prog]);
-        c
-    };
+    let app_cmd = |prog: &str| in_ns(&app.0, prog);
     // A denied destination: reset at the ingress, never offered to the egress.
     let denied = app_cmd("curl")
         .args([
@@ -530,17 +577,7 @@ fn unmodified_curl_and_udp_cross_transparently() {
         .expect("curl's time");
     let goodput = (FILE_BYTES * 8) as f64 / secs;
     let (ceiling, best_parity) = ceiling_bps();
-    let lines = std::fs::read_to_string(w.join("udp.out")).unwrap();
-    let mut seqs = Vec::new();
-    for l in lines.lines() {
-        let d: Vec<u8> = (0..l.len() / 2)
-            .map(|i| u8::from_str_radix(&l[2 * i..2 * i + 2], 16).unwrap())
-            .collect();
-        assert!(d.len() >= 4, "a short datagram arrived");
-        let i = u32::from_be_bytes(d[..4].try_into().unwrap());
-        assert_eq!(d, telemetry(i), "datagram {i} altered");
-        seqs.push(i);
-    }
+    let seqs = received_telemetry(&w.join("udp.out"));
     let denied_udp = ingress
         .gw
         .reg
@@ -648,38 +685,19 @@ fn ipv6_curl_and_udp_cross_transparently() {
     }
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs(90);
-    let dir = tempfile::tempdir().unwrap();
-    let w = dir.path();
-    for d in ["srv", "store-in", "store-eg"] {
-        std::fs::create_dir(w.join(d)).unwrap();
-    }
     let blob: Vec<u8> = (0..1_000_000u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
-    std::fs::write(w.join("srv/blob"), &blob).unwrap();
-    let link = LinkConfig {
-        rate_bps: RATE_BPS,
-        delay: Duration::from_millis(10),
-        ber: BER,
-        ..LinkConfig::default()
-    };
-    let lab = Lab::start(LabConfig {
-        forward: link.clone(),
-        reverse: link,
-        seed: 11,
-        name: Some("gwtp6".into()),
-    })
-    .expect("lab start");
+    let dir = workdir(&blob);
+    let w = dir.path();
+    let lab = start_lab(11, "gwtp6");
     let (air_ns, ground_ns) = (lab.air_ns().to_owned(), lab.ground_ns().to_owned());
     let s = |p: &str| w.join(p).to_string_lossy().into_owned();
 
     // The applications' namespace, IPv6 only (`nodad`: usable at once); the destination is
     // an address of the ground namespace.
     let app = NsGuard::new("app6");
-    ip(&[
-        "-n", &air_ns, "link", "add", "tpgw6", "type", "veth", "peer", "name", "tpapp6",
-    ]);
-    ip(&["-n", &air_ns, "link", "set", "tpapp6", "netns", &app.0]);
+    veth_to_app(&air_ns, &app.0, "tpgw6", "tpapp6");
     // The lab turns IPv6 off in its namespaces (nothing but the test's traffic on its link):
     // on again for the interfaces this test uses, not for the link's TUN devices.
     for (ns, dev) in [(&air_ns, "lo"), (&air_ns, "tpgw6"), (&ground_ns, "lo")] {
@@ -761,41 +779,17 @@ fn ipv6_curl_and_udp_cross_transparently() {
         .spawn()
         .expect("python3");
     let _ground_udp = Bg(ground_udp);
-    let egress = start_gateway(
+    let (egress, ingress) = start_gateways(
         &lab,
-        Side::Ground,
-        aerotp_gw::Role::Egress,
-        FileConfig {
-            listen: Some("10.77.0.2:9000".into()),
-            allow_any: Some(true),
-            rate: Some("5mbit".into()),
-            store: Some(w.join("store-eg")),
+        w,
+        TransparentSpec {
+            tcp_listen: Some("[::]:7400".into()),
+            udp_listen: Some("[::]:7401".into()),
+            deny: vec!["[fd77::2]/128:8001".into()],
             ..Default::default()
         },
     );
-    let ingress = start_gateway(
-        &lab,
-        Side::Air,
-        aerotp_gw::Role::Ingress,
-        FileConfig {
-            peer: Some("10.77.0.2:9000".into()),
-            rate: Some("5mbit".into()),
-            store: Some(w.join("store-in")),
-            transparent: Some(TransparentSpec {
-                tcp_listen: Some("[::]:7400".into()),
-                udp_listen: Some("[::]:7401".into()),
-                deny: vec!["[fd77::2]/128:8001".into()],
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
-    );
-    std::thread::sleep(Duration::from_millis(1500));
-    let app_cmd = |prog: &str| {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &app.0, prog]);
-        c
-    };
+    let app_cmd = |prog: &str| in_ns(&app.0, prog);
 
     let denied = app_cmd("curl")
         .args(["-sS", "--max-time", "10", "-o", "/dev/null"])
@@ -841,17 +835,7 @@ fn ipv6_curl_and_udp_cross_transparently() {
         .trim()
         .parse()
         .expect("echo count");
-    let lines = std::fs::read_to_string(w.join("udp.out")).unwrap_or_default();
-    let mut seqs = Vec::new();
-    for l in lines.lines() {
-        let d: Vec<u8> = (0..l.len() / 2)
-            .map(|i| u8::from_str_radix(&l[2 * i..2 * i + 2], 16).unwrap())
-            .collect();
-        assert!(d.len() >= 4, "a short datagram arrived");
-        let i = u32::from_be_bytes(d[..4].try_into().unwrap());
-        assert_eq!(d, telemetry(i), "datagram {i} altered");
-        seqs.push(i);
-    }
+    let seqs = received_telemetry(&w.join("udp.out"));
     eprintln!(
         "IPv6 transparent: 1 MB intact; UDP {} of 50 delivered, {echoes} of 20 echoes; {} \
          flows at the egress; {:.1} s",

@@ -74,7 +74,7 @@ pub fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
 
 /// Sets an integer socket option (`setsockopt` with a `c_int`).
 #[cfg(target_os = "linux")]
-pub(crate) fn set_int_option(
+pub fn set_int_option(
     fd: std::os::fd::RawFd,
     level: libc::c_int,
     name: libc::c_int,

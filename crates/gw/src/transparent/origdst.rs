@@ -29,24 +29,9 @@ pub fn listen_set(addr: SocketAddr) -> Vec<SocketAddr> {
     }
 }
 
-/// Sets an `int` socket option to 1.
+/// Sets an `int` socket option to 1 (the runtime's one `setsockopt` helper).
 fn set_on(s: &Socket, level: libc::c_int, name: libc::c_int) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: a valid fd, a c_int option value of the size given.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            level,
-            name,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    aerotp_net::socket::set_int_option(s.as_raw_fd(), level, name, 1)
 }
 
 fn transparent_socket(addr: SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket> {
