@@ -22,6 +22,8 @@ const MAX_SNACK_REPEAT: Duration = Duration::from_secs(2);
 const MAX_MACK_RANGES: usize = 16;
 /// Receiver reports while data flows, at most this often.
 const REPORT_INTERVAL: Duration = Duration::from_millis(200);
+/// A gap of more TPDUs than this is reported at once (see `Receiver::on_data`).
+const LONG_GAP: u64 = 16;
 /// The first receiver report of a connection, this long after data starts.
 const FIRST_REPORT: Duration = Duration::from_millis(50);
 /// Longest a MACK waits for its aggregate to fill once the budget allows it. Beyond this the
@@ -322,6 +324,14 @@ impl Receiver {
         };
         if new_gap && self.ec.feedback == Feedback::Selective {
             self.ack_now = true;
+        }
+        // A long gap (an outage, a long burst) is reported at once, not at the next report
+        // interval: a sender repairing across TPDUs owes catch-up repairs for it
+        // (`ErasureTx::on_report`), and every millisecond the report waits, the data sent
+        // after the gap pushes the oldest lost TPDUs out of the sources its encoder holds. A
+        // 1 s outage at 3 Mb/s lost its 39 oldest TPDUs that way in 2 of 6 `aerotp demo` runs.
+        if self.reports_wanted && prev_highest.is_some_and(|h| seq > h + LONG_GAP) {
+            self.report_due = Some(now);
         }
         if self.reports_holes() {
             if new_gap && self.gap_open_since.is_none() {
