@@ -162,6 +162,52 @@ fn data_rides_on_the_first_tpdu_zero_rtt() {
     );
 }
 
+/// `poll_transmit` appends to what the buffer already holds (a runtime's send train): the
+/// bytes before are left alone, the datagram is the last `len` bytes, and it is the same
+/// datagram the peer accepts, sealed or plain; with nothing to send the buffer is unchanged.
+#[test]
+fn a_datagram_is_appended_after_what_the_buffer_holds() {
+    for auth in [false, true] {
+        // Sealed (authenticated, clear) or an endpoint without a key.
+        let n = if auth {
+            net(Impair::default(), false)
+        } else {
+            Net::new(5, Impair::default())
+        };
+        let mut run = Run::new(n, cfg(Mode::Reliable, FecSetting::Off), 100);
+        run.apps();
+        let mut train = b"earlier datagrams".to_vec();
+        let t = run.net.a.poll_transmit(Duration::ZERO, &mut train).unwrap();
+        assert_eq!(&train[..17], b"earlier datagrams", "auth {auth}");
+        assert_eq!(train.len(), 17 + t.len, "auth {auth}");
+        let datagram = train[17..].to_vec();
+        assert_eq!(datagram[0] & AUTH_BIT != 0, auth);
+        run.net
+            .b
+            .handle_datagram(Duration::ZERO, addr_a(), &datagram);
+        run.apps();
+        assert_eq!(
+            run.received, run.data,
+            "auth {auth}: the appended datagram delivered"
+        );
+        // Drain what A has now; then nothing more: the buffer stays as it was.
+        let mut guard = 0;
+        loop {
+            let before = train.len();
+            match run.net.a.poll_transmit(Duration::ZERO, &mut train) {
+                Some(t) => assert_eq!(train.len(), before + t.len),
+                None => {
+                    assert_eq!(train.len(), before, "auth {auth}: None wrote nothing");
+                    break;
+                }
+            }
+            guard += 1;
+            assert!(guard < 64, "auth {auth}: sends without end");
+        }
+        assert_eq!(&train[..17], b"earlier datagrams");
+    }
+}
+
 /// A plain TPDU with valid HEC and CRC-32C, as an attacker who saw one TPDU builds it.
 fn forge_plain(h: Header, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
