@@ -61,13 +61,11 @@ fn parse_body(buf: &[u8], header: Header, skip_crc: bool) -> Result<Tpdu<'_>, Wi
 }
 
 /// Appends header (with `len` set from `body`), body and CRC-32C to `out`.
-pub fn emit_tpdu(mut header: Header, body: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
-    header.len = u16::try_from(body.len()).map_err(|_| WireError::BodyTooLong(body.len()))?;
-    out.reserve(OVERHEAD + body.len());
-    out.extend_from_slice(&header.to_bytes());
-    out.extend_from_slice(body);
-    out.extend_from_slice(&crc32c(body).to_be_bytes());
-    Ok(())
+pub fn emit_tpdu(header: Header, body: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
+    emit_tpdu_with(header, body.len(), out, |out| {
+        out.extend_from_slice(body);
+        Ok(())
+    })
 }
 
 /// As [`emit_tpdu`], for a body that `write` appends to `out` itself, `len` bytes exactly: a

@@ -15,6 +15,34 @@ use super::policy::DestRule;
 /// The nftables table the rules live in (one table: removing it removes every rule).
 pub const TABLE: &str = "aerotp_gw";
 
+/// One address family as each tool names it.
+#[derive(Debug)]
+struct Family {
+    /// nftables' `meta nfproto` value.
+    nfproto: &'static str,
+    /// nftables' address expression and `tproxy` family.
+    nft: &'static str,
+    /// iproute2's family flag.
+    ip: &'static str,
+    /// The whole address block (the local route's destination).
+    all: &'static str,
+}
+
+const FAMILIES: [Family; 2] = [
+    Family {
+        nfproto: "ipv4",
+        nft: "ip",
+        ip: "-4",
+        all: "0.0.0.0/0",
+    },
+    Family {
+        nfproto: "ipv6",
+        nft: "ip6",
+        ip: "-6",
+        all: "::/0",
+    },
+];
+
 /// What the rules intercept and where they send it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleSpec {
@@ -121,37 +149,29 @@ impl RuleSpec {
             // Loopback, link-local (no meaning beyond this link) and multicast.
             r.push("ip6 daddr { ::1, fe80::/10, ff00::/8 } return".into());
         }
-        for (family, v6) in [("ip", false), ("ip6", true)] {
+        for f in self.families() {
             let x: Vec<String> = self
                 .exclude
                 .iter()
-                .filter(|x| x.addr.is_ipv6() == v6)
+                .filter(|x| x.addr.is_ipv6() == (f.nft == "ip6"))
                 .map(|x| format!("{}/{}", x.addr, x.len))
                 .collect();
             if !x.is_empty() {
-                r.push(format!("{family} daddr {{ {} }} return", x.join(", ")));
+                r.push(format!("{} daddr {{ {} }} return", f.nft, x.join(", ")));
             }
         }
-        let families: &[(&str, &str)] = if self.ipv6 {
-            &[("ipv4", "ip"), ("ipv6", "ip6")]
-        } else {
-            &[("ipv4", "ip")]
-        };
-        if let Some(p) = self.tcp_port {
+        if self.tcp_port.is_some() {
             // Packets of connections already accepted go straight to their socket.
             r.push(format!(
                 "meta l4proto tcp socket transparent 1 meta mark set {mark} accept"
             ));
-            for (nf, tp) in families {
-                r.push(format!(
-                    "meta nfproto {nf} meta l4proto tcp tproxy {tp} to :{p} meta mark set {mark} accept"
-                ));
-            }
         }
-        if let Some(p) = self.udp_port {
-            for (nf, tp) in families {
+        for (proto, port) in [("tcp", self.tcp_port), ("udp", self.udp_port)] {
+            let Some(p) = port else { continue };
+            for f in self.families() {
                 r.push(format!(
-                    "meta nfproto {nf} meta l4proto udp tproxy {tp} to :{p} meta mark set {mark} accept"
+                    "meta nfproto {} meta l4proto {proto} tproxy {} to :{p} meta mark set {mark} accept",
+                    f.nfproto, f.nft
                 ));
             }
         }
@@ -163,24 +183,23 @@ impl RuleSpec {
         )
     }
 
-    /// The families the routes and rules are for (`ip -4`, and `ip -6` unless IPv4 only),
-    /// with the address block of each.
-    fn families(&self) -> Vec<(&'static str, &'static str)> {
-        let mut f = vec![("-4", "0.0.0.0/0")];
+    /// The families intercepted: IPv4, and IPv6 unless IPv4 only.
+    fn families(&self) -> &'static [Family] {
         if self.ipv6 {
-            f.push(("-6", "::/0"));
+            &FAMILIES
+        } else {
+            &FAMILIES[..1]
         }
-        f
     }
 
     /// The policy-routing commands (`ip` arguments): marked packets are delivered locally.
     pub fn ip_install(&self) -> Vec<Vec<String>> {
         let (m, t) = (format!("{:#x}", self.mark), self.route_table.to_string());
         let mut v = Vec::new();
-        for (fam, all) in self.families() {
-            v.push(words(&[fam, "rule", "add", "fwmark", &m, "lookup", &t]));
+        for f in self.families() {
+            v.push(words(&[f.ip, "rule", "add", "fwmark", &m, "lookup", &t]));
             v.push(words(&[
-                fam, "route", "replace", "local", all, "dev", "lo", "table", &t,
+                f.ip, "route", "replace", "local", f.all, "dev", "lo", "table", &t,
             ]));
         }
         v
@@ -190,11 +209,11 @@ impl RuleSpec {
     fn ip_remove(&self) -> Vec<(Vec<String>, Vec<String>)> {
         let (m, t) = (format!("{:#x}", self.mark), self.route_table.to_string());
         self.families()
-            .into_iter()
-            .map(|(fam, _)| {
+            .iter()
+            .map(|f| {
                 (
-                    words(&[fam, "rule", "del", "fwmark", &m, "lookup", &t]),
-                    words(&[fam, "route", "flush", "table", &t]),
+                    words(&[f.ip, "rule", "del", "fwmark", &m, "lookup", &t]),
+                    words(&[f.ip, "route", "flush", "table", &t]),
                 )
             })
             .collect()
