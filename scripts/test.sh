@@ -8,6 +8,19 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+step "free disk space"
+# A clean build plus the ns-3 wheel needs about 6 GB; say so up front instead of failing
+# half-way with ENOSPC.
+need_kib=$((6 * 1024 * 1024))
+have_kib=$(df -Pk . | awk 'NR == 2 { print $4 }')
+have_tmp_kib=$(df -Pk "${TMPDIR:-/tmp}" | awk 'NR == 2 { print $4 }')
+echo "free: $((have_kib / 1024)) MiB here, $((have_tmp_kib / 1024)) MiB in ${TMPDIR:-/tmp}"
+if [ "$have_kib" -lt "$need_kib" ] || [ "$have_tmp_kib" -lt $((1024 * 1024)) ]; then
+    echo "not enough free disk: the tests need about 6 GiB here and 1 GiB in ${TMPDIR:-/tmp};" \
+        "free some (an old target/ directory is the usual culprit) and re-run" >&2
+    exit 1
+fi
+
 step "system packages for the lab tests"
 if [ "${AEROTP_SKIP_LAB:-0}" != "1" ]; then
     bash scripts/lab-deps.sh

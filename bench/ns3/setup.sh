@@ -26,8 +26,8 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 
 if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-  "$venv/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip
-  "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$here/requirements.txt"
+  "$venv/bin/python" -m pip install --disable-pip-version-check --no-cache-dir -q --upgrade pip
+  "$venv/bin/python" -m pip install --disable-pip-version-check --no-cache-dir -q -r "$here/requirements.txt"
   echo "$want" > "$stamp"
 fi
 
