@@ -10,6 +10,8 @@ pub struct ErasureArgs {
     /// trip): off, auto (strength from the loss the receiver reports), or a fixed ratio of
     /// wire TPDUs to data TPDUs such as 1.25. Default: auto in every mode but datagram; the
     /// retransmitting modes repair only on paths with a round trip of 200 ms or more.
+    /// Datagram mode repairs only at a fixed ratio (it has no receiver reports) and is off
+    /// unless one is given.
     #[arg(long, value_name = "off|auto|RATIO", value_parser = erasure_arg)]
     pub erasure: Option<ErasureMode>,
     /// Longest a lost TPDU may wait for the repairs that rebuild it (sets the repair

@@ -239,6 +239,18 @@ impl RlcDecoder {
         })
     }
 
+    /// Whether source `seq` is known: received or rebuilt, and still inside the window. A
+    /// receiver that delivers sources itself uses it to drop a late copy of one it rebuilt.
+    pub fn knows(&self, seq: u32) -> bool {
+        self.sources.has(seq)
+    }
+
+    /// Whether source `seq` is older than the window: forgotten, or (when it is far behind
+    /// the newest) a sender that started its numbering again.
+    pub fn behind(&self, seq: u32) -> bool {
+        self.sources.place(seq) == Place::Stale
+    }
+
     /// Equations held (each has a distinct lost symbol as pivot, so at most `window`).
     pub fn rows(&self) -> usize {
         self.rows.len()

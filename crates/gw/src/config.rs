@@ -236,6 +236,17 @@ pub struct Settings {
 /// TCP flow one connection (docs/gateway.md, "Many flows": memory per idle flow).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
+/// The repair a datagram-mode route sends with `choice`: a fixed ratio, or none. `auto` needs
+/// the receiver's reports, which datagram mode does not send: a gateway-wide `auto` applies to
+/// connections only (a flow's own `erasure = "auto"` on a datagram flow is refused when the
+/// configuration is read).
+pub(crate) fn datagram_erasure(choice: &ErasureChoice) -> Result<Option<aerotp_proto::ErasureSetting>> {
+    let s = choice
+        .resolve(aerotp_proto::ErrorControl::for_mode(Mode::Datagram).erasure)
+        .map_err(|e| anyhow::anyhow!("erasure settings of a datagram route: {e}"))?;
+    Ok(s.filter(|s| matches!(s.mode, aerotp_net::ErasureMode::Ratio(_))))
+}
+
 /// `erasure` and `max_delay` (a flow's or the gateway's: `prefix` says which in errors) over
 /// `base`: what is unset stays as in `base`.
 fn erasure_choice(
@@ -389,6 +400,13 @@ impl FileConfig {
             Some(s) => aerotp_net::FecSetting::parse(s).context("the flow's fec")?,
             None => fec,
         };
+        if mode == Mode::Datagram && f.erasure.as_deref() == Some("auto") {
+            bail!(
+                "erasure 'auto' on a datagram flow: datagram mode sends no receiver reports to \
+                 adapt to; give a fixed ratio such as erasure = \"1.25\", or use mode \
+                 quasi-reliable"
+            );
+        }
         let erasure = erasure_choice(&f.erasure, &f.max_delay, erasure, "the flow's ")?;
         // Every part checked against the mode now, not at the first connection.
         erasure

@@ -203,6 +203,8 @@ pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow:
             rate_bps: settings.rate,
             policy: settings.policy,
         }),
+        // Datagram routes' decoders take the largest datagram the gateways exchange.
+        datagram_repair_mtu: settings.mtu,
         ..Default::default()
     };
     let flag = "key_file (--key-file or the `key_file` key)";

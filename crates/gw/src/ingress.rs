@@ -153,7 +153,7 @@ impl Ingress {
             let route = template(FlowKind::Udp, a, Mode::Datagram);
             // Fragments leave room for the longest destination this socket's family can name.
             let dest_len = origdst::longest_dest_text(a);
-            let (parity, chunk) = crate::udp::parity_and_chunk(&self.ctx, route.fec, dest_len)
+            let framing = crate::udp::framing(&self.ctx, route.fec, &route.erasure, dest_len)
                 .with_context(|| format!("transparent UDP {a}"))?;
             tracing::info!(listen = %a, "transparent UDP interception (datagram mode)");
             let (ctx, policy) = (self.ctx.clone(), t.policy.clone());
@@ -184,7 +184,7 @@ impl Ingress {
                             continue;
                         }
                     };
-                    let r = (&route, from, orig, parity, chunk);
+                    let r = (&route, from, orig, framing);
                     d.carry_transparent(r, &buf[..n], &mut policer);
                 }
             });

@@ -56,22 +56,42 @@ pub(crate) async fn recv_datagram(sock: &UdpSocket, buf: &mut [u8]) -> (usize, S
     }
 }
 
-/// The FEC parity of datagram-mode messages sent with `fec`, and the payload bytes per
-/// fragment for a destination of `dest_len` bytes (an error names the sizes if a largest UDP
-/// datagram cannot be carried).
-pub(crate) fn parity_and_chunk(
+/// How a datagram-mode route's messages leave: the FEC parity of each AeroTP datagram, the
+/// payload bytes per fragment, and the route's repair across datagrams (a fixed ratio, or
+/// none).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Framing {
+    pub parity: u8,
+    pub chunk: usize,
+    pub erasure: Option<aerotp_proto::ErasureSetting>,
+}
+
+/// The framing of datagram-mode messages sent with `fec` and `erasure` towards a
+/// destination of `dest_len` bytes (an error names the sizes if a largest UDP datagram cannot
+/// be carried, or why the repair setting cannot be used).
+pub(crate) fn framing(
     ctx: &Ctx,
     fec: aerotp_net::FecSetting,
+    erasure: &aerotp_proto::ErasureChoice,
     dest_len: usize,
-) -> Result<(u8, usize)> {
+) -> Result<Framing> {
     let mtu = ctx.settings.mtu;
     // The engine's rule for a datagram: no feedback, so `auto` is the strength for the
     // engine's initial BER assumption and target loss.
     let cfg = aerotp_net::ConnectionConfig::with_mode(aerotp_net::Mode::Datagram);
     let parity = aerotp_net::datagram_parity(fec, mtu, &cfg);
-    let chunk = dgram::chunk_size(aerotp_proto::max_body(ctx.sealed_mtu(), parity), dest_len)
-        .map_err(|e| anyhow::anyhow!("mtu {mtu} with FEC parity {parity}: {e}"))?;
-    Ok((parity, chunk))
+    let erasure = crate::config::datagram_erasure(erasure)?;
+    // A route that repairs leaves room in each datagram for the repair that covers it.
+    let room = erasure.map_or(0, |_| aerotp_proto::REPAIR_OVERHEAD);
+    let body = aerotp_proto::max_body(ctx.sealed_mtu(), parity).saturating_sub(room);
+    let chunk = dgram::chunk_size(body, dest_len).map_err(|e| {
+        anyhow::anyhow!("mtu {mtu} with FEC parity {parity} and {room} bytes for repair: {e}")
+    })?;
+    Ok(Framing {
+        parity,
+        chunk,
+        erasure,
+    })
 }
 
 /// Sends the fragments of one message; `Err` names why the endpoint refused one (the rest of
@@ -81,11 +101,15 @@ fn send_message(
     to: SocketAddr,
     ports: (u16, u16),
     frags: &[Vec<u8>],
-    parity: u8,
+    framing: Framing,
 ) -> Result<(), String> {
+    let route = aerotp_proto::DatagramRoute {
+        erasure: framing.erasure,
+        ..aerotp_proto::DatagramRoute::plain(to, ports.0, ports.1, framing.parity, ctx.settings.mtu)
+    };
     for f in frags {
         ctx.ep
-            .send_datagram(to, ports.0, ports.1, f, parity, ctx.settings.mtu)
+            .send_datagram_on(&route, f)
             .map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -187,15 +211,16 @@ impl IngressDatagrams {
     /// Listens on `route`'s UDP address and carries what arrives.
     pub async fn add_route(self: &Arc<Self>, route: Route) -> Result<()> {
         let dest = route.dest.as_bytes()[..route.dest.len().min(255)].to_vec();
-        let (parity, chunk) = parity_and_chunk(&self.ctx, route.fec, dest.len())
+        let framing = framing(&self.ctx, route.fec, &route.erasure, dest.len())
             .with_context(|| format!("UDP route {}", route.local))?;
         let sock = Arc::new(
             crate::appsock::bind(route.local)
                 .await
                 .with_context(|| format!("cannot bind UDP {}", route.local))?,
         );
-        tracing::info!(listen = %route.local, mode = %route.mode, fec_parity = parity,
-            payload_per_fragment = chunk, "UDP flow");
+        tracing::info!(listen = %route.local, mode = %route.mode, fec_parity = framing.parity,
+            payload_per_fragment = framing.chunk, repair = ?framing.erasure.map(|e| e.mode),
+            "UDP flow");
         let idx = {
             let mut v = self.socks.lock().unwrap_or_else(|e| e.into_inner());
             v.push(sock.clone());
@@ -208,7 +233,7 @@ impl IngressDatagrams {
             loop {
                 let (n, from) = recv_datagram(&sock, &mut buf).await;
                 me.ctx.reg.udp_in.fetch_add(1, Ordering::Relaxed);
-                let r = (&route, idx, from, parity, chunk);
+                let r = (&route, idx, from, framing);
                 me.carry(r, &dest, &buf[..n], &mut policer);
             }
         });
@@ -219,25 +244,25 @@ impl IngressDatagrams {
     /// the egress with its original destination `orig`; replies leave from `orig`.
     pub(crate) fn carry_transparent(
         &self,
-        (route, from, orig, parity, chunk): (&Route, SocketAddr, SocketAddr, u8, usize),
+        (route, from, orig, framing): (&Route, SocketAddr, SocketAddr, Framing),
         payload: &[u8],
         policer: &mut Policer,
     ) {
         let dest = orig.to_string();
-        let r = (route, (TRANSPARENT, from, Some(orig)), parity, chunk);
+        let r = (route, (TRANSPARENT, from, Some(orig)), framing);
         self.carry_key(r, dest.as_bytes(), payload, policer);
     }
 
     /// One client datagram to the egress: policed, fragmented, sent.
     fn carry(
         &self,
-        (route, idx, from, parity, chunk): (&Route, usize, SocketAddr, u8, usize),
+        (route, idx, from, framing): (&Route, usize, SocketAddr, Framing),
         dest: &[u8],
         payload: &[u8],
         policer: &mut Policer,
     ) {
         self.carry_key(
-            (route, (idx, from, None), parity, chunk),
+            (route, (idx, from, None), framing),
             dest,
             payload,
             policer,
@@ -246,7 +271,7 @@ impl IngressDatagrams {
 
     fn carry_key(
         &self,
-        (route, key, parity, chunk): (&Route, ClientKey, u8, usize),
+        (route, key, framing): (&Route, ClientKey, Framing),
         dest: &[u8],
         payload: &[u8],
         policer: &mut Policer,
@@ -257,7 +282,7 @@ impl IngressDatagrams {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .next_message(key);
-        let frags = dgram::fragment(msg, dest, payload, chunk);
+        let frags = dgram::fragment(msg, dest, payload, framing.chunk);
         let ctx = &self.ctx;
         let wire: usize = frags.iter().map(|f| ctx.datagram_link_len(f.len())).sum();
         if !policer.admit(wire, ctx.datagram_rate(route.class), Instant::now()) {
@@ -265,7 +290,7 @@ impl IngressDatagrams {
             self.ctx.reg.udp_policed.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        if let Err(e) = send_message(&self.ctx, self.peer, (port, UDP_PORT), &frags, parity) {
+        if let Err(e) = send_message(&self.ctx, self.peer, (port, UDP_PORT), &frags, framing) {
             let detail = format!("client {from}, route {}: {e}", route.local);
             self.ctx.reg.drop_udp(DropReason::QueueFull, &detail);
         }
@@ -465,7 +490,7 @@ async fn open_peer(ctx: &Arc<Ctx>, key: &PeerKey, from: SocketAddr) -> Option<Pe
             .drop_udp(DropReason::SocketError, &format!("{dest}: {e}"));
         return None;
     }
-    let (parity, chunk) = match parity_and_chunk(ctx, ctx.settings.fec, 0) {
+    let framing = match framing(ctx, ctx.settings.fec, &ctx.settings.erasure, 0) {
         Ok(x) => x,
         Err(e) => {
             ctx.reg.drop_udp(DropReason::SocketError, &format!("{e:#}"));
@@ -479,8 +504,7 @@ async fn open_peer(ctx: &Arc<Ctx>, key: &PeerKey, from: SocketAddr) -> Option<Pe
         sock: Arc::downgrade(&sock),
         reply_to: reply_to.clone(),
         port: key.1,
-        parity,
-        chunk,
+        framing,
     };
     tokio::spawn(task.run());
     Some(Peer {
@@ -497,8 +521,7 @@ struct ReplyTask {
     reply_to: Arc<Mutex<SocketAddr>>,
     /// The client's AeroTP port at the ingress.
     port: u16,
-    parity: u8,
-    chunk: usize,
+    framing: Framing,
 }
 
 impl ReplyTask {
@@ -515,9 +538,9 @@ impl ReplyTask {
             };
             self.ctx.reg.udp_in.fetch_add(1, Ordering::Relaxed);
             let msg = next_msg.fetch_add(1, Ordering::Relaxed);
-            let frags = dgram::fragment(msg, &[], &buf[..n], self.chunk);
+            let frags = dgram::fragment(msg, &[], &buf[..n], self.framing.chunk);
             let to = *self.reply_to.lock().unwrap_or_else(|e| e.into_inner());
-            if let Err(e) = send_message(&self.ctx, to, (UDP_PORT, self.port), &frags, self.parity)
+            if let Err(e) = send_message(&self.ctx, to, (UDP_PORT, self.port), &frags, self.framing)
             {
                 let detail = format!("reply to {to}: {e}");
                 self.ctx.reg.drop_udp(DropReason::QueueFull, &detail);

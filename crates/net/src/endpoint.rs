@@ -192,6 +192,22 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Sends one datagram-mode message on `route`, with its FEC and, when the route repairs,
+    /// numbered as a source of its erasure code (`proto::Endpoint::send_datagram_with`): the
+    /// repairs it makes due, and the route's tail flush when it pauses, go out by themselves.
+    pub fn send_datagram_on(&self, route: &proto::DatagramRoute, data: &[u8]) -> Result<(), Error> {
+        let shared = self.shared();
+        let now = shared.now();
+        shared.lock().engine.send_datagram_with(now, route, data)?;
+        shared.wake.notify_one();
+        Ok(())
+    }
+
+    /// The largest message `send_datagram_on` takes on `route` (`None`: the MTU carries none).
+    pub fn max_datagram_payload(&self, route: &proto::DatagramRoute) -> Option<usize> {
+        self.shared().lock().engine.max_datagram_payload(route)
+    }
+
     /// The next datagram-mode message received; `None` if the driver has stopped.
     pub async fn recv_datagram(&self) -> Option<DatagramMsg> {
         let shared = self.shared();

@@ -276,6 +276,14 @@ pub struct EndpointConfig {
     /// datagram-mode traffic against the link. `None` (default): each connection keeps the
     /// rate its own configuration gives it.
     pub link_share: Option<crate::LinkShareConfig>,
+    /// Most datagram-mode routes with erasure repair kept on each side (sending and receiving
+    /// counted apart); beyond it the least recently used is forgotten. A receiving route holds
+    /// up to a decoder's worst case for `datagram_repair_mtu` (about 1.8 MB at 1500 bytes), so
+    /// the default 32 bounds them at about 58 MB. Default 32.
+    pub max_repair_routes: usize,
+    /// Largest datagram a receiving route's decoder is sized for; a longer source is
+    /// delivered but not protected. Set it to the senders' MTU. Default 1500.
+    pub datagram_repair_mtu: usize,
 }
 
 impl Default for EndpointConfig {
@@ -289,6 +297,8 @@ impl Default for EndpointConfig {
             setup_timeout: Duration::from_secs(30),
             max_half_open: 128,
             link_share: None,
+            max_repair_routes: 32,
+            datagram_repair_mtu: 1500,
         }
     }
 }

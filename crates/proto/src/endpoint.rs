@@ -67,6 +67,9 @@ pub struct Endpoint {
     /// With a link share: when the link is free of what this endpoint has sent
     /// (a few milliseconds of credit at most, `Endpoint::occupy_link`); no connection sends before.
     link_free: Duration,
+    /// Datagram-mode routes that repair (`crate::datagram_repair`), each side.
+    send_routes: crate::datagram_repair::SendRoutes,
+    recv_routes: crate::datagram_repair::RecvRoutes,
     pub stats: EndpointStats,
 }
 
@@ -89,14 +92,22 @@ impl Endpoint {
         let share = cfg.link_share.map(crate::link_share::LinkShare::new);
         // The tables' hash seeds too (`crate::table`): their own generator.
         let mut tables = Pcg64Mcg::seed_from_u64(seed ^ 0x7AB1_E5EE_D5EE_D5ED);
+        let (conns, by_key, hints) = (table(tables.gen()), table(tables.gen()), table(tables.gen()));
+        let send_routes =
+            crate::datagram_repair::SendRoutes::new(tables.gen(), cfg.max_repair_routes);
+        let recv_routes = crate::datagram_repair::RecvRoutes::new(
+            tables.gen(),
+            cfg.max_repair_routes,
+            cfg.datagram_repair_mtu,
+        );
         Endpoint {
             cfg,
             rng,
-            conns: table(tables.gen()),
-            by_key: table(tables.gen()),
+            conns,
+            by_key,
             listeners: crate::listeners::Listeners::default(),
             tombstones: Tombstones::default(),
-            hints: table(tables.gen()),
+            hints,
             events: VecDeque::new(),
             datagrams_in: VecDeque::new(),
             out_queue: VecDeque::new(),
@@ -111,6 +122,8 @@ impl Endpoint {
             decode_budget: DecodeBudget::new(),
             share,
             link_free: Duration::ZERO,
+            send_routes,
+            recv_routes,
             stats: EndpointStats::default(),
         }
     }
@@ -368,20 +381,7 @@ impl Endpoint {
         }
         let h = r.header;
         if !ErrorControl::for_mode(h.mode).connected {
-            if r.quality == Quality::Corrupted {
-                self.stats.datagrams_dropped += 1;
-            } else if self.datagrams_in.len() < self.cfg.max_datagrams {
-                self.stats.datagrams_delivered += 1;
-                self.datagrams_in.push_back(DatagramMsg {
-                    remote,
-                    src_port: h.src_port,
-                    dst_port: h.dst_port,
-                    data: r.body,
-                });
-                self.push_event(Event::Datagram);
-            } else {
-                self.stats.datagrams_dropped += 1;
-            }
+            self.receive_datagram(now, remote, r);
             return;
         }
         let key = (remote, h.dst_port, h.src_port);
@@ -731,12 +731,14 @@ impl Endpoint {
         conns
             .into_iter()
             .chain(self.admission.next_deadline())
+            .chain(self.send_routes.deadline())
             .chain(self.share.as_ref().and_then(|s| s.deadline()))
             .min()
     }
 
     pub fn handle_timeout(&mut self, now: Duration) {
         self.share_tick(now);
+        self.flush_datagram_repairs(now);
         for c in self.admission.expired(now) {
             // Never proven: closed, and its key freed at once without a tombstone (a real
             // peer's next TPDU opens a new connection, and so it learns that this one was

@@ -54,8 +54,16 @@ pub enum EndpointError {
     UnknownConnection,
     #[error("a connection to {0} port {1} from local port {2} already exists")]
     Exists(SocketAddr, u16, u16),
-    #[error("datagram of {len} bytes does not fit the MTU of {mtu} bytes with this FEC")]
-    DatagramTooLarge { len: usize, mtu: usize },
+    #[error(
+        "datagram of {len} bytes does not fit the MTU of {mtu} bytes: at most {max} with this \
+         FEC, authentication and repair (split it, or lower the parity)"
+    )]
+    DatagramTooLarge { len: usize, max: usize, mtu: usize },
+    #[error(
+        "datagram routes cannot repair with 'auto': no report reaches their sender to adapt \
+         to; give a fixed ratio such as 1.25, or use quasi-reliable"
+    )]
+    DatagramAutoRepair,
     #[error("datagram queue is full ({0} datagrams); poll_transmit more often")]
     DatagramQueueFull(usize),
     #[error("no more local ports free")]
@@ -119,6 +127,19 @@ pub struct EndpointStats {
     /// sent (header, CRC, parity, authentication).
     pub datagrams_sent: u64,
     pub datagram_bytes_sent: u64,
+    /// Repair TPDUs of datagram routes (docs/stats.md, "Datagram routes"): sent, and their
+    /// bodies' bytes; received intact, of those the ones that added an equation, and the
+    /// ones refused (a repair header that does not parse or contradicts what is known).
+    pub datagram_repairs_sent: u64,
+    pub datagram_repair_bytes_sent: u64,
+    pub datagram_repairs_received: u64,
+    pub datagram_repairs_used: u64,
+    pub datagram_repairs_refused: u64,
+    /// Datagrams that never arrived and were rebuilt from repairs (also counted in
+    /// `datagrams_delivered`).
+    pub datagrams_rebuilt: u64,
+    /// Numbered datagrams dropped as copies of one already delivered (arrived or rebuilt).
+    pub datagram_duplicates: u64,
 }
 
 impl EndpointStats {

@@ -12,6 +12,7 @@ mod config_error;
 mod confirmation;
 mod connection;
 mod control_due;
+mod datagram_repair;
 mod decode_budget;
 mod endpoint;
 mod endpoint_types;
@@ -41,7 +42,8 @@ pub use connection::{CloseOutcome, ConnectionStats, Role};
 pub use endpoint::{
     ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Peer, Transmit,
 };
-pub use erasure::{ErasureChoice, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats};
+pub use datagram_repair::DatagramRoute;
+pub use erasure::{ErasureChoice, REPAIR_OVERHEAD, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats};
 pub use error_control::{AutoFec, ErrorControl, Feedback, Hole, Keep};
 pub use fec_control::datagram_parity;
 pub use fec_parity::auto_parity;

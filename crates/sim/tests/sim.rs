@@ -140,3 +140,33 @@ fn fixed_fec_words_map_to_parity_and_timeline_is_monotone() {
         .all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
     assert_eq!(r.timeline.last().unwrap().1, r.delivered_bytes);
 }
+
+#[test]
+fn datagram_mode_repairs_at_a_fixed_ratio_and_refuses_auto() {
+    let plain = Scenario {
+        mode: SimMode::Aero(Mode::Datagram),
+        size: 1_000_000,
+        ..Scenario::default()
+    }
+    .with_links(|l| l.loss = 0.10);
+    let mut repaired = plain.clone();
+    repaired.erasure.mode = Some(aerotp_proto::ErasureMode::Ratio(1.5));
+    let (mut lost_plain, mut lost_repaired) = (0, 0);
+    for seed in 1..=4 {
+        let p = run_once(&plain, seed);
+        let r = run_once(&repaired, seed);
+        assert_eq!(p.repairs_sent, 0);
+        lost_plain += p.tpdus_lost;
+        lost_repaired += r.tpdus_lost;
+        assert_eq!(r.wire_lost, r.tpdus_rebuilt + r.tpdus_lost);
+        let ratio = r.datagrams_sent as f64 / r.data_tpdus as f64;
+        assert!((1.45..1.55).contains(&ratio), "seed {seed}: {ratio}x on the wire");
+    }
+    // About 10 % of ~690 per run without repair; 1.5x leaves almost none.
+    assert!(lost_plain > 200, "{lost_plain}");
+    assert!(lost_repaired <= 4, "{lost_repaired} lost with 1.5x repair");
+    let mut auto = plain;
+    auto.erasure.mode = Some(aerotp_proto::ErasureMode::Auto);
+    let e = auto.validate().unwrap_err().to_string();
+    assert!(e.contains("fixed ratio"), "{e}");
+}

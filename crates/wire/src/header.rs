@@ -33,6 +33,11 @@ impl Flags {
     /// An ECHO of a listener's cookie from an initiator: exactly `ASYN | RPT` (docs/spec.md
     /// §9). Its body is a [`crate::Echo`], never a report.
     pub const ECHO: Flags = Flags(0x01 | 0x80);
+    /// In datagram mode only: a numbered datagram of a route that sends erasure repair
+    /// (docs/spec.md §7, "Datagram routes"): its `seq` numbers it as a source symbol and its
+    /// `tag` names the route's incarnation. The bit is `ASYN`'s, which datagram mode (no
+    /// connection) has no other use for.
+    pub const SOURCE: Flags = Flags(0x01);
 
     pub const fn empty() -> Flags {
         Flags(0)

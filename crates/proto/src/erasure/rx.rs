@@ -55,9 +55,26 @@ impl ErasureRx {
         rx
     }
 
+    /// The most bytes a receiver made with these sizes can ever hold.
+    pub fn worst_case_bytes(mtu: usize, max_window: usize) -> usize {
+        let max_payload = 1 + crate::codec::max_body(mtu, 0).saturating_sub(REPAIR_OVERHEAD);
+        let codec = CodecConfig::sized(max_payload.max(1), max_window.clamp(1, 32768));
+        RlcDecoder::worst_case_bytes(&codec)
+    }
+
     /// Bytes of decoder state held now.
     pub fn memory_bytes(&self) -> usize {
         self.decoder.as_ref().map_or(0, |d| d.memory_bytes())
+    }
+
+    /// Whether source `seq` is known (arrived or rebuilt, still in the window).
+    pub fn knows(&self, seq: u32) -> bool {
+        self.decoder.as_ref().is_some_and(|d| d.knows(seq))
+    }
+
+    /// Whether source `seq` is older than the decoder's window.
+    pub fn behind(&self, seq: u32) -> bool {
+        self.decoder.as_ref().is_some_and(|d| d.behind(seq))
     }
 
     /// An intact data TPDU arrived; returns what it made decodable.

@@ -46,6 +46,15 @@ impl Scenario {
             self.erasure
                 .resolve(aerotp_proto::ErrorControl::for_mode(m).erasure)
                 .map_err(|e| SimError::Config(e.to_string()))?;
+            if m == Mode::Datagram && self.erasure.mode == Some(aerotp_proto::ErasureMode::Auto) {
+                return Err(SimError::Setting {
+                    key: "erasure".into(),
+                    value: "auto".into(),
+                    problem: "datagram mode sends no receiver reports to adapt to; give a \
+                              fixed ratio such as 1.25, or use quasi-reliable"
+                        .into(),
+                });
+            }
         }
         self.connection_config()
             .validate()
