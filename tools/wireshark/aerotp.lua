@@ -210,9 +210,14 @@ local function crc32c(tvb, off, n)
     return u32(bit.bnot(c))
 end
 
--- The type of a TPDU as one word, from its flags (spec §2 and §4).
-local function type_name(flags)
+-- Transfer mode 6, datagram: no connection. There the ASYN bit means SOURCE, a numbered
+-- datagram of a route that sends erasure repair (spec §7, "Datagram routes").
+local MODE_DATAGRAM = 6
+
+-- The type of a TPDU as one word, from its flags and mode (spec §2, §4 and §7).
+local function type_name(flags, mode)
     if flags == F_REPAIR then return "REPAIR" end
+    if mode == MODE_DATAGRAM and flags == F_ASYN then return "SOURCE" end
     if flags == F_CHALLENGE then return "CHALLENGE" end
     if flags == F_ECHO then return "ECHO" end
     if bit.band(flags, F_CONTROL) == 0 then
@@ -458,7 +463,7 @@ function aerotp.dissector(tvb, pinfo, tree)
     local version, mode = bit.rshift(vm, 4), bit.band(vm, 0x07)
     local authed = bit.band(vm, AUTH_BIT) ~= 0
 
-    local tname = type_name(flags)
+    local tname = type_name(flags, mode)
     local ti = root:add(pf.type, tname); ti:set_generated()
     local vi = root:add(pf.version, tvb(0, 1))
     if version ~= 1 then vi:add_proto_expert_info(ef.version) end
@@ -525,7 +530,8 @@ function aerotp.dissector(tvb, pinfo, tree)
         info = info .. string.format(" len=%u", b_len)
     elseif bit.band(flags, F_CONTROL) == 0 then
         local rec = 0
-        if bit.band(flags, F_ASYN) ~= 0 and seq == 0 and hec_ok and crc_ok then
+        if bit.band(flags, F_ASYN) ~= 0 and seq == 0 and hec_ok and crc_ok
+            and mode ~= MODE_DATAGRAM then
             rec = dissect_gw_open(tvb, root, b_off, b_len, dst_port)
         end
         if b_len > rec then root:add(pf.data, tvb(b_off + rec, b_len - rec)) end

@@ -50,7 +50,7 @@ fn payloads(file: &Path) -> Vec<Vec<u8>> {
     out
 }
 
-const KNOWN_TYPES: [&str; 15] = [
+const KNOWN_TYPES: [&str; 16] = [
     "DATA",
     "DATA+ASYN",
     "DATA+AFIN",
@@ -64,6 +64,7 @@ const KNOWN_TYPES: [&str; 15] = [
     "RPT",
     "RST",
     "REPAIR",
+    "SOURCE",
     "CHALLENGE",
     "ECHO",
 ];
@@ -86,6 +87,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
     let (mut retx, mut fec, mut corrupted) = (0usize, 0usize, 0usize);
     let mut mack_ranges = 0usize;
     let mut repairs = 0usize;
+    let mut sources = 0usize;
     let mut cookies = 0usize;
     let mut per_mode = BTreeMap::new();
     for mode in Mode::ALL {
@@ -99,6 +101,10 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
         s.set("ber", &toml::Value::Float(2e-5)).unwrap();
         if mode == Mode::Unreliable || mode == Mode::Datagram {
             s.set("fec", &toml::Value::String("p8".into())).unwrap();
+        }
+        // Datagram mode repairs at a fixed ratio: numbered SOURCE datagrams and REPAIRs.
+        if mode == Mode::Datagram {
+            s.set("erasure", &toml::Value::String("1.25".into())).unwrap();
         }
         // Without parity some TPDUs arrive corrupted, so NACKs and SNACKs show too (FEC auto,
         // these modes' default, would correct nearly all of them at this BER).
@@ -152,6 +158,10 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
                 }
                 // Repair TPDUs: the span the dissector shows is the repair header's
                 // (docs/spec.md §7: body bytes 6..8).
+                if mode == Mode::Datagram && tp.header.flags == aerotp_wire::Flags::SOURCE {
+                    assert_eq!(t, "SOURCE", "{mode} frame {frame}: {row:?}");
+                    sources += 1;
+                }
                 if tp.header.flags.is_repair() && tp.body_ok {
                     assert_eq!(t, "REPAIR", "{mode} frame {frame}: {row:?}");
                     let span = u16::from_be_bytes([tp.body[6], tp.body[7]]);
@@ -221,6 +231,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
     );
     assert!(retx > 0, "no retransmission marked");
     assert!(repairs > 0, "no repair TPDU in any capture");
+    assert!(sources > 0, "no numbered datagram (SOURCE) in the datagram-mode capture");
     assert!(mack_ranges > 0, "no MACK carried a received range");
     assert!(fec > 0, "no FEC parity decoded");
     assert!(corrupted > 0, "no corrupted arrival at this BER");
