@@ -104,7 +104,8 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
         }
         // Datagram mode repairs at a fixed ratio: numbered SOURCE datagrams and REPAIRs.
         if mode == Mode::Datagram {
-            s.set("erasure", &toml::Value::String("1.25".into())).unwrap();
+            s.set("erasure", &toml::Value::String("1.25".into()))
+                .unwrap();
         }
         // Without parity some TPDUs arrive corrupted, so NACKs and SNACKs show too (FEC auto,
         // these modes' default, would correct nearly all of them at this BER).
@@ -231,7 +232,10 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
     );
     assert!(retx > 0, "no retransmission marked");
     assert!(repairs > 0, "no repair TPDU in any capture");
-    assert!(sources > 0, "no numbered datagram (SOURCE) in the datagram-mode capture");
+    assert!(
+        sources > 0,
+        "no numbered datagram (SOURCE) in the datagram-mode capture"
+    );
     assert!(mack_ranges > 0, "no MACK carried a received range");
     assert!(fec > 0, "no FEC parity decoded");
     assert!(corrupted > 0, "no corrupted arrival at this BER");

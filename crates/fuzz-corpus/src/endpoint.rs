@@ -410,10 +410,24 @@ impl World {
         let parity = s.u8() % 32;
         let data = vec![0x5A; n];
         let before = self.a.poll_timeout();
-        match self
-            .a
-            .send_datagram(b_addr(), 1, 2, &data, parity, self.cfg.mtu)
-        {
+        // Half the routes repair, at a ratio the script picks (docs/spec.md §7, "Datagram
+        // routes"); the source port picks one of four routes.
+        let how = s.u8();
+        let erasure = (how & 1 == 1).then(|| aerotp_proto::ErasureSetting {
+            mode: aerotp_proto::ErasureMode::Ratio(1.0 + f64::from(how >> 1) / 64.0 + 0.01),
+            ..aerotp_proto::ErasureSetting::OFF
+        });
+        let route = aerotp_proto::DatagramRoute {
+            erasure,
+            ..aerotp_proto::DatagramRoute::plain(
+                b_addr(),
+                1 + u16::from(how >> 6),
+                2,
+                parity,
+                self.cfg.mtu,
+            )
+        };
+        match self.a.send_datagram_with(self.now, &route, &data) {
             Ok(()) => assert_eq!(self.a.poll_timeout(), Some(Duration::ZERO)),
             Err(_) => assert_eq!(self.a.poll_timeout(), before),
         }
@@ -423,6 +437,9 @@ impl World {
             assert!(taken <= MAX_DATAGRAMS, "datagram queue over its bound");
             assert!(m.data.len() <= self.cfg.mtu);
         }
+        let (routes, bytes) = self.b.repair_routes();
+        assert!(routes <= 32, "{routes} receiving repair routes held");
+        assert!(bytes <= 64 << 20, "{bytes} bytes of repair decoders held");
     }
 
     fn check_bounds(&mut self, heap_base: Option<isize>) {

@@ -240,7 +240,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// the receiver's reports, which datagram mode does not send: a gateway-wide `auto` applies to
 /// connections only (a flow's own `erasure = "auto"` on a datagram flow is refused when the
 /// configuration is read).
-pub(crate) fn datagram_erasure(choice: &ErasureChoice) -> Result<Option<aerotp_proto::ErasureSetting>> {
+pub(crate) fn datagram_erasure(
+    choice: &ErasureChoice,
+) -> Result<Option<aerotp_proto::ErasureSetting>> {
     let s = choice
         .resolve(aerotp_proto::ErrorControl::for_mode(Mode::Datagram).erasure)
         .map_err(|e| anyhow::anyhow!("erasure settings of a datagram route: {e}"))?;

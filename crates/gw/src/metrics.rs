@@ -22,6 +22,7 @@ pub fn render(ctx: &Ctx) -> String {
     let role = r.role.name();
     let flows = r.snapshot();
     let c = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let ep = ctx.ep.stats();
     let gateway = [
         ("flows_active", Kind::Gauge, "TCP flows in progress", flows.len() as u64),
         ("flows_opened_total", Kind::Counter, "TCP flows opened", c(&r.flows_total)),
@@ -34,6 +35,8 @@ pub fn render(ctx: &Ctx) -> String {
         ("udp_out_total", Kind::Counter, "UDP datagrams written to local UDP sockets (ingress: replies to clients; egress: to destinations)", c(&r.udp_out)),
         ("udp_policed_total", Kind::Counter, "datagram-mode datagrams dropped at the ingress over their class's share of the link", c(&r.udp_policed)),
         ("udp_lost_total", Kind::Counter, "UDP datagrams the air link lost on their way to this gateway (sequence gaps)", c(&r.udp_lost)),
+        ("udp_repairs_sent_total", Kind::Counter, "repair datagrams sent on datagram routes that repair (erasure = RATIO)", ep.datagram_repairs_sent),
+        ("udp_rebuilt_total", Kind::Counter, "datagram-route fragments the air link lost and repairs rebuilt at this gateway", ep.datagrams_rebuilt),
         ("link_rate_bits_per_second", Kind::Gauge, "configured air link rate, bits per second", ctx.settings.rate),
     ];
     for (name, kind, help, v) in gateway {

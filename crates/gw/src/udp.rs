@@ -261,12 +261,7 @@ impl IngressDatagrams {
         payload: &[u8],
         policer: &mut Policer,
     ) {
-        self.carry_key(
-            (route, (idx, from, None), framing),
-            dest,
-            payload,
-            policer,
-        );
+        self.carry_key((route, (idx, from, None), framing), dest, payload, policer);
     }
 
     fn carry_key(

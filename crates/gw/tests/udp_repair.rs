@@ -27,11 +27,8 @@ fn datagram(i: u32) -> Vec<u8> {
 async fn run(erasure: Option<&str>) -> (usize, u64, u64) {
     let (dest_addr, at_dest) = echo_dest(datagram).await;
     let egress = udp_egress(dest_addr, "20mbit").await;
-    let (relay, relay_dropped) = relay(
-        egress.ep.local_addr(),
-        every(100..1600, 10, 5, Hop::Drop),
-    )
-    .await;
+    let (relay, relay_dropped) =
+        relay(egress.ep.local_addr(), every(100..1600, 10, 5, Hop::Drop)).await;
     let entry = free_udp();
     let cfg = aerotp_gw::config::FileConfig {
         peer: Some(relay.to_string()),

@@ -402,6 +402,26 @@ pub fn render(s: &Snapshot) -> String {
             e.datagram_bytes_sent,
         ),
         (
+            "datagram_repairs_sent",
+            "Repair TPDUs sent on datagram routes that repair.",
+            e.datagram_repairs_sent,
+        ),
+        (
+            "datagram_repairs_used",
+            "Repair TPDUs of datagram routes that added an equation at this receiver.",
+            e.datagram_repairs_used,
+        ),
+        (
+            "datagram_messages_rebuilt",
+            "Datagram-mode messages lost on the link and rebuilt from repairs.",
+            e.datagrams_rebuilt,
+        ),
+        (
+            "datagram_duplicates",
+            "Numbered datagrams dropped as copies of one already delivered.",
+            e.datagram_duplicates,
+        ),
+        (
             "connections_opened",
             "Connections opened (connect or accept).",
             s.opened,

@@ -156,8 +156,12 @@ impl SendRoutes {
         }
     }
 
-    pub(crate) fn contains(&self, key: &RouteKey) -> bool {
-        self.routes.contains_key(key)
+    /// Whether route `key` is open with this parity and MTU. A repair covers sources sized
+    /// for the route's parity and MTU, so a route whose sizes change starts a new incarnation.
+    pub(crate) fn is_open_as(&self, key: &RouteKey, route: &DatagramRoute) -> bool {
+        self.routes
+            .get(key)
+            .is_some_and(|r| (r.parity, r.mtu) == (route.parity, route.mtu))
     }
 
     /// Forgets a route (it no longer repairs); its next repairing datagram starts a new
@@ -210,13 +214,10 @@ impl SendRoutes {
         if *r.tx.setting() != setting {
             r.tx.set_setting(setting);
         }
-        r.parity = route.parity;
-        r.mtu = route.mtu;
         r.last_used = now;
         r.meter.on_send(now, body.len());
         // srtt zero: the delay bound alone sets the window (no retransmission to compete with).
-        r.tx
-            .update(now, Duration::ZERO, r.meter.rate_bps(), r.meter.mean_len());
+        r.tx.update(now, Duration::ZERO, r.meter.rate_bps(), r.meter.mean_len());
         let seq = r.next;
         r.next += 1;
         r.tx.on_data_sent(now, seq, aerotp_wire::Flags::empty(), body);

@@ -92,7 +92,11 @@ impl Endpoint {
         let share = cfg.link_share.map(crate::link_share::LinkShare::new);
         // The tables' hash seeds too (`crate::table`): their own generator.
         let mut tables = Pcg64Mcg::seed_from_u64(seed ^ 0x7AB1_E5EE_D5EE_D5ED);
-        let (conns, by_key, hints) = (table(tables.gen()), table(tables.gen()), table(tables.gen()));
+        let (conns, by_key, hints) = (
+            table(tables.gen()),
+            table(tables.gen()),
+            table(tables.gen()),
+        );
         let send_routes =
             crate::datagram_repair::SendRoutes::new(tables.gen(), cfg.max_repair_routes);
         let recv_routes = crate::datagram_repair::RecvRoutes::new(

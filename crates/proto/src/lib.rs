@@ -39,11 +39,13 @@ pub use auth::{AuthConfig, AuthError, AuthKey, KeySet, KEY_LEN, REPLAY_PEERS, RE
 pub use codec::{datagram_len, max_body};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting};
 pub use connection::{CloseOutcome, ConnectionStats, Role};
+pub use datagram_repair::DatagramRoute;
 pub use endpoint::{
     ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Peer, Transmit,
 };
-pub use datagram_repair::DatagramRoute;
-pub use erasure::{ErasureChoice, REPAIR_OVERHEAD, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats};
+pub use erasure::{
+    ErasureChoice, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats, REPAIR_OVERHEAD,
+};
 pub use error_control::{AutoFec, ErrorControl, Feedback, Hole, Keep};
 pub use fec_control::datagram_parity;
 pub use fec_parity::auto_parity;

@@ -88,7 +88,10 @@ fn run(
     // The tail: at most a few flushes, each at the deadline the endpoint reports.
     for _ in 0..4 {
         let Some(t) = a.poll_timeout() else { break };
-        assert!(t <= now + Duration::from_secs(1), "a tail deadline {t:?} past the delay bound");
+        assert!(
+            t <= now + Duration::from_secs(1),
+            "a tail deadline {t:?} past the delay bound"
+        );
         now = now.max(t);
         a.handle_timeout(now);
         deliver(a, b, now);
@@ -128,7 +131,10 @@ fn random_loss_at_the_ratio_s_share_leaves_little_behind() {
     let got = run(&mut a, &mut b, &route(1.5), n, |_, _| rng.gen_bool(0.10));
     let lost = (0..n).filter(|i| !got.contains_key(i)).count();
     // Without repair about 300 would be lost; 1.5x against 10 % loss leaves a handful.
-    assert!(lost <= 6, "{lost} of {n} lost with 1.5x repair at 10 % loss");
+    assert!(
+        lost <= 6,
+        "{lost} of {n} lost with 1.5x repair at 10 % loss"
+    );
     assert!(got.values().all(|&c| c == 1));
 }
 
@@ -169,7 +175,8 @@ fn a_route_that_pauses_flushes_its_tail_at_the_deadline_it_reports() {
     // Three messages, the last one lost; then nothing more is sent.
     let mut sent = 0;
     for i in 0..3 {
-        a.send_datagram_with(Duration::ZERO, &r, &message(i)).unwrap();
+        a.send_datagram_with(Duration::ZERO, &r, &message(i))
+            .unwrap();
         for (flags, d) in drain(&mut a, Duration::ZERO) {
             sent += 1;
             if !(flags == Flags::SOURCE && i == 2) {
@@ -180,7 +187,10 @@ fn a_route_that_pauses_flushes_its_tail_at_the_deadline_it_reports() {
     delivered(&mut b, &mut got);
     assert!(!got.contains_key(&2));
     let t = a.poll_timeout().expect("a tail flush is due");
-    assert!(t > Duration::ZERO && t <= Duration::from_millis(250), "tail at {t:?}");
+    assert!(
+        t > Duration::ZERO && t <= Duration::from_millis(250),
+        "tail at {t:?}"
+    );
     // Nothing before the deadline.
     a.handle_timeout(t - Duration::from_millis(1));
     assert!(drain(&mut a, t).is_empty());
@@ -204,7 +214,9 @@ fn a_sender_that_starts_again_is_a_new_incarnation() {
     assert_eq!(got.len(), 600);
     // The same address and ports, a fresh endpoint: its numbering starts at 0 again.
     let mut a2 = Endpoint::new(EndpointConfig::default(), 99);
-    let got = run(&mut a2, &mut b, &r, 200, |k, f| f == Flags::SOURCE && k % 7 == 3);
+    let got = run(&mut a2, &mut b, &r, 200, |k, f| {
+        f == Flags::SOURCE && k % 7 == 3
+    });
     let missing: Vec<usize> = (0..200).filter(|i| !got.contains_key(i)).collect();
     assert!(missing.is_empty(), "the new incarnation lost {missing:?}");
     assert!(got.values().all(|&c| c == 1));
@@ -250,7 +262,10 @@ fn bad_settings_are_refused_with_the_reason() {
         .send_datagram_with(Duration::ZERO, &r, &vec![0; max + 1])
         .unwrap_err();
     assert!(e.to_string().contains(&format!("at most {max}")), "{e}");
-    assert!(a.poll_transmit(Duration::ZERO, &mut Vec::new()).is_none(), "nothing queued");
+    assert!(
+        a.poll_transmit(Duration::ZERO, &mut Vec::new()).is_none(),
+        "nothing queued"
+    );
     a.send_datagram_with(Duration::ZERO, &r, &vec![0; max])
         .unwrap();
 }
@@ -269,7 +284,8 @@ fn receiving_routes_are_bounded_in_number_and_bytes() {
             ..route(1.5)
         };
         for i in 0..30 {
-            a.send_datagram_with(Duration::ZERO, &r, &message(i)).unwrap();
+            a.send_datagram_with(Duration::ZERO, &r, &message(i))
+                .unwrap();
         }
         for (_, d) in drain(&mut a, Duration::ZERO) {
             b.handle_datagram(Duration::ZERO, addr(1), &d);
@@ -302,4 +318,41 @@ fn repairs_are_sealed_and_rebuild_under_authentication() {
     assert_eq!(got.len(), 200, "lost under authentication");
     assert!(b.stats.datagrams_rebuilt > 0);
     assert_eq!(b.stats.auth_dropped(), 0);
+}
+
+#[test]
+fn a_route_whose_parity_changes_starts_afresh_and_never_exceeds_the_mtu() {
+    let (mut a, mut b) = pair();
+    let mut r = route(1.5);
+    let mut got = HashMap::new();
+    let mut buf = Vec::new();
+    for i in 0..40 {
+        // Full-size sources at parity 0, then the route's parity rises: the repairs that
+        // follow must not cover the old, longer sources at the new parity.
+        r.parity = if i < 20 { 0 } else { 16 };
+        let max = a.max_datagram_payload(&r).unwrap();
+        let mut m = message(i);
+        m.resize(max, 0xEE);
+        let now = Duration::from_millis(i as u64);
+        a.send_datagram_with(now, &r, &m).unwrap();
+        while let Some(t) = a.poll_transmit(now, &mut buf) {
+            assert!(t.len <= r.mtu, "{} bytes over the MTU {}", t.len, r.mtu);
+            let h = Header::parse(&buf).unwrap();
+            if !(h.flags == Flags::SOURCE && h.seq % 5 == 2) {
+                b.handle_datagram(now, addr(1), &buf);
+            }
+            buf.clear();
+        }
+        while let Some(m) = b.take_datagram() {
+            *got.entry(u32::from_be_bytes(m.data[..4].try_into().unwrap()))
+                .or_insert(0) += 1;
+        }
+    }
+    assert_eq!(
+        got.len(),
+        40,
+        "lost: {:?}",
+        (0..40).filter(|i| !got.contains_key(i)).collect::<Vec<_>>()
+    );
+    assert!(got.values().all(|&c| c == 1));
 }

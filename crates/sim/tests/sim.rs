@@ -160,7 +160,10 @@ fn datagram_mode_repairs_at_a_fixed_ratio_and_refuses_auto() {
         lost_repaired += r.tpdus_lost;
         assert_eq!(r.wire_lost, r.tpdus_rebuilt + r.tpdus_lost);
         let ratio = r.datagrams_sent as f64 / r.data_tpdus as f64;
-        assert!((1.45..1.55).contains(&ratio), "seed {seed}: {ratio}x on the wire");
+        assert!(
+            (1.45..1.55).contains(&ratio),
+            "seed {seed}: {ratio}x on the wire"
+        );
     }
     // About 10 % of ~690 per run without repair; 1.5x leaves almost none.
     assert!(lost_plain > 200, "{lost_plain}");

@@ -57,7 +57,7 @@ impl Endpoint {
         }
         let key = route.key();
         let (flags, tag, seq) = if repair.is_some() {
-            if !self.send_routes.contains(&key) {
+            if !self.send_routes.is_open_as(&key, route) {
                 let (tag, code_key) = (self.rng.gen_range(1..=255u8), self.rng.gen());
                 self.send_routes.open(key, tag, code_key, route);
             }
@@ -126,6 +126,17 @@ impl Endpoint {
     fn queue_repair(&mut self, r: RepairOut) -> Result<(), EndpointError> {
         let h = datagram_header(&r.key, Flags::REPAIR, r.seq, r.tag, r.parity);
         let len = r.body.len();
+        let room = self.auth.as_ref().map_or(0, |_| aerotp_wire::AUTH_OVERHEAD);
+        if codec::datagram_len(len + room, r.parity).is_none_or(|l| l > r.mtu) {
+            // Cannot happen: the route's sources left room for it, and a route whose parity
+            // or MTU changes starts afresh. If it did, it is one repair fewer, not a datagram
+            // over the MTU.
+            return Err(EndpointError::DatagramTooLarge {
+                len,
+                max: 0,
+                mtu: r.mtu,
+            });
+        }
         self.queue_datagram(r.key.0, h, &r.body, r.mtu)?;
         self.stats.datagram_repairs_sent += 1;
         self.stats.datagram_repair_bytes_sent += len as u64;
