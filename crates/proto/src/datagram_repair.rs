@@ -174,6 +174,8 @@ impl SendRoutes {
     /// drawn by the caller; forgets the least recently used route if the table is full.
     pub(crate) fn open(&mut self, key: RouteKey, tag: u8, code_key: u64, route: &DatagramRoute) {
         let setting = route.repair().unwrap_or(ErasureSetting::OFF);
+        let mut tx = ErasureTx::new(setting, route.mtu, code_key);
+        tx.tail_covers_window();
         if self.routes.len() >= self.limit {
             if let Some(old) = least_recent(&self.routes, |r| r.last_used) {
                 self.routes.remove(&old);
@@ -186,7 +188,7 @@ impl SendRoutes {
                 next: 0,
                 parity: route.parity,
                 mtu: route.mtu,
-                tx: ErasureTx::new(setting, route.mtu, code_key),
+                tx,
                 meter: RateMeter::new(),
                 last_used: Duration::ZERO,
             },

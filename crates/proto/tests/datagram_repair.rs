@@ -117,9 +117,10 @@ fn lost_datagrams_are_rebuilt_without_feedback_and_delivered_once() {
     assert!(got.values().all(|&c| c == 1), "a message delivered twice");
     assert!(b.stats.datagrams_rebuilt >= 30, "{:?}", b.stats);
     assert_eq!(b.stats.datagram_duplicates, 0);
-    // The ratio: repairs about a quarter of the sources.
+    // The ratio: a quarter of the sources spread between them, and at the pause a quarter of
+    // the last window (about 195 sources at this rate within the 500 ms bound).
     let ratio = a.stats.datagrams_sent as f64 / 400.0;
-    assert!((1.2..1.32).contains(&ratio), "wire/data ratio {ratio}");
+    assert!((1.3..1.4).contains(&ratio), "wire/data ratio {ratio}");
     assert_eq!(a.stats.datagram_repairs_sent + 400, a.stats.datagrams_sent);
 }
 

@@ -68,6 +68,12 @@ pub struct ErasureTx {
     reported_wire_lost: Option<u32>,
     /// The window is widened to every source held for owed catch-up repairs (`on_report`).
     widened: bool,
+    /// A pause may be the end (datagram routes, which have no AFIN; `tail_covers_window`):
+    /// the tail flush comes a quarter of the delay bound after the last source, and covers
+    /// every source since the last flush (up to the window), spread repairs or not.
+    tail_is_end: bool,
+    last_source_at: Option<Duration>,
+    since_flush: usize,
     scratch: Vec<u8>,
     pub stats: ErasureTxStats,
 }
@@ -96,12 +102,28 @@ impl ErasureTx {
             chosen_for: (f64::NAN, f64::NAN, 0, false),
             reported_wire_lost: None,
             widened: false,
+            tail_is_end: false,
+            last_source_at: None,
+            since_flush: 0,
             scratch: Vec::new(),
             stats: ErasureTxStats {
                 ratio: 1.0,
                 ..Default::default()
             },
         }
+    }
+
+    /// Makes every pause end in a tail flush for the whole window, as the flush after an
+    /// AFIN does: for a sender whose stream has no end marker (a datagram route), any pause
+    /// may be the end, and the sources near it have fewer repairs after them than those
+    /// mid-stream. The flush comes a quarter of the delay bound after the last source and
+    /// covers the sources since the last flush (at most the window), whether or not a spread
+    /// repair followed the last one. Sized by the sources since the last spread repair
+    /// instead, a route at 10 % loss lost 0.7 of its last ~20 datagrams per 3,439 at 1.25x,
+    /// and at 1.5x (a spread repair after every other source) got no tail flush at all
+    /// (`aerotp sim --mode datagram --loss 0.1 --erasure 1.25`).
+    pub fn tail_covers_window(&mut self) {
+        self.tail_is_end = true;
     }
 
     pub fn setting(&self) -> &ErasureSetting {
@@ -315,6 +337,8 @@ impl ErasureTx {
         self.credit -= whole;
         self.tail_since.get_or_insert(now);
         self.tail_sources += 1;
+        self.last_source_at = Some(now);
+        self.since_flush += 1;
         if flags.contains(Flags::AFIN) {
             self.fin_pushed = true;
         }
@@ -323,8 +347,13 @@ impl ErasureTx {
     /// When the tail flush is due if the data pauses: half the delay bound after the first
     /// source not yet followed by a repair; at once after the AFIN.
     pub fn tail_deadline(&self) -> Option<Duration> {
-        let since = self.tail_since?;
         self.encoder.as_ref()?;
+        if self.tail_is_end {
+            return (self.since_flush > 0)
+                .then(|| self.last_source_at.map(|t| t + self.setting.max_delay / 4))
+                .flatten();
+        }
+        let since = self.tail_since?;
         if self.fin_pushed {
             return Some(since);
         }
@@ -365,7 +394,9 @@ impl ErasureTx {
     /// the target on the loss model (the fixed ratio's share for a fixed ratio), at least one.
     fn tail_repairs(&self) -> usize {
         // After the AFIN nothing follows: the last window has only these repairs behind it.
-        let k = if self.fin_pushed {
+        let k = if self.tail_is_end {
+            self.since_flush
+        } else if self.fin_pushed {
             self.strength.map_or(self.tail_sources, |s| s.sources)
         } else {
             self.tail_sources
@@ -403,6 +434,7 @@ impl ErasureTx {
             self.tail_since = None;
             self.tail_sources = 0;
             self.fin_pushed = false;
+            self.since_flush = 0;
         }
         if self.due == 0 {
             return None;
