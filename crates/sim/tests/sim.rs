@@ -159,9 +159,11 @@ fn datagram_mode_repairs_at_a_fixed_ratio_and_refuses_auto() {
         lost_plain += p.tpdus_lost;
         lost_repaired += r.tpdus_lost;
         assert_eq!(r.wire_lost, r.tpdus_rebuilt + r.tpdus_lost);
+        // 1.5x spread between the datagrams, and the pause at the end flushes half the last
+        // window (about 139 sources within 500 ms at 5 Mb/s): about 0.1x more on 688.
         let ratio = r.datagrams_sent as f64 / r.data_tpdus as f64;
         assert!(
-            (1.45..1.55).contains(&ratio),
+            (1.5..1.65).contains(&ratio),
             "seed {seed}: {ratio}x on the wire"
         );
     }
