@@ -79,6 +79,12 @@ pub struct Pair {
     /// The addresses each endpoint sees the other's datagrams come from.
     pub addr_a: SocketAddr,
     pub addr_b: SocketAddr,
+    /// Datagrams sent to an address that is not the peer's (`addr_b` for `a`, `addr_a` for
+    /// `b`) are lost, as after the peer moved; off by default (every datagram reaches the
+    /// peer whatever its address says). For migration tests: change `addr_a` or `addr_b`.
+    pub drop_misaddressed: bool,
+    /// Datagrams lost that way.
+    pub misaddressed: u64,
     stalled: u32,
     buf: Vec<u8>,
 }
@@ -98,6 +104,8 @@ impl Pair {
             links,
             addr_a,
             addr_b,
+            drop_misaddressed: false,
+            misaddressed: 0,
             stalled: 0,
             buf: Vec::with_capacity(1 << 16),
         }
@@ -112,8 +120,16 @@ impl Pair {
                     Dir::Reverse => &mut self.b,
                 };
                 self.buf.clear();
-                if sender.poll_transmit(self.now, &mut self.buf).is_none() {
+                let Some(t) = sender.poll_transmit(self.now, &mut self.buf) else {
                     break;
+                };
+                let peer = match dir {
+                    Dir::Forward => self.addr_b,
+                    Dir::Reverse => self.addr_a,
+                };
+                if self.drop_misaddressed && t.remote != peer {
+                    self.misaddressed += 1;
+                    continue;
                 }
                 let sender: &Endpoint = sender;
                 if let Some(tag) = obs.sent(self.now, dir, &self.buf, sender) {

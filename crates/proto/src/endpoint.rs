@@ -25,6 +25,7 @@ use crate::tombstones::Tombstones;
 
 mod confirm;
 mod datagram;
+mod migrate;
 mod ports;
 mod queries;
 mod schedule;
@@ -70,6 +71,8 @@ pub struct Endpoint {
     /// Datagram-mode routes that repair (`crate::datagram_repair`), each side.
     send_routes: crate::datagram_repair::SendRoutes,
     recv_routes: crate::datagram_repair::RecvRoutes,
+    /// Connections by ports and tag, and peers' new addresses being validated.
+    migrate: migrate::Migrations,
     pub stats: EndpointStats,
 }
 
@@ -128,6 +131,7 @@ impl Endpoint {
             link_free: Duration::ZERO,
             send_routes,
             recv_routes,
+            migrate: migrate::Migrations::new(tables.gen()),
             stats: EndpointStats::default(),
         }
     }
@@ -211,6 +215,8 @@ impl Endpoint {
         self.next_handle += 1;
         self.by_key
             .insert((conn.remote, conn.local_port, conn.remote_port), h);
+        self.migrate
+            .on_insert(h, (conn.local_port, conn.remote_port, conn.tag));
         self.conns.insert(h, conn);
         self.schedule.add(h);
         self.share_join(now, h);
@@ -298,6 +304,8 @@ impl Endpoint {
         self.share_leave(h);
         if let Some(c) = self.conns.remove(&h) {
             let key = (c.remote, c.local_port, c.remote_port);
+            self.migrate
+                .on_release(h, (c.local_port, c.remote_port, c.tag));
             self.schedule.remove(h);
             // A connection whose key was already freed (set-up timeout) leaves no tombstone.
             if self.by_key.get(&key) == Some(&h) {
@@ -403,6 +411,9 @@ impl Endpoint {
             // A new incarnation on the same ports replaces a finished one.
             self.release(ch);
         }
+        let Some(r) = self.take_from_new_address(now, remote, r) else {
+            return;
+        };
         if h.flags.is_echo() || h.flags.is_challenge() {
             self.admission_without_state(now, key, &h, &r);
             return;
@@ -493,7 +504,9 @@ impl Endpoint {
                 self.stats.stray += 1;
                 return;
             };
-            if !intact || c.role != Role::Initiator {
+            // A listener is challenged only for a new address of its own (`migrate`), and
+            // a RETRY means nothing to it.
+            if !intact || (c.role != Role::Initiator && ch_body.retry) {
                 self.stats.stray += 1;
                 return;
             }
@@ -736,6 +749,7 @@ impl Endpoint {
             .into_iter()
             .chain(self.admission.next_deadline())
             .chain(self.send_routes.deadline())
+            .chain(self.migrate.next_deadline())
             .chain(self.share.as_ref().and_then(|s| s.deadline()))
             .min()
     }
@@ -743,6 +757,7 @@ impl Endpoint {
     pub fn handle_timeout(&mut self, now: Duration) {
         self.share_tick(now);
         self.flush_datagram_repairs(now);
+        self.rechallenge_paths(now);
         for c in self.admission.expired(now) {
             // Never proven: closed, and its key freed at once without a tombstone (a real
             // peer's next TPDU opens a new connection, and so it learns that this one was

@@ -140,6 +140,11 @@ pub struct EndpointStats {
     pub datagrams_rebuilt: u64,
     /// Numbered datagrams dropped as copies of one already delivered (arrived or rebuilt).
     pub datagram_duplicates: u64,
+    /// A peer's new address (docs/spec.md §9, "A peer's new address"): CHALLENGEs sent to
+    /// new addresses (also in `challenges_sent`), and connections switched to one after its
+    /// ECHO proved it.
+    pub path_challenges: u64,
+    pub migrations: u64,
 }
 
 impl EndpointStats {

@@ -1,0 +1,249 @@
+//! A peer's new address (docs/spec.md §9, "A peer's new address"): a connection survives a
+//! change of either end's address — a radio that comes back with another address, a handover
+//! to another ground station, a NAT that rebinds — without a reset and without loss.
+//!
+//! A TPDU from an address no connection has is matched to a connection by what it carries
+//! besides the address: local port, peer port and `tag`, if exactly one proven, open
+//! connection has them. Its content goes to that connection at once (the data is not lost,
+//! and it is no more trusted than a TPDU from the old address: without a key anyone can
+//! forge either), except a reset. The connection keeps sending to the old address until the
+//! new one proves it receives: the endpoint sends it a CHALLENGE (§9's, kind 0), again after
+//! 250 ms and at doubling intervals up to 2 s, and switches the connection when the ECHO of
+//! its cookie comes back from there. So a spoofed source address gets a challenge or two and
+//! never the connection's traffic; nothing is amplified beyond the challenges.
+//!
+//! Either end may move. When the initiator moves, the listener challenges its new address and
+//! the initiator's echo (it answers every CHALLENGE) comes from there. When the listener moves,
+//! the initiator challenges it the same way; a listener answers a CHALLENGE for one of its
+//! connections with an ECHO like an initiator.
+//!
+//! The identity is (ports, tag), 24 to 40 bits: at a gateway with thousands of connections two
+//! may share it, and then a new address matches neither (counted as a stray) until a
+//! connection identifier in the header removes the ambiguity (the multipath issue).
+
+use super::{ConnectionHandle, Endpoint};
+use crate::codec::{Quality, Received};
+use crate::table::{table, Table};
+use aerotp_wire::Flags;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// (local port, peer port, tag): what identifies a connection besides the peer's address.
+type PortsTag = (u16, u16, u8);
+
+/// Most new addresses being validated at once (a spoofer's challenges are bounded by it too).
+const MAX_PENDING: usize = 256;
+const FIRST_RECHALLENGE: Duration = Duration::from_millis(250);
+const MAX_RECHALLENGE: Duration = Duration::from_secs(2);
+
+#[derive(Debug)]
+struct Pending {
+    addr: SocketAddr,
+    since: Duration,
+    next: Duration,
+    interval: Duration,
+}
+
+/// The connections by ports and tag, and the new addresses being validated.
+#[derive(Debug)]
+pub(super) struct Migrations {
+    /// Each (ports, tag) with the connection that has it and how many do (a match needs 1).
+    by_ports: Table<PortsTag, (ConnectionHandle, u32)>,
+    pending: Table<ConnectionHandle, Pending>,
+}
+
+impl Migrations {
+    pub(super) fn new(seed: u64) -> Migrations {
+        Migrations {
+            by_ports: table(seed),
+            pending: table(seed ^ 1),
+        }
+    }
+
+    pub(super) fn on_insert(&mut self, h: ConnectionHandle, key: PortsTag) {
+        let e = self.by_ports.entry(key).or_insert((h, 0));
+        e.1 += 1;
+        if e.1 == 1 {
+            e.0 = h;
+        }
+    }
+
+    pub(super) fn on_release(&mut self, h: ConnectionHandle, key: PortsTag) {
+        self.pending.remove(&h);
+        if let Some(e) = self.by_ports.get_mut(&key) {
+            e.1 -= 1;
+            if e.1 == 0 {
+                self.by_ports.remove(&key);
+            }
+        }
+    }
+
+    /// The one connection with these ports and tag.
+    fn lookup(&self, key: PortsTag) -> Option<ConnectionHandle> {
+        self.by_ports
+            .get(&key)
+            .filter(|(_, n)| *n == 1)
+            .map(|(h, _)| *h)
+    }
+
+    /// When the next re-challenge is due.
+    pub(super) fn next_deadline(&self) -> Option<Duration> {
+        self.pending.values().map(|p| p.next).min()
+    }
+
+    /// New addresses being validated now.
+    pub(super) fn pending(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+impl Endpoint {
+    /// A TPDU from `remote`, an address no connection has: if it belongs to one connection
+    /// that moved, it is handled here (`None`); otherwise it is given back for the usual
+    /// handling of a stranger's TPDU.
+    pub(super) fn take_from_new_address(
+        &mut self,
+        now: Duration,
+        remote: SocketAddr,
+        r: Received,
+    ) -> Option<Received> {
+        let h = r.header;
+        if r.quality == Quality::Corrupted {
+            return Some(r);
+        }
+        let Some(ch) = self.migrate.lookup((h.dst_port, h.src_port, h.tag)) else {
+            return Some(r);
+        };
+        let c = &self.conns[&ch];
+        if c.is_closed() || c.mode() != h.mode || self.admission.is_half_open(ch.0) {
+            return Some(r);
+        }
+        let key = (remote, c.local_port, c.remote_port);
+        if self.by_key.contains_key(&key) {
+            return Some(r);
+        }
+        if h.flags.is_echo() {
+            let mode = c.mode();
+            let asked = self
+                .migrate
+                .pending
+                .get(&ch)
+                .is_some_and(|p| p.addr == remote);
+            let valid = asked
+                && aerotp_wire::Echo::parse(&r.body)
+                    .is_ok_and(|e| self.admission.check(now, key, h.tag, mode, &e.cookie));
+            if valid {
+                self.switch_path(ch, remote);
+                self.schedule.touch(ch);
+                if let Some(c) = self.conns.get_mut(&ch) {
+                    // Heard from the peer like any TPDU.
+                    c.handle(now, r);
+                }
+            } else {
+                self.stats.cookies_refused += 1;
+            }
+            return None;
+        }
+        if h.flags.is_challenge() {
+            // The peer (or someone at that address) asks whether we receive there: answer, and
+            // ask the same of it before sending it anything else.
+            match aerotp_wire::Challenge::parse(&r.body) {
+                Ok(c) if !c.retry => self.queue_echo(remote, &h, c.cookie),
+                _ => self.stats.stray += 1,
+            }
+            self.challenge_path(now, ch, remote);
+            return None;
+        }
+        // A reset from an unproven address is not taken: it would end the connection on the
+        // word of anyone who knows its ports and tag.
+        if h.flags.contains(Flags::RST) && !h.flags.is_repair() {
+            self.stats.stray += 1;
+            return None;
+        }
+        self.schedule.touch(ch);
+        if let Some(c) = self.conns.get_mut(&ch) {
+            c.handle(now, r);
+        }
+        self.challenge_path(now, ch, remote);
+        None
+    }
+
+    /// Starts validating `addr` for connection `ch` (a CHALLENGE now), unless it is already
+    /// being validated.
+    fn challenge_path(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
+        if self
+            .migrate
+            .pending
+            .get(&ch)
+            .is_some_and(|p| p.addr == addr)
+        {
+            return;
+        }
+        if self.migrate.pending.len() >= MAX_PENDING && !self.migrate.pending.contains_key(&ch) {
+            return;
+        }
+        self.migrate.pending.insert(
+            ch,
+            Pending {
+                addr,
+                since: now,
+                next: now + FIRST_RECHALLENGE,
+                interval: FIRST_RECHALLENGE,
+            },
+        );
+        self.send_path_challenge(now, ch, addr);
+    }
+
+    fn send_path_challenge(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
+        if let Some(c) = self.conns.get(&ch) {
+            let h = crate::admission::from_peer(c);
+            self.queue_challenge(now, addr, &h, false);
+            self.stats.path_challenges += 1;
+        }
+    }
+
+    /// Re-challenges new addresses not yet proven (from `handle_timeout`); one that stays
+    /// silent for the set-up timeout is forgotten.
+    pub(super) fn rechallenge_paths(&mut self, now: Duration) {
+        if self.migrate.next_deadline().is_none_or(|t| t > now) {
+            return;
+        }
+        let give_up = self.cfg.setup_timeout.max(Duration::from_secs(1));
+        let mut due = Vec::new();
+        self.migrate.pending.retain(|&ch, p| {
+            if now.saturating_sub(p.since) >= give_up {
+                return false;
+            }
+            if p.next <= now {
+                p.interval = (p.interval * 2).min(MAX_RECHALLENGE);
+                p.next = now + p.interval;
+                due.push((ch, p.addr));
+            }
+            true
+        });
+        for (ch, addr) in due {
+            self.send_path_challenge(now, ch, addr);
+        }
+    }
+
+    /// The peer proved it receives at `addr`: the connection sends there from now on.
+    fn switch_path(&mut self, ch: ConnectionHandle, addr: SocketAddr) {
+        self.migrate.pending.remove(&ch);
+        let Some(c) = self.conns.get_mut(&ch) else {
+            return;
+        };
+        let old = (c.remote, c.local_port, c.remote_port);
+        let new = (addr, c.local_port, c.remote_port);
+        c.remote = addr;
+        if self.by_key.get(&old) == Some(&ch) {
+            self.by_key.remove(&old);
+        }
+        self.by_key.insert(new, ch);
+        self.stats.migrations += 1;
+    }
+
+    /// New addresses of connections being validated now (bounded).
+    pub fn paths_pending(&self) -> usize {
+        self.migrate.pending()
+    }
+}
