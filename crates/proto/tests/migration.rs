@@ -20,6 +20,12 @@ enum Mover {
     Listener,
     /// Nobody moves; a copy of one of the initiator's TPDUs arrives from a third address.
     Spoofer,
+    /// The initiator moves while copies of its TPDUs keep arriving from a third address.
+    InitiatorAmidSpoofs,
+}
+
+fn spoof_addr() -> SocketAddr {
+    "10.6.6.6:666".parse().unwrap()
 }
 
 fn new_addr() -> SocketAddr {
@@ -83,7 +89,7 @@ fn run_with(mode: Mode, mover: Mover, data: &[u8], auth: Option<()>) -> Run {
         if !moved && net.now >= move_at {
             moved = true;
             match mover {
-                Mover::Initiator => net.pair.addr_a = new_addr(),
+                Mover::Initiator | Mover::InitiatorAmidSpoofs => net.pair.addr_a = new_addr(),
                 Mover::Listener => net.pair.addr_b = new_addr(),
                 Mover::Spoofer => {
                     // A copy of a TPDU the initiator sends, from elsewhere: it names the
@@ -100,6 +106,17 @@ fn run_with(mode: Mode, mover: Mover, data: &[u8], auth: Option<()>) -> Run {
                 }
             }
             last_read = net.now;
+        }
+        if moved && mover == Mover::InitiatorAmidSpoofs && steps % 7 == 0 {
+            // Every 7th step, the initiator's next datagram arrives from where it now is and a
+            // copy of it from the spoofer, each copy replacing the address being validated.
+            let mut copy = Vec::new();
+            let now = net.now;
+            if net.a.poll_transmit(now, &mut copy).is_some() {
+                net.b.handle_datagram(now, spoof_addr(), &copy);
+                net.b.handle_datagram(now, new_addr(), &copy);
+                net.b.handle_datagram(now, spoof_addr(), &copy);
+            }
         }
         if written < data.len() {
             written += net.a.write(ch, &data[written..]).unwrap_or(0);
@@ -174,7 +191,7 @@ fn check_survives_with(mode: Mode, mover: Mover, auth: Option<()>) {
         r.net.b.stats.path_challenges,
     );
     let (stays, moves) = match mover {
-        Mover::Initiator => (&r.net.a, &r.net.b),
+        Mover::Initiator | Mover::InitiatorAmidSpoofs => (&r.net.a, &r.net.b),
         _ => (&r.net.b, &r.net.a),
     };
     assert!(
@@ -203,7 +220,9 @@ fn check_survives_with(mode: Mode, mover: Mover, auth: Option<()>) {
         "{mode}: the peer of the mover switched once"
     );
     assert_eq!(stays.stats.migrations, 0);
-    assert_eq!(moves.paths_pending(), 0);
+    // The spoofer's address is still being challenged (it never answers); nothing else is.
+    let spoofed = usize::from(mover == Mover::InitiatorAmidSpoofs);
+    assert_eq!(moves.paths_pending(), spoofed);
 }
 
 #[test]
@@ -245,4 +264,9 @@ fn a_copy_from_another_address_draws_challenges_and_changes_nothing() {
 fn authenticated_connections_move_too() {
     check_survives_with(Mode::Reliable, Mover::Initiator, Some(()));
     check_survives_with(Mode::Reliable, Mover::Listener, Some(()));
+}
+
+#[test]
+fn copies_from_a_spoofer_do_not_keep_a_real_move_from_proving_itself() {
+    check_survives(Mode::Reliable, Mover::InitiatorAmidSpoofs);
 }

@@ -123,15 +123,12 @@ impl Endpoint {
             return Some(r);
         }
         if h.flags.is_echo() {
+            // The cookie is bound to the address it was sent to: one that comes back from
+            // there proves the address, whichever candidate is pending now (a spoofer that
+            // keeps replacing the candidate cannot keep the real one from proving itself).
             let mode = c.mode();
-            let asked = self
-                .migrate
-                .pending
-                .get(&ch)
-                .is_some_and(|p| p.addr == remote);
-            let valid = asked
-                && aerotp_wire::Echo::parse(&r.body)
-                    .is_ok_and(|e| self.admission.check(now, key, h.tag, mode, &e.cookie));
+            let valid = aerotp_wire::Echo::parse(&r.body)
+                .is_ok_and(|e| self.admission.check(now, key, h.tag, mode, &e.cookie));
             if valid {
                 self.switch_path(ch, remote);
                 self.schedule.touch(ch);
