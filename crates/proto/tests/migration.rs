@@ -107,7 +107,7 @@ fn run_with(mode: Mode, mover: Mover, data: &[u8], auth: Option<()>) -> Run {
             }
             last_read = net.now;
         }
-        if moved && mover == Mover::InitiatorAmidSpoofs && steps % 7 == 0 {
+        if moved && mover == Mover::InitiatorAmidSpoofs && steps.is_multiple_of(7) {
             // Every 7th step, the initiator's next datagram arrives from where it now is and a
             // copy of it from the spoofer, each copy replacing the address being validated.
             let mut copy = Vec::new();
