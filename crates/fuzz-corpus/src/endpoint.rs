@@ -447,6 +447,8 @@ impl World {
         drain_events(&mut self.b, &mut self.b_hs);
         for ep in [&self.a, &self.b] {
             assert!(ep.connection_count() <= MAX_CONNECTIONS);
+            // New addresses being validated: at most one per connection.
+            assert!(ep.paths_pending() <= ep.connection_count());
         }
         if let (Some(base), Some(now)) = (heap_base, crate::heap_live_bytes()) {
             let per_conn = SEND_BUFFER + RECV_WINDOW as usize * self.cfg.mtu;

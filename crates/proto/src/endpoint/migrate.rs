@@ -47,8 +47,8 @@ struct Pending {
 /// The connections by ports and tag, and the new addresses being validated.
 #[derive(Debug)]
 pub(super) struct Migrations {
-    /// Each (ports, tag) with the connection that has it and how many do (a match needs 1).
-    by_ports: Table<PortsTag, (ConnectionHandle, u32)>,
+    /// Each (ports, tag) with the connections that have it (a match needs exactly one).
+    by_ports: Table<PortsTag, Vec<ConnectionHandle>>,
     pending: Table<ConnectionHandle, Pending>,
 }
 
@@ -61,18 +61,14 @@ impl Migrations {
     }
 
     pub(super) fn on_insert(&mut self, h: ConnectionHandle, key: PortsTag) {
-        let e = self.by_ports.entry(key).or_insert((h, 0));
-        e.1 += 1;
-        if e.1 == 1 {
-            e.0 = h;
-        }
+        self.by_ports.entry(key).or_default().push(h);
     }
 
     pub(super) fn on_release(&mut self, h: ConnectionHandle, key: PortsTag) {
         self.pending.remove(&h);
-        if let Some(e) = self.by_ports.get_mut(&key) {
-            e.1 -= 1;
-            if e.1 == 0 {
+        if let Some(v) = self.by_ports.get_mut(&key) {
+            v.retain(|&x| x != h);
+            if v.is_empty() {
                 self.by_ports.remove(&key);
             }
         }
@@ -80,10 +76,10 @@ impl Migrations {
 
     /// The one connection with these ports and tag.
     fn lookup(&self, key: PortsTag) -> Option<ConnectionHandle> {
-        self.by_ports
-            .get(&key)
-            .filter(|(_, n)| *n == 1)
-            .map(|(h, _)| *h)
+        match self.by_ports.get(&key).map(Vec::as_slice) {
+            Some([h]) => Some(*h),
+            _ => None,
+        }
     }
 
     /// When the next re-challenge is due.
@@ -114,7 +110,9 @@ impl Endpoint {
         let Some(ch) = self.migrate.lookup((h.dst_port, h.src_port, h.tag)) else {
             return Some(r);
         };
-        let c = &self.conns[&ch];
+        let Some(c) = self.conns.get(&ch) else {
+            return Some(r);
+        };
         if c.is_closed() || c.mode() != h.mode || self.admission.is_half_open(ch.0) {
             return Some(r);
         }
@@ -242,5 +240,31 @@ impl Endpoint {
     /// New addresses of connections being validated now (bounded).
     pub fn paths_pending(&self) -> usize {
         self.migrate.pending()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_identity_matches_nothing_until_one_is_left() {
+        let mut m = Migrations::new(1);
+        let key = (7, 9000, 5);
+        let (h1, h2) = (ConnectionHandle(1), ConnectionHandle(2));
+        m.on_insert(h1, key);
+        assert_eq!(m.lookup(key), Some(h1));
+        m.on_insert(h2, key);
+        assert_eq!(
+            m.lookup(key),
+            None,
+            "two connections share it: neither matches"
+        );
+        // The first released: the second, not a stale handle, is the one left.
+        m.on_release(h1, key);
+        assert_eq!(m.lookup(key), Some(h2));
+        m.on_release(h2, key);
+        assert_eq!(m.lookup(key), None);
+        assert!(m.by_ports.is_empty());
     }
 }
