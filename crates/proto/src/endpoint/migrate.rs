@@ -8,7 +8,7 @@
 //! and it is no more trusted than a TPDU from the old address: without a key anyone can
 //! forge either), except a reset. The connection keeps sending to the old address until the
 //! new one proves it receives: the endpoint sends it a CHALLENGE (§9's, kind 0), again after
-//! 250 ms and at doubling intervals up to 2 s, and switches the connection when the ECHO of
+//! 250 ms and at doubling intervals up to 2 s, six in all, and switches the connection when the ECHO of
 //! its cookie comes back from there. So a spoofed source address gets a challenge or two and
 //! never the connection's traffic; nothing is amplified beyond the challenges.
 //!
@@ -35,11 +35,17 @@ type PortsTag = (u16, u16, u8);
 const MAX_PENDING: usize = 256;
 const FIRST_RECHALLENGE: Duration = Duration::from_millis(250);
 const MAX_RECHALLENGE: Duration = Duration::from_secs(2);
+/// CHALLENGEs in one series (over 7.75 s); a TPDU from the address after that starts another.
+/// Bounded by count, not by the set-up timeout: a bit error in the air link's UDP source port
+/// (sent without checksum, so that FEC sees corrupted datagrams) makes a one-off address that
+/// will never answer, and 30 s of challenges to each would cost a thin link more than the
+/// datagram it came with.
+const CHALLENGES_PER_SERIES: u32 = 6;
 
 #[derive(Debug)]
 struct Pending {
     addr: SocketAddr,
-    since: Duration,
+    sent: u32,
     next: Duration,
     interval: Duration,
 }
@@ -181,7 +187,7 @@ impl Endpoint {
             ch,
             Pending {
                 addr,
-                since: now,
+                sent: 1,
                 next: now + FIRST_RECHALLENGE,
                 interval: FIRST_RECHALLENGE,
             },
@@ -198,22 +204,23 @@ impl Endpoint {
     }
 
     /// Re-challenges new addresses not yet proven (from `handle_timeout`); one that stays
-    /// silent for the set-up timeout is forgotten.
+    /// silent through a whole series is forgotten.
     pub(super) fn rechallenge_paths(&mut self, now: Duration) {
         if self.migrate.next_deadline().is_none_or(|t| t > now) {
             return;
         }
-        let give_up = self.cfg.setup_timeout.max(Duration::from_secs(1));
         let mut due = Vec::new();
         self.migrate.pending.retain(|&ch, p| {
-            if now.saturating_sub(p.since) >= give_up {
+            if p.next > now {
+                return true;
+            }
+            if p.sent >= CHALLENGES_PER_SERIES {
                 return false;
             }
-            if p.next <= now {
-                p.interval = (p.interval * 2).min(MAX_RECHALLENGE);
-                p.next = now + p.interval;
-                due.push((ch, p.addr));
-            }
+            p.sent += 1;
+            p.interval = (p.interval * 2).min(MAX_RECHALLENGE);
+            p.next = now + p.interval;
+            due.push((ch, p.addr));
             true
         });
         for (ch, addr) in due {
@@ -266,5 +273,58 @@ mod tests {
         m.on_release(h2, key);
         assert_eq!(m.lookup(key), None);
         assert!(m.by_ports.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod series_tests {
+    use crate::{ConnectionConfig, Endpoint, EndpointConfig, Mode};
+    use std::net::SocketAddr;
+    use std::time::Duration;
+
+    /// A one-off address (a corrupted source port) gets six challenges over 7.75 s, then none.
+    #[test]
+    fn a_silent_new_address_gets_one_series_of_six_challenges() {
+        let a_addr: SocketAddr = "10.0.0.1:9000".parse().unwrap();
+        let b_addr: SocketAddr = "10.0.0.2:9000".parse().unwrap();
+        let odd: SocketAddr = "10.0.0.1:9001".parse().unwrap();
+        let mut a = Endpoint::new(EndpointConfig::default(), 1);
+        let mut b = Endpoint::new(EndpointConfig::default(), 2);
+        let cfg = ConnectionConfig::with_mode(Mode::Reliable);
+        b.listen(7, cfg.clone()).unwrap();
+        a.connect(Duration::ZERO, b_addr, 7, cfg).unwrap();
+        // Set-up and proof: a few exchanges at one instant each.
+        let mut buf = Vec::new();
+        let mut first = None;
+        for step in 0..20u64 {
+            let now = Duration::from_millis(step);
+            while a.poll_transmit(now, &mut buf).is_some() {
+                first.get_or_insert_with(|| buf.clone());
+                b.handle_datagram(now, a_addr, &buf);
+                buf.clear();
+            }
+            while b.poll_transmit(now, &mut buf).is_some() {
+                a.handle_datagram(now, b_addr, &buf);
+                buf.clear();
+            }
+        }
+        let before = b.stats.path_challenges;
+        // The same TPDU again, from a port it was never sent from.
+        let t0 = Duration::from_millis(100);
+        b.handle_datagram(t0, odd, first.as_ref().unwrap());
+        let mut to_odd = 0;
+        let mut now = t0;
+        while now < t0 + Duration::from_secs(30) {
+            b.handle_timeout(now);
+            while let Some(t) = b.poll_transmit(now, &mut buf) {
+                to_odd += u32::from(t.remote == odd);
+                buf.clear();
+            }
+            now += Duration::from_millis(50);
+        }
+        assert_eq!(b.stats.path_challenges - before, 6);
+        assert_eq!(to_odd, 6, "challenges to the one-off address");
+        assert_eq!(b.paths_pending(), 0, "the series is over");
+        assert_eq!(b.stats.migrations, 0);
     }
 }
