@@ -402,6 +402,16 @@ pub fn render(s: &Snapshot) -> String {
             e.datagram_bytes_sent,
         ),
         (
+            "path_challenges",
+            "CHALLENGEs sent to a peer's new address (docs/spec.md §9).",
+            e.path_challenges,
+        ),
+        (
+            "migrations",
+            "Connections switched to a peer's new address after it echoed a challenge.",
+            e.migrations,
+        ),
+        (
             "datagram_repairs_sent",
             "Repair TPDUs sent on datagram routes that repair.",
             e.datagram_repairs_sent,
