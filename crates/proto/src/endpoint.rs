@@ -72,7 +72,7 @@ pub struct Endpoint {
     send_routes: crate::datagram_repair::SendRoutes,
     recv_routes: crate::datagram_repair::RecvRoutes,
     /// Connections by ports and tag, and peers' new addresses being validated.
-    migrate: migrate::Migrations,
+    migrate: crate::migrations::Migrations,
     pub stats: EndpointStats,
 }
 
@@ -131,7 +131,7 @@ impl Endpoint {
             link_free: Duration::ZERO,
             send_routes,
             recv_routes,
-            migrate: migrate::Migrations::new(tables.gen()),
+            migrate: crate::migrations::Migrations::new(tables.gen()),
             stats: EndpointStats::default(),
         }
     }

@@ -24,6 +24,7 @@ mod feedback_budget;
 mod link_share;
 mod listeners;
 mod liveness;
+mod migrations;
 mod pacer;
 mod phase;
 mod receiver;

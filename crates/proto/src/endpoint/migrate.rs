@@ -23,81 +23,9 @@
 
 use super::{ConnectionHandle, Endpoint};
 use crate::codec::{Quality, Received};
-use crate::table::{table, Table};
 use aerotp_wire::Flags;
 use std::net::SocketAddr;
 use std::time::Duration;
-
-/// (local port, peer port, tag): what identifies a connection besides the peer's address.
-type PortsTag = (u16, u16, u8);
-
-/// Most new addresses being validated at once (a spoofer's challenges are bounded by it too).
-const MAX_PENDING: usize = 256;
-const FIRST_RECHALLENGE: Duration = Duration::from_millis(250);
-const MAX_RECHALLENGE: Duration = Duration::from_secs(2);
-/// CHALLENGEs in one series (over 7.75 s); a TPDU from the address after that starts another.
-/// Bounded by count, not by the set-up timeout: a bit error in the air link's UDP source port
-/// (sent without checksum, so that FEC sees corrupted datagrams) makes a one-off address that
-/// will never answer, and 30 s of challenges to each would cost a thin link more than the
-/// datagram it came with.
-const CHALLENGES_PER_SERIES: u32 = 6;
-
-#[derive(Debug)]
-struct Pending {
-    addr: SocketAddr,
-    sent: u32,
-    next: Duration,
-    interval: Duration,
-}
-
-/// The connections by ports and tag, and the new addresses being validated.
-#[derive(Debug)]
-pub(super) struct Migrations {
-    /// Each (ports, tag) with the connections that have it (a match needs exactly one).
-    by_ports: Table<PortsTag, Vec<ConnectionHandle>>,
-    pending: Table<ConnectionHandle, Pending>,
-}
-
-impl Migrations {
-    pub(super) fn new(seed: u64) -> Migrations {
-        Migrations {
-            by_ports: table(seed),
-            pending: table(seed ^ 1),
-        }
-    }
-
-    pub(super) fn on_insert(&mut self, h: ConnectionHandle, key: PortsTag) {
-        self.by_ports.entry(key).or_default().push(h);
-    }
-
-    pub(super) fn on_release(&mut self, h: ConnectionHandle, key: PortsTag) {
-        self.pending.remove(&h);
-        if let Some(v) = self.by_ports.get_mut(&key) {
-            v.retain(|&x| x != h);
-            if v.is_empty() {
-                self.by_ports.remove(&key);
-            }
-        }
-    }
-
-    /// The one connection with these ports and tag.
-    fn lookup(&self, key: PortsTag) -> Option<ConnectionHandle> {
-        match self.by_ports.get(&key).map(Vec::as_slice) {
-            Some([h]) => Some(*h),
-            _ => None,
-        }
-    }
-
-    /// When the next re-challenge is due.
-    pub(super) fn next_deadline(&self) -> Option<Duration> {
-        self.pending.values().map(|p| p.next).min()
-    }
-
-    /// New addresses being validated now.
-    pub(super) fn pending(&self) -> usize {
-        self.pending.len()
-    }
-}
 
 impl Endpoint {
     /// A TPDU from `remote`, an address no connection has: if it belongs to one connection
@@ -172,27 +100,9 @@ impl Endpoint {
     /// Starts validating `addr` for connection `ch` (a CHALLENGE now), unless it is already
     /// being validated.
     fn challenge_path(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
-        if self
-            .migrate
-            .pending
-            .get(&ch)
-            .is_some_and(|p| p.addr == addr)
-        {
-            return;
+        if self.migrate.start(ch, addr, now) {
+            self.send_path_challenge(now, ch, addr);
         }
-        if self.migrate.pending.len() >= MAX_PENDING && !self.migrate.pending.contains_key(&ch) {
-            return;
-        }
-        self.migrate.pending.insert(
-            ch,
-            Pending {
-                addr,
-                sent: 1,
-                next: now + FIRST_RECHALLENGE,
-                interval: FIRST_RECHALLENGE,
-            },
-        );
-        self.send_path_challenge(now, ch, addr);
     }
 
     fn send_path_challenge(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
@@ -206,31 +116,14 @@ impl Endpoint {
     /// Re-challenges new addresses not yet proven (from `handle_timeout`); one that stays
     /// silent through a whole series is forgotten.
     pub(super) fn rechallenge_paths(&mut self, now: Duration) {
-        if self.migrate.next_deadline().is_none_or(|t| t > now) {
-            return;
-        }
-        let mut due = Vec::new();
-        self.migrate.pending.retain(|&ch, p| {
-            if p.next > now {
-                return true;
-            }
-            if p.sent >= CHALLENGES_PER_SERIES {
-                return false;
-            }
-            p.sent += 1;
-            p.interval = (p.interval * 2).min(MAX_RECHALLENGE);
-            p.next = now + p.interval;
-            due.push((ch, p.addr));
-            true
-        });
-        for (ch, addr) in due {
+        for (ch, addr) in self.migrate.due(now) {
             self.send_path_challenge(now, ch, addr);
         }
     }
 
     /// The peer proved it receives at `addr`: the connection sends there from now on.
     fn switch_path(&mut self, ch: ConnectionHandle, addr: SocketAddr) {
-        self.migrate.pending.remove(&ch);
+        self.migrate.proven(ch);
         let Some(c) = self.conns.get_mut(&ch) else {
             return;
         };
@@ -247,32 +140,6 @@ impl Endpoint {
     /// New addresses of connections being validated now (bounded).
     pub fn paths_pending(&self) -> usize {
         self.migrate.pending()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_shared_identity_matches_nothing_until_one_is_left() {
-        let mut m = Migrations::new(1);
-        let key = (7, 9000, 5);
-        let (h1, h2) = (ConnectionHandle(1), ConnectionHandle(2));
-        m.on_insert(h1, key);
-        assert_eq!(m.lookup(key), Some(h1));
-        m.on_insert(h2, key);
-        assert_eq!(
-            m.lookup(key),
-            None,
-            "two connections share it: neither matches"
-        );
-        // The first released: the second, not a stale handle, is the one left.
-        m.on_release(h1, key);
-        assert_eq!(m.lookup(key), Some(h2));
-        m.on_release(h2, key);
-        assert_eq!(m.lookup(key), None);
-        assert!(m.by_ports.is_empty());
     }
 }
 
