@@ -44,7 +44,8 @@ struct CommonArgs {
     /// Erasure repair across TPDUs (repair TPDUs that rebuild lost ones without a round
     /// trip): off, auto, or a ratio such as 1.25. Default: each mode's (auto in
     /// quasi-reliable and unreliable; the retransmitting modes on round trips of 200 ms or
-    /// more; docs/fec.md). Key `erasure`, also per `[[flow]]`.
+    /// more; docs/fec.md). Datagram-mode UDP flows repair only at a ratio (no reports reach
+    /// their sender): auto leaves them without. Key `erasure`, also per `[[flow]]`.
     #[arg(long, value_name = "off|auto|RATIO")]
     erasure: Option<String>,
     /// Longest a lost TPDU may wait for its repairs, 1ms to 60s (default 500ms). Key
