@@ -4,63 +4,15 @@
 //! AeroTP connection follows the ingress (docs/spec.md §9, "A peer's new address"): every byte
 //! arrives both ways, once, in order, with no resume of the flow.
 
-use aerotp_testkit::{free_tcp, random, sha256};
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use aerotp_testkit::nat::rebinding_relay;
+use aerotp_testkit::{random, sha256};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use aerotp_gw::FileConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::net::{TcpListener, TcpStream};
 
-/// Ingress → egress through two relay sockets: the first `switch_after` datagrams leave from
-/// the first, the rest from the second; the egress's datagrams to the first socket after the
-/// switch are dropped (counted). Returns the relay's address for the ingress.
-async fn rebinding_relay(egress: SocketAddr, switch_after: u64) -> (SocketAddr, Arc<AtomicU64>) {
-    let inside = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
-    let outs = [
-        Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap()),
-        Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap()),
-    ];
-    let addr = inside.local_addr().unwrap();
-    let sent = Arc::new(AtomicU64::new(0));
-    let dropped = Arc::new(AtomicU64::new(0));
-    let ingress = Arc::new(Mutex::new(None::<SocketAddr>));
-    for (i, out) in outs.iter().enumerate() {
-        let (out, inside, ingress, sent, dropped) = (
-            out.clone(),
-            inside.clone(),
-            ingress.clone(),
-            sent.clone(),
-            dropped.clone(),
-        );
-        tokio::spawn(async move {
-            let mut b = vec![0u8; 65_536];
-            while let Ok((n, _)) = out.recv_from(&mut b).await {
-                if i == 0 && sent.load(Ordering::Relaxed) >= switch_after {
-                    dropped.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-                let to = *ingress.lock().unwrap();
-                if let Some(to) = to {
-                    let _ = inside.send_to(&b[..n], to).await;
-                }
-            }
-        });
-    }
-    tokio::spawn(async move {
-        let mut b = vec![0u8; 65_536];
-        while let Ok((n, from)) = inside.recv_from(&mut b).await {
-            *ingress.lock().unwrap() = Some(from);
-            let k = sent.fetch_add(1, Ordering::Relaxed);
-            let _ = outs[usize::from(k >= switch_after)]
-                .send_to(&b[..n], egress)
-                .await;
-        }
-    });
-    (addr, dropped)
-}
+mod common;
 
 async fn handover(mode: &str) {
     let up = random(3_000_000, 21);
@@ -78,34 +30,13 @@ async fn handover(mode: &str) {
         s.shutdown().await.unwrap();
         got
     });
-    let eg = FileConfig {
-        listen: Some("127.0.0.1:0".into()),
-        tcp_connect: Some(dest.to_string()),
-        rate: Some("40mbit".into()),
-        ..Default::default()
-    };
-    let egress = aerotp_gw::start(aerotp_gw::Role::Egress, eg.settings().unwrap())
-        .await
-        .unwrap();
+    let egress = common::tcp_egress(dest, "40mbit").await;
     // 3 MB at 40 Mb/s is about 2,200 datagrams: the ingress moves a fifth of the way in.
     let (relay, dropped) = rebinding_relay(egress.ep.local_addr(), 500).await;
-    let entry = free_tcp();
     // near-reliable holds custody on disk.
     let store = tempfile::tempdir().unwrap();
-    let ing = FileConfig {
-        peer: Some(relay.to_string()),
-        rate: Some("40mbit".into()),
-        store: (mode == "near-reliable").then(|| store.path().to_owned()),
-        flows: vec![aerotp_gw::config::FlowSpec {
-            tcp_listen: Some(entry.to_string()),
-            mode: Some(mode.into()),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ingress = aerotp_gw::start(aerotp_gw::Role::Ingress, ing.settings().unwrap())
-        .await
-        .unwrap();
+    let custody = (mode == "near-reliable").then(|| store.path());
+    let (ingress, entry) = common::tcp_ingress(relay, mode, custody, "40mbit").await;
     let client = async {
         let mut c = TcpStream::connect(entry).await.unwrap();
         let (mut r, mut w) = c.split();

@@ -9,6 +9,8 @@ use aerotp_gw::{FileConfig, Gateway};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+mod common;
+
 /// Destination: reads everything, answers with the SHA-256 of it followed by `reply` bytes.
 async fn dest_server(reply: Vec<u8>) -> (SocketAddr, tokio::task::JoinHandle<Vec<u8>>) {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -33,30 +35,8 @@ async fn pair(
     store: Option<&std::path::Path>,
     rate: &str,
 ) -> (Arc<Gateway>, Arc<Gateway>, SocketAddr) {
-    let eg = FileConfig {
-        listen: Some("127.0.0.1:0".into()),
-        tcp_connect: Some(dest.to_string()),
-        rate: Some(rate.into()),
-        ..Default::default()
-    };
-    let egress = aerotp_gw::start(aerotp_gw::Role::Egress, eg.settings().unwrap())
-        .await
-        .unwrap();
-    let entry = free_tcp();
-    let ing = FileConfig {
-        peer: Some(egress.ep.local_addr().to_string()),
-        rate: Some(rate.into()),
-        store: store.map(|p| p.to_owned()),
-        flows: vec![aerotp_gw::config::FlowSpec {
-            tcp_listen: Some(entry.to_string()),
-            mode: Some(mode.into()),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ingress = aerotp_gw::start(aerotp_gw::Role::Ingress, ing.settings().unwrap())
-        .await
-        .unwrap();
+    let egress = common::tcp_egress(dest, rate).await;
+    let (ingress, entry) = common::tcp_ingress(egress.ep.local_addr(), mode, store, rate).await;
     (ingress, egress, entry)
 }
 

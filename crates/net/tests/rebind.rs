@@ -4,62 +4,12 @@
 //! (docs/spec.md §9, "A peer's new address"): every byte arrives, no reset, one migration.
 
 use aerotp_net::{CloseOutcome, ConnectionConfig, Endpoint, EndpointConfig, Mode};
+use aerotp_testkit::nat::rebinding_relay;
 use aerotp_testkit::{random, sha256};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::UdpSocket;
-
-/// A NAT between the client and `server`: the client sends to the returned address; the
-/// first `rebind_after` datagrams leave towards the server from one socket, the rest from a
-/// second. Replies reaching the first socket after the rebinding are dropped (its mapping is
-/// gone) and counted.
-async fn nat(server: SocketAddr, rebind_after: u64) -> (SocketAddr, Arc<AtomicU64>) {
-    let inside = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
-    let outs = [
-        Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap()),
-        Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap()),
-    ];
-    let addr = inside.local_addr().unwrap();
-    let forwarded = Arc::new(AtomicU64::new(0));
-    let dropped = Arc::new(AtomicU64::new(0));
-    let client = Arc::new(std::sync::Mutex::new(None::<SocketAddr>));
-    for (i, out) in outs.iter().enumerate() {
-        let (out, inside, client, fwd, dropped) = (
-            out.clone(),
-            inside.clone(),
-            client.clone(),
-            forwarded.clone(),
-            dropped.clone(),
-        );
-        tokio::spawn(async move {
-            let mut b = vec![0u8; 65_536];
-            while let Ok((n, _)) = out.recv_from(&mut b).await {
-                let rebound = fwd.load(Ordering::Relaxed) >= rebind_after;
-                if i == 0 && rebound {
-                    dropped.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-                let to = *client.lock().unwrap();
-                if let Some(c) = to {
-                    let _ = inside.send_to(&b[..n], c).await;
-                }
-            }
-        });
-    }
-    tokio::spawn(async move {
-        let mut b = vec![0u8; 65_536];
-        while let Ok((n, from)) = inside.recv_from(&mut b).await {
-            *client.lock().unwrap() = Some(from);
-            let k = forwarded.fetch_add(1, Ordering::Relaxed);
-            let out = &outs[usize::from(k >= rebind_after)];
-            let _ = out.send_to(&b[..n], server).await;
-        }
-    });
-    (addr, dropped)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nat_rebinding_mid_transfer_loses_nothing() {
@@ -70,7 +20,7 @@ async fn a_nat_rebinding_mid_transfer_loses_nothing() {
     let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let server = Endpoint::bind(any, EndpointConfig::default()).unwrap();
     server.listen(7, cfg.clone()).unwrap();
-    let (entry, dropped) = nat(server.local_addr(), 1000).await;
+    let (entry, dropped) = rebinding_relay(server.local_addr(), 1000).await;
     let client = Endpoint::bind(any, EndpointConfig::default()).unwrap();
     let recv = tokio::spawn(async move {
         let mut conn = server.accept().await.unwrap();

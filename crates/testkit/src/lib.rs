@@ -6,6 +6,7 @@
 //! Dev-only (`publish = false`): used from `[dev-dependencies]`, never by a shipped crate. Every
 //! wait here has a time bound and panics naming what it waited for, so a failing test ends.
 
+pub mod nat;
 pub mod probe;
 pub mod prom;
 pub mod tshark;

@@ -11,6 +11,45 @@ use tokio::net::UdpSocket;
 // The generic helpers (ports, random data, waits) live once, in aerotp-testkit.
 use aerotp_testkit::free_udp;
 
+/// An egress on loopback that connects every TCP flow to `dest`, at `rate`.
+pub async fn tcp_egress(dest: SocketAddr, rate: &str) -> std::sync::Arc<aerotp_gw::Gateway> {
+    let cfg = aerotp_gw::config::FileConfig {
+        listen: Some("127.0.0.1:0".into()),
+        tcp_connect: Some(dest.to_string()),
+        rate: Some(rate.into()),
+        ..Default::default()
+    };
+    aerotp_gw::start(aerotp_gw::Role::Egress, cfg.settings().unwrap())
+        .await
+        .unwrap()
+}
+
+/// An ingress on loopback with one TCP flow (`mode`) towards AeroTP `peer`, at `rate`, with
+/// its custody store in `store` if given; returns it with the address TCP sources connect to.
+pub async fn tcp_ingress(
+    peer: SocketAddr,
+    mode: &str,
+    store: Option<&std::path::Path>,
+    rate: &str,
+) -> (std::sync::Arc<aerotp_gw::Gateway>, SocketAddr) {
+    let entry = aerotp_testkit::free_tcp();
+    let cfg = aerotp_gw::config::FileConfig {
+        peer: Some(peer.to_string()),
+        rate: Some(rate.into()),
+        store: store.map(|p| p.to_owned()),
+        flows: vec![aerotp_gw::config::FlowSpec {
+            tcp_listen: Some(entry.to_string()),
+            mode: Some(mode.into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let gw = aerotp_gw::start(aerotp_gw::Role::Ingress, cfg.settings().unwrap())
+        .await
+        .unwrap();
+    (gw, entry)
+}
+
 /// An egress on loopback that sends every UDP flow to `dest`, at `rate`.
 pub async fn udp_egress(dest: SocketAddr, rate: &str) -> std::sync::Arc<aerotp_gw::Gateway> {
     let cfg = aerotp_gw::config::FileConfig {
