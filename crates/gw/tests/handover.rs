@@ -10,26 +10,14 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 mod common;
 
 async fn handover(mode: &str) {
     let up = random(3_000_000, 21);
     let down = random(1_000_000, 22);
-    // Destination: reads everything, answers with its SHA-256 and `down`.
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let dest = l.local_addr().unwrap();
-    let reply = down.clone();
-    let server = tokio::spawn(async move {
-        let (mut s, _) = l.accept().await.unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await.unwrap();
-        s.write_all(&sha256(&got)).await.unwrap();
-        s.write_all(&reply).await.unwrap();
-        s.shutdown().await.unwrap();
-        got
-    });
+    let (dest, server) = common::sha256_dest(down.clone()).await;
     let egress = common::tcp_egress(dest, "40mbit").await;
     // 3 MB at 40 Mb/s is about 2,200 datagrams: the ingress moves a fifth of the way in.
     let (relay, dropped) = rebinding_relay(egress.ep.local_addr(), 500).await;

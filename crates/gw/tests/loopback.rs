@@ -7,25 +7,11 @@ use std::time::Duration;
 
 use aerotp_gw::{FileConfig, Gateway};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 mod common;
 
-/// Destination: reads everything, answers with the SHA-256 of it followed by `reply` bytes.
-async fn dest_server(reply: Vec<u8>) -> (SocketAddr, tokio::task::JoinHandle<Vec<u8>>) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let a = l.local_addr().unwrap();
-    let h = tokio::spawn(async move {
-        let (mut s, _) = l.accept().await.unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await.unwrap();
-        s.write_all(&sha256(&got)).await.unwrap();
-        s.write_all(&reply).await.unwrap();
-        s.shutdown().await.unwrap();
-        got
-    });
-    (a, h)
-}
+use common::sha256_dest as dest_server;
 
 /// An egress (to `dest`) and an ingress (one TCP flow in `mode`) at `rate`; returns them and
 /// the ingress's TCP entry.

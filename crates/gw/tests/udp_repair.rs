@@ -30,21 +30,14 @@ async fn run(erasure: Option<&str>) -> (usize, u64, u64) {
     let (relay, relay_dropped) =
         relay(egress.ep.local_addr(), every(100..1600, 10, 5, Hop::Drop)).await;
     let entry = free_udp();
-    let cfg = aerotp_gw::config::FileConfig {
-        peer: Some(relay.to_string()),
-        rate: Some("20mbit".into()),
-        flows: vec![aerotp_gw::config::FlowSpec {
-            udp_listen: Some(entry.to_string()),
-            mode: Some("datagram".into()),
-            class: Some("telemetry".into()),
-            erasure: erasure.map(Into::into),
-            ..Default::default()
-        }],
+    let flow = aerotp_gw::config::FlowSpec {
+        udp_listen: Some(entry.to_string()),
+        mode: Some("datagram".into()),
+        class: Some("telemetry".into()),
+        erasure: erasure.map(Into::into),
         ..Default::default()
     };
-    let ingress = aerotp_gw::start(aerotp_gw::Role::Ingress, cfg.settings().unwrap())
-        .await
-        .unwrap();
+    let ingress = common::ingress(relay, flow, Default::default(), "20mbit").await;
     let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     client.connect(entry).await.unwrap();
     let mut tick = tokio::time::interval(Duration::from_millis(1));

@@ -13,15 +13,47 @@ use aerotp_testkit::free_udp;
 
 /// An egress on loopback that connects every TCP flow to `dest`, at `rate`.
 pub async fn tcp_egress(dest: SocketAddr, rate: &str) -> std::sync::Arc<aerotp_gw::Gateway> {
+    egress(
+        aerotp_gw::config::FileConfig {
+            tcp_connect: Some(dest.to_string()),
+            ..Default::default()
+        },
+        rate,
+    )
+    .await
+}
+
+/// An egress listening on loopback at `rate`, with `cfg`'s destinations.
+pub async fn egress(
+    cfg: aerotp_gw::config::FileConfig,
+    rate: &str,
+) -> std::sync::Arc<aerotp_gw::Gateway> {
     let cfg = aerotp_gw::config::FileConfig {
         listen: Some("127.0.0.1:0".into()),
-        tcp_connect: Some(dest.to_string()),
         rate: Some(rate.into()),
-        ..Default::default()
+        ..cfg
     };
     aerotp_gw::start(aerotp_gw::Role::Egress, cfg.settings().unwrap())
         .await
         .unwrap()
+}
+
+/// A TCP destination on loopback: reads everything, then answers with the SHA-256 of what it
+/// read followed by `reply`; the task returns what it read.
+pub async fn sha256_dest(reply: Vec<u8>) -> (SocketAddr, tokio::task::JoinHandle<Vec<u8>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let a = l.local_addr().unwrap();
+    let h = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        s.write_all(&aerotp_testkit::sha256(&got)).await.unwrap();
+        s.write_all(&reply).await.unwrap();
+        s.shutdown().await.unwrap();
+        got
+    });
+    (a, h)
 }
 
 /// An ingress on loopback with one TCP flow (`mode`) towards AeroTP `peer`, at `rate`, with
@@ -33,34 +65,46 @@ pub async fn tcp_ingress(
     rate: &str,
 ) -> (std::sync::Arc<aerotp_gw::Gateway>, SocketAddr) {
     let entry = aerotp_testkit::free_tcp();
+    let flow = aerotp_gw::config::FlowSpec {
+        tcp_listen: Some(entry.to_string()),
+        mode: Some(mode.into()),
+        ..Default::default()
+    };
+    let cfg = aerotp_gw::config::FileConfig {
+        store: store.map(|p| p.to_owned()),
+        ..Default::default()
+    };
+    (ingress(peer, flow, cfg, rate).await, entry)
+}
+
+/// An ingress on loopback towards AeroTP `peer` at `rate`, with `flow` and `cfg`'s other keys.
+pub async fn ingress(
+    peer: SocketAddr,
+    flow: aerotp_gw::config::FlowSpec,
+    cfg: aerotp_gw::config::FileConfig,
+    rate: &str,
+) -> std::sync::Arc<aerotp_gw::Gateway> {
     let cfg = aerotp_gw::config::FileConfig {
         peer: Some(peer.to_string()),
         rate: Some(rate.into()),
-        store: store.map(|p| p.to_owned()),
-        flows: vec![aerotp_gw::config::FlowSpec {
-            tcp_listen: Some(entry.to_string()),
-            mode: Some(mode.into()),
-            ..Default::default()
-        }],
-        ..Default::default()
+        flows: vec![flow],
+        ..cfg
     };
-    let gw = aerotp_gw::start(aerotp_gw::Role::Ingress, cfg.settings().unwrap())
+    aerotp_gw::start(aerotp_gw::Role::Ingress, cfg.settings().unwrap())
         .await
-        .unwrap();
-    (gw, entry)
+        .unwrap()
 }
 
 /// An egress on loopback that sends every UDP flow to `dest`, at `rate`.
 pub async fn udp_egress(dest: SocketAddr, rate: &str) -> std::sync::Arc<aerotp_gw::Gateway> {
-    let cfg = aerotp_gw::config::FileConfig {
-        listen: Some("127.0.0.1:0".into()),
-        udp_connect: Some(dest.to_string()),
-        rate: Some(rate.into()),
-        ..Default::default()
-    };
-    aerotp_gw::start(aerotp_gw::Role::Egress, cfg.settings().unwrap())
-        .await
-        .unwrap()
+    egress(
+        aerotp_gw::config::FileConfig {
+            udp_connect: Some(dest.to_string()),
+            ..Default::default()
+        },
+        rate,
+    )
+    .await
 }
 
 /// An ingress on loopback with one UDP route (`mode`, `class`) towards AeroTP `peer`, at
@@ -72,21 +116,13 @@ pub async fn udp_ingress(
     rate: &str,
 ) -> (std::sync::Arc<aerotp_gw::Gateway>, SocketAddr) {
     let entry = free_udp();
-    let cfg = aerotp_gw::config::FileConfig {
-        peer: Some(peer.to_string()),
-        rate: Some(rate.into()),
-        flows: vec![aerotp_gw::config::FlowSpec {
-            udp_listen: Some(entry.to_string()),
-            mode: Some(mode.into()),
-            class: Some(class.into()),
-            ..Default::default()
-        }],
+    let flow = aerotp_gw::config::FlowSpec {
+        udp_listen: Some(entry.to_string()),
+        mode: Some(mode.into()),
+        class: Some(class.into()),
         ..Default::default()
     };
-    let gw = aerotp_gw::start(aerotp_gw::Role::Ingress, cfg.settings().unwrap())
-        .await
-        .unwrap();
-    (gw, entry)
+    (ingress(peer, flow, Default::default(), rate).await, entry)
 }
 
 /// What the test relay does with the k-th packet (from 1) from the ingress towards the egress.
