@@ -236,17 +236,14 @@ pub struct Settings {
 /// TCP flow one connection (docs/gateway.md, "Many flows": memory per idle flow).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
-/// The repair a datagram-mode route sends with `choice`: a fixed ratio, or none. `auto` needs
-/// the receiver's reports, which datagram mode does not send: a gateway-wide `auto` applies to
-/// connections only (a flow's own `erasure = "auto"` on a datagram flow is refused when the
-/// configuration is read).
+/// The repair a datagram-mode route sends with `choice` (`aerotp_proto::datagram_repair`): a
+/// fixed ratio, or none. A gateway-wide `auto` applies to connections only; a flow's own
+/// `erasure = "auto"` on a datagram flow is refused when the configuration is read.
 pub(crate) fn datagram_erasure(
     choice: &ErasureChoice,
 ) -> Result<Option<aerotp_proto::ErasureSetting>> {
-    let s = choice
-        .resolve(aerotp_proto::ErrorControl::for_mode(Mode::Datagram).erasure)
-        .map_err(|e| anyhow::anyhow!("erasure settings of a datagram route: {e}"))?;
-    Ok(s.filter(|s| matches!(s.mode, aerotp_net::ErasureMode::Ratio(_))))
+    aerotp_proto::datagram_repair(choice)
+        .map_err(|e| anyhow::anyhow!("erasure settings of a datagram route: {e}"))
 }
 
 /// `erasure` and `max_delay` (a flow's or the gateway's: `prefix` says which in errors) over

@@ -203,11 +203,6 @@ impl Endpoint {
         Ok(())
     }
 
-    /// The largest message `send_datagram_on` takes on `route` (`None`: the MTU carries none).
-    pub fn max_datagram_payload(&self, route: &proto::DatagramRoute) -> Option<usize> {
-        self.shared().lock().engine.max_datagram_payload(route)
-    }
-
     /// The next datagram-mode message received; `None` if the driver has stopped.
     pub async fn recv_datagram(&self) -> Option<DatagramMsg> {
         let shared = self.shared();

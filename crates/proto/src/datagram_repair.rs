@@ -15,7 +15,8 @@
 //! Both sides are bounded: at most `EndpointConfig::max_repair_routes` routes each, the least
 //! recently used forgotten beyond it; each route's coder is bounded by its window.
 
-use crate::erasure::{ErasureMode, ErasureRx, ErasureSetting, ErasureTx, Rebuilt};
+use crate::config_error::ConfigError;
+use crate::erasure::{ErasureChoice, ErasureMode, ErasureRx, ErasureSetting, ErasureTx, Rebuilt};
 use crate::table::{table, Table};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -62,6 +63,17 @@ impl DatagramRoute {
     pub(crate) fn repair(&self) -> Option<ErasureSetting> {
         self.erasure.filter(|s| s.mode != ErasureMode::Off)
     }
+}
+
+/// The repair a datagram route sends with `choice` over the mode's default: a fixed ratio,
+/// or none. `auto` needs reports, which no datagram route's sender gets, so it gives none;
+/// a driver where a user asked for it on a datagram route refuses it (`aerotp sim`, a
+/// gateway flow), as `Endpoint::send_datagram_with` would.
+pub fn datagram_repair(choice: &ErasureChoice) -> Result<Option<ErasureSetting>, ConfigError> {
+    let default = crate::ErrorControl::for_mode(aerotp_wire::Mode::Datagram).erasure;
+    Ok(choice
+        .resolve(default)?
+        .filter(|s| matches!(s.mode, ErasureMode::Ratio(_))))
 }
 
 /// Rate assumed for a route until its first measurement (100 ms of sending).
@@ -345,8 +357,11 @@ impl RecvRoutes {
         seq: u32,
         body: &[u8],
     ) -> Option<Vec<Rebuilt>> {
-        let r = self.route(now, key, tag);
-        if r.rx.behind(seq) {
+        if self
+            .routes
+            .get(&key)
+            .is_some_and(|r| r.tag == tag && r.rx.behind(seq))
+        {
             // A whole window behind: the sender numbers from a new start under a tag that
             // happens to equal the old one (1 in 255 restarts). Start over with it; a real
             // copy that late is gone from every window anyway.

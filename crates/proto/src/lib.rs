@@ -40,7 +40,7 @@ pub use auth::{AuthConfig, AuthError, AuthKey, KeySet, KEY_LEN, REPLAY_PEERS, RE
 pub use codec::{datagram_len, max_body};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting};
 pub use connection::{CloseOutcome, ConnectionStats, Role};
-pub use datagram_repair::DatagramRoute;
+pub use datagram_repair::{datagram_repair, DatagramRoute};
 pub use endpoint::{
     ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Peer, Transmit,
 };

@@ -159,9 +159,5 @@ pub(super) fn run_paced_datagrams(
 /// The scenario's repair for datagram mode: a fixed ratio, or none (validated: `auto` is
 /// refused for datagram mode, which has no reports to adapt to).
 fn datagram_erasure(s: &Scenario) -> Option<aerotp_proto::ErasureSetting> {
-    s.erasure
-        .resolve(aerotp_proto::ErrorControl::for_mode(aerotp_proto::Mode::Datagram).erasure)
-        .ok()
-        .flatten()
-        .filter(|e| matches!(e.mode, aerotp_proto::ErasureMode::Ratio(_)))
+    aerotp_proto::datagram_repair(&s.erasure).ok().flatten()
 }
