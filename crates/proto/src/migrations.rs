@@ -14,7 +14,7 @@ pub(crate) type PortsTag = (u16, u16, u8);
 const MAX_PENDING: usize = 256;
 const FIRST_RECHALLENGE: Duration = Duration::from_millis(250);
 const MAX_RECHALLENGE: Duration = Duration::from_secs(2);
-/// CHALLENGEs in one series (over 7.75 s); a TPDU from the address after that starts another.
+/// CHALLENGEs in one series (the last 5.75 s after the first; the series ends at 7.75 s); a TPDU from the address after that starts another.
 /// Bounded by count, not by the set-up timeout: a bit error in the air link's UDP source port
 /// (sent without checksum, so that FEC sees corrupted datagrams) makes a one-off address that
 /// will never answer, and 30 s of challenges to each would cost a thin link more than the

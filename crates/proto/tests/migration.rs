@@ -270,3 +270,57 @@ fn authenticated_connections_move_too() {
 fn copies_from_a_spoofer_do_not_keep_a_real_move_from_proving_itself() {
     check_survives(Mode::Reliable, Mover::InitiatorAmidSpoofs);
 }
+
+/// An ECHO from a new address whose cookie the endpoint never made (or made for another
+/// address) is refused and counted; the connection stays where it was.
+#[test]
+fn a_forged_echo_from_a_new_address_moves_nothing() {
+    let mut net = Net::new(
+        4,
+        Impair {
+            delay: Duration::from_millis(10),
+            ..Impair::default()
+        },
+    );
+    let cfg = ConnectionConfig::with_mode(Mode::Reliable);
+    net.b.listen(7, cfg.clone()).unwrap();
+    net.a.connect(Duration::ZERO, addr_b(), 7, cfg).unwrap();
+    let mut accepted = None;
+    for _ in 0..1000 {
+        if let Some(Event::Accepted(h)) = net.b.poll_event() {
+            accepted = Some(h);
+        }
+        if accepted.is_some_and(|h| net.b.is_proven(h)) {
+            break;
+        }
+        net.step();
+    }
+    let h = accepted.expect("accepted");
+    assert!(net.b.is_proven(h), "not proven in time");
+    let p = net.b.peer(h).unwrap();
+    let header = aerotp_wire::Header {
+        mode: p.mode,
+        flags: aerotp_wire::Flags::ECHO,
+        src_port: p.remote_port,
+        dst_port: p.local_port,
+        seq: 0,
+        timestamp: 0,
+        fec: 0,
+        tag: p.tag,
+        len: 0,
+    };
+    let refused = net.b.stats.cookies_refused;
+    for cookie in [[0u8; 16], [0xA5; 16]] {
+        let mut echo = Vec::new();
+        aerotp_wire::emit_tpdu(header, &cookie, &mut echo).unwrap();
+        let now = net.now;
+        net.b.handle_datagram(now, new_addr(), &echo);
+    }
+    assert_eq!(net.b.stats.cookies_refused, refused + 2);
+    assert_eq!(net.b.stats.migrations, 0);
+    assert_eq!(
+        net.b.peer(h).unwrap().remote,
+        addr_a(),
+        "the connection moved"
+    );
+}

@@ -149,7 +149,8 @@ mod series_tests {
     use std::net::SocketAddr;
     use std::time::Duration;
 
-    /// A one-off address (a corrupted source port) gets six challenges over 7.75 s, then none.
+    /// A one-off address (a corrupted source port) gets six challenges (at 0, 0.25, 0.75,
+    /// 1.75, 3.75 and 5.75 s), then none.
     #[test]
     fn a_silent_new_address_gets_one_series_of_six_challenges() {
         let a_addr: SocketAddr = "10.0.0.1:9000".parse().unwrap();
@@ -180,15 +181,20 @@ mod series_tests {
         let t0 = Duration::from_millis(100);
         b.handle_datagram(t0, odd, first.as_ref().unwrap());
         let mut to_odd = 0;
+        let mut at = Vec::new();
         let mut now = t0;
         while now < t0 + Duration::from_secs(30) {
             b.handle_timeout(now);
             while let Some(t) = b.poll_transmit(now, &mut buf) {
-                to_odd += u32::from(t.remote == odd);
+                if t.remote == odd {
+                    to_odd += 1;
+                    at.push((now - t0).as_millis());
+                }
                 buf.clear();
             }
             now += Duration::from_millis(50);
         }
+        assert_eq!(at, [0, 250, 750, 1750, 3750, 5750], "challenge times, ms");
         assert_eq!(b.stats.path_challenges - before, 6);
         assert_eq!(to_odd, 6, "challenges to the one-off address");
         assert_eq!(b.paths_pending(), 0, "the series is over");
