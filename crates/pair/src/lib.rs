@@ -85,6 +85,9 @@ pub struct Pair {
     pub drop_misaddressed: bool,
     /// Datagrams lost that way.
     pub misaddressed: u64,
+    /// The engine chooses the path (`set_paths`): path `i` joins `a`'s address `.0` and
+    /// `b`'s address `.1`. Empty: datagrams are striped below the engine (`Links::send`).
+    paths: Vec<(SocketAddr, SocketAddr)>,
     stalled: u32,
     buf: Vec<u8>,
 }
@@ -106,9 +109,38 @@ impl Pair {
             addr_b,
             drop_misaddressed: false,
             misaddressed: 0,
+            paths: Vec::new(),
             stalled: 0,
             buf: Vec::with_capacity(1 << 16),
         }
+    }
+
+    /// Lets the engine choose the path: a datagram sent to `b`'s address of path `i` goes on
+    /// the `i`th path each way, and arrives from the other end's address of that path. One
+    /// pair of addresses per path of `links`; the first is (`addr_a`, `addr_b`). A datagram
+    /// to an address that is no path's is lost (counted in `misaddressed`).
+    ///
+    /// # Panics
+    /// If the number of address pairs is not the number of paths each way.
+    pub fn set_paths(&mut self, paths: Vec<(SocketAddr, SocketAddr)>) {
+        assert!(
+            paths.len() == self.links.paths(Dir::Forward).len()
+                && paths.len() == self.links.paths(Dir::Reverse).len(),
+            "one address pair per path"
+        );
+        if let Some(&(a, b)) = paths.first() {
+            self.addr_a = a;
+            self.addr_b = b;
+        }
+        self.paths = paths;
+    }
+
+    /// The path a datagram to `remote` goes on, when the engine chooses.
+    fn path_to(paths: &[(SocketAddr, SocketAddr)], dir: Dir, remote: SocketAddr) -> Option<usize> {
+        paths.iter().position(|&(a, b)| match dir {
+            Dir::Forward => b == remote,
+            Dir::Reverse => a == remote,
+        })
     }
 
     /// Sends everything both endpoints have due now, `a` first.
@@ -127,13 +159,26 @@ impl Pair {
                     Dir::Forward => self.addr_b,
                     Dir::Reverse => self.addr_a,
                 };
-                if self.drop_misaddressed && t.remote != peer {
-                    self.misaddressed += 1;
-                    continue;
-                }
+                let path = if self.paths.is_empty() {
+                    if self.drop_misaddressed && t.remote != peer {
+                        self.misaddressed += 1;
+                        continue;
+                    }
+                    None
+                } else {
+                    let Some(i) = Self::path_to(&self.paths, dir, t.remote) else {
+                        self.misaddressed += 1;
+                        continue;
+                    };
+                    Some(i)
+                };
                 let sender: &Endpoint = sender;
                 if let Some(tag) = obs.sent(self.now, dir, &self.buf, sender) {
-                    self.links.send(dir, self.now, self.buf.clone(), tag);
+                    let packet = self.buf.clone();
+                    match path {
+                        Some(i) => self.links.send_on(dir, i, self.now, packet, tag),
+                        None => self.links.send(dir, self.now, packet, tag),
+                    }
                 }
             }
         }
@@ -189,13 +234,15 @@ impl Pair {
             self.now = next;
         }
         let now = self.now;
-        while let Some(d) = self.links.recv(Dir::Forward, now) {
+        while let Some((i, d)) = self.links.recv_indexed(Dir::Forward, now) {
             obs.arrived(now, Dir::Forward, &d);
-            self.b.handle_datagram(now, self.addr_a, &d.packet);
+            let from = self.paths.get(i).map_or(self.addr_a, |p| p.0);
+            self.b.handle_datagram(now, from, &d.packet);
         }
-        while let Some(d) = self.links.recv(Dir::Reverse, now) {
+        while let Some((i, d)) = self.links.recv_indexed(Dir::Reverse, now) {
             obs.arrived(now, Dir::Reverse, &d);
-            self.a.handle_datagram(now, self.addr_b, &d.packet);
+            let from = self.paths.get(i).map_or(self.addr_b, |p| p.1);
+            self.a.handle_datagram(now, from, &d.packet);
         }
         self.a.handle_timeout(now);
         self.b.handle_timeout(now);

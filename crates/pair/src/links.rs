@@ -41,9 +41,11 @@ impl RoundRobin {
     }
 }
 
-/// The paths each way. The engine has no multipath scheduler yet, so datagrams are spread
-/// over the paths in proportion to their weights (the simulator gives the forward rates one
-/// way and the reverse rates the other).
+/// The paths each way. A datagram goes on the path the engine chose (`send_on`, by the
+/// address it is sent to: [`crate::Pair::set_paths`]), or, below an engine that has one
+/// path, spread over the paths in proportion to their weights as Linux `teql` stripes a
+/// link (`send`; the simulator gives the forward rates one way and the reverse rates the
+/// other).
 #[derive(Debug)]
 pub struct Links {
     fwd: Vec<Path>,
@@ -90,11 +92,24 @@ impl Links {
         }
     }
 
+    /// Offers `packet` to path `i` of `dir` (the last path if there is no `i`).
+    pub fn send_on(&mut self, dir: Dir, i: usize, now: Duration, packet: Vec<u8>, tag: u64) {
+        let paths = self.paths_mut(dir);
+        let i = i.min(paths.len() - 1);
+        paths[i].send_tagged(now, packet, tag);
+    }
+
     /// A datagram of `dir` that has arrived by `now`, if any.
     pub fn recv(&mut self, dir: Dir, now: Duration) -> Option<Delivery> {
+        self.recv_indexed(dir, now).map(|(_, d)| d)
+    }
+
+    /// A datagram of `dir` that has arrived by `now`, with the index of its path.
+    pub fn recv_indexed(&mut self, dir: Dir, now: Duration) -> Option<(usize, Delivery)> {
         self.paths_mut(dir)
             .iter_mut()
-            .find_map(|p| p.recv_delivery(now))
+            .enumerate()
+            .find_map(|(i, p)| p.recv_delivery(now).map(|d| (i, d)))
     }
 
     /// The earliest arrival pending either way.

@@ -10,6 +10,7 @@ use crate::error_control::{ErrorControl, Feedback};
 use crate::fec_control::FecControl;
 use crate::liveness::Liveness;
 use crate::pacer::Pacer;
+use crate::paths::{PathStats, Paths};
 use crate::phase::{PeerFin, Phase};
 use crate::receiver::{Delivered, Receiver, ReceiverStats};
 use crate::rtt::RttEstimator;
@@ -20,6 +21,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+mod multipath;
 mod timers;
 mod transmit;
 
@@ -76,6 +78,8 @@ pub struct ConnectionStats {
     pub rate_bps: u64,
     pub peer_delivered: u64,
     pub outages: u64,
+    /// One entry per path (docs/stats.md, "Paths").
+    pub paths: Vec<PathStats>,
 }
 
 #[derive(Debug)]
@@ -83,7 +87,13 @@ pub struct Connection {
     pub role: Role,
     /// Live in one of the papers' states, or ended.
     phase: Phase,
-    pub remote: SocketAddr,
+    /// The peer's addresses and what each path does (`remote()` is the first).
+    paths: Paths,
+    /// The sending rate set by the configuration or `set_rate`; the pacer runs at the share
+    /// of it the paths that are up carry.
+    rate_bps: u64,
+    /// The latest time the connection was given (for statistics that need the time).
+    clock: Duration,
     pub local_port: u16,
     pub remote_port: u16,
     pub tag: u8,
@@ -175,7 +185,9 @@ impl Connection {
         Connection {
             role,
             phase: Phase::Live { state },
-            remote,
+            paths: Paths::new(remote, now, RttEstimator::new(cfg.initial_rtt, cfg.min_rto)),
+            rate_bps: cfg.rate_bps,
+            clock: now,
             local_port,
             remote_port,
             tag,
@@ -378,6 +390,7 @@ impl Connection {
         s.peer_reported_ber = self.peer_ber;
         s.rate_bps = self.pacer.rate();
         s.peer_delivered = self.tx.peer_delivered;
+        s.paths = self.path_stats();
         s
     }
 
@@ -409,7 +422,9 @@ impl Connection {
     }
 
     pub fn set_rate(&mut self, rate_bps: u64) {
+        self.rate_bps = rate_bps;
         self.pacer.set_rate(rate_bps);
+        self.apply_path_rate();
         if self.cfg.return_rate_bps.is_none() {
             self.rx.set_return_rate(rate_bps, self.cfg.feedback_share);
         }
@@ -499,6 +514,15 @@ impl Connection {
             self.heard_gaps = self.heard_gaps.saturating_add(1);
         }
         self.last_heard = now;
+        self.clock = self.clock.max(now);
+        if is_probe(&r.header, &r.body) {
+            // The peer asks whether this path works: the answer goes back on it.
+            self.paths.reply_on_rx();
+        }
+        if self.paths.multi() && r.quality != Quality::Corrupted {
+            let arrival = (now.as_micros() & 0xFFFF_FFFF) as u32;
+            self.paths.on_timestamp(arrival, r.header.timestamp);
+        }
         // Anything heard ends an outage (or its suspicion).
         let resumed = self.liveness.silent();
         self.liveness = Liveness::Heard { paused: false };
@@ -683,6 +707,7 @@ impl Connection {
         if let Some(l) = self.tx.take_ack_latency(now) {
             self.rtt.on_ack_latency(l);
         }
+        self.measure_paths(now);
         if let Some(n) = &c.nack {
             if n.seqs.is_empty() && c.mack.is_none() && c.ack.is_none() {
                 // An outage probe: the peer wants to hear from us now.

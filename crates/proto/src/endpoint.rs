@@ -28,6 +28,7 @@ mod datagram;
 mod migrate;
 mod ports;
 mod queries;
+mod release;
 mod schedule;
 mod share;
 
@@ -214,7 +215,7 @@ impl Endpoint {
         let h = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
         self.by_key
-            .insert((conn.remote, conn.local_port, conn.remote_port), h);
+            .insert((conn.remote(), conn.local_port, conn.remote_port), h);
         self.migrate
             .on_insert(h, (conn.local_port, conn.remote_port, conn.tag));
         self.conns.insert(h, conn);
@@ -295,24 +296,6 @@ impl Endpoint {
     /// comes within `EndpointConfig::setup_timeout`.
     pub fn is_proven(&self, h: ConnectionHandle) -> bool {
         self.conns.contains_key(&h) && !self.admission.is_half_open(h.0)
-    }
-
-    /// Forgets a closed connection (its statistics too). Closed connections stay until released
-    /// so the application can read their statistics and remaining data.
-    pub fn release(&mut self, h: ConnectionHandle) {
-        self.admission.settle(h.0);
-        self.share_leave(h);
-        if let Some(c) = self.conns.remove(&h) {
-            let key = (c.remote, c.local_port, c.remote_port);
-            self.migrate
-                .on_release(h, (c.local_port, c.remote_port, c.tag));
-            self.schedule.remove(h);
-            // A connection whose key was already freed (set-up timeout) leaves no tombstone.
-            if self.by_key.get(&key) == Some(&h) {
-                self.by_key.remove(&key);
-                self.tombstones.remember(key, c.tag, c.final_ack());
-            }
-        }
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -401,7 +384,8 @@ impl Endpoint {
             self.schedule.touch(ch);
             let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
             if c.tag == h.tag {
-                self.deliver_to_connection(now, ch, r);
+                c.arrived_from(now, remote, datagram.len());
+                self.deliver_to_connection(now, ch, remote, r);
                 return;
             }
             if !(c.is_closed() && h.flags.is_data() && r.quality != Quality::Corrupted) {
@@ -494,7 +478,13 @@ impl Endpoint {
 
     /// A TPDU for connection `ch` (its tag matched). CHALLENGE and ECHO are the endpoint's
     /// business (address validation); everything else goes to the connection.
-    fn deliver_to_connection(&mut self, now: Duration, ch: ConnectionHandle, r: codec::Received) {
+    fn deliver_to_connection(
+        &mut self,
+        now: Duration,
+        ch: ConnectionHandle,
+        remote: SocketAddr,
+        r: codec::Received,
+    ) {
         let h = r.header;
         self.schedule.touch(ch);
         let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
@@ -513,12 +503,12 @@ impl Endpoint {
             if ch_body.retry {
                 c.on_retry(now, ch_body.ts_echo);
             }
-            let remote = c.remote;
+            // Answered where it came from: one of the connection's paths.
             self.queue_echo(remote, &h, ch_body.cookie);
             return;
         }
         if h.flags.is_echo() {
-            let key = (c.remote, c.local_port, c.remote_port);
+            let key = (c.remote(), c.local_port, c.remote_port);
             let ok = intact
                 && self.admission.is_half_open(ch.0)
                 && aerotp_wire::Echo::parse(&r.body)
@@ -718,7 +708,7 @@ impl Endpoint {
             if let Some(a) = &mut self.auth {
                 // The connection cut its TPDU for the MTU less the envelope.
                 let mtu = c.config().mtu + aerotp_wire::AUTH_OVERHEAD;
-                if !a.seal(out, start, mtu, c.remote) {
+                if !a.seal(out, start, mtu, c.transmit_remote()) {
                     // Cannot happen for a TPDU a connection cut (it left room for the
                     // envelope); if it did, it is a loss the mode repairs.
                     out.truncate(start);
@@ -726,7 +716,7 @@ impl Endpoint {
                     continue;
                 }
             }
-            let remote = c.remote;
+            let remote = c.transmit_remote();
             let len = out.len() - start;
             self.occupy_link(now, len);
             return Some(Transmit { remote, len });
@@ -766,7 +756,7 @@ impl Endpoint {
             self.schedule.touch(ConnectionHandle(c));
             if let Some(conn) = self.conns.get_mut(&ConnectionHandle(c)) {
                 conn.setup_timed_out();
-                let key = (conn.remote, conn.local_port, conn.remote_port);
+                let key = (conn.remote(), conn.local_port, conn.remote_port);
                 if self.by_key.get(&key) == Some(&ConnectionHandle(c)) {
                     self.by_key.remove(&key);
                 }
@@ -774,7 +764,7 @@ impl Endpoint {
         }
         for c in self.admission.rechallenges_due(now) {
             if let Some(conn) = self.conns.get(&ConnectionHandle(c)) {
-                let (remote, h) = (conn.remote, crate::admission::from_peer(conn));
+                let (remote, h) = (conn.remote(), crate::admission::from_peer(conn));
                 self.queue_challenge(now, remote, &h, false);
             }
         }

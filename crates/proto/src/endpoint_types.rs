@@ -50,6 +50,10 @@ pub enum EndpointError {
     Config(#[from] ConfigError),
     #[error("too many connections ({0}); close some or raise max_connections")]
     TooManyConnections(usize),
+    #[error(
+        "the connection has {0} paths (or addresses being validated) already, the most it keeps"
+    )]
+    TooManyPaths(usize),
     #[error("no such connection (it was closed and released)")]
     UnknownConnection,
     #[error("a connection to {0} port {1} from local port {2} already exists")]
@@ -145,6 +149,8 @@ pub struct EndpointStats {
     /// ECHO proved it.
     pub path_challenges: u64,
     pub migrations: u64,
+    /// Addresses proven and added as another path of a connection (docs/spec.md §10).
+    pub paths_added: u64,
 }
 
 impl EndpointStats {

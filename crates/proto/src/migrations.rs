@@ -21,12 +21,22 @@ const MAX_RECHALLENGE: Duration = Duration::from_secs(2);
 /// datagram it came with.
 const CHALLENGES_PER_SERIES: u32 = 6;
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 struct Pending {
-    addr: SocketAddr,
     sent: u32,
     next: Duration,
     interval: Duration,
+    /// When the series began: when the address was first heard, or asked for.
+    started: Duration,
+    /// This end asked for the address as another path (`Endpoint::add_path`).
+    asked: bool,
+}
+
+/// A new address proven: when its validation began and whether this end asked for it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Proven {
+    pub started: Duration,
+    pub asked: bool,
 }
 
 /// The connections by ports and tag, and the new addresses being validated.
@@ -34,7 +44,13 @@ struct Pending {
 pub(crate) struct Migrations {
     /// Each (ports, tag) with the connections that have it (a match needs exactly one).
     by_ports: Table<PortsTag, Vec<ConnectionHandle>>,
-    pending: Table<ConnectionHandle, Pending>,
+    pending: Table<(ConnectionHandle, SocketAddr), Pending>,
+    /// The one address per connection being validated because the peer's TPDUs came from it
+    /// (a newer one replaces it, so a spoofer cannot crowd out the real one). Addresses this
+    /// end asked for are not in it.
+    unsolicited: Table<ConnectionHandle, SocketAddr>,
+    /// Connections whose asked-for address never answered its series (`take_given_up`).
+    given_up: Vec<ConnectionHandle>,
 }
 
 impl Migrations {
@@ -42,6 +58,8 @@ impl Migrations {
         Migrations {
             by_ports: table(seed),
             pending: table(seed ^ 1),
+            unsolicited: table(seed ^ 2),
+            given_up: Vec::new(),
         }
     }
 
@@ -50,7 +68,8 @@ impl Migrations {
     }
 
     pub(crate) fn on_release(&mut self, h: ConnectionHandle, key: PortsTag) {
-        self.pending.remove(&h);
+        self.pending.retain(|(ch, _), _| *ch != h);
+        self.unsolicited.remove(&h);
         if let Some(v) = self.by_ports.get_mut(&key) {
             v.retain(|&x| x != h);
             if v.is_empty() {
@@ -77,26 +96,43 @@ impl Migrations {
         self.pending.len()
     }
 
-    /// Starts validating `addr` for `ch` unless it is being validated already: true if a
-    /// CHALLENGE should go now. A new address for a connection replaces the one being
-    /// validated; beyond [`MAX_PENDING`] connections with one, a new series is not started.
+    /// Starts validating `addr`, heard from for `ch`, unless it is being validated already:
+    /// true if a CHALLENGE should go now. A new address for a connection replaces the one
+    /// being validated; beyond [`MAX_PENDING`] addresses, a new series is not started.
     pub(crate) fn start(&mut self, ch: ConnectionHandle, addr: SocketAddr, now: Duration) -> bool {
-        if self.pending.get(&ch).is_some_and(|p| p.addr == addr) {
+        if self.pending.contains_key(&(ch, addr)) {
             return false;
         }
-        if self.pending.len() >= MAX_PENDING && !self.pending.contains_key(&ch) {
+        let replaces = self.unsolicited.get(&ch).copied();
+        if self.pending.len() >= MAX_PENDING && replaces.is_none() {
             return false;
         }
-        self.pending.insert(
-            ch,
-            Pending {
-                addr,
-                sent: 1,
-                next: now + FIRST_RECHALLENGE,
-                interval: FIRST_RECHALLENGE,
-            },
-        );
+        if let Some(old) = replaces {
+            self.pending.remove(&(ch, old));
+        }
+        self.unsolicited.insert(ch, addr);
+        self.pending.insert((ch, addr), Pending::new(now, false));
         true
+    }
+
+    /// Starts validating `addr` as another path this end asked for: true if a CHALLENGE
+    /// should go now (false if it is being validated already, or [`MAX_PENDING`] are).
+    pub(crate) fn start_asked(
+        &mut self,
+        ch: ConnectionHandle,
+        addr: SocketAddr,
+        now: Duration,
+    ) -> bool {
+        if self.pending.contains_key(&(ch, addr)) || self.pending.len() >= MAX_PENDING {
+            return false;
+        }
+        self.pending.insert((ch, addr), Pending::new(now, true));
+        true
+    }
+
+    /// Addresses being validated for `ch`.
+    pub(crate) fn pending_for(&self, ch: ConnectionHandle) -> usize {
+        self.pending.keys().filter(|(c, _)| *c == ch).count()
     }
 
     /// The re-challenges due at `now`: each series advanced, those that are over forgotten.
@@ -105,25 +141,60 @@ impl Migrations {
         if self.next_deadline().is_none_or(|t| t > now) {
             return due;
         }
-        self.pending.retain(|&ch, p| {
+        let mut over = Vec::new();
+        self.pending.retain(|&(ch, addr), p| {
             if p.next > now {
                 return true;
             }
             if p.sent >= CHALLENGES_PER_SERIES {
+                over.push((ch, addr, p.asked));
                 return false;
             }
             p.sent += 1;
             p.interval = (p.interval * 2).min(MAX_RECHALLENGE);
             p.next = now + p.interval;
-            due.push((ch, p.addr));
+            due.push((ch, addr));
             true
         });
+        for (ch, addr, asked) in over {
+            if self.unsolicited.get(&ch) == Some(&addr) {
+                self.unsolicited.remove(&ch);
+            }
+            if asked {
+                self.given_up.push(ch);
+            }
+        }
         due
     }
 
-    /// `ch` switched to a proven address: its series is over.
-    pub(crate) fn proven(&mut self, ch: ConnectionHandle) {
-        self.pending.remove(&ch);
+    /// Connections whose asked-for address was given up since the last call (one entry per
+    /// address).
+    pub(crate) fn take_given_up(&mut self) -> Vec<ConnectionHandle> {
+        std::mem::take(&mut self.given_up)
+    }
+
+    /// `addr` proved it receives for `ch`: its series is over. What it was, if it was being
+    /// validated.
+    pub(crate) fn proven(&mut self, ch: ConnectionHandle, addr: SocketAddr) -> Option<Proven> {
+        if self.unsolicited.get(&ch) == Some(&addr) {
+            self.unsolicited.remove(&ch);
+        }
+        self.pending.remove(&(ch, addr)).map(|p| Proven {
+            started: p.started,
+            asked: p.asked,
+        })
+    }
+}
+
+impl Pending {
+    fn new(now: Duration, asked: bool) -> Pending {
+        Pending {
+            sent: 1,
+            next: now + FIRST_RECHALLENGE,
+            interval: FIRST_RECHALLENGE,
+            started: now,
+            asked,
+        }
     }
 }
 

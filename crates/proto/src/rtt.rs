@@ -124,6 +124,26 @@ impl RttEstimator {
         self.latest
     }
 
+    /// The smoothed variation of the samples (RFC 6298's RTTVAR).
+    pub fn variation(&self) -> Duration {
+        self.rttvar
+    }
+
+    /// The peer's current acknowledgement hold, as its MACKs report it.
+    pub fn peer_max_delay(&self) -> Duration {
+        self.peer_max_delay
+    }
+
+    /// The floor of the retransmission timeout.
+    pub fn min_rto(&self) -> Duration {
+        self.min_rto
+    }
+
+    /// A fresh estimator with the same initial guess and floor (for a new path).
+    pub fn fresh(&self) -> RttEstimator {
+        RttEstimator::new(self.initial, self.min_rto)
+    }
+
     /// Retransmission timeout: srtt + 4·rttvar + the peer's current acknowledgement hold (the
     /// aggregation delay or feedback spacing its MACKs report), and never less than 1.25 × the
     /// observed transmission-to-acknowledgement latency. Not the largest hold ever seen: one

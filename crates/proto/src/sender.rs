@@ -4,48 +4,18 @@
 
 use crate::error_control::{ErrorControl, Keep};
 use aerotp_wire::{expand_seq, Ack, Flags};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
+use lanes::{Lanes, Timing, Transmission};
+use queue::ByteQueue;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// Transmissions older than this many later-acknowledged transmissions are declared lost
-/// (packet-threshold loss detection, as in QUIC).
-const REORDER_THRESHOLD: u64 = 3;
-/// Smallest allocation for the bytes the application writes (fewer, larger buffers that TPDU
-/// bodies are cut from without copying).
-const WRITE_CHUNK: usize = 256 << 10;
-
-/// One TPDU kept for retransmission. Its body shares the buffer the application's bytes were
-/// written into with the copy handed out for sending (no payload copy per TPDU).
-#[derive(Debug, Clone)]
-struct Sent {
-    body: Bytes,
-    flags: Flags,
-    first_sent: Duration,
-    last_sent: Duration,
-    sends: u32,
-    /// Index of its latest transmission.
-    tx: u64,
-    acked: bool,
-    queued: bool,
-}
-
-/// One transmission in send order, for loss detection and timeouts.
-#[derive(Debug, Clone, Copy)]
-struct Transmission {
-    tx: u64,
-    seq: u64,
-    at: Duration,
-}
-
-/// A TPDU ready to go out.
-#[derive(Debug, Clone)]
-pub struct Outgoing {
-    pub seq: u64,
-    pub flags: Flags,
-    pub body: Bytes,
-    pub retransmission: bool,
-}
+mod lanes;
+mod queue;
+mod record;
+pub use lanes::{LaneStats, MAX_LANES};
+use record::{current, Sent};
+pub use record::{Outgoing, SenderStats};
 
 /// Most application bytes the redundant ASYN copies carry. Short enough that a copy is
 /// rarely hit by bit errors (544 bytes on the wire: 35 % at BER 1e-4 without FEC, all three
@@ -53,42 +23,21 @@ pub struct Outgoing {
 /// full-size TPDUs from number 1.
 pub const ASYN_DATA_MAX: usize = 512;
 
-#[derive(Debug, Clone, Default)]
-pub struct SenderStats {
-    pub bytes_written: u64,
-    pub tpdus_sent: u64,
-    pub tpdus_retransmitted: u64,
-    pub bytes_sent_payload: u64,
-    pub acked_tpdus: u64,
-    pub nacks_received: u64,
-    pub snack_ranges_received: u64,
-    pub timeouts: u64,
-    pub probes: u64,
-    /// PROBEs sent to keep an idle connection alive (`ConnectionConfig::keep_alive`).
-    pub keepalives: u64,
-    /// Redundant copies of the opening ASYN.
-    pub asyn_copies: u64,
-}
-
 #[derive(Debug)]
 pub struct Sender {
     ec: ErrorControl,
-    /// Written bytes not yet sent, in order: `head` (TPDU bodies are cut from it), `full`
-    /// (frozen buffers that filled up), then `tail` (still being written to). A buffer that
-    /// fills up is frozen rather than grown, since growing would copy what it holds.
-    head: Bytes,
-    full: VecDeque<Bytes>,
-    tail: BytesMut,
-    /// Bytes in `head`, `full` and `tail`.
-    queued: usize,
-    queue_limit: usize,
+    /// Written bytes not yet cut into TPDUs.
+    queue: ByteQueue,
     fin_requested: bool,
     fin_seq: Option<u64>,
     next_seq: u64,
     /// Lowest TPDU number still tracked; entries[i] is TPDU base + i.
     base: u64,
     entries: VecDeque<Option<Sent>>,
-    flight: VecDeque<Transmission>,
+    /// Transmissions in send order, per path, for loss detection and timeouts.
+    lanes: Lanes,
+    /// Sequence numbers a lane call declared lost (kept to save an allocation per ACK).
+    lost: Vec<u64>,
     retx: VecDeque<u64>,
     next_tx: u64,
     largest_acked_tx: Option<u64>,
@@ -134,17 +83,14 @@ impl Sender {
     ) -> Sender {
         Sender {
             ec,
-            head: Bytes::new(),
-            full: VecDeque::new(),
-            tail: BytesMut::new(),
-            queued: 0,
-            queue_limit,
+            queue: ByteQueue::new(queue_limit),
             fin_requested: false,
             fin_seq: None,
             next_seq: 0,
             base: 0,
             entries: VecDeque::new(),
-            flight: VecDeque::new(),
+            lanes: Lanes::new(),
+            lost: Vec::new(),
             retx: VecDeque::new(),
             next_tx: 0,
             largest_acked_tx: None,
@@ -171,30 +117,21 @@ impl Sender {
         if self.fin_requested {
             return 0;
         }
-        let room = self.queue_limit.saturating_sub(self.queued);
-        let n = room.min(data.len());
-        if self.tail.capacity() - self.tail.len() < n {
-            if !self.tail.is_empty() {
-                self.full.push_back(self.tail.split().freeze());
-            }
-            self.tail.reserve(n.max(WRITE_CHUNK.min(self.queue_limit)));
-        }
-        self.tail.extend_from_slice(&data[..n]);
-        self.queued += n;
+        let n = self.queue.write(data);
         self.stats.bytes_written += n as u64;
         n
     }
 
     /// Application bytes written and not yet cut into TPDUs.
     pub fn unsent(&self) -> usize {
-        self.queued
+        self.queue.len()
     }
 
     pub fn writable(&self) -> usize {
         if self.fin_requested {
             0
         } else {
-            self.queue_limit.saturating_sub(self.queued)
+            self.queue.room()
         }
     }
 
@@ -217,7 +154,7 @@ impl Sender {
     /// Everything written has been sent and acknowledged (or, for modes without positive
     /// acknowledgements, sent).
     pub fn all_acked(&self) -> bool {
-        self.queued == 0 && self.fin_seq.is_some() && self.fin_acked && self.outstanding() == 0
+        self.queue.len() == 0 && self.fin_seq.is_some() && self.fin_acked && self.outstanding() == 0
     }
 
     /// TPDUs sent and not yet acknowledged (kept for retransmission).
@@ -233,7 +170,7 @@ impl Sender {
     pub fn has_new(&self) -> bool {
         let window_ok =
             !self.ec.acknowledges() || self.next_seq < self.peer_cum + u64::from(self.peer_window);
-        window_ok && (self.queued > 0 || (self.fin_requested && self.fin_seq.is_none()))
+        window_ok && (self.queue.len() > 0 || (self.fin_requested && self.fin_seq.is_none()))
     }
 
     pub fn has_retransmission(&self) -> bool {
@@ -241,14 +178,16 @@ impl Sender {
     }
 
     /// The next TPDU to send: retransmissions first, then new data up to `max_body` bytes.
+    /// `path` chooses the path it goes on, given the path a retransmission was lost on.
     pub fn next_outgoing(
         &mut self,
         now: Duration,
         max_body: usize,
         asyn: bool,
+        path: &mut impl FnMut(Option<u8>) -> u8,
     ) -> Option<Outgoing> {
         if self.asyn_copies_left > 0 {
-            return Some(self.next_asyn_copy(now, max_body));
+            return Some(self.next_asyn_copy(now, max_body, path(None)));
         }
         let loss_by_time = self.ec.loss_by_time;
         while let Some(seq) = self.retx.pop_front() {
@@ -260,20 +199,24 @@ impl Sender {
             if s.acked {
                 continue;
             }
+            let p = path(Some(s.path));
             s.sends += 1;
             s.tx = tx;
+            s.path = p;
             s.last_sent = now;
             let out = Outgoing {
                 seq,
                 flags: s.flags,
                 body: s.body.clone(),
                 retransmission: true,
+                path: p,
             };
             let timed = loss_by_time || s.flags.contains(Flags::AFIN);
             self.next_tx += 1;
             if timed {
-                self.flight.push_back(Transmission { tx, seq, at: now });
+                self.lanes.push(p, Transmission { tx, seq, at: now });
             }
+            self.lanes.on_sent(now, p, out.body.len());
             self.stats.tpdus_retransmitted += 1;
             self.stats.tpdus_sent += 1;
             return Some(out);
@@ -281,17 +224,17 @@ impl Sender {
         if !self.has_new() {
             return None;
         }
-        let n = self.queued.min(max_body);
-        let body = self.take_front(n);
+        let n = self.queue.len().min(max_body);
+        let body = self.queue.take_front(n);
         let mut flags = Flags::empty();
         if asyn && self.next_seq == 0 {
             flags.insert(Flags::ASYN);
         }
-        if self.fin_requested && self.queued == 0 {
+        if self.fin_requested && self.queue.len() == 0 {
             flags.insert(Flags::AFIN);
             self.fin_seq = Some(self.next_seq);
         }
-        Some(self.new_tpdu(now, body, flags))
+        Some(self.new_tpdu(now, body, flags, path(None)))
     }
 
     /// A one-line summary of the send state, for diagnostics.
@@ -312,43 +255,12 @@ impl Sender {
             self.unacked,
             unacked,
             self.retx,
-            self.flight.len()
+            self.lanes.in_flight()
         )
     }
 
-    /// Takes the first `n` queued bytes (`n` ≤ `queued`): a slice of the buffer they were
-    /// written into, without copying, unless the TPDU straddles two buffers.
-    fn take_front(&mut self, n: usize) -> Bytes {
-        self.queued -= n;
-        if self.head.is_empty() {
-            self.head = self.next_buffer();
-        }
-        if self.head.len() >= n {
-            return self.head.split_to(n);
-        }
-        let mut body = BytesMut::with_capacity(n);
-        while body.len() < n {
-            if self.head.is_empty() {
-                self.head = self.next_buffer();
-                if self.head.is_empty() {
-                    break;
-                }
-            }
-            let k = (n - body.len()).min(self.head.len());
-            body.extend_from_slice(&self.head.split_to(k));
-        }
-        body.freeze()
-    }
-
-    /// The oldest written buffer not yet cut from: a full one, or what `tail` holds.
-    fn next_buffer(&mut self) -> Bytes {
-        self.full
-            .pop_front()
-            .unwrap_or_else(|| self.tail.split().freeze())
-    }
-
     /// Numbers, records (if the mode keeps TPDUs) and returns a new TPDU.
-    fn new_tpdu(&mut self, now: Duration, body: Bytes, flags: Flags) -> Outgoing {
+    fn new_tpdu(&mut self, now: Duration, body: Bytes, flags: Flags, path: u8) -> Outgoing {
         let seq = self.next_seq;
         self.next_seq += 1;
         let tx = self.next_tx;
@@ -367,6 +279,7 @@ impl Sender {
                 last_sent: now,
                 sends: 1,
                 tx,
+                path,
                 acked: false,
                 queued: false,
             }));
@@ -374,14 +287,16 @@ impl Sender {
             // Only modes with positive acknowledgements time out data; every mode times out
             // its AFIN (resent until AFINACK or CLOSE_TO).
             if self.ec.loss_by_time || flags.contains(Flags::AFIN) {
-                self.flight.push_back(Transmission { tx, seq, at: now });
+                self.lanes.push(path, Transmission { tx, seq, at: now });
             }
         }
+        self.lanes.on_sent(now, path, body.len());
         Outgoing {
             seq,
             flags,
             body,
             retransmission: false,
+            path,
         }
     }
 
@@ -403,15 +318,15 @@ impl Sender {
         self.asyn_copies_left > 0
     }
 
-    fn next_asyn_copy(&mut self, now: Duration, max_body: usize) -> Outgoing {
+    fn next_asyn_copy(&mut self, now: Duration, max_body: usize, path: u8) -> Outgoing {
         self.asyn_copies_left -= 1;
         if self.next_seq == 0 {
-            let n = self.queued.min(max_body).min(ASYN_DATA_MAX);
-            let body = self.take_front(n);
+            let n = self.queue.len().min(max_body).min(ASYN_DATA_MAX);
+            let body = self.queue.take_front(n);
             if self.asyn_copies_left > 0 {
                 self.asyn_body.clone_from(&body);
             }
-            return self.new_tpdu(now, body, Flags::ASYN);
+            return self.new_tpdu(now, body, Flags::ASYN, path);
         }
         self.stats.tpdus_sent += 1;
         self.stats.asyn_copies += 1;
@@ -420,11 +335,13 @@ impl Sender {
         } else {
             std::mem::take(&mut self.asyn_body)
         };
+        self.lanes.on_sent(now, path, body.len());
         Outgoing {
             seq: 0,
             flags: Flags::ASYN,
             body,
             retransmission: false,
+            path,
         }
     }
 
@@ -450,10 +367,12 @@ impl Sender {
         self.ack_latency.take().map(|sent| now.saturating_sub(sent))
     }
 
-    fn mark_acked(&mut self, seq: u64, now: Duration) -> Option<u64> {
+    /// Marks TPDU `seq` acknowledged; gives the path and index of the transmission that
+    /// arrived when that can be told, and whether it was the TPDU's only one.
+    fn mark_acked(&mut self, seq: u64, now: Duration) -> Option<(u8, u64, bool)> {
         let min_rtt = self.min_rtt;
         let largest = self.largest_acked_tx;
-        let (tx, first, attributable) = match self.entry_mut(seq) {
+        let (tx, path, len, first, attributable) = match self.entry_mut(seq) {
             Some(Some(s)) if !s.acked => {
                 s.acked = true;
                 // Which copy arrived? Certainly this one if it is the only one; this one too
@@ -461,7 +380,8 @@ impl Sender {
                 // (an earlier copy's acknowledgement cannot be told from it otherwise).
                 let attributable =
                     s.sends == 1 || min_rtt.is_some_and(|m| now.saturating_sub(s.last_sent) >= m);
-                (s.tx, (s.sends == 1).then_some(s.last_sent), attributable)
+                let first = (s.sends == 1).then_some(s.last_sent);
+                (s.tx, s.path, s.body.len(), first, attributable)
             }
             _ => return None,
         };
@@ -472,6 +392,7 @@ impl Sender {
         }
         self.unacked -= 1;
         self.stats.acked_tpdus += 1;
+        self.lanes.on_acked(path, len, first);
         if self.fin_seq == Some(seq) {
             self.fin_acked = true;
         }
@@ -490,7 +411,20 @@ impl Sender {
         // the first sample made the whole first flight look lost). Only an attributable
         // acknowledgement moves the newest-acknowledged transmission, as RFC 8985 ignores
         // acknowledgements it cannot attribute.
-        attributable.then_some(tx)
+        attributable.then_some((path, tx, first.is_some()))
+    }
+
+    /// An attributable acknowledgement of transmission `tx` on `path` (`only`: the TPDU's
+    /// only transmission). With several paths a retransmission's acknowledgement says
+    /// nothing of its path: the copy that arrived may be the original on a slower path,
+    /// later than a minimum round trip of this one (taking it as this path's moved its
+    /// newest acknowledged transmission ahead of TPDUs still on their way, declared them
+    /// lost and sent them to the slow path, whose queue grew with every round).
+    fn note_acked_tx(&mut self, path: u8, tx: u64, only: bool) {
+        self.largest_acked_tx = Some(self.largest_acked_tx.map_or(tx, |l| l.max(tx)));
+        if only || self.lanes.single() {
+            self.lanes.on_acked_tx(path, tx);
+        }
     }
 
     fn release_front(&mut self) {
@@ -510,8 +444,8 @@ impl Sender {
         let cum = ack.cum.min(self.next_seq);
         let from = self.base.max(self.peer_cum.min(cum));
         for seq in from..cum {
-            if let Some(tx) = self.mark_acked(seq, now) {
-                self.largest_acked_tx = Some(self.largest_acked_tx.map_or(tx, |l| l.max(tx)));
+            if let Some((path, tx, only)) = self.mark_acked(seq, now) {
+                self.note_acked_tx(path, tx, only);
             }
         }
         if cum > self.peer_cum {
@@ -556,9 +490,17 @@ impl Sender {
 
     /// When the oldest TPDU overtaken by an acknowledged one is declared lost by time.
     pub fn loss_deadline(&self) -> Option<Duration> {
-        let largest = self.largest_acked_tx?;
-        let t = self.flight.iter().find(|t| self.is_current_unacked(**t))?;
-        (t.tx < largest).then(|| t.at + self.loss_time + self.reorder_window + self.repair_wait)
+        let timing = self.timing();
+        self.lanes
+            .loss_deadline(&timing, |t| self.is_current_unacked(t))
+    }
+
+    fn timing(&self) -> Timing {
+        Timing {
+            loss_time: self.loss_time,
+            extra: self.reorder_window + self.repair_wait,
+            count_rule: !self.reordering_seen && self.repair_wait.is_zero(),
+        }
     }
 
     /// Applies a MACK's selective part: its entries (single TPDUs) and ranges (`[start, end)`
@@ -567,8 +509,8 @@ impl Sender {
         let expected = self.peer_cum;
         let tracked_end = self.next_seq.min(self.base + self.entries.len() as u64);
         let acked = |s: &mut Sender, seq: u64| {
-            if let Some(tx) = s.mark_acked(seq, now) {
-                s.largest_acked_tx = Some(s.largest_acked_tx.map_or(tx, |l| l.max(tx)));
+            if let Some((path, tx, only)) = s.mark_acked(seq, now) {
+                s.note_acked_tx(path, tx, only);
             }
         };
         for &e in entries {
@@ -589,35 +531,43 @@ impl Sender {
         self.detect_losses(now);
     }
 
-    /// Packet- and time-threshold loss detection over the transmissions older than the newest
-    /// acknowledged one.
+    /// Packet- and time-threshold loss detection, per path, over the transmissions older
+    /// than the path's newest acknowledged one.
     fn detect_losses(&mut self, now: Duration) {
-        let Some(largest) = self.largest_acked_tx else {
-            return;
-        };
-        while let Some(t) = self.flight.front().copied() {
-            if !self.is_current_unacked(t) {
-                self.flight.pop_front();
-                continue;
-            }
-            let by_count = !self.reordering_seen
-                && self.repair_wait.is_zero()
-                && t.tx + REORDER_THRESHOLD <= largest;
-            let by_time = t.tx < largest
-                && t.at + self.loss_time + self.reorder_window + self.repair_wait <= now;
-            if !(by_count || by_time) {
-                break;
-            }
-            self.flight.pop_front();
-            self.queue_retx(t.seq);
+        let timing = self.timing();
+        let mut lost = std::mem::take(&mut self.lost);
+        let (entries, base) = (&self.entries, self.base);
+        self.lanes.detect(
+            now,
+            &timing,
+            |t| current(entries, base, t.seq, t.tx),
+            &mut lost,
+        );
+        self.declare_lost(&mut lost);
+        self.lost = lost;
+    }
+
+    /// Queues the TPDUs of `lost` for retransmission, each counted against the path it was
+    /// lost on; empties `lost`.
+    fn declare_lost(&mut self, lost: &mut Vec<u64>) {
+        for seq in lost.drain(..) {
+            self.lose(seq);
         }
     }
 
-    fn is_current_unacked(&self, t: Transmission) -> bool {
-        let Some(idx) = t.seq.checked_sub(self.base) else {
-            return false;
+    /// Queues `seq` for retransmission and counts it lost on its path, if it is unacknowledged
+    /// and not queued already.
+    fn lose(&mut self, seq: u64) -> bool {
+        let path = match self.entry_mut(seq) {
+            Some(Some(s)) if !s.acked && !s.queued => s.path,
+            _ => return false,
         };
-        matches!(self.entries.get(idx as usize), Some(Some(s)) if !s.acked && s.tx == t.tx)
+        self.lanes.on_lost(path);
+        self.queue_retx(seq)
+    }
+
+    fn is_current_unacked(&self, t: Transmission) -> bool {
+        current(&self.entries, self.base, t.seq, t.tx)
     }
 
     /// NACK or explicit loss notification: these TPDUs arrived corrupted.
@@ -626,7 +576,7 @@ impl Sender {
         for &s in seqs {
             self.stats.nacks_received += 1;
             let seq = expand_seq(expected, s);
-            self.queue_retx(seq);
+            self.lose(seq);
         }
     }
 
@@ -654,7 +604,7 @@ impl Sender {
                     Some(Some(s)) if now.saturating_sub(s.last_sent) < fresh
                 );
                 if !recent {
-                    self.queue_retx(seq);
+                    self.lose(seq);
                 }
             }
         }
@@ -662,10 +612,8 @@ impl Sender {
 
     /// Earliest retransmission-timeout deadline of what is in flight.
     pub fn timeout_deadline(&self, rto: Duration) -> Option<Duration> {
-        self.flight
-            .iter()
-            .find(|t| self.is_current_unacked(**t))
-            .map(|t| t.at + rto)
+        self.lanes
+            .timeout_deadline(rto, |t| self.is_current_unacked(t))
     }
 
     /// Retransmission timeout: transmissions older than `rto` are declared lost.
@@ -673,20 +621,15 @@ impl Sender {
         if self.ec.loss_by_time {
             self.detect_losses(now);
         }
+        let mut lost = std::mem::take(&mut self.lost);
+        let (entries, base) = (&self.entries, self.base);
+        self.lanes
+            .expired(now, rto, |t| current(entries, base, t.seq, t.tx), &mut lost);
         let mut n = 0;
-        while let Some(t) = self.flight.front().copied() {
-            if !self.is_current_unacked(t) {
-                self.flight.pop_front();
-                continue;
-            }
-            if t.at + rto > now {
-                break;
-            }
-            self.flight.pop_front();
-            if self.queue_retx(t.seq) {
-                n += 1;
-            }
+        for seq in lost.drain(..) {
+            n += usize::from(self.lose(seq));
         }
+        self.lost = lost;
         self.stats.timeouts += n as u64;
         n
     }
@@ -700,26 +643,17 @@ impl Sender {
     /// transmissions are re-armed from `now`; the caller backs the timeout off. The first
     /// acknowledgement then gives a sample and the normal rules take over.
     pub fn on_timeout_before_sample(&mut self, now: Duration, rto: Duration) -> usize {
-        while let Some(t) = self.flight.front().copied() {
-            if self.is_current_unacked(t) {
-                break;
-            }
-            self.flight.pop_front();
-        }
-        let Some(oldest) = self.flight.front().copied() else {
-            return 0;
-        };
-        if oldest.at + rto > now {
-            return 0;
-        }
-        self.flight.pop_front();
         // One timer for the whole flight until the first sample: everything still in flight
         // waits a full (backed-off) timeout from this probe, not from its own sending time,
         // or the TPDUs would expire one by one, a TPDU time apart.
-        for t in self.flight.iter_mut() {
-            t.at = now;
-        }
-        let n = usize::from(self.queue_retx(oldest.seq));
+        let (entries, base) = (&self.entries, self.base);
+        let Some(oldest) = self
+            .lanes
+            .expire_oldest(now, rto, |t| current(entries, base, t.seq, t.tx))
+        else {
+            return 0;
+        };
+        let n = usize::from(self.lose(oldest));
         self.stats.timeouts += n as u64;
         n
     }
@@ -781,6 +715,50 @@ impl Sender {
         for s in seqs {
             self.queue_retx(s);
         }
+    }
+}
+
+/// Several paths (docs/spec.md §10): what the connection's path set asks of the sender.
+impl Sender {
+    /// Keeps a lane for `path` (0-based; bounded by `MAX_LANES`).
+    pub fn add_path(&mut self, path: usize) {
+        self.lanes.ensure(path);
+    }
+
+    /// The time threshold and timeout of `path`'s loss detection (with one path the
+    /// connection's own are used, as given to `set_loss_time` and `on_timeout`).
+    pub fn set_path_timing(&mut self, path: usize, loss_time: Duration, rto: Duration) {
+        self.lanes.set_timing(path, loss_time, rto);
+    }
+
+    pub fn path_stats(&self) -> Vec<LaneStats> {
+        self.lanes.stats()
+    }
+
+    /// See `Lanes::take_latency`.
+    pub fn take_path_latency(&mut self, path: usize) -> Option<Duration> {
+        self.lanes.take_latency(path)
+    }
+
+    /// Since when `path` has carried TPDUs without an acknowledgement of any (its first
+    /// transmission after its latest acknowledgement).
+    pub fn unanswered_since(&self, path: usize) -> Option<Duration> {
+        self.lanes.unanswered_since(path)
+    }
+
+    /// `path` went down: what is in flight on it is lost and queued for the other paths.
+    pub fn path_down(&mut self, path: usize) -> usize {
+        let mut lost = std::mem::take(&mut self.lost);
+        let (entries, base) = (&self.entries, self.base);
+        self.lanes
+            .drain(path, |t| current(entries, base, t.seq, t.tx), &mut lost);
+        self.lanes.clear_unanswered(path);
+        let mut n = 0;
+        for seq in lost.drain(..) {
+            n += usize::from(self.lose(seq));
+        }
+        self.lost = lost;
+        n
     }
 }
 

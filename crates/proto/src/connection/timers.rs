@@ -153,6 +153,12 @@ impl Connection {
         if let Some(d) = self.tx.retention_deadline() {
             f(Timer::Retention, d);
         }
+        if let Some(d) = self.path_down_deadline() {
+            f(Timer::PathDown, d);
+        }
+        if let Some(d) = self.path_probe_deadline() {
+            f(Timer::PathProbe, d);
+        }
         // CLOSE_TO only while our side is unconfirmed, LISTEN_TO only once it is: a deadline
         // that has passed and can no longer act must not be reported (the caller would spin).
         if !self.send_done() {
@@ -178,6 +184,7 @@ impl Connection {
             self.due.probe
         } else {
             self.tx.has_retransmission()
+                || self.paths.has_probe()
                 || (!paused && (self.tx.asyn_pending() || self.tx.has_new()))
         };
         // An unproven acceptor holds its AFINACK (`unproven`), and with confirmed delivery
@@ -263,6 +270,10 @@ impl Connection {
         }
         if self.rx.readable() {
             self.push_event(ConnEvent::Readable);
+        }
+        // `Timer::PathDown`, `Timer::PathProbe`: every time (cheap with one path).
+        if due(t.get(Timer::PathDown)) || due(t.get(Timer::PathProbe)) {
+            self.check_paths(now);
         }
         // The retention timer (`Timer::Retention`), and the sweep of entries already freed at the
         // front of the send record, which reports no deadline of its own: every time.
@@ -350,12 +361,16 @@ pub(crate) enum Timer {
     Keepalive,
     /// Hybrid-nack: the oldest kept TPDU's retention ends.
     Retention,
+    /// Several paths: a path's oldest TPDU is so overdue that the path is down.
+    PathDown,
+    /// Several paths: a down path's next PROBE.
+    PathProbe,
 }
 
 /// The table filled in: each timer's deadline, if it runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Timers {
-    at: [Option<Duration>; 15],
+    at: [Option<Duration>; 17],
 }
 
 impl Timers {
@@ -371,7 +386,7 @@ impl Timers {
 impl std::fmt::Display for Timers {
     /// The running timers, earliest first: `idle=30.5s close=2.1s`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const NAMES: [&str; 15] = [
+        const NAMES: [&str; 17] = [
             "idle",
             "close",
             "linger",
@@ -387,6 +402,8 @@ impl std::fmt::Display for Timers {
             "probe",
             "keepalive",
             "retention",
+            "path-down",
+            "path-probe",
         ];
         let mut running: Vec<(Duration, &str)> = self
             .at

@@ -41,13 +41,14 @@ impl Connection {
         if !self.pacer.ready(now) {
             return false;
         }
+        self.clock = self.clock.max(now);
         let start = out.len();
         if let Some(reason) = self.due.rst.take() {
             let body = ControlBody {
                 reset: Some(reason),
                 ..Default::default()
             };
-            return self.emit_control(now, Flags::empty(), &body, out, start);
+            return self.emit_control(now, Flags::empty(), &body, out, start, None);
         }
         if self.phase.ended() {
             if !std::mem::take(&mut self.due.final_ack) {
@@ -57,7 +58,7 @@ impl Connection {
                 ack: Some(self.rx.final_ack()),
                 ..Default::default()
             };
-            return self.emit_control(now, Flags::AFIN, &body, out, start);
+            return self.emit_control(now, Flags::AFIN, &body, out, start, None);
         }
         if let Some(mut body) = self.rx.poll_feedback(now) {
             let mut extra = Flags::empty();
@@ -69,7 +70,7 @@ impl Connection {
                     body.ack = None;
                 }
             }
-            return self.emit_control(now, extra, &body, out, start);
+            return self.emit_control(now, extra, &body, out, start, None);
         }
         if self.due.asynack {
             self.due.asynack = false;
@@ -77,7 +78,7 @@ impl Connection {
                 mack: Some(self.asynack_mack(now)),
                 ..Default::default()
             };
-            return self.emit_control(now, Flags::ASYN, &body, out, start);
+            return self.emit_control(now, Flags::ASYN, &body, out, start, None);
         }
         if self.afinack_ready() {
             self.due.afinack = false;
@@ -90,7 +91,7 @@ impl Connection {
                 ..Default::default()
             };
             self.rx.sent_final_ack();
-            let sent = self.emit_control(now, Flags::AFIN, &body, out, start);
+            let sent = self.emit_control(now, Flags::AFIN, &body, out, start, None);
             self.check_finished(now);
             return sent;
         }
@@ -101,20 +102,31 @@ impl Connection {
                 nack: Some(aerotp_wire::Nack::default()),
                 ..Default::default()
             };
-            return self.emit_control(now, Flags::empty(), &body, out, start);
+            return self.emit_control(now, Flags::empty(), &body, out, start, None);
         }
         if self.liveness.silent() {
             if !std::mem::take(&mut self.due.probe) {
                 return false;
             }
             // An outage probe: an empty NACK (docs/spec.md §4), a header's worth of bytes,
-            // which the peer answers with its feedback. Never data into a dead link.
+            // which the peer answers with its feedback. Never data into a dead link. With
+            // several paths, each is tried in turn.
             self.tx.stats.probes += 1;
             let body = ControlBody {
                 nack: Some(aerotp_wire::Nack::default()),
                 ..Default::default()
             };
-            return self.emit_control(now, Flags::empty(), &body, out, start);
+            let path = self.paths.outage_probe();
+            return self.emit_control(now, Flags::empty(), &body, out, start, Some(path));
+        }
+        if let Some(path) = self.paths.take_probe() {
+            // A down path's probe (docs/spec.md §10): the same empty NACK, on that path; the
+            // peer answers on the path it came from.
+            let body = ControlBody {
+                nack: Some(aerotp_wire::Nack::default()),
+                ..Default::default()
+            };
+            return self.emit_control(now, Flags::empty(), &body, out, start, Some(path));
         }
         if self.liveness.paused() && !self.tx.has_retransmission() {
             // Suspected outage: no new data or repairs until the peer is heard or the probes
@@ -128,14 +140,22 @@ impl Connection {
         if !self.tx.has_retransmission() && !self.tx.asyn_pending() {
             let idle = !self.tx.has_new();
             if let Some(body) = self.etx.poll_repair(now, idle) {
+                // On another path than the latest data it protects, where there is one.
+                let path = self.paths.pick(Some(self.paths.last_data()));
+                self.paths.set_tx(path, false);
                 return self.emit_repair(now, &body, out, start);
             }
         }
         let max_body = self.max_body();
         let asyn = self.role == Role::Initiator;
-        let Some(o) = self.tx.next_outgoing(now, max_body, asyn) else {
+        let paths = &mut self.paths;
+        let Some(o) = self
+            .tx
+            .next_outgoing(now, max_body, asyn, &mut |lost_on| paths.pick(lost_on))
+        else {
             return false;
         };
+        self.paths.set_tx(o.path, true);
         if !o.retransmission {
             self.etx.on_data_sent(now, o.seq, o.flags, &o.body);
         }
@@ -178,6 +198,7 @@ impl Connection {
         }
     }
 
+    /// A control TPDU, on `path` or else on the path for control (`Paths::control`).
     fn emit_control(
         &mut self,
         now: Duration,
@@ -185,7 +206,10 @@ impl Connection {
         body: &ControlBody,
         out: &mut Vec<u8>,
         start: usize,
+        path: Option<u8>,
     ) -> bool {
+        let path = path.unwrap_or_else(|| self.paths.control(now));
+        self.paths.set_tx(path, false);
         // Serialised once, straight into the datagram.
         let len = body.len();
         let parity = self.parity_for(len);
@@ -212,6 +236,7 @@ impl Connection {
 
     fn account(&mut self, now: Duration, len: usize, control: bool) {
         self.pacer.on_sent(now, len);
+        self.paths.on_sent(len);
         self.stats_wire.datagrams_sent += 1;
         self.stats_wire.bytes_sent_wire += len as u64;
         if control {

@@ -21,8 +21,9 @@
 //! may share it, and then a new address matches neither (counted as a stray) until a
 //! connection identifier in the header removes the ambiguity (the multipath issue).
 
-use super::{ConnectionHandle, Endpoint};
+use super::{ConnectionHandle, Endpoint, EndpointError};
 use crate::codec::{Quality, Received};
+use crate::paths::MAX_PATHS;
 use aerotp_wire::Flags;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -62,7 +63,7 @@ impl Endpoint {
             let valid = aerotp_wire::Echo::parse(&r.body)
                 .is_ok_and(|e| self.admission.check(now, key, h.tag, mode, &e.cookie));
             if valid {
-                self.switch_path(ch, remote);
+                self.adopt_path(now, ch, remote);
                 self.schedule.touch(ch);
                 if let Some(c) = self.conns.get_mut(&ch) {
                     // Heard from the peer like any TPDU.
@@ -119,22 +120,68 @@ impl Endpoint {
         for (ch, addr) in self.migrate.due(now) {
             self.send_path_challenge(now, ch, addr);
         }
+        for ch in self.migrate.take_given_up() {
+            if let Some(c) = self.conns.get_mut(&ch) {
+                c.expect_path(false);
+                self.schedule.touch(ch);
+            }
+        }
     }
 
-    /// The peer proved it receives at `addr`: the connection sends there from now on.
-    fn switch_path(&mut self, ch: ConnectionHandle, addr: SocketAddr) {
-        self.migrate.proven(ch);
+    /// The peer proved it receives at `addr`. It becomes another path of the connection if
+    /// this end asked for it (`add_path`), or if the peer was still heard on the paths it
+    /// has after `addr` appeared (the peer sends on several); otherwise the peer moved, and
+    /// the path it has been silent on longest goes to `addr` (docs/spec.md §9, §10).
+    fn adopt_path(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
+        let proven = self.migrate.proven(ch, addr);
         let Some(c) = self.conns.get_mut(&ch) else {
             return;
         };
-        let old = (c.remote, c.local_port, c.remote_port);
+        let another = proven.is_some_and(|p| p.asked || c.heard_since(p.started));
+        if another && c.add_path(now, addr).is_some() {
+            self.by_key.insert((addr, c.local_port, c.remote_port), ch);
+            self.stats.paths_added += 1;
+            return;
+        }
+        let old = c.move_path(addr);
+        let old = (old, c.local_port, c.remote_port);
         let new = (addr, c.local_port, c.remote_port);
-        c.remote = addr;
         if self.by_key.get(&old) == Some(&ch) {
             self.by_key.remove(&old);
         }
         self.by_key.insert(new, ch);
         self.stats.migrations += 1;
+    }
+
+    /// Opens another path of connection `h` to the peer's address `remote` (docs/spec.md
+    /// §10): the peer is challenged there, and once its ECHO comes back the connection sends
+    /// on both. The peer, seeing this end's TPDUs come from another address while the first
+    /// path still carries them, validates that address and sends on it too. A `remote` that
+    /// never answers is given up after the challenge series (7.75 s).
+    pub fn add_path(
+        &mut self,
+        now: Duration,
+        h: ConnectionHandle,
+        remote: SocketAddr,
+    ) -> Result<(), EndpointError> {
+        let c = self.conns.get(&h).ok_or(EndpointError::UnknownConnection)?;
+        if c.is_closed() {
+            return Err(EndpointError::UnknownConnection);
+        }
+        if c.remotes().any(|r| r == remote) {
+            return Ok(());
+        }
+        if c.path_count() + self.migrate.pending_for(h) >= MAX_PATHS {
+            return Err(EndpointError::TooManyPaths(MAX_PATHS));
+        }
+        if self.migrate.start_asked(h, remote, now) {
+            self.send_path_challenge(now, h, remote);
+            if let Some(c) = self.conns.get_mut(&h) {
+                c.expect_path(true);
+            }
+            self.schedule.touch(h);
+        }
+        Ok(())
     }
 
     /// New addresses of connections being validated now (bounded).

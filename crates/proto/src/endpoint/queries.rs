@@ -23,7 +23,7 @@ impl Endpoint {
     /// Who the connection talks to, and in which mode.
     pub fn peer(&self, h: ConnectionHandle) -> Option<Peer> {
         self.conns.get(&h).map(|c| Peer {
-            remote: c.remote,
+            remote: c.remote(),
             local_port: c.local_port,
             remote_port: c.remote_port,
             tag: c.tag,

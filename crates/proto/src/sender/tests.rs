@@ -15,7 +15,7 @@ fn sender(mode: Mode) -> Sender {
 fn send_n(s: &mut Sender, n: usize) -> Vec<Outgoing> {
     s.write(&vec![7u8; n * 100]);
     (0..n)
-        .map_while(|i| s.next_outgoing(Duration::from_millis(i as u64), 100, true))
+        .map_while(|i| s.next_outgoing(Duration::from_millis(i as u64), 100, true, &mut |_| 0))
         .collect()
 }
 
@@ -25,7 +25,7 @@ fn asyn_copies_come_first_then_data_from_one() {
     s.open(3);
     s.write(&[1u8; 150]);
     let seqs: Vec<(u64, usize, bool)> =
-        std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true))
+        std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true, &mut |_| 0))
             .map(|o| (o.seq, o.body.len(), o.flags.contains(Flags::ASYN)))
             .collect();
     // The copies carry the first bytes (up to the TPDU size), the rest follows from 1.
@@ -46,11 +46,17 @@ fn asyn_copies_carry_at_most_asyn_data_max() {
         let mut s = sender(mode);
         s.open(2);
         s.write(&[9u8; 3000]);
-        let a = s.next_outgoing(Duration::ZERO, 1400, true).unwrap();
-        let b = s.next_outgoing(Duration::ZERO, 1400, true).unwrap();
+        let a = s
+            .next_outgoing(Duration::ZERO, 1400, true, &mut |_| 0)
+            .unwrap();
+        let b = s
+            .next_outgoing(Duration::ZERO, 1400, true, &mut |_| 0)
+            .unwrap();
         assert_eq!((a.seq, a.body.len()), (0, ASYN_DATA_MAX), "{mode:?}");
         assert_eq!((b.seq, &b.body), (0, &a.body), "{mode:?}");
-        let c = s.next_outgoing(Duration::ZERO, 1400, true).unwrap();
+        let c = s
+            .next_outgoing(Duration::ZERO, 1400, true, &mut |_| 0)
+            .unwrap();
         assert_eq!((c.seq, c.body.len()), (1, 1400), "{mode:?}");
     }
 }
@@ -59,10 +65,16 @@ fn asyn_copies_carry_at_most_asyn_data_max() {
 fn asyn_copies_stay_empty_when_nothing_is_queued() {
     let mut s = sender(Mode::Reliable);
     s.open(2);
-    let a = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    let a = s
+        .next_outgoing(Duration::ZERO, 100, true, &mut |_| 0)
+        .unwrap();
     s.write(&[1u8; 80]);
-    let b = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
-    let c = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    let b = s
+        .next_outgoing(Duration::ZERO, 100, true, &mut |_| 0)
+        .unwrap();
+    let c = s
+        .next_outgoing(Duration::ZERO, 100, true, &mut |_| 0)
+        .unwrap();
     assert_eq!((a.seq, a.body.len(), b.seq, b.body.len()), (0, 0, 0, 0));
     assert_eq!((c.seq, c.body.len()), (1, 80));
 }
@@ -72,14 +84,22 @@ fn segments_with_asyn_first_and_afin_last() {
     let mut s = sender(Mode::Reliable);
     s.write(&[1u8; 250]);
     s.finish();
-    let a = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    let a = s
+        .next_outgoing(Duration::ZERO, 100, true, &mut |_| 0)
+        .unwrap();
     assert!(a.flags.contains(Flags::ASYN));
-    let b = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    let b = s
+        .next_outgoing(Duration::ZERO, 100, true, &mut |_| 0)
+        .unwrap();
     assert_eq!(b.flags, Flags::empty());
-    let c = s.next_outgoing(Duration::ZERO, 100, true).unwrap();
+    let c = s
+        .next_outgoing(Duration::ZERO, 100, true, &mut |_| 0)
+        .unwrap();
     assert!(c.flags.contains(Flags::AFIN));
     assert_eq!(c.body.len(), 50);
-    assert!(s.next_outgoing(Duration::ZERO, 100, true).is_none());
+    assert!(s
+        .next_outgoing(Duration::ZERO, 100, true, &mut |_| 0)
+        .is_none());
     assert_eq!(s.write(b"more"), 0, "no writes after finish");
 }
 
@@ -97,12 +117,12 @@ fn mack_gap_triggers_retransmission_of_the_gap_only() {
     );
     s.on_mack_entries(&[3, 4, 5, 6, 7], &[], Duration::from_millis(20));
     let r = s
-        .next_outgoing(Duration::from_millis(20), 100, true)
+        .next_outgoing(Duration::from_millis(20), 100, true, &mut |_| 0)
         .unwrap();
     assert!(r.retransmission);
     assert_eq!(r.seq, 2);
     assert!(s
-        .next_outgoing(Duration::from_millis(20), 100, true)
+        .next_outgoing(Duration::from_millis(20), 100, true, &mut |_| 0)
         .is_none());
 }
 
@@ -112,9 +132,10 @@ fn nack_and_snack_queue_each_once() {
     send_n(&mut s, 10);
     s.on_nack(&[4, 4]);
     s.on_snack(&[(6, 8)], Duration::from_millis(50), Duration::ZERO);
-    let seqs: Vec<u64> = std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true))
-        .map(|o| o.seq)
-        .collect();
+    let seqs: Vec<u64> =
+        std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true, &mut |_| 0))
+            .map(|o| o.seq)
+            .collect();
     assert_eq!(seqs, vec![4, 6, 7]);
 }
 
@@ -129,12 +150,12 @@ fn a_repeated_snack_waits_a_round_trip_even_without_a_sample() {
         // TPDU 6 went at 6 ms; the SNACK at 200 ms is older news than any round trip.
         s.on_snack(&[(6, 7)], ms(200), guess);
         let first = s
-            .next_outgoing(ms(200), 100, true)
+            .next_outgoing(ms(200), 100, true, &mut |_| 0)
             .expect("the hole resent");
         assert_eq!((first.seq, first.retransmission), (6, true));
         // The receiver repeats its SNACK 30 ms later, before the repair can have arrived.
         s.on_snack(&[(6, 7)], ms(230), guess);
-        let again = s.next_outgoing(ms(230), 100, true);
+        let again = s.next_outgoing(ms(230), 100, true, &mut |_| 0);
         assert_eq!(again.is_some(), resent_again, "guess {guess:?}: {again:?}");
     }
 }
@@ -173,7 +194,9 @@ fn window_limits_new_data() {
         },
         Duration::ZERO,
     );
-    assert!(s.next_outgoing(Duration::ZERO, 100, true).is_some());
+    assert!(s
+        .next_outgoing(Duration::ZERO, 100, true, &mut |_| 0)
+        .is_some());
 }
 
 #[test]
@@ -191,11 +214,11 @@ fn bodies_cut_from_writes_of_any_size_keep_the_bytes_in_order() {
         while got.len() < data.len() {
             let n = sizes[step % sizes.len()].min(data.len() - written);
             let took = s.write(&data[written..written + n]);
-            assert!(s.queued <= 4_000, "the queue limit holds");
+            assert!(s.unsent() <= 4_000, "the queue limit holds");
             written += took;
             // Take a varying number of TPDUs, so bodies straddle what was written.
             for _ in 0..(step % 4) + usize::from(took < n) {
-                match s.next_outgoing(Duration::ZERO, max_body, false) {
+                match s.next_outgoing(Duration::ZERO, max_body, false, &mut |_| 0) {
                     Some(o) => {
                         assert!(!o.body.is_empty() && o.body.len() <= max_body);
                         got.extend_from_slice(&o.body);
@@ -206,8 +229,10 @@ fn bodies_cut_from_writes_of_any_size_keep_the_bytes_in_order() {
             step += 1;
         }
         assert_eq!(got, data, "max_body {max_body}");
-        assert_eq!(s.queued, 0);
-        assert!(s.next_outgoing(Duration::ZERO, max_body, false).is_none());
+        assert_eq!(s.unsent(), 0);
+        assert!(s
+            .next_outgoing(Duration::ZERO, max_body, false, &mut |_| 0)
+            .is_none());
     }
 }
 
@@ -250,7 +275,7 @@ fn mack_ranges_acknowledge_blocks_and_forged_ones_change_nothing_beyond_what_was
     s.on_mack_entries(&[], &[(3, 8)], Duration::from_millis(20));
     assert_eq!(s.outstanding(), before - 5);
     let r = s
-        .next_outgoing(Duration::from_millis(20), 100, true)
+        .next_outgoing(Duration::from_millis(20), 100, true, &mut |_| 0)
         .unwrap();
     assert!(r.retransmission);
     assert_eq!(r.seq, 2);

@@ -1,0 +1,161 @@
+//! A connection over several paths (docs/spec.md §10; the rules are `crate::paths`'s): what
+//! the connection does when a path is added, heard from, measured, overdue or probed. With
+//! one path every function here returns at once.
+
+use super::Connection;
+use crate::paths::PathStats;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+impl Connection {
+    /// The peer's address on the connection's first path (where it opened, or where the
+    /// peer moved to).
+    pub fn remote(&self) -> SocketAddr {
+        self.paths.remote(0)
+    }
+
+    /// The peer's addresses, one per path.
+    pub fn remotes(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        self.paths.remotes()
+    }
+
+    /// Where the datagram `poll_transmit` produced last goes.
+    pub fn transmit_remote(&self) -> SocketAddr {
+        self.paths.tx_remote()
+    }
+
+    /// Adds a path to the peer's address `remote` (proven to receive there); `None` if the
+    /// connection has `MAX_PATHS` already.
+    pub(crate) fn add_path(&mut self, now: Duration, remote: SocketAddr) -> Option<usize> {
+        let i = self.paths.add(remote, now, self.rtt.fresh())?;
+        self.tx.add_path(i);
+        self.set_path_timings();
+        self.apply_path_rate();
+        Some(i)
+    }
+
+    /// A path this end asked for is being validated (`true`), or was given up (`false`):
+    /// until it is added the first paths carry only their share of the rate.
+    pub(crate) fn expect_path(&mut self, more: bool) {
+        self.paths.expect(more);
+        self.apply_path_rate();
+    }
+
+    /// The peer moved: the path it has been silent on longest goes to `new` from now on.
+    /// Returns the address it replaces.
+    pub(crate) fn move_path(&mut self, new: SocketAddr) -> SocketAddr {
+        let i = self.paths.stalest();
+        let old = self.paths.remote(i);
+        self.paths.replace(i, new);
+        old
+    }
+
+    /// Whether the peer was heard on any of the connection's paths after `t`.
+    pub(crate) fn heard_since(&self, t: Duration) -> bool {
+        self.paths.heard_since(t)
+    }
+
+    pub(crate) fn path_count(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// A datagram of `bytes` arrived from `remote`: which path it came on, and a down path
+    /// that is heard from again is up.
+    pub(crate) fn arrived_from(&mut self, now: Duration, remote: SocketAddr, bytes: usize) {
+        self.clock = self.clock.max(now);
+        let Some(i) = self.paths.index_of(remote) else {
+            return;
+        };
+        if self.paths.on_heard(now, i, bytes) {
+            self.apply_path_rate();
+        }
+    }
+
+    /// The pacer runs at the connection's rate times the share of the paths that are up.
+    pub(super) fn apply_path_rate(&mut self) {
+        if self.paths.multi() || self.paths.up_fraction() < 1.0 {
+            let rate = (self.rate_bps as f64 * self.paths.up_fraction()) as u64;
+            self.pacer.set_rate(rate.max(1));
+        }
+    }
+
+    /// After feedback: each path's latency samples, weights and loss-detection timings.
+    pub(super) fn measure_paths(&mut self, now: Duration) {
+        if !self.paths.multi() {
+            return;
+        }
+        for i in 0..self.paths.len() {
+            if let Some(sent) = self.tx.take_path_latency(i) {
+                let hold = self.rtt.peer_max_delay();
+                self.paths.on_latency(i, now.saturating_sub(sent), hold);
+            }
+        }
+        self.set_path_timings();
+        self.paths.reweigh(now, &self.tx.path_stats());
+    }
+
+    /// Each path's loss-detection time threshold and timeout, into the sender (the
+    /// connection's own for a path without a sample yet).
+    fn set_path_timings(&mut self) {
+        for i in 0..self.paths.len() {
+            let (loss_time, rto) = self.paths.timing(i, &self.rtt);
+            self.tx.set_path_timing(i, loss_time, rto);
+        }
+    }
+
+    /// When the earliest up path is declared down if nothing on it is acknowledged.
+    pub(super) fn path_down_deadline(&self) -> Option<Duration> {
+        if !self.paths.multi() || self.liveness.silent() {
+            return None;
+        }
+        (0..self.paths.len())
+            .filter_map(|i| {
+                self.paths.down_at(
+                    i,
+                    self.tx.unanswered_since(i),
+                    self.cfg.probe_interval,
+                    &self.rtt,
+                )
+            })
+            .min()
+    }
+
+    /// When the next down path is probed.
+    pub(super) fn path_probe_deadline(&self) -> Option<Duration> {
+        if !self.paths.multi() || self.liveness.silent() {
+            return None;
+        }
+        self.paths.next_probe()
+    }
+
+    /// Declares down the paths whose deadline has come (their TPDUs in flight are resent on
+    /// the others) and marks the probes that are due.
+    pub(super) fn check_paths(&mut self, now: Duration) {
+        if !self.paths.multi() {
+            return;
+        }
+        let mut changed = false;
+        for i in 0..self.paths.len() {
+            let at = self.paths.down_at(
+                i,
+                self.tx.unanswered_since(i),
+                self.cfg.probe_interval,
+                &self.rtt,
+            );
+            if at.is_some_and(|d| now >= d) {
+                self.paths.set_down(now, i, self.cfg.probe_interval);
+                self.tx.path_down(i);
+                changed = true;
+            }
+        }
+        if changed {
+            self.apply_path_rate();
+        }
+        self.paths.probes_due(now);
+    }
+
+    /// Per-path statistics (one entry per path; one path has one too).
+    pub(super) fn path_stats(&self) -> Vec<PathStats> {
+        self.paths.stats(self.clock, &self.tx.path_stats())
+    }
+}

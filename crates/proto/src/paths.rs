@@ -1,0 +1,600 @@
+//! A connection's paths (docs/spec.md §10): the peer's addresses it sends to, each with its
+//! own round trip, delivery rate, losses and up/down state, and the choice of path for each
+//! datagram.
+//!
+//! - **Data** is spread over the paths that are up by smooth weighted round robin (as nginx
+//!   and Linux `teql` spread packets), the weights following what each path *delivers*
+//!   (bytes acknowledged per interval), not what it is offered: a path that loses or is
+//!   slower than its share gets less. A retransmission avoids the path that lost it.
+//! - **Feedback and other control TPDUs** go back on the path the peer's latest TPDU came
+//!   from (alive one way at least), or on the path a PROBE came from (so the peer learns
+//!   that path works).
+//! - **A path goes down** when its oldest unacknowledged TPDU is a round trip and a probe
+//!   interval overdue while another path is up: its TPDUs in flight are resent on the
+//!   others, its share of the connection's rate is taken off the pacer (the survivors keep
+//!   their own), and it is probed with a PROBE at doubling intervals up to 2 s. Anything
+//!   heard from it brings it back with its old share.
+//!
+//! With one path all of this is inert: the path is path 0, the connection's own round-trip
+//! estimate and rate rule, and nothing differs from a single-path connection.
+
+use crate::rtt::RttEstimator;
+use crate::sender::LaneStats;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Most paths a connection keeps (the sender's lanes have the same bound).
+pub const MAX_PATHS: usize = crate::sender::MAX_LANES;
+
+/// Longest interval between a down path's probes.
+const MAX_PATH_PROBE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// A path carries feedback only if the peer's TPDUs came on it this recently (it works at
+/// least that way).
+const FEEDBACK_FRESH: Duration = Duration::from_secs(1);
+
+/// Shortest interval over which delivery rates are measured for the weights.
+const MIN_WEIGHT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Smoothed over smallest round trip beyond which a path counts as queueing (sent more than
+/// it carries).
+const QUEUE_RATIO: f64 = 1.25;
+
+/// What a path without a queue is credited beyond what it delivered: it may carry more, and
+/// only being offered more shows how much.
+const PROBE_GAIN: f64 = 1.1;
+
+/// The factor on what a path delivered for its weight: `PROBE_GAIN` without a queue, and its
+/// smallest round trip over its smoothed one with a queue (a path sent more than it carries
+/// delivers its capacity while the queue grows, so it is weighted below that until the queue
+/// drains; without this a path that lost for any reason passed its share to one already
+/// full).
+fn headroom(rtt: &RttEstimator) -> f64 {
+    let Some(min) = rtt.min_rtt() else {
+        return 1.0;
+    };
+    let ratio = rtt.smoothed().as_secs_f64() / min.as_secs_f64().max(1e-6);
+    if ratio < QUEUE_RATIO {
+        PROBE_GAIN
+    } else {
+        1.0 / ratio
+    }
+}
+
+/// A path that is up never gets less than this share of the up paths' mean weight: it keeps
+/// carrying enough to be measured.
+const MIN_WEIGHT_SHARE: f64 = 0.05;
+
+/// What one path did (docs/stats.md, "Paths").
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathStats {
+    /// The peer's address on this path.
+    pub remote: SocketAddr,
+    pub up: bool,
+    /// Smoothed time from a TPDU's transmission on the path to its acknowledgement (the
+    /// peer's acknowledgement delay included); zero before the first sample.
+    pub srtt: Duration,
+    /// Bytes per second acknowledged on the path over the last interval, in bits per second.
+    pub delivered_bps: u64,
+    /// Share of the connection's data the path is given (of the paths that are up).
+    pub weight: f64,
+    /// The sender's TPDUs on the path (data and retransmissions).
+    pub sent: LaneStats,
+    /// Every datagram sent on the path (control and repairs too), and its bytes.
+    pub datagrams_sent: u64,
+    pub bytes_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_received: u64,
+    /// Time spent up and down since the path was added.
+    pub time_up: Duration,
+    pub time_down: Duration,
+    /// Times the path went down.
+    pub downs: u64,
+    /// PROBEs sent while it was down.
+    pub probes: u64,
+}
+
+#[derive(Debug)]
+struct Path {
+    remote: SocketAddr,
+    up: bool,
+    /// When `up` last changed (or the path was added); `time_up`/`time_down` hold what was
+    /// before.
+    since: Duration,
+    time_up: Duration,
+    time_down: Duration,
+    downs: u64,
+    next_probe: Duration,
+    probe_wait: Duration,
+    probe_due: bool,
+    probes: u64,
+    rtt: RttEstimator,
+    /// Bytes acknowledged on the path at the start of the weight interval.
+    acked_mark: u64,
+    delivered_bps: u64,
+    weight: f64,
+    credit: f64,
+    datagrams_sent: u64,
+    bytes_sent: u64,
+    datagrams_received: u64,
+    bytes_received: u64,
+    /// When the peer was last heard on this path.
+    last_heard: Duration,
+    /// Smoothed one-way delay of the peer's TPDUs on this path, in µs, less that of the
+    /// first TPDU timed on any path: the clocks' offset cancels, so the path with the least
+    /// is the quickest back too (taking a path's delay as the same both ways).
+    relative_delay: Option<f64>,
+}
+
+impl Path {
+    fn new(remote: SocketAddr, now: Duration, weight: f64, rtt: RttEstimator) -> Path {
+        Path {
+            remote,
+            up: true,
+            since: now,
+            time_up: Duration::ZERO,
+            time_down: Duration::ZERO,
+            downs: 0,
+            next_probe: now,
+            probe_wait: Duration::ZERO,
+            probe_due: false,
+            probes: 0,
+            rtt,
+            acked_mark: 0,
+            delivered_bps: 0,
+            weight,
+            credit: 0.0,
+            datagrams_sent: 0,
+            bytes_sent: 0,
+            datagrams_received: 0,
+            bytes_received: 0,
+            last_heard: now,
+            relative_delay: None,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Paths {
+    list: Vec<Path>,
+    /// Path of the peer's latest TPDU.
+    rx: usize,
+    /// A PROBE came on this path: the next control TPDU answers on it.
+    reply: Option<usize>,
+    /// Path of the latest data TPDU sent (a repair avoids it).
+    last_data: u8,
+    /// Path of the datagram `Connection::poll_transmit` produced last.
+    tx: usize,
+    /// Next path an outage probe tries (all paths silent: each is tried in turn).
+    outage_next: usize,
+    /// Start of the current weight interval.
+    interval_start: Duration,
+    /// Paths this end asked for that are being validated: counted as down paths of the mean
+    /// weight, so the first path is not sent the whole rate meant for all of them.
+    expected: usize,
+    /// Arrival time less the peer's timestamp of the first TPDU timed (µs, wrapping).
+    delay_reference: Option<u32>,
+    /// A path was added: the next `reweigh` starts a fresh interval (the old one's counts
+    /// would credit the first path with everything it carried alone).
+    restart_interval: bool,
+}
+
+impl Paths {
+    pub fn new(remote: SocketAddr, now: Duration, rtt: RttEstimator) -> Paths {
+        Paths {
+            list: vec![Path::new(remote, now, 1.0, rtt)],
+            rx: 0,
+            reply: None,
+            last_data: 0,
+            tx: 0,
+            outage_next: 0,
+            interval_start: now,
+            expected: 0,
+            delay_reference: None,
+            restart_interval: true,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether the connection has several paths (all the rules of this module apply).
+    pub fn multi(&self) -> bool {
+        self.list.len() > 1
+    }
+
+    pub fn remote(&self, i: usize) -> SocketAddr {
+        self.list[i.min(self.list.len() - 1)].remote
+    }
+
+    pub fn remotes(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        self.list.iter().map(|p| p.remote)
+    }
+
+    pub fn index_of(&self, remote: SocketAddr) -> Option<usize> {
+        self.list.iter().position(|p| p.remote == remote)
+    }
+
+    /// Adds a path to `remote` (up, with the mean weight of the others and their round-trip
+    /// estimate's settings); `None` when `MAX_PATHS` are there already.
+    pub fn add(&mut self, remote: SocketAddr, now: Duration, rtt: RttEstimator) -> Option<usize> {
+        if let Some(i) = self.index_of(remote) {
+            return Some(i);
+        }
+        if self.list.len() >= MAX_PATHS {
+            return None;
+        }
+        let mean = self.mean_weight();
+        self.list.push(Path::new(remote, now, mean.max(1e-3), rtt));
+        self.expected = self.expected.saturating_sub(1);
+        self.restart_interval = true;
+        Some(self.list.len() - 1)
+    }
+
+    fn mean_weight(&self) -> f64 {
+        self.list.iter().map(|p| p.weight).sum::<f64>() / self.list.len() as f64
+    }
+
+    /// A path this end asked for is being validated (`true`), or was given up (`false`).
+    pub fn expect(&mut self, more: bool) {
+        if more {
+            self.expected = (self.expected + 1).min(MAX_PATHS);
+        } else {
+            self.expected = self.expected.saturating_sub(1);
+        }
+    }
+
+    /// The peer moved: path `i` now goes to `remote` (its estimates start over).
+    pub fn replace(&mut self, i: usize, remote: SocketAddr) {
+        if let Some(p) = self.list.get_mut(i) {
+            p.remote = remote;
+        }
+    }
+
+    /// A TPDU of `bytes` came from path `i`. Returns whether that brought it back up.
+    pub fn on_heard(&mut self, now: Duration, i: usize, bytes: usize) -> bool {
+        let Some(p) = self.list.get_mut(i) else {
+            return false;
+        };
+        p.datagrams_received += 1;
+        p.bytes_received += bytes as u64;
+        p.last_heard = now;
+        self.rx = i;
+        if p.up {
+            return false;
+        }
+        p.time_down += now.saturating_sub(p.since);
+        p.since = now;
+        p.up = true;
+        p.probe_due = false;
+        p.credit = 0.0;
+        true
+    }
+
+    /// Whether the peer was heard on any path after `t`.
+    pub fn heard_since(&self, t: Duration) -> bool {
+        self.list.iter().any(|p| p.last_heard > t)
+    }
+
+    /// The path the peer has been silent on longest.
+    pub fn stalest(&self) -> usize {
+        (0..self.list.len())
+            .min_by_key(|&i| self.list[i].last_heard)
+            .unwrap_or(0)
+    }
+
+    /// The peer's TPDU just heard (on the latest path) carried `timestamp` (its clock, µs)
+    /// and arrived at `arrival` (ours, µs): the path's one-way delay, up to the clocks'
+    /// offset. Both clocks wrap at 2^32 µs, so the difference is taken wrapping.
+    pub fn on_timestamp(&mut self, arrival: u32, timestamp: u32) {
+        let d = arrival.wrapping_sub(timestamp);
+        let reference = *self.delay_reference.get_or_insert(d);
+        let relative = f64::from(d.wrapping_sub(reference) as i32);
+        let p = &mut self.list[self.rx];
+        p.relative_delay = Some(
+            p.relative_delay
+                .map_or(relative, |o| (o * 7.0 + relative) / 8.0),
+        );
+    }
+
+    /// A PROBE came on the path of the latest TPDU: the answer goes there.
+    pub fn reply_on_rx(&mut self) {
+        self.reply = Some(self.rx);
+    }
+
+    /// Smooth weighted round robin over the paths that are up, avoiding `avoid` (the path a
+    /// retransmission was lost on, the path of the data a repair protects) if another is up.
+    /// With no path up, the path heard last.
+    pub fn pick(&mut self, avoid: Option<u8>) -> u8 {
+        if self.list.len() == 1 {
+            return 0;
+        }
+        let avoid = avoid.map(usize::from);
+        let others_up = self
+            .list
+            .iter()
+            .enumerate()
+            .any(|(i, p)| p.up && Some(i) != avoid);
+        let usable = |i: usize, p: &Path| p.up && (!others_up || Some(i) != avoid);
+        let total: f64 = self
+            .list
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| usable(*i, p))
+            .map(|(_, p)| p.weight)
+            .sum();
+        let mut best: Option<usize> = None;
+        for i in 0..self.list.len() {
+            if !usable(i, &self.list[i]) {
+                continue;
+            }
+            self.list[i].credit += self.list[i].weight;
+            if best.is_none_or(|b| self.list[i].credit > self.list[b].credit) {
+                best = Some(i);
+            }
+        }
+        let Some(b) = best else {
+            return self.rx as u8;
+        };
+        self.list[b].credit -= total;
+        b as u8
+    }
+
+    /// Notes the path the datagram being sent goes on.
+    pub fn set_tx(&mut self, path: u8, data: bool) {
+        self.tx = usize::from(path).min(self.list.len() - 1);
+        if data {
+            self.last_data = path;
+        }
+    }
+
+    /// The datagram noted by `set_tx` went: `bytes` on its path.
+    pub fn on_sent(&mut self, bytes: usize) {
+        let p = &mut self.list[self.tx];
+        p.datagrams_sent += 1;
+        p.bytes_sent += bytes as u64;
+    }
+
+    pub fn tx_remote(&self) -> SocketAddr {
+        self.remote(self.tx)
+    }
+
+    pub fn last_data(&self) -> u8 {
+        self.last_data
+    }
+
+    /// The path for a control TPDU (feedback above all): the one a PROBE came on, else the
+    /// quickest of the paths that are up and carried the peer's TPDUs within
+    /// `FEEDBACK_FRESH` (by the one-way delay of what arrived on them), else the path the
+    /// peer's latest TPDU came on. Feedback on the path of the latest arrival instead sent
+    /// half of it back on a 40 ms path when a 10 ms one was there: acknowledgements of the
+    /// fast path's TPDUs came after its timeout, which resent them (one in five).
+    pub fn control(&mut self, now: Duration) -> u8 {
+        if let Some(r) = self.reply.take() {
+            return r as u8;
+        }
+        if self.list.len() == 1 {
+            return 0;
+        }
+        let fresh = |p: &Path| p.up && p.last_heard + FEEDBACK_FRESH >= now;
+        let delay = |p: &Path| p.relative_delay.unwrap_or(f64::INFINITY);
+        let mut best = self.rx;
+        for (i, p) in self.list.iter().enumerate() {
+            if fresh(p) && (!fresh(&self.list[best]) || delay(p) < delay(&self.list[best])) {
+                best = i;
+            }
+        }
+        best as u8
+    }
+
+    /// The path for the next outage probe: every path in turn.
+    pub fn outage_probe(&mut self) -> u8 {
+        let i = self.outage_next % self.list.len();
+        self.outage_next = i + 1;
+        i as u8
+    }
+
+    /// A latency sample of path `i` (transmission to acknowledgement, the longest of an
+    /// acknowledgement's), and the peer's acknowledgement hold as its MACKs report it: the
+    /// path's timeout covers both, as the connection's does (with the round trip alone it
+    /// came down to the round trip itself on a steady path, and a MACK a millisecond late
+    /// resent a fifth of a 10 ms path's TPDUs).
+    pub fn on_latency(&mut self, i: usize, sample: Duration, peer_hold: Duration) {
+        if let Some(p) = self.list.get_mut(i) {
+            p.rtt.on_sample(sample.max(Duration::from_micros(1)));
+            p.rtt.on_ack_latency(sample);
+            p.rtt.on_peer_max_delay(peer_hold);
+        }
+    }
+
+    /// Time threshold and timeout of path `i`'s loss detection; the connection's own where
+    /// the path has no sample yet.
+    pub fn timing(&self, i: usize, conn: &RttEstimator) -> (Duration, Duration) {
+        let r = &self.list[i].rtt;
+        if r.has_sample() {
+            (r.loss_time(), r.rto().max(conn.min_rto()))
+        } else {
+            (conn.loss_time(), conn.rto())
+        }
+    }
+
+    /// When path `i` is declared down if nothing on it is acknowledged: the first TPDU sent
+    /// on it since its latest acknowledgement (at `oldest`) a round trip and a probe
+    /// interval overdue.
+    /// Never for the last path up (then the connection's outage rules apply).
+    pub fn down_at(
+        &self,
+        i: usize,
+        oldest: Option<Duration>,
+        probe_interval: Duration,
+        conn: &RttEstimator,
+    ) -> Option<Duration> {
+        let p = &self.list[i];
+        let others_up = self.list.iter().enumerate().any(|(j, q)| j != i && q.up);
+        if !p.up || !others_up {
+            return None;
+        }
+        let rtt = if p.rtt.has_sample() { &p.rtt } else { conn };
+        Some(oldest? + rtt.smoothed() + (rtt.variation() * 4).max(probe_interval))
+    }
+
+    /// Path `i` goes down at `now`; its first probe is due at once.
+    pub fn set_down(&mut self, now: Duration, i: usize, probe_interval: Duration) {
+        let Some(p) = self.list.get_mut(i) else {
+            return;
+        };
+        p.time_up += now.saturating_sub(p.since);
+        p.since = now;
+        p.up = false;
+        p.downs += 1;
+        p.next_probe = now;
+        p.probe_wait = probe_interval;
+        p.credit = 0.0;
+    }
+
+    /// The earliest probe of a down path.
+    pub fn next_probe(&self) -> Option<Duration> {
+        self.list
+            .iter()
+            .filter(|p| !p.up && !p.probe_due)
+            .map(|p| p.next_probe)
+            .min()
+    }
+
+    /// Marks the down paths whose probe time has come.
+    pub fn probes_due(&mut self, now: Duration) {
+        for p in self.list.iter_mut().filter(|p| !p.up && !p.probe_due) {
+            if now >= p.next_probe {
+                p.probe_due = true;
+                p.next_probe = now + p.probe_wait;
+                p.probe_wait = (p.probe_wait * 2).min(MAX_PATH_PROBE_INTERVAL);
+            }
+        }
+    }
+
+    /// A down path with a probe to send, taken.
+    pub fn take_probe(&mut self) -> Option<u8> {
+        let i = self.list.iter().position(|p| p.probe_due)?;
+        self.list[i].probe_due = false;
+        self.list[i].probes += 1;
+        Some(i as u8)
+    }
+
+    pub fn has_probe(&self) -> bool {
+        self.list.iter().any(|p| p.probe_due)
+    }
+
+    /// Share of the weight that is up: the connection paces at its rate times this.
+    pub fn up_fraction(&self) -> f64 {
+        let all: f64 = self.list.iter().map(|p| p.weight).sum::<f64>()
+            + self.expected as f64 * self.mean_weight();
+        let up: f64 = self.list.iter().filter(|p| p.up).map(|p| p.weight).sum();
+        if all > 0.0 {
+            up / all
+        } else {
+            1.0
+        }
+    }
+
+    /// Re-weighs the up paths by what each delivered since the interval began (`acked`: the
+    /// sender's per-path counts), once an interval of at least the longest round trip has
+    /// passed, each path's delivery counted with its `headroom`. Down paths keep their weight
+    /// (their share comes back with them); the up paths' total stays, so only a path going
+    /// down or up changes the pacing rate.
+    pub fn reweigh(&mut self, now: Duration, acked: &[LaneStats]) {
+        // The longest of the up paths' smallest round trips: every path has answered within
+        // an interval (the smoothed round trip would lengthen it as a queue grows, and the
+        // weights would react ever later to the queue they should drain).
+        let longest = self
+            .list
+            .iter()
+            .filter(|p| p.up)
+            .filter_map(|p| p.rtt.min_rtt())
+            .max()
+            .unwrap_or_default();
+        let elapsed = now.saturating_sub(self.interval_start);
+        if self.list.len() < 2 {
+            return;
+        }
+        if std::mem::take(&mut self.restart_interval) {
+            self.interval_start = now;
+            for (i, p) in self.list.iter_mut().enumerate() {
+                p.acked_mark = acked.get(i).map_or(0, |s| s.bytes_acked);
+            }
+            return;
+        }
+        if elapsed < longest.max(MIN_WEIGHT_INTERVAL) {
+            return;
+        }
+        self.interval_start = now;
+        let mut delivered = vec![0f64; self.list.len()];
+        for (i, p) in self.list.iter_mut().enumerate() {
+            let total = acked.get(i).map_or(0, |s| s.bytes_acked);
+            let bytes = total.saturating_sub(p.acked_mark);
+            p.acked_mark = total;
+            p.delivered_bps = (bytes as f64 * 8.0 / elapsed.as_secs_f64()) as u64;
+            delivered[i] = bytes as f64 * headroom(&p.rtt);
+        }
+        let up: Vec<usize> = (0..self.list.len()).filter(|&i| self.list[i].up).collect();
+        let sum: f64 = up.iter().map(|&i| delivered[i]).sum();
+        if sum <= 0.0 || up.len() < 2 {
+            return;
+        }
+        let budget: f64 = up.iter().map(|&i| self.list[i].weight).sum();
+        let floor = MIN_WEIGHT_SHARE * budget / up.len() as f64;
+        for &i in &up {
+            let measured = budget * delivered[i] / sum;
+            let w = &mut self.list[i].weight;
+            *w = ((*w + measured) / 2.0).max(floor);
+        }
+        // Back to the same total (the floor may have added a little).
+        let after: f64 = up.iter().map(|&i| self.list[i].weight).sum();
+        for &i in &up {
+            self.list[i].weight *= budget / after;
+        }
+    }
+
+    pub fn stats(&self, now: Duration, sent: &[LaneStats]) -> Vec<PathStats> {
+        let up_total: f64 = self.list.iter().filter(|p| p.up).map(|p| p.weight).sum();
+        self.list
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let span = now.saturating_sub(p.since);
+                let (time_up, time_down) = if p.up {
+                    (p.time_up + span, p.time_down)
+                } else {
+                    (p.time_up, p.time_down + span)
+                };
+                PathStats {
+                    remote: p.remote,
+                    up: p.up,
+                    srtt: if p.rtt.has_sample() {
+                        p.rtt.smoothed()
+                    } else {
+                        Duration::ZERO
+                    },
+                    delivered_bps: p.delivered_bps,
+                    weight: if p.up && up_total > 0.0 {
+                        p.weight / up_total
+                    } else {
+                        0.0
+                    },
+                    sent: sent.get(i).copied().unwrap_or_default(),
+                    datagrams_sent: p.datagrams_sent,
+                    bytes_sent: p.bytes_sent,
+                    datagrams_received: p.datagrams_received,
+                    bytes_received: p.bytes_received,
+                    time_up,
+                    time_down,
+                    downs: p.downs,
+                    probes: p.probes,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

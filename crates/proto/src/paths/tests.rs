@@ -1,0 +1,157 @@
+use super::*;
+
+fn addr(i: u8) -> SocketAddr {
+    SocketAddr::from(([10, 0, i, 2], 9000))
+}
+
+fn three(now: Duration) -> Paths {
+    let rtt = RttEstimator::new(Duration::from_millis(100), Duration::from_millis(20));
+    let mut p = Paths::new(addr(0), now, rtt.fresh());
+    assert_eq!(p.add(addr(1), now, rtt.fresh()), Some(1));
+    assert_eq!(p.add(addr(2), now, rtt.fresh()), Some(2));
+    p
+}
+
+fn counts(p: &mut Paths, n: usize, avoid: Option<u8>) -> [usize; 3] {
+    let mut c = [0; 3];
+    for _ in 0..n {
+        c[usize::from(p.pick(avoid))] += 1;
+    }
+    c
+}
+
+#[test]
+fn one_path_is_always_path_zero() {
+    let rtt = RttEstimator::new(Duration::from_millis(100), Duration::from_millis(20));
+    let mut p = Paths::new(addr(0), Duration::ZERO, rtt);
+    assert!(!p.multi());
+    assert_eq!(p.pick(None), 0);
+    assert_eq!(p.pick(Some(0)), 0);
+    assert_eq!(p.control(Duration::from_millis(10)), 0);
+    assert_eq!(p.up_fraction(), 1.0);
+}
+
+#[test]
+fn equal_paths_share_evenly_and_a_retransmission_avoids_its_path() {
+    let mut p = three(Duration::ZERO);
+    assert_eq!(counts(&mut p, 300, None), [100, 100, 100]);
+    let c = counts(&mut p, 300, Some(1));
+    assert_eq!(c[1], 0, "{c:?}");
+    assert_eq!(c[0] + c[2], 300);
+}
+
+#[test]
+fn weights_follow_what_each_path_delivers() {
+    let mut p = three(Duration::ZERO);
+    // Path 2 delivered a quarter of what the others did, over several intervals.
+    let mut acked = vec![LaneStats::default(); 3];
+    let mut now = Duration::ZERO;
+    for _ in 0..10 {
+        now += Duration::from_millis(200);
+        acked[0].bytes_acked += 400_000;
+        acked[1].bytes_acked += 400_000;
+        acked[2].bytes_acked += 100_000;
+        p.reweigh(now, &acked);
+    }
+    let c = counts(&mut p, 900, None);
+    // 4 : 4 : 1 of the picks, within a pick or two of rounding.
+    assert!((395..=405).contains(&c[0]), "{c:?}");
+    assert!((95..=105).contains(&c[2]), "{c:?}");
+    assert!((p.up_fraction() - 1.0).abs() < 1e-9);
+    let s = p.stats(now, &acked);
+    assert_eq!(s[0].delivered_bps, 16_000_000);
+}
+
+#[test]
+fn a_path_that_delivers_nothing_keeps_a_floor() {
+    let mut p = three(Duration::ZERO);
+    let mut acked = vec![LaneStats::default(); 3];
+    let mut now = Duration::ZERO;
+    for _ in 0..20 {
+        now += Duration::from_millis(200);
+        acked[0].bytes_acked += 100_000;
+        acked[1].bytes_acked += 100_000;
+        p.reweigh(now, &acked);
+    }
+    let c = counts(&mut p, 1000, None);
+    assert!(c[2] > 0 && c[2] < 40, "{c:?}");
+}
+
+#[test]
+fn a_down_path_takes_its_share_of_the_rate_and_gets_it_back() {
+    let mut p = three(Duration::ZERO);
+    let rtt = RttEstimator::new(Duration::from_millis(100), Duration::from_millis(20));
+    let pi = Duration::from_millis(250);
+    // Path 1's oldest TPDU went at 1 s: down at 1 s + 100 ms + max(4 × 50 ms, 250 ms).
+    let at = p.down_at(1, Some(Duration::from_secs(1)), pi, &rtt);
+    assert_eq!(at, Some(Duration::from_millis(1350)));
+    let now = Duration::from_millis(1350);
+    p.set_down(now, 1, pi);
+    assert!((p.up_fraction() - 2.0 / 3.0).abs() < 1e-9);
+    assert_eq!(counts(&mut p, 100, None)[1], 0, "no data on a down path");
+    // Probes at once, then 250 ms, 500 ms, 1 s, 2 s, 2 s apart.
+    let mut sent = Vec::new();
+    let mut t = now;
+    while t < now + Duration::from_secs(8) {
+        p.probes_due(t);
+        if let Some(i) = p.take_probe() {
+            assert_eq!(i, 1);
+            sent.push((t - now).as_millis());
+        }
+        t += Duration::from_millis(50);
+    }
+    assert_eq!(sent, [0, 250, 750, 1750, 3750, 5750, 7750]);
+    // The last path up is never declared down.
+    p.set_down(now, 2, pi);
+    assert_eq!(p.down_at(0, Some(Duration::ZERO), pi, &rtt), None);
+    // Heard again: up, with its old share.
+    assert!(p.on_heard(t, 1, 100));
+    assert!(!p.on_heard(t, 1, 100), "already up");
+    assert!((p.up_fraction() - 2.0 / 3.0).abs() < 1e-9);
+    let s = p.stats(t, &[]);
+    assert_eq!(s[1].downs, 1);
+    assert_eq!(s[1].probes, 7);
+    assert_eq!(s[1].time_down, t - now);
+    assert!(s[2].time_down > Duration::ZERO && !s[2].up);
+}
+
+#[test]
+fn control_goes_where_the_peer_was_heard_or_a_probe_came() {
+    let mut p = three(Duration::ZERO);
+    p.on_heard(Duration::from_millis(1), 2, 60);
+    assert_eq!(p.control(Duration::from_millis(10)), 2);
+    p.on_heard(Duration::from_millis(2), 1, 60);
+    p.reply_on_rx();
+    p.on_heard(Duration::from_millis(3), 0, 60);
+    assert_eq!(
+        p.control(Duration::from_millis(10)),
+        1,
+        "the answer to a probe goes back on its path"
+    );
+    assert_eq!(
+        p.control(Duration::from_millis(10)),
+        0,
+        "then the latest path again"
+    );
+    // Every path in turn for an outage's probes.
+    let seq: Vec<u8> = (0..4).map(|_| p.outage_probe()).collect();
+    assert_eq!(seq, [0, 1, 2, 0]);
+}
+
+#[test]
+fn paths_are_bounded() {
+    let rtt = RttEstimator::new(Duration::from_millis(100), Duration::from_millis(20));
+    let mut p = Paths::new(addr(0), Duration::ZERO, rtt.fresh());
+    for i in 1..MAX_PATHS as u8 {
+        assert_eq!(
+            p.add(addr(i), Duration::ZERO, rtt.fresh()),
+            Some(usize::from(i))
+        );
+    }
+    assert_eq!(p.add(addr(200), Duration::ZERO, rtt.fresh()), None);
+    assert_eq!(
+        p.add(addr(3), Duration::ZERO, rtt.fresh()),
+        Some(3),
+        "known"
+    );
+}
