@@ -70,9 +70,19 @@ pub struct Args {
     /// FEC, state; docs/qlog.md). `aerotp trace FILE` draws one.
     #[arg(long, value_name = "DIR")]
     qlog: Option<std::path::PathBuf>,
+    /// Write run 0's delivery timeline to FILE as CSV: `time_s,delivered_bytes` at every
+    /// read of the receiving application (for plots, and to measure a stall or a recovery).
+    #[arg(long, value_name = "FILE")]
+    timeline: Option<std::path::PathBuf>,
     /// two-node (one impaired link) or papers (10 Gb/s LAN - impaired link - 10 Gb/s LAN).
     #[arg(long, default_value = "papers", value_parser = topology_arg)]
     topology: Topology,
+    /// With several paths, spread the datagrams below the engine in proportion to the paths'
+    /// rates, as Linux teql stripes a link (seed 003's set-up), instead of the engine using
+    /// each path itself (default: one peer address per path, the rate shared by what each
+    /// delivers, dead paths declared down and probed; docs/spec.md §10).
+    #[arg(long)]
+    stripe_below: bool,
     /// Virtual-time cap per run; a run that reaches it is incomplete.
     #[arg(long, default_value = "600s", value_parser = crate::common::duration_arg)]
     cap: Duration,
@@ -122,6 +132,11 @@ impl Args {
             cap: self.cap,
             timeline: false,
             workload: self.workload.clone(),
+            striping: if self.stripe_below {
+                aerotp_sim::Striping::Below
+            } else {
+                aerotp_sim::Striping::Engine
+            },
             ..Scenario::default()
         };
         s.rate_bps = self
@@ -257,6 +272,14 @@ pub fn execute(args: &Args) -> anyhow::Result<String> {
     if let Some(d) = &args.qlog {
         crate::qlog_tap::prepare_dir(d)?;
     }
+    // Created before anything runs, as the capture.
+    let timeline = match &args.timeline {
+        Some(p) => Some((
+            p,
+            std::fs::File::create(p).with_context(|| format!("--timeline {}", p.display()))?,
+        )),
+        None => None,
+    };
     let t = Instant::now();
     let sum = run_many(&s, args.runs, args.seed).context("simulation")?;
     let wall = t.elapsed();
@@ -265,6 +288,32 @@ pub fn execute(args: &Args) -> anyhow::Result<String> {
     } else {
         table(&sum, wall)
     };
+    if let Some((path, file)) = timeline {
+        // Run 0 again keeping its timeline: the same run, bit for bit.
+        let traced = Scenario {
+            timeline: true,
+            ..s.clone()
+        };
+        let r = aerotp_sim::run_once(&traced, run_seed(args.seed, 0));
+        let mut w = std::io::BufWriter::new(file);
+        use std::io::Write;
+        writeln!(w, "time_s,delivered_bytes")?;
+        for (t, b) in &r.timeline {
+            writeln!(w, "{t:.6},{b}")?;
+        }
+        w.flush()
+            .with_context(|| format!("--timeline {}", path.display()))?;
+        let line = format!(
+            "timeline {}: {} points (run 0)\n",
+            path.display(),
+            r.timeline.len()
+        );
+        if args.json {
+            eprint!("{line}");
+        } else {
+            out.push_str(&line);
+        }
+    }
     if let Some(mut cap) = capture {
         // Run 0 again with the hook: same scenario and seed, so the same run, bit for bit.
         run_once_tapped(&s, run_seed(args.seed, 0), &mut cap);

@@ -14,7 +14,9 @@ pub(crate) type PortsTag = (u16, u16, u8);
 const MAX_PENDING: usize = 256;
 const FIRST_RECHALLENGE: Duration = Duration::from_millis(250);
 const MAX_RECHALLENGE: Duration = Duration::from_secs(2);
-/// CHALLENGEs in one series (the last 5.75 s after the first; the series ends at 7.75 s); a TPDU from the address after that starts another.
+/// CHALLENGEs in one series (the last 5.75 s after the first; the series ends at 7.75 s,
+/// longer where two round trips exceed 250 ms: `Pending::new`); a TPDU from the
+/// address after that starts another.
 /// Bounded by count, not by the set-up timeout: a bit error in the air link's UDP source port
 /// (sent without checksum, so that FEC sees corrupted datagrams) makes a one-off address that
 /// will never answer, and 30 s of challenges to each would cost a thin link more than the
@@ -30,6 +32,8 @@ struct Pending {
     started: Duration,
     /// This end asked for the address as another path (`Endpoint::add_path`).
     asked: bool,
+    /// The least interval between its challenges (`Pending::new`).
+    spacing: Duration,
 }
 
 /// A new address proven: when its validation began and whether this end asked for it.
@@ -99,7 +103,13 @@ impl Migrations {
     /// Starts validating `addr`, heard from for `ch`, unless it is being validated already:
     /// true if a CHALLENGE should go now. A new address for a connection replaces the one
     /// being validated; beyond [`MAX_PENDING`] addresses, a new series is not started.
-    pub(crate) fn start(&mut self, ch: ConnectionHandle, addr: SocketAddr, now: Duration) -> bool {
+    pub(crate) fn start(
+        &mut self,
+        ch: ConnectionHandle,
+        addr: SocketAddr,
+        now: Duration,
+        spacing: Duration,
+    ) -> bool {
         if self.pending.contains_key(&(ch, addr)) {
             return false;
         }
@@ -111,7 +121,8 @@ impl Migrations {
             self.pending.remove(&(ch, old));
         }
         self.unsolicited.insert(ch, addr);
-        self.pending.insert((ch, addr), Pending::new(now, false));
+        self.pending
+            .insert((ch, addr), Pending::new(now, false, spacing));
         true
     }
 
@@ -122,17 +133,27 @@ impl Migrations {
         ch: ConnectionHandle,
         addr: SocketAddr,
         now: Duration,
+        spacing: Duration,
     ) -> bool {
         if self.pending.contains_key(&(ch, addr)) || self.pending.len() >= MAX_PENDING {
             return false;
         }
-        self.pending.insert((ch, addr), Pending::new(now, true));
+        self.pending
+            .insert((ch, addr), Pending::new(now, true, spacing));
         true
     }
 
     /// Addresses being validated for `ch`.
     pub(crate) fn pending_for(&self, ch: ConnectionHandle) -> usize {
         self.pending.keys().filter(|(c, _)| *c == ch).count()
+    }
+
+    /// Addresses this end asked for that are being validated for `ch`.
+    pub(crate) fn asked_for(&self, ch: ConnectionHandle) -> usize {
+        self.pending
+            .iter()
+            .filter(|((c, _), p)| *c == ch && p.asked)
+            .count()
     }
 
     /// The re-challenges due at `now`: each series advanced, those that are over forgotten.
@@ -151,7 +172,7 @@ impl Migrations {
                 return false;
             }
             p.sent += 1;
-            p.interval = (p.interval * 2).min(MAX_RECHALLENGE);
+            p.interval = (p.interval * 2).min(MAX_RECHALLENGE.max(p.spacing));
             p.next = now + p.interval;
             due.push((ch, addr));
             true
@@ -187,13 +208,18 @@ impl Migrations {
 }
 
 impl Pending {
-    fn new(now: Duration, asked: bool) -> Pending {
+    /// A series whose challenges are never closer than `spacing` (the connection's
+    /// `challenge_spacing`: on a 2.4 kb/s satellite channel with a 3 s round trip the whole
+    /// fixed series was over before the first ECHO could come back).
+    fn new(now: Duration, asked: bool, spacing: Duration) -> Pending {
+        let first = FIRST_RECHALLENGE.max(spacing);
         Pending {
             sent: 1,
-            next: now + FIRST_RECHALLENGE,
-            interval: FIRST_RECHALLENGE,
+            next: now + first,
+            interval: first,
             started: now,
             asked,
+            spacing,
         }
     }
 }

@@ -36,6 +36,15 @@ const FEEDBACK_FRESH: Duration = Duration::from_secs(1);
 /// Shortest interval over which delivery rates are measured for the weights.
 const MIN_WEIGHT_INTERVAL: Duration = Duration::from_millis(100);
 
+/// TPDUs acknowledged per up path, on average, before an interval's delivery counts: fewer
+/// are noise (on 2.4 kb/s channels a 512-byte TPDU takes 1.7 s and the round trip varies by
+/// 1.8 s; intervals of one round trip held two or three TPDUs per path, and the weights
+/// swung from 2 % to 90 % and back, each swing a queue of tens of seconds).
+const MIN_WEIGHT_TPDUS: u64 = 64;
+
+/// Share of a new measurement in a weight (the rest is the old weight).
+const WEIGHT_GAIN: f64 = 0.25;
+
 /// Smoothed over smallest round trip beyond which a path counts as queueing (sent more than
 /// it carries).
 const QUEUE_RATIO: f64 = 1.25;
@@ -109,8 +118,9 @@ struct Path {
     probe_due: bool,
     probes: u64,
     rtt: RttEstimator,
-    /// Bytes acknowledged on the path at the start of the weight interval.
+    /// Bytes and TPDUs acknowledged on the path at the start of the weight interval.
     acked_mark: u64,
+    acked_tpdus_mark: u64,
     delivered_bps: u64,
     weight: f64,
     credit: f64,
@@ -141,6 +151,7 @@ impl Path {
             probes: 0,
             rtt,
             acked_mark: 0,
+            acked_tpdus_mark: 0,
             delivered_bps: 0,
             weight,
             credit: 0.0,
@@ -227,7 +238,6 @@ impl Paths {
         }
         let mean = self.mean_weight();
         self.list.push(Path::new(remote, now, mean.max(1e-3), rtt));
-        self.expected = self.expected.saturating_sub(1);
         self.restart_interval = true;
         Some(self.list.len() - 1)
     }
@@ -236,13 +246,9 @@ impl Paths {
         self.list.iter().map(|p| p.weight).sum::<f64>() / self.list.len() as f64
     }
 
-    /// A path this end asked for is being validated (`true`), or was given up (`false`).
-    pub fn expect(&mut self, more: bool) {
-        if more {
-            self.expected = (self.expected + 1).min(MAX_PATHS);
-        } else {
-            self.expected = self.expected.saturating_sub(1);
-        }
+    /// `n` paths this end asked for are being validated.
+    pub fn expect(&mut self, n: usize) {
+        self.expected = n.min(MAX_PATHS);
     }
 
     /// The peer moved: path `i` now goes to `remote` (its estimates start over).
@@ -269,6 +275,8 @@ impl Paths {
         p.up = true;
         p.probe_due = false;
         p.credit = 0.0;
+        // An interval across a path's return measures the outage, not the paths.
+        self.restart_interval = true;
         true
     }
 
@@ -420,9 +428,14 @@ impl Paths {
     }
 
     /// When path `i` is declared down if nothing on it is acknowledged: the first TPDU sent
-    /// on it since its latest acknowledgement (at `oldest`) a round trip and a probe
-    /// interval overdue.
-    /// Never for the last path up (then the connection's outage rules apply).
+    /// on it since its latest acknowledgement (at `oldest`) overdue by twice the path's
+    /// timeout, or by a round trip and a probe interval if that is sooner. Nothing
+    /// acknowledged on a path for two timeouts is no random loss (the acknowledgements of
+    /// the TPDUs around a lost one would have come); waiting a round trip and a probe
+    /// interval sent a third of a second of a 1 Mb/s path's TPDUs into it when it died,
+    /// each resent a timeout later, and stalled in-order delivery that long. One timeout
+    /// took a survivor's queue, growing while the dead path's share went to it, for a
+    /// death. Never for the last path up (then the connection's outage rules apply).
     pub fn down_at(
         &self,
         i: usize,
@@ -436,7 +449,8 @@ impl Paths {
             return None;
         }
         let rtt = if p.rtt.has_sample() { &p.rtt } else { conn };
-        Some(oldest? + rtt.smoothed() + (rtt.variation() * 4).max(probe_interval))
+        let probed = rtt.smoothed() + (rtt.variation() * 4).max(probe_interval);
+        Some(oldest? + (self.timing(i, conn).1 * 2).min(probed))
     }
 
     /// Path `i` goes down at `now`; its first probe is due at once.
@@ -451,6 +465,8 @@ impl Paths {
         p.next_probe = now;
         p.probe_wait = probe_interval;
         p.credit = 0.0;
+        // The interval so far held the path's silence: not what the others can carry.
+        self.restart_interval = true;
     }
 
     /// The earliest probe of a down path.
@@ -521,10 +537,23 @@ impl Paths {
             self.interval_start = now;
             for (i, p) in self.list.iter_mut().enumerate() {
                 p.acked_mark = acked.get(i).map_or(0, |s| s.bytes_acked);
+                p.acked_tpdus_mark = acked.get(i).map_or(0, |s| s.tpdus_acked);
             }
             return;
         }
-        if elapsed < longest.max(MIN_WEIGHT_INTERVAL) {
+        let up_count = self.list.iter().filter(|p| p.up).count() as u64;
+        let tpdus: u64 = self
+            .list
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.up)
+            .map(|(i, p)| {
+                acked
+                    .get(i)
+                    .map_or(0, |s| s.tpdus_acked.saturating_sub(p.acked_tpdus_mark))
+            })
+            .sum();
+        if elapsed < longest.max(MIN_WEIGHT_INTERVAL) || tpdus < MIN_WEIGHT_TPDUS * up_count {
             return;
         }
         self.interval_start = now;
@@ -533,6 +562,7 @@ impl Paths {
             let total = acked.get(i).map_or(0, |s| s.bytes_acked);
             let bytes = total.saturating_sub(p.acked_mark);
             p.acked_mark = total;
+            p.acked_tpdus_mark = acked.get(i).map_or(0, |s| s.tpdus_acked);
             p.delivered_bps = (bytes as f64 * 8.0 / elapsed.as_secs_f64()) as u64;
             delivered[i] = bytes as f64 * headroom(&p.rtt);
         }
@@ -546,7 +576,7 @@ impl Paths {
         for &i in &up {
             let measured = budget * delivered[i] / sum;
             let w = &mut self.list[i].weight;
-            *w = ((*w + measured) / 2.0).max(floor);
+            *w = (*w * (1.0 - WEIGHT_GAIN) + measured * WEIGHT_GAIN).max(floor);
         }
         // Back to the same total (the floor may have added a little).
         let after: f64 = up.iter().map(|&i| self.list[i].weight).sum();

@@ -32,7 +32,7 @@ mod workload;
 
 pub use run::{addr_sender, mix_seed, run_once, run_once_tapped, RunResult, Tap, TapPoint};
 pub use scenario::{
-    datagram_parity, parse_size, Scenario, SimError, SimMode, Topology, ENGINE_KEYS,
+    datagram_parity, parse_size, Scenario, SimError, SimMode, Striping, Topology, ENGINE_KEYS,
     IP_UDP_OVERHEAD, LINK_KEY_FORMS,
 };
 pub use summary::{ceiling_bps, run_many, run_seed, summarize, Percentiles, Stat, Summary};

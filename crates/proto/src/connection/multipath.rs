@@ -34,11 +34,22 @@ impl Connection {
         Some(i)
     }
 
-    /// A path this end asked for is being validated (`true`), or was given up (`false`):
-    /// until it is added the first paths carry only their share of the rate.
-    pub(crate) fn expect_path(&mut self, more: bool) {
-        self.paths.expect(more);
+    /// `n` paths this end asked for are being validated: until they are added the paths
+    /// there are carry only their share of the rate.
+    pub(crate) fn expect_paths(&mut self, n: usize) {
+        self.paths.expect(n);
         self.apply_path_rate();
+    }
+
+    /// The current retransmission timeout.
+    pub(crate) fn rto(&self) -> Duration {
+        self.rtt.rto()
+    }
+
+    /// Least time between two CHALLENGEs of a new address: two smoothed round trips (an
+    /// ECHO can come back within that), which `Migrations` raises to 250 ms.
+    pub(crate) fn challenge_spacing(&self) -> Duration {
+        self.rtt.smoothed() * 2
     }
 
     /// The peer moved: the path it has been silent on longest goes to `new` from now on.

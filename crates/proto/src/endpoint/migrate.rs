@@ -48,7 +48,19 @@ impl Endpoint {
         let Some(c) = self.conns.get(&ch) else {
             return Some(r);
         };
-        if c.is_closed() || c.mode() != h.mode || self.admission.is_half_open(ch.0) {
+        if c.is_closed() || c.mode() != h.mode {
+            return Some(r);
+        }
+        // A listener's connection not yet proven (docs/security.md) takes a new address
+        // like a proven one: its ECHO proves the connection as well as the address. The
+        // path it opened on may be the one that died (a channel that dropped its call
+        // during the set-up: its CHALLENGEs never reached the peer, and the set-up timed
+        // out while the peer's TPDUs came on its other paths).
+        // An ASYN from another address is not taken for one: it is how a new peer opens, and
+        // two peers may share ports and tag (a flood of spoofed ASYNs would also feed one
+        // unproven connection instead of each being held to its own slot and RETRY).
+        let half_open = self.admission.is_half_open(ch.0);
+        if half_open && h.flags.contains(Flags::ASYN) && h.flags.is_data() {
             return Some(r);
         }
         let key = (remote, c.local_port, c.remote_port);
@@ -63,6 +75,13 @@ impl Endpoint {
             let valid = aerotp_wire::Echo::parse(&r.body)
                 .is_ok_and(|e| self.admission.check(now, key, h.tag, mode, &e.cookie));
             if valid {
+                if half_open {
+                    self.admission.settle(ch.0);
+                    if let Some(c) = self.conns.get_mut(&ch) {
+                        c.set_unproven(false);
+                    }
+                    self.stats.proven += 1;
+                }
                 self.adopt_path(now, ch, remote);
                 self.schedule.touch(ch);
                 if let Some(c) = self.conns.get_mut(&ch) {
@@ -101,7 +120,10 @@ impl Endpoint {
     /// Starts validating `addr` for connection `ch` (a CHALLENGE now), unless it is already
     /// being validated.
     fn challenge_path(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
-        if self.migrate.start(ch, addr, now) {
+        let Some(spacing) = self.conns.get(&ch).map(|c| c.challenge_spacing()) else {
+            return;
+        };
+        if self.migrate.start(ch, addr, now, spacing) {
             self.send_path_challenge(now, ch, addr);
         }
     }
@@ -121,8 +143,9 @@ impl Endpoint {
             self.send_path_challenge(now, ch, addr);
         }
         for ch in self.migrate.take_given_up() {
+            let asked = self.migrate.asked_for(ch);
             if let Some(c) = self.conns.get_mut(&ch) {
-                c.expect_path(false);
+                c.expect_paths(asked);
                 self.schedule.touch(ch);
             }
         }
@@ -134,10 +157,17 @@ impl Endpoint {
     /// the path it has been silent on longest goes to `addr` (docs/spec.md §9, §10).
     fn adopt_path(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
         let proven = self.migrate.proven(ch, addr);
+        let asked = self.migrate.asked_for(ch);
         let Some(c) = self.conns.get_mut(&ch) else {
             return;
         };
-        let another = proven.is_some_and(|p| p.asked || c.heard_since(p.started));
+        c.expect_paths(asked);
+        // An ECHO after its series ended (a slow path) has no start time: the peer still
+        // heard on its paths within a timeout sends on several.
+        let another = match proven {
+            Some(p) => p.asked || c.heard_since(p.started),
+            None => c.heard_since(now.saturating_sub(c.rto())),
+        };
         if another && c.add_path(now, addr).is_some() {
             self.by_key.insert((addr, c.local_port, c.remote_port), ch);
             self.stats.paths_added += 1;
@@ -174,10 +204,14 @@ impl Endpoint {
         if c.path_count() + self.migrate.pending_for(h) >= MAX_PATHS {
             return Err(EndpointError::TooManyPaths(MAX_PATHS));
         }
-        if self.migrate.start_asked(h, remote, now) {
+        if self
+            .migrate
+            .start_asked(h, remote, now, c.challenge_spacing())
+        {
             self.send_path_challenge(now, h, remote);
+            let asked = self.migrate.asked_for(h);
             if let Some(c) = self.conns.get_mut(&h) {
-                c.expect_path(true);
+                c.expect_paths(asked);
             }
             self.schedule.touch(h);
         }

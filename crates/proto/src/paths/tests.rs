@@ -46,11 +46,14 @@ fn weights_follow_what_each_path_delivers() {
     // Path 2 delivered a quarter of what the others did, over several intervals.
     let mut acked = vec![LaneStats::default(); 3];
     let mut now = Duration::ZERO;
-    for _ in 0..10 {
+    for _ in 0..40 {
         now += Duration::from_millis(200);
         acked[0].bytes_acked += 400_000;
         acked[1].bytes_acked += 400_000;
         acked[2].bytes_acked += 100_000;
+        for a in &mut acked {
+            a.tpdus_acked += 100;
+        }
         p.reweigh(now, &acked);
     }
     let c = counts(&mut p, 900, None);
@@ -63,14 +66,32 @@ fn weights_follow_what_each_path_delivers() {
 }
 
 #[test]
+fn too_few_acknowledgements_measure_nothing() {
+    let mut p = three(Duration::ZERO);
+    let mut acked = vec![LaneStats::default(); 3];
+    let mut now = Duration::ZERO;
+    p.reweigh(now, &acked);
+    for _ in 0..40 {
+        now += Duration::from_millis(200);
+        acked[0].bytes_acked += 1_000;
+        acked[0].tpdus_acked += 1;
+        p.reweigh(now, &acked);
+    }
+    // 40 TPDUs, all on path 0: under 16 a path on average, so the weights stand.
+    assert_eq!(counts(&mut p, 300, None), [100, 100, 100]);
+}
+
+#[test]
 fn a_path_that_delivers_nothing_keeps_a_floor() {
     let mut p = three(Duration::ZERO);
     let mut acked = vec![LaneStats::default(); 3];
     let mut now = Duration::ZERO;
-    for _ in 0..20 {
+    for _ in 0..40 {
         now += Duration::from_millis(200);
         acked[0].bytes_acked += 100_000;
         acked[1].bytes_acked += 100_000;
+        acked[0].tpdus_acked += 70;
+        acked[1].tpdus_acked += 70;
         p.reweigh(now, &acked);
     }
     let c = counts(&mut p, 1000, None);
@@ -82,10 +103,22 @@ fn a_down_path_takes_its_share_of_the_rate_and_gets_it_back() {
     let mut p = three(Duration::ZERO);
     let rtt = RttEstimator::new(Duration::from_millis(100), Duration::from_millis(20));
     let pi = Duration::from_millis(250);
-    // Path 1's oldest TPDU went at 1 s: down at 1 s + 100 ms + max(4 × 50 ms, 250 ms).
+    // Path 1 has been silent since 1 s, without a sample: down at 1 s + 100 ms +
+    // max(4 × 50 ms, 250 ms), sooner than twice the connection's timeout (3 × the 100 ms
+    // guess, twice).
     let at = p.down_at(1, Some(Duration::from_secs(1)), pi, &rtt);
     assert_eq!(at, Some(Duration::from_millis(1350)));
-    let now = Duration::from_millis(1350);
+    // With steady samples of 30 ms: twice its timeout, sooner than 30 ms + 250 ms.
+    for _ in 0..20 {
+        p.on_latency(1, Duration::from_millis(30), Duration::ZERO);
+    }
+    let (_, rto) = p.timing(1, &rtt);
+    assert!(rto * 2 < Duration::from_millis(280), "{rto:?}");
+    assert_eq!(
+        p.down_at(1, Some(Duration::from_secs(1)), pi, &rtt),
+        Some(Duration::from_secs(1) + rto * 2)
+    );
+    let now = Duration::from_millis(1300);
     p.set_down(now, 1, pi);
     assert!((p.up_fraction() - 2.0 / 3.0).abs() < 1e-9);
     assert_eq!(counts(&mut p, 100, None)[1], 0, "no data on a down path");

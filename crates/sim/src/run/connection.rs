@@ -12,8 +12,10 @@ use super::app::{payload, take_chunk};
 use super::copies::{tag_of, usable, Copies, DATA_TAG};
 use super::net::links;
 use super::result::{close_name, finish_common, result_base, secs, RunResult};
-use super::tap::{addr_receiver, addr_sender, tap_datagram, tap_engines, Dir, Tap, TapPoint, PORT};
-use crate::scenario::{Scenario, IP_UDP_OVERHEAD};
+use super::tap::{
+    addr_receiver, addr_sender, path_addrs, tap_datagram, tap_engines, Dir, Tap, TapPoint, PORT,
+};
+use crate::scenario::{Scenario, Striping, IP_UDP_OVERHEAD};
 use crate::workload::Workload;
 
 /// What the driver counts of the datagrams on the wire, and the capture tap.
@@ -122,6 +124,13 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
         addr_sender(),
         addr_receiver(),
     );
+    // Several paths striped by the engine: one address pair per path; the sender opens on
+    // path 0 and adds the others (the receiver adds the sender's addresses as they prove
+    // themselves).
+    let engine_paths = s.network.paths.len() > 1 && s.striping == Striping::Engine;
+    if engine_paths {
+        pair.set_paths((0..s.network.paths.len()).map(path_addrs).collect());
+    }
     // The receiver's feedback budget is a share of what its return links carry.
     let reverse_rate: u64 = (0..s.network.paths.len())
         .map(|i| s.network.paths[i].reverse_config(0).rate_bps)
@@ -135,6 +144,13 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
         .a
         .connect(Duration::ZERO, addr_receiver(), PORT, cfg)
         .expect("validated config");
+    // The other paths from the start: the first may be down during the set-up (a channel
+    // that dropped its call), and the set-up then goes on another.
+    for i in (1..s.network.paths.len()).filter(|_| engine_paths) {
+        pair.a
+            .add_path(Duration::ZERO, ch, path_addrs(i).1)
+            .expect("fewer paths than MAX_PATHS (validated)");
+    }
 
     let mut r = result_base(seed);
     let mut written = 0usize;

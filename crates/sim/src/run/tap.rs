@@ -15,6 +15,17 @@ pub(super) fn addr_receiver() -> SocketAddr {
     SocketAddr::from(([10, 0, 0, 2], 9000))
 }
 
+/// The sender's and the receiver's addresses on path `i` when the engine stripes
+/// (`Striping::Engine`): 10.0.i.1 and 10.0.i.2; path 0's are `addr_sender` and
+/// `addr_receiver`.
+pub(super) fn path_addrs(i: usize) -> (SocketAddr, SocketAddr) {
+    let i = u8::try_from(i).unwrap_or(u8::MAX);
+    (
+        SocketAddr::from(([10, 0, i, 1], 9000)),
+        SocketAddr::from(([10, 0, i, 2], 9000)),
+    )
+}
+
 /// Where a capture hook saw a datagram: as an endpoint sent it (before the link) or as it
 /// arrived at the other endpoint (after the link: possibly corrupted, reordered or never).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -41,6 +41,20 @@ pub struct Scenario {
     pub timeline: bool,
     /// What the applications write and when.
     pub workload: Workload,
+    /// With several paths: who spreads the datagrams over them.
+    pub striping: Striping,
+}
+
+/// Who spreads a connection's datagrams over several paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Striping {
+    /// The engine: one path per peer address, the rate shared by what each path delivers,
+    /// paths declared down and probed (docs/spec.md §10).
+    #[default]
+    Engine,
+    /// Below an engine that sees one path, in proportion to the paths' rates, as Linux
+    /// `teql` stripes a link (seed 003's set-up; the baseline of docs/results/multipath.md).
+    Below,
 }
 
 impl Default for Scenario {
@@ -66,6 +80,7 @@ impl Default for Scenario {
             cap: Duration::from_secs(600),
             timeline: false,
             workload: Workload::Bulk,
+            striping: Striping::Engine,
         }
     }
 }

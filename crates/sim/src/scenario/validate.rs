@@ -66,6 +66,13 @@ impl Scenario {
                 }
             }
         }
+        if self.network.paths.len() > aerotp_proto::MAX_PATHS {
+            return Err(SimError::Network(format!(
+                "{} paths; a connection keeps at most {} (aerotp_proto::MAX_PATHS)",
+                self.network.paths.len(),
+                aerotp_proto::MAX_PATHS
+            )));
+        }
         if self.mode == SimMode::Aero(Mode::Datagram) {
             let p = datagram_parity(self);
             if aerotp_proto::max_body(self.mtu, p) == 0 {
