@@ -400,13 +400,15 @@ pub fn progress_bar(total: Option<u64>, prefix: &str) -> ProgressBar {
 }
 
 pub fn progress_message(s: &ConnectionStats) -> String {
-    format!(
+    let mut m = format!(
         "retx {} corrected {} lost {} rtt {:.1}ms",
         s.sender.tpdus_retransmitted,
         s.receiver.tpdus_corrected,
         s.receiver.tpdus_lost,
         s.srtt.as_secs_f64() * 1e3
-    )
+    );
+    m.push_str(&crate::paths_report::progress(s));
+    m
 }
 
 pub fn outcome_name(r: &Report) -> String {
@@ -456,6 +458,7 @@ pub fn stats_json(role: &str, name: &str, bytes: u64, elapsed: Duration, report:
         "wire_bytes_received": s.bytes_received_wire,
         "goodput_bps": bytes as f64 * 8.0 / secs,
         "elapsed_s": secs,
+        "paths": crate::paths_report::json(s),
         "outcome": outcome_name(report),
         "delivered_confirmed": report.delivered_confirmed,
         "guarantee_met": report.guarantee_met,

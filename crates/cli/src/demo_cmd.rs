@@ -177,6 +177,7 @@ async fn aerotp_mode(mode: Mode, max_delay: Option<Duration>, data: &[u8]) -> an
     let snd = send_stream(
         &client,
         relay_addr,
+        &[],
         1,
         cfg,
         &header,

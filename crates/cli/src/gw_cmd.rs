@@ -118,6 +118,11 @@ struct IngressArgs {
     /// The egress's UDP address.
     #[arg(long)]
     peer: Option<String>,
+    /// The egress's address on a further path (repeat per path; config `peer_paths`): every
+    /// connection to the egress spreads over --peer and these (docs/gateway.md, "Several
+    /// paths"). --bind stays on the wildcard address so each path leaves by its own route.
+    #[arg(long = "peer-path", value_name = "ADDR")]
+    peer_paths: Vec<String>,
     /// Local UDP address for AeroTP (default 0.0.0.0:0).
     #[arg(long)]
     bind: Option<String>,
@@ -377,6 +382,7 @@ impl IngressArgs {
         let config = self.common.config.clone();
         let flags = FileConfig {
             peer: self.peer,
+            peer_paths: self.peer_paths,
             bind: self.bind,
             store: self.store,
             store_capacity: self.store_capacity,

@@ -24,6 +24,12 @@ pub struct Args {
     /// Receiver's UDP address (host:port), e.g. 127.0.0.1:9000 or [::1]:9000.
     #[arg(long)]
     to: String,
+    /// Another path to the receiver: its address on that path (host:port). Repeat once per
+    /// path; the connection opens on --to and spreads its data over every path that answers
+    /// (docs/spec.md §10), --rate being the total. The local end of each path is the one the
+    /// host's routing picks towards the address (give each radio or channel its own subnet).
+    #[arg(long = "path", value_name = "ADDR")]
+    paths: Vec<String>,
     /// Receiver's AeroTP port (not a UDP port).
     #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT, value_parser = port_arg)]
     port: u16,
@@ -196,6 +202,7 @@ impl<R: AsyncRead + Unpin> CheckedInput<R> {
 pub async fn send_stream<R: AsyncRead + Unpin>(
     ep: &Endpoint,
     target: SocketAddr,
+    paths: &[SocketAddr],
     port: u16,
     cfg: ConnectionConfig,
     header: &[u8],
@@ -208,6 +215,10 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
     let conn = ep
         .connect(target, port, cfg)
         .map_err(|e| SendError::Local(e.into()))?;
+    for &p in paths {
+        conn.add_path(p)
+            .map_err(|e| SendError::Local(anyhow::anyhow!("--path {p}: {e}")))?;
+    }
     let hlen = header.len() as u64;
     let announced = match decode_header(header) {
         HeaderParse::Done(h, _) => h.size,
@@ -456,6 +467,29 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     }
     let name = args.name.clone().unwrap_or(default_name);
     let target = resolve(&args.to).await?;
+    let mut paths = Vec::new();
+    for p in &args.paths {
+        let a = resolve(p)
+            .await
+            .map_err(|e| anyhow::anyhow!("--path: {e:#}"))?;
+        if a.is_ipv4() != target.is_ipv4() {
+            return Err(anyhow::anyhow!(
+                "--path {p}: {a} is not of the address family of --to {target}; one socket \
+                 carries every path, so give addresses of one family"
+            )
+            .into());
+        }
+        paths.push(a);
+    }
+    if paths.len() + 1 > aerotp_proto::MAX_PATHS {
+        return Err(anyhow::anyhow!(
+            "{} paths: a connection keeps at most {} (--to and {} --path)",
+            paths.len() + 1,
+            aerotp_proto::MAX_PATHS,
+            aerotp_proto::MAX_PATHS - 1
+        )
+        .into());
+    }
     // The capture file first: a path that cannot be written stops us before any traffic.
     let mut obs = args.observe.open_capture()?;
     let ep = Endpoint::bind(
@@ -469,6 +503,7 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     let out = send_stream(
         &ep,
         target,
+        &paths,
         args.port,
         cfg,
         &header,

@@ -49,6 +49,10 @@ pub struct FlowSpec {
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub peer: Option<String>,
+    /// Ingress: the egress's addresses on further paths (docs/spec.md §9, "several paths");
+    /// each connection adds them as paths. `peer_paths = ["10.77.1.2:47000"]`.
+    #[serde(default)]
+    pub peer_paths: Vec<String>,
     pub bind: Option<String>,
     pub listen: Option<String>,
     pub tcp_connect: Option<String>,
@@ -118,6 +122,7 @@ impl FileConfig {
                 Role::Ingress,
                 vec![
                     ("peer", self.peer.is_some()),
+                    ("peer_paths", !self.peer_paths.is_empty()),
                     ("bind", self.bind.is_some()),
                     ("store_capacity", self.store_capacity.is_some()),
                     ("flow", !self.flows.is_empty()),
@@ -131,6 +136,29 @@ impl FileConfig {
             ),
             None => Ok(()),
         }
+    }
+
+    /// The `peer_paths`, checked: addresses of `peer`'s family, at most
+    /// `aerotp_proto::MAX_PATHS` paths with `peer`.
+    fn peer_paths(&self) -> Result<Vec<SocketAddr>> {
+        let paths = self
+            .peer_paths
+            .iter()
+            .map(|p| addr(p, "peer_paths"))
+            .collect::<Result<Vec<_>>>()?;
+        if paths.len() + 1 > aerotp_proto::MAX_PATHS {
+            bail!(
+                "peer_paths has {} addresses: a connection keeps at most {} paths, so give at \
+                 most {}",
+                paths.len(),
+                aerotp_proto::MAX_PATHS,
+                aerotp_proto::MAX_PATHS - 1
+            );
+        }
+        if self.peer.is_none() && !paths.is_empty() {
+            bail!("peer_paths needs peer (the egress's address on the first path)");
+        }
+        Ok(paths)
     }
 
     /// Flags win over the file: fills what `self` lacks from `other`.
@@ -166,6 +194,9 @@ impl FileConfig {
             max_connections
         );
         self.allow.extend(other.allow);
+        if self.peer_paths.is_empty() {
+            self.peer_paths = other.peer_paths;
+        }
         self.flows.extend(other.flows);
         self
     }
@@ -194,6 +225,8 @@ pub struct Route {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub peer: Option<SocketAddr>,
+    /// The egress's addresses on further paths (ingress).
+    pub peer_paths: Vec<SocketAddr>,
     pub bind: SocketAddr,
     pub listen: Option<SocketAddr>,
     pub tcp_connect: Option<String>,
@@ -478,6 +511,7 @@ impl FileConfig {
             .collect::<Result<Vec<_>>>()?;
         Ok(Settings {
             peer: self.peer.as_deref().map(|p| addr(p, "peer")).transpose()?,
+            peer_paths: self.peer_paths()?,
             bind: addr(self.bind.as_deref().unwrap_or("0.0.0.0:0"), "bind")?,
             listen: self
                 .listen

@@ -411,6 +411,11 @@ impl Ingress {
             Ok(conn) => conn,
             Err(e) => return Attempt::Broken(format!("connect: {e}")),
         };
+        for &p in &self.ctx.settings.peer_paths {
+            if let Err(e) = conn.add_path(p) {
+                return Attempt::Broken(format!("path {p}: {e}"));
+            }
+        }
         // A resume's record goes alone (the egress's answer says where to send from); a new
         // flow's goes with its first bytes.
         let prefix = if resume {

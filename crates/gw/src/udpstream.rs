@@ -412,6 +412,9 @@ impl IngressRoute {
         let (ctx, route) = (&self.ctx, &self.route);
         let cfg = ctx.conn_config(route.mode, route.fec, route.erasure, route.class);
         let conn = ctx.ep.connect(self.peer, UDP_STREAM_PORT, cfg)?;
+        for &p in &ctx.settings.peer_paths {
+            conn.add_path(p)?;
+        }
         let sender = Sender::new(conn);
         let id = new_flow_id();
         let mut hello = vec![route.class as u8];

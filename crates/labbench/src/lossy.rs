@@ -96,6 +96,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&str)) -> Result<Report> {
                     cap: cfg.cap,
                     port: 5001,
                     timeline: false,
+                    extra_paths: Vec::new(),
                 };
                 let o = transfer::run(&lab, proto, spec)
                     .with_context(|| format!("{} at BER {ber:e}", proto.name()))?;

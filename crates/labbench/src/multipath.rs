@@ -210,12 +210,26 @@ fn one(cfg: &Config, proto: Proto, run: u32, port: u16) -> Result<Row> {
     if matches!(proto, Proto::Mptcp(_)) {
         configure_mptcp(&lab)?;
     }
+    // AeroTP spreads one connection over every path itself, at their joint rate; the
+    // kernel protocols pace themselves.
+    let aero = matches!(proto, Proto::Aero(..));
     let spec = Spec {
         size: cfg.size,
-        rate_bps: cfg.rate_bps,
+        rate_bps: if aero {
+            cfg.rate_bps * cfg.paths as u64
+        } else {
+            cfg.rate_bps
+        },
         cap: cfg.cap,
         port,
         timeline: false,
+        extra_paths: if aero {
+            (1..lab.path_count())
+                .map(|i| lab.ground_addr_of(i))
+                .collect()
+        } else {
+            Vec::new()
+        },
     };
     let o = transfer::run(&lab, proto, spec)?;
     let path_bytes: Vec<u64> = lab

@@ -161,6 +161,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&str)) -> Result<Report> {
             cap: cfg.before + cfg.outage + Duration::from_secs(120),
             port: 5003,
             timeline: true,
+            extra_paths: Vec::new(),
         };
         let o = transfer::run(&lab, proto, spec).with_context(|| proto.name())?;
         lab.stop().context("lab teardown")?;

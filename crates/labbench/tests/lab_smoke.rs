@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use aerotp_lab::{Lab, LabPath, LabPathsConfig};
 use aerotp_labbench::{lab, link, transfer, Proto, Spec};
 
 fn lab_available() -> bool {
@@ -47,6 +48,7 @@ fn tcp_and_aerotp_deliver_across_a_lossy_lab_link() {
             cap: Duration::from_secs(20),
             port: 5001,
             timeline: false,
+            extra_paths: Vec::new(),
         };
         let o = transfer::run(&lab, proto, spec).expect("transfer");
         eprintln!(
@@ -87,4 +89,60 @@ fn tcp_and_aerotp_deliver_across_a_lossy_lab_link() {
             fwd.corrupted_packets
         );
     }
+}
+
+/// One AeroTP connection over two lab paths (docs/spec.md §10): the sender binds the
+/// wildcard address, connects to the ground's address on path 0 and adds its address on
+/// path 1; each path's link carries a good share of the file, which arrives intact.
+#[test]
+fn aerotp_spreads_one_connection_over_two_lab_paths() {
+    if !lab_available() {
+        return;
+    }
+    let mut l = link(2_000_000, Duration::from_millis(10));
+    l.ber = 1e-5;
+    let paths = (0..2u64)
+        .map(|i| LabPath {
+            forward: l.clone(),
+            reverse: l.clone(),
+            forward_seed: 40 + 2 * i,
+            reverse_seed: 41 + 2 * i,
+        })
+        .collect();
+    let lab = Lab::start_paths(LabPathsConfig {
+        paths,
+        name: Some("mpsmoke".into()),
+    })
+    .expect("lab start");
+    let spec = Spec {
+        size: 1_000_000,
+        rate_bps: 4_000_000,
+        cap: Duration::from_secs(30),
+        port: 5002,
+        timeline: false,
+        extra_paths: vec![lab.ground_addr_of(1)],
+    };
+    let o = transfer::run(&lab, Proto::parse("aerotp-reliable").unwrap(), spec).expect("transfer");
+    let carried: Vec<u64> = lab
+        .all_stats()
+        .iter()
+        .map(|(f, _)| f.delivered_bytes)
+        .collect();
+    lab.stop_all().expect("lab teardown");
+    assert!(
+        o.complete && o.sha_ok && o.delivered == 1_000_000,
+        "{} of 1000000 B intact, sha_ok {}, error {:?}",
+        o.delivered,
+        o.sha_ok,
+        o.error
+    );
+    let total: u64 = carried.iter().sum();
+    for (i, c) in carried.iter().enumerate() {
+        assert!(
+            *c * 10 >= total * 3,
+            "path {i} carried {c} of {total} bytes forward: not spread ({carried:?})"
+        );
+    }
+    // Faster than one path could carry it (2 Mb/s).
+    assert!(o.goodput_bps() > 2_500_000.0, "goodput {}", o.goodput_bps());
 }

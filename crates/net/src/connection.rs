@@ -135,6 +135,23 @@ impl Connection {
             .and_then(|s| s.outcome.clone())
     }
 
+    /// Opens another path to the peer's address `remote` (docs/spec.md §10): the peer is
+    /// challenged there and, once it answers, the connection spreads its data over all its
+    /// paths. The endpoint's one socket sends to every path, so the local address of a path
+    /// is the one the host's routing picks towards `remote`: bind the endpoint to the
+    /// wildcard address (`0.0.0.0:port`) and give each path's peer address its own route
+    /// (a subnet per radio or channel, as the lab's paths have).
+    pub fn add_path(&self, remote: SocketAddr) -> Result<(), crate::Error> {
+        let shared = self.shared();
+        {
+            let mut st = shared.lock();
+            let now = shared.now();
+            st.engine.add_path(now, self.inner.h, remote)?;
+        }
+        shared.wake.notify_one();
+        Ok(())
+    }
+
     /// Changes the sending rate (backpressure).
     pub fn set_rate(&self, rate_bps: u64) {
         let _ = self.shared().lock().engine.set_rate(self.inner.h, rate_bps);

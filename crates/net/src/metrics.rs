@@ -412,6 +412,11 @@ pub fn render(s: &Snapshot) -> String {
             e.migrations,
         ),
         (
+            "paths_added",
+            "A peer's addresses added as another path of a connection (docs/spec.md §9).",
+            e.paths_added,
+        ),
+        (
             "datagram_repairs_sent",
             "Repair TPDUs sent on datagram routes that repair.",
             e.datagram_repairs_sent,

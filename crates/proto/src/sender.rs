@@ -199,7 +199,13 @@ impl Sender {
             if s.acked {
                 continue;
             }
-            let p = path(Some(s.path));
+            // The opening TPDU stays on the first path: sent on another, before the peer has
+            // proven that address, it would open a second connection there.
+            let p = if s.flags.contains(Flags::ASYN) {
+                0
+            } else {
+                path(Some(s.path))
+            };
             s.sends += 1;
             s.tx = tx;
             s.path = p;

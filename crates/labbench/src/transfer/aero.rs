@@ -71,6 +71,7 @@ pub(super) async fn recv_aero(
 pub(super) async fn send_aero(
     local: SocketAddr,
     remote: SocketAddr,
+    extra: &[SocketAddr],
     mode: Mode,
     fec: FecSetting,
     rate_bps: u64,
@@ -85,6 +86,9 @@ pub(super) async fn send_aero(
         aerotp_net::DEFAULT_PORT,
         aero_config(mode, fec, rate_bps),
     )?;
+    for &p in extra {
+        conn.add_path(p)?;
+    }
     let w = write_blocks(&mut conn, src, clock, deadline).await;
     let report = match w {
         Ok(()) => timeout_at(deadline, conn.finish()).await.ok(),

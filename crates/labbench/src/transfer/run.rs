@@ -53,12 +53,30 @@ pub fn run(lab: &Lab, proto: Proto, spec: Spec) -> Result<Outcome> {
     let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<Option<Arc<Vec<u8>>>>>(1);
     let g = ground(lab, spec.port);
     let a = air_any(lab);
+    // Several paths: both ends on the wildcard address (module `aero`), the sender given
+    // the ground's other addresses.
+    let multi = !spec.extra_paths.is_empty();
+    let listen = if multi {
+        SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), spec.port)
+    } else {
+        g
+    };
+    let a = if multi {
+        SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), 0)
+    } else {
+        a
+    };
+    let extra: Vec<SocketAddr> = spec
+        .extra_paths
+        .iter()
+        .map(|&ip| SocketAddr::new(ip, spec.port))
+        .collect();
     let cap = spec.cap;
     let rate = spec.rate_bps;
     let timeline = spec.timeline;
     let receiver = lab.spawn_in(Side::Ground, move || {
         runtime().block_on(receive(
-            proto, g, plan, clock, cap, rate, timeline, ready_tx,
+            proto, listen, plan, clock, cap, rate, timeline, ready_tx,
         ))
     })?;
     let cert = match ready_rx.recv_timeout(Duration::from_secs(10)) {
@@ -70,7 +88,7 @@ pub fn run(lab: &Lab, proto: Proto, spec: Spec) -> Result<Outcome> {
         Err(_) => bail!("receiver did not get ready within 10 s"),
     };
     let sender = lab.spawn_in(Side::Air, move || {
-        runtime().block_on(send(proto, a, g, plan, clock, cap, rate, cert))
+        runtime().block_on(send(proto, a, g, &extra, plan, clock, cap, rate, cert))
     })?;
     let s = sender
         .join()
@@ -174,6 +192,7 @@ async fn send(
     proto: Proto,
     local: SocketAddr,
     remote: SocketAddr,
+    extra: &[SocketAddr],
     plan: Plan,
     clock: Clock,
     cap: Duration,
@@ -191,7 +210,7 @@ async fn send(
         Proto::Udp => send_udp(local, remote, rate_bps, &mut src, clock, deadline).await,
         Proto::Aero(mode, fec) => {
             send_aero(
-                local, remote, mode, fec, rate_bps, &mut src, clock, deadline, &mut aero,
+                local, remote, extra, mode, fec, rate_bps, &mut src, clock, deadline, &mut aero,
             )
             .await
         }

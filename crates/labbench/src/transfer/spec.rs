@@ -98,7 +98,7 @@ impl Proto {
 }
 
 /// What to transfer and how.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Spec {
     pub size: u64,
     /// Link rate (AeroTP and UDP pace at it).
@@ -109,6 +109,10 @@ pub struct Spec {
     pub port: u16,
     /// Keep per-block arrival times (rate timelines).
     pub timeline: bool,
+    /// AeroTP only: the ground's addresses on the lab's other paths. The sender adds each as
+    /// a path of its connection (docs/spec.md §10); both ends bind the wildcard address, so
+    /// each path's datagrams leave by the interface its subnet routes to.
+    pub extra_paths: Vec<std::net::IpAddr>,
 }
 
 /// Engine counters of an AeroTP transfer, for diagnosis.

@@ -1,0 +1,117 @@
+//! Draws the engine-multipath figures of docs/results/multipath.md from the CSV files
+//! `bench/multipath_figures.py --plots DIR` writes:
+//!
+//! ```sh
+//! python3 bench/multipath_figures.py --plots docs/results/multipath
+//! cargo run --release -p aerotp-plot --example multipath -- docs/results/multipath
+//! ```
+//!
+//! `offered.png`: delivered against offered rate for one, two and three channels (seed 003's
+//! Figs. 3–5); `blackouts.png`: delivery over time through 10-, 20- and 30-minute blackouts;
+//! `failover.png`: delivery over time as one of three paths dies, the engine's striping
+//! against striping below it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// Named lines of (x, y) points.
+type Lines = Vec<(String, Vec<(f64, f64)>)>;
+
+/// Rows of a CSV file with a header, as numbers.
+fn rows(path: &Path) -> Result<Vec<Vec<f64>>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let cells: Result<Vec<f64>, _> = line.split(',').map(str::parse::<f64>).collect();
+        out.push(cells.with_context(|| format!("{} line {}", path.display(), i + 1))?);
+    }
+    Ok(out)
+}
+
+/// A delivery timeline (`time_s,delivered_bytes`) as (minutes or seconds, MB).
+fn timeline(path: &Path, per: f64) -> Result<Vec<(f64, f64)>> {
+    Ok(rows(path)?
+        .into_iter()
+        .map(|r| (r[0] / per, r[1] / 1e6))
+        .collect())
+}
+
+fn main() -> Result<()> {
+    let dir: PathBuf = match std::env::args().nth(1) {
+        Some(d) => d.into(),
+        None => bail!("usage: multipath DIR (the --plots DIR of bench/multipath_figures.py)"),
+    };
+    let offered = rows(&dir.join("offered.csv"))?;
+    let mut series = Vec::new();
+    for n in 1..=3 {
+        let points: Vec<(f64, f64)> = offered
+            .iter()
+            .filter(|r| r[1] as usize == n)
+            .map(|r| (r[0], r[2]))
+            .collect();
+        series.push(aerotp_plot::Series {
+            name: format!("{n} channel{}", if n > 1 { "s" } else { "" }),
+            points,
+            peer: false,
+        });
+    }
+    let diagonal: Vec<(f64, f64)> = offered.iter().map(|r| (r[0], r[0])).collect();
+    series.push(aerotp_plot::Series {
+        name: "offered".into(),
+        points: diagonal,
+        peer: true,
+    });
+    aerotp_plot::draw(
+        &dir.join("offered.png"),
+        &aerotp_plot::Chart {
+            title: "Seed 003: AeroTP over 2.4 kb/s Iridium channels, 47 min (cf. Figs. 3-5)",
+            x_label: "offered rate, b/s",
+            y_label: "delivered, b/s",
+            series,
+            y_from_zero: true,
+            x_sci: false,
+            legend_low: false,
+        },
+    )?;
+    let blackouts: Result<Lines> = [10, 20, 30]
+        .iter()
+        .map(|m| {
+            Ok((
+                format!("{m}-minute blackout from 5 min"),
+                timeline(&dir.join(format!("blackout-{m}.csv")), 60.0)?,
+            ))
+        })
+        .collect();
+    aerotp_plot::xy(
+        &dir.join("blackouts.png"),
+        "Seed 003 with total blackouts: 600 kB, reliable (run 0)",
+        "time, min",
+        "delivered, MB",
+        &blackouts?,
+        &[5.0],
+    )?;
+    let failover = vec![
+        (
+            "engine multipath".to_owned(),
+            timeline(&dir.join("failover-engine.csv"), 1.0)?,
+        ),
+        (
+            "striping below the engine".to_owned(),
+            timeline(&dir.join("failover-below.csv"), 1.0)?,
+        ),
+    ];
+    aerotp_plot::xy(
+        &dir.join("failover.png"),
+        "Three 1 Mb/s paths, one dies at 5 s: 4 MB, reliable (run 0)",
+        "time, s",
+        "delivered, MB",
+        &failover,
+        &[5.0],
+    )?;
+    println!(
+        "wrote offered.png, blackouts.png, failover.png in {}",
+        dir.display()
+    );
+    Ok(())
+}
