@@ -273,3 +273,32 @@ fn a_path_that_comes_back_is_taken_back() {
         read_between(&o, Duration::from_millis(8500), Duration::from_millis(9500)) as f64 * 8.0;
     assert!(rate > 0.85 * 4_000_000.0, "{rate} b/s");
 }
+
+#[test]
+fn without_acknowledgements_paths_stay_up_and_share_the_data() {
+    // Quasi-reliable hears no acknowledgement on any path: silence says nothing, and before
+    // this rule every path was declared down in turn and probed, at half the rate.
+    let data = pattern(2_000_000);
+    let paths = vec![spec(2_000_000, 10); 2];
+    let o = run(
+        &paths,
+        Mode::QuasiReliable,
+        4_000_000,
+        &data,
+        Duration::from_secs(30),
+    );
+    assert!(
+        o.received == data,
+        "{} of {} bytes",
+        o.received.len(),
+        data.len()
+    );
+    let p = &o.sender.paths;
+    assert_eq!(p.len(), 2, "{p:?}");
+    for s in p {
+        assert!(s.up && s.downs == 0 && s.probes == 0, "{s:?}");
+        let share = s.sent.bytes_sent as f64 / o.sender.sender.bytes_sent_payload as f64;
+        assert!(share > 0.4, "{p:?}");
+    }
+    assert_eq!(o.sender.rate_bps, 4_000_000);
+}

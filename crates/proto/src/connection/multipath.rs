@@ -114,9 +114,11 @@ impl Connection {
         }
     }
 
-    /// When the earliest up path is declared down if nothing on it is acknowledged.
+    /// When the earliest up path is declared down if nothing on it is acknowledged. Only in
+    /// modes with positive acknowledgements: elsewhere silence says nothing of a path (the
+    /// quasi-reliable sender hears nothing on any), and its paths stay up.
     pub(super) fn path_down_deadline(&self) -> Option<Duration> {
-        if !self.paths.multi() || self.liveness.silent() {
+        if !self.paths.multi() || self.liveness.silent() || !self.ec.acknowledges() {
             return None;
         }
         (0..self.paths.len())
@@ -146,7 +148,7 @@ impl Connection {
             return;
         }
         let mut changed = false;
-        for i in 0..self.paths.len() {
+        for i in (0..self.paths.len()).filter(|_| self.ec.acknowledges()) {
             let at = self.paths.down_at(
                 i,
                 self.tx.unanswered_since(i),
