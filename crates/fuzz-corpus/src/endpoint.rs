@@ -127,6 +127,14 @@ fn a_addr() -> SocketAddr {
 fn b_addr() -> SocketAddr {
     addr(2, 9000)
 }
+/// A's and B's addresses on a second path (docs/spec.md §9, "several paths"): what goes to
+/// one arrives from the other.
+fn a2_addr() -> SocketAddr {
+    addr(5, 9000)
+}
+fn b2_addr() -> SocketAddr {
+    addr(6, 9000)
+}
 
 fn push(q: &mut VecDeque<(SocketAddr, Vec<u8>)>, from: SocketAddr, dg: &[u8]) {
     if q.len() < LINK_QUEUE {
@@ -140,10 +148,24 @@ impl World {
     fn pump(&mut self) -> bool {
         let mut complete = true;
         for side in [true, false] {
-            let (ep, q, me, peer) = if side {
-                (&mut self.a, &mut self.to_b, a_addr(), b_addr())
+            let (ep, q, me, peer, me2, peer2) = if side {
+                (
+                    &mut self.a,
+                    &mut self.to_b,
+                    a_addr(),
+                    b_addr(),
+                    a2_addr(),
+                    b2_addr(),
+                )
             } else {
-                (&mut self.b, &mut self.to_a, b_addr(), a_addr())
+                (
+                    &mut self.b,
+                    &mut self.to_a,
+                    b_addr(),
+                    a_addr(),
+                    b2_addr(),
+                    a2_addr(),
+                )
             };
             let mut n = 0;
             loop {
@@ -155,6 +177,8 @@ impl World {
                 check_emitted(&self.out, self.cfg.mtu);
                 if t.remote == peer {
                     push(q, me, &self.out);
+                } else if t.remote == peer2 {
+                    push(q, me2, &self.out);
                 }
                 n += 1;
                 if n >= DRAIN_LIMIT {
@@ -377,16 +401,26 @@ impl World {
         let Some(h) = Self::handle(hs, sel) else {
             return;
         };
-        match s.u8() % 3 {
+        match s.u8() % 4 {
             0 => {
                 let _ = ep.close(h);
             }
             1 => {
                 let _ = ep.abort(h, "script abort");
             }
-            _ => {
+            2 => {
                 ep.release(h);
                 hs.retain(|x| *x != h);
+            }
+            _ => {
+                // Another path: the peer's second address (or, one time in four, one that
+                // never answers).
+                let to = match (s.u8() % 4, on_a) {
+                    (0, _) => addr(7, 9000),
+                    (_, true) => b2_addr(),
+                    (_, false) => a2_addr(),
+                };
+                let _ = ep.add_path(self.now, h, to);
             }
         }
     }
@@ -447,8 +481,9 @@ impl World {
         drain_events(&mut self.b, &mut self.b_hs);
         for ep in [&self.a, &self.b] {
             assert!(ep.connection_count() <= MAX_CONNECTIONS);
-            // New addresses being validated: at most one per connection.
-            assert!(ep.paths_pending() <= ep.connection_count());
+            // New addresses being validated: one a peer's TPDUs came from, and the paths this
+            // end asked for, per connection: at most MAX_PATHS together (docs/spec.md §9).
+            assert!(ep.paths_pending() <= ep.connection_count() * aerotp_proto::MAX_PATHS);
         }
         if let (Some(base), Some(now)) = (heap_base, crate::heap_live_bytes()) {
             let per_conn = SEND_BUFFER + RECV_WINDOW as usize * self.cfg.mtu;
