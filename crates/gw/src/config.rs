@@ -132,7 +132,7 @@ impl FileConfig {
         };
         match keys.iter().find(|(_, set)| *set) {
             Some((key, _)) => bail!(
-                "`{key}` is a setting of the {other} gateway, not of the {role}: remove it from                  this {role}'s flags or config file (see `aerotp gw {role} --help`)"
+                "`{key}` is a setting of the {other} gateway, not of the {role}: remove it from this {role}'s flags or config file (see `aerotp gw {role} --help`)"
             ),
             None => Ok(()),
         }

@@ -312,7 +312,7 @@ pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
                         deadline = ?deadline,
                         now = ?shared.now(),
                         connections = st.engine.connection_count(),
-                        "engine bug: it keeps reporting a deadline that has passed without                          acting on it ({STALL_REPORT} wake-ups with nothing sent); backing off                          1 ms per wake-up. Please report this with a --qlog trace"
+                        "engine bug: it keeps reporting a deadline that has passed without acting on it ({STALL_REPORT} wake-ups with nothing sent); backing off 1 ms per wake-up. Please report this with a --qlog trace"
                     );
                 }
                 if stalled_wakeups >= STALL_REPORT {

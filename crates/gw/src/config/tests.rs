@@ -372,3 +372,59 @@ async fn a_bad_key_file_stops_the_gateway_naming_the_key() {
     let ep = crate::ctx::bind_endpoint(&s, lo).unwrap();
     assert!(ep.authenticated());
 }
+
+#[test]
+fn peer_paths_belong_to_an_ingress_with_a_peer_and_are_bounded() {
+    let base = FileConfig {
+        peer: Some("10.77.0.2:47000".into()),
+        peer_paths: vec!["10.77.1.2:47000".into(), "10.77.2.2:47000".into()],
+        ..FileConfig::default()
+    };
+    base.check_role(Role::Ingress).unwrap();
+    let s = base.clone().settings().unwrap();
+    assert_eq!(
+        s.peer_paths,
+        ["10.77.1.2:47000", "10.77.2.2:47000"]
+            .map(|a| a.parse::<SocketAddr>().unwrap())
+            .to_vec()
+    );
+    let egress = FileConfig {
+        peer: None,
+        ..base.clone()
+    };
+    let e = format!("{:#}", egress.check_role(Role::Egress).unwrap_err());
+    assert!(
+        e.contains("`peer_paths` is a setting of the ingress"),
+        "{e}"
+    );
+    let no_peer = FileConfig {
+        peer: None,
+        ..base.clone()
+    };
+    let e = no_peer.settings().unwrap_err().to_string();
+    assert!(e.contains("peer_paths needs peer"), "{e}");
+    let many = FileConfig {
+        peer_paths: (1..=8).map(|i| format!("10.77.{i}.2:47000")).collect(),
+        ..base.clone()
+    };
+    let e = many.settings().unwrap_err().to_string();
+    assert!(e.contains("at most 8 paths"), "{e}");
+    let bad = FileConfig {
+        peer_paths: vec!["not an address".into()],
+        ..base
+    };
+    assert!(bad
+        .settings()
+        .unwrap_err()
+        .to_string()
+        .contains("peer_paths"));
+    // From TOML too.
+    let f: FileConfig = toml::from_str(
+        r#"
+        peer = "10.77.0.2:47000"
+        peer_paths = ["10.77.1.2:47000"]
+        "#,
+    )
+    .unwrap();
+    assert_eq!(f.peer_paths.len(), 1);
+}
