@@ -1,0 +1,164 @@
+//! One connection over two paths with the built binaries, on loopback, no root: `aerotp link`
+//! relays two emulated paths (4 Mb/s each, 10 ms and 30 ms one way), each on its own port,
+//! to one `aerotp recv`; `aerotp send --to <path 0> --path <path 1>` spreads the file over
+//! both. The relay's two sockets are two addresses to the receiver, and its two ports two to
+//! the sender, so each end sees two paths (docs/runtime.md, `send --path`).
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_aerotp"))
+}
+
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed and reaped when dropped, so a failing test leaves nothing running.
+struct KillOnDrop(Option<Child>);
+
+impl KillOnDrop {
+    fn take(mut self) -> Child {
+        self.0.take().expect("taken once")
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn spawn(cmd: &mut Command) -> KillOnDrop {
+    KillOnDrop(Some(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn aerotp"),
+    ))
+}
+
+/// Waits for `child` at most `limit`, killing it if it takes longer.
+fn wait_bounded(mut child: Child, limit: Duration) -> Output {
+    let t = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "timed out after {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn send_spreads_one_connection_over_two_relayed_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("two.toml");
+    std::fs::write(
+        &scenario,
+        "[[path]]\nforward = { rate_bps = \"4mbit\", delay = \"10ms\" }\n\
+         [[path]]\nforward = { rate_bps = \"4mbit\", delay = \"30ms\" }\n",
+    )
+    .unwrap();
+    let file = dir.path().join("in.bin");
+    let data = pattern(1_500_000);
+    std::fs::write(&file, &data).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let (p0, p1, server) = (free_port(), free_port(), free_port());
+    let addr = |p: u16| format!("127.0.0.1:{p}");
+    let _link = spawn(bin().args([
+        "link",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--listen",
+        &addr(p0),
+        "--listen",
+        &addr(p1),
+        "--to",
+        &addr(server),
+        "--to",
+        &addr(server),
+    ]));
+    let recv = spawn(bin().args([
+        "recv",
+        "--listen",
+        &addr(server),
+        "-o",
+        &format!("{}/", out.display()),
+        "--once",
+        "--json",
+    ]));
+    std::thread::sleep(Duration::from_millis(500));
+    let send = spawn(bin().args([
+        "send",
+        file.to_str().unwrap(),
+        "--to",
+        &addr(p0),
+        "--path",
+        &addr(p1),
+        "--mode",
+        "reliable",
+        "--rate",
+        "8mbit",
+        "--json",
+    ]));
+    let s = wait_bounded(send.take(), Duration::from_secs(60));
+    let r = wait_bounded(recv.take(), Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&s.stderr);
+    assert!(s.status.success(), "send: {err}");
+    assert!(
+        r.status.success(),
+        "recv: {}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert_eq!(std::fs::read(out.join("in.bin")).unwrap(), data);
+    let v: serde_json::Value = serde_json::from_slice(&s.stdout).expect("send --json");
+    let paths = v["paths"].as_array().expect("paths in --json");
+    assert_eq!(paths.len(), 2, "{v}");
+    let sent: Vec<u64> = paths
+        .iter()
+        .map(|p| p["bytes_sent"].as_u64().unwrap())
+        .collect();
+    let total: u64 = sent.iter().sum();
+    for (p, b) in paths.iter().zip(&sent) {
+        assert!(p["up"].as_bool().unwrap(), "{p}");
+        assert!(
+            b * 10 >= total * 3,
+            "a path carried {b} of {total} bytes: {v}"
+        );
+    }
+    // Faster than one 4 Mb/s path could carry it (the relay's links pace each path).
+    let goodput = v["goodput_bps"].as_f64().unwrap();
+    assert!(goodput > 4_500_000.0, "goodput {goodput} b/s");
+    // The receiver saw the sender on both relay sockets: two paths there too.
+    let rv: serde_json::Value = serde_json::from_slice(&r.stdout).expect("recv --json");
+    assert_eq!(rv["paths"].as_array().map(Vec::len), Some(2), "{rv}");
+}
