@@ -211,6 +211,7 @@ impl Paths {
     }
 
     /// Whether the connection has several paths (all the rules of this module apply).
+    #[inline]
     pub fn multi(&self) -> bool {
         self.list.len() > 1
     }
@@ -223,6 +224,7 @@ impl Paths {
         self.list.iter().map(|p| p.remote)
     }
 
+    #[inline]
     pub fn index_of(&self, remote: SocketAddr) -> Option<usize> {
         self.list.iter().position(|p| p.remote == remote)
     }
@@ -259,6 +261,7 @@ impl Paths {
     }
 
     /// A TPDU of `bytes` came from path `i`. Returns whether that brought it back up.
+    #[inline]
     pub fn on_heard(&mut self, now: Duration, i: usize, bytes: usize) -> bool {
         let Some(p) = self.list.get_mut(i) else {
             return false;
@@ -314,6 +317,7 @@ impl Paths {
     /// Smooth weighted round robin over the paths that are up, avoiding `avoid` (the path a
     /// retransmission was lost on, the path of the data a repair protects) if another is up.
     /// With no path up, the path heard last.
+    #[inline]
     pub fn pick(&mut self, avoid: Option<u8>) -> u8 {
         if self.list.len() == 1 {
             return 0;
@@ -350,6 +354,7 @@ impl Paths {
     }
 
     /// Notes the path the datagram being sent goes on.
+    #[inline]
     pub fn set_tx(&mut self, path: u8, data: bool) {
         self.tx = usize::from(path).min(self.list.len() - 1);
         if data {
@@ -358,6 +363,7 @@ impl Paths {
     }
 
     /// The datagram noted by `set_tx` went: `bytes` on its path.
+    #[inline]
     pub fn on_sent(&mut self, bytes: usize) {
         let p = &mut self.list[self.tx];
         p.datagrams_sent += 1;

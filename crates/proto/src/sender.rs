@@ -495,12 +495,14 @@ impl Sender {
     }
 
     /// When the oldest TPDU overtaken by an acknowledged one is declared lost by time.
+    #[inline]
     pub fn loss_deadline(&self) -> Option<Duration> {
         let timing = self.timing();
         self.lanes
             .loss_deadline(&timing, |t| self.is_current_unacked(t))
     }
 
+    #[inline]
     fn timing(&self) -> Timing {
         Timing {
             loss_time: self.loss_time,
@@ -572,6 +574,7 @@ impl Sender {
         self.queue_retx(seq)
     }
 
+    #[inline]
     fn is_current_unacked(&self, t: Transmission) -> bool {
         current(&self.entries, self.base, t.seq, t.tx)
     }
@@ -617,6 +620,7 @@ impl Sender {
     }
 
     /// Earliest retransmission-timeout deadline of what is in flight.
+    #[inline]
     pub fn timeout_deadline(&self, rto: Duration) -> Option<Duration> {
         self.lanes
             .timeout_deadline(rto, |t| self.is_current_unacked(t))

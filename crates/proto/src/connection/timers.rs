@@ -153,11 +153,14 @@ impl Connection {
         if let Some(d) = self.tx.retention_deadline() {
             f(Timer::Retention, d);
         }
-        if let Some(d) = self.path_down_deadline() {
-            f(Timer::PathDown, d);
-        }
-        if let Some(d) = self.path_probe_deadline() {
-            f(Timer::PathProbe, d);
+        // Several paths only (one branch with one path, the common case).
+        if self.paths.multi() {
+            if let Some(d) = self.path_down_deadline() {
+                f(Timer::PathDown, d);
+            }
+            if let Some(d) = self.path_probe_deadline() {
+                f(Timer::PathProbe, d);
+            }
         }
         // CLOSE_TO only while our side is unconfirmed, LISTEN_TO only once it is: a deadline
         // that has passed and can no longer act must not be reported (the caller would spin).

@@ -75,6 +75,7 @@ impl Lanes {
     }
 
     /// Whether there is one lane (one path).
+    #[inline]
     pub fn single(&self) -> bool {
         self.list.len() == 1
     }
@@ -86,6 +87,7 @@ impl Lanes {
         }
     }
 
+    #[inline]
     fn lane(&mut self, path: u8) -> &mut Lane {
         let i = usize::from(path).min(self.list.len() - 1);
         &mut self.list[i]
@@ -98,6 +100,7 @@ impl Lanes {
         }
     }
 
+    #[inline]
     pub fn on_sent(&mut self, now: Duration, path: u8, bytes: usize) {
         let l = self.lane(path);
         l.stats.tpdus_sent += 1;
@@ -118,10 +121,12 @@ impl Lanes {
         }
     }
 
+    #[inline]
     pub fn push(&mut self, path: u8, t: Transmission) {
         self.lane(path).flight.push_back(t);
     }
 
+    #[inline]
     pub fn on_acked(&mut self, path: u8, bytes: usize, first_sent: Option<Duration>) {
         let l = self.lane(path);
         l.stats.tpdus_acked += 1;
@@ -132,6 +137,7 @@ impl Lanes {
         }
     }
 
+    #[inline]
     pub fn on_acked_tx(&mut self, path: u8, tx: u64) {
         let l = self.lane(path);
         l.largest_acked_tx = Some(l.largest_acked_tx.map_or(tx, |x| x.max(tx)));
@@ -185,11 +191,18 @@ impl Lanes {
 
     /// When the oldest transmission overtaken by an acknowledged one on its path is declared
     /// lost by time, over all paths.
+    #[inline]
     pub fn loss_deadline(
         &self,
         t: &Timing,
         current: impl Fn(Transmission) -> bool,
     ) -> Option<Duration> {
+        // One path (the common case, asked on every turn of the engine): no iterator chain.
+        if let [l] = self.list.as_slice() {
+            let largest = l.largest_acked_tx?;
+            let first = l.flight.iter().copied().find(|x| current(*x))?;
+            return (first.tx < largest).then(|| first.at + t.loss_time + t.extra);
+        }
         (0..self.list.len())
             .filter_map(|i| {
                 let largest = self.list[i].largest_acked_tx?;
@@ -202,6 +215,7 @@ impl Lanes {
     /// Packet- and time-threshold loss detection, per path, over the transmissions older than
     /// the path's newest acknowledged one. The sequence numbers declared lost are appended to
     /// `lost` (each path's count goes up).
+    #[inline]
     pub fn detect(
         &mut self,
         now: Duration,
@@ -233,17 +247,22 @@ impl Lanes {
     }
 
     /// Earliest retransmission-timeout deadline over the paths.
+    #[inline]
     pub fn timeout_deadline(
         &self,
         rto: Duration,
         current: impl Fn(Transmission) -> bool,
     ) -> Option<Duration> {
+        if let [l] = self.list.as_slice() {
+            return l.flight.iter().find(|x| current(**x)).map(|x| x.at + rto);
+        }
         (0..self.list.len())
             .filter_map(|i| Some(self.oldest(i, &current)?.at + self.rto(i, rto)))
             .min()
     }
 
     /// Transmissions older than their path's timeout: appended to `lost`.
+    #[inline]
     pub fn expired(
         &mut self,
         now: Duration,
