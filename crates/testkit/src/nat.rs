@@ -70,3 +70,38 @@ pub async fn rebinding_relay(
     });
     (addr, dropped)
 }
+
+/// A plain relay towards `server`, one path of several (docs/spec.md §9, "several paths"):
+/// the client sends to the returned address, the relay forwards from a socket of its own (so
+/// the server sees each relay as another address of the client) and sends the server's
+/// answers back. The counter holds the datagrams relayed towards the server. Runs until the
+/// runtime stops.
+pub async fn path_relay(server: SocketAddr) -> (SocketAddr, Arc<AtomicU64>) {
+    let inside = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind relay"));
+    let out = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind relay"));
+    let addr = inside.local_addr().expect("relay address");
+    let carried = Arc::new(AtomicU64::new(0));
+    let client = Arc::new(Mutex::new(None::<SocketAddr>));
+    {
+        let (out, inside, client) = (out.clone(), inside.clone(), client.clone());
+        tokio::spawn(async move {
+            let mut b = vec![0u8; 65_536];
+            while let Ok((n, _)) = out.recv_from(&mut b).await {
+                let to = *client.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(c) = to {
+                    let _ = inside.send_to(&b[..n], c).await;
+                }
+            }
+        });
+    }
+    let counter = carried.clone();
+    tokio::spawn(async move {
+        let mut b = vec![0u8; 65_536];
+        while let Ok((n, from)) = inside.recv_from(&mut b).await {
+            *client.lock().unwrap_or_else(|e| e.into_inner()) = Some(from);
+            counter.fetch_add(1, Ordering::Relaxed);
+            let _ = out.send_to(&b[..n], server).await;
+        }
+    });
+    (addr, carried)
+}

@@ -1,0 +1,68 @@
+//! A gateway pair over two paths (docs/gateway.md, "Several paths"): two relays on loopback
+//! stand for two radios; the ingress is given the egress's address through each (`peer` and
+//! `peer_paths`), and one TCP flow's connection spreads over both, every byte arriving once,
+//! in order, both ways.
+
+use aerotp_testkit::nat::path_relay;
+use aerotp_testkit::{random, sha256};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+mod common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_flow_spreads_over_two_paths() {
+    let up = random(3_000_000, 31);
+    let down = random(1_000_000, 32);
+    let (dest, server) = common::sha256_dest(down.clone()).await;
+    let egress = common::tcp_egress(dest, "40mbit").await;
+    let (p0, carried0) = path_relay(egress.ep.local_addr()).await;
+    let (p1, carried1) = path_relay(egress.ep.local_addr()).await;
+    let entry = aerotp_testkit::free_tcp();
+    let flow = aerotp_gw::config::FlowSpec {
+        tcp_listen: Some(entry.to_string()),
+        mode: Some("reliable".into()),
+        ..Default::default()
+    };
+    let cfg = aerotp_gw::config::FileConfig {
+        peer_paths: vec![p1.to_string()],
+        ..Default::default()
+    };
+    let _ingress = common::ingress(p0, flow, cfg, "40mbit").await;
+    let client = async {
+        let mut c = TcpStream::connect(entry).await.unwrap();
+        let (mut r, mut w) = c.split();
+        let wr = async {
+            w.write_all(&up).await.unwrap();
+            w.shutdown().await.unwrap();
+        };
+        let rd = async {
+            let mut got = Vec::new();
+            r.read_to_end(&mut got).await.unwrap();
+            got
+        };
+        tokio::join!(wr, rd).1
+    };
+    let got = tokio::time::timeout(Duration::from_secs(60), client)
+        .await
+        .expect("the flow ends within 60 s");
+    assert_eq!(&got[..32], &sha256(&up)[..], "upstream bytes");
+    assert_eq!(&got[32..], &down[..], "downstream bytes");
+    assert_eq!(server.await.unwrap(), up, "destination got every byte once");
+    let (c0, c1) = (
+        carried0.load(Ordering::Relaxed),
+        carried1.load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "path 0 carried {c0} datagrams, path 1 {c1}; egress added {} path(s)",
+        egress.ep.stats().paths_added
+    );
+    assert!(
+        c0 * 10 >= (c0 + c1) * 3 && c1 * 10 >= (c0 + c1) * 3,
+        "each path carries at least 30 %: {c0} and {c1}"
+    );
+    assert!(egress.ep.stats().paths_added >= 1);
+}
