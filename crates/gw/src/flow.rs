@@ -68,6 +68,37 @@ async fn read_with_eof(r: &mut OwnedReadHalf, buf: &mut [u8]) -> io::Result<(usi
     Ok((n, false))
 }
 
+/// A source TCP connection terminated by the ingress's own user-space TCP (`crate::usertcp`,
+/// docs/gateway.md §TCP reliable): where the reverse direction's bytes go.
+pub trait UserSink: Send + Sync + std::fmt::Debug {
+    /// Queues as much of `d` as the connection's send buffer has room for (0: full, wait on
+    /// [`UserSink::room`]).
+    fn push(&self, d: &[u8]) -> usize;
+    /// Notified when the send buffer has room again (or the connection ended).
+    fn room(&self) -> &tokio::sync::Notify;
+    /// The reverse direction is over: a FIN after the queued bytes.
+    fn finish(&self);
+    /// The flow is aborted: a RST to the source.
+    fn reset(&self);
+}
+
+/// Where the bytes of the peer's direction are written: a kernel TCP socket, or a connection
+/// of the user-space TCP.
+#[derive(Debug)]
+enum Sink {
+    Kernel(OwnedWriteHalf),
+    User(std::sync::Arc<dyn UserSink>),
+}
+
+impl Sink {
+    fn abort(self) {
+        match self {
+            Sink::Kernel(w) => rst(w),
+            Sink::User(u) => u.reset(),
+        }
+    }
+}
+
 /// The mutable state of a flow.
 #[derive(Debug)]
 pub struct FlowState {
@@ -156,7 +187,7 @@ pub struct Flow {
     /// Most bytes this flow holds (window).
     window: u64,
     pub(crate) changed: watch::Sender<u64>,
-    tcp_w: tokio::sync::Mutex<Option<OwnedWriteHalf>>,
+    tcp_w: tokio::sync::Mutex<Option<Sink>>,
     /// Held by the session running the flow (a resume waits for the old one to stop).
     pub session: tokio::sync::Mutex<()>,
     /// Egress with a store: the crash-safe record of what was written to the destination.
@@ -286,10 +317,81 @@ impl Flow {
     pub async fn attach_tcp(self: &Arc<Self>, s: TcpStream) {
         let _ = s.set_nodelay(true);
         let (r, w) = s.into_split();
-        *self.tcp_w.lock().await = Some(w);
+        *self.tcp_w.lock().await = Some(Sink::Kernel(w));
         let me = self.clone();
         let h = tokio::spawn(async move { me.read_tcp(r).await });
         self.lock().reader_task = Some(h);
+    }
+
+    /// Attaches a connection of the user-space TCP (`crate::usertcp`): it hands the source's
+    /// bytes over with [`Flow::take_source`] and takes the peer's through `sink`.
+    pub fn attach_user(&self, sink: Arc<dyn UserSink>) {
+        match self.tcp_w.try_lock() {
+            Ok(mut w) => *w = Some(Sink::User(sink)),
+            // Only a new flow is attached; nothing else holds its lock yet.
+            Err(_) => sink.reset(),
+        }
+    }
+
+    /// User-space TCP: takes the source's next bytes into custody, as many as the window and
+    /// the budget have room for; returns how many (the rest is not acknowledged to the source,
+    /// which sends it again).
+    pub fn take_source(&self, data: &[u8]) -> usize {
+        let held = {
+            let st = self.lock();
+            if st.reset.is_some() || st.fin {
+                return 0;
+            }
+            st.end - st.base
+        };
+        let room = self.window.saturating_sub(held).min(self.budget.free());
+        let n = data.len().min(room as usize);
+        if n == 0 {
+            return 0;
+        }
+        if let Err(e) = self.custody().append(&data[..n]) {
+            self.reset(format!("custody error: {e}"), true);
+            return 0;
+        }
+        self.budget.held.fetch_add(n as u64, Ordering::Relaxed);
+        self.lock().end += n as u64;
+        self.bump();
+        n
+    }
+
+    /// User-space TCP: the source's FIN, after every byte it sent.
+    pub fn source_fin(&self) {
+        let mut st = self.lock();
+        if st.fin || st.reset.is_some() {
+            return;
+        }
+        st.fin = true;
+        drop(st);
+        let _ = self.custody().set_fin();
+        self.bump();
+    }
+
+    /// Writes the peer's bytes into the user-space connection's send buffer, waiting for
+    /// room (the source's window) as a kernel socket's write would.
+    async fn deliver_user(&self, u: &dyn UserSink, d: &[u8]) -> Result<(), String> {
+        let mut pos = 0;
+        while pos < d.len() {
+            let room = u.room().notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            if self.lock().reset.is_some() {
+                return Err("flow reset".into());
+            }
+            let n = u.push(&d[pos..]);
+            if n == 0 {
+                room.await;
+                continue;
+            }
+            pos += n;
+            self.lock().in_delivered += n as u64;
+            self.bump();
+        }
+        Ok(())
     }
 
     /// No TCP socket any more (restored after a restart): reverse bytes are discarded.
@@ -404,7 +506,7 @@ impl Flow {
         }
         if let Ok(mut w) = self.tcp_w.try_lock() {
             if let Some(w) = w.take() {
-                rst(w);
+                w.abort();
             }
         }
         self.bump();
@@ -496,11 +598,19 @@ impl Flow {
     /// cancelled session never loses track of what reached the socket).
     pub(crate) async fn deliver(self: &Arc<Self>, d: &[u8]) -> Result<(), String> {
         let mut w = self.tcp_w.lock().await;
-        let Some(tw) = w.as_mut() else {
-            // No TCP socket (restored flow whose source is gone): discarded.
-            self.lock().in_delivered += d.len() as u64;
-            self.bump();
-            return Ok(());
+        let tw = match w.as_mut() {
+            Some(Sink::Kernel(tw)) => tw,
+            Some(Sink::User(u)) => {
+                let u = u.clone();
+                drop(w);
+                return self.deliver_user(&*u, d).await;
+            }
+            None => {
+                // No TCP socket (restored flow whose source is gone): discarded.
+                self.lock().in_delivered += d.len() as u64;
+                self.bump();
+                return Ok(());
+            }
         };
         let recorded = self.has_progress();
         let mut pos = 0;
@@ -552,8 +662,12 @@ impl Flow {
 
     pub(crate) async fn deliver_fin(self: &Arc<Self>) -> Result<(), String> {
         let mut w = self.tcp_w.lock().await;
-        if let Some(tw) = w.as_mut() {
-            let _ = tw.shutdown().await;
+        match w.as_mut() {
+            Some(Sink::Kernel(tw)) => {
+                let _ = tw.shutdown().await;
+            }
+            Some(Sink::User(u)) => u.finish(),
+            None => {}
         }
         drop(w);
         self.persist(|p| p.flags |= progress::IN_FIN).await?;
@@ -566,7 +680,7 @@ impl Flow {
     pub(crate) async fn reset_tcp(&self, reason: String) {
         self.reset(reason, false);
         if let Some(w) = self.tcp_w.lock().await.take() {
-            rst(w);
+            w.abort();
         }
     }
 }

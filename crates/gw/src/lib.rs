@@ -8,7 +8,7 @@
 //!
 //! Modules, each importing only those listed before it (no cycle): `consts`, `appsock`, `frame`,
 //! `transparent` (interception: rules, allow/deny, original destination), `config`, `store`, `progress`, `policer`, `dgram` (leaves and codecs); `flow` (one TCP
-//! flow); `ctx` (what both roles share; the engine's link share paces the flows by class); `udp`, `udpstream` (UDP
+//! flow); `usertcp` (reliable interception's user-space TCP on a TUN device); `ctx` (what both roles share; the engine's link share paces the flows by class); `udp`, `udpstream` (UDP
 //! flows); `ingress`, `egress` (the roles); `metrics`. `scripts/check-module-cycles.sh`
 //! checks it.
 
@@ -29,6 +29,7 @@ pub mod store;
 pub mod transparent;
 pub mod udp;
 pub mod udpstream;
+pub mod usertcp;
 
 pub use config::{FileConfig, Settings};
 pub use ctx::{Ctx, Role};
