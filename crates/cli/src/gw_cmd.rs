@@ -165,6 +165,11 @@ struct TransparentArgs {
     /// Mode of intercepted TCP flows: near-reliable (default, needs --store) or reliable.
     #[arg(long)]
     transparent_mode: Option<String>,
+    /// Reliable mode end to end: terminate intercepted TCP routed into this TUN device (made
+    /// by the ingress; root) in the ingress's own TCP, which acknowledges a byte to the
+    /// source only once the egress confirmed it written to the destination.
+    #[arg(long)]
+    transparent_tun: Option<String>,
     /// Class of intercepted flows: control, telemetry, bulk (default).
     #[arg(long)]
     transparent_class: Option<String>,
@@ -183,6 +188,7 @@ impl TransparentArgs {
             tcp_listen: self.transparent_tcp,
             udp_listen: self.transparent_udp,
             mode: self.transparent_mode,
+            tun: self.transparent_tun,
             class: self.transparent_class,
             allow: self.transparent_allow,
             deny: self.transparent_deny,
