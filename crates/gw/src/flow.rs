@@ -4,18 +4,21 @@
 //! ([`run_session`]); a near-reliable flow resumes on a new connection.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use aerotp_net::Connection;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::frame::Class;
 use crate::progress::{self, Progress, ProgressLog};
+use crate::sink::Sink;
+pub use crate::sink::UserSink;
 use crate::store::Custody;
 
 /// Bytes read from TCP per read.
@@ -68,37 +71,6 @@ async fn read_with_eof(r: &mut OwnedReadHalf, buf: &mut [u8]) -> io::Result<(usi
     Ok((n, false))
 }
 
-/// A source TCP connection terminated by the ingress's own user-space TCP (`crate::usertcp`,
-/// docs/gateway.md §TCP reliable): where the reverse direction's bytes go.
-pub trait UserSink: Send + Sync + std::fmt::Debug {
-    /// Queues as much of `d` as the connection's send buffer has room for (0: full, wait on
-    /// [`UserSink::room`]).
-    fn push(&self, d: &[u8]) -> usize;
-    /// Notified when the send buffer has room again (or the connection ended).
-    fn room(&self) -> &tokio::sync::Notify;
-    /// The reverse direction is over: a FIN after the queued bytes.
-    fn finish(&self);
-    /// The flow is aborted: a RST to the source.
-    fn reset(&self);
-}
-
-/// Where the bytes of the peer's direction are written: a kernel TCP socket, or a connection
-/// of the user-space TCP.
-#[derive(Debug)]
-enum Sink {
-    Kernel(OwnedWriteHalf),
-    User(std::sync::Arc<dyn UserSink>),
-}
-
-impl Sink {
-    fn abort(self) {
-        match self {
-            Sink::Kernel(w) => rst(w),
-            Sink::User(u) => u.reset(),
-        }
-    }
-}
-
 /// The mutable state of a flow.
 #[derive(Debug)]
 pub struct FlowState {
@@ -114,6 +86,14 @@ pub struct FlowState {
     pub in_delivered: u64,
     /// The peer's FIN was received and our TCP write half shut.
     pub in_fin: bool,
+    /// Egress, reliable flow: confirm only what the destination's TCP acknowledged
+    /// (`in_acked`, `in_fin_acked`), not what was written to our socket (docs/gateway.md §TCP
+    /// reliable: end-to-end semantics).
+    pub acked_only: bool,
+    /// Of `in_delivered`, the bytes the destination acknowledged (`acked_only` flows).
+    pub in_acked: u64,
+    /// The destination acknowledged our FIN (`acked_only` flows).
+    pub in_fin_acked: bool,
     /// The flow is aborted; the reason, and whether the peer still has to be told.
     pub reset: Option<(String, bool)>,
     /// Bytes sent on the AeroTP connections (including resends after a resume).
@@ -146,6 +126,8 @@ pub struct FlowInit {
     pub base: u64,
     pub end: u64,
     pub fin: bool,
+    /// Egress, reliable flow: confirm what the destination acknowledged ([`FlowState`]).
+    pub acked_only: bool,
 }
 
 impl FlowInit {
@@ -162,6 +144,18 @@ impl FlowInit {
             base: 0,
             end: 0,
             fin: false,
+            acked_only: false,
+        }
+    }
+}
+
+impl FlowState {
+    /// What we confirm to the peer of its direction: bytes, and its FIN.
+    pub fn confirmable(&self) -> (u64, bool) {
+        if self.acked_only {
+            (self.in_acked, self.in_fin && self.in_fin_acked)
+        } else {
+            (self.in_delivered, self.in_fin)
         }
     }
 }
@@ -232,6 +226,9 @@ impl Flow {
                 peer_fin: false,
                 in_delivered: 0,
                 in_fin: false,
+                acked_only: init.acked_only,
+                in_acked: 0,
+                in_fin_acked: false,
                 reset: None,
                 bytes_sent: 0,
                 resumes: 0,
@@ -318,6 +315,9 @@ impl Flow {
         let _ = s.set_nodelay(true);
         let (r, w) = s.into_split();
         *self.tcp_w.lock().await = Some(Sink::Kernel(w));
+        if self.lock().acked_only {
+            tokio::spawn(Flow::follow_acks(Arc::downgrade(self)));
+        }
         let me = self.clone();
         let h = tokio::spawn(async move { me.read_tcp(r).await });
         self.lock().reader_task = Some(h);
@@ -584,14 +584,77 @@ impl Flow {
         st.peer_fin = true;
     }
 
+    /// What we confirm of the peer's direction ([`FlowState::confirmable`]).
     pub fn in_progress(&self) -> (u64, bool) {
-        let st = self.lock();
-        (st.in_delivered, st.in_fin)
+        self.lock().confirmable()
     }
 
     /// Flow complete on our side: everything confirmed both ways.
     pub(crate) fn complete(st: &FlowState) -> bool {
-        st.fin && st.peer_fin && st.base == st.end && st.in_fin
+        st.fin && st.peer_fin && st.base == st.end && st.confirmable().1
+    }
+
+    /// Egress, `acked_only` flow: takes what the destination's TCP acknowledged from the
+    /// socket's send queue (`SIOCOUTQ`: bytes written and not yet acknowledged, the FIN
+    /// counting one). Racing a write only under-counts (the bytes are in the queue before
+    /// `in_delivered` counts them), never over-counts.
+    fn note_acked(&self, s: &TcpStream) {
+        let mut outq: libc::c_int = 0;
+        // SAFETY: SIOCOUTQ writes one int; the descriptor is the open socket `s` borrows.
+        if unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut outq) } < 0 {
+            return;
+        }
+        let outq = outq.max(0) as u64;
+        let mut st = self.lock();
+        let (acked, fin) = if st.in_fin {
+            (
+                st.in_delivered.saturating_sub(outq.saturating_sub(1)),
+                outq == 0,
+            )
+        } else {
+            (st.in_delivered.saturating_sub(outq), false)
+        };
+        if acked > st.in_acked || (fin && !st.in_fin_acked) {
+            st.in_acked = st.in_acked.max(acked);
+            st.in_fin_acked |= fin;
+            drop(st);
+            self.bump();
+        }
+    }
+
+    /// Egress, `acked_only` flow: follows the destination's acknowledgements while some of
+    /// what we wrote is unacknowledged (every 2 ms), until the flow ends.
+    async fn follow_acks(me: std::sync::Weak<Flow>) {
+        let Some(rx) = me.upgrade().map(|f| f.changed.subscribe()) else {
+            return;
+        };
+        let mut rx = rx;
+        loop {
+            let Some(f) = me.upgrade() else { return };
+            let (waiting, over) = {
+                let st = f.lock();
+                let waiting = st.in_acked < st.in_delivered || (st.in_fin && !st.in_fin_acked);
+                (waiting, st.reset.is_some() || st.in_fin_acked)
+            };
+            if over {
+                return;
+            }
+            if waiting {
+                if let Ok(g) = f.tcp_w.try_lock() {
+                    if let Some(Sink::Kernel(w)) = g.as_ref() {
+                        f.note_acked(w.as_ref());
+                    }
+                }
+                drop(f);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            } else {
+                drop(f);
+                rx.borrow_and_update();
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        }
     }
 
     /// Writes a chunk of the peer's direction to our TCP socket, counting partial writes (a
@@ -614,8 +677,21 @@ impl Flow {
         };
         let recorded = self.has_progress();
         let mut pos = 0;
+        let acked_only = self.lock().acked_only;
         while pos < d.len() {
-            if let Err(e) = tw.writable().await {
+            let ready = if acked_only {
+                // The destination's acknowledgements are followed while its window is shut
+                // (the follower cannot take the socket while this write waits on it).
+                loop {
+                    tokio::select! {
+                        r = tw.writable() => break r,
+                        _ = tokio::time::sleep(Duration::from_millis(2)) => self.note_acked(tw.as_ref()),
+                    }
+                }
+            } else {
+                tw.writable().await
+            };
+            if let Err(e) = ready {
                 return Err(format!("TCP write error: {e}"));
             }
             if recorded {
@@ -639,6 +715,12 @@ impl Flow {
                 Err(e) => return Err(format!("TCP write error: {e}")),
             };
             pos += n;
+            if acked_only {
+                self.lock().in_delivered += n as u64;
+                self.note_acked(tw.as_ref());
+                self.bump();
+                continue;
+            }
             let done = {
                 let mut st = self.lock();
                 st.in_delivered += n as u64;
@@ -683,13 +765,4 @@ impl Flow {
             w.abort();
         }
     }
-}
-
-/// Closes a TCP socket with RST (SO_LINGER 0).
-pub fn rst(w: OwnedWriteHalf) {
-    let s: &TcpStream = w.as_ref();
-    let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
-    // Dropping the write half would shut it down (FIN) first; `forget` leaves the closing to
-    // the read half (owned by the aborted reader task): the socket then closes with RST.
-    w.forget();
 }

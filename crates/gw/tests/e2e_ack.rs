@@ -287,7 +287,9 @@ fn ingress_taken(gw: &Gateway) -> u64 {
 }
 
 /// One 4 MB transfer with the link cut for 3 s after the first 1 MB, sampled every 10 ms.
-fn transfer_with_cut(path: Path, tag: &str) -> Measured {
+/// `slow`: the destination reads 8 KiB every 20 ms (400 kB/s, below the link's rate) with a
+/// 16 KiB receive buffer, so bytes queue in the egress's socket to it.
+fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
     let dir = tempfile::tempdir().unwrap();
     let w = dir.path();
     for d in ["store-in", "store-eg"] {
@@ -311,13 +313,21 @@ fn transfer_with_cut(path: Path, tag: &str) -> Measured {
     let (dst_tx, dst_rx) = mpsc::channel();
     let dest = lab
         .spawn_in(Side::Ground, move || {
-            let l = TcpListener::bind(("10.77.0.2", PORT)).expect("bind destination");
+            let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                .expect("socket");
+            if slow {
+                sock.set_recv_buffer_size(16 * 1024).unwrap();
+            }
+            let at: std::net::SocketAddr = format!("10.77.0.2:{PORT}").parse().unwrap();
+            sock.bind(&at.into()).expect("bind destination");
+            sock.listen(4).unwrap();
+            let l: TcpListener = sock.into();
             dst_tx.send(-1).unwrap();
             let (mut s, _) = l.accept().expect("accept");
             // The sampler reads this socket's TCP_INFO through its descriptor, valid until
             // the socket is returned below.
             dst_tx.send(s.as_raw_fd()).unwrap();
-            let mut buf = vec![0u8; 65_536];
+            let mut buf = vec![0u8; if slow { 8192 } else { 65_536 }];
             let mut got = 0u64;
             let mut bad = None;
             s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -333,6 +343,9 @@ fn transfer_with_cut(path: Path, tag: &str) -> Measured {
                     }
                 }
                 got += n as u64;
+                if slow {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
             }
             (got, bad, s)
         })
@@ -462,6 +475,7 @@ fn transfer_with_cut(path: Path, tag: &str) -> Measured {
     let (got, bad, s) = dest.join().expect("destination thread");
     drop(s);
     source.join().expect("source thread");
+    let path = format!("{path:?}{}", if slow { " slow destination" } else { "" });
     assert_eq!(got, TOTAL, "{path:?}: destination got {got} bytes");
     assert_eq!(bad, None, "{path:?}: destination bytes differ");
     eprintln!(
@@ -489,7 +503,7 @@ fn reliable_tun_acks_only_what_the_destination_has() {
     if !lab_available() {
         return;
     }
-    let m = transfer_with_cut(Path::Tun, "e2etun");
+    let m = transfer_with_cut(Path::Tun, false, "e2etun");
     assert!(m.cut_samples >= 200, "cut sampled {} times", m.cut_samples);
     assert!(
         m.max_excess <= 0,
@@ -514,9 +528,9 @@ fn kernel_paths_acknowledge_ahead() {
     if !lab_available() {
         return;
     }
-    let big = transfer_with_cut(Path::KernelReliable("256KiB"), "e2ek256");
-    let small = transfer_with_cut(Path::KernelReliable("16KiB"), "e2ek16");
-    let custody = transfer_with_cut(Path::KernelNearReliable, "e2enr");
+    let big = transfer_with_cut(Path::KernelReliable("256KiB"), false, "e2ek256");
+    let small = transfer_with_cut(Path::KernelReliable("16KiB"), false, "e2ek16");
+    let custody = transfer_with_cut(Path::KernelNearReliable, false, "e2enr");
     eprintln!(
         "acknowledged beyond the destination during the cut: kernel reliable 256 KiB window \
          {} B, 16 KiB window {} B, near-reliable (custody) {} B",
@@ -527,5 +541,18 @@ fn kernel_paths_acknowledge_ahead() {
         custody.max_excess_cut > 1_000_000,
         "near-reliable acknowledged only {} B ahead during the cut",
         custody.max_excess_cut
+    );
+}
+
+#[test]
+fn reliable_tun_slow_destination() {
+    if !lab_available() {
+        return;
+    }
+    let m = transfer_with_cut(Path::Tun, true, "e2eslow");
+    assert!(
+        m.max_excess <= 0,
+        "the source saw {} B acknowledged that the (slow) destination did not have",
+        m.max_excess
     );
 }
