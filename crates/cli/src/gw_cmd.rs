@@ -216,6 +216,10 @@ struct RulesArgs {
     /// Port of the ingress's --transparent-tcp listener.
     #[arg(long)]
     tcp_port: Option<u16>,
+    /// The ingress's --transparent-tun device: TCP is routed into it (reliable end to end;
+    /// install after the ingress started; instead of --tcp-port).
+    #[arg(long)]
+    tcp_tun: Option<String>,
     /// Port of the ingress's --transparent-udp socket.
     #[arg(long)]
     udp_port: Option<u16>,
@@ -255,6 +259,7 @@ impl RulesArgs {
         let spec = aerotp_gw::transparent::RuleSpec {
             iif: self.iif,
             tcp_port: self.tcp_port,
+            tcp_tun: self.tcp_tun,
             udp_port: self.udp_port,
             mark: self.mark,
             route_table: self.route_table,

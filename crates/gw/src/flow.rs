@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use aerotp_net::Connection;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
@@ -679,19 +679,7 @@ impl Flow {
         let mut pos = 0;
         let acked_only = self.lock().acked_only;
         while pos < d.len() {
-            let ready = if acked_only {
-                // The destination's acknowledgements are followed while its window is shut
-                // (the follower cannot take the socket while this write waits on it).
-                loop {
-                    tokio::select! {
-                        r = tw.writable() => break r,
-                        _ = tokio::time::sleep(Duration::from_millis(2)) => self.note_acked(tw.as_ref()),
-                    }
-                }
-            } else {
-                tw.writable().await
-            };
-            if let Err(e) = ready {
+            if let Err(e) = self.writable(tw, acked_only).await {
                 return Err(format!("TCP write error: {e}"));
             }
             if recorded {
@@ -740,6 +728,20 @@ impl Flow {
             }
         }
         Ok(())
+    }
+
+    /// Waits until the socket takes more; an `acked_only` flow follows the destination's
+    /// acknowledgements meanwhile (the follower cannot take the socket while a write waits).
+    async fn writable(&self, tw: &OwnedWriteHalf, acked_only: bool) -> io::Result<()> {
+        if !acked_only {
+            return tw.writable().await;
+        }
+        loop {
+            tokio::select! {
+                r = tw.writable() => return r,
+                _ = tokio::time::sleep(Duration::from_millis(2)) => self.note_acked(tw.as_ref()),
+            }
+        }
     }
 
     pub(crate) async fn deliver_fin(self: &Arc<Self>) -> Result<(), String> {

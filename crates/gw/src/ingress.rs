@@ -22,6 +22,12 @@ use crate::session::{run_session, Offsets};
 use crate::store::{self, Custody, DiskLog, FlowMeta};
 use crate::transparent::{origdst, DestPolicy, Transparent};
 
+/// Said at start-up when reliable-mode interception runs on the kernel listener.
+const KERNEL_RELIABLE: &str = "reliable-mode interception on --transparent-tcp: the ingress's \
+    kernel acknowledges up to the flow window plus socket buffers before the destination has \
+    the bytes; --transparent-tun makes the acknowledgements end to end (docs/gateway.md §TCP \
+    reliable)";
+
 /// A running ingress gateway.
 #[derive(Debug)]
 pub struct Ingress {
@@ -139,12 +145,7 @@ impl Ingress {
         if let Some(dev) = &t.tun {
             self.start_usertcp(dev, &t)?;
         } else if t.tcp.is_some() && t.mode == Mode::Reliable {
-            tracing::warn!(
-                "reliable-mode interception on --transparent-tcp: the ingress's kernel \
-                 acknowledges up to the flow window plus socket buffers before the destination \
-                 has the bytes; --transparent-tun makes the acknowledgements end to end \
-                 (docs/gateway.md §TCP reliable)"
-            );
+            tracing::warn!("{KERNEL_RELIABLE}");
         }
         // `[::]:P` is both families: one socket each (`origdst::listen_set`).
         for a in t.tcp.map(origdst::listen_set).unwrap_or_default() {

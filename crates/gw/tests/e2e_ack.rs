@@ -19,6 +19,9 @@
 //!   prints the most the source saw acknowledged beyond the destination. Near-reliable must
 //!   run ahead (custody) and deliver everything after the cut.
 //!
+//! Interception is installed with `RuleSpec` (`aerotp gw rules`; `--tcp-tun` for the TUN
+//! path) and removed after each run, checked gone.
+//!
 //! Needs root, `nft` and `ip` (scripts/lab-deps.sh); fails saying so unless
 //! AEROTP_SKIP_LAB=1. Bounded: 60 s per run; namespaces and rules removed by drop guards.
 
@@ -352,43 +355,33 @@ fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
         .expect("destination thread");
     dst_rx.recv().unwrap();
     let (egress, ingress) = gateways(&lab, w, path);
-    let _rules = match path {
-        Path::Tun => {
-            // Intercepted TCP from the app side goes into the ingress's TUN device; what the
-            // ingress writes back is forwarded to the app.
-            ip(&[
-                "-n", &air_ns, "rule", "add", "iif", "e2gw0", "ipproto", "tcp", "lookup", "101",
-                "priority", "100",
-            ]);
-            ip(&[
-                "-n", &air_ns, "route", "add", "default", "dev", "aetp0", "table", "101",
-            ]);
-            for knob in [
-                "net/ipv4/ip_forward=1",
-                "net/ipv4/conf/all/rp_filter=0",
-                "net/ipv4/conf/aetp0/rp_filter=0",
-            ] {
-                let (k, v) = knob.split_once('=').unwrap();
-                let sh = format!("echo {v} > /proc/sys/{k}");
-                run("ip", &["netns", "exec", &air_ns, "sh", "-c", &sh]);
-            }
-            None
-        }
-        _ => {
-            let spec = RuleSpec {
-                iif: vec!["e2gw0".into()],
-                tcp_port: Some(7400),
-                udp_port: None,
-                mark: 0x1,
-                route_table: 100,
-                exclude: vec![],
-                netns: Some(air_ns.clone()),
-                ipv6: false,
-            };
-            spec.install().expect("install the rules");
-            Some(RulesGuard(spec))
-        }
+    // `aerotp gw rules`: intercepted TCP from the app side is routed into the ingress's TUN
+    // device (after the ingress made it), or to the TPROXY listener.
+    let tun = path == Path::Tun;
+    let spec = RuleSpec {
+        iif: vec!["e2gw0".into()],
+        tcp_port: (!tun).then_some(7400),
+        tcp_tun: tun.then(|| "aetp0".to_string()),
+        udp_port: None,
+        mark: 0x1,
+        route_table: 100,
+        exclude: vec![],
+        netns: Some(air_ns.clone()),
+        ipv6: false,
     };
+    spec.install().expect("install the rules");
+    let rules = RulesGuard(spec.clone());
+    if tun {
+        let r = String::from_utf8_lossy(
+            &Command::new("ip")
+                .args(["-n", &air_ns, "-4", "route", "show", "table", "101"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .into_owned();
+        assert!(r.contains("default dev aetp0"), "{r}");
+    }
 
     // The source: connects to the destination's address (no gateway address anywhere) and
     // writes 4 MB, then closes.
@@ -491,6 +484,16 @@ fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
         m.max_excess_cut,
         m.max_ahead
     );
+    drop(rules);
+    let left = String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["-n", &air_ns, "-4", "rule"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned();
+    assert!(!left.contains("fwmark"), "rules left behind: {left}");
     ingress.stop();
     egress.stop();
     drop(app);

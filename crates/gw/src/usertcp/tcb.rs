@@ -431,6 +431,40 @@ impl Tcb {
         room.notify_waiters();
     }
 
+    /// Sends what the source's window lets out of the send buffer, then the FIN when due
+    /// (`probe`: a zero window after a timeout lets one byte out).
+    fn send_due(&mut self, tun: &Tun, now: Instant, probe: bool) {
+        let end = self.una + self.buf.len() as u64;
+        let wnd = if probe {
+            1
+        } else {
+            self.peer_wnd.min(SEND_BUF as u64)
+        };
+        let mut sent_any = false;
+        while self.nxt < end && self.nxt - self.una < wnd {
+            let n = (end - self.nxt)
+                .min(self.mss as u64)
+                .min(wnd - (self.nxt - self.una)) as usize;
+            let from = (self.nxt - self.una) as usize;
+            let data: Vec<u8> = self.buf.range(from..from + n).copied().collect();
+            let o = self.out(self.snd_seq(self.nxt), ACK | PSH, &data);
+            self.sent_ack = Some((o.ack, o.window));
+            tun.send(&packet::build(&o));
+            self.nxt += n as u64;
+            sent_any = true;
+        }
+        if self.fin_out && !self.fin_sent && self.nxt == end && !self.fin_acked {
+            let o = self.out(self.snd_seq(self.nxt), FIN | ACK, &[]);
+            self.sent_ack = Some((o.ack, o.window));
+            tun.send(&packet::build(&o));
+            self.fin_sent = true;
+            sent_any = true;
+        }
+        if sent_any && self.deadline.is_none() {
+            self.deadline = Some(now + self.rto);
+        }
+    }
+
     /// Sends what is due; the next instant to be called, `None` when over.
     fn pump(&mut self, tun: &Tun, room: &Notify, now: Instant) -> Option<Instant> {
         match self.phase {
@@ -484,35 +518,7 @@ impl Tcb {
             self.deadline = None;
             probe = self.peer_wnd == 0;
         }
-        let end = self.una + self.buf.len() as u64;
-        let wnd = if probe {
-            1
-        } else {
-            self.peer_wnd.min(SEND_BUF as u64)
-        };
-        let mut sent_any = false;
-        while self.nxt < end && self.nxt - self.una < wnd {
-            let n = (end - self.nxt)
-                .min(self.mss as u64)
-                .min(wnd - (self.nxt - self.una)) as usize;
-            let from = (self.nxt - self.una) as usize;
-            let data: Vec<u8> = self.buf.range(from..from + n).copied().collect();
-            let o = self.out(self.snd_seq(self.nxt), ACK | PSH, &data);
-            self.sent_ack = Some((o.ack, o.window));
-            tun.send(&packet::build(&o));
-            self.nxt += n as u64;
-            sent_any = true;
-        }
-        if self.fin_out && !self.fin_sent && self.nxt == end && !self.fin_acked {
-            let o = self.out(self.snd_seq(self.nxt), FIN | ACK, &[]);
-            self.sent_ack = Some((o.ack, o.window));
-            tun.send(&packet::build(&o));
-            self.fin_sent = true;
-            sent_any = true;
-        }
-        if sent_any && self.deadline.is_none() {
-            self.deadline = Some(now + self.rto);
-        }
+        self.send_due(tun, now, probe);
         if self.sent_ack != Some(self.ack_now()) {
             self.send_ack(tun);
         }
