@@ -468,11 +468,11 @@ fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
     let (got, bad, s) = dest.join().expect("destination thread");
     drop(s);
     source.join().expect("source thread");
-    let path = format!("{path:?}{}", if slow { " slow destination" } else { "" });
-    assert_eq!(got, TOTAL, "{path:?}: destination got {got} bytes");
-    assert_eq!(bad, None, "{path:?}: destination bytes differ");
+    let label = format!("{path:?}{}", if slow { " slow destination" } else { "" });
+    assert_eq!(got, TOTAL, "{label}: destination got {got} bytes");
+    assert_eq!(bad, None, "{label}: destination bytes differ");
     eprintln!(
-        "{path:?}: {TOTAL} B intact in {:.2} s with a {} s cut; {} samples ({} during the \
+        "{label}: {TOTAL} B intact in {:.2} s with a {} s cut; {} samples ({} during the \
          cut, longest gap {} ms); source acked beyond the destination: at most {} B ({} B \
          during the cut); ingress took at most {} B beyond the destination",
         m.secs,
