@@ -45,6 +45,10 @@ const TOTAL: u64 = 4_000_000;
 const CUT_AFTER: u64 = 1_000_000;
 const CUT: Duration = Duration::from_secs(3);
 const PORT: u16 = 8500;
+/// Nobody listens there: the egress's connection is refused.
+const CLOSED: u16 = 8501;
+/// Denied at the ingress (`--transparent-deny`).
+const DENIED: u16 = 8502;
 
 fn lab_available() -> bool {
     if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
@@ -224,6 +228,7 @@ fn gateways(lab: &Lab, w: &std::path::Path, path: Path) -> (NsGateway, NsGateway
             TransparentSpec {
                 tun: Some("aetp0".into()),
                 mode: Some("reliable".into()),
+                deny: vec![format!("10.77.0.2/32:{DENIED}")],
                 ..Default::default()
             },
             None,
@@ -484,6 +489,9 @@ fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
         m.max_excess_cut,
         m.max_ahead
     );
+    if tun && !slow {
+        refusals(&app.0);
+    }
     drop(rules);
     let left = String::from_utf8_lossy(
         &Command::new("ip")
@@ -499,6 +507,78 @@ fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
     drop(app);
     lab.stop().expect("lab teardown");
     m
+}
+
+/// Through the TUN: a destination that refuses the egress resets the source's connection
+/// (which our SYN-ACK had opened); a denied destination's SYN is answered with RST.
+fn refusals(app_ns: &str) {
+    let r = in_netns(app_ns, || {
+        let to = |p: u16| format!("10.77.0.2:{p}").parse().unwrap();
+        let mut s = TcpStream::connect_timeout(&to(CLOSED), Duration::from_secs(5))
+            .expect("the ingress's own TCP accepts first");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // The reset may meet the write (if it came first) or the read after it.
+        let refused = match s.write_all(b"hello") {
+            Err(e) => Err(e),
+            Ok(()) => s.read(&mut [0u8; 16]),
+        };
+        let denied = TcpStream::connect_timeout(&to(DENIED), Duration::from_secs(5));
+        (
+            refused.map_err(|e| e.kind()),
+            denied.map(|_| ()).map_err(|e| e.kind()),
+        )
+    })
+    .join()
+    .expect("refusals thread");
+    assert_eq!(
+        r.0,
+        Err(std::io::ErrorKind::ConnectionReset),
+        "a refused destination"
+    );
+    assert_eq!(
+        r.1,
+        Err(std::io::ErrorKind::ConnectionRefused),
+        "a denied destination"
+    );
+}
+
+/// Without a usable TUN device the ingress does not start, and says why.
+#[test]
+fn tun_errors_name_the_flag_and_the_cause() {
+    if !lab_available() {
+        return;
+    }
+    let ns = NsGuard::new("tunerr");
+    let e = in_netns(&ns.0, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let cfg = FileConfig {
+                peer: Some("10.77.0.2:9000".into()),
+                transparent: Some(TransparentSpec {
+                    // A device that exists and is no TUN.
+                    tun: Some("lo".into()),
+                    mode: Some("reliable".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            let settings = cfg.settings().expect("settings");
+            match aerotp_gw::start(aerotp_gw::Role::Ingress, settings).await {
+                Ok(_) => String::new(),
+                Err(e) => format!("{e:#}"),
+            }
+        })
+    })
+    .join()
+    .unwrap();
+    assert!(
+        e.contains("--transparent-tun") && e.contains("creating TUN device lo"),
+        "{e}"
+    );
+    assert!(e.contains("CAP_NET_ADMIN"), "{e}");
 }
 
 #[test]
