@@ -166,8 +166,9 @@ struct TransparentArgs {
     #[arg(long)]
     transparent_mode: Option<String>,
     /// Reliable mode end to end: terminate intercepted TCP routed into this TUN device (made
-    /// by the ingress; root) in the ingress's own TCP, which acknowledges a byte to the
-    /// source only once the egress confirmed it written to the destination.
+    /// by the ingress; root; `gw rules --tcp-tun`) in the ingress's own TCP, which
+    /// acknowledges a byte to the source only once the destination's TCP has acknowledged it
+    /// (confirmed by the egress).
     #[arg(long)]
     transparent_tun: Option<String>,
     /// Class of intercepted flows: control, telemetry, bulk (default).

@@ -307,7 +307,11 @@ impl RuleSpec {
             .as_ref()
             .map(|n| format!("ip netns exec {n} "))
             .unwrap_or_default();
-        let mut s = String::from("# aerotp gw rules: TPROXY interception (docs/gateway.md)\n");
+        let mut s = String::from(if self.tcp_tun.is_some() {
+            "# aerotp gw rules: TCP into the TUN device, UDP by TPROXY (docs/gateway.md)\n"
+        } else {
+            "# aerotp gw rules: TPROXY interception (docs/gateway.md)\n"
+        });
         for (rule, _) in self.ip_remove() {
             s += &format!("{ns}ip {} 2>/dev/null || true\n", rule.join(" "));
         }
