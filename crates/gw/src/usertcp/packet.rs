@@ -204,7 +204,8 @@ pub struct Out<'a> {
     pub payload: &'a [u8],
 }
 
-/// Builds the IP packet of `o` (IPv4 or IPv6 by its addresses).
+/// Builds the IP packet of `o` (IPv4 or IPv6 by its addresses). The payload is at most one
+/// segment (the connection's MSS), far below the 16-bit length fields' limit.
 pub fn build(o: &Out<'_>) -> Vec<u8> {
     let mut tcp = Vec::with_capacity(TCP_HDR + 8 + o.payload.len());
     tcp.extend_from_slice(&o.src.port().to_be_bytes());

@@ -45,6 +45,17 @@ const TIME_WAIT: Duration = Duration::from_secs(2);
 /// At most one acknowledgement per this period answers segments we already had.
 const DUP_ACK_GAP: Duration = Duration::from_millis(50);
 
+/// Where a connection's segments go: the TUN device (a capture in the unit tests).
+pub trait Wire: Send + Sync + std::fmt::Debug {
+    fn send(&self, packet: &[u8]);
+}
+
+impl Wire for Tun {
+    fn send(&self, packet: &[u8]) {
+        Tun::send(self, packet)
+    }
+}
+
 /// A connection's addresses: the source application's, and the destination it addressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Tuple {
@@ -96,6 +107,10 @@ struct Tcb {
     /// Destination → source: acknowledged, next to send, the bytes from `una` on.
     una: u64,
     nxt: u64,
+    /// The most ever sent (`nxt` goes back to `una` on a timeout; acknowledgements of what
+    /// was sent before it still count), and whether our FIN ever went.
+    max: u64,
+    fin_ever: bool,
     buf: VecDeque<u8>,
     fin_out: bool,
     fin_sent: bool,
@@ -111,7 +126,7 @@ struct Tcb {
 #[derive(Debug)]
 pub struct Conn {
     tcb: Mutex<Tcb>,
-    tun: Arc<Tun>,
+    tun: Arc<dyn Wire>,
     room: Notify,
     pub wake: Notify,
     reset_asked: AtomicBool,
@@ -124,7 +139,7 @@ fn seq_off(seq: u32, base: u32) -> i64 {
 
 impl Conn {
     /// A connection for the source's SYN `s`: answers it with our SYN-ACK.
-    pub fn accept(s: &Segment<'_>, iss: u32, window: u64, tun: Arc<Tun>, mtu: usize) -> Conn {
+    pub fn accept(s: &Segment<'_>, iss: u32, window: u64, tun: Arc<dyn Wire>, mtu: usize) -> Conn {
         let v6 = s.src.is_ipv6();
         let our_mss = (mtu.saturating_sub(if v6 { 60 } else { 40 })).clamp(536, 65_495) as u16;
         let default_mss = if v6 { 1220 } else { 536 };
@@ -153,6 +168,8 @@ impl Conn {
             last_dup_ack: None,
             una: 0,
             nxt: 0,
+            max: 0,
+            fin_ever: false,
             buf: VecDeque::new(),
             fin_out: false,
             fin_sent: false,
@@ -171,7 +188,7 @@ impl Conn {
             reset_asked: AtomicBool::new(false),
             fin_asked: AtomicBool::new(false),
         };
-        c.lock().send_syn_ack(&c.tun);
+        c.lock().send_syn_ack(&*c.tun);
         c
     }
 
@@ -196,16 +213,16 @@ impl Conn {
     /// Aborts the connection from our side (no flow could be made): a RST to the source.
     pub fn refuse(&self) {
         let mut t = self.lock();
-        t.send_rst(&self.tun);
+        t.send_rst(&*self.tun);
         t.phase = Phase::Closed;
     }
 
     /// Takes one segment of the source.
     pub fn on_segment(&self, s: &Segment<'_>) -> Event {
         let mut t = self.lock();
-        let ev = t.on_segment(s, &self.tun, &self.room);
+        let ev = t.on_segment(s, &*self.tun, &self.room);
         if ev == Event::None {
-            t.pump(&self.tun, &self.room, Instant::now());
+            t.pump(&*self.tun, &self.room, Instant::now());
         }
         ev
     }
@@ -215,14 +232,14 @@ impl Conn {
     pub fn pump(&self) -> Option<Instant> {
         let mut t = self.lock();
         if self.reset_asked.load(Ordering::Acquire) && t.phase != Phase::Closed {
-            t.send_rst(&self.tun);
+            t.send_rst(&*self.tun);
             t.phase = Phase::Closed;
             self.room.notify_waiters();
         }
         if self.fin_asked.load(Ordering::Acquire) {
             t.fin_out = true;
         }
-        t.pump(&self.tun, &self.room, Instant::now())
+        t.pump(&*self.tun, &self.room, Instant::now())
     }
 }
 
@@ -238,7 +255,7 @@ impl UserSink for Conn {
             let n = d.len().min(SEND_BUF - t.buf.len());
             t.buf.extend(&d[..n]);
             if n > 0 {
-                t.pump(&self.tun, &self.room, Instant::now());
+                t.pump(&*self.tun, &self.room, Instant::now());
             }
             n
         };
@@ -276,7 +293,7 @@ impl Tcb {
         }
     }
 
-    fn send_syn_ack(&self, tun: &Tun) {
+    fn send_syn_ack(&self, tun: &dyn Wire) {
         let o = Out {
             src: self.t.dst,
             dst: self.t.src,
@@ -290,7 +307,7 @@ impl Tcb {
         tun.send(&packet::build(&o));
     }
 
-    fn send_rst(&self, tun: &Tun) {
+    fn send_rst(&self, tun: &dyn Wire) {
         let o = self.out(self.snd_seq(self.nxt), RST | ACK, &[]);
         tun.send(&packet::build(&o));
     }
@@ -324,13 +341,13 @@ impl Tcb {
         (ack, wnd)
     }
 
-    fn send_ack(&mut self, tun: &Tun) {
+    fn send_ack(&mut self, tun: &dyn Wire) {
         let o = self.out(self.snd_seq(self.nxt), ACK, &[]);
         self.sent_ack = Some((o.ack, o.window));
         tun.send(&packet::build(&o));
     }
 
-    fn on_segment(&mut self, s: &Segment<'_>, tun: &Tun, room: &Notify) -> Event {
+    fn on_segment(&mut self, s: &Segment<'_>, tun: &dyn Wire, room: &Notify) -> Event {
         let now = Instant::now();
         match self.phase {
             Phase::Closed => return Event::None,
@@ -412,28 +429,30 @@ impl Tcb {
     /// The source's acknowledgement of our direction, and its window.
     fn take_ack(&mut self, s: &Segment<'_>, now: Instant, room: &Notify) {
         self.peer_wnd = u64::from(s.window) << self.peer_shift;
-        let fin_out = u64::from(self.fin_sent && !self.fin_acked);
-        let outstanding = self.nxt - self.una + fin_out;
+        let fin_out = u64::from(self.fin_ever && !self.fin_acked);
+        let outstanding = self.max - self.una + fin_out;
         let d = u64::from(s.ack.wrapping_sub(self.snd_seq(self.una)));
         if d == 0 || d > outstanding {
             return;
         }
-        let bytes = d.min(self.nxt - self.una);
+        let bytes = d.min(self.max - self.una);
         self.buf.drain(..bytes as usize);
         self.una += bytes;
+        self.nxt = self.nxt.max(self.una);
         if d > bytes {
             self.fin_acked = true;
+            self.fin_sent = true;
         }
         self.rto = RTO_INIT;
         self.timeouts = 0;
         self.deadline =
-            (self.nxt > self.una || (self.fin_sent && !self.fin_acked)).then_some(now + self.rto);
+            (self.max > self.una || (self.fin_ever && !self.fin_acked)).then_some(now + self.rto);
         room.notify_waiters();
     }
 
     /// Sends what the source's window lets out of the send buffer, then the FIN when due
     /// (`probe`: a zero window after a timeout lets one byte out).
-    fn send_due(&mut self, tun: &Tun, now: Instant, probe: bool) {
+    fn send_due(&mut self, tun: &dyn Wire, now: Instant, probe: bool) {
         let end = self.una + self.buf.len() as u64;
         let wnd = if probe {
             1
@@ -451,6 +470,7 @@ impl Tcb {
             self.sent_ack = Some((o.ack, o.window));
             tun.send(&packet::build(&o));
             self.nxt += n as u64;
+            self.max = self.max.max(self.nxt);
             sent_any = true;
         }
         if self.fin_out && !self.fin_sent && self.nxt == end && !self.fin_acked {
@@ -458,6 +478,7 @@ impl Tcb {
             self.sent_ack = Some((o.ack, o.window));
             tun.send(&packet::build(&o));
             self.fin_sent = true;
+            self.fin_ever = true;
             sent_any = true;
         }
         if sent_any && self.deadline.is_none() {
@@ -466,7 +487,7 @@ impl Tcb {
     }
 
     /// Sends what is due; the next instant to be called, `None` when over.
-    fn pump(&mut self, tun: &Tun, room: &Notify, now: Instant) -> Option<Instant> {
+    fn pump(&mut self, tun: &dyn Wire, room: &Notify, now: Instant) -> Option<Instant> {
         match self.phase {
             Phase::Closed => return None,
             Phase::TimeWait(until) => return (now < until).then_some(until),
@@ -555,4 +576,154 @@ pub async fn drive(conn: Arc<Conn>, table: Arc<Table>) {
     }
     let t = conn.tuple();
     table.lock().unwrap_or_else(|e| e.into_inner()).remove(&t);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::{Budget, FlowInit};
+    use crate::frame::Class;
+    use crate::store::Custody;
+
+    /// Captures what a connection sends.
+    #[derive(Debug, Default)]
+    struct Capture(Mutex<Vec<Vec<u8>>>);
+
+    impl Wire for Capture {
+        fn send(&self, packet: &[u8]) {
+            self.0.lock().unwrap().push(packet.to_vec());
+        }
+    }
+
+    impl Capture {
+        /// (seq, ack, flags, payload length) of each captured segment, taken.
+        fn take(&self) -> Vec<(u32, u32, u8, usize)> {
+            let v = std::mem::take(&mut *self.0.lock().unwrap());
+            v.iter()
+                .map(|p| {
+                    let s = packet::parse(p).expect("we send valid segments");
+                    (s.seq, s.ack, s.flags, s.payload.len())
+                })
+                .collect()
+        }
+    }
+
+    const IRS: u32 = 0xFFFF_FF00; // wraps within the test
+    const ISS: u32 = 1000;
+
+    fn seg(seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+        packet::build(&Out {
+            src: "10.78.0.2:40000".parse().unwrap(),
+            dst: "10.77.0.2:8500".parse().unwrap(),
+            seq,
+            ack,
+            flags,
+            window: 512,
+            syn_opts: (flags & SYN != 0).then_some((1460, Some(7))),
+            payload,
+        })
+    }
+
+    fn give(c: &Conn, p: &[u8]) -> Event {
+        c.on_segment(&packet::parse(p).unwrap())
+    }
+
+    /// A connection past its handshake, with its flow (64 KiB window) and capture.
+    fn open() -> (Conn, Arc<Flow>, Arc<Capture>) {
+        let cap = Arc::new(Capture::default());
+        let syn = seg(IRS, 0, SYN, &[]);
+        let c = Conn::accept(
+            &packet::parse(&syn).unwrap(),
+            ISS,
+            65_536,
+            cap.clone(),
+            1500,
+        );
+        let synack = cap.take();
+        assert_eq!(synack, vec![(ISS, IRS.wrapping_add(1), SYN | ACK, 0)]);
+        let ack = seg(IRS.wrapping_add(1), ISS + 1, ACK, &[]);
+        assert_eq!(give(&c, &ack), Event::Established);
+        let init = FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 65_536);
+        let flow = Flow::new(init, Budget::new(1 << 30));
+        c.set_flow(flow.clone());
+        assert_eq!(give(&c, &ack), Event::None);
+        (c, flow, cap)
+    }
+
+    #[tokio::test]
+    async fn bytes_are_forwarded_at_once_and_acknowledged_only_when_confirmed() {
+        let (c, flow, cap) = open();
+        let data = vec![7u8; 1000];
+        give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK | PSH, &data));
+        assert_eq!(flow.lock().end, 1000, "taken into the flow at once");
+        // Nothing acknowledged beyond the SYN: the egress has confirmed nothing.
+        assert!(cap.take().iter().all(|s| s.1 == IRS.wrapping_add(1)));
+        // A resend of the same bytes: answered with where we stand, not taken twice.
+        give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK | PSH, &data));
+        assert_eq!(flow.lock().end, 1000);
+        assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1), ACK, 0)]);
+        // A segment beyond a gap is not taken.
+        give(&c, &seg(IRS.wrapping_add(2001), ISS + 1, ACK, &data));
+        assert_eq!(flow.lock().end, 1000);
+        cap.take();
+        // The egress confirms 600: exactly that is acknowledged.
+        flow.confirm(600, false).await.unwrap();
+        c.pump();
+        assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(601), ACK, 0)]);
+        // The FIN: taken, acknowledged only once the egress confirmed the end.
+        give(&c, &seg(IRS.wrapping_add(1001), ISS + 1, ACK | FIN, &[]));
+        assert!(flow.lock().fin);
+        flow.confirm(1000, false).await.unwrap();
+        c.pump();
+        assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1001), ACK, 0)]);
+        flow.confirm(1000, true).await.unwrap();
+        c.pump();
+        assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1002), ACK, 0)]);
+    }
+
+    #[tokio::test]
+    async fn the_window_bounds_what_is_taken_and_a_rst_resets_the_flow() {
+        let (c, flow, cap) = open();
+        // The advertised window: 65,536 >> 7.
+        give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK, &[]));
+        let big = vec![1u8; 40_000];
+        give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK, &big));
+        give(&c, &seg(IRS.wrapping_add(40_001), ISS + 1, ACK, &big));
+        assert_eq!(
+            flow.lock().end,
+            65_536,
+            "no more than the window unconfirmed"
+        );
+        assert!(cap.take().iter().all(|s| s.1 == IRS.wrapping_add(1)));
+        give(&c, &seg(IRS.wrapping_add(65_537), ISS + 1, RST, &[]));
+        assert!(flow.lock().reset.is_some());
+        assert_eq!(c.pump(), None, "closed");
+    }
+
+    #[tokio::test]
+    async fn the_reverse_direction_is_sent_resent_and_acknowledged() {
+        let (c, _flow, cap) = open();
+        // The source's window: 512 << 7 = 64 KiB.
+        give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK, &[]));
+        assert_eq!(c.push(&[9u8; 3000]), 3000);
+        let sent = cap.take();
+        let data: Vec<_> = sent.iter().filter(|s| s.3 > 0).collect();
+        assert_eq!(data.len(), 3, "{sent:?}");
+        assert_eq!((data[0].0, data[0].3), (ISS + 1, 1460));
+        assert_eq!((data[2].0, data[2].3), (ISS + 1 + 2920, 80));
+        // No acknowledgement within the timeout: everything again from the first byte.
+        std::thread::sleep(RTO_INIT + Duration::from_millis(20));
+        c.pump();
+        let again = cap.take();
+        assert_eq!(again.first().map(|s| (s.0, s.3)), Some((ISS + 1, 1460)));
+        // An acknowledgement of all of it (sent before the timeout) still counts.
+        give(&c, &seg(IRS.wrapping_add(1), ISS + 3001, ACK, &[]));
+        c.finish();
+        c.pump();
+        let fin = cap.take();
+        assert!(
+            fin.iter().any(|s| s.2 & FIN != 0 && s.0 == ISS + 3001),
+            "the FIN after the 3000 bytes: {fin:?}"
+        );
+    }
 }
