@@ -28,6 +28,12 @@ const KERNEL_RELIABLE: &str = "reliable-mode interception on --transparent-tcp: 
     the bytes; --transparent-tun makes the acknowledgements end to end (docs/gateway.md §TCP \
     reliable)";
 
+/// Said at start-up for each explicit reliable TCP route.
+const KERNEL_RELIABLE_ROUTE: &str = "reliable TCP on a kernel listener: the ingress's kernel \
+    acknowledges up to the flow window plus socket buffers before the destination has the \
+    bytes (intercepted flows through --transparent-tun are acknowledged end to end; \
+    docs/gateway.md §TCP reliable)";
+
 /// A running ingress gateway.
 #[derive(Debug)]
 pub struct Ingress {
@@ -105,6 +111,9 @@ impl Ingress {
                         .await
                         .with_context(|| format!("cannot listen on TCP {}", route.local))?;
                     tracing::info!(listen = %route.local, mode = %route.mode, class = route.class.name(), "TCP flow");
+                    if route.mode == Mode::Reliable {
+                        tracing::warn!(listen = %route.local, "{KERNEL_RELIABLE_ROUTE}");
+                    }
                     let me = self.clone();
                     tokio::spawn(async move { me.accept_tcp(l, route).await });
                 }
