@@ -170,6 +170,12 @@ struct TransparentArgs {
     /// Mode of intercepted TCP flows: near-reliable (default, needs --store) or reliable.
     #[arg(long)]
     transparent_mode: Option<String>,
+    /// Reliable mode end to end: terminate intercepted TCP routed into this TUN device (made
+    /// by the ingress; root; `gw rules --tcp-tun`) in the ingress's own TCP, which
+    /// acknowledges a byte to the source only once the destination's TCP has acknowledged it
+    /// (confirmed by the egress).
+    #[arg(long)]
+    transparent_tun: Option<String>,
     /// Class of intercepted flows: control, telemetry, bulk (default).
     #[arg(long)]
     transparent_class: Option<String>,
@@ -188,6 +194,7 @@ impl TransparentArgs {
             tcp_listen: self.transparent_tcp,
             udp_listen: self.transparent_udp,
             mode: self.transparent_mode,
+            tun: self.transparent_tun,
             class: self.transparent_class,
             allow: self.transparent_allow,
             deny: self.transparent_deny,
@@ -215,6 +222,10 @@ struct RulesArgs {
     /// Port of the ingress's --transparent-tcp listener.
     #[arg(long)]
     tcp_port: Option<u16>,
+    /// The ingress's --transparent-tun device: TCP is routed into it (reliable end to end;
+    /// install after the ingress started; instead of --tcp-port).
+    #[arg(long)]
+    tcp_tun: Option<String>,
     /// Port of the ingress's --transparent-udp socket.
     #[arg(long)]
     udp_port: Option<u16>,
@@ -254,6 +265,7 @@ impl RulesArgs {
         let spec = aerotp_gw::transparent::RuleSpec {
             iif: self.iif,
             tcp_port: self.tcp_port,
+            tcp_tun: self.tcp_tun,
             udp_port: self.udp_port,
             mark: self.mark,
             route_table: self.route_table,

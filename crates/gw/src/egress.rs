@@ -381,7 +381,12 @@ impl Egress {
         } else {
             self.ctx.settings.window
         };
-        let init = FlowInit::new(id, open.class, dest.clone(), Custody::mem(0), window);
+        // A reliable flow confirms only what the destination's TCP acknowledged: the source
+        // behind the ingress learns of nothing the destination does not have.
+        let init = FlowInit {
+            acked_only: !open.custody,
+            ..FlowInit::new(id, open.class, dest.clone(), Custody::mem(0), window)
+        };
         let f = Flow::new(init, self.ctx.budget.clone());
         if let (Some(root), true) = (self.ctx.settings.store.clone(), open.custody) {
             let meta = EgressMeta {

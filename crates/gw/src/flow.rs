@@ -4,6 +4,7 @@
 //! ([`run_session`]); a near-reliable flow resumes on a new connection.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -16,6 +17,8 @@ use tokio::sync::watch;
 
 use crate::frame::Class;
 use crate::progress::{self, Progress, ProgressLog};
+use crate::sink::Sink;
+pub use crate::sink::UserSink;
 use crate::store::Custody;
 
 /// Bytes read from TCP per read.
@@ -83,6 +86,14 @@ pub struct FlowState {
     pub in_delivered: u64,
     /// The peer's FIN was received and our TCP write half shut.
     pub in_fin: bool,
+    /// Egress, reliable flow: confirm only what the destination's TCP acknowledged
+    /// (`in_acked`, `in_fin_acked`), not what was written to our socket (docs/gateway.md §TCP
+    /// reliable: end-to-end semantics).
+    pub acked_only: bool,
+    /// Of `in_delivered`, the bytes the destination acknowledged (`acked_only` flows).
+    pub in_acked: u64,
+    /// The destination acknowledged our FIN (`acked_only` flows).
+    pub in_fin_acked: bool,
     /// The flow is aborted; the reason, and whether the peer still has to be told.
     pub reset: Option<(String, bool)>,
     /// Bytes sent on the AeroTP connections (including resends after a resume).
@@ -115,6 +126,8 @@ pub struct FlowInit {
     pub base: u64,
     pub end: u64,
     pub fin: bool,
+    /// Egress, reliable flow: confirm what the destination acknowledged ([`FlowState`]).
+    pub acked_only: bool,
 }
 
 impl FlowInit {
@@ -131,6 +144,18 @@ impl FlowInit {
             base: 0,
             end: 0,
             fin: false,
+            acked_only: false,
+        }
+    }
+}
+
+impl FlowState {
+    /// What we confirm to the peer of its direction: bytes, and its FIN.
+    pub fn confirmable(&self) -> (u64, bool) {
+        if self.acked_only {
+            (self.in_acked, self.in_fin && self.in_fin_acked)
+        } else {
+            (self.in_delivered, self.in_fin)
         }
     }
 }
@@ -156,7 +181,7 @@ pub struct Flow {
     /// Most bytes this flow holds (window).
     window: u64,
     pub(crate) changed: watch::Sender<u64>,
-    tcp_w: tokio::sync::Mutex<Option<OwnedWriteHalf>>,
+    tcp_w: tokio::sync::Mutex<Option<Sink>>,
     /// Held by the session running the flow (a resume waits for the old one to stop).
     pub session: tokio::sync::Mutex<()>,
     /// Egress with a store: the crash-safe record of what was written to the destination.
@@ -201,6 +226,9 @@ impl Flow {
                 peer_fin: false,
                 in_delivered: 0,
                 in_fin: false,
+                acked_only: init.acked_only,
+                in_acked: 0,
+                in_fin_acked: false,
                 reset: None,
                 bytes_sent: 0,
                 resumes: 0,
@@ -286,10 +314,84 @@ impl Flow {
     pub async fn attach_tcp(self: &Arc<Self>, s: TcpStream) {
         let _ = s.set_nodelay(true);
         let (r, w) = s.into_split();
-        *self.tcp_w.lock().await = Some(w);
+        *self.tcp_w.lock().await = Some(Sink::Kernel(w));
+        if self.lock().acked_only {
+            tokio::spawn(Flow::follow_acks(Arc::downgrade(self)));
+        }
         let me = self.clone();
         let h = tokio::spawn(async move { me.read_tcp(r).await });
         self.lock().reader_task = Some(h);
+    }
+
+    /// Attaches a connection of the user-space TCP (`crate::usertcp`): it hands the source's
+    /// bytes over with [`Flow::take_source`] and takes the peer's through `sink`.
+    pub fn attach_user(&self, sink: Arc<dyn UserSink>) {
+        match self.tcp_w.try_lock() {
+            Ok(mut w) => *w = Some(Sink::User(sink)),
+            // Only a new flow is attached; nothing else holds its lock yet.
+            Err(_) => sink.reset(),
+        }
+    }
+
+    /// User-space TCP: takes the source's next bytes into custody, as many as the window and
+    /// the budget have room for; returns how many (the rest is not acknowledged to the source,
+    /// which sends it again).
+    pub fn take_source(&self, data: &[u8]) -> usize {
+        let held = {
+            let st = self.lock();
+            if st.reset.is_some() || st.fin {
+                return 0;
+            }
+            st.end - st.base
+        };
+        let room = self.window.saturating_sub(held).min(self.budget.free());
+        let n = data.len().min(room as usize);
+        if n == 0 {
+            return 0;
+        }
+        if let Err(e) = self.custody().append(&data[..n]) {
+            self.reset(format!("custody error: {e}"), true);
+            return 0;
+        }
+        self.budget.held.fetch_add(n as u64, Ordering::Relaxed);
+        self.lock().end += n as u64;
+        self.bump();
+        n
+    }
+
+    /// User-space TCP: the source's FIN, after every byte it sent.
+    pub fn source_fin(&self) {
+        let mut st = self.lock();
+        if st.fin || st.reset.is_some() {
+            return;
+        }
+        st.fin = true;
+        drop(st);
+        let _ = self.custody().set_fin();
+        self.bump();
+    }
+
+    /// Writes the peer's bytes into the user-space connection's send buffer, waiting for
+    /// room (the source's window) as a kernel socket's write would.
+    async fn deliver_user(&self, u: &dyn UserSink, d: &[u8]) -> Result<(), String> {
+        let mut pos = 0;
+        while pos < d.len() {
+            let room = u.room().notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            if self.lock().reset.is_some() {
+                return Err("flow reset".into());
+            }
+            let n = u.push(&d[pos..]);
+            if n == 0 {
+                room.await;
+                continue;
+            }
+            pos += n;
+            self.lock().in_delivered += n as u64;
+            self.bump();
+        }
+        Ok(())
     }
 
     /// No TCP socket any more (restored after a restart): reverse bytes are discarded.
@@ -404,7 +506,7 @@ impl Flow {
         }
         if let Ok(mut w) = self.tcp_w.try_lock() {
             if let Some(w) = w.take() {
-                rst(w);
+                w.abort();
             }
         }
         self.bump();
@@ -482,30 +584,102 @@ impl Flow {
         st.peer_fin = true;
     }
 
+    /// What we confirm of the peer's direction ([`FlowState::confirmable`]).
     pub fn in_progress(&self) -> (u64, bool) {
-        let st = self.lock();
-        (st.in_delivered, st.in_fin)
+        self.lock().confirmable()
     }
 
     /// Flow complete on our side: everything confirmed both ways.
     pub(crate) fn complete(st: &FlowState) -> bool {
-        st.fin && st.peer_fin && st.base == st.end && st.in_fin
+        st.fin && st.peer_fin && st.base == st.end && st.confirmable().1
+    }
+
+    /// Egress, `acked_only` flow: takes what the destination's TCP acknowledged from the
+    /// socket's send queue (`SIOCOUTQ`: bytes written and not yet acknowledged, the FIN
+    /// counting one). Racing a write only under-counts (the bytes are in the queue before
+    /// `in_delivered` counts them), never over-counts.
+    fn note_acked(&self, s: &TcpStream) {
+        let mut outq: libc::c_int = 0;
+        // SAFETY: SIOCOUTQ writes one int; the descriptor is the open socket `s` borrows.
+        if unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut outq) } < 0 {
+            return;
+        }
+        let outq = outq.max(0) as u64;
+        let mut st = self.lock();
+        let (acked, fin) = if st.in_fin {
+            (
+                st.in_delivered.saturating_sub(outq.saturating_sub(1)),
+                outq == 0,
+            )
+        } else {
+            (st.in_delivered.saturating_sub(outq), false)
+        };
+        if acked > st.in_acked || (fin && !st.in_fin_acked) {
+            st.in_acked = st.in_acked.max(acked);
+            st.in_fin_acked |= fin;
+            drop(st);
+            self.bump();
+        }
+    }
+
+    /// Egress, `acked_only` flow: follows the destination's acknowledgements while some of
+    /// what we wrote is unacknowledged (every 2 ms), until the flow ends.
+    async fn follow_acks(me: std::sync::Weak<Flow>) {
+        let Some(rx) = me.upgrade().map(|f| f.changed.subscribe()) else {
+            return;
+        };
+        let mut rx = rx;
+        loop {
+            let Some(f) = me.upgrade() else { return };
+            let (waiting, over) = {
+                let st = f.lock();
+                let waiting = st.in_acked < st.in_delivered || (st.in_fin && !st.in_fin_acked);
+                (waiting, st.reset.is_some() || st.in_fin_acked)
+            };
+            if over {
+                return;
+            }
+            if waiting {
+                if let Ok(g) = f.tcp_w.try_lock() {
+                    if let Some(Sink::Kernel(w)) = g.as_ref() {
+                        f.note_acked(w.as_ref());
+                    }
+                }
+                drop(f);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            } else {
+                drop(f);
+                rx.borrow_and_update();
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        }
     }
 
     /// Writes a chunk of the peer's direction to our TCP socket, counting partial writes (a
     /// cancelled session never loses track of what reached the socket).
     pub(crate) async fn deliver(self: &Arc<Self>, d: &[u8]) -> Result<(), String> {
         let mut w = self.tcp_w.lock().await;
-        let Some(tw) = w.as_mut() else {
-            // No TCP socket (restored flow whose source is gone): discarded.
-            self.lock().in_delivered += d.len() as u64;
-            self.bump();
-            return Ok(());
+        let tw = match w.as_mut() {
+            Some(Sink::Kernel(tw)) => tw,
+            Some(Sink::User(u)) => {
+                let u = u.clone();
+                drop(w);
+                return self.deliver_user(&*u, d).await;
+            }
+            None => {
+                // No TCP socket (restored flow whose source is gone): discarded.
+                self.lock().in_delivered += d.len() as u64;
+                self.bump();
+                return Ok(());
+            }
         };
         let recorded = self.has_progress();
         let mut pos = 0;
+        let acked_only = self.lock().acked_only;
         while pos < d.len() {
-            if let Err(e) = tw.writable().await {
+            if let Err(e) = self.writable(tw, acked_only).await {
                 return Err(format!("TCP write error: {e}"));
             }
             if recorded {
@@ -529,6 +703,12 @@ impl Flow {
                 Err(e) => return Err(format!("TCP write error: {e}")),
             };
             pos += n;
+            if acked_only {
+                self.lock().in_delivered += n as u64;
+                self.note_acked(tw.as_ref());
+                self.bump();
+                continue;
+            }
             let done = {
                 let mut st = self.lock();
                 st.in_delivered += n as u64;
@@ -550,10 +730,28 @@ impl Flow {
         Ok(())
     }
 
+    /// Waits until the socket takes more; an `acked_only` flow follows the destination's
+    /// acknowledgements meanwhile (the follower cannot take the socket while a write waits).
+    async fn writable(&self, tw: &OwnedWriteHalf, acked_only: bool) -> io::Result<()> {
+        if !acked_only {
+            return tw.writable().await;
+        }
+        loop {
+            tokio::select! {
+                r = tw.writable() => return r,
+                _ = tokio::time::sleep(Duration::from_millis(2)) => self.note_acked(tw.as_ref()),
+            }
+        }
+    }
+
     pub(crate) async fn deliver_fin(self: &Arc<Self>) -> Result<(), String> {
         let mut w = self.tcp_w.lock().await;
-        if let Some(tw) = w.as_mut() {
-            let _ = tw.shutdown().await;
+        match w.as_mut() {
+            Some(Sink::Kernel(tw)) => {
+                let _ = tw.shutdown().await;
+            }
+            Some(Sink::User(u)) => u.finish(),
+            None => {}
         }
         drop(w);
         self.persist(|p| p.flags |= progress::IN_FIN).await?;
@@ -566,16 +764,7 @@ impl Flow {
     pub(crate) async fn reset_tcp(&self, reason: String) {
         self.reset(reason, false);
         if let Some(w) = self.tcp_w.lock().await.take() {
-            rst(w);
+            w.abort();
         }
     }
-}
-
-/// Closes a TCP socket with RST (SO_LINGER 0).
-pub fn rst(w: OwnedWriteHalf) {
-    let s: &TcpStream = w.as_ref();
-    let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
-    // Dropping the write half would shut it down (FIN) first; `forget` leaves the closing to
-    // the read half (owned by the aborted reader task): the socket then closes with RST.
-    w.forget();
 }

@@ -22,12 +22,26 @@ use crate::session::{run_session, Offsets};
 use crate::store::{self, Custody, DiskLog, FlowMeta};
 use crate::transparent::{origdst, DestPolicy, Transparent};
 
+/// Said at start-up when reliable-mode interception runs on the kernel listener.
+const KERNEL_RELIABLE: &str = "reliable-mode interception on --transparent-tcp: the ingress's \
+    kernel acknowledges up to the flow window plus socket buffers before the destination has \
+    the bytes; --transparent-tun makes the acknowledgements end to end (docs/gateway.md §TCP \
+    reliable)";
+
+/// Said at start-up for each explicit reliable TCP route.
+const KERNEL_RELIABLE_ROUTE: &str = "reliable TCP on a kernel listener: the ingress's kernel \
+    acknowledges up to the flow window plus socket buffers before the destination has the \
+    bytes (intercepted flows through --transparent-tun are acknowledged end to end; \
+    docs/gateway.md §TCP reliable)";
+
 /// A running ingress gateway.
 #[derive(Debug)]
 pub struct Ingress {
     pub ctx: Arc<Ctx>,
     /// The egress's AeroTP address.
     pub peer: SocketAddr,
+    /// The user-space TCP of reliable-mode interception (`--transparent-tun`), when running.
+    pub usertcp: std::sync::OnceLock<crate::usertcp::UserTcp>,
 }
 
 /// How one attempt to carry a flow on a connection ended.
@@ -78,6 +92,7 @@ impl Ingress {
         let ing = Arc::new(Ingress {
             ctx: Ctx::new(settings, ep, Role::Ingress),
             peer,
+            usertcp: std::sync::OnceLock::new(),
         });
         if let Some(root) = ing.ctx.settings.store.clone() {
             ing.restore_store(&root)?;
@@ -96,6 +111,9 @@ impl Ingress {
                         .await
                         .with_context(|| format!("cannot listen on TCP {}", route.local))?;
                     tracing::info!(listen = %route.local, mode = %route.mode, class = route.class.name(), "TCP flow");
+                    if route.mode == Mode::Reliable {
+                        tracing::warn!(listen = %route.local, "{KERNEL_RELIABLE_ROUTE}");
+                    }
                     let me = self.clone();
                     tokio::spawn(async move { me.accept_tcp(l, route).await });
                 }
@@ -133,6 +151,11 @@ impl Ingress {
             fec: self.ctx.settings.fec,
             erasure: self.ctx.settings.erasure,
         };
+        if let Some(dev) = &t.tun {
+            self.start_usertcp(dev, &t)?;
+        } else if t.tcp.is_some() && t.mode == Mode::Reliable {
+            tracing::warn!("{KERNEL_RELIABLE}");
+        }
         // `[::]:P` is both families: one socket each (`origdst::listen_set`).
         for a in t.tcp.map(origdst::listen_set).unwrap_or_default() {
             let l = origdst::tcp_listener(a)
@@ -189,6 +212,56 @@ impl Ingress {
                 }
             });
         }
+        Ok(())
+    }
+
+    /// Reliable-mode interception through the TUN device `dev`: the user-space TCP
+    /// (`crate::usertcp`) terminates each connection and acknowledges only what the egress
+    /// confirmed; each established connection becomes a flow to the destination it addressed.
+    fn start_usertcp(self: &Arc<Self>, dev: &str, t: &Transparent) -> Result<()> {
+        let me = self.clone();
+        let class = t.class;
+        let route = format!("tun:{dev}");
+        let accept: crate::usertcp::Accept = Arc::new(move |src, dst, sink| {
+            let id = new_flow_id();
+            tracing::info!(flow = %fid(id), %src, dest = %dst, "new TCP flow (user-space TCP, reliable)");
+            let init = FlowInit {
+                route: route.clone(),
+                src_port: Some(src.port()),
+                ..FlowInit::new(
+                    id,
+                    class,
+                    dst.to_string(),
+                    Custody::mem(0),
+                    me.ctx.settings.window,
+                )
+            };
+            let flow = Flow::new(init, me.ctx.budget.clone());
+            flow.attach_user(sink);
+            me.ctx.reg.insert(&flow);
+            me.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);
+            let carried = Carried {
+                flow: flow.clone(),
+                mode: Mode::Reliable,
+                fec: me.ctx.settings.fec,
+                erasure: me.ctx.settings.erasure,
+                restored: false,
+            };
+            let m = me.clone();
+            tokio::spawn(async move { m.drive(carried).await });
+            Some(flow)
+        });
+        let policy = t.policy.clone();
+        let u = crate::usertcp::UserTcp::start(crate::usertcp::Settings {
+            device: dev.to_owned(),
+            window: self.ctx.settings.window,
+            max_conns: self.ctx.settings.max_connections,
+            permit: Arc::new(move |d| policy.permits(d)),
+            accept,
+        })
+        .with_context(|| format!("transparent TUN device {dev} (--transparent-tun)"))?;
+        tracing::info!(device = %u.device, "transparent TCP interception, reliable end to end (user-space TCP)");
+        let _ = self.usertcp.set(u);
         Ok(())
     }
 

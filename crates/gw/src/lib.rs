@@ -7,8 +7,8 @@
 //! the ingress reads only a small window ahead of what the destination confirmed).
 //!
 //! Modules, each importing only those listed before it (no cycle): `consts`, `appsock`, `frame`,
-//! `transparent` (interception: rules, allow/deny, original destination), `config`, `store`, `progress`, `policer`, `dgram` (leaves and codecs); `flow` (one TCP
-//! flow); `ctx` (what both roles share; the engine's link share paces the flows by class); `udp`, `udpstream` (UDP
+//! `transparent` (interception: rules, allow/deny, original destination), `config`, `store`, `progress`, `policer`, `dgram`, `sink` (leaves and codecs); `flow` (one TCP
+//! flow); `usertcp` (reliable interception's user-space TCP on a TUN device); `ctx` (what both roles share; the engine's link share paces the flows by class); `udp`, `udpstream` (UDP
 //! flows); `ingress`, `egress` (the roles); `metrics`. `scripts/check-module-cycles.sh`
 //! checks it.
 
@@ -25,10 +25,12 @@ pub mod metrics;
 pub mod policer;
 pub mod progress;
 pub mod session;
+pub mod sink;
 pub mod store;
 pub mod transparent;
 pub mod udp;
 pub mod udpstream;
+pub mod usertcp;
 
 pub use config::{FileConfig, Settings};
 pub use ctx::{Ctx, Role};

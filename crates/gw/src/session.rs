@@ -122,8 +122,9 @@ fn next_action(
         } else {
             return Err(SessionEnd::Reset(r.clone()));
         }
-    } else if confirmed != Some((st.in_delivered, st.in_fin)) {
-        Action::Confirm(st.in_delivered, st.in_fin)
+    } else if confirmed != Some(st.confirmable()) {
+        let (d, f) = st.confirmable();
+        Action::Confirm(d, f)
     } else if next < st.end {
         Action::Data(next, ((st.end - next) as usize).min(MAX_DATA))
     } else if st.fin && !fin_sent {

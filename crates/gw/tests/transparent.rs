@@ -144,6 +144,7 @@ fn rules_install_and_remove_leave_nothing_behind() {
     let down = RuleSpec {
         iif: vec!["tpin0".into()],
         tcp_port: Some(7400),
+        tcp_tun: None,
         udp_port: None,
         mark: 0x1,
         route_table: 100,
@@ -158,6 +159,7 @@ fn rules_install_and_remove_leave_nothing_behind() {
     let spec = RuleSpec {
         iif: vec!["tpin0".into()],
         tcp_port: Some(7400),
+        tcp_tun: None,
         udp_port: Some(7401),
         mark: 0x1,
         route_table: 100,
@@ -448,6 +450,7 @@ fn unmodified_curl_and_udp_cross_transparently() {
     let spec = RuleSpec {
         iif: vec!["tpgw0".into()],
         tcp_port: Some(7400),
+        tcp_tun: None,
         udp_port: Some(7401),
         mark: 0x1,
         route_table: 100,
@@ -751,6 +754,7 @@ fn ipv6_curl_and_udp_cross_transparently() {
     let spec = RuleSpec {
         iif: vec!["tpgw6".into()],
         tcp_port: Some(7400),
+        tcp_tun: None,
         udp_port: Some(7401),
         mark: 0x1,
         route_table: 100,

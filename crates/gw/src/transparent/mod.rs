@@ -30,6 +30,9 @@ pub struct TransparentSpec {
     pub udp_listen: Option<String>,
     /// Mode of intercepted TCP flows: near-reliable (default) or reliable.
     pub mode: Option<String>,
+    /// Reliable mode, end to end: the TUN device intercepted TCP is routed into, terminated
+    /// by the ingress's user-space TCP (`--transparent-tun`; docs/gateway.md §TCP reliable).
+    pub tun: Option<String>,
     /// Class of intercepted flows: control, telemetry, bulk (default).
     pub class: Option<String>,
     /// Destinations carried (`PREFIX[:PORTS]`; none: all not denied).
@@ -45,6 +48,8 @@ pub struct TransparentSpec {
 pub struct Transparent {
     pub tcp: Option<SocketAddr>,
     pub udp: Option<SocketAddr>,
+    /// The TUN device of the user-space TCP (reliable mode only).
+    pub tun: Option<String>,
     pub mode: Mode,
     pub class: Class,
     pub policy: DestPolicy,
@@ -74,10 +79,10 @@ impl TransparentSpec {
             .as_deref()
             .map(|s| listen_addr("transparent.udp_listen (--transparent-udp)", s))
             .transpose()?;
-        if tcp.is_none() && udp.is_none() {
+        if tcp.is_none() && udp.is_none() && self.tun.is_none() {
             return Err(
-                "transparent: give tcp_listen (--transparent-tcp) and/or udp_listen \
-                 (--transparent-udp), or leave the transparent settings out"
+                "transparent: give tcp_listen (--transparent-tcp), tun (--transparent-tun) \
+                 and/or udp_listen (--transparent-udp), or leave the transparent settings out"
                     .into(),
             );
         }
@@ -93,6 +98,28 @@ impl TransparentSpec {
                 }
             },
         };
+        if let Some(t) = &self.tun {
+            if mode != Mode::Reliable {
+                return Err(format!(
+                    "transparent.tun (--transparent-tun) '{t}': the user-space TCP serves \
+                     reliable mode only; add mode = \"reliable\" (--transparent-mode reliable) \
+                     — near-reliable flows keep custody semantics on --transparent-tcp"
+                ));
+            }
+            if t.is_empty() || t.len() >= 16 || t.contains(['/', ' ', '\0']) {
+                return Err(format!(
+                    "transparent.tun (--transparent-tun) '{t}': a network device name of 1 to \
+                     15 characters without '/' or spaces"
+                ));
+            }
+            if tcp.is_some() {
+                return Err(format!(
+                    "transparent.tun (--transparent-tun) '{t}' and tcp_listen \
+                     (--transparent-tcp): intercepted reliable TCP comes in on the TUN device; \
+                     give one of the two"
+                ));
+            }
+        }
         let class = match self.class.as_deref() {
             None => Class::Bulk,
             Some(c) => c
@@ -106,6 +133,7 @@ impl TransparentSpec {
         Ok(Transparent {
             tcp,
             udp,
+            tun: self.tun.clone(),
             mode,
             class,
             policy,
@@ -136,6 +164,12 @@ mod tests {
             Some("[::]:7400".parse().unwrap())
         );
         assert_eq!(t.mode, Mode::Reliable);
+        let tun = TransparentSpec {
+            tun: Some("aerotp0".into()),
+            mode: Some("reliable".into()),
+            ..Default::default()
+        };
+        assert_eq!(tun.settings().unwrap().tun.as_deref(), Some("aerotp0"));
         assert_eq!(t.class, Class::Bulk);
         assert!(t.policy.permits("10.1.2.3:80".parse().unwrap()));
         assert!(!t.policy.permits("11.1.2.3:80".parse().unwrap()));
@@ -168,6 +202,30 @@ mod tests {
                     ..ok.clone()
                 },
                 "--transparent-mode) 'datagram'",
+            ),
+            (
+                TransparentSpec {
+                    tun: Some("aerotp0".into()),
+                    ..ok.clone()
+                },
+                "--transparent-tun) 'aerotp0' and tcp_listen",
+            ),
+            (
+                TransparentSpec {
+                    tun: Some("aerotp0".into()),
+                    tcp_listen: None,
+                    mode: None,
+                    ..ok.clone()
+                },
+                "reliable mode only",
+            ),
+            (
+                TransparentSpec {
+                    tun: Some("a/b".into()),
+                    tcp_listen: None,
+                    ..ok.clone()
+                },
+                "--transparent-tun) 'a/b'",
             ),
             (
                 TransparentSpec {

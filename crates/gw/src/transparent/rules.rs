@@ -50,6 +50,9 @@ pub struct RuleSpec {
     pub iif: Vec<String>,
     /// The transparent TCP listener's port (`--transparent-tcp`), if TCP is intercepted.
     pub tcp_port: Option<u16>,
+    /// Instead: the ingress's TUN device (`--transparent-tun`, reliable end to end): TCP is
+    /// marked `mark << 1` and routed into it by table `route_table + 1`.
+    pub tcp_tun: Option<String>,
     /// The transparent UDP socket's port (`--transparent-udp`), if UDP is intercepted.
     pub udp_port: Option<u16>,
     /// Firewall mark of intercepted packets (routed to the local table `route_table`).
@@ -86,12 +89,38 @@ impl RuleSpec {
                 ));
             }
         }
-        if self.tcp_port.is_none() && self.udp_port.is_none() {
+        if self.tcp_port.is_none() && self.udp_port.is_none() && self.tcp_tun.is_none() {
             return Err(
-                "--tcp-port/--udp-port: give at least one (the ports of the \
-                 ingress's --transparent-tcp / --transparent-udp listeners)"
+                "--tcp-port/--tcp-tun/--udp-port: give at least one (the ports of the \
+                 ingress's --transparent-tcp / --transparent-udp listeners, or the device of \
+                 its --transparent-tun)"
                     .into(),
             );
+        }
+        if let Some(t) = &self.tcp_tun {
+            if self.tcp_port.is_some() {
+                return Err(format!(
+                    "--tcp-tun '{t}' and --tcp-port: TCP goes to one of the two (the TUN \
+                     device of --transparent-tun, or the --transparent-tcp listener)"
+                ));
+            }
+            let ok = !t.is_empty()
+                && t.len() <= 15
+                && t.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.@".contains(&b));
+            if !ok {
+                return Err(format!(
+                    "--tcp-tun '{t}': not an interface name; give 1 to 15 characters of \
+                     letters, digits, '-', '_', '.', '@'"
+                ));
+            }
+            if self.mark >= 1 << 31 || matches!(self.route_table + 1, 253..=255) {
+                return Err(format!(
+                    "--tcp-tun: uses mark {:#x} << 1 and table {} + 1; give a mark below \
+                     0x80000000 and a table whose successor is not 253-255",
+                    self.mark, self.route_table
+                ));
+            }
         }
         for (flag, p) in [("--tcp-port", self.tcp_port), ("--udp-port", self.udp_port)] {
             if p == Some(0) {
@@ -166,6 +195,13 @@ impl RuleSpec {
                 "meta l4proto tcp socket transparent 1 meta mark set {mark} accept"
             ));
         }
+        if self.tcp_tun.is_some() {
+            // Routed into the ingress's TUN device by the mark (its own table).
+            r.push(format!(
+                "meta l4proto tcp meta mark set {:#x} accept",
+                self.tun_mark()
+            ));
+        }
         for (proto, port) in [("tcp", self.tcp_port), ("udp", self.udp_port)] {
             let Some(p) = port else { continue };
             for f in self.families() {
@@ -192,7 +228,26 @@ impl RuleSpec {
         }
     }
 
-    /// The policy-routing commands (`ip` arguments): marked packets are delivered locally.
+    /// The mark of TCP routed into the TUN device (`--tcp-tun`).
+    fn tun_mark(&self) -> u32 {
+        self.mark << 1
+    }
+
+    /// The (mark, table) pairs of the policy routing: TPROXY's, and the TUN device's.
+    fn marks(&self) -> Vec<(String, String)> {
+        let mut v = vec![(format!("{:#x}", self.mark), self.route_table.to_string())];
+        if self.tcp_tun.is_some() {
+            v.push((
+                format!("{:#x}", self.tun_mark()),
+                (self.route_table + 1).to_string(),
+            ));
+        }
+        v
+    }
+
+    /// The policy-routing commands (`ip` arguments): marked packets are delivered locally,
+    /// or (`--tcp-tun`) routed into the ingress's TUN device; the sysctls that forwarding
+    /// needs (`sh -c` arguments).
     pub fn ip_install(&self) -> Vec<Vec<String>> {
         let (m, t) = (format!("{:#x}", self.mark), self.route_table.to_string());
         let mut v = Vec::new();
@@ -201,22 +256,48 @@ impl RuleSpec {
             v.push(words(&[
                 f.ip, "route", "replace", "local", f.all, "dev", "lo", "table", &t,
             ]));
+            if let Some(dev) = &self.tcp_tun {
+                let (m2, t2) = (&self.marks()[1].0, &self.marks()[1].1);
+                v.push(words(&[f.ip, "rule", "add", "fwmark", m2, "lookup", t2]));
+                v.push(words(&[
+                    f.ip, "route", "replace", "default", "dev", dev, "table", t2,
+                ]));
+            }
         }
         v
     }
 
-    /// Per family: the command deleting one fwmark rule, and the one flushing the table.
+    /// `--tcp-tun`: the kernel settings the TUN path needs — forwarding on (the segments
+    /// are forwarded into the device, the answers out of it), and the device's reverse-path
+    /// filter off (its answers come from the destinations' addresses); `conf.all.rp_filter`
+    /// counts too, so a strict 1 there becomes loose (2).
+    pub fn sysctls(&self) -> Option<String> {
+        let dev = self.tcp_tun.as_ref()?;
+        let mut s = format!(
+            "echo 1 > /proc/sys/net/ipv4/ip_forward && \
+             echo 0 > /proc/sys/net/ipv4/conf/{dev}/rp_filter && \
+             if [ \"$(cat /proc/sys/net/ipv4/conf/all/rp_filter)\" = 1 ]; then \
+             echo 2 > /proc/sys/net/ipv4/conf/all/rp_filter; fi"
+        );
+        if self.ipv6 {
+            s += " && echo 1 > /proc/sys/net/ipv6/conf/all/forwarding";
+        }
+        Some(s)
+    }
+
+    /// Per family and mark: the command deleting one fwmark rule, and the one flushing its
+    /// table.
     fn ip_remove(&self) -> Vec<(Vec<String>, Vec<String>)> {
-        let (m, t) = (format!("{:#x}", self.mark), self.route_table.to_string());
-        self.families()
-            .iter()
-            .map(|f| {
-                (
+        let mut v = Vec::new();
+        for f in self.families() {
+            for (m, t) in self.marks() {
+                v.push((
                     words(&[f.ip, "rule", "del", "fwmark", &m, "lookup", &t]),
                     words(&[f.ip, "route", "flush", "table", &t]),
-                )
-            })
-            .collect()
+                ));
+            }
+        }
+        v
     }
 
     /// Everything `install` runs, as a shell script (what `aerotp gw rules print` shows).
@@ -226,12 +307,19 @@ impl RuleSpec {
             .as_ref()
             .map(|n| format!("ip netns exec {n} "))
             .unwrap_or_default();
-        let mut s = String::from("# aerotp gw rules: TPROXY interception (docs/gateway.md)\n");
+        let mut s = String::from(if self.tcp_tun.is_some() {
+            "# aerotp gw rules: TCP into the TUN device, UDP by TPROXY (docs/gateway.md)\n"
+        } else {
+            "# aerotp gw rules: TPROXY interception (docs/gateway.md)\n"
+        });
         for (rule, _) in self.ip_remove() {
             s += &format!("{ns}ip {} 2>/dev/null || true\n", rule.join(" "));
         }
         for a in self.ip_install() {
             s += &format!("{ns}ip {}\n", a.join(" "));
+        }
+        if let Some(sh) = self.sysctls() {
+            s += &format!("{ns}sh -c '{sh}'\n");
         }
         s += &format!("{ns}nft -f - <<'EOF'\n{}EOF\n", self.nft_script());
         s
@@ -254,10 +342,21 @@ impl RuleSpec {
                     format!("{e} (IPv6 is off on this host: give --ipv4-only)")
                 } else if e.contains("not up") {
                     format!("{e} (the local routes need the loopback up: ip link set lo up)")
+                } else if e.contains("Cannot find device") && self.tcp_tun.is_some() {
+                    format!(
+                        "{e} (the TUN device is the ingress's: start the ingress with \
+                         --transparent-tun first)"
+                    )
                 } else {
                     e
                 }
             })?;
+        }
+        if let Some(sh) = self.sysctls() {
+            if let Err(e) = self.run("sh", &words(&["-c", &sh]), None) {
+                let _ = self.remove();
+                return Err(e);
+            }
         }
         let nft = self.nft_script();
         if let Err(e) = self.run("nft", &words(&["-f", "-"]), Some(&nft)) {
@@ -363,6 +462,7 @@ mod tests {
         RuleSpec {
             iif: vec!["eth1".into()],
             tcp_port: Some(7400),
+            tcp_tun: None,
             udp_port: Some(7401),
             mark: 0x1,
             route_table: 100,
@@ -373,6 +473,42 @@ mod tests {
             netns: None,
             ipv6: true,
         }
+    }
+
+    #[test]
+    fn tcp_into_the_tun_device_by_its_own_mark_and_table() {
+        let tun = RuleSpec {
+            tcp_port: None,
+            tcp_tun: Some("aerotp0".into()),
+            ..spec()
+        };
+        tun.check().unwrap();
+        let nft = tun.nft_script();
+        assert!(
+            nft.contains("meta l4proto tcp meta mark set 0x2 accept"),
+            "{nft}"
+        );
+        assert!(!nft.contains("tproxy ip to :7400"), "{nft}");
+        assert!(!nft.contains("socket transparent"), "{nft}");
+        assert!(
+            nft.contains("tproxy ip to :7401"),
+            "UDP still by TPROXY: {nft}"
+        );
+        let p = tun.print();
+        for want in [
+            "ip -4 rule add fwmark 0x2 lookup 101",
+            "ip -4 route replace default dev aerotp0 table 101",
+            "ip -6 rule add fwmark 0x2 lookup 101",
+            "ip -6 route replace default dev aerotp0 table 101",
+            "ip -4 rule del fwmark 0x2 lookup 101",
+            "echo 0 > /proc/sys/net/ipv4/conf/aerotp0/rp_filter",
+            "echo 1 > /proc/sys/net/ipv4/ip_forward",
+        ] {
+            assert!(p.contains(want), "want {want}: {p}");
+        }
+        // The local exclusions come before the mark, as for TPROXY.
+        assert!(nft.find("fib daddr type local").unwrap() < nft.find("mark set 0x2").unwrap());
+        assert!(spec().sysctls().is_none());
     }
 
     #[test]
@@ -464,6 +600,7 @@ mod tests {
             (
                 RuleSpec {
                     tcp_port: None,
+                    tcp_tun: None,
                     udp_port: None,
                     ..spec()
                 },
@@ -472,6 +609,7 @@ mod tests {
             (
                 RuleSpec {
                     tcp_port: Some(0),
+                    tcp_tun: None,
                     ..spec()
                 },
                 "--tcp-port '0'",
@@ -484,6 +622,30 @@ mod tests {
                 "--udp-port '0'",
             ),
             (RuleSpec { mark: 0, ..spec() }, "--mark '0'"),
+            (
+                RuleSpec {
+                    tcp_tun: Some("aerotp0".into()),
+                    ..spec()
+                },
+                "--tcp-tun 'aerotp0' and --tcp-port",
+            ),
+            (
+                RuleSpec {
+                    tcp_port: None,
+                    tcp_tun: Some("a b".into()),
+                    ..spec()
+                },
+                "--tcp-tun 'a b'",
+            ),
+            (
+                RuleSpec {
+                    tcp_port: None,
+                    tcp_tun: Some("aerotp0".into()),
+                    route_table: 252,
+                    ..spec()
+                },
+                "table 252 + 1",
+            ),
             (
                 RuleSpec {
                     route_table: 254,

@@ -1,0 +1,200 @@
+//! The ingress's user-space TCP for reliable-mode interception (docs/gateway.md §TCP
+//! reliable: end-to-end semantics): intercepted TCP is routed into a TUN device; each
+//! connection is terminated here, its bytes forwarded over AeroTP at once, and acknowledged
+//! to the source only as far as the egress confirmed them written to the destination.
+//!
+//! Modules, each importing only those listed before it: `packet` (IPv4/IPv6 + TCP parsing
+//! and building), `tun` (the device), `tcb` (one connection). This module runs the device:
+//! it demultiplexes segments to connections, answers SYNs (a refused destination with RST)
+//! and segments of unknown connections (RST), and hands each established connection to the
+//! ingress through [`Accept`].
+
+pub mod packet;
+pub mod tcb;
+pub mod tun;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::flow::{Flow, UserSink};
+use packet::{Out, Segment, ACK, RST, SYN};
+use tcb::{Conn, Event, Table, Tuple};
+use tun::Tun;
+
+/// Makes the flow of an established connection from `src` to `dst` whose source side is
+/// `sink`, and starts carrying it; `None` refuses it (the source is reset).
+pub type Accept =
+    Arc<dyn Fn(SocketAddr, SocketAddr, Arc<dyn UserSink>) -> Option<Arc<Flow>> + Send + Sync>;
+
+/// Whether a new connection to a destination is carried (the allow/deny lists).
+pub type Permit = Arc<dyn Fn(SocketAddr) -> bool + Send + Sync>;
+
+/// The settings of the user-space TCP.
+#[derive(Clone)]
+pub struct Settings {
+    /// The TUN device's name.
+    pub device: String,
+    /// Each flow's window: most bytes taken from a source and not yet confirmed.
+    pub window: u64,
+    /// Most connections at once (a SYN beyond is reset).
+    pub max_conns: usize,
+    pub permit: Permit,
+    pub accept: Accept,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("device", &self.device)
+            .field("window", &self.window)
+            .field("max_conns", &self.max_conns)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counters of the user-space TCP (also in the ingress's log).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub segments: AtomicU64,
+    /// Packets that were not TCP, malformed, or failed their checksum.
+    pub skipped: AtomicU64,
+    pub refused: AtomicU64,
+    pub accepted: AtomicU64,
+}
+
+/// A running user-space TCP.
+#[derive(Debug)]
+pub struct UserTcp {
+    pub device: String,
+    pub table: Arc<Table>,
+    pub counters: Arc<Counters>,
+}
+
+/// The device's MTU (the kernel's default for a new TUN device).
+const MTU: usize = 1500;
+
+impl UserTcp {
+    /// Creates the TUN device (errors say what is missing: root, the tun module) and starts
+    /// serving it.
+    pub fn start(s: Settings) -> std::io::Result<UserTcp> {
+        let tun = Arc::new(Tun::create(&s.device)?);
+        let table: Arc<Table> = Arc::default();
+        let counters: Arc<Counters> = Arc::default();
+        let me = UserTcp {
+            device: tun.name.clone(),
+            table: table.clone(),
+            counters: counters.clone(),
+        };
+        tokio::spawn(serve(tun, s, table, counters));
+        Ok(me)
+    }
+
+    /// Connections live now.
+    pub fn connections(&self) -> usize {
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// A RST for a segment no connection takes (RFC 9293 §3.10.7.1).
+fn rst_for(s: &Segment<'_>) -> Vec<u8> {
+    let (seq, ack, flags) = if s.has(ACK) {
+        (s.ack, 0, RST)
+    } else {
+        (0, s.seq.wrapping_add(s.seq_len()), RST | ACK)
+    };
+    packet::build(&Out {
+        src: s.dst,
+        dst: s.src,
+        seq,
+        ack,
+        flags,
+        window: 0,
+        syn_opts: None,
+        payload: &[],
+    })
+}
+
+/// An initial sequence number nobody can guess from the connection.
+fn iss(t: &Tuple) -> u32 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    t.hash(&mut h);
+    std::time::SystemTime::now().hash(&mut h);
+    h.finish() as u32
+}
+
+async fn serve(tun: Arc<Tun>, s: Settings, table: Arc<Table>, counters: Arc<Counters>) {
+    let mut buf = vec![0u8; 65_536];
+    loop {
+        let n = match tun.recv(&mut buf).await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(device = %tun.name, error = %e, "TUN read failed; retrying in 100 ms");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let seg = match packet::parse(&buf[..n]) {
+            Ok(seg) => seg,
+            Err(why) => {
+                counters.skipped.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(?why, "TUN packet skipped");
+                continue;
+            }
+        };
+        counters.segments.fetch_add(1, Ordering::Relaxed);
+        let t = Tuple {
+            src: seg.src,
+            dst: seg.dst,
+        };
+        let conn = table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&t)
+            .cloned();
+        match conn {
+            Some(c) => {
+                if c.on_segment(&seg) == Event::Established {
+                    established(&c, &s, &counters);
+                    c.on_segment(&seg);
+                }
+                c.wake.notify_one();
+            }
+            None if seg.has(SYN) && !seg.has(ACK) && !seg.has(RST) => {
+                let full = table.lock().unwrap_or_else(|e| e.into_inner()).len() >= s.max_conns;
+                if full || !(s.permit)(seg.dst) {
+                    counters.refused.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(from = %seg.src, dest = %seg.dst, full,
+                        "intercepted TCP connection refused (reset)");
+                    tun.send(&rst_for(&seg));
+                    continue;
+                }
+                let c = Arc::new(Conn::accept(&seg, iss(&t), s.window, tun.clone(), MTU));
+                table
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(t, c.clone());
+                tokio::spawn(tcb::drive(c, table.clone()));
+            }
+            None if !seg.has(RST) => tun.send(&rst_for(&seg)),
+            None => {}
+        }
+    }
+}
+
+/// The handshake of `c` completed: its flow, or a RST if the ingress refuses it.
+fn established(c: &Arc<Conn>, s: &Settings, counters: &Counters) {
+    let t = c.tuple();
+    let sink: Arc<dyn UserSink> = c.clone();
+    match (s.accept)(t.src, t.dst, sink) {
+        Some(flow) => {
+            counters.accepted.fetch_add(1, Ordering::Relaxed);
+            c.set_flow(flow);
+        }
+        None => {
+            counters.refused.fetch_add(1, Ordering::Relaxed);
+            c.refuse();
+        }
+    }
+}
