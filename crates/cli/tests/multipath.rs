@@ -4,65 +4,26 @@
 //! both. The relay's two sockets are two addresses to the receiver, and its two ports two to
 //! the sender, so each end sees two paths (docs/runtime.md, `send --path`).
 
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use aerotp_testkit::{free_udp, wait_bounded, KillOnDrop};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_aerotp"))
 }
 
 fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A child process killed and reaped when dropped, so a failing test leaves nothing running.
-struct KillOnDrop(Option<Child>);
-
-impl KillOnDrop {
-    fn take(mut self) -> Child {
-        self.0.take().expect("taken once")
-    }
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+    free_udp().port()
 }
 
 fn spawn(cmd: &mut Command) -> KillOnDrop {
-    KillOnDrop(Some(
+    KillOnDrop::new(
         cmd.stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn aerotp"),
-    ))
-}
-
-/// Waits for `child` at most `limit`, killing it if it takes longer.
-fn wait_bounded(mut child: Child, limit: Duration) -> Output {
-    let t = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "timed out after {limit:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    )
 }
 
 fn pattern(n: usize) -> Vec<u8> {
