@@ -365,15 +365,16 @@ fn broken(conn: &Connection, e: std::io::Error, silence: Duration) -> SendError 
 }
 
 /// Resolves `host:port` to one address.
-pub async fn resolve(to: &str) -> anyhow::Result<SocketAddr> {
+/// The address `to` given to `flag` (`--to`, `--path`): host:port, a name resolved.
+pub async fn resolve(flag: &str, to: &str) -> anyhow::Result<SocketAddr> {
     if let Ok(a) = to.parse() {
         return Ok(a);
     }
     let mut it = tokio::net::lookup_host(to).await.with_context(|| {
-        format!("--to {to}: not an address (host:port, e.g. 127.0.0.1:9000 or [::1]:9000)")
+        format!("{flag} {to}: not an address (host:port, e.g. 127.0.0.1:9000 or [::1]:9000)")
     })?;
     it.next()
-        .with_context(|| format!("--to {to}: the name has no address"))
+        .with_context(|| format!("{flag} {to}: the name has no address"))
 }
 
 /// An unspecified local address of the family of `remote`, any port.
@@ -466,12 +467,10 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         }
     }
     let name = args.name.clone().unwrap_or(default_name);
-    let target = resolve(&args.to).await?;
+    let target = resolve("--to", &args.to).await?;
     let mut paths = Vec::new();
     for p in &args.paths {
-        let a = resolve(p)
-            .await
-            .map_err(|e| anyhow::anyhow!("--path: {e:#}"))?;
+        let a = resolve("--path", p).await?;
         if a.is_ipv4() != target.is_ipv4() {
             return Err(anyhow::anyhow!(
                 "--path {p}: {a} is not of the address family of --to {target}; one socket \

@@ -187,6 +187,19 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         (send, "--silence-timeout", DUR),
         (send, "--port", COUNT),
         (send, "--to", ADDR),
+        // A path of another address family than --to's is refused too.
+        (
+            send,
+            "--path",
+            &[
+                "",
+                "garbage",
+                "1.2.3.4",
+                "1.2.3.4:99999",
+                "[::1]",
+                "[::1]:9",
+            ],
+        ),
         (send, "--mode", &["", "datagram", "fast"]),
         (send, "--name", &[""]),
         (send, "--pcap", UNWRITABLE),
@@ -242,6 +255,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         (sim, "--runs", COUNT),
         (sim, "--seed", &["-1", "", "many"]),
         (sim, "--pcap", UNWRITABLE),
+        (sim, "--timeline", UNWRITABLE),
         (sim, "--topology", &["", "ring"]),
         (sim, "--cap", DUR),
         (lab, "--seed", &["-1", "", "many"]),
@@ -280,6 +294,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
     }
     cases.extend([
         (ingress, "--peer", ADDR),
+        (ingress, "--peer-path", ADDR),
         (ingress, "--bind", ADDR),
         (ingress, "--tcp-listen", ADDR),
         (ingress, "--udp-listen", ADDR),
@@ -428,4 +443,32 @@ fn gateway_config_keys_are_checked_at_start() {
             "{role} {toml}: wrote something"
         );
     }
+}
+
+/// More paths than a connection keeps are refused before any traffic, naming the flag.
+#[test]
+fn too_many_paths_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.bin"), b"hello").unwrap();
+    let mut args: Vec<String> = [
+        "send",
+        "in.bin",
+        "--to",
+        "127.0.0.1:9",
+        "--mode",
+        "reliable",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for i in 1..=8 {
+        args.push("--path".into());
+        args.push(format!("127.0.0.{}:9", i + 1));
+    }
+    let (code, err) = aerotp_in(dir.path(), &args);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("9 paths") && err.contains("at most 8") && err.contains("--path"),
+        "{err}"
+    );
 }
