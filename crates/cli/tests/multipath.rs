@@ -26,18 +26,6 @@ fn spawn(cmd: &mut Command) -> KillOnDrop {
     )
 }
 
-fn pattern(n: usize) -> Vec<u8> {
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 #[test]
 fn send_spreads_one_connection_over_two_relayed_paths() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,7 +37,7 @@ fn send_spreads_one_connection_over_two_relayed_paths() {
     )
     .unwrap();
     let file = dir.path().join("in.bin");
-    let data = pattern(1_500_000);
+    let data = aerotp_testkit::random(1_500_000, 41);
     std::fs::write(&file, &data).unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();

@@ -9,9 +9,6 @@ use aerotp_testkit::{random, sha256};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
 mod common;
 
 async fn handover(mode: &str) {
@@ -25,20 +22,7 @@ async fn handover(mode: &str) {
     let store = tempfile::tempdir().unwrap();
     let custody = (mode == "near-reliable").then(|| store.path());
     let (ingress, entry) = common::tcp_ingress(relay, mode, custody, "40mbit").await;
-    let client = async {
-        let mut c = TcpStream::connect(entry).await.unwrap();
-        let (mut r, mut w) = c.split();
-        let wr = async {
-            w.write_all(&up).await.unwrap();
-            w.shutdown().await.unwrap();
-        };
-        let rd = async {
-            let mut got = Vec::new();
-            r.read_to_end(&mut got).await.unwrap();
-            got
-        };
-        tokio::join!(wr, rd).1
-    };
+    let client = common::tcp_exchange(entry, &up);
     let got = tokio::time::timeout(Duration::from_secs(60), client)
         .await
         .expect("the flow ends within 60 s");

@@ -27,19 +27,7 @@ async fn pair(
 }
 
 async fn transfer(entry: SocketAddr, up: &[u8], down_len: usize) -> Vec<u8> {
-    let mut c = TcpStream::connect(entry).await.unwrap();
-    let (mut r, mut w) = c.split();
-    let up2 = up.to_vec();
-    let wr = async move {
-        w.write_all(&up2).await.unwrap();
-        w.shutdown().await.unwrap();
-    };
-    let rd = async move {
-        let mut got = Vec::new();
-        r.read_to_end(&mut got).await.unwrap();
-        got
-    };
-    let (_, got) = tokio::join!(wr, rd);
+    let got = common::tcp_exchange(entry, up).await;
     assert_eq!(got.len(), 32 + down_len);
     got
 }

@@ -515,13 +515,15 @@ impl Connection {
         }
         self.last_heard = now;
         self.clock = self.clock.max(now);
-        if is_probe(&r.header, &r.body) {
-            // The peer asks whether this path works: the answer goes back on it.
-            self.paths.reply_on_rx();
-        }
-        if self.paths.multi() && r.quality != Quality::Corrupted {
-            let arrival = (now.as_micros() & 0xFFFF_FFFF) as u32;
-            self.paths.on_timestamp(arrival, r.header.timestamp);
+        if self.paths.multi() {
+            if is_probe(&r.header, &r.body) {
+                // The peer asks whether this path works: the answer goes back on it.
+                self.paths.reply_on_rx();
+            }
+            if r.quality != Quality::Corrupted {
+                let arrival = (now.as_micros() & 0xFFFF_FFFF) as u32;
+                self.paths.on_timestamp(arrival, r.header.timestamp);
+            }
         }
         // Anything heard ends an outage (or its suspicion).
         let resumed = self.liveness.silent();

@@ -11,6 +11,24 @@ use tokio::net::UdpSocket;
 // The generic helpers (ports, random data, waits) live once, in aerotp-testkit.
 use aerotp_testkit::free_udp;
 
+/// A TCP client of the ingress's `entry`: writes `up`, shuts its write half, and returns all
+/// it read until the other end closed (both at once, as an application would).
+pub async fn tcp_exchange(entry: SocketAddr, up: &[u8]) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut c = tokio::net::TcpStream::connect(entry).await.unwrap();
+    let (mut r, mut w) = c.split();
+    let wr = async {
+        w.write_all(up).await.unwrap();
+        w.shutdown().await.unwrap();
+    };
+    let rd = async {
+        let mut got = Vec::new();
+        r.read_to_end(&mut got).await.unwrap();
+        got
+    };
+    tokio::join!(wr, rd).1
+}
+
 /// An egress on loopback that connects every TCP flow to `dest`, at `rate`.
 pub async fn tcp_egress(dest: SocketAddr, rate: &str) -> std::sync::Arc<aerotp_gw::Gateway> {
     egress(
