@@ -26,7 +26,7 @@ pub struct Args {
     to: String,
     /// Another path to the receiver: its address on that path (host:port). Repeat once per
     /// path; the connection opens on --to and spreads its data over every path that answers
-    /// (docs/spec.md §10), --rate being the total. The local end of each path is the one the
+    /// (docs/spec.md §9), --rate being the total. The local end of each path is the one the
     /// host's routing picks towards the address (give each radio or channel its own subnet).
     #[arg(long = "path", value_name = "ADDR")]
     paths: Vec<String>,

@@ -80,7 +80,7 @@ pub struct Args {
     /// With several paths, spread the datagrams below the engine in proportion to the paths'
     /// rates, as Linux teql stripes a link (seed 003's set-up), instead of the engine using
     /// each path itself (default: one peer address per path, the rate shared by what each
-    /// delivers, dead paths declared down and probed; docs/spec.md §10).
+    /// delivers, dead paths declared down and probed; docs/spec.md §9).
     #[arg(long)]
     stripe_below: bool,
     /// Virtual-time cap per run; a run that reaches it is incomplete.

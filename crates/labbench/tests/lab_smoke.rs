@@ -91,7 +91,7 @@ fn tcp_and_aerotp_deliver_across_a_lossy_lab_link() {
     }
 }
 
-/// One AeroTP connection over two lab paths (docs/spec.md §10): the sender binds the
+/// One AeroTP connection over two lab paths (docs/spec.md §9): the sender binds the
 /// wildcard address, connects to the ground's address on path 0 and adds its address on
 /// path 1; each path's link carries a good share of the file, which arrives intact.
 #[test]

@@ -135,7 +135,7 @@ impl Connection {
             .and_then(|s| s.outcome.clone())
     }
 
-    /// Opens another path to the peer's address `remote` (docs/spec.md §10): the peer is
+    /// Opens another path to the peer's address `remote` (docs/spec.md §9): the peer is
     /// challenged there and, once it answers, the connection spreads its data over all its
     /// paths. The endpoint's one socket sends to every path, so the local address of a path
     /// is the one the host's routing picks towards `remote`: bind the endpoint to the

@@ -149,7 +149,7 @@ pub struct EndpointStats {
     /// ECHO proved it.
     pub path_challenges: u64,
     pub migrations: u64,
-    /// Addresses proven and added as another path of a connection (docs/spec.md §10).
+    /// Addresses proven and added as another path of a connection (docs/spec.md §9).
     pub paths_added: u64,
 }
 

@@ -1,11 +1,13 @@
-//! A connection's paths (docs/spec.md §10): the peer's addresses it sends to, each with its
+//! A connection's paths (docs/spec.md §9): the peer's addresses it sends to, each with its
 //! own round trip, delivery rate, losses and up/down state, and the choice of path for each
 //! datagram.
 //!
 //! - **Data** is spread over the paths that are up by smooth weighted round robin (as nginx
 //!   and Linux `teql` spread packets), the weights following what each path *delivers*
 //!   (bytes acknowledged per interval), not what it is offered: a path that loses or is
-//!   slower than its share gets less. A retransmission avoids the path that lost it.
+//!   slower than its share gets less. A retransmission avoids the path that lost it, a
+//!   repair the path of the latest data; both count in the round robin, so each path's share
+//!   of all datagrams stays its weight.
 //! - **Feedback and other control TPDUs** go back on the path the peer's latest TPDU came
 //!   from (alive one way at least), or on the path a PROBE came from (so the peer learns
 //!   that path works).
@@ -329,20 +331,22 @@ impl Paths {
             .enumerate()
             .any(|(i, p)| p.up && Some(i) != avoid);
         let usable = |i: usize, p: &Path| p.up && (!others_up || Some(i) != avoid);
-        let total: f64 = self
-            .list
-            .iter()
-            .enumerate()
-            .filter(|(i, p)| usable(*i, p))
-            .map(|(_, p)| p.weight)
-            .sum();
+        let total: f64 = self.list.iter().filter(|p| p.up).map(|p| p.weight).sum();
+        // Every path that is up earns its weight on every pick, the avoided one too, and the
+        // path chosen pays the whole turn: each path's share of all datagrams (data, repairs,
+        // retransmissions) stays its weight. Crediting only the usable paths put every repair
+        // on one path whenever the repair period was a multiple of the path count (one repair
+        // per four data TPDUs over two paths: the data alternates, so the datagram before each
+        // repair was always on the same path); that path carried 1.5x its share and queued.
         let mut best: Option<usize> = None;
         for i in 0..self.list.len() {
-            if !usable(i, &self.list[i]) {
+            if !self.list[i].up {
                 continue;
             }
             self.list[i].credit += self.list[i].weight;
-            if best.is_none_or(|b| self.list[i].credit > self.list[b].credit) {
+            if usable(i, &self.list[i])
+                && best.is_none_or(|b| self.list[i].credit > self.list[b].credit)
+            {
                 best = Some(i);
             }
         }

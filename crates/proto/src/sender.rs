@@ -728,7 +728,7 @@ impl Sender {
     }
 }
 
-/// Several paths (docs/spec.md §10): what the connection's path set asks of the sender.
+/// Several paths (docs/spec.md §9): what the connection's path set asks of the sender.
 impl Sender {
     /// Keeps a lane for `path` (0-based; bounded by `MAX_LANES`).
     pub fn add_path(&mut self, path: usize) {

@@ -1,4 +1,4 @@
-//! One connection over several paths, in virtual time (docs/spec.md §10): the initiator opens
+//! One connection over several paths, in virtual time (docs/spec.md §9): the initiator opens
 //! on one path and adds the others with `Endpoint::add_path`; the listener adds the
 //! initiator's new addresses as paths when they prove themselves. Data is spread over the
 //! paths by what each delivers, a path that dies is declared down and its TPDUs resent on the

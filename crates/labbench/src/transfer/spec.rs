@@ -110,7 +110,7 @@ pub struct Spec {
     /// Keep per-block arrival times (rate timelines).
     pub timeline: bool,
     /// AeroTP only: the ground's addresses on the lab's other paths. The sender adds each as
-    /// a path of its connection (docs/spec.md §10); both ends bind the wildcard address, so
+    /// a path of its connection (docs/spec.md §9); both ends bind the wildcard address, so
     /// each path's datagrams leave by the interface its subnet routes to.
     pub extra_paths: Vec<std::net::IpAddr>,
 }

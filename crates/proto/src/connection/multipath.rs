@@ -1,4 +1,4 @@
-//! A connection over several paths (docs/spec.md §10; the rules are `crate::paths`'s): what
+//! A connection over several paths (docs/spec.md §9; the rules are `crate::paths`'s): what
 //! the connection does when a path is added, heard from, measured, overdue or probed. With
 //! one path every function here returns at once.
 

@@ -120,7 +120,7 @@ impl Connection {
             return self.emit_control(now, Flags::empty(), &body, out, start, Some(path));
         }
         if let Some(path) = self.paths.take_probe() {
-            // A down path's probe (docs/spec.md §10): the same empty NACK, on that path; the
+            // A down path's probe (docs/spec.md §9): the same empty NACK, on that path; the
             // peer answers on the path it came from.
             let body = ControlBody {
                 nack: Some(aerotp_wire::Nack::default()),

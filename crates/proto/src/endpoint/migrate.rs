@@ -154,7 +154,7 @@ impl Endpoint {
     /// The peer proved it receives at `addr`. It becomes another path of the connection if
     /// this end asked for it (`add_path`), or if the peer was still heard on the paths it
     /// has after `addr` appeared (the peer sends on several); otherwise the peer moved, and
-    /// the path it has been silent on longest goes to `addr` (docs/spec.md §9, §10).
+    /// the path it has been silent on longest goes to `addr` (docs/spec.md §9).
     fn adopt_path(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
         let proven = self.migrate.proven(ch, addr);
         let asked = self.migrate.asked_for(ch);
@@ -184,7 +184,7 @@ impl Endpoint {
     }
 
     /// Opens another path of connection `h` to the peer's address `remote` (docs/spec.md
-    /// §10): the peer is challenged there, and once its ECHO comes back the connection sends
+    /// §9): the peer is challenged there, and once its ECHO comes back the connection sends
     /// on both. The peer, seeing this end's TPDUs come from another address while the first
     /// path still carries them, validates that address and sends on it too. A `remote` that
     /// never answers is given up after the challenge series (7.75 s).

@@ -41,6 +41,37 @@ fn equal_paths_share_evenly_and_a_retransmission_avoids_its_path() {
 }
 
 #[test]
+fn repairs_avoiding_the_latest_data_path_leave_every_path_its_share() {
+    // Two equal paths, one repair after every four data TPDUs, each repair on the other path
+    // than the data just before it (the rule of `emit_repair`). The data alternates, so the
+    // TPDU before a repair is always on the same path: the repairs must still not pile up
+    // there, or that path carries 1.5 times its share and queues.
+    let rtt = RttEstimator::new(Duration::from_millis(100), Duration::from_millis(20));
+    let mut p = Paths::new(addr(0), Duration::ZERO, rtt.fresh());
+    assert_eq!(p.add(addr(1), Duration::ZERO, rtt.fresh()), Some(1));
+    let mut all = [0usize; 2];
+    let mut repairs = [0usize; 2];
+    let mut last_data = 0;
+    for i in 0..1000 {
+        let path = if i % 5 == 4 {
+            let r = p.pick(Some(last_data));
+            assert_ne!(r, last_data, "a repair went on the latest data's path");
+            repairs[usize::from(r)] += 1;
+            r
+        } else {
+            last_data = p.pick(None);
+            last_data
+        };
+        all[usize::from(path)] += 1;
+    }
+    assert!(all[0].abs_diff(all[1]) <= 2, "datagrams per path {all:?}");
+    assert!(
+        repairs[0].abs_diff(repairs[1]) <= 2,
+        "repairs per path {repairs:?}"
+    );
+}
+
+#[test]
 fn weights_follow_what_each_path_delivers() {
     let mut p = three(Duration::ZERO);
     // Path 2 delivered a quarter of what the others did, over several intervals.

@@ -49,7 +49,7 @@ pub struct Scenario {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Striping {
     /// The engine: one path per peer address, the rate shared by what each path delivers,
-    /// paths declared down and probed (docs/spec.md §10).
+    /// paths declared down and probed (docs/spec.md §9).
     #[default]
     Engine,
     /// Below an engine that sees one path, in proportion to the paths' rates, as Linux
