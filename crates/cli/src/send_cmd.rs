@@ -1,6 +1,6 @@
 //! `aerotp send`: sends one file (or standard input) over an AeroTP connection.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
@@ -24,11 +24,18 @@ pub struct Args {
     /// Receiver's UDP address (host:port), e.g. 127.0.0.1:9000 or [::1]:9000.
     #[arg(long)]
     to: String,
-    /// Another path to the receiver: its address on that path (host:port). Repeat once per
-    /// path; the connection opens on --to and spreads its data over every path that answers
-    /// (docs/spec.md §9), --rate being the total. The local end of each path is the one the
-    /// host's routing picks towards the address (give each radio or channel its own subnet).
-    #[arg(long = "path", value_name = "ADDR")]
+    /// This host's address to send the --to path from (one radio of several), e.g. 10.1.0.2.
+    /// Without it the host's routing picks it.
+    #[arg(long, value_name = "LOCAL")]
+    from: Option<String>,
+    /// Another path to the receiver: [LOCAL=]ADDR, its address on that path (host:port) and
+    /// optionally this host's address to send it from (e.g. 10.2.0.2=10.2.0.1:47000).
+    /// Repeat once per path; the connection opens on --to and spreads its data over every
+    /// path that answers (docs/spec.md §9), --rate being the total. The local address picks
+    /// the source of the path's datagrams; the outgoing interface is still routing's choice
+    /// by destination, so give each radio or channel its own subnet (or a rule `ip rule add
+    /// from LOCAL table N`). Each path needs its own ADDR.
+    #[arg(long = "path", value_name = "[LOCAL=]ADDR")]
     paths: Vec<String>,
     /// Receiver's AeroTP port (not a UDP port).
     #[arg(long, default_value_t = aerotp_net::DEFAULT_PORT, value_parser = port_arg)]
@@ -202,7 +209,7 @@ impl<R: AsyncRead + Unpin> CheckedInput<R> {
 pub async fn send_stream<R: AsyncRead + Unpin>(
     ep: &Endpoint,
     target: SocketAddr,
-    paths: &[SocketAddr],
+    paths: &[PathArg],
     port: u16,
     cfg: ConnectionConfig,
     header: &[u8],
@@ -215,9 +222,12 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
     let conn = ep
         .connect(target, port, cfg)
         .map_err(|e| SendError::Local(e.into()))?;
-    for &p in paths {
-        conn.add_path(p)
-            .map_err(|e| SendError::Local(anyhow::anyhow!("--path {p}: {e}")))?;
+    for p in paths {
+        let added = match p.local {
+            Some(local) => conn.add_path_from(local, p.remote),
+            None => conn.add_path(p.remote),
+        };
+        added.map_err(|e| SendError::Local(anyhow::anyhow!("--path {}: {e}", p.arg)))?;
     }
     let hlen = header.len() as u64;
     let announced = match decode_header(header) {
@@ -377,6 +387,45 @@ pub async fn resolve(flag: &str, to: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("{flag} {to}: the name has no address"))
 }
 
+/// One `--path`: the peer's address on it and this host's, if given.
+#[derive(Debug, Clone)]
+pub struct PathArg {
+    pub local: Option<IpAddr>,
+    pub remote: SocketAddr,
+    /// As given, for messages.
+    pub arg: String,
+}
+
+/// Parses `--path [LOCAL=]ADDR` (ADDR resolved; LOCAL an IP address of `target`'s family).
+async fn path_arg(p: &str, target: SocketAddr) -> anyhow::Result<PathArg> {
+    let (local, addr) = match p.split_once('=') {
+        Some((l, a)) => {
+            let ip: IpAddr = l.trim().parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "--path {p}: '{l}' is not an IP address; give LOCAL=ADDR with LOCAL one of \
+                     this host's addresses, e.g. 10.2.0.2=10.2.0.1:47000"
+                )
+            })?;
+            (Some(ip), a)
+        }
+        None => (None, p),
+    };
+    let remote = resolve("--path", addr).await?;
+    for a in local.iter().copied().chain([remote.ip()]) {
+        if a.is_ipv4() != target.is_ipv4() {
+            anyhow::bail!(
+                "--path {p}: {a} is not of the address family of --to {target}; one socket \
+                 carries every path, so give addresses of one family"
+            );
+        }
+    }
+    Ok(PathArg {
+        local,
+        remote,
+        arg: p.to_string(),
+    })
+}
+
 /// An unspecified local address of the family of `remote`, any port.
 pub fn local_any(remote: SocketAddr) -> SocketAddr {
     if remote.is_ipv4() {
@@ -468,18 +517,38 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     }
     let name = args.name.clone().unwrap_or(default_name);
     let target = resolve("--to", &args.to).await?;
-    let mut paths = Vec::new();
+    let mut paths: Vec<PathArg> = Vec::new();
     for p in &args.paths {
-        let a = resolve("--path", p).await?;
-        if a.is_ipv4() != target.is_ipv4() {
+        let path = path_arg(p, target).await?;
+        if path.remote == target || paths.iter().any(|q| q.remote == path.remote) {
             return Err(anyhow::anyhow!(
-                "--path {p}: {a} is not of the address family of --to {target}; one socket \
-                 carries every path, so give addresses of one family"
+                "--path {p}: {} is already a path of this connection (--to or another \
+                 --path); a connection tells its paths apart by the peer's address, so give \
+                 each path its own",
+                path.remote
             )
             .into());
         }
-        paths.push(a);
+        paths.push(path);
     }
+    let from = match &args.from {
+        Some(f) => {
+            let ip: IpAddr = f.trim().parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "--from {f}: not an IP address; give one of this host's addresses, \
+                     e.g. 10.1.0.2"
+                )
+            })?;
+            if ip.is_ipv4() != target.is_ipv4() {
+                return Err(anyhow::anyhow!(
+                    "--from {f}: not of the address family of --to {target}"
+                )
+                .into());
+            }
+            Some(ip)
+        }
+        None => None,
+    };
     if paths.len() + 1 > aerotp_proto::MAX_PATHS {
         return Err(anyhow::anyhow!(
             "{} paths: a connection keeps at most {} (--to and {} --path)",
@@ -496,6 +565,10 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         args.key.apply(EndpointConfig::default())?,
     )
     .map_err(|e| SendError::Local(e.into()))?;
+    if let Some(ip) = from {
+        ep.pin_source(target, ip)
+            .map_err(|e| SendError::Local(anyhow::anyhow!("--from {ip}: {e}")))?;
+    }
     obs.attach(&args.observe, &ep).await?;
     let header = encode_header(&name, size);
     let pb = progress_bar(size, &format!("send {name}"));

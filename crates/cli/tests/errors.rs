@@ -198,6 +198,26 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
                 "1.2.3.4:99999",
                 "[::1]",
                 "[::1]:9",
+                // A path the connection already has (--to's address), a local address that
+                // is not one, of another family, or not this host's.
+                "127.0.0.1:9",
+                "garbage=127.0.0.2:9",
+                "=127.0.0.2:9",
+                "::1=127.0.0.2:9",
+                "203.0.113.9=127.0.0.2:9",
+                "127.0.0.2=garbage",
+            ],
+        ),
+        (
+            send,
+            "--from",
+            &[
+                "",
+                "garbage",
+                "127.0.0.1:9",
+                "::1",
+                "203.0.113.9",
+                "0.0.0.0",
             ],
         ),
         (send, "--mode", &["", "datagram", "fast"]),

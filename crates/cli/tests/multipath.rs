@@ -2,7 +2,9 @@
 //! relays two emulated paths (4 Mb/s each, 10 ms and 30 ms one way), each on its own port,
 //! to one `aerotp recv`; `aerotp send --to <path 0> --path <path 1>` spreads the file over
 //! both. The relay's two sockets are two addresses to the receiver, and its two ports two to
-//! the sender, so each end sees two paths (docs/runtime.md, `send --path`).
+//! the sender, so each end sees two paths (docs/runtime.md, `send --path`). The sender sends
+//! each path from its own local address (`--from`, `--path LOCAL=ADDR`); the relay's capture
+//! shows the datagrams arriving from them.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -43,8 +45,11 @@ fn send_spreads_one_connection_over_two_relayed_paths() {
     std::fs::create_dir(&out).unwrap();
     let (p0, p1, server) = (free_port(), free_port(), free_port());
     let addr = |p: u16| format!("127.0.0.1:{p}");
-    let _link = spawn(bin().args([
+    let pcap = dir.path().join("link.pcapng");
+    let link = spawn(bin().args([
         "link",
+        "--pcap",
+        pcap.to_str().unwrap(),
         "--scenario",
         scenario.to_str().unwrap(),
         "--listen",
@@ -71,8 +76,10 @@ fn send_spreads_one_connection_over_two_relayed_paths() {
         file.to_str().unwrap(),
         "--to",
         &addr(p0),
+        "--from",
+        "127.0.0.2",
         "--path",
-        &addr(p1),
+        &format!("127.0.0.3={}", addr(p1)),
         "--mode",
         "reliable",
         "--rate",
@@ -110,4 +117,24 @@ fn send_spreads_one_connection_over_two_relayed_paths() {
     // The receiver saw the sender on both relay sockets: two paths there too.
     let rv: serde_json::Value = serde_json::from_slice(&r.stdout).expect("recv --json");
     assert_eq!(rv["paths"].as_array().map(Vec::len), Some(2), "{rv}");
+    // The relay's capture (closed when it stops on Ctrl-C): what reached each of its sockets
+    // from the sender came from that path's local address.
+    let st = Command::new("kill")
+        .args(["-INT", &link.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    wait_bounded(link.take(), Duration::from_secs(20));
+    let (_, packets) = aerotp_capture::read_capture(&pcap).expect("the relay's capture");
+    let from = |port: u16| -> Vec<std::net::IpAddr> {
+        let mut v: Vec<_> = packets
+            .iter()
+            .filter(|p| p.dst.port() == port && p.src.port() != server)
+            .map(|p| p.src.ip())
+            .collect();
+        v.dedup();
+        v
+    };
+    assert_eq!(from(p0), ["127.0.0.2".parse::<std::net::IpAddr>().unwrap()]);
+    assert_eq!(from(p1), ["127.0.0.3".parse::<std::net::IpAddr>().unwrap()]);
 }

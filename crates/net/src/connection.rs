@@ -138,9 +138,10 @@ impl Connection {
     /// Opens another path to the peer's address `remote` (docs/spec.md §9): the peer is
     /// challenged there and, once it answers, the connection spreads its data over all its
     /// paths. The endpoint's one socket sends to every path, so the local address of a path
-    /// is the one the host's routing picks towards `remote`: bind the endpoint to the
-    /// wildcard address (`0.0.0.0:port`) and give each path's peer address its own route
-    /// (a subnet per radio or channel, as the lab's paths have).
+    /// is the one the host's routing picks towards `remote` ([`Connection::add_path_from`]
+    /// chooses it): bind the endpoint to the wildcard address (`0.0.0.0:port`) and give each
+    /// path's peer address its own route (a subnet per radio or channel, as the lab's paths
+    /// have).
     pub fn add_path(&self, remote: SocketAddr) -> Result<(), crate::Error> {
         let shared = self.shared();
         {
@@ -150,6 +151,27 @@ impl Connection {
         }
         shared.wake.notify_one();
         Ok(())
+    }
+
+    /// As [`Connection::add_path`], with the path's local end: this host's address `local`
+    /// (see [`crate::Endpoint::pin_source`] for what it needs and does).
+    pub fn add_path_from(
+        &self,
+        local: std::net::IpAddr,
+        remote: SocketAddr,
+    ) -> Result<(), crate::Error> {
+        let before = {
+            let mut st = self.shared().lock();
+            let before = st.local_addrs.pinned(remote);
+            st.local_addrs.pin(remote, local)?;
+            before
+        };
+        let r = self.add_path(remote);
+        if r.is_err() {
+            // The path was refused: its local address goes back to what it was.
+            self.shared().lock().local_addrs.restore(remote, before);
+        }
+        r
     }
 
     /// Changes the sending rate (backpressure).

@@ -15,7 +15,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::counters::{IoCounters, Totals};
-use crate::tap::{wall_clock, EngineTap, LocalAddrs, TapHandle, TAP_RECEIVED, TAP_SENT};
+use crate::sources::LocalAddrs;
+use crate::tap::{wall_clock, EngineTap, TapHandle, TAP_RECEIVED, TAP_SENT};
 use crate::udp;
 use crate::BATCH;
 
@@ -75,6 +76,8 @@ pub(crate) struct State {
     pub(crate) tap: Option<TapHandle>,
     /// The engine's connections after each step, if asked for (`--qlog`).
     pub(crate) engine_tap: Option<Arc<dyn EngineTap>>,
+    /// The local address each datagram leaves from (a socket bound to the unspecified
+    /// address: pinned per path, learned from what peers sent to; `crate::sources`).
     pub(crate) local_addrs: LocalAddrs,
 }
 
@@ -222,7 +225,8 @@ pub(crate) async fn sleep_until(t: Option<Instant>) {
 }
 
 pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
-    let mut io = udp::UdpIo::new(socket, gso);
+    let pktinfo = shared.local_addr.ip().is_unspecified();
+    let mut io = udp::UdpIo::new(socket, gso, pktinfo);
     let mut rbuf = vec![0u8; udp::RECV_BUFFER];
     let mut outbox = udp::Outbox::default();
     let mut unused_since: Option<Instant> = None;
@@ -258,6 +262,11 @@ pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
                 if let Some((tap, at)) = &tap {
                     let local = st.local_addrs.towards(remote);
                     tap.datagram(TAP_SENT, *at, local, remote, dgram);
+                }
+            }
+            if st.local_addrs.chooses() {
+                for t in &mut outbox.trains {
+                    t.src = st.local_addrs.source(t.dest);
                 }
             }
             st.dispatch(&shared);
@@ -354,7 +363,15 @@ pub(crate) fn receive(io: &udp::UdpIo, st: &mut State, rbuf: &mut [u8], now: Dur
     let tap = st.tap.clone();
     while taken < RECV_BATCH {
         match io.try_recv(rbuf) {
-            Ok((n, from, stride)) => {
+            Ok(udp::Read {
+                len: n,
+                from,
+                stride,
+                to,
+            }) => {
+                if let Some(to) = to {
+                    st.local_addrs.learn(from, to);
+                }
                 // The datagrams of one GRO train arrived together: one timestamp.
                 let tapped = tap
                     .as_ref()

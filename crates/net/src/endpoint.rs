@@ -13,7 +13,8 @@ use crate::connection::Connection;
 use crate::driver::{drive, Shared, Slot, State, UserRef};
 use crate::metrics::{IoCounters, MetricsSource, Totals};
 use crate::socket::{udp_socket, zero_checksums};
-use crate::tap::{EngineTap, LocalAddrs, Tap, TapHandle};
+use crate::sources::LocalAddrs;
+use crate::tap::{EngineTap, Tap, TapHandle};
 use crate::{ConnectionConfig, DatagramMsg, EndpointConfig, EndpointStats, Error};
 
 /// A UDP socket with its AeroTP endpoint and driver task. Cheap to clone.
@@ -123,6 +124,19 @@ impl Endpoint {
         config: ConnectionConfig,
     ) -> Result<Connection, Error> {
         self.connect_from(remote, port, None, config)
+    }
+
+    /// Datagrams to the peer address `remote` leave from this host's address `local` from
+    /// now on (a path's local end: one radio of several). Needs an endpoint bound to the
+    /// unspecified address (`0.0.0.0:PORT`, `[::]:PORT`). The kernel still routes by
+    /// destination: `local` chooses the outgoing interface only where routing does (a
+    /// subnet per radio, or a rule `ip rule add from LOCAL table N`). Call before
+    /// [`Endpoint::connect`] for a connection's first path; [`Connection::add_path_from`]
+    /// does it for the others. Without it, a socket bound to the unspecified address
+    /// answers each peer from the address the peer sent to (`crate::sources`).
+    pub fn pin_source(&self, remote: SocketAddr, local: std::net::IpAddr) -> Result<(), Error> {
+        self.shared().lock().local_addrs.pin(remote, local)?;
+        Ok(())
     }
 
     /// As [`Endpoint::connect`], from AeroTP port `local_port` when it is free (else from the

@@ -34,6 +34,7 @@ pub mod keyfile;
 pub mod metrics;
 mod report;
 pub mod socket;
+pub mod sources;
 pub mod tap;
 mod udp;
 
@@ -63,6 +64,9 @@ pub enum Error {
     /// The engine refused (bad settings, too many connections…).
     #[error(transparent)]
     Engine(#[from] EndpointError),
+    /// A path's local address cannot be used (`Endpoint::pin_source`).
+    #[error("cannot send from that local address: {0}")]
+    Source(#[from] sources::PinError),
     /// The operating system's random generator failed (the engine's seed comes from it).
     #[error("the operating system's random generator failed; the endpoint needs it for its cookie secret (check that getrandom(2) or /dev/urandom is available)")]
     Random,

@@ -5,8 +5,7 @@
 //! it with a writer thread behind a queue bounded in bytes, so a slow disk drops capture
 //! records, never data. The relay of `aerotp-emu` uses the same trait.
 
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -71,77 +70,4 @@ pub fn wall_clock() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
-}
-
-/// Most remote addresses whose local source address is remembered; the cache is emptied when
-/// full (a server talking to more peers looks routes up again, it never grows without bound).
-const LOCAL_CACHE_LIMIT: usize = 1024;
-
-/// The local address a socket bound to `bound` uses towards each remote: a socket bound to
-/// the unspecified address (`0.0.0.0:P`) has no one source address, so a capture asks the
-/// kernel's routing table (a throwaway UDP socket connected to the remote; nothing is sent)
-/// and remembers the answer per remote IP.
-#[derive(Debug)]
-pub struct LocalAddrs {
-    bound: SocketAddr,
-    cache: HashMap<IpAddr, IpAddr>,
-}
-
-impl LocalAddrs {
-    pub fn new(bound: SocketAddr) -> LocalAddrs {
-        LocalAddrs {
-            bound,
-            cache: HashMap::new(),
-        }
-    }
-
-    /// The local address (with the bound port) datagrams to or from `remote` use.
-    pub fn towards(&mut self, remote: SocketAddr) -> SocketAddr {
-        if !self.bound.ip().is_unspecified() {
-            return self.bound;
-        }
-        let port = self.bound.port();
-        if let Some(ip) = self.cache.get(&remote.ip()) {
-            return SocketAddr::new(*ip, port);
-        }
-        let ip = route_source(remote).unwrap_or(self.bound.ip());
-        if self.cache.len() >= LOCAL_CACHE_LIMIT {
-            self.cache.clear();
-        }
-        self.cache.insert(remote.ip(), ip);
-        SocketAddr::new(ip, port)
-    }
-}
-
-/// The source address the kernel would pick for `remote` (`connect` on UDP sends nothing).
-fn route_source(remote: SocketAddr) -> Option<IpAddr> {
-    let any: SocketAddr = match remote {
-        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
-    };
-    let s = std::net::UdpSocket::bind(any).ok()?;
-    s.connect(remote).ok()?;
-    s.local_addr().ok().map(|a| a.ip())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unspecified_bind_resolves_the_route_source_and_keeps_the_port() {
-        let mut l = LocalAddrs::new("0.0.0.0:4242".parse().unwrap());
-        let a = l.towards("127.0.0.1:9".parse().unwrap());
-        assert_eq!(a, "127.0.0.1:4242".parse().unwrap());
-        let mut fixed = LocalAddrs::new("127.0.0.2:7".parse().unwrap());
-        assert_eq!(
-            fixed.towards("127.0.0.1:9".parse().unwrap()),
-            "127.0.0.2:7".parse().unwrap()
-        );
-        for i in 0..(LOCAL_CACHE_LIMIT as u32 + 10) {
-            let ip = Ipv4Addr::from(0x7f00_0000 + i + 1);
-            l.towards(SocketAddr::new(ip.into(), 1));
-        }
-        assert!(l.cache.len() <= LOCAL_CACHE_LIMIT);
-    }
 }

@@ -11,7 +11,7 @@
 //! Where the kernel lacks either feature, or refuses a train, the datagrams go one by one.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
@@ -28,6 +28,9 @@ pub(crate) const RECV_BUFFER: usize = 65_536;
 #[derive(Debug)]
 pub(crate) struct Train {
     pub dest: SocketAddr,
+    /// The local address the train leaves from (`IP_PKTINFO`); `None`: the socket's own, or
+    /// routing's choice (see `crate::sources`).
+    pub src: Option<IpAddr>,
     pub buf: Vec<u8>,
     pub segment: usize,
     pub count: usize,
@@ -39,6 +42,7 @@ impl Train {
     fn new(dest: SocketAddr, buf: Vec<u8>) -> Train {
         Train {
             dest,
+            src: None,
             segment: buf.len(),
             buf,
             count: 1,
@@ -162,14 +166,22 @@ pub(crate) struct UdpIo {
 }
 
 impl UdpIo {
-    /// Wraps `socket`, turning on GSO (unless `gso` is false) and GRO where the kernel has them.
-    pub fn new(socket: UdpSocket, gso: bool) -> UdpIo {
+    /// Wraps `socket`, turning on GSO (unless `gso` is false) and GRO where the kernel has them,
+    /// and, with `pktinfo` (a socket bound to the unspecified address), the destination
+    /// address of every datagram read (`crate::sources`).
+    pub fn new(socket: UdpSocket, gso: bool, pktinfo: bool) -> UdpIo {
         let max_segments = if gso && sys::gso_supported(&socket) {
             MAX_SEGMENTS
         } else {
             1
         };
         sys::enable_gro(&socket);
+        if pktinfo {
+            if let Err(e) = sys::enable_pktinfo(&socket) {
+                // Replies then leave from the address routing picks, as before.
+                tracing::debug!(error = %e, "no destination addresses on reads");
+            }
+        }
         UdpIo {
             socket,
             max_segments,
@@ -183,7 +195,7 @@ impl UdpIo {
     /// Sends a train; returns how many of its datagrams could not be sent.
     pub async fn send(&mut self, t: &Train) -> usize {
         if t.count > 1 {
-            match self.send_one(t.dest, &t.buf, t.segment).await {
+            match self.send_one(t.dest, t.src, &t.buf, t.segment).await {
                 Ok(()) => return 0,
                 Err(e) => {
                     // The kernel or the route refused the train (no GSO on this device, a
@@ -195,7 +207,7 @@ impl UdpIo {
         }
         let mut failed = 0;
         for d in t.datagrams() {
-            if let Err(e) = self.send_one(t.dest, d, 0).await {
+            if let Err(e) = self.send_one(t.dest, t.src, d, 0).await {
                 tracing::debug!(addr = %t.dest, error = %e, "send failed");
                 failed += 1;
             }
@@ -203,11 +215,17 @@ impl UdpIo {
         failed
     }
 
-    async fn send_one(&self, dest: SocketAddr, buf: &[u8], segment: usize) -> io::Result<()> {
+    async fn send_one(
+        &self,
+        dest: SocketAddr,
+        src: Option<IpAddr>,
+        buf: &[u8],
+        segment: usize,
+    ) -> io::Result<()> {
         loop {
             self.socket.writable().await?;
             match self.socket.try_io(Interest::WRITABLE, || {
-                sys::send(&self.socket, dest, buf, segment)
+                sys::send(&self.socket, dest, src, buf, segment)
             }) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 r => return r,
@@ -219,26 +237,52 @@ impl UdpIo {
         self.socket.readable().await
     }
 
-    /// Receives one datagram or GRO train into `buf` without waiting: (bytes, sender, segment
-    /// size). `WouldBlock` when nothing is waiting.
-    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
+    /// Receives one datagram or GRO train into `buf` without waiting. `WouldBlock` when
+    /// nothing is waiting.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Read> {
         self.socket
             .try_io(Interest::READABLE, || sys::recv(&self.socket, buf))
     }
+}
+
+/// What one read returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Read {
+    /// Bytes in the buffer: one datagram or a GRO train.
+    pub len: usize,
+    pub from: SocketAddr,
+    /// Length of each datagram of a train (the last may be shorter); `len` for one.
+    pub stride: usize,
+    /// The address the datagrams were sent to, where the socket reports it (`pktinfo`).
+    pub to: Option<IpAddr>,
 }
 
 #[cfg(target_os = "linux")]
 mod sys {
     use std::io;
     use std::mem::{size_of, size_of_val, zeroed};
-    use std::net::SocketAddr;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
     use std::os::fd::AsRawFd;
 
     use socket2::SockAddr;
     use tokio::net::UdpSocket;
 
-    /// Control-message space, 8-byte aligned; room for one `int` message or two.
-    type CmsgBuf = [u64; 8];
+    use super::Read;
+
+    /// Control-message space, 8-byte aligned: room for a segment size or GRO `int` and an
+    /// IPv6 packet-info message (24 + 40 bytes), with some to spare.
+    type CmsgBuf = [u64; 16];
+
+    /// Asks for the destination address of every datagram read (`IP_PKTINFO`,
+    /// `IPV6_RECVPKTINFO`).
+    pub(super) fn enable_pktinfo(s: &UdpSocket) -> io::Result<()> {
+        let fd = s.as_raw_fd();
+        if s.local_addr()?.is_ipv4() {
+            crate::socket::set_int_option(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)
+        } else {
+            crate::socket::set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)
+        }
+    }
 
     pub(super) fn gso_supported(s: &UdpSocket) -> bool {
         crate::socket::int_option(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_SEGMENT).is_ok()
@@ -249,10 +293,12 @@ mod sys {
         let _ = crate::socket::set_int_option(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_GRO, 1);
     }
 
-    /// One `sendmsg`; `segment` > 0 and shorter than `buf` asks for segmentation.
+    /// One `sendmsg`; `segment` > 0 and shorter than `buf` asks for segmentation, `src` sets
+    /// the source address.
     pub(super) fn send(
         s: &UdpSocket,
         dest: SocketAddr,
+        src: Option<IpAddr>,
         buf: &[u8],
         segment: usize,
     ) -> io::Result<()> {
@@ -261,26 +307,77 @@ mod sys {
             iov_base: buf.as_ptr() as *mut libc::c_void,
             iov_len: buf.len(),
         };
-        let mut cmsg: CmsgBuf = [0; 8];
+        let mut cmsg: CmsgBuf = [0; 16];
         // SAFETY: an all-zero msghdr is valid (no name, no iovecs, no control).
         let mut msg: libc::msghdr = unsafe { zeroed() };
         msg.msg_name = addr.as_ptr() as *mut libc::c_void;
         msg.msg_namelen = addr.len();
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
-        if segment > 0 && segment < buf.len() {
-            let seg = u16::try_from(segment)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "segment too large"))?;
-            // SAFETY: `cmsg` is aligned and larger than CMSG_SPACE(2); CMSG_FIRSTHDR of a
-            // msghdr whose control length covers it is non-null and in bounds.
-            unsafe {
+        let seg =
+            if segment > 0 && segment < buf.len() {
+                Some(u16::try_from(segment).map_err(|_| {
+                    io::Error::new(io::ErrorKind::InvalidInput, "segment too large")
+                })?)
+            } else {
+                None
+            };
+        // SAFETY (the block): the sizes below are CMSG_SPACE of the payloads written, their
+        // sum is at most 24 + 40 bytes, within `cmsg` (128 bytes, 8-byte aligned, zeroed);
+        // CMSG_FIRSTHDR / CMSG_NXTHDR of a msghdr whose control length covers the messages
+        // written so far return headers within that space, each payload written unaligned
+        // within its message.
+        unsafe {
+            let space = |len: usize| libc::CMSG_SPACE(len as u32) as usize;
+            let mut total = 0;
+            if seg.is_some() {
+                total += space(size_of::<u16>());
+            }
+            match src {
+                Some(IpAddr::V4(_)) => total += space(size_of::<libc::in_pktinfo>()),
+                Some(IpAddr::V6(_)) => total += space(size_of::<libc::in6_pktinfo>()),
+                None => {}
+            }
+            if total > 0 {
                 msg.msg_control = cmsg.as_mut_ptr().cast();
-                msg.msg_controllen = libc::CMSG_SPACE(size_of::<u16>() as u32) as _;
-                let c = libc::CMSG_FIRSTHDR(&msg);
-                (*c).cmsg_level = libc::SOL_UDP;
-                (*c).cmsg_type = libc::UDP_SEGMENT;
-                (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
-                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+                msg.msg_controllen = total as _;
+                let mut c = libc::CMSG_FIRSTHDR(&msg);
+                let room = |c: *mut libc::cmsghdr| {
+                    if c.is_null() {
+                        Err(io::Error::other("control messages do not fit (a bug)"))
+                    } else {
+                        Ok(c)
+                    }
+                };
+                if let Some(seg) = seg {
+                    c = room(c)?;
+                    (*c).cmsg_level = libc::SOL_UDP;
+                    (*c).cmsg_type = libc::UDP_SEGMENT;
+                    (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+                    c = libc::CMSG_NXTHDR(&msg, c);
+                }
+                match src {
+                    Some(IpAddr::V4(ip)) => {
+                        c = room(c)?;
+                        let mut info: libc::in_pktinfo = zeroed();
+                        info.ipi_spec_dst.s_addr = u32::from_ne_bytes(ip.octets());
+                        (*c).cmsg_level = libc::IPPROTO_IP;
+                        (*c).cmsg_type = libc::IP_PKTINFO;
+                        (*c).cmsg_len = libc::CMSG_LEN(size_of_val(&info) as u32) as _;
+                        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast(), info);
+                    }
+                    Some(IpAddr::V6(ip)) => {
+                        c = room(c)?;
+                        let mut info: libc::in6_pktinfo = zeroed();
+                        info.ipi6_addr.s6_addr = ip.octets();
+                        (*c).cmsg_level = libc::IPPROTO_IPV6;
+                        (*c).cmsg_type = libc::IPV6_PKTINFO;
+                        (*c).cmsg_len = libc::CMSG_LEN(size_of_val(&info) as u32) as _;
+                        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast(), info);
+                    }
+                    None => {}
+                }
             }
         }
         // SAFETY: every pointer in `msg` refers to a live buffer of the stated length.
@@ -292,14 +389,14 @@ mod sys {
         }
     }
 
-    /// One `recvmsg`: (bytes, sender, GRO segment size or the length itself).
-    pub(super) fn recv(s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
-        let mut cmsg: CmsgBuf = [0; 8];
+    /// One `recvmsg`, with the GRO segment size and the destination address if reported.
+    pub(super) fn recv(s: &UdpSocket, buf: &mut [u8]) -> io::Result<Read> {
+        let mut cmsg: CmsgBuf = [0; 16];
         let fd = s.as_raw_fd();
         // SAFETY: `try_init` hands us storage for any socket address and its length; every
         // pointer in `msg` refers to a live buffer of the stated length; the control messages
         // are walked with the CMSG macros within `msg_controllen`.
-        let ((n, stride, truncated), from) = unsafe {
+        let ((n, stride, to, truncated), from) = unsafe {
             SockAddr::try_init(|storage, len| {
                 let mut iov = libc::iovec {
                     iov_base: buf.as_mut_ptr().cast(),
@@ -319,17 +416,29 @@ mod sys {
                 *len = msg.msg_namelen;
                 let n = r as usize;
                 let mut stride = n;
+                let mut to = None;
                 let mut c = libc::CMSG_FIRSTHDR(&msg);
                 while !c.is_null() {
-                    if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == libc::UDP_GRO {
+                    let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
+                    if level == libc::SOL_UDP && kind == libc::UDP_GRO {
                         let v = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
                         if v > 0 {
                             stride = v as usize;
                         }
+                    } else if level == libc::IPPROTO_IP && kind == libc::IP_PKTINFO {
+                        let info: libc::in_pktinfo =
+                            std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                        to = Some(IpAddr::V4(Ipv4Addr::from(
+                            info.ipi_addr.s_addr.to_ne_bytes(),
+                        )));
+                    } else if level == libc::IPPROTO_IPV6 && kind == libc::IPV6_PKTINFO {
+                        let info: libc::in6_pktinfo =
+                            std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                        to = Some(IpAddr::V6(Ipv6Addr::from(info.ipi6_addr.s6_addr)));
                     }
                     c = libc::CMSG_NXTHDR(&msg, c);
                 }
-                Ok((n, stride, msg.msg_flags & libc::MSG_TRUNC != 0))
+                Ok((n, stride, to, msg.msg_flags & libc::MSG_TRUNC != 0))
             })?
         };
         if truncated {
@@ -341,15 +450,22 @@ mod sys {
         let from = from
             .as_socket()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP sender"))?;
-        Ok((n, from, stride))
+        Ok(Read {
+            len: n,
+            from,
+            stride,
+            to,
+        })
     }
 }
 
 #[cfg(not(target_os = "linux"))]
 mod sys {
     use std::io;
-    use std::net::SocketAddr;
+    use std::net::{IpAddr, SocketAddr};
     use tokio::net::UdpSocket;
+
+    use super::Read;
 
     pub(super) fn gso_supported(_s: &UdpSocket) -> bool {
         false
@@ -357,18 +473,32 @@ mod sys {
 
     pub(super) fn enable_gro(_s: &UdpSocket) {}
 
+    pub(super) fn enable_pktinfo(_s: &UdpSocket) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "packet info is read on Linux only",
+        ))
+    }
+
+    /// Without packet info the source is the socket's or routing's (`src` is not set).
     pub(super) fn send(
         s: &UdpSocket,
         dest: SocketAddr,
+        _src: Option<IpAddr>,
         buf: &[u8],
         _segment: usize,
     ) -> io::Result<()> {
         s.try_send_to(buf, dest).map(|_| ())
     }
 
-    pub(super) fn recv(s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
+    pub(super) fn recv(s: &UdpSocket, buf: &mut [u8]) -> io::Result<Read> {
         let (n, from) = s.try_recv_from(buf)?;
-        Ok((n, from, n))
+        Ok(Read {
+            len: n,
+            from,
+            stride: n,
+            to: None,
+        })
     }
 }
 
@@ -462,17 +592,31 @@ mod tests {
     }
 
     /// A train sent with GSO arrives as the same datagrams, whether the receiver reads it
-    /// whole (GRO) or the kernel cut it.
+    /// whole (GRO) or the kernel cut it; with a source address set (`IP_PKTINFO` beside
+    /// `UDP_SEGMENT` in one `sendmsg`) it comes from that address, and a receiver on the
+    /// unspecified address reads the address it was sent to.
     #[tokio::test]
     async fn gso_train_arrives_as_the_same_datagrams() {
-        for gro_receiver in [true, false] {
-            let a = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-            let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-            let dest = b.local_addr().unwrap();
-            let mut tx = UdpIo::new(a, true);
-            let rx = if gro_receiver {
-                UdpIo::new(b, false)
+        for (gro_receiver, pktinfo) in [(true, false), (false, false), (true, true), (false, true)]
+        {
+            let any = if pktinfo { "0.0.0.0:0" } else { "127.0.0.1:0" };
+            let a = UdpSocket::bind(any).await.unwrap();
+            let b = UdpSocket::bind(any).await.unwrap();
+            let port = b.local_addr().unwrap().port();
+            // On loopback every 127/8 address is this host's.
+            let (src, to): (IpAddr, IpAddr) = if pktinfo {
+                ("127.0.0.7".parse().unwrap(), "127.0.0.9".parse().unwrap())
             } else {
+                ("127.0.0.1".parse().unwrap(), "127.0.0.1".parse().unwrap())
+            };
+            let dest = SocketAddr::new(to, port);
+            let mut tx = UdpIo::new(a, true, false);
+            let rx = if gro_receiver {
+                UdpIo::new(b, false, pktinfo)
+            } else {
+                if pktinfo {
+                    sys::enable_pktinfo(&b).unwrap();
+                }
                 UdpIo {
                     socket: b,
                     max_segments: 1,
@@ -485,7 +629,8 @@ mod tests {
             for d in &sent {
                 o.push(dest, d, tx.max_segments());
             }
-            for t in o.take() {
+            for mut t in o.take() {
+                t.src = pktinfo.then_some(src);
                 assert_eq!(tx.send(&t).await, 0);
             }
             let mut got = Vec::new();
@@ -493,14 +638,16 @@ mod tests {
             while got.len() < sent.len() {
                 rx.readable().await.unwrap();
                 match rx.try_recv(&mut buf) {
-                    Ok((n, _, stride)) => {
-                        got.extend(buf[..n].chunks(stride).map(<[u8]>::to_vec));
+                    Ok(r) => {
+                        assert_eq!(r.from.ip(), src, "pktinfo {pktinfo}");
+                        assert_eq!(r.to, pktinfo.then_some(to), "pktinfo {pktinfo}");
+                        got.extend(buf[..r.len].chunks(r.stride).map(<[u8]>::to_vec));
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                     Err(e) => panic!("{e}"),
                 }
             }
-            assert_eq!(got, sent, "GRO receiver: {gro_receiver}");
+            assert_eq!(got, sent, "GRO receiver: {gro_receiver}, pktinfo {pktinfo}");
         }
     }
 }
