@@ -33,6 +33,7 @@ local F_REPAIR = 0xC0
 -- Address validation (spec §9): CHALLENGE/RETRY exactly ASYN|RST, ECHO exactly ASYN|RPT.
 local F_CHALLENGE, F_ECHO = 0x41, 0x81
 local COOKIE_LEN = 16
+local CID_LEN = 8
 local HEADER_LEN, CRC_LEN = 20, 4
 local AUTH_BIT, AUTH_HEAD, TAG_LEN = 0x08, 13, 16 -- key byte + nonce before the body
 
@@ -116,6 +117,7 @@ local pf = {
         { [0] = "challenge (state kept)", [1] = "retry (no state kept)" }),
     chal_ts_echo = ProtoField.uint32("aerotp.challenge.ts_echo", "Echoed timestamp (us)", base.DEC),
     cookie = ProtoField.bytes("aerotp.cookie", "Cookie"),
+    cid = ProtoField.uint64("aerotp.cid", "Connection identifier (sender's)", base.HEX),
     rst_reason = ProtoField.string("aerotp.rst.reason", "Reset reason"),
     retransmission = ProtoField.framenum("aerotp.analysis.retransmission",
         "Retransmission of frame"),
@@ -427,20 +429,24 @@ local function dissect_repair(tvb, tree, off, n)
     return (code == 1 or code == 2) and tvb(off + 1, 1):uint() == 0 and n == 18 + len
 end
 
--- A CHALLENGE (or RETRY) body: kind, echoed timestamp, cookie; an ECHO body: the cookie.
--- Returns the type word (RETRY for kind 1), or nil when the body is malformed.
+-- A CHALLENGE (or RETRY) body: kind, echoed timestamp, cookie, the sender's connection
+-- identifier; an ECHO body: the cookie, the sender's connection identifier. Returns the type
+-- word (RETRY for kind 1), or nil when the body is malformed.
 local function dissect_admission(tvb, tree, flags, off, n)
     if flags == F_ECHO then
-        if n ~= COOKIE_LEN then return nil end
-        tree:add(aerotp, tvb(off, n), "Echo"):add(pf.cookie, tvb(off, n))
+        if n ~= COOKIE_LEN + CID_LEN then return nil end
+        local t = tree:add(aerotp, tvb(off, n), "Echo")
+        t:add(pf.cookie, tvb(off, COOKIE_LEN))
+        t:add(pf.cid, tvb(off + COOKIE_LEN, CID_LEN))
         return "ECHO"
     end
-    if n ~= 5 + COOKIE_LEN then return nil end
+    if n ~= 5 + COOKIE_LEN + CID_LEN then return nil end
     local kind = tvb(off, 1):uint()
     if kind > 1 then return nil end
     local t = tree:add(aerotp, tvb(off, n), kind == 1 and "Retry" or "Challenge")
     t:add(pf.chal_kind, tvb(off, 1)); t:add(pf.chal_ts_echo, tvb(off + 1, 4))
     t:add(pf.cookie, tvb(off + 5, COOKIE_LEN))
+    t:add(pf.cid, tvb(off + 5 + COOKIE_LEN, CID_LEN))
     return kind == 1 and "RETRY" or "CHALLENGE"
 end
 

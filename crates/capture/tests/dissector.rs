@@ -124,6 +124,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
                 "aerotp.mack.range_count",
                 "aerotp.repair.span",
                 "aerotp.cookie",
+                "aerotp.cid",
             ],
         );
         let data = payloads(&file);
@@ -169,19 +170,27 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
                     assert_eq!(row[9], span.to_string(), "{mode} frame {frame}: {row:?}");
                     repairs += 1;
                 }
-                // Address validation (docs/spec.md §9): the cookie the dissector shows is the
-                // one the parser reads, in a CHALLENGE and in an ECHO.
+                // Address validation (docs/spec.md §9): the cookie and the connection
+                // identifier the dissector shows are the ones the parser reads, in a CHALLENGE
+                // and in an ECHO.
                 let h = tp.header.flags;
                 if (h.is_challenge() || h.is_echo()) && tp.body_ok {
-                    let cookie = if h.is_echo() {
-                        aerotp_wire::Echo::parse(tp.body).unwrap().cookie
+                    let (cookie, cid) = if h.is_echo() {
+                        let e = aerotp_wire::Echo::parse(tp.body).unwrap();
+                        (e.cookie, e.cid)
                     } else {
-                        aerotp_wire::Challenge::parse(tp.body).unwrap().cookie
+                        let c = aerotp_wire::Challenge::parse(tp.body).unwrap();
+                        (c.cookie, c.cid)
                     };
                     let hex: String = cookie.iter().map(|b| format!("{b:02x}")).collect();
                     assert_eq!(
                         row[10].replace(':', ""),
                         hex,
+                        "{mode} frame {frame}: {row:?}"
+                    );
+                    assert_eq!(
+                        row[11],
+                        format!("0x{cid:016x}"),
                         "{mode} frame {frame}: {row:?}"
                     );
                     cookies += 1;

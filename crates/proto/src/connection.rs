@@ -97,6 +97,10 @@ pub struct Connection {
     pub local_port: u16,
     pub remote_port: u16,
     pub tag: u8,
+    /// This end's identifier of the connection, and the peer's once learned (docs/spec.md §9;
+    /// `endpoint::validation`).
+    pub(crate) cid: u64,
+    pub(crate) peer_cid: Option<u64>,
     /// What the mode's error control does (built once from the mode).
     ec: ErrorControl,
     cfg: ConnectionConfig,
@@ -191,6 +195,8 @@ impl Connection {
             local_port,
             remote_port,
             tag,
+            cid: 0,
+            peer_cid: None,
             ec,
             pacer: Pacer::new(cfg.rate_bps, cfg.per_packet_overhead, cfg.mtu),
             tx,
@@ -450,6 +456,13 @@ impl Connection {
     /// Still setting up, we send again what is unacknowledged (the endpoint has echoed the
     /// cookie first, so the listener admits it); a RETRY for a TPDU sent after we heard from
     /// the peer (data, or an outage probe) means it no longer has this connection.
+    /// The peer's identifier, from a CHALLENGE or ECHO of a proven address: the first kept.
+    pub(crate) fn learn_peer_cid(&mut self, cid: u64) {
+        if cid != 0 && self.peer_cid.is_none() {
+            self.peer_cid = Some(cid);
+        }
+    }
+
     pub(crate) fn on_retry(&mut self, now: Duration, ts_echo: u32) {
         if self.role != Role::Initiator || self.phase.ended() {
             return;

@@ -31,6 +31,7 @@ mod queries;
 mod release;
 mod schedule;
 mod share;
+mod validation;
 
 /// Most peers whose last FEC parity is remembered (used to decode damaged headers).
 const HINT_LIMIT: usize = 4096;
@@ -40,6 +41,9 @@ const CONTROL_QUEUE_LIMIT: usize = 256;
 pub struct Endpoint {
     cfg: EndpointConfig,
     rng: Pcg64Mcg,
+    /// Connection identifiers come from their own generator, so they change nothing else the
+    /// seed decides (tags, ports).
+    cid_rng: Pcg64Mcg,
     conns: Table<ConnectionHandle, Connection>,
     by_key: Table<Key, ConnectionHandle>,
     listeners: crate::listeners::Listeners,
@@ -111,6 +115,7 @@ impl Endpoint {
         Endpoint {
             cfg,
             rng,
+            cid_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x6369_645f_7365_6564),
             conns,
             by_key,
             listeners: crate::listeners::Listeners::default(),
@@ -211,7 +216,8 @@ impl Endpoint {
         Ok(self.insert(now, conn))
     }
 
-    fn insert(&mut self, now: Duration, conn: Connection) -> ConnectionHandle {
+    fn insert(&mut self, now: Duration, mut conn: Connection) -> ConnectionHandle {
+        conn.cid = self.fresh_cid();
         let h = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
         self.by_key
@@ -423,7 +429,7 @@ impl Endpoint {
             // rather than at its idle timeout (docs/spec.md §9). Stateless, like any RETRY.
             let probe = crate::connection::is_probe(&h, &r.body);
             if probe && r.quality != Quality::Corrupted && self.listeners.accepts(h.dst_port) {
-                self.queue_challenge(now, remote, &h, true);
+                self.queue_challenge(now, remote, &h, true, 0);
             }
             return;
         }
@@ -445,7 +451,7 @@ impl Endpoint {
         let proven = self.auth.is_some() || self.admission.take_validated(key, h.tag, now);
         if !proven && !self.admission.has_room() {
             // Under load: keep nothing, let the peer prove its address first.
-            self.queue_challenge(now, remote, &h, true);
+            self.queue_challenge(now, remote, &h, true, 0);
             return;
         }
         let mut cfg = cfg;
@@ -472,128 +478,8 @@ impl Endpoint {
         self.push_event(Event::Accepted(ch));
         if !proven {
             self.admission.open(ch.0, now);
-            self.queue_challenge(now, remote, &h, false);
-        }
-    }
-
-    /// A TPDU for connection `ch` (its tag matched). CHALLENGE and ECHO are the endpoint's
-    /// business (address validation); everything else goes to the connection.
-    fn deliver_to_connection(
-        &mut self,
-        now: Duration,
-        ch: ConnectionHandle,
-        remote: SocketAddr,
-        r: codec::Received,
-    ) {
-        let h = r.header;
-        self.schedule.touch(ch);
-        let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
-        let intact = r.quality != Quality::Corrupted;
-        if h.flags.is_challenge() {
-            let Ok(ch_body) = aerotp_wire::Challenge::parse(&r.body) else {
-                self.stats.stray += 1;
-                return;
-            };
-            // A listener is challenged only for a new address of its own (`migrate`), and
-            // a RETRY means nothing to it.
-            if !intact || (c.role != Role::Initiator && ch_body.retry) {
-                self.stats.stray += 1;
-                return;
-            }
-            if ch_body.retry {
-                c.on_retry(now, ch_body.ts_echo);
-            }
-            // Answered where it came from: one of the connection's paths.
-            self.queue_echo(remote, &h, ch_body.cookie);
-            return;
-        }
-        if h.flags.is_echo() {
-            let key = (c.remote(), c.local_port, c.remote_port);
-            let ok = intact
-                && self.admission.is_half_open(ch.0)
-                && aerotp_wire::Echo::parse(&r.body)
-                    .is_ok_and(|e| self.admission.check(now, key, h.tag, c.mode(), &e.cookie));
-            if ok {
-                self.admission.settle(ch.0);
-                c.set_unproven(false);
-                // Heard from the peer like any TPDU (its body is no control structure: the
-                // connection takes nothing else from it).
-                c.handle(now, r);
-                self.stats.proven += 1;
-            } else if self.admission.is_half_open(ch.0) {
-                self.stats.cookies_refused += 1;
-            } else {
-                self.stats.stray += 1;
-            }
-            return;
-        }
-        c.handle(now, r);
-    }
-
-    /// A CHALLENGE or ECHO for which no connection exists. An ECHO of a RETRY's cookie admits
-    /// the peer's next TPDU; a CHALLENGE for a connection we released (it finished before the
-    /// listener heard our echo) is still answered, so the listener can deliver what it holds.
-    fn admission_without_state(
-        &mut self,
-        now: Duration,
-        key: Key,
-        h: &Header,
-        r: &codec::Received,
-    ) {
-        if r.quality == Quality::Corrupted {
-            self.stats.stray += 1;
-            return;
-        }
-        if h.flags.is_echo() {
-            let valid = self.listeners.accepts(h.dst_port)
-                && aerotp_wire::Echo::parse(&r.body)
-                    .is_ok_and(|e| self.admission.check(now, key, h.tag, h.mode, &e.cookie));
-            if valid {
-                self.admission.validate(key, h.tag, now);
-            } else {
-                self.stats.cookies_refused += 1;
-            }
-            return;
-        }
-        match aerotp_wire::Challenge::parse(&r.body) {
-            Ok(c) if self.tombstones.get(key, h.tag).is_some() => {
-                self.queue_echo(key.0, h, c.cookie);
-            }
-            _ => self.stats.stray += 1,
-        }
-    }
-
-    /// Answers `h` (a TPDU from a peer) with a CHALLENGE, or a RETRY when no state is kept.
-    fn queue_challenge(&mut self, now: Duration, remote: SocketAddr, h: &Header, retry: bool) {
-        let key = (remote, h.dst_port, h.src_port);
-        let c = aerotp_wire::Challenge {
-            retry,
-            ts_echo: h.timestamp,
-            cookie: self.admission.cookie(now, key, h.tag, h.mode),
-        };
-        let mut body = Vec::with_capacity(aerotp_wire::CHALLENGE_LEN);
-        c.emit(&mut body);
-        // Counted only when it goes: a full queue sends (and counts) nothing.
-        if self.queue_raw(remote, h, Flags::CHALLENGE, &body) {
-            if retry {
-                self.stats.retries_sent += 1;
-            } else {
-                self.stats.challenges_sent += 1;
-            }
-        }
-    }
-
-    /// Answers a CHALLENGE `h` with an ECHO of its cookie.
-    fn queue_echo(
-        &mut self,
-        remote: SocketAddr,
-        h: &Header,
-        cookie: [u8; aerotp_wire::COOKIE_LEN],
-    ) {
-        let mut body = Vec::with_capacity(aerotp_wire::ECHO_LEN);
-        aerotp_wire::Echo { cookie }.emit(&mut body);
-        if self.queue_raw(remote, h, Flags::ECHO, &body) {
-            self.stats.echoes_sent += 1;
+            let cid = self.conns.get(&ch).map_or(0, |c| c.cid);
+            self.queue_challenge(now, remote, &h, false, cid);
         }
     }
 
@@ -765,7 +651,8 @@ impl Endpoint {
         for c in self.admission.rechallenges_due(now) {
             if let Some(conn) = self.conns.get(&ConnectionHandle(c)) {
                 let (remote, h) = (conn.remote(), crate::admission::from_peer(conn));
-                self.queue_challenge(now, remote, &h, false);
+                let cid = conn.cid;
+                self.queue_challenge(now, remote, &h, false, cid);
             }
         }
         self.schedule.refresh(&self.conns);

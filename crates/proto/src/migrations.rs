@@ -82,12 +82,9 @@ impl Migrations {
         }
     }
 
-    /// The one connection with these ports and tag.
-    pub(crate) fn lookup(&self, key: PortsTag) -> Option<ConnectionHandle> {
-        match self.by_ports.get(&key).map(Vec::as_slice) {
-            Some([h]) => Some(*h),
-            _ => None,
-        }
+    /// The connections with these ports and tag.
+    pub(crate) fn candidates(&self, key: PortsTag) -> &[ConnectionHandle] {
+        self.by_ports.get(&key).map_or(&[], Vec::as_slice)
     }
 
     /// When the next re-challenge is due.
@@ -229,23 +226,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_shared_identity_matches_nothing_until_one_is_left() {
+    fn connections_sharing_ports_and_tag_are_all_candidates_until_released() {
         let mut m = Migrations::new(1);
         let key = (7, 9000, 5);
         let (h1, h2) = (ConnectionHandle(1), ConnectionHandle(2));
         m.on_insert(h1, key);
-        assert_eq!(m.lookup(key), Some(h1));
+        assert_eq!(m.candidates(key), [h1]);
         m.on_insert(h2, key);
-        assert_eq!(
-            m.lookup(key),
-            None,
-            "two connections share it: neither matches"
-        );
+        assert_eq!(m.candidates(key), [h1, h2], "both: the identifiers decide");
         // The first released: the second, not a stale handle, is the one left.
         m.on_release(h1, key);
-        assert_eq!(m.lookup(key), Some(h2));
+        assert_eq!(m.candidates(key), [h2]);
         m.on_release(h2, key);
-        assert_eq!(m.lookup(key), None);
+        assert!(m.candidates(key).is_empty());
         assert!(m.by_ports.is_empty());
     }
 }

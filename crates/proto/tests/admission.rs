@@ -308,7 +308,7 @@ fn a_forged_or_misdirected_echo_proves_nothing() {
             ..ch_header
         };
         let mut body = Vec::new();
-        Echo { cookie }.emit(&mut body);
+        Echo { cookie, cid: 7 }.emit(&mut body);
         let mut d = Vec::new();
         aerotp_wire::emit_tpdu(h, &body, &mut d).unwrap();
         d

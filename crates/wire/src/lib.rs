@@ -14,7 +14,7 @@ mod mode;
 mod seq;
 mod tpdu;
 
-pub use admission::{Challenge, Echo, CHALLENGE_LEN, COOKIE_LEN, ECHO_LEN};
+pub use admission::{Challenge, Echo, CHALLENGE_LEN, CID_LEN, COOKIE_LEN, ECHO_LEN};
 pub use auth::{Envelope, AUTH_BIT, AUTH_OVERHEAD, ENCRYPTED_BIT, MAX_KEY_ID, NONCE_LEN, TAG_LEN};
 pub use checks::{crc32c, crc32c_table, hec};
 pub use control::{Ack, ControlBody, Mack, Nack, Report, Snack, MACK_FIXED_LEN};

@@ -17,16 +17,32 @@
 //! the initiator challenges it the same way; a listener answers a CHALLENGE for one of its
 //! connections with an ECHO like an initiator.
 //!
-//! The identity is (ports, tag), 24 to 40 bits: at a gateway with thousands of connections two
-//! may share it, and then a new address matches neither (counted as a stray) until a
-//! connection identifier in the header removes the ambiguity (the multipath issue).
+//! Ports and tag are 24 to 40 bits: at a gateway with thousands of connections two may share
+//! them. Then the connection identifiers decide (`endpoint::validation`): a CHALLENGE or ECHO
+//! from the new address names its sender's identifier, which is the peer identifier of one of
+//! them; any other TPDU from there is held back (a stray) and the address is challenged for
+//! each of them — only the real peer's connection answers, and its ECHO says which one it is.
 
 use super::{ConnectionHandle, Endpoint, EndpointError};
+use crate::codec::Received as Tpdu;
 use crate::codec::{Quality, Received};
 use crate::paths::MAX_PATHS;
 use aerotp_wire::Flags;
 use std::net::SocketAddr;
 use std::time::Duration;
+
+/// Most connections sharing ports and tag that one new address is challenged for.
+const MAX_AMBIGUOUS: usize = 4;
+
+/// What a TPDU from a new address belongs to.
+enum Match {
+    /// No connection: handled as a stranger's TPDU (a new peer, a stray).
+    Stranger,
+    /// This connection.
+    One(ConnectionHandle),
+    /// Several, and the TPDU does not say which: dropped, the address challenged.
+    Held,
+}
 
 impl Endpoint {
     /// A TPDU from `remote`, an address no connection has: if it belongs to one connection
@@ -42,15 +58,14 @@ impl Endpoint {
         if r.quality == Quality::Corrupted {
             return Some(r);
         }
-        let Some(ch) = self.migrate.lookup((h.dst_port, h.src_port, h.tag)) else {
-            return Some(r);
+        let ch = match self.match_new_address(now, remote, &r) {
+            Match::Stranger => return Some(r),
+            Match::Held => return None,
+            Match::One(ch) => ch,
         };
         let Some(c) = self.conns.get(&ch) else {
             return Some(r);
         };
-        if c.is_closed() || c.mode() != h.mode {
-            return Some(r);
-        }
         // A listener's connection not yet proven (docs/security.md) takes a new address
         // like a proven one: its ECHO proves the connection as well as the address. The
         // path it opened on may be the one that died (a channel that dropped its call
@@ -71,10 +86,12 @@ impl Endpoint {
             // The cookie is bound to the address it was sent to: one that comes back from
             // there proves the address, whichever candidate is pending now (a spoofer that
             // keeps replacing the candidate cannot keep the real one from proving itself).
-            let mode = c.mode();
-            let valid = aerotp_wire::Echo::parse(&r.body)
-                .is_ok_and(|e| self.admission.check(now, key, h.tag, mode, &e.cookie));
-            if valid {
+            let (mode, peer_cid) = (c.mode(), c.peer_cid);
+            let echo = aerotp_wire::Echo::parse(&r.body).ok().filter(|e| {
+                peer_cid.is_none_or(|p| p == e.cid)
+                    && self.admission.check(now, key, h.tag, mode, &e.cookie)
+            });
+            if let Some(e) = echo {
                 if half_open {
                     self.admission.settle(ch.0);
                     if let Some(c) = self.conns.get_mut(&ch) {
@@ -85,6 +102,7 @@ impl Endpoint {
                 self.adopt_path(now, ch, remote);
                 self.schedule.touch(ch);
                 if let Some(c) = self.conns.get_mut(&ch) {
+                    c.learn_peer_cid(e.cid);
                     // Heard from the peer like any TPDU.
                     c.handle(now, r);
                 }
@@ -96,8 +114,13 @@ impl Endpoint {
         if h.flags.is_challenge() {
             // The peer (or someone at that address) asks whether we receive there: answer, and
             // ask the same of it before sending it anything else.
+            // Answered if it names our peer's identifier (or one we do not know yet): a
+            // challenge for another connection with the same ports and tag is not ours.
+            let (cid, peer_cid) = (c.cid, c.peer_cid);
             match aerotp_wire::Challenge::parse(&r.body) {
-                Ok(c) if !c.retry => self.queue_echo(remote, &h, c.cookie),
+                Ok(x) if !x.retry && (x.cid == 0 || peer_cid.is_none_or(|p| p == x.cid)) => {
+                    self.queue_echo(remote, &h, x.cookie, cid)
+                }
                 _ => self.stats.stray += 1,
             }
             self.challenge_path(now, ch, remote);
@@ -117,6 +140,58 @@ impl Endpoint {
         None
     }
 
+    /// Which connection a TPDU from the new address `remote` belongs to: the one open
+    /// connection in its mode with its ports and tag; where several have them, the one whose
+    /// peer identifier a CHALLENGE or ECHO names. Any other TPDU matching several is held
+    /// back and the address challenged for each (those with a known peer identifier, at most
+    /// `MAX_AMBIGUOUS`), except an ASYN: a new peer opening.
+    fn match_new_address(&mut self, now: Duration, remote: SocketAddr, r: &Tpdu) -> Match {
+        let h = r.header;
+        let key = (h.dst_port, h.src_port, h.tag);
+        let mut cands: Vec<ConnectionHandle> = self
+            .migrate
+            .candidates(key)
+            .iter()
+            .copied()
+            .filter(|ch| {
+                self.conns
+                    .get(ch)
+                    .is_some_and(|c| !c.is_closed() && c.mode() == h.mode)
+            })
+            .collect();
+        match cands.len() {
+            0 => return Match::Stranger,
+            1 => return Match::One(cands[0]),
+            _ => {}
+        }
+        let named = if h.flags.is_echo() {
+            aerotp_wire::Echo::parse(&r.body).ok().map(|e| e.cid)
+        } else if h.flags.is_challenge() {
+            aerotp_wire::Challenge::parse(&r.body).ok().map(|c| c.cid)
+        } else if h.flags.contains(Flags::ASYN) && h.flags.is_data() {
+            return Match::Stranger;
+        } else {
+            None
+        };
+        let peer = |ch: &ConnectionHandle| self.conns.get(ch).and_then(|c| c.peer_cid);
+        if let Some(cid) = named {
+            return match cands.iter().find(|ch| cid != 0 && peer(ch) == Some(cid)) {
+                Some(&ch) => Match::One(ch),
+                None => {
+                    self.stats.stray += 1;
+                    Match::Held
+                }
+            };
+        }
+        cands.retain(|ch| peer(ch).is_some());
+        cands.truncate(MAX_AMBIGUOUS);
+        for ch in cands {
+            self.challenge_path(now, ch, remote);
+        }
+        self.stats.stray += 1;
+        Match::Held
+    }
+
     /// Starts validating `addr` for connection `ch` (a CHALLENGE now), unless it is already
     /// being validated.
     fn challenge_path(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
@@ -130,8 +205,8 @@ impl Endpoint {
 
     fn send_path_challenge(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
         if let Some(c) = self.conns.get(&ch) {
-            let h = crate::admission::from_peer(c);
-            self.queue_challenge(now, addr, &h, false);
+            let (h, cid) = (crate::admission::from_peer(c), c.cid);
+            self.queue_challenge(now, addr, &h, false, cid);
             self.stats.path_challenges += 1;
         }
     }
