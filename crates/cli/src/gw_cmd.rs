@@ -118,11 +118,16 @@ struct IngressArgs {
     /// The egress's UDP address.
     #[arg(long)]
     peer: Option<String>,
-    /// The egress's address on a further path (repeat per path; config `peer_paths`): every
-    /// connection to the egress spreads over --peer and these (docs/gateway.md, "Several
-    /// paths"). --bind stays on the wildcard address so each path leaves by its own route.
-    #[arg(long = "peer-path", value_name = "ADDR")]
+    /// The egress's address on a further path, [LOCAL=]ADDR (repeat per path; config
+    /// `peer_paths`): every connection to the egress spreads over --peer and these
+    /// (docs/gateway.md, "Several paths"). LOCAL, one of this host's addresses, is where the
+    /// path's datagrams leave from; without it routing picks. --bind stays on the wildcard
+    /// address so each path can leave from its own address.
+    #[arg(long = "peer-path", value_name = "[LOCAL=]ADDR")]
     peer_paths: Vec<String>,
+    /// This host's address to send the --peer path from (config `peer_from`).
+    #[arg(long = "peer-from", value_name = "LOCAL")]
+    peer_from: Option<String>,
     /// Local UDP address for AeroTP (default 0.0.0.0:0).
     #[arg(long)]
     bind: Option<String>,
@@ -395,6 +400,7 @@ impl IngressArgs {
         let flags = FileConfig {
             peer: self.peer,
             peer_paths: self.peer_paths,
+            peer_from: self.peer_from,
             bind: self.bind,
             store: self.store,
             store_capacity: self.store_capacity,

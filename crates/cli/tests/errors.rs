@@ -315,6 +315,20 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
     cases.extend([
         (ingress, "--peer", ADDR),
         (ingress, "--peer-path", ADDR),
+        (
+            ingress,
+            "--peer-path",
+            &[
+                "garbage=127.0.0.2:9",
+                "::1=127.0.0.2:9",
+                "127.0.0.2:9=127.0.0.3:9",
+            ],
+        ),
+        (
+            ingress,
+            "--peer-from",
+            &["", "garbage", "127.0.0.1:9", "::1"],
+        ),
         (ingress, "--bind", ADDR),
         (ingress, "--tcp-listen", ADDR),
         (ingress, "--udp-listen", ADDR),

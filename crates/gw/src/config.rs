@@ -1,7 +1,7 @@
 //! Gateway settings: command-line flags for the simple case, a TOML file (same keys) for many
 //! flows (docs/gw/gateway.toml).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -44,15 +44,21 @@ pub struct FlowSpec {
     pub max_delay: Option<String>,
 }
 
+/// Peer addresses and the local address each path to them leaves from.
+pub type PathSources = Vec<(SocketAddr, IpAddr)>;
+
 /// Everything a gateway reads from its TOML file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub peer: Option<String>,
     /// Ingress: the egress's addresses on further paths (docs/spec.md §9, "several paths");
-    /// each connection adds them as paths. `peer_paths = ["10.77.1.2:47000"]`.
+    /// each connection adds them as paths. `peer_paths = ["10.77.1.2:47000"]`; an entry
+    /// `"LOCAL=ADDR"` also sends that path from this host's address LOCAL.
     #[serde(default)]
     pub peer_paths: Vec<String>,
+    /// Ingress: this host's address to send the `peer` path from (one radio of several).
+    pub peer_from: Option<String>,
     pub bind: Option<String>,
     pub listen: Option<String>,
     pub tcp_connect: Option<String>,
@@ -123,6 +129,7 @@ impl FileConfig {
                 vec![
                     ("peer", self.peer.is_some()),
                     ("peer_paths", !self.peer_paths.is_empty()),
+                    ("peer_from", self.peer_from.is_some()),
                     ("bind", self.bind.is_some()),
                     ("store_capacity", self.store_capacity.is_some()),
                     ("flow", !self.flows.is_empty()),
@@ -138,14 +145,54 @@ impl FileConfig {
         }
     }
 
-    /// The `peer_paths`, checked: addresses of `peer`'s family, at most
-    /// `aerotp_proto::MAX_PATHS` paths with `peer`.
-    fn peer_paths(&self) -> Result<Vec<SocketAddr>> {
-        let paths = self
-            .peer_paths
-            .iter()
-            .map(|p| addr(p, "peer_paths"))
-            .collect::<Result<Vec<_>>>()?;
+    /// The `peer_paths` (and the local addresses some name, with `peer_from`'s), checked:
+    /// at most `aerotp_proto::MAX_PATHS` paths with `peer`, each its own address, every
+    /// local address an IP address of `peer`'s family.
+    fn peer_paths(&self) -> Result<(Vec<SocketAddr>, PathSources)> {
+        let mut paths = Vec::new();
+        let mut sources = Vec::new();
+        let peer = self.peer.as_deref().map(|p| addr(p, "peer")).transpose()?;
+        let local_ip = |l: &str, what: &str| -> Result<IpAddr> {
+            l.trim().parse::<IpAddr>().map_err(|_| {
+                anyhow::anyhow!(
+                    "{what}: '{l}' is not an IP address; give one of this host's addresses, \
+                     e.g. 10.77.1.1"
+                )
+            })
+        };
+        for p in &self.peer_paths {
+            let (local, a) = match p.split_once('=') {
+                Some((l, a)) => (Some(local_ip(l, &format!("peer_paths '{p}'"))?), a),
+                None => (None, p.as_str()),
+            };
+            let remote = addr(a, "peer_paths")?;
+            if Some(remote) == peer || paths.contains(&remote) {
+                bail!(
+                    "peer_paths '{p}': {remote} is already a path (peer or another entry); \
+                     a connection tells its paths apart by the egress's address"
+                );
+            }
+            if let Some(l) = local {
+                sources.push((remote, l));
+            }
+            paths.push(remote);
+        }
+        if let Some(f) = &self.peer_from {
+            let l = local_ip(f, "peer_from")?;
+            let p = peer.ok_or_else(|| anyhow::anyhow!("peer_from needs peer"))?;
+            sources.push((p, l));
+        }
+        if let Some((r, l)) = sources.iter().find(|(r, l)| r.is_ipv4() != l.is_ipv4()) {
+            let key = if Some(*r) == peer {
+                "peer_from"
+            } else {
+                "peer_paths"
+            };
+            bail!(
+                "{key}: local address {l} is not of the family of {r}: one socket carries \
+                 every path"
+            );
+        }
         if paths.len() + 1 > aerotp_proto::MAX_PATHS {
             bail!(
                 "peer_paths has {} addresses: a connection keeps at most {} paths, so give at \
@@ -158,7 +205,7 @@ impl FileConfig {
         if self.peer.is_none() && !paths.is_empty() {
             bail!("peer_paths needs peer (the egress's address on the first path)");
         }
-        Ok(paths)
+        Ok((paths, sources))
     }
 
     /// Flags win over the file: fills what `self` lacks from `other`.
@@ -197,6 +244,9 @@ impl FileConfig {
         if self.peer_paths.is_empty() {
             self.peer_paths = other.peer_paths;
         }
+        if self.peer_from.is_none() {
+            self.peer_from = other.peer_from;
+        }
         self.flows.extend(other.flows);
         self
     }
@@ -227,6 +277,9 @@ pub struct Settings {
     pub peer: Option<SocketAddr>,
     /// The egress's addresses on further paths (ingress).
     pub peer_paths: Vec<SocketAddr>,
+    /// The local address each path to the egress leaves from, where one is given
+    /// (`peer_from`, `peer_paths` entries `LOCAL=ADDR`): pinned on the endpoint at start.
+    pub path_sources: PathSources,
     pub bind: SocketAddr,
     pub listen: Option<SocketAddr>,
     pub tcp_connect: Option<String>,
@@ -509,9 +562,11 @@ impl FileConfig {
             .iter()
             .map(|f| FileConfig::route(f, fec, erasure))
             .collect::<Result<Vec<_>>>()?;
+        let (peer_paths, path_sources) = self.peer_paths()?;
         Ok(Settings {
             peer: self.peer.as_deref().map(|p| addr(p, "peer")).transpose()?,
-            peer_paths: self.peer_paths()?,
+            peer_paths,
+            path_sources,
             bind: addr(self.bind.as_deref().unwrap_or("0.0.0.0:0"), "bind")?,
             listen: self
                 .listen

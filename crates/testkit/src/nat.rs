@@ -77,6 +77,16 @@ pub async fn rebinding_relay(
 /// answers back. The counter holds the datagrams relayed towards the server. Runs until the
 /// runtime stops.
 pub async fn path_relay(server: SocketAddr) -> (SocketAddr, Arc<AtomicU64>) {
+    let (addr, carried, _) = watched_path_relay(server).await;
+    (addr, carried)
+}
+
+/// The address the client last sent from, as a [`watched_path_relay`] saw it.
+pub type LastSource = Arc<Mutex<Option<SocketAddr>>>;
+
+/// As [`path_relay`], also giving the address the client last sent from (a test checks the
+/// local address a path leaves from).
+pub async fn watched_path_relay(server: SocketAddr) -> (SocketAddr, Arc<AtomicU64>, LastSource) {
     let inside = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind relay"));
     let out = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind relay"));
     let addr = inside.local_addr().expect("relay address");
@@ -95,13 +105,14 @@ pub async fn path_relay(server: SocketAddr) -> (SocketAddr, Arc<AtomicU64>) {
         });
     }
     let counter = carried.clone();
+    let last = client.clone();
     tokio::spawn(async move {
         let mut b = vec![0u8; 65_536];
         while let Ok((n, from)) = inside.recv_from(&mut b).await {
-            *client.lock().unwrap_or_else(|e| e.into_inner()) = Some(from);
+            *last.lock().unwrap_or_else(|e| e.into_inner()) = Some(from);
             counter.fetch_add(1, Ordering::Relaxed);
             let _ = out.send_to(&b[..n], server).await;
         }
     });
-    (addr, carried)
+    (addr, carried, client)
 }

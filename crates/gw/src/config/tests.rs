@@ -428,3 +428,76 @@ fn peer_paths_belong_to_an_ingress_with_a_peer_and_are_bounded() {
     .unwrap();
     assert_eq!(f.peer_paths.len(), 1);
 }
+
+#[test]
+fn a_path_may_name_the_local_address_it_leaves_from() {
+    let f: FileConfig = toml::from_str(
+        r#"
+        peer = "10.77.0.2:47000"
+        peer_from = "10.77.0.1"
+        peer_paths = ["10.77.1.1=10.77.1.2:47000", "10.77.2.2:47000"]
+        "#,
+    )
+    .unwrap();
+    f.check_role(Role::Ingress).unwrap();
+    let s = f.clone().settings().unwrap();
+    let a = |x: &str| x.parse::<SocketAddr>().unwrap();
+    let ip = |x: &str| x.parse::<std::net::IpAddr>().unwrap();
+    assert_eq!(s.peer_paths, [a("10.77.1.2:47000"), a("10.77.2.2:47000")]);
+    assert_eq!(
+        s.path_sources,
+        [
+            (a("10.77.1.2:47000"), ip("10.77.1.1")),
+            (a("10.77.0.2:47000"), ip("10.77.0.1"))
+        ]
+    );
+    let only_from = FileConfig {
+        peer_from: f.peer_from.clone(),
+        ..FileConfig::default()
+    };
+    let e = format!("{:#}", only_from.check_role(Role::Egress).unwrap_err());
+    assert!(e.contains("`peer_from` is a setting of the ingress"), "{e}");
+    for (paths, from, want) in [
+        (vec!["garbage=10.77.1.2:47000"], None, "not an IP address"),
+        (vec!["10.77.0.2:47000"], None, "already a path"),
+        (
+            vec!["10.77.1.2:47000", "10.77.3.1=10.77.1.2:47000"],
+            None,
+            "already a path",
+        ),
+        (vec!["::1=10.77.1.2:47000"], None, "not of the family"),
+        (vec![], Some("fe80::1"), "not of the family"),
+        (vec![], Some("10.77.0.1:9"), "peer_from"),
+    ] {
+        let bad = FileConfig {
+            peer_paths: paths.iter().map(|p| p.to_string()).collect(),
+            peer_from: from.map(String::from),
+            ..f.clone()
+        };
+        let e = format!("{:#}", bad.settings().unwrap_err());
+        assert!(e.contains(want), "{paths:?} {from:?}: {e}");
+    }
+    let no_peer = FileConfig {
+        peer: None,
+        peer_paths: vec![],
+        ..f
+    };
+    let e = format!("{:#}", no_peer.settings().unwrap_err());
+    assert!(e.contains("peer_from needs peer"), "{e}");
+}
+
+#[tokio::test]
+async fn a_local_address_the_host_does_not_have_stops_the_gateway_at_start() {
+    let f = FileConfig {
+        peer: Some("127.0.0.1:47000".into()),
+        peer_paths: vec!["203.0.113.9=127.0.0.2:47000".into()],
+        ..FileConfig::default()
+    };
+    let s = f.settings().unwrap();
+    let e = crate::ctx::bind_endpoint(&s, s.bind).unwrap_err();
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("203.0.113.9") && e.contains("not an address of this host"),
+        "{e}"
+    );
+}
