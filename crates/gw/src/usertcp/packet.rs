@@ -3,7 +3,7 @@
 //! packet), built with correct checksums.
 //!
 //! Written by hand: the few header fields a minimal TCP needs (ports, sequence and
-//! acknowledgement numbers, flags, window, the MSS and window-scale options) and the
+//! acknowledgement numbers, flags, window, the MSS, window-scale and SACK options) and the
 //! ones'-complement checksum are less code than adapting a packet crate's types, and no crate
 //! in the dependency tree parses TCP.
 
@@ -31,6 +31,10 @@ pub struct Segment<'a> {
     pub mss: Option<u16>,
     /// The window-scale option's shift (SYN only).
     pub wscale: Option<u8>,
+    /// The SACK-permitted option (SYN only, RFC 2018).
+    pub sack_ok: bool,
+    /// The SACK option's blocks, 8 bytes each, as received ([`Segment::sack_blocks`]).
+    pub sack: &'a [u8],
     pub payload: &'a [u8],
 }
 
@@ -42,6 +46,13 @@ impl Segment<'_> {
     /// Sequence space the segment takes: its bytes, plus one each for SYN and FIN.
     pub fn seq_len(&self) -> u32 {
         self.payload.len() as u32 + u32::from(self.has(SYN)) + u32::from(self.has(FIN))
+    }
+
+    /// The SACK blocks (left edge, right edge) the segment carries.
+    pub fn sack_blocks(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.sack
+            .chunks_exact(8)
+            .filter_map(|b| Some((be32(b, 0)?, be32(b, 4)?)))
     }
 }
 
@@ -112,7 +123,7 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
     if checksum(src, dst, tcp) != 0 && !offloaded(src, dst, tcp) {
         return Err(Skip::Checksum);
     }
-    let (mut mss, mut wscale) = (None, None);
+    let (mut mss, mut wscale, mut sack_ok, mut sack) = (None, None, false, &[][..]);
     let mut opts = &tcp[TCP_HDR..off];
     while let Some(&kind) = opts.first() {
         match kind {
@@ -126,6 +137,8 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
                 match (kind, len) {
                     (2, 4) => mss = be16(opts, 2),
                     (3, 3) => wscale = Some(opts[2]),
+                    (4, 2) => sack_ok = true,
+                    (5, _) if (len - 2) % 8 == 0 => sack = &opts[2..len],
                     _ => {}
                 }
                 opts = &opts[len..];
@@ -141,6 +154,8 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
         window: be16(tcp, 14).ok_or(Skip::Malformed)?,
         mss,
         wscale,
+        sack_ok,
+        sack,
         payload: &tcp[off..],
     })
 }
@@ -191,7 +206,7 @@ fn offloaded(src: IpAddr, dst: IpAddr, tcp: &[u8]) -> bool {
 }
 
 /// What a segment we send says.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Out<'a> {
     pub src: SocketAddr,
     pub dst: SocketAddr,
@@ -199,8 +214,11 @@ pub struct Out<'a> {
     pub ack: u32,
     pub flags: u8,
     pub window: u16,
-    /// SYN-ACK: our MSS and (when the peer offered scaling) our shift.
-    pub syn_opts: Option<(u16, Option<u8>)>,
+    /// SYN-ACK: our MSS, (when the peer offered scaling) our shift, and whether SACK is
+    /// permitted (when the peer offered it).
+    pub syn_opts: Option<(u16, Option<u8>, bool)>,
+    /// SACK blocks (left edge, right edge) to report: at most 4 are written.
+    pub sack: Vec<(u32, u32)>,
     pub payload: &'a [u8],
 }
 
@@ -213,11 +231,22 @@ pub fn build(o: &Out<'_>) -> Vec<u8> {
     tcp.extend_from_slice(&o.seq.to_be_bytes());
     tcp.extend_from_slice(&o.ack.to_be_bytes());
     let mut opts = Vec::new();
-    if let Some((mss, ws)) = o.syn_opts {
+    if let Some((mss, ws, sack_ok)) = o.syn_opts {
         opts.extend_from_slice(&[2, 4]);
         opts.extend_from_slice(&mss.to_be_bytes());
         if let Some(s) = ws {
             opts.extend_from_slice(&[1, 3, 3, s]);
+        }
+        if sack_ok {
+            opts.extend_from_slice(&[1, 1, 4, 2]);
+        }
+    }
+    let blocks = &o.sack[..o.sack.len().min(4)];
+    if !blocks.is_empty() {
+        opts.extend_from_slice(&[1, 1, 5, 2 + 8 * blocks.len() as u8]);
+        for (l, r) in blocks {
+            opts.extend_from_slice(&l.to_be_bytes());
+            opts.extend_from_slice(&r.to_be_bytes());
         }
     }
     let off = (TCP_HDR + opts.len()) / 4;
@@ -273,7 +302,12 @@ mod tests {
             ack: 7,
             flags: if syn { SYN | ACK } else { ACK | PSH },
             window: 1234,
-            syn_opts: syn.then_some((1460, Some(7))),
+            syn_opts: syn.then_some((1460, Some(7), true)),
+            sack: if syn {
+                vec![]
+            } else {
+                vec![(5, 9), (0xFFFF_FFF0, 3)]
+            },
             payload,
         }
     }
@@ -297,6 +331,16 @@ mod tests {
                 assert_eq!(seg.payload, b"hello, odd length");
                 assert_eq!(seg.mss, syn.then_some(1460));
                 assert_eq!(seg.wscale, syn.then_some(7));
+                assert_eq!(seg.sack_ok, syn);
+                let blocks: Vec<_> = seg.sack_blocks().collect();
+                assert_eq!(
+                    blocks,
+                    if syn {
+                        vec![]
+                    } else {
+                        vec![(5, 9), (0xFFFF_FFF0, 3)]
+                    }
+                );
             }
         }
     }
