@@ -3,11 +3,13 @@
 //! packet), built with correct checksums.
 //!
 //! Written by hand: the few header fields a minimal TCP needs (ports, sequence and
-//! acknowledgement numbers, flags, window, the MSS, window-scale and SACK options) and the
-//! ones'-complement checksum are less code than adapting a packet crate's types, and no crate
-//! in the dependency tree parses TCP.
+//! acknowledgement numbers, flags, window, the MSS, window-scale and SACK options) are less
+//! code than adapting a packet crate's types, and no crate in the dependency tree parses TCP.
+//! The checksums are `aerotp_tun::checksum`'s, shared with the lab.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use aerotp_tun::checksum as csum;
 
 pub const FIN: u8 = 0x01;
 pub const SYN: u8 = 0x02;
@@ -160,32 +162,11 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
     })
 }
 
-fn sum(data: &[u8], mut acc: u32) -> u32 {
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        acc += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        acc += u32::from(*last) << 8;
-    }
-    acc
-}
-
 /// The TCP checksum over the pseudo-header and `tcp` as it stands (0 when a received
 /// segment's checksum is right; the value to store when the field is zero).
 fn checksum(src: IpAddr, dst: IpAddr, tcp: &[u8]) -> u16 {
-    let mut acc = match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => sum(&d.octets(), sum(&s.octets(), 0)),
-        (IpAddr::V6(s), IpAddr::V6(d)) => sum(&d.octets(), sum(&s.octets(), 0)),
-        // Mixed families never come from one packet.
-        _ => return 0xFFFF,
-    };
-    acc += u32::from(PROTO_TCP) + tcp.len() as u32;
-    acc = sum(tcp, acc);
-    while acc > 0xFFFF {
-        acc = (acc & 0xFFFF) + (acc >> 16);
-    }
-    !(acc as u16)
+    // Mixed families never come from one packet.
+    csum::transport(src, dst, PROTO_TCP, tcp).unwrap_or(0xFFFF)
 }
 
 /// Whether the checksum field holds what a sender that offloads checksumming leaves there
@@ -193,16 +174,8 @@ fn checksum(src: IpAddr, dst: IpAddr, tcp: &[u8]) -> u16 {
 /// forwards such packets unchanged from a veth in another namespace into a TUN device; they
 /// crossed only the host's memory, so there is nothing to verify.
 fn offloaded(src: IpAddr, dst: IpAddr, tcp: &[u8]) -> bool {
-    let mut acc = match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => sum(&d.octets(), sum(&s.octets(), 0)),
-        (IpAddr::V6(s), IpAddr::V6(d)) => sum(&d.octets(), sum(&s.octets(), 0)),
-        _ => return false,
-    };
-    acc += u32::from(PROTO_TCP) + tcp.len() as u32;
-    while acc > 0xFFFF {
-        acc = (acc & 0xFFFF) + (acc >> 16);
-    }
-    be16(tcp, 16) == Some(acc as u16)
+    csum::pseudo_header(src, dst, PROTO_TCP, tcp.len())
+        .is_some_and(|acc| be16(tcp, 16) == Some(csum::fold(acc)))
 }
 
 /// What a segment we send says.
@@ -266,11 +239,8 @@ pub fn build(o: &Out<'_>) -> Vec<u8> {
             ip.extend_from_slice(&[0, 0, 0x40, 0, 64, PROTO_TCP, 0, 0]);
             ip.extend_from_slice(&s.octets());
             ip.extend_from_slice(&d.octets());
-            let mut acc = sum(&ip, 0);
-            while acc > 0xFFFF {
-                acc = (acc & 0xFFFF) + (acc >> 16);
-            }
-            ip[10..12].copy_from_slice(&(!(acc as u16)).to_be_bytes());
+            let h = csum::ipv4_header(&ip);
+            ip[10..12].copy_from_slice(&h.to_be_bytes());
             ip.extend_from_slice(&tcp);
             ip
         }
