@@ -25,11 +25,14 @@
 # Env: VIA (tun, the default; or, to compare, the kernel TPROXY listener: tproxy-reliable
 #      or tproxy-near for near-reliable with a custody store), WINDOW (the ingress's
 #      --window, default its own 256 KiB), SEED (lab seed, 7),
-#      BULK (10), BULK_BYTES (262144), GW_LOG (warn).
+#      BULK (10), BULK_BYTES (262144), GW_LOG (warn), APP_LOSS (per mille of the TCP
+#      packets from the application namespace dropped as they reach the air namespace, before
+#      the ingress sees them: losses on the ingress's own side; default 0).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
 SEED=${SEED:-7}; BULK=${BULK:-10}; BULK_BYTES=${BULK_BYTES:-262144}; VIA=${VIA:-tun}
+APP_LOSS=${APP_LOSS:-0}
 case $VIA in
   tun) ING_ARGS=(--transparent-tun aetp0 --transparent-mode reliable); RULE_ARGS=(--tcp-tun aetp0) ;;
   tproxy-reliable) ING_ARGS=(--transparent-tcp 0.0.0.0:7400 --transparent-mode reliable); RULE_ARGS=(--tcp-port 7400) ;;
@@ -38,7 +41,7 @@ case $VIA in
 esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lab-up.sh"
-for v in N SEED BULK BULK_BYTES; do need_number "$v" "${!v}"; done
+for v in N SEED BULK BULK_BYTES APP_LOSS; do need_number "$v" "${!v}"; done
 case $WHAT in curl|upload|flows) ;; *) echo "the first argument is curl, upload or flows, not '$WHAT'" >&2; exit 2 ;; esac
 if [ "$WHAT" = flows ]; then
   NEED_FD=$((N + BULK + 256))
@@ -83,6 +86,15 @@ cleanup() {
 trap cleanup EXIT
 for _ in $(seq 50); do { [ "$VIA" != tun ] || air ip link show aetp0 >/dev/null 2>&1; } && break; sleep 0.1; done
 "$AEROTP" gw rules install --netns "$AIR" --iif tpgw0 "${RULE_ARGS[@]}" --ipv4-only
+if [ "$APP_LOSS" -gt 0 ]; then
+  # Before the rules' chain (priority -150: mangle), so a dropped segment never reaches the
+  # ingress.
+  air nft -f - <<NFT
+table inet aerotp_app_loss {
+  chain pre { type filter hook prerouting priority -300; iifname "tpgw0" meta l4proto tcp numgen random mod 1000 < $APP_LOSS counter drop; }
+}
+NFT
+fi
 sleep 1
 rss() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 
@@ -126,6 +138,7 @@ secs = time.monotonic() - t
 same = "yes" if got.decode() == hashlib.sha256(blob).hexdigest() else "no"
 print(f"upload through the gateways: {n} B in {secs:.2f} s = {n * 8 / secs / 1e6:.3f} Mb/s; identical: {same}")
 sys.exit(0 if same == "yes" else 1)' $((N * 1000000))
+  [ "$APP_LOSS" -eq 0 ] || echo "dropped on the ingress's side: $(air nft list table inet aerotp_app_loss | grep -o 'packets [0-9]*')"
   # The source's TCP: retransmissions, timeouts, loss probes (its kernel's counters).
   app nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPSpuriousRTOs \
     TcpExtTCPSackRecovery TcpExtTCPFastRetrans 2>/dev/null | awk 'NR > 1 {printf "%s %s  ", $1, $2} END {print ""}'
