@@ -13,7 +13,8 @@
 #       acknowledged end to end: a Python source in the application namespace sends SIZE_MB
 #       random bytes to 10.77.0.2:8600 and closes its side; the ground receiver answers the
 #       SHA-256 of what it got once the source's stream ended; prints the time from connect to
-#       that answer, the goodput and whether the digests match (exit 1 if not).
+#       that answer, the goodput and whether the digests match (exit 1 if not), and when the
+#       destination saw the connection, the first byte and the end of the stream.
 #   flows RATE DELAY BER FLOWS: FLOWS TCP flows open from the application namespace to the
 #       ground's echo server (crates/gw/scripts/flows/, FLOWS_DEST=10.77.0.2), each proving
 #       itself with one echoed message; the ingress's and the egress's RSS with all of them
@@ -27,7 +28,8 @@
 #      --window, default its own 256 KiB), SEED (lab seed, 7),
 #      BULK (10), BULK_BYTES (262144), GW_LOG (warn), APP_LOSS (per mille of the TCP
 #      packets from the application namespace dropped as they reach the air namespace, before
-#      the ingress sees them: losses on the ingress's own side; default 0).
+#      the ingress sees them: losses on the ingress's own side; default 0), APP_CC (the
+#      upload source's congestion control, e.g. cubic; default the namespace's: bbr here).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
@@ -115,19 +117,28 @@ fi
 
 if [ "$WHAT" = upload ]; then
   ground python3 -c '
-import hashlib, socket
+import hashlib, socket, sys, time
 l = socket.create_server(("10.77.0.2", 8600)); c, _ = l.accept(); h = hashlib.sha256()
+t = [time.time(), None, None]
 while True:
     b = c.recv(1 << 16)
     if not b: break
+    t[1] = t[1] or time.time()
     h.update(b)
-c.sendall(h.hexdigest().encode()); c.close()' &
+t[2] = time.time()
+open(sys.argv[1], "w").write(" ".join(map(str, t)))
+c.sendall(h.hexdigest().encode()); c.close()' "$W/dest-times" &
   SRV=$!
   sleep 1
   app python3 -c '
 import hashlib, os, socket, sys, time
 n = int(sys.argv[1]); blob = os.urandom(n); t = time.monotonic()
-s = socket.create_connection(("10.77.0.2", 8600), timeout=900)
+open(sys.argv[2], "w").write(str(time.time()))
+s = socket.socket(); s.settimeout(900)
+if sys.argv[3]:
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[3].encode())
+s.connect(("10.77.0.2", 8600))
+cc = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
 s.sendall(blob); s.shutdown(socket.SHUT_WR)
 got = b""
 while True:
@@ -136,8 +147,15 @@ while True:
     got += b
 secs = time.monotonic() - t
 same = "yes" if got.decode() == hashlib.sha256(blob).hexdigest() else "no"
-print(f"upload through the gateways: {n} B in {secs:.2f} s = {n * 8 / secs / 1e6:.3f} Mb/s; identical: {same}")
-sys.exit(0 if same == "yes" else 1)' $((N * 1000000))
+print(f"upload through the gateways: {n} B in {secs:.2f} s = {n * 8 / secs / 1e6:.3f} Mb/s; identical: {same}; source TCP {cc}")
+sys.exit(0 if same == "yes" else 1)' $((N * 1000000)) "$W/src-time" "${APP_CC:-}"
+  # When the destination saw the connection, its first byte and its end, from the connect().
+  read -r T_ACC T_FIRST T_END < "$W/dest-times" || true  # one line, no newline
+  awk -v s="$(cat "$W/src-time")" -v a="$T_ACC" -v f="$T_FIRST" -v e="$T_END" 'BEGIN {
+    printf "destination: connection at +%.2f s, first byte +%.2f s, end of stream +%.2f s\n", a - s, f - s, e - s }'
+  # The gateways' CPU time (user + system) over the whole run.
+  cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+  echo "CPU: ingress $(cpu "$ING") s, egress $(cpu "$EG") s"
   [ "$APP_LOSS" -eq 0 ] || echo "dropped on the ingress's side: $(air nft list table inet aerotp_app_loss | grep -o 'packets [0-9]*')"
   # The source's TCP: retransmissions, timeouts, loss probes (its kernel's counters).
   app nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPSpuriousRTOs \
