@@ -13,7 +13,7 @@ use crate::addr::{path_addrs, path_ifnames, MTU, PREFIX_LEN};
 use crate::forward::{self, Channel, StopSignal, TunCounters};
 use crate::namespaces::Namespaces;
 use crate::netns;
-use crate::tun::Tun;
+use aerotp_tun::Tun;
 
 /// The (forward, reverse) channels of one path.
 pub(crate) type ChannelPair<C> = (Arc<Mutex<C>>, Arc<Mutex<C>>);

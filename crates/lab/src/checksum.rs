@@ -10,8 +10,12 @@
 //! Only IPv4 is handled (the lab runs IPv4 only); a flipped IPv4 header is left to the
 //! kernel, which checks the header checksum itself.
 //!
-//! Written by hand: the ones'-complement sum over a pseudo-header is a few lines, and the
-//! packet crates that do it would add a parser we do not otherwise need.
+//! The ones'-complement sum itself is `aerotp_tun::checksum`, shared with the gateway's
+//! user-space TCP.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use aerotp_tun::checksum;
 
 const TCP: u8 = 6;
 const UDP: u8 = 17;
@@ -37,32 +41,14 @@ fn locate(p: &[u8]) -> Option<(usize, u8, usize)> {
     Some((ihl, proto, csum_at))
 }
 
-fn sum(data: &[u8], mut acc: u32) -> u32 {
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        acc += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        acc += u32::from(*last) << 8;
-    }
-    acc
-}
-
-fn fold(mut acc: u32) -> u16 {
-    while acc > 0xFFFF {
-        acc = (acc & 0xFFFF) + (acc >> 16);
-    }
-    acc as u16
-}
-
 /// Ones'-complement sum of the pseudo-header and the segment as it stands.
 fn segment_sum(p: &[u8], ihl: usize, proto: u8) -> u16 {
     let total = usize::from(u16::from_be_bytes([p[2], p[3]]));
     let seg = &p[ihl..total];
-    let mut acc = sum(&p[12..20], 0);
-    acc += u32::from(proto);
-    acc += seg.len() as u32;
-    fold(sum(seg, acc))
+    let addr = |at: usize| IpAddr::V4(Ipv4Addr::new(p[at], p[at + 1], p[at + 2], p[at + 3]));
+    // Both addresses are IPv4: the pseudo-header always sums.
+    let acc = checksum::pseudo_header(addr(12), addr(16), proto, seg.len()).unwrap_or(0);
+    checksum::fold(checksum::sum(seg, acc))
 }
 
 /// Makes the packet's TCP (or non-zero UDP) checksum correct. Returns whether the packet is

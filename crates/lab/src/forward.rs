@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::tun::Tun;
+use aerotp_tun::Tun;
 
 /// What the forwarder needs from a link model. Implemented for `aerotp_link::Link`; kept as a
 /// trait so the forwarding loop can be tested with a trivial model.

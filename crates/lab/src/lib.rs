@@ -51,7 +51,6 @@ mod config;
 mod forward;
 mod namespaces;
 mod netns;
-mod tun;
 
 use std::net::IpAddr;
 use std::process::Command;

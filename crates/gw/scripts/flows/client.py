@@ -1,4 +1,5 @@
-"""Air side of crates/gw/scripts/lab-flows.sh: many flows into the ingress on 127.0.0.1.
+"""Air side of crates/gw/scripts/lab-flows.sh: many flows into the ingress on 127.0.0.1
+(lab-tun.sh: from an application namespace to the ground's ports, FLOWS_DEST=10.77.0.2).
 
   client.py rtt PORT SECONDS
       One TCP flow: a 200-byte message every 100 ms, echoed; prints one JSON line with the
@@ -24,7 +25,11 @@ import struct
 import sys
 import time
 
-HOST = "127.0.0.1"
+HOST = os.environ.get("FLOWS_DEST", "127.0.0.1")
+# FLOWS_DEST set (lab-tun.sh): the flows go to the ground's own ports, intercepted on the way
+# (no listener in the air namespace); else to the ingress's explicit listeners.
+GROUND_PORT = {8100: 7100, 8500: 7500, 8200: 7200, 8400: 7400}
+port_of = (lambda p: GROUND_PORT[p]) if HOST != "127.0.0.1" else (lambda p: p)
 
 
 def quantiles(v):
@@ -34,7 +39,7 @@ def quantiles(v):
 
 
 async def rtt(port, dur):
-    r, w = await asyncio.wait_for(asyncio.open_connection(HOST, port), 60)
+    r, w = await asyncio.wait_for(asyncio.open_connection(HOST, port_of(port)), 60)
     w.get_extra_info("socket").setsockopt(6, 1, 1)
     msg = b"m" * 200
     rtts = []
@@ -81,7 +86,7 @@ async def exchange(r, w, fid, seq):
 async def open_flow(fid, tally, sem):
     async with sem:
         try:
-            r, w = await asyncio.wait_for(asyncio.open_connection(HOST, 8500), 60)
+            r, w = await asyncio.wait_for(asyncio.open_connection(HOST, port_of(8500)), 60)
             ok = await exchange(r, w, fid, 0)
         except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:
             tally.t["open_failed"] += 1
@@ -124,7 +129,7 @@ async def final(fid, rw, tally):
 
 async def bulk(fid, n, tally):
     try:
-        r, w = await asyncio.wait_for(asyncio.open_connection(HOST, 8200), 60)
+        r, w = await asyncio.wait_for(asyncio.open_connection(HOST, port_of(8200)), 60)
         w.write(struct.pack(">II", fid, n))
         data = random.Random(fid).randbytes(n)
         for i in range(0, n, 65536):
@@ -144,7 +149,7 @@ class UdpOut(asyncio.DatagramProtocol):
 
 async def udp_flow(fid, tally, stop):
     loop = asyncio.get_running_loop()
-    tr, _ = await loop.create_datagram_endpoint(UdpOut, remote_addr=(HOST, 8400))
+    tr, _ = await loop.create_datagram_endpoint(UdpOut, remote_addr=(HOST, port_of(8400)))
     seq = 0
     await asyncio.sleep(random.Random(fid).random())  # spread the flows over the second
     while not stop.is_set():

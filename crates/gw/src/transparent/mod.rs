@@ -3,13 +3,15 @@
 //! TPROXY rules, learns each one's original destination and carries it to the egress in the
 //! flow's open record or datagram header, so the egress connects there. IPv4 and IPv6.
 //!
-//! Modules, each importing only those listed before it: `policy` (allow/deny lists), `rules`
+//! Modules, each importing only those listed before it: `policy` (allow/deny lists),
+//! `sysctls` (the kernel settings `rules --tcp-tun` changes, recorded and put back), `rules`
 //! (the nftables rules and `aerotp gw rules`), `origdst` (the sockets and the original
 //! destination). The accept loops live in `crate::ingress`, which owns the flows.
 
 pub mod origdst;
 pub mod policy;
 pub mod rules;
+pub mod sysctls;
 
 use std::net::SocketAddr;
 

@@ -11,6 +11,7 @@
 use std::process::{Command, Stdio};
 
 use super::policy::DestRule;
+use super::sysctls;
 
 /// The nftables table the rules live in (one table: removing it removes every rule).
 pub const TABLE: &str = "aerotp_gw";
@@ -267,22 +268,16 @@ impl RuleSpec {
         v
     }
 
-    /// `--tcp-tun`: the kernel settings the TUN path needs — forwarding on (the segments
-    /// are forwarded into the device, the answers out of it), and the device's reverse-path
-    /// filter off (its answers come from the destinations' addresses); `conf.all.rp_filter`
-    /// counts too, so a strict 1 there becomes loose (2).
-    pub fn sysctls(&self) -> Option<String> {
+    /// `--tcp-tun`: the kernel settings the TUN path needs (`sysctls::for_tun`: forwarding
+    /// on, the device's reverse-path filter off, a strict `conf.all.rp_filter` made loose).
+    fn tun_settings(&self) -> Option<Vec<sysctls::Setting>> {
         let dev = self.tcp_tun.as_ref()?;
-        let mut s = format!(
-            "echo 1 > /proc/sys/net/ipv4/ip_forward && \
-             echo 0 > /proc/sys/net/ipv4/conf/{dev}/rp_filter && \
-             if [ \"$(cat /proc/sys/net/ipv4/conf/all/rp_filter)\" = 1 ]; then \
-             echo 2 > /proc/sys/net/ipv4/conf/all/rp_filter; fi"
-        );
-        if self.ipv6 {
-            s += " && echo 1 > /proc/sys/net/ipv6/conf/all/forwarding";
-        }
-        Some(s)
+        Some(sysctls::for_tun(dev, self.ipv6))
+    }
+
+    /// The shell text that changes them (`sh -c` argument).
+    pub fn sysctls(&self) -> Option<String> {
+        Some(sysctls::script(&self.tun_settings()?))
     }
 
     /// Per family and mark: the command deleting one fwmark rule, and the one flushing its
@@ -319,6 +314,10 @@ impl RuleSpec {
             s += &format!("{ns}ip {}\n", a.join(" "));
         }
         if let Some(sh) = self.sysctls() {
+            s += &format!(
+                "# the values before are recorded in {} first; `remove` puts them back\n",
+                sysctls::state_path(self.netns.as_deref()).display()
+            );
             s += &format!("{ns}sh -c '{sh}'\n");
         }
         s += &format!("{ns}nft -f - <<'EOF'\n{}EOF\n", self.nft_script());
@@ -352,8 +351,10 @@ impl RuleSpec {
                 }
             })?;
         }
-        if let Some(sh) = self.sysctls() {
-            if let Err(e) = self.run("sh", &words(&["-c", &sh]), None) {
+        if let (Some(sh), Some(set)) = (self.sysctls(), self.tun_settings()) {
+            let done = sysctls::save(self.netns.as_deref(), &set)
+                .and_then(|()| self.run("sh", &words(&["-c", &sh]), None));
+            if let Err(e) = done {
                 let _ = self.remove();
                 return Err(e);
             }
@@ -366,10 +367,13 @@ impl RuleSpec {
         Ok(())
     }
 
-    /// Removes the table, the rule and the route; what was not there is not an error. Every
-    /// part is attempted; the error lists those that failed otherwise.
+    /// Removes the table, the rule and the route, and puts back the kernel settings an
+    /// install recorded; what was not there is not an error, except the record of rules
+    /// installed with `--tcp-tun`. Every part is attempted; the error lists those that
+    /// failed.
     pub fn remove(&self) -> Result<(), String> {
         self.check()?;
+        let was_installed = self.installed();
         let mut failed = Vec::new();
         let absent = |e: &str| {
             e.contains("No such file")
@@ -395,6 +399,24 @@ impl RuleSpec {
                     failed.push(e);
                 }
             }
+        }
+        let ns = self.netns.as_deref();
+        match sysctls::restore(ns) {
+            Ok(true) => {}
+            Ok(false) if was_installed && self.tcp_tun.is_some() => failed.push(format!(
+                "the kernel settings `install --tcp-tun` changes were left as they are: no \
+                 record of their values before at {} (installed by an older aerotp, or the \
+                 record deleted); check them by hand: {}",
+                sysctls::state_path(ns).display(),
+                self.tun_settings()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|s| s.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )),
+            Ok(false) => {}
+            Err(e) => failed.push(format!("putting the kernel settings back: {e}")),
         }
         if failed.is_empty() {
             Ok(())

@@ -4,12 +4,14 @@
 //! to the source only as far as the egress confirmed them written to the destination.
 //!
 //! Modules, each importing only those listed before it: `packet` (IPv4/IPv6 + TCP parsing
-//! and building), `tun` (the device), `tcb` (one connection). This module runs the device:
+//! and building), `reasm` (a connection's out-of-order bytes), `tun` (the device), `tcb`
+//! (one connection). This module runs the device:
 //! it demultiplexes segments to connections, answers SYNs (a refused destination with RST)
 //! and segments of unknown connections (RST), and hands each established connection to the
 //! ingress through [`Accept`].
 
 pub mod packet;
+pub mod reasm;
 pub mod tcb;
 pub mod tun;
 
@@ -69,6 +71,8 @@ pub struct UserTcp {
     pub device: String,
     pub table: Arc<Table>,
     pub counters: Arc<Counters>,
+    /// Out-of-order bytes held over every connection (at most [`reasm::POOL_BYTES`]).
+    pub held: Arc<reasm::Pool>,
 }
 
 /// The device's MTU (the kernel's default for a new TUN device).
@@ -81,12 +85,14 @@ impl UserTcp {
         let tun = Arc::new(Tun::create(&s.device)?);
         let table: Arc<Table> = Arc::default();
         let counters: Arc<Counters> = Arc::default();
+        let pool = reasm::Pool::new(reasm::POOL_BYTES);
         let me = UserTcp {
             device: tun.name.clone(),
             table: table.clone(),
             counters: counters.clone(),
+            held: pool.clone(),
         };
-        tokio::spawn(serve(tun, s, table, counters));
+        tokio::spawn(serve(tun, s, table, counters, pool));
         Ok(me)
     }
 
@@ -111,6 +117,7 @@ fn rst_for(s: &Segment<'_>) -> Vec<u8> {
         flags,
         window: 0,
         syn_opts: None,
+        sack: Vec::new(),
         payload: &[],
     })
 }
@@ -124,7 +131,13 @@ fn iss(t: &Tuple) -> u32 {
     h.finish() as u32
 }
 
-async fn serve(tun: Arc<Tun>, s: Settings, table: Arc<Table>, counters: Arc<Counters>) {
+async fn serve(
+    tun: Arc<Tun>,
+    s: Settings,
+    table: Arc<Table>,
+    counters: Arc<Counters>,
+    pool: Arc<reasm::Pool>,
+) {
     let mut buf = vec![0u8; 65_536];
     loop {
         let n = match tun.recv(&mut buf).await {
@@ -170,7 +183,14 @@ async fn serve(tun: Arc<Tun>, s: Settings, table: Arc<Table>, counters: Arc<Coun
                     tun.send(&rst_for(&seg));
                     continue;
                 }
-                let c = Arc::new(Conn::accept(&seg, iss(&t), s.window, tun.clone(), MTU));
+                let c = Arc::new(Conn::accept(
+                    &seg,
+                    iss(&t),
+                    s.window,
+                    tun.clone(),
+                    MTU,
+                    pool.clone(),
+                ));
                 table
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

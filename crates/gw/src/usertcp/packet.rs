@@ -3,11 +3,13 @@
 //! packet), built with correct checksums.
 //!
 //! Written by hand: the few header fields a minimal TCP needs (ports, sequence and
-//! acknowledgement numbers, flags, window, the MSS and window-scale options) and the
-//! ones'-complement checksum are less code than adapting a packet crate's types, and no crate
-//! in the dependency tree parses TCP.
+//! acknowledgement numbers, flags, window, the MSS, window-scale and SACK options) are less
+//! code than adapting a packet crate's types, and no crate in the dependency tree parses TCP.
+//! The checksums are `aerotp_tun::checksum`'s, shared with the lab.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use aerotp_tun::checksum as csum;
 
 pub const FIN: u8 = 0x01;
 pub const SYN: u8 = 0x02;
@@ -31,6 +33,10 @@ pub struct Segment<'a> {
     pub mss: Option<u16>,
     /// The window-scale option's shift (SYN only).
     pub wscale: Option<u8>,
+    /// The SACK-permitted option (SYN only, RFC 2018).
+    pub sack_ok: bool,
+    /// The SACK option's blocks, 8 bytes each, as received ([`Segment::sack_blocks`]).
+    pub sack: &'a [u8],
     pub payload: &'a [u8],
 }
 
@@ -42,6 +48,13 @@ impl Segment<'_> {
     /// Sequence space the segment takes: its bytes, plus one each for SYN and FIN.
     pub fn seq_len(&self) -> u32 {
         self.payload.len() as u32 + u32::from(self.has(SYN)) + u32::from(self.has(FIN))
+    }
+
+    /// The SACK blocks (left edge, right edge) the segment carries.
+    pub fn sack_blocks(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.sack
+            .chunks_exact(8)
+            .filter_map(|b| Some((be32(b, 0)?, be32(b, 4)?)))
     }
 }
 
@@ -112,7 +125,7 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
     if checksum(src, dst, tcp) != 0 && !offloaded(src, dst, tcp) {
         return Err(Skip::Checksum);
     }
-    let (mut mss, mut wscale) = (None, None);
+    let (mut mss, mut wscale, mut sack_ok, mut sack) = (None, None, false, &[][..]);
     let mut opts = &tcp[TCP_HDR..off];
     while let Some(&kind) = opts.first() {
         match kind {
@@ -126,6 +139,8 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
                 match (kind, len) {
                     (2, 4) => mss = be16(opts, 2),
                     (3, 3) => wscale = Some(opts[2]),
+                    (4, 2) => sack_ok = true,
+                    (5, _) if (len - 2) % 8 == 0 => sack = &opts[2..len],
                     _ => {}
                 }
                 opts = &opts[len..];
@@ -141,36 +156,17 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
         window: be16(tcp, 14).ok_or(Skip::Malformed)?,
         mss,
         wscale,
+        sack_ok,
+        sack,
         payload: &tcp[off..],
     })
-}
-
-fn sum(data: &[u8], mut acc: u32) -> u32 {
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        acc += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        acc += u32::from(*last) << 8;
-    }
-    acc
 }
 
 /// The TCP checksum over the pseudo-header and `tcp` as it stands (0 when a received
 /// segment's checksum is right; the value to store when the field is zero).
 fn checksum(src: IpAddr, dst: IpAddr, tcp: &[u8]) -> u16 {
-    let mut acc = match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => sum(&d.octets(), sum(&s.octets(), 0)),
-        (IpAddr::V6(s), IpAddr::V6(d)) => sum(&d.octets(), sum(&s.octets(), 0)),
-        // Mixed families never come from one packet.
-        _ => return 0xFFFF,
-    };
-    acc += u32::from(PROTO_TCP) + tcp.len() as u32;
-    acc = sum(tcp, acc);
-    while acc > 0xFFFF {
-        acc = (acc & 0xFFFF) + (acc >> 16);
-    }
-    !(acc as u16)
+    // Mixed families never come from one packet.
+    csum::transport(src, dst, PROTO_TCP, tcp).unwrap_or(0xFFFF)
 }
 
 /// Whether the checksum field holds what a sender that offloads checksumming leaves there
@@ -178,20 +174,12 @@ fn checksum(src: IpAddr, dst: IpAddr, tcp: &[u8]) -> u16 {
 /// forwards such packets unchanged from a veth in another namespace into a TUN device; they
 /// crossed only the host's memory, so there is nothing to verify.
 fn offloaded(src: IpAddr, dst: IpAddr, tcp: &[u8]) -> bool {
-    let mut acc = match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => sum(&d.octets(), sum(&s.octets(), 0)),
-        (IpAddr::V6(s), IpAddr::V6(d)) => sum(&d.octets(), sum(&s.octets(), 0)),
-        _ => return false,
-    };
-    acc += u32::from(PROTO_TCP) + tcp.len() as u32;
-    while acc > 0xFFFF {
-        acc = (acc & 0xFFFF) + (acc >> 16);
-    }
-    be16(tcp, 16) == Some(acc as u16)
+    csum::pseudo_header(src, dst, PROTO_TCP, tcp.len())
+        .is_some_and(|acc| be16(tcp, 16) == Some(csum::fold(acc)))
 }
 
 /// What a segment we send says.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Out<'a> {
     pub src: SocketAddr,
     pub dst: SocketAddr,
@@ -199,8 +187,11 @@ pub struct Out<'a> {
     pub ack: u32,
     pub flags: u8,
     pub window: u16,
-    /// SYN-ACK: our MSS and (when the peer offered scaling) our shift.
-    pub syn_opts: Option<(u16, Option<u8>)>,
+    /// SYN-ACK: our MSS, (when the peer offered scaling) our shift, and whether SACK is
+    /// permitted (when the peer offered it).
+    pub syn_opts: Option<(u16, Option<u8>, bool)>,
+    /// SACK blocks (left edge, right edge) to report: at most 4 are written.
+    pub sack: Vec<(u32, u32)>,
     pub payload: &'a [u8],
 }
 
@@ -213,11 +204,22 @@ pub fn build(o: &Out<'_>) -> Vec<u8> {
     tcp.extend_from_slice(&o.seq.to_be_bytes());
     tcp.extend_from_slice(&o.ack.to_be_bytes());
     let mut opts = Vec::new();
-    if let Some((mss, ws)) = o.syn_opts {
+    if let Some((mss, ws, sack_ok)) = o.syn_opts {
         opts.extend_from_slice(&[2, 4]);
         opts.extend_from_slice(&mss.to_be_bytes());
         if let Some(s) = ws {
             opts.extend_from_slice(&[1, 3, 3, s]);
+        }
+        if sack_ok {
+            opts.extend_from_slice(&[1, 1, 4, 2]);
+        }
+    }
+    let blocks = &o.sack[..o.sack.len().min(4)];
+    if !blocks.is_empty() {
+        opts.extend_from_slice(&[1, 1, 5, 2 + 8 * blocks.len() as u8]);
+        for (l, r) in blocks {
+            opts.extend_from_slice(&l.to_be_bytes());
+            opts.extend_from_slice(&r.to_be_bytes());
         }
     }
     let off = (TCP_HDR + opts.len()) / 4;
@@ -237,11 +239,8 @@ pub fn build(o: &Out<'_>) -> Vec<u8> {
             ip.extend_from_slice(&[0, 0, 0x40, 0, 64, PROTO_TCP, 0, 0]);
             ip.extend_from_slice(&s.octets());
             ip.extend_from_slice(&d.octets());
-            let mut acc = sum(&ip, 0);
-            while acc > 0xFFFF {
-                acc = (acc & 0xFFFF) + (acc >> 16);
-            }
-            ip[10..12].copy_from_slice(&(!(acc as u16)).to_be_bytes());
+            let h = csum::ipv4_header(&ip);
+            ip[10..12].copy_from_slice(&h.to_be_bytes());
             ip.extend_from_slice(&tcp);
             ip
         }
@@ -273,7 +272,12 @@ mod tests {
             ack: 7,
             flags: if syn { SYN | ACK } else { ACK | PSH },
             window: 1234,
-            syn_opts: syn.then_some((1460, Some(7))),
+            syn_opts: syn.then_some((1460, Some(7), true)),
+            sack: if syn {
+                vec![]
+            } else {
+                vec![(5, 9), (0xFFFF_FFF0, 3)]
+            },
             payload,
         }
     }
@@ -297,6 +301,16 @@ mod tests {
                 assert_eq!(seg.payload, b"hello, odd length");
                 assert_eq!(seg.mss, syn.then_some(1460));
                 assert_eq!(seg.wscale, syn.then_some(7));
+                assert_eq!(seg.sack_ok, syn);
+                let blocks: Vec<_> = seg.sack_blocks().collect();
+                assert_eq!(
+                    blocks,
+                    if syn {
+                        vec![]
+                    } else {
+                        vec![(5, 9), (0xFFFF_FFF0, 3)]
+                    }
+                );
             }
         }
     }

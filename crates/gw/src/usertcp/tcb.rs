@@ -6,13 +6,15 @@
 //! offset — what the egress confirmed written to the destination — never more. The source
 //! keeps unconfirmed bytes in its own send buffer and resends them; those we already took are
 //! dropped. The window we advertise puts the right edge at `confirmed + window`, so the flow
-//! never holds more than `window` unconfirmed bytes. The source's FIN is acknowledged when
-//! the egress confirmed the destination's end (its AFINACK).
+//! never holds more than `window` unconfirmed bytes. Segments beyond a hole are kept
+//! (`reasm`, bounded) until it fills, and reported as SACK blocks to a source that offered
+//! SACK. The source's FIN is acknowledged when the egress confirmed the destination's end
+//! (its AFINACK).
 //!
 //! Destination → source: an ordinary sender, bounded by a 256 KiB send buffer and the
 //! source's window; go-back-N on a retransmission timeout (no congestion control: the
-//! source is one hop away on the ingress's own network; no SACK, no timestamps, no fast
-//! retransmit — not offered in our SYN-ACK, so the source does not use them).
+//! source is one hop away on the ingress's own network; no timestamps, no fast retransmit,
+//! and the source's SACK blocks are not used: our direction needs none of it on one hop).
 //!
 //! Written by hand, not with smoltcp: smoltcp's sockets acknowledge every byte they accept
 //! into their receive buffer, which is exactly what reliable mode must not do; bending it
@@ -29,6 +31,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::packet::{self, Out, Segment, ACK, FIN, PSH, RST, SYN};
+use super::reasm::{Inserted, Pool, Reasm};
 use super::tun::Tun;
 use crate::flow::{Flow, UserSink};
 
@@ -101,6 +104,10 @@ struct Tcb {
     /// Source → destination: bytes handed to the flow, in order; the source's FIN taken.
     taken: u64,
     fin_in: bool,
+    /// The source offered SACK (and our SYN-ACK permitted it).
+    sack_ok: bool,
+    /// Out-of-order bytes beyond `taken`.
+    reasm: Reasm,
     /// The acknowledgement and window we last sent.
     sent_ack: Option<(u32, u16)>,
     last_dup_ack: Option<Instant>,
@@ -139,12 +146,25 @@ fn seq_off(seq: u32, base: u32) -> i64 {
 
 impl Conn {
     /// A connection for the source's SYN `s`: answers it with our SYN-ACK.
-    pub fn accept(s: &Segment<'_>, iss: u32, window: u64, tun: Arc<dyn Wire>, mtu: usize) -> Conn {
+    /// Out-of-order bytes are kept up to the window, and within `pool`.
+    pub fn accept(
+        s: &Segment<'_>,
+        iss: u32,
+        window: u64,
+        tun: Arc<dyn Wire>,
+        mtu: usize,
+        pool: Arc<Pool>,
+    ) -> Conn {
         let v6 = s.src.is_ipv6();
         let our_mss = (mtu.saturating_sub(if v6 { 60 } else { 40 })).clamp(536, 65_495) as u16;
         let default_mss = if v6 { 1220 } else { 536 };
         let mss = usize::from(s.mss.unwrap_or(default_mss).clamp(88, our_mss));
         let scaled = s.wscale.is_some();
+        let window = if scaled {
+            window.min(u64::from(u16::MAX) << WSCALE)
+        } else {
+            window.min(u64::from(u16::MAX))
+        };
         let tcb = Tcb {
             t: Tuple {
                 src: s.src,
@@ -157,13 +177,11 @@ impl Conn {
             our_shift: if scaled { WSCALE } else { 0 },
             mss,
             our_mss,
-            window: if scaled {
-                window.min(u64::from(u16::MAX) << WSCALE)
-            } else {
-                window.min(u64::from(u16::MAX))
-            },
+            window,
             taken: 0,
             fin_in: false,
+            sack_ok: s.sack_ok,
+            reasm: Reasm::new(window as usize, pool),
             sent_ack: None,
             last_dup_ack: None,
             una: 0,
@@ -281,6 +299,13 @@ impl UserSink for Conn {
 impl Tcb {
     fn out<'a>(&self, seq: u32, flags: u8, payload: &'a [u8]) -> Out<'a> {
         let (ack, window) = self.ack_now();
+        let rcv = |off: u64| self.irs.wrapping_add(1).wrapping_add(off as u32);
+        let sack = if self.sack_ok && self.reasm.held() > 0 && flags & RST == 0 {
+            let b = self.reasm.blocks();
+            b.into_iter().map(|(l, r)| (rcv(l), rcv(r))).collect()
+        } else {
+            Vec::new()
+        };
         Out {
             src: self.t.dst,
             dst: self.t.src,
@@ -289,6 +314,7 @@ impl Tcb {
             flags,
             window,
             syn_opts: None,
+            sack,
             payload,
         }
     }
@@ -301,7 +327,12 @@ impl Tcb {
             ack: self.irs.wrapping_add(1),
             flags: SYN | ACK,
             window: self.window.min(u64::from(u16::MAX)) as u16,
-            syn_opts: Some((self.our_mss, (self.our_shift > 0).then_some(self.our_shift))),
+            syn_opts: Some((
+                self.our_mss,
+                (self.our_shift > 0).then_some(self.our_shift),
+                self.sack_ok,
+            )),
+            sack: Vec::new(),
             payload: &[],
         };
         tun.send(&packet::build(&o));
@@ -396,7 +427,9 @@ impl Tcb {
         let len = s.payload.len() as i64;
         if len > 0 || s.has(FIN) {
             if off > 0 {
-                // Beyond what we have (an earlier segment lost): say where we are.
+                // Beyond what we have (an earlier segment lost): kept, and an immediate
+                // acknowledgement says where we are (with the SACK blocks).
+                self.keep_out_of_order(s, off as u64);
                 self.send_ack(tun);
                 return Event::None;
             }
@@ -422,8 +455,50 @@ impl Tcb {
                 self.last_dup_ack = Some(now);
                 self.send_ack(tun);
             }
+            self.deliver_held();
         }
         Event::None
+    }
+
+    /// Keeps the bytes of segment `s`, `off` bytes beyond `taken`, up to the advertised
+    /// right edge (and its FIN, if every byte of it is held).
+    fn keep_out_of_order(&mut self, s: &Segment<'_>, off: u64) {
+        if self.fin_in || self.flow.is_none() {
+            return;
+        }
+        let at = self.taken + off;
+        let edge = self.confirmed().0 + self.window;
+        let n = (s.payload.len() as u64).min(edge.saturating_sub(at)) as usize;
+        let kept = n == 0 || self.reasm.insert(at, &s.payload[..n]) != Inserted::Full;
+        if kept && s.has(FIN) && n == s.payload.len() {
+            self.reasm.fin = Some(at + n as u64);
+        }
+    }
+
+    /// Hands the flow what is held from `taken` on (a hole filled), then the source's FIN
+    /// if it came out of order and every byte before it is taken.
+    fn deliver_held(&mut self) {
+        if self.reasm.held() == 0 && self.reasm.fin.is_none() {
+            return;
+        }
+        self.reasm.advance(self.taken);
+        let Some(f) = self.flow.clone() else { return };
+        while !self.fin_in {
+            let Some(p) = self.reasm.front(self.taken) else {
+                break;
+            };
+            let took = f.take_source(p);
+            let whole = took == p.len();
+            self.taken += took as u64;
+            self.reasm.advance(self.taken);
+            if !whole {
+                break;
+            }
+        }
+        if !self.fin_in && self.reasm.fin == Some(self.taken) {
+            self.fin_in = true;
+            f.source_fin();
+        }
     }
 
     /// The source's acknowledgement of our direction, and its window.
@@ -579,151 +654,4 @@ pub async fn drive(conn: Arc<Conn>, table: Arc<Table>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::flow::{Budget, FlowInit};
-    use crate::frame::Class;
-    use crate::store::Custody;
-
-    /// Captures what a connection sends.
-    #[derive(Debug, Default)]
-    struct Capture(Mutex<Vec<Vec<u8>>>);
-
-    impl Wire for Capture {
-        fn send(&self, packet: &[u8]) {
-            self.0.lock().unwrap().push(packet.to_vec());
-        }
-    }
-
-    impl Capture {
-        /// (seq, ack, flags, payload length) of each captured segment, taken.
-        fn take(&self) -> Vec<(u32, u32, u8, usize)> {
-            let v = std::mem::take(&mut *self.0.lock().unwrap());
-            v.iter()
-                .map(|p| {
-                    let s = packet::parse(p).expect("we send valid segments");
-                    (s.seq, s.ack, s.flags, s.payload.len())
-                })
-                .collect()
-        }
-    }
-
-    const IRS: u32 = 0xFFFF_FF00; // wraps within the test
-    const ISS: u32 = 1000;
-
-    fn seg(seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
-        packet::build(&Out {
-            src: "10.78.0.2:40000".parse().unwrap(),
-            dst: "10.77.0.2:8500".parse().unwrap(),
-            seq,
-            ack,
-            flags,
-            window: 512,
-            syn_opts: (flags & SYN != 0).then_some((1460, Some(7))),
-            payload,
-        })
-    }
-
-    fn give(c: &Conn, p: &[u8]) -> Event {
-        c.on_segment(&packet::parse(p).unwrap())
-    }
-
-    /// A connection past its handshake, with its flow (64 KiB window) and capture.
-    fn open() -> (Conn, Arc<Flow>, Arc<Capture>) {
-        let cap = Arc::new(Capture::default());
-        let syn = seg(IRS, 0, SYN, &[]);
-        let c = Conn::accept(
-            &packet::parse(&syn).unwrap(),
-            ISS,
-            65_536,
-            cap.clone(),
-            1500,
-        );
-        let synack = cap.take();
-        assert_eq!(synack, vec![(ISS, IRS.wrapping_add(1), SYN | ACK, 0)]);
-        let ack = seg(IRS.wrapping_add(1), ISS + 1, ACK, &[]);
-        assert_eq!(give(&c, &ack), Event::Established);
-        let init = FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 65_536);
-        let flow = Flow::new(init, Budget::new(1 << 30));
-        c.set_flow(flow.clone());
-        assert_eq!(give(&c, &ack), Event::None);
-        (c, flow, cap)
-    }
-
-    #[tokio::test]
-    async fn bytes_are_forwarded_at_once_and_acknowledged_only_when_confirmed() {
-        let (c, flow, cap) = open();
-        let data = vec![7u8; 1000];
-        give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK | PSH, &data));
-        assert_eq!(flow.lock().end, 1000, "taken into the flow at once");
-        // Nothing acknowledged beyond the SYN: the egress has confirmed nothing.
-        assert!(cap.take().iter().all(|s| s.1 == IRS.wrapping_add(1)));
-        // A resend of the same bytes: answered with where we stand, not taken twice.
-        give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK | PSH, &data));
-        assert_eq!(flow.lock().end, 1000);
-        assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1), ACK, 0)]);
-        // A segment beyond a gap is not taken.
-        give(&c, &seg(IRS.wrapping_add(2001), ISS + 1, ACK, &data));
-        assert_eq!(flow.lock().end, 1000);
-        cap.take();
-        // The egress confirms 600: exactly that is acknowledged.
-        flow.confirm(600, false).await.unwrap();
-        c.pump();
-        assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(601), ACK, 0)]);
-        // The FIN: taken, acknowledged only once the egress confirmed the end.
-        give(&c, &seg(IRS.wrapping_add(1001), ISS + 1, ACK | FIN, &[]));
-        assert!(flow.lock().fin);
-        flow.confirm(1000, false).await.unwrap();
-        c.pump();
-        assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1001), ACK, 0)]);
-        flow.confirm(1000, true).await.unwrap();
-        c.pump();
-        assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1002), ACK, 0)]);
-    }
-
-    #[tokio::test]
-    async fn the_window_bounds_what_is_taken_and_a_rst_resets_the_flow() {
-        let (c, flow, cap) = open();
-        // The advertised window: 65,536 >> 7.
-        give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK, &[]));
-        let big = vec![1u8; 40_000];
-        give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK, &big));
-        give(&c, &seg(IRS.wrapping_add(40_001), ISS + 1, ACK, &big));
-        assert_eq!(
-            flow.lock().end,
-            65_536,
-            "no more than the window unconfirmed"
-        );
-        assert!(cap.take().iter().all(|s| s.1 == IRS.wrapping_add(1)));
-        give(&c, &seg(IRS.wrapping_add(65_537), ISS + 1, RST, &[]));
-        assert!(flow.lock().reset.is_some());
-        assert_eq!(c.pump(), None, "closed");
-    }
-
-    #[tokio::test]
-    async fn the_reverse_direction_is_sent_resent_and_acknowledged() {
-        let (c, _flow, cap) = open();
-        // The source's window: 512 << 7 = 64 KiB.
-        give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK, &[]));
-        assert_eq!(c.push(&[9u8; 3000]), 3000);
-        let sent = cap.take();
-        let data: Vec<_> = sent.iter().filter(|s| s.3 > 0).collect();
-        assert_eq!(data.len(), 3, "{sent:?}");
-        assert_eq!((data[0].0, data[0].3), (ISS + 1, 1460));
-        assert_eq!((data[2].0, data[2].3), (ISS + 1 + 2920, 80));
-        // No acknowledgement within the timeout: everything again from the first byte.
-        std::thread::sleep(RTO_INIT + Duration::from_millis(20));
-        c.pump();
-        let again = cap.take();
-        assert_eq!(again.first().map(|s| (s.0, s.3)), Some((ISS + 1, 1460)));
-        // An acknowledgement of all of it (sent before the timeout) still counts.
-        give(&c, &seg(IRS.wrapping_add(1), ISS + 3001, ACK, &[]));
-        c.finish();
-        c.pump();
-        let fin = cap.take();
-        assert!(
-            fin.iter().any(|s| s.2 & FIN != 0 && s.0 == ISS + 3001),
-            "the FIN after the 3000 bytes: {fin:?}"
-        );
-    }
-}
+mod tests;

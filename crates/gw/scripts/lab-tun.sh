@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# The TUN path (`--transparent-tun`, reliable end to end: docs/gateway.md §TCP reliable) in the
+# TUN lab (docs/results/gw.md, "The TUN path measured"): root, `aerotp` built (AEROTP=path),
+# python3, curl, nft. An application namespace behind the air namespace (a veth, default
+# route through it; nothing in it knows of a gateway); `aerotp gw rules install --tcp-tun`
+# routes its TCP into the ingress's TUN device; the egress on the ground connects to the
+# destinations.
+#   curl RATE DELAY BER SIZE_MB: `python3 -m http.server` on the ground serves a SIZE_MB
+#       random file; an unmodified curl in the application namespace downloads it from
+#       http://10.77.0.2:8000/ through the gateways; prints the time, goodput and whether the
+#       file is identical (exit 1 if not).
+#   upload RATE DELAY BER SIZE_MB: the other direction, where the source's bytes are the ones
+#       acknowledged end to end: a Python source in the application namespace sends SIZE_MB
+#       random bytes to 10.77.0.2:8600 and closes its side; the ground receiver answers the
+#       SHA-256 of what it got once the source's stream ended; prints the time from connect to
+#       that answer, the goodput and whether the digests match (exit 1 if not), and when the
+#       destination saw the connection, the first byte and the end of the stream.
+#   flows RATE DELAY BER FLOWS: FLOWS TCP flows open from the application namespace to the
+#       ground's echo server (crates/gw/scripts/flows/, FLOWS_DEST=10.77.0.2), each proving
+#       itself with one echoed message; the ingress's and the egress's RSS with all of them
+#       open and idle: memory per idle flow = (RSS now - RSS before) / FLOWS; then BULK flows
+#       (default 10) upload BULK_BYTES each, half of the flows send a message every 2 s, and
+#       every flow sends a last message and closes (every byte checked; exit 1 if one is not
+#       intact or a flow did not open). The control round trip (one more flow through the
+#       TUN, same class: interception gives every flow one class) idle and loaded.
+# Env: VIA (tun, the default; or, to compare, the kernel TPROXY listener: tproxy-reliable
+#      or tproxy-near for near-reliable with a custody store), WINDOW (the ingress's
+#      --window, default its own 256 KiB), SEED (lab seed, 7),
+#      BULK (10), BULK_BYTES (262144), GW_LOG (warn), APP_LOSS (per mille of the TCP
+#      packets from the application namespace dropped as they reach the air namespace, before
+#      the ingress sees them: losses on the ingress's own side; default 0), APP_CC (the
+#      upload source's congestion control, e.g. cubic; default the namespace's: bbr here).
+set -euo pipefail
+AEROTP=${AEROTP:-aerotp}
+WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
+SEED=${SEED:-7}; BULK=${BULK:-10}; BULK_BYTES=${BULK_BYTES:-262144}; VIA=${VIA:-tun}
+APP_LOSS=${APP_LOSS:-0}
+case $VIA in
+  tun) ING_ARGS=(--transparent-tun aetp0 --transparent-mode reliable); RULE_ARGS=(--tcp-tun aetp0) ;;
+  tproxy-reliable) ING_ARGS=(--transparent-tcp 0.0.0.0:7400 --transparent-mode reliable); RULE_ARGS=(--tcp-port 7400) ;;
+  tproxy-near) ING_ARGS=(--transparent-tcp 0.0.0.0:7400 --transparent-mode near-reliable); RULE_ARGS=(--tcp-port 7400) ;;
+  *) echo "VIA is tun, tproxy-reliable or tproxy-near, not '$VIA'" >&2; exit 2 ;;
+esac
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lab-up.sh"
+for v in N SEED BULK BULK_BYTES APP_LOSS; do need_number "$v" "${!v}"; done
+case $WHAT in curl|upload|flows) ;; *) echo "the first argument is curl, upload or flows, not '$WHAT'" >&2; exit 2 ;; esac
+if [ "$WHAT" = flows ]; then
+  NEED_FD=$((N + BULK + 256))
+  [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge "$NEED_FD" ] ||
+    { echo "the open-file limit (ulimit -Hn $(ulimit -Hn)) is below the $NEED_FD this run needs" >&2; exit 2; }
+  ulimit -n "$NEED_FD"
+fi
+W=$(mktemp -d /tmp/gw-tun.XXXX)
+TAG=gt$$
+APP=aerotp-app-$$-$TAG
+lab_up --rate "$RATE" --delay "$DELAY" --ber "$BER" --seed "$SEED"
+echo "work dir $W; lab $RATE $DELAY BER $BER seed $SEED; $WHAT $N; via $VIA; window ${WINDOW:-default}"
+
+ip netns add "$APP"
+ip -n "$AIR" link add tpgw0 type veth peer name tpapp0
+ip -n "$AIR" link set tpapp0 netns "$APP"
+ip -n "$AIR" addr add 10.78.0.1/24 dev tpgw0
+ip -n "$AIR" link set tpgw0 up
+ip -n "$APP" addr add 10.78.0.2/24 dev tpapp0
+ip -n "$APP" link set tpapp0 up
+ip -n "$APP" link set lo up
+ip -n "$APP" route add default via 10.78.0.1
+app() { ip netns exec "$APP" "$@"; }
+
+mkdir -p "$W/srv" "$W/store-eg" "$W/store-in"
+MAXC=$((N + BULK + 64))
+RUST_LOG=${GW_LOG:-warn} ip netns exec "$GROUND" "$AEROTP" gw egress --listen 10.77.0.2:9000 --allow-any \
+  --rate "$RATE" --store "$W/store-eg" --max-connections "$MAXC" >"$W/egress.log" 2>&1 &
+EG=$!
+RUST_LOG=${GW_LOG:-warn} ip netns exec "$AIR" "$AEROTP" gw ingress --peer 10.77.0.2:9000 --rate "$RATE" \
+  "${ING_ARGS[@]}" --store "$W/store-in" --max-connections "$MAXC" \
+  ${WINDOW:+--window "$WINDOW"} >"$W/ingress.log" 2>&1 &
+ING=$!
+SRV=""
+cleanup() {
+  "$AEROTP" gw rules remove --netns "$AIR" --iif tpgw0 "${RULE_ARGS[@]}" --ipv4-only 2>/dev/null || true
+  kill "$ING" "$EG" ${SRV:-} ${LOAD:-} 2>/dev/null || true
+  wait "$ING" "$EG" ${SRV:-} 2>/dev/null || true
+  ip netns del "$APP" 2>/dev/null || true
+  lab_down
+}
+trap cleanup EXIT
+for _ in $(seq 50); do { [ "$VIA" != tun ] || air ip link show aetp0 >/dev/null 2>&1; } && break; sleep 0.1; done
+"$AEROTP" gw rules install --netns "$AIR" --iif tpgw0 "${RULE_ARGS[@]}" --ipv4-only
+if [ "$APP_LOSS" -gt 0 ]; then
+  # Before the rules' chain (priority -150: mangle), so a dropped segment never reaches the
+  # ingress.
+  air nft -f - <<NFT
+table inet aerotp_app_loss {
+  chain pre { type filter hook prerouting priority -300; iifname "tpgw0" meta l4proto tcp numgen random mod 1000 < $APP_LOSS counter drop; }
+}
+NFT
+fi
+sleep 1
+rss() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+
+if [ "$WHAT" = curl ]; then
+  head -c $((N * 1000000)) /dev/urandom > "$W/srv/blob"
+  ground python3 -m http.server -b 10.77.0.2 -d "$W/srv" 8000 >/dev/null 2>&1 &
+  SRV=$!
+  sleep 1
+  OUT=$(app curl -sS --max-time 900 -o "$W/got" -w "%{time_total} %{size_download}" http://10.77.0.2:8000/blob)
+  read -r SECS SIZE <<<"$OUT"
+  SAME=no; cmp -s "$W/got" "$W/srv/blob" && SAME=yes
+  awk -v s="$SECS" -v n="$SIZE" -v same="$SAME" 'BEGIN {
+    printf "curl through the gateways: %d B in %.2f s = %.3f Mb/s; identical: %s\n", n, s, n * 8 / s / 1e6, same }'
+  grep -E "^(forward|reverse)" "$W/lab.log" || true
+  [ "$SAME" = yes ] || exit 1
+  exit 0
+fi
+
+if [ "$WHAT" = upload ]; then
+  ground python3 -c '
+import hashlib, socket, sys, time
+l = socket.create_server(("10.77.0.2", 8600)); c, _ = l.accept(); h = hashlib.sha256()
+t = [time.time(), None, None]
+while True:
+    b = c.recv(1 << 16)
+    if not b: break
+    t[1] = t[1] or time.time()
+    h.update(b)
+t[2] = time.time()
+open(sys.argv[1], "w").write(" ".join(map(str, t)))
+c.sendall(h.hexdigest().encode()); c.close()' "$W/dest-times" &
+  SRV=$!
+  sleep 1
+  app python3 -c '
+import hashlib, os, socket, sys, time
+n = int(sys.argv[1]); blob = os.urandom(n); t = time.monotonic()
+open(sys.argv[2], "w").write(str(time.time()))
+s = socket.socket(); s.settimeout(900)
+if sys.argv[3]:
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[3].encode())
+s.connect(("10.77.0.2", 8600))
+cc = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+s.sendall(blob); s.shutdown(socket.SHUT_WR)
+got = b""
+while True:
+    b = s.recv(100)
+    if not b: break
+    got += b
+secs = time.monotonic() - t
+same = "yes" if got.decode() == hashlib.sha256(blob).hexdigest() else "no"
+print(f"upload through the gateways: {n} B in {secs:.2f} s = {n * 8 / secs / 1e6:.3f} Mb/s; identical: {same}; source TCP {cc}")
+sys.exit(0 if same == "yes" else 1)' $((N * 1000000)) "$W/src-time" "${APP_CC:-}"
+  # When the destination saw the connection, its first byte and its end, from the connect().
+  read -r T_ACC T_FIRST T_END < "$W/dest-times" || true  # one line, no newline
+  awk -v s="$(cat "$W/src-time")" -v a="$T_ACC" -v f="$T_FIRST" -v e="$T_END" 'BEGIN {
+    printf "destination: connection at +%.2f s, first byte +%.2f s, end of stream +%.2f s\n", a - s, f - s, e - s }'
+  # The gateways' CPU time (user + system) over the whole run.
+  cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+  echo "CPU: ingress $(cpu "$ING") s, egress $(cpu "$EG") s"
+  [ "$APP_LOSS" -eq 0 ] || echo "dropped on the ingress's side: $(air nft list table inet aerotp_app_loss | grep -o 'packets [0-9]*')"
+  # The source's TCP: retransmissions, timeouts, loss probes (its kernel's counters).
+  app nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPSpuriousRTOs \
+    TcpExtTCPSackRecovery TcpExtTCPFastRetrans 2>/dev/null | awk 'NR > 1 {printf "%s %s  ", $1, $2} END {print ""}'
+  grep -E "^(forward|reverse)" "$W/lab.log" || true
+  exit 0
+fi
+
+ground python3 "$HERE/flows/ground.py" 10.77.0.2 "$W/ground.json" &
+SRV=$!
+sleep 1
+IDLE=$(FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" rtt 8100 10)
+echo "idle control round trip: $IDLE"
+RIN0=$(rss "$ING" VmRSS); REG0=$(rss "$EG" VmRSS)
+FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" load "$W" "$N" "$BULK" "$BULK_BYTES" 0 16 \
+  >"$W/load.log" 2>&1 &
+LOAD=$!
+for _ in $(seq 1200); do
+  [ -e "$W/opened" ] && break
+  kill -0 "$LOAD" 2>/dev/null || { echo "the load client stopped:" >&2; tail -5 "$W/load.log" >&2; exit 1; }
+  sleep 0.1
+done
+[ -e "$W/opened" ] || { echo "the flows did not open within 120 s" >&2; exit 1; }
+sleep 2
+RIN1=$(rss "$ING" VmRSS); REG1=$(rss "$EG" VmRSS)
+echo "opened: $(cat "$W/opened"); RSS ingress $RIN0 -> $RIN1 kB, egress $REG0 -> $REG1 kB"
+touch "$W/go"
+sleep 3
+LOADED=$(FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" rtt 8100 10)
+echo "loaded control round trip: $LOADED"
+timeout 900 tail --pid="$LOAD" -f /dev/null || { echo "the load client did not finish within 900 s" >&2; exit 1; }
+wait "$LOAD" || { echo "the load client failed:" >&2; tail -5 "$W/load.log" >&2; exit 1; }
+HIN=$(rss "$ING" VmHWM); HEG=$(rss "$EG" VmHWM)
+python3 - "$W" "$IDLE" "$LOADED" "$N" "$BULK" "$RIN0" "$RIN1" "$REG0" "$REG1" "$HIN" "$HEG" <<'PY'
+import json, sys
+w, idle, loaded = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+flows, bulk, rin0, rin1, reg0, reg1, hin, heg = map(int, sys.argv[4:])
+ld = json.load(open(f"{w}/load.json"))
+print(f"flows opened {ld['flows_opened']} of {flows} in {ld['open_seconds']:.1f} s; echoes intact "
+      f"{ld['echo_ok']} (bad {ld['echo_bad']}); last messages intact {ld['final_ok']} (bad {ld['final_bad']})")
+print(f"uploads intact {ld['bulk_ok']} of {bulk} in {ld['bulk_seconds']:.1f} s")
+print(f"memory per idle flow: ingress {(rin1 - rin0) / flows:.1f} kB, egress {(reg1 - reg0) / flows:.1f} kB; "
+      f"peak RSS ingress {hin / 1024:.1f} MB, egress {heg / 1024:.1f} MB")
+print(f"control round trip p50: idle {idle['p50']:.1f} ms, loaded {loaded['p50']:.1f} ms; "
+      f"p95 {idle['p95']:.1f} -> {loaded['p95']:.1f} ms")
+for e in ld["errors"]:
+    print("error:", e)
+fails = []
+if ld["flows_opened"] != flows: fails.append("not every flow opened")
+if ld["echo_bad"] or ld["final_bad"] or ld["final_ok"] != ld["flows_opened"]: fails.append("an echo was lost or differed")
+if ld["bulk_ok"] != bulk: fails.append("an upload was not intact")
+print("checks:", "all met" if not fails else "FAILED: " + "; ".join(fails))
+sys.exit(1 if fails else 0)
+PY

@@ -1,0 +1,258 @@
+//! The user-space TCP connection's unit tests (`tcb.rs`).
+
+use super::*;
+use crate::flow::{Budget, FlowInit};
+use crate::frame::Class;
+use crate::store::Custody;
+
+/// Captures what a connection sends.
+#[derive(Debug, Default)]
+struct Capture(Mutex<Vec<Vec<u8>>>);
+
+impl Wire for Capture {
+    fn send(&self, packet: &[u8]) {
+        self.0.lock().unwrap().push(packet.to_vec());
+    }
+}
+
+impl Capture {
+    /// (seq, ack, flags, payload length) of each captured segment, taken.
+    fn take(&self) -> Vec<(u32, u32, u8, usize)> {
+        let v = std::mem::take(&mut *self.0.lock().unwrap());
+        v.iter()
+            .map(|p| {
+                let s = packet::parse(p).expect("we send valid segments");
+                (s.seq, s.ack, s.flags, s.payload.len())
+            })
+            .collect()
+    }
+
+    /// The acknowledgement and the SACK blocks of each captured segment, taken.
+    fn take_sack(&self) -> Vec<(u32, Vec<(u32, u32)>)> {
+        let v = std::mem::take(&mut *self.0.lock().unwrap());
+        v.iter()
+            .map(|p| {
+                let s = packet::parse(p).expect("we send valid segments");
+                (s.ack, s.sack_blocks().collect())
+            })
+            .collect()
+    }
+}
+
+const IRS: u32 = 0xFFFF_FF00; // wraps within the test
+const ISS: u32 = 1000;
+
+fn seg(seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    seg_sack(seq, ack, flags, payload, true)
+}
+
+/// A segment of the source; its SYN offers SACK when `sack`.
+fn seg_sack(seq: u32, ack: u32, flags: u8, payload: &[u8], sack: bool) -> Vec<u8> {
+    packet::build(&Out {
+        src: "10.78.0.2:40000".parse().unwrap(),
+        dst: "10.77.0.2:8500".parse().unwrap(),
+        seq,
+        ack,
+        flags,
+        window: 512,
+        syn_opts: (flags & SYN != 0).then_some((1460, Some(7), sack)),
+        sack: Vec::new(),
+        payload,
+    })
+}
+
+fn give(c: &Conn, p: &[u8]) -> Event {
+    c.on_segment(&packet::parse(p).unwrap())
+}
+
+/// A connection past its handshake, with its flow (64 KiB window) and capture.
+fn open() -> (Conn, Arc<Flow>, Arc<Capture>) {
+    open_with(Pool::new(1 << 20), true)
+}
+
+/// The same, out-of-order bytes held in `pool`; the source offers SACK when `sack`.
+fn open_with(pool: Arc<Pool>, sack: bool) -> (Conn, Arc<Flow>, Arc<Capture>) {
+    let cap = Arc::new(Capture::default());
+    let syn = seg_sack(IRS, 0, SYN, &[], sack);
+    let c = Conn::accept(
+        &packet::parse(&syn).unwrap(),
+        ISS,
+        65_536,
+        cap.clone(),
+        1500,
+        pool,
+    );
+    let raw = cap.0.lock().unwrap()[0].clone();
+    let offered = packet::parse(&raw).unwrap().sack_ok;
+    assert_eq!(
+        offered, sack,
+        "SACK permitted in the SYN-ACK when offered, only then"
+    );
+    let synack = cap.take();
+    assert_eq!(synack, vec![(ISS, IRS.wrapping_add(1), SYN | ACK, 0)]);
+    let ack = seg(IRS.wrapping_add(1), ISS + 1, ACK, &[]);
+    assert_eq!(give(&c, &ack), Event::Established);
+    let init = FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 65_536);
+    let flow = Flow::new(init, Budget::new(1 << 30));
+    c.set_flow(flow.clone());
+    assert_eq!(give(&c, &ack), Event::None);
+    (c, flow, cap)
+}
+
+#[tokio::test]
+async fn bytes_are_forwarded_at_once_and_acknowledged_only_when_confirmed() {
+    let (c, flow, cap) = open();
+    let data = vec![7u8; 1000];
+    give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK | PSH, &data));
+    assert_eq!(flow.lock().end, 1000, "taken into the flow at once");
+    // Nothing acknowledged beyond the SYN: the egress has confirmed nothing.
+    assert!(cap.take().iter().all(|s| s.1 == IRS.wrapping_add(1)));
+    // A resend of the same bytes: answered with where we stand, not taken twice.
+    give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK | PSH, &data));
+    assert_eq!(flow.lock().end, 1000);
+    assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1), ACK, 0)]);
+    // A segment beyond a gap is not taken.
+    give(&c, &seg(IRS.wrapping_add(2001), ISS + 1, ACK, &data));
+    assert_eq!(flow.lock().end, 1000);
+    cap.take();
+    // The egress confirms 600: exactly that is acknowledged.
+    flow.confirm(600, false).await.unwrap();
+    c.pump();
+    assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(601), ACK, 0)]);
+    // The FIN: taken, acknowledged only once the egress confirmed the end.
+    give(&c, &seg(IRS.wrapping_add(1001), ISS + 1, ACK | FIN, &[]));
+    assert!(flow.lock().fin);
+    flow.confirm(1000, false).await.unwrap();
+    c.pump();
+    assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1001), ACK, 0)]);
+    flow.confirm(1000, true).await.unwrap();
+    c.pump();
+    assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1002), ACK, 0)]);
+}
+
+/// Sequence number of the source's byte `off`.
+fn at(off: u32) -> u32 {
+    IRS.wrapping_add(1).wrapping_add(off)
+}
+
+#[tokio::test]
+async fn segments_beyond_a_hole_are_kept_sacked_and_taken_when_it_fills() {
+    let pool = Pool::new(1 << 20);
+    let (c, flow, cap) = open_with(pool.clone(), true);
+    let d = vec![3u8; 1000];
+    cap.take();
+    // Segments 1-4 of 1000 bytes, shuffled, one twice and one overlapping two others;
+    // segment 0 lost.
+    for off in [3000u32, 1000, 3000, 2000, 1500] {
+        give(
+            &c,
+            &seg(
+                at(off),
+                ISS + 1,
+                ACK,
+                &d[..if off == 1500 { 900 } else { 1000 }],
+            ),
+        );
+    }
+    give(&c, &seg(at(4000), ISS + 1, ACK | FIN, &d));
+    assert_eq!(flow.lock().end, 0, "nothing beyond the hole taken yet");
+    assert!(!flow.lock().fin);
+    assert_eq!(pool.used(), 4000, "each byte held once");
+    let acks = cap.take_sack();
+    assert!(acks.iter().all(|(_, b)| !b.is_empty()), "{acks:?}");
+    assert_eq!(
+        acks.last().unwrap().1,
+        vec![(at(1000), at(5000))],
+        "one block, right of the acknowledgement"
+    );
+    // The hole fills: everything after it is taken at once, then the FIN.
+    give(&c, &seg(at(0), ISS + 1, ACK, &d));
+    assert_eq!(flow.lock().end, 5000);
+    assert!(flow.lock().fin, "the FIN that came out of order");
+    assert_eq!(pool.used(), 0);
+    // Still acknowledged only as confirmed, and no block left to report.
+    flow.confirm(2000, false).await.unwrap();
+    c.pump();
+    let sent = cap.take_sack();
+    assert_eq!(sent, vec![(at(2000), vec![])]);
+}
+
+#[tokio::test]
+async fn without_sack_offered_nothing_is_reported_but_the_bytes_are_kept() {
+    let (c, flow, cap) = open_with(Pool::new(1 << 20), false);
+    give(&c, &seg(at(1000), ISS + 1, ACK, &[1u8; 1000]));
+    assert!(cap.take_sack().iter().all(|(_, b)| b.is_empty()));
+    give(&c, &seg(at(0), ISS + 1, ACK, &[1u8; 1000]));
+    assert_eq!(flow.lock().end, 2000);
+}
+
+#[tokio::test]
+async fn held_bytes_stay_within_the_window_and_the_pool() {
+    // Window 64 KiB: of a segment straddling the right edge only what is inside is held.
+    let pool = Pool::new(1 << 20);
+    let (c, flow, _cap) = open_with(pool.clone(), true);
+    give(&c, &seg(at(65_000), ISS + 1, ACK, &[1u8; 1000]));
+    give(&c, &seg(at(70_000), ISS + 1, ACK, &[1u8; 1000]));
+    assert_eq!(pool.used(), 536, "to the right edge 65,536 only");
+    drop(c);
+    assert_eq!(pool.used(), 0, "a closed connection gives its bytes back");
+    // A pool of 1500 bytes: the second segment beyond the hole is not kept.
+    let pool = Pool::new(1500);
+    let (c, flow2, _cap) = open_with(pool.clone(), true);
+    give(&c, &seg(at(1000), ISS + 1, ACK, &[1u8; 1000]));
+    give(&c, &seg(at(2000), ISS + 1, ACK, &[1u8; 1000]));
+    assert_eq!(pool.used(), 1000);
+    give(&c, &seg(at(0), ISS + 1, ACK, &[1u8; 1000]));
+    assert_eq!(
+        flow2.lock().end,
+        2000,
+        "the hole and the segment held; the rest resent"
+    );
+    assert_eq!(flow.lock().end, 0);
+}
+
+#[tokio::test]
+async fn the_window_bounds_what_is_taken_and_a_rst_resets_the_flow() {
+    let (c, flow, cap) = open();
+    // The advertised window: 65,536 >> 7.
+    give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK, &[]));
+    let big = vec![1u8; 40_000];
+    give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK, &big));
+    give(&c, &seg(IRS.wrapping_add(40_001), ISS + 1, ACK, &big));
+    assert_eq!(
+        flow.lock().end,
+        65_536,
+        "no more than the window unconfirmed"
+    );
+    assert!(cap.take().iter().all(|s| s.1 == IRS.wrapping_add(1)));
+    give(&c, &seg(IRS.wrapping_add(65_537), ISS + 1, RST, &[]));
+    assert!(flow.lock().reset.is_some());
+    assert_eq!(c.pump(), None, "closed");
+}
+
+#[tokio::test]
+async fn the_reverse_direction_is_sent_resent_and_acknowledged() {
+    let (c, _flow, cap) = open();
+    // The source's window: 512 << 7 = 64 KiB.
+    give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK, &[]));
+    assert_eq!(c.push(&[9u8; 3000]), 3000);
+    let sent = cap.take();
+    let data: Vec<_> = sent.iter().filter(|s| s.3 > 0).collect();
+    assert_eq!(data.len(), 3, "{sent:?}");
+    assert_eq!((data[0].0, data[0].3), (ISS + 1, 1460));
+    assert_eq!((data[2].0, data[2].3), (ISS + 1 + 2920, 80));
+    // No acknowledgement within the timeout: everything again from the first byte.
+    std::thread::sleep(RTO_INIT + Duration::from_millis(20));
+    c.pump();
+    let again = cap.take();
+    assert_eq!(again.first().map(|s| (s.0, s.3)), Some((ISS + 1, 1460)));
+    // An acknowledgement of all of it (sent before the timeout) still counts.
+    give(&c, &seg(IRS.wrapping_add(1), ISS + 3001, ACK, &[]));
+    c.finish();
+    c.pump();
+    let fin = cap.take();
+    assert!(
+        fin.iter().any(|s| s.2 & FIN != 0 && s.0 == ISS + 3001),
+        "the FIN after the 3000 bytes: {fin:?}"
+    );
+}
