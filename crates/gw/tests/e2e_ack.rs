@@ -598,8 +598,12 @@ fn reliable_tun_acks_only_what_the_destination_has() {
         "the source saw {} B acknowledged that the destination did not have",
         m.max_excess
     );
+    // The ingress must have held bytes the destination did not have yet (or nothing was held
+    // back to test). How many depends on how fast the source fills the window before the cut:
+    // 188 KB on a quiet machine, 47 KB with the whole workspace's tests beside it; 16 KB is
+    // a dozen full segments.
     assert!(
-        m.max_ahead > 100_000,
+        m.max_ahead > 16_384,
         "the ingress forwarded at most {} B ahead of the destination: not a test of holding \
          acknowledgements back",
         m.max_ahead
