@@ -32,6 +32,7 @@ pub fn json(s: &ConnectionStats) -> Value {
                 "srtt_ms": p.srtt.as_secs_f64() * 1e3,
                 "delivered_bps": p.delivered_bps,
                 "weight": p.weight,
+                "ber": p.ber,
                 "tpdus_sent": p.sent.tpdus_sent,
                 "tpdus_acked": p.sent.tpdus_acked,
                 "tpdus_lost": p.sent.tpdus_lost,

@@ -543,6 +543,7 @@ impl Connection {
         self.liveness = Liveness::Heard { paused: false };
         self.stats_wire.datagrams_received += 1;
         self.stats_wire.bytes_received_wire += (r.bits / 8) as u64;
+        self.paths.on_quality(r.bits, r.quality, r.parity);
         match r.quality {
             Quality::Clean => self.rx.ber.record_clean(r.bits),
             Quality::Corrected { bits, symbols } => {

@@ -20,8 +20,10 @@
 //! With one path all of this is inert: the path is path 0, the connection's own round-trip
 //! estimate and rate rule, and nothing differs from a single-path connection.
 
+use crate::codec::Quality;
 use crate::rtt::RttEstimator;
 use crate::sender::LaneStats;
+use aerotp_fec::auto::BerEstimator;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -103,6 +105,10 @@ pub struct PathStats {
     pub downs: u64,
     /// PROBEs sent while it was down.
     pub probes: u64,
+    /// Bit-error rate of what arrived on the path (the FEC's corrections and failed checks,
+    /// as the connection's own estimate counts them); 0 before anything arrived, and for a
+    /// connection with one path (its BER is the connection's).
+    pub ber: f64,
 }
 
 #[derive(Debug)]
@@ -136,6 +142,8 @@ struct Path {
     /// first TPDU timed on any path: the clocks' offset cancels, so the path with the least
     /// is the quickest back too (taking a path's delay as the same both ways).
     relative_delay: Option<f64>,
+    /// What arrived on the path, for its bit-error rate (several paths only).
+    ber: BerEstimator,
 }
 
 impl Path {
@@ -163,6 +171,7 @@ impl Path {
             bytes_received: 0,
             last_heard: now,
             relative_delay: None,
+            ber: BerEstimator::new(),
         }
     }
 }
@@ -309,6 +318,21 @@ impl Paths {
             p.relative_delay
                 .map_or(relative, |o| (o * 7.0 + relative) / 8.0),
         );
+    }
+
+    /// How the latest datagram (on the path of the peer's latest TPDU) arrived: clean,
+    /// corrected, or corrupted, for that path's bit-error rate. Nothing with one path.
+    #[inline]
+    pub fn on_quality(&mut self, bits: usize, quality: Quality, parity: u8) {
+        if self.list.len() < 2 {
+            return;
+        }
+        let ber = &mut self.list[self.rx].ber;
+        match quality {
+            Quality::Clean => ber.record_clean(bits),
+            Quality::Corrected { bits: b, symbols } => ber.record_corrected(bits, b, symbols),
+            Quality::Corrupted => ber.record_failed(bits, parity),
+        }
     }
 
     /// A PROBE came on the path of the latest TPDU: the answer goes there.
@@ -630,6 +654,7 @@ impl Paths {
                     time_down,
                     downs: p.downs,
                     probes: p.probes,
+                    ber: p.ber.estimate().unwrap_or(0.0),
                 }
             })
             .collect()

@@ -17,6 +17,8 @@ struct PathSpec {
     rate_bps: u64,
     delay: Duration,
     loss: f64,
+    /// Bit-error rate, both directions.
+    ber: f64,
     /// Outages of both directions: (start, duration).
     outages: Vec<(Duration, Duration)>,
 }
@@ -26,6 +28,7 @@ fn spec(rate_bps: u64, delay_ms: u64) -> PathSpec {
         rate_bps,
         delay: Duration::from_millis(delay_ms),
         loss: 0.0,
+        ber: 0.0,
         outages: Vec::new(),
     }
 }
@@ -35,6 +38,7 @@ fn link(s: &PathSpec) -> LinkConfig {
         rate_bps: s.rate_bps,
         delay: s.delay,
         loss: s.loss,
+        ber: s.ber,
         queue_bytes: 300_000,
         outages: s
             .outages
@@ -301,4 +305,48 @@ fn without_acknowledgements_paths_stay_up_and_share_the_data() {
         assert!(share > 0.4, "{p:?}");
     }
     assert_eq!(o.sender.rate_bps, 4_000_000);
+}
+
+#[test]
+fn each_path_has_its_own_bit_error_rate() {
+    // Two 2 Mb/s paths; the second has bit errors (which FEC auto corrects). Each end's
+    // estimate for a path comes from what arrived on it alone.
+    let noisy = PathSpec {
+        ber: 2e-5,
+        ..spec(2_000_000, 10)
+    };
+    let data = pattern(2_000_000);
+    let o = run(
+        &[spec(2_000_000, 10), noisy],
+        Mode::Reliable,
+        4_000_000,
+        &data,
+        Duration::from_secs(60),
+    );
+    assert!(
+        o.received == data,
+        "{} of {} bytes",
+        o.received.len(),
+        data.len()
+    );
+    let r = o.receiver.expect("receiver stats");
+    let ber = |remote: SocketAddr| {
+        r.paths
+            .iter()
+            .find(|p| p.remote == remote)
+            .unwrap_or_else(|| panic!("no path from {remote}: {:?}", r.paths))
+            .ber
+    };
+    let (clean, noisy) = (ber(addrs(0).0), ber(addrs(1).0));
+    assert!(clean < 1e-7, "clean path: {clean}");
+    assert!((5e-6..8e-5).contains(&noisy), "noisy path: {noisy}");
+    // The sender's view of the way back (acknowledgements): the same split.
+    let back = |i: usize| {
+        o.sender
+            .paths
+            .iter()
+            .find(|p| p.remote == addrs(i).1)
+            .map_or(f64::NAN, |p| p.ber)
+    };
+    assert!(back(0) < 1e-7 && back(1) > 0.0, "{} / {}", back(0), back(1));
 }
