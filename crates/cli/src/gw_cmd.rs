@@ -60,7 +60,8 @@ struct CommonArgs {
     /// Largest AeroTP datagram, bytes (larger UDP datagrams are fragmented).
     #[arg(long)]
     mtu: Option<usize>,
-    /// Reliable (end-to-end) flows: bytes read ahead of the destination's confirmation.
+    /// Reliable (end-to-end) flows: bytes read ahead of the destination's confirmation
+    /// (default 256 KiB; through --transparent-tun two seconds of --rate, 256 KiB to 16 MiB).
     #[arg(long)]
     window: Option<String>,
     /// Serve Prometheus metrics over HTTP here (docs/stats.md).

@@ -291,6 +291,9 @@ pub struct Settings {
     pub store: Option<PathBuf>,
     pub store_capacity: u64,
     pub window: u64,
+    /// `window` was given (flag or key); otherwise the TUN path sizes its own
+    /// ([`Settings::tun_window`]).
+    pub window_set: bool,
     pub metrics: Option<SocketAddr>,
     pub policy: Policy,
     pub idle_timeout: Duration,
@@ -316,6 +319,28 @@ pub struct Settings {
     pub max_half_open: usize,
     /// Most AeroTP connections at once, 1 to 65536 (default [`DEFAULT_MAX_CONNECTIONS`]).
     pub max_connections: usize,
+}
+
+/// The TUN path's window when none is given: two seconds of the air link at `rate`, within
+/// 256 KiB–16 MiB. The source learns of a byte only once the destination has it, so a window
+/// under the link's rate × the end-to-end round trip caps the flow: at 250 ms one way and
+/// 5 Mb/s, 256 KiB held an upload to 65 % of the ceiling and 1 MiB to 79 % (docs/results/gw.md,
+/// "The TUN path measured"); two seconds cover a 500 ms one-way round trip and the repair of
+/// a loss on it.
+pub fn tun_window(rate_bps: u64) -> u64 {
+    (rate_bps / 8 * 2).clamp(256 << 10, 16 << 20)
+}
+
+impl Settings {
+    /// The window of the user-space TCP (`--transparent-tun`): `window` if given, else
+    /// [`tun_window`] of the gateway's rate.
+    pub fn tun_window(&self) -> u64 {
+        if self.window_set {
+            self.window
+        } else {
+            tun_window(self.rate)
+        }
+    }
 }
 
 /// Gateways' default connection cap: a ground-station pair serves many test articles, each
@@ -585,6 +610,7 @@ impl FileConfig {
                 self.store_capacity.as_deref().unwrap_or("256MB"),
             )?,
             window: size("window", self.window.as_deref().unwrap_or("256KiB"))?,
+            window_set: self.window.is_some(),
             metrics: self
                 .metrics
                 .as_deref()

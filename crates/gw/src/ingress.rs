@@ -233,7 +233,8 @@ impl Ingress {
                     class,
                     dst.to_string(),
                     Custody::mem(0),
-                    me.ctx.settings.window,
+                    // The same window as the user-space TCP's: what it takes, the flow holds.
+                    me.ctx.settings.tun_window(),
                 )
             };
             let flow = Flow::new(init, me.ctx.budget.clone());
@@ -254,7 +255,7 @@ impl Ingress {
         let policy = t.policy.clone();
         let u = crate::usertcp::UserTcp::start(crate::usertcp::Settings {
             device: dev.to_owned(),
-            window: self.ctx.settings.window,
+            window: self.ctx.settings.tun_window(),
             max_conns: self.ctx.settings.max_connections,
             permit: Arc::new(move |d| policy.permits(d)),
             accept,

@@ -501,3 +501,24 @@ async fn a_local_address_the_host_does_not_have_stops_the_gateway_at_start() {
         "{e}"
     );
 }
+
+#[test]
+fn the_tun_window_follows_the_rate_unless_given() {
+    let at = |rate: &str, window: Option<&str>| {
+        FileConfig {
+            rate: Some(rate.into()),
+            window: window.map(String::from),
+            ..FileConfig::default()
+        }
+        .settings()
+        .unwrap()
+        .tun_window()
+    };
+    // Two seconds of the link, within 256 KiB and 16 MiB.
+    assert_eq!(at("5mbit", None), 1_250_000);
+    assert_eq!(at("100kbit", None), 256 << 10);
+    assert_eq!(at("1gbit", None), 16 << 20);
+    // Given: as given, whatever the rate.
+    assert_eq!(at("5mbit", Some("64KiB")), 64 << 10);
+    assert_eq!(at("1gbit", Some("256KiB")), 256 << 10);
+}
