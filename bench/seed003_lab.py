@@ -167,7 +167,7 @@ def build(a, d):
             inp = a.file
         air = (
             f"{src}{a.aerotp} send {inp} --to $AEROTP_GROUND_ADDR_0:{port} {dests} "
-            f"--mode reliable --rate {a.rate}bit --mtu {a.mtu} --json "
+            f"--mode reliable --rate {a.rate}bit --mtu {a.mtu} {a.send_args} --json "
             f"> {d}/send.json 2> {d}/send.err"
         )
         settle = "1s"
@@ -351,6 +351,7 @@ def main():
     u.add_argument("--mtu", type=int, default=512, help="aerotp send --mtu")
     u.add_argument("--ip-mtu", type=int, default=540, help="interface MTU for kernel TCP/MPTCP")
     u.add_argument("--cc", default="cubic")
+    u.add_argument("--send-args", default="", help="more flags for aerotp send")
     u.add_argument("--offer", type=int, default=0, help="offered rate (bit/s) of a paced stream")
     u.add_argument("--duration", type=float, default=0, help="offered stream's length, s")
     u.add_argument("--timeout", type=int, required=True, help="bound of the air command, s")
