@@ -146,7 +146,8 @@ def blackouts(rs, binary, w):
         ok = r["complete"] and r["prefix_intact"] and s.get("guarantee_met", False)
         first_s = f"{first - b1:.1f} s after it ends ({first - back:.1f} s after a channel is back)" \
             if first is not None else "none"
-        print(f"| {m} min | {'yes' if ok else 'NO'} ({r['received_bytes']:,} of "
+        label = f"{m} min" + (", fixed send, default flags" if r["name"].endswith("fixed") else "")
+        print(f"| {label} | {'yes' if ok else 'NO'} ({r['received_bytes']:,} of "
               f"{r['file_bytes']:,} B) | {last / 60:.1f} min | {back - b1:.0f} s after its end | "
               f"{first_s} | {s.get('tpdus_retransmitted', '-')} | "
               f"{' / '.join(str(p.get('downs')) for p in s.get('paths', [])) or '-'} |")
