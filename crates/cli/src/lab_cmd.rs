@@ -123,11 +123,13 @@ fn lab_name_arg(s: &str) -> Result<String, String> {
     Ok(s.to_owned())
 }
 
-/// `--outages-until`: a duration up to 30 days.
+/// `--outages-until`: more than 0, at most 30 days.
 fn outages_until_arg(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s).map_err(|e| e.to_string())?;
-    if d > Duration::from_secs(30 * 86_400) {
-        return Err(format!("'{s}' is too long; give at most 30 days"));
+    if d.is_zero() || d > Duration::from_secs(30 * 86_400) {
+        return Err(format!(
+            "'{s}': give more than 0 and at most 30 days (e.g. 47min)"
+        ));
     }
     Ok(d)
 }
