@@ -9,7 +9,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use aerotp_emu::{outage_seed, path_seed};
-use aerotp_lab::link::{parse_duration, LinkStats, Network};
+use aerotp_lab::link::{parse_duration, Link, LinkStats, Network};
 use aerotp_lab::{Lab, LabPath, LabPathsConfig, Side, MAX_LAB_PATHS};
 use anyhow::{anyhow, Context, Result};
 
@@ -59,9 +59,17 @@ pub struct Args {
     /// Tag of the namespace names (aerotp-air-<pid>-<name>); letters, digits, `_`, `.`.
     #[arg(long, value_parser = lab_name_arg)]
     pub name: Option<String>,
-    /// Also print the final link statistics as JSON on stdout.
+    /// Also print the final link statistics as JSON on stdout (with each path's down
+    /// intervals while the lab ran).
     #[arg(long)]
     pub json: bool,
+    /// Print each path's down intervals (scheduled outages and the random call drops this
+    /// --seed draws, in seconds from the lab's start) up to this time as JSON, and exit
+    /// without starting a lab (no root needed): the schedule a lab with the same link and
+    /// seed applies, since it depends on the seed and the time only.
+    #[arg(long, value_name = "DURATION", value_parser = outages_until_arg,
+          conflicts_with_all = ["air", "ground", "shell"])]
+    pub outages_until: Option<Duration>,
 }
 
 impl Args {
@@ -115,6 +123,48 @@ fn lab_name_arg(s: &str) -> Result<String, String> {
     Ok(s.to_owned())
 }
 
+/// `--outages-until`: more than 0, at most 30 days.
+fn outages_until_arg(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    if d.is_zero() || d > Duration::from_secs(30 * 86_400) {
+        return Err(format!(
+            "'{s}': give more than 0 and at most 30 days (e.g. 47min)"
+        ));
+    }
+    Ok(d)
+}
+
+/// Each path's down intervals `[start, end)` in seconds from the lab's epoch, for both
+/// directions, until `until`: what the lab's links apply (the same configs and seeds as
+/// [`Args::lab_config`] gives `Lab::start_paths`).
+fn outages_json(
+    net: &Network,
+    config: &LabPathsConfig,
+    until: Duration,
+) -> Result<serde_json::Value> {
+    let secs = |v: Vec<(Duration, Duration)>| -> Vec<[f64; 2]> {
+        v.into_iter()
+            .map(|(a, b)| [a.as_secs_f64(), b.as_secs_f64()])
+            .collect()
+    };
+    let paths = net
+        .paths
+        .iter()
+        .zip(&config.paths)
+        .enumerate()
+        .map(|(i, (p, c))| {
+            let f = Link::new(c.forward.clone(), c.forward_seed)?.outage_intervals(until);
+            let r = Link::new(c.reverse.clone(), c.reverse_seed)?.outage_intervals(until);
+            Ok(serde_json::json!({
+                "name": p.display_name(i),
+                "forward": secs(f),
+                "reverse": secs(r),
+            }))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(serde_json::json!({ "until_s": until.as_secs_f64(), "paths": paths }))
+}
+
 /// `--settle`: 0s (no wait) to 10min; longer is a typo that would hold the namespaces up.
 fn settle_arg(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s).map_err(|e| e.to_string())?;
@@ -126,6 +176,11 @@ fn settle_arg(s: &str) -> Result<Duration, String> {
 
 /// Run `aerotp lab`; returns the process exit code (the air command's status).
 pub fn run(args: Args) -> Result<i32> {
+    if let Some(until) = args.outages_until {
+        let (net, config) = args.lab_config()?;
+        println!("{}", outages_json(&net, &config, until)?);
+        return Ok(0);
+    }
     // The runtime gets its own thread so that this works whether or not the caller is
     // already inside a tokio runtime.
     std::thread::Builder::new()
@@ -156,6 +211,8 @@ async fn supervise(args: Args) -> Result<i32> {
         .map_err(|e| anyhow!(e))?;
 
     let (net, config) = args.lab_config()?;
+    // The links' epoch is taken inside `start_paths`, a little after this.
+    let started = std::time::Instant::now();
     let lab = Lab::start_paths(config.clone())?;
     eprintln!("lab up: air {}, ground {}", lab.air_ns(), lab.ground_ns());
     for (i, (p, c)) in net.paths.iter().zip(&config.paths).enumerate() {
@@ -258,10 +315,13 @@ async fn supervise(args: Args) -> Result<i32> {
         );
     }
     if args.json {
-        println!(
-            "{}",
-            stats_json(&net, &stats, &checksum_drops, &addrs, code, multi)
-        );
+        let mut json = stats_json(&net, &stats, &checksum_drops, &addrs, code, multi);
+        let ran = started.elapsed();
+        json["elapsed_s"] = ran.as_secs_f64().into();
+        if let Ok(o) = outages_json(&net, &config, ran) {
+            json["outages"] = o["paths"].clone();
+        }
+        println!("{json}");
     }
     stopped.context("lab teardown")?;
     Ok(code)
@@ -493,5 +553,63 @@ mod tests {
         assert!(c.paths[0].forward.random_outage.is_none());
         let e = config(&["--ber", "2"]).unwrap_err().to_string();
         assert!(e.contains("--ber") && e.contains("[0, 1)"), "{e}");
+    }
+
+    #[test]
+    fn outages_until_gives_the_schedule_of_the_lab_s_links() {
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../bench/traces/seed003-blackout-10min.toml"
+        );
+        let argv = [
+            "--scenario",
+            file,
+            "--seed",
+            "3",
+            "--outages-until",
+            "47min",
+        ];
+        let args = parse_flags::<Args>(&argv).unwrap();
+        let until = args.outages_until.unwrap();
+        assert_eq!(until, Duration::from_secs(2820));
+        let (net, c) = args.lab_config().unwrap();
+        let j = outages_json(&net, &c, until).unwrap();
+        let paths = j["paths"].as_array().unwrap();
+        assert_eq!(paths.len(), 3);
+        let mut drops = Vec::new();
+        for (i, p) in paths.iter().enumerate() {
+            assert_eq!(p["name"], format!("iridium{i}"));
+            let f: Vec<[f64; 2]> = serde_json::from_value(p["forward"].clone()).unwrap();
+            // The links' own schedule, interval for interval.
+            let link = Link::new(c.paths[i].forward.clone(), c.paths[i].forward_seed).unwrap();
+            let want: Vec<[f64; 2]> = link
+                .outage_intervals(until)
+                .into_iter()
+                .map(|(a, b)| [a.as_secs_f64(), b.as_secs_f64()])
+                .collect();
+            assert_eq!(f, want);
+            // The 10-minute blackout from 5 min, inside one interval.
+            assert!(f.iter().any(|x| x[0] <= 300.0 && x[1] >= 900.0), "{f:?}");
+            // A call drop apart from it lasts 45-50 s (two may touch and merge).
+            for x in f.iter().filter(|x| x[1] <= 300.0 || x[0] >= 900.0) {
+                assert!(x[1] - x[0] >= 45.0 - 1e-9, "{x:?}");
+            }
+            // The path-level drops take both directions down together.
+            let r: Vec<[f64; 2]> = serde_json::from_value(p["reverse"].clone()).unwrap();
+            let random =
+                |v: &[[f64; 2]]| v.iter().filter(|x| x[1] <= 300.0 || x[0] >= 900.0).count();
+            assert_eq!(random(&f), random(&r));
+            drops.push(random(&f));
+        }
+        // Channel 0 (up 3 min on average) drops more often than channel 2 (30 min).
+        assert!(drops[0] > drops[2], "{drops:?}");
+        // Another seed draws another schedule.
+        let args =
+            parse_flags::<Args>(&[argv[0], argv[1], "--seed", "4", argv[4], argv[5]]).unwrap();
+        let (net, c) = args.lab_config().unwrap();
+        assert_ne!(outages_json(&net, &c, until).unwrap(), j);
+        // It prints and exits: no lab commands beside it.
+        let e = parse_flags::<Args>(&["--outages-until", "1h", "--air", "true"]).unwrap_err();
+        assert!(e.contains("--outages-until") || e.contains("--air"), "{e}");
     }
 }

@@ -251,13 +251,15 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
         w.write_all(&trailer.encode()).await.map_err(fail)?;
         conn.close();
         // Bounded even against a receiver that keeps the connection alive and never ends its
-        // half: it gets the silence bound to answer.
-        let verdict = tokio::time::timeout(silence, read_verdict(&conn))
+        // half: it gets the silence bound to answer, counted from the last byte it
+        // acknowledged (the whole input may sit in the send buffer long before it is
+        // delivered: 2 MB over 2.4 kb/s channels take an hour).
+        let verdict = bounded_by_progress(&conn, silence, read_verdict(&conn))
             .await
-            .map_err(|_| {
+            .ok_or_else(|| {
                 SendError::Broken(format!(
                     "the receiver did not end its half of the connection within {silence:?} \
-                     (--silence-timeout) after our last byte"
+                     (--silence-timeout) after the last byte it acknowledged"
                 ))
             })?
             .map_err(fail)?;
@@ -311,6 +313,32 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
             };
             abort_and_flush(&conn, reason).await;
             Err(e)
+        }
+    }
+}
+
+/// `fut`'s output, or `None` once the peer has acknowledged nothing new for `silence`
+/// (looked at every second, so the bound holds to a second).
+async fn bounded_by_progress<T>(
+    conn: &Connection,
+    silence: Duration,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::pin!(fut);
+    let mut last = conn.stats().peer_delivered;
+    let mut since = Instant::now();
+    loop {
+        let left = silence.saturating_sub(since.elapsed());
+        tokio::select! {
+            v = &mut fut => return Some(v),
+            () = tokio::time::sleep(left.min(Duration::from_secs(1))) => {
+                let now = conn.stats().peer_delivered;
+                if now != last {
+                    (last, since) = (now, Instant::now());
+                } else if since.elapsed() >= silence {
+                    return None;
+                }
+            }
         }
     }
 }

@@ -444,3 +444,46 @@ fn spoofed_asyns_leave_no_file_and_a_real_sender_still_gets_through() {
     assert_eq!(names(out.path()), vec!["real.bin".to_string()]);
     assert_eq!(std::fs::read(out.path().join("real.bin")).unwrap(), data);
 }
+
+#[test]
+fn a_transfer_longer_than_the_silence_bound_after_its_last_write_completes() {
+    // 1 MB paced at 600 kb/s takes about 13.5 s; all of it fits in the send buffer at once,
+    // so the last byte is written about 13 s before the receiver has it. The silence bound
+    // (10 s) counts from the last byte the receiver acknowledged, not from that write: this
+    // transfer keeps going and completes (it was cut at 10 s, exit 4, before).
+    let src = tempfile::tempdir().unwrap();
+    let file = src.path().join("input.bin");
+    let data = pattern(1_000_000, 9);
+    std::fs::write(&file, &data).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let recv = spawn_recv(port, out.path(), &[]);
+    let send = bin()
+        .args([
+            "send",
+            file.to_str().unwrap(),
+            "--to",
+            &format!("127.0.0.1:{port}"),
+            "--mode",
+            "reliable",
+            "--rate",
+            "600kbit",
+            "--silence-timeout",
+            "10s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let s = wait_bounded(send, Duration::from_secs(40));
+    let took = t.elapsed();
+    assert_eq!(s.status.code(), Some(0), "{}", stderr(&s));
+    assert!(
+        took > Duration::from_secs(11),
+        "took {took:?}: not longer than the bound"
+    );
+    let r = wait_bounded(recv.take(), Duration::from_secs(10));
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert_eq!(std::fs::read(out.path().join("input.bin")).unwrap(), data);
+}

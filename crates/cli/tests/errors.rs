@@ -283,6 +283,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         (lab, "--ground-port", COUNT),
         (lab, "--name", &lab_names),
         (lab, "--shell", &["", "sky"]),
+        (&["lab"][..], "--outages-until", DUR),
     ];
     for (f, v) in link_flags {
         for prefix in [link, sim, lab] {

@@ -9,7 +9,8 @@
 //! `offered.png`: delivered against offered rate for one, two and three channels (seed 003's
 //! Figs. 3–5); `blackouts.png`: delivery over time through 10-, 20- and 30-minute blackouts;
 //! `failover.png`: delivery over time as one of three paths dies, the engine's striping
-//! against striping below it.
+//! against striping below it. With `lab-timelines.csv` there (`bench/seed003_lab_figures.py
+//! --csv DIR`), also `lab-sessions.png` and `lab-blackouts.png`: seed 003 in the lab.
 
 use std::path::{Path, PathBuf};
 
@@ -111,6 +112,54 @@ fn main() -> Result<()> {
     )?;
     println!(
         "wrote offered.png, blackouts.png, failover.png in {}",
+        dir.display()
+    );
+    lab(&dir)
+}
+
+/// The lab's seed 003 timelines (`lab-timelines.csv` of `bench/seed003_lab_figures.py
+/// --csv DIR`: `time_s` then one column per run), if there: `lab-sessions.png` (the
+/// 47-minute sessions) and `lab-blackouts.png`.
+fn lab(dir: &Path) -> Result<()> {
+    let path = dir.join("lab-timelines.csv");
+    if !path.exists() {
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+    let names: Vec<String> = text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let data = rows(&path)?;
+    let column =
+        |i: usize| -> Vec<(f64, f64)> { data.iter().map(|r| (r[0] / 60.0, r[i] / 1e6)).collect() };
+    let pick = |blackout: bool| -> Lines {
+        (1..names.len())
+            .filter(|&i| names[i].starts_with("blackout") == blackout)
+            .map(|i| (names[i].clone(), column(i)))
+            .collect()
+    };
+    aerotp_plot::xy(
+        &dir.join("lab-sessions.png"),
+        "Seed 003 in the lab: three 2.4 kb/s channels with call drops, bulk",
+        "time, min",
+        "delivered, MB",
+        &pick(false),
+        &[47.0],
+    )?;
+    aerotp_plot::xy(
+        &dir.join("lab-blackouts.png"),
+        "Seed 003 in the lab, total blackouts from 5 min: 600 kB, reliable",
+        "time, min",
+        "delivered, MB",
+        &pick(true),
+        &[5.0, 15.0, 25.0, 35.0],
+    )?;
+    println!(
+        "wrote lab-sessions.png, lab-blackouts.png in {}",
         dir.display()
     );
     Ok(())
