@@ -46,6 +46,9 @@ use aerotp_lab::{Lab, LabConfig, LinkConfig, Side};
 mod ns_gateway;
 use ns_gateway::{start_gateway, NsGateway};
 
+mod labhost;
+use labhost::{ip, lab_available, run, NsGuard, RulesGuard};
+
 const TOTAL: u64 = 4_000_000;
 const CUT_AFTER: u64 = 1_000_000;
 const CUT: Duration = Duration::from_secs(3);
@@ -54,79 +57,6 @@ const PORT: u16 = 8500;
 const CLOSED: u16 = 8501;
 /// Denied at the ingress (`--transparent-deny`).
 const DENIED: u16 = 8502;
-
-fn lab_available() -> bool {
-    if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
-        eprintln!("AEROTP_SKIP_LAB=1: end-to-end acknowledgement lab test skipped");
-        return false;
-    }
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "the end-to-end acknowledgement lab test needs root (namespaces, nftables, TUN); run \
-         as root or set AEROTP_SKIP_LAB=1 to skip it"
-    );
-    for (prog, arg) in [("nft", "--version"), ("ip", "-V")] {
-        let ok = Command::new(prog)
-            .arg(arg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            ok,
-            "{prog} not found: run scripts/lab-deps.sh (or AEROTP_SKIP_LAB=1)"
-        );
-    }
-    true
-}
-
-fn run(prog: &str, args: &[&str]) {
-    let out = Command::new(prog).args(args).output().expect(prog);
-    assert!(
-        out.status.success(),
-        "{prog} {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn ip(args: &[&str]) {
-    run("ip", args)
-}
-
-/// A namespace made by the test, deleted on drop.
-struct NsGuard(String);
-
-impl NsGuard {
-    fn new(tag: &str) -> NsGuard {
-        let name = format!("aerotp-e2e-{}-{tag}", std::process::id());
-        let _ = Command::new("ip")
-            .args(["netns", "del", &name])
-            .stderr(Stdio::null())
-            .status();
-        ip(&["netns", "add", &name]);
-        NsGuard(name)
-    }
-}
-
-impl Drop for NsGuard {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
-/// TPROXY rules installed, removed on drop.
-struct RulesGuard(RuleSpec);
-
-impl Drop for RulesGuard {
-    fn drop(&mut self) {
-        if let Err(e) = self.0.remove() {
-            eprintln!("removing the rules: {e}");
-        }
-    }
-}
 
 /// Runs `f` on a thread in namespace `ns` (by name, /var/run/netns).
 fn in_netns<T: Send + 'static>(
@@ -310,7 +240,7 @@ fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
     }
     let lab = start_lab(tag);
     let air_ns = lab.air_ns().to_owned();
-    let app = NsGuard::new(tag);
+    let app = NsGuard::new("aerotp-e2e", tag);
     ip(&[
         "-n", &air_ns, "link", "add", "e2gw0", "type", "veth", "peer", "name", "e2app0",
     ]);
@@ -550,10 +480,14 @@ fn refusals(app_ns: &str) {
 /// Without a usable TUN device the ingress does not start, and says why.
 #[test]
 fn tun_errors_name_the_flag_and_the_cause() {
-    if !lab_available() {
+    if !lab_available(
+        "end-to-end acknowledgement lab test",
+        "namespaces, nftables, TUN",
+        &[("nft", "--version"), ("ip", "-V")],
+    ) {
         return;
     }
-    let ns = NsGuard::new("tunerr");
+    let ns = NsGuard::new("aerotp-e2e", "tunerr");
     let e = in_netns(&ns.0, || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -588,7 +522,11 @@ fn tun_errors_name_the_flag_and_the_cause() {
 
 #[test]
 fn reliable_tun_acks_only_what_the_destination_has() {
-    if !lab_available() {
+    if !lab_available(
+        "end-to-end acknowledgement lab test",
+        "namespaces, nftables, TUN",
+        &[("nft", "--version"), ("ip", "-V")],
+    ) {
         return;
     }
     let m = transfer_with_cut(Path::Tun, false, "e2etun");
@@ -617,7 +555,11 @@ fn reliable_tun_acks_only_what_the_destination_has() {
 
 #[test]
 fn kernel_paths_acknowledge_ahead() {
-    if !lab_available() {
+    if !lab_available(
+        "end-to-end acknowledgement lab test",
+        "namespaces, nftables, TUN",
+        &[("nft", "--version"), ("ip", "-V")],
+    ) {
         return;
     }
     let big = transfer_with_cut(Path::KernelReliable("256KiB"), false, "e2ek256");
@@ -638,7 +580,11 @@ fn kernel_paths_acknowledge_ahead() {
 
 #[test]
 fn reliable_tun_slow_destination() {
-    if !lab_available() {
+    if !lab_available(
+        "end-to-end acknowledgement lab test",
+        "namespaces, nftables, TUN",
+        &[("nft", "--version"), ("ip", "-V")],
+    ) {
         return;
     }
     let m = transfer_with_cut(Path::Tun, true, "e2eslow");
@@ -655,7 +601,11 @@ fn reliable_tun_slow_destination() {
 /// more than the destination has.
 #[test]
 fn reliable_tun_ipv6() {
-    if !lab_available() {
+    if !lab_available(
+        "end-to-end acknowledgement lab test",
+        "namespaces, nftables, TUN",
+        &[("nft", "--version"), ("ip", "-V")],
+    ) {
         return;
     }
     const V6_TOTAL: u64 = 1_000_000;
@@ -666,7 +616,7 @@ fn reliable_tun_ipv6() {
     }
     let lab = start_lab("e2etun6");
     let (air_ns, ground_ns) = (lab.air_ns().to_owned(), lab.ground_ns().to_owned());
-    let app = NsGuard::new("e2etun6");
+    let app = NsGuard::new("aerotp-e2e", "e2etun6");
     ip(&[
         "-n", &air_ns, "link", "add", "e2gw6", "type", "veth", "peer", "name", "e2app6",
     ]);

@@ -27,32 +27,8 @@ mod ns_gateway;
 use aerotp_testkit::random;
 use ns_gateway::start_gateway;
 
-fn lab_available() -> bool {
-    if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
-        eprintln!("AEROTP_SKIP_LAB=1: gateway lab test skipped");
-        return false;
-    }
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "the gateway lab test needs root (network namespaces, TUN); run as root or set \
-         AEROTP_SKIP_LAB=1 to skip it"
-    );
-    for prog in ["python3", "curl"] {
-        let ok = std::process::Command::new(prog)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            ok,
-            "{prog} not found: run scripts/lab-deps.sh (or AEROTP_SKIP_LAB=1)"
-        );
-    }
-    true
-}
+mod labhost;
+use labhost::lab_available;
 
 /// Waits for `c` to exit within `deadline`; kills it and fails otherwise.
 fn wait(mut c: Child, what: &str, deadline: Instant) -> std::process::ExitStatus {
@@ -142,7 +118,11 @@ fn sha(p: &Path) -> [u8; 32] {
 
 #[test]
 fn real_programs_through_the_gateways_in_a_lossy_lab() {
-    if !lab_available() {
+    if !lab_available(
+        "gateway lab test",
+        "network namespaces, TUN",
+        &[("python3", "--version"), ("curl", "--version")],
+    ) {
         return;
     }
     let t0 = Instant::now();

@@ -17,42 +17,8 @@ use std::process::{Command, Stdio};
 
 use aerotp_gw::transparent::{sysctls, RuleSpec};
 
-fn lab_available() -> bool {
-    if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
-        eprintln!("AEROTP_SKIP_LAB=1: rules sysctl test skipped");
-        return false;
-    }
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "the rules sysctl test needs root (namespaces, nftables); run as root or set \
-         AEROTP_SKIP_LAB=1 to skip it"
-    );
-    for (prog, arg) in [("nft", "--version"), ("ip", "-V")] {
-        let ok = Command::new(prog)
-            .arg(arg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            ok,
-            "{prog} not found: run scripts/lab-deps.sh (or AEROTP_SKIP_LAB=1)"
-        );
-    }
-    true
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+mod labhost;
+use labhost::{ip, lab_available};
 
 /// A namespace made by the test, deleted on drop.
 struct NsGuard(String);
@@ -96,7 +62,11 @@ const FWD6: &str = "/proc/sys/net/ipv6/conf/all/forwarding";
 
 #[test]
 fn remove_puts_the_settings_back() {
-    if !lab_available() {
+    if !lab_available(
+        "rules sysctl test",
+        "namespaces, nftables",
+        &[("nft", "--version"), ("ip", "-V")],
+    ) {
         return;
     }
     let ns = NsGuard(format!("aerotp-sysctl-{}", std::process::id()));

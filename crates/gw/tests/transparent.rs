@@ -33,83 +33,12 @@ use aerotp_lab::{Lab, LabConfig, LinkConfig, Side};
 mod ns_gateway;
 use ns_gateway::{start_gateway, wait_output as wait, NsGateway};
 
-fn lab_available() -> bool {
-    if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
-        eprintln!("AEROTP_SKIP_LAB=1: transparent gateway lab test skipped");
-        return false;
-    }
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "the transparent gateway lab test needs root (namespaces, nftables, TUN); run as root \
-         or set AEROTP_SKIP_LAB=1 to skip it"
-    );
-    for (prog, arg) in [
-        ("python3", "--version"),
-        ("curl", "--version"),
-        ("nft", "--version"),
-        ("ip", "-V"),
-    ] {
-        let ok = Command::new(prog)
-            .arg(arg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            ok,
-            "{prog} not found: run scripts/lab-deps.sh (or AEROTP_SKIP_LAB=1)"
-        );
-    }
-    true
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+mod labhost;
+use labhost::{ip, lab_available, NsGuard, RulesGuard};
 
 fn out(prog: &str, args: &[&str]) -> String {
     let o = Command::new(prog).args(args).output().expect(prog);
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A namespace made by a test, deleted on drop (its veth pair goes with it).
-struct NsGuard(String);
-
-impl NsGuard {
-    fn new(tag: &str) -> NsGuard {
-        let name = format!("aerotp-tp-{}-{tag}", std::process::id());
-        let _ = Command::new("ip")
-            .args(["netns", "del", &name])
-            .stderr(Stdio::null())
-            .status();
-        ip(&["netns", "add", &name]);
-        NsGuard(name)
-    }
-}
-
-impl Drop for NsGuard {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
-/// Installed rules, removed on drop.
-struct RulesGuard(RuleSpec);
-
-impl Drop for RulesGuard {
-    fn drop(&mut self) {
-        if let Err(e) = self.0.remove() {
-            eprintln!("removing the rules: {e}");
-        }
-    }
 }
 
 /// Nothing of `spec` is left in its namespace.
@@ -134,10 +63,19 @@ fn assert_rules_gone(spec: &RuleSpec) {
 
 #[test]
 fn rules_install_and_remove_leave_nothing_behind() {
-    if !lab_available() {
+    if !lab_available(
+        "transparent gateway lab test",
+        "namespaces, nftables, TUN",
+        &[
+            ("python3", "--version"),
+            ("curl", "--version"),
+            ("nft", "--version"),
+            ("ip", "-V"),
+        ],
+    ) {
         return;
     }
-    let ns = NsGuard::new("rules");
+    let ns = NsGuard::new("aerotp-tp", "rules");
     ip(&[
         "-n", &ns.0, "link", "add", "tpin0", "type", "veth", "peer", "name", "tpin1",
     ]);
@@ -415,7 +353,16 @@ fn received_telemetry(path: &Path) -> Vec<u32> {
 
 #[test]
 fn unmodified_curl_and_udp_cross_transparently() {
-    if !lab_available() {
+    if !lab_available(
+        "transparent gateway lab test",
+        "namespaces, nftables, TUN",
+        &[
+            ("python3", "--version"),
+            ("curl", "--version"),
+            ("nft", "--version"),
+            ("ip", "-V"),
+        ],
+    ) {
         return;
     }
     let t0 = Instant::now();
@@ -438,7 +385,7 @@ fn unmodified_curl_and_udp_cross_transparently() {
     let s = |p: &str| w.join(p).to_string_lossy().into_owned();
 
     // The applications' namespace: a veth to the air namespace, default route through it.
-    let app = NsGuard::new("app");
+    let app = NsGuard::new("aerotp-tp", "app");
     veth_to_app(&air_ns, &app.0, "tpgw0", "tpapp0");
     ip(&["-n", &air_ns, "addr", "add", "10.78.0.1/24", "dev", "tpgw0"]);
     ip(&["-n", &air_ns, "link", "set", "tpgw0", "up"]);
@@ -683,7 +630,16 @@ print(len(got))
 /// the address it sent to, and a denied IPv6 destination is reset without reaching the egress.
 #[test]
 fn ipv6_curl_and_udp_cross_transparently() {
-    if !lab_available() {
+    if !lab_available(
+        "transparent gateway lab test",
+        "namespaces, nftables, TUN",
+        &[
+            ("python3", "--version"),
+            ("curl", "--version"),
+            ("nft", "--version"),
+            ("ip", "-V"),
+        ],
+    ) {
         return;
     }
     let t0 = Instant::now();
@@ -699,7 +655,7 @@ fn ipv6_curl_and_udp_cross_transparently() {
 
     // The applications' namespace, IPv6 only (`nodad`: usable at once); the destination is
     // an address of the ground namespace.
-    let app = NsGuard::new("app6");
+    let app = NsGuard::new("aerotp-tp", "app6");
     veth_to_app(&air_ns, &app.0, "tpgw6", "tpapp6");
     // The lab turns IPv6 off in its namespaces (nothing but the test's traffic on its link):
     // on again for the interfaces this test uses, not for the link's TUN devices.

@@ -1,5 +1,5 @@
 //! A gateway running on a tokio runtime whose threads live in a lab namespace: shared by the
-//! gateway's lab tests (`lab.rs`, `transparent.rs`).
+//! gateway's lab tests (`lab.rs`, `transparent.rs`, `e2e_ack.rs`, `telemetry.rs`).
 
 #![allow(dead_code)]
 
