@@ -151,6 +151,16 @@ impl Args {
 pub fn to_json(sum: &Summary, wall: Duration) -> serde_json::Value {
     let mut v = serde_json::to_value(sum).expect("summary serialises");
     v["wall_s"] = serde_json::json!(wall.as_secs_f64());
+    // With several paths used by the engine, each run's outages and down declarations per
+    // path (the summary's `path_states` counts them over the runs).
+    if sum.results.iter().any(|r| !r.paths.is_empty()) {
+        let runs: Vec<_> = sum
+            .results
+            .iter()
+            .map(|r| serde_json::json!({ "seed": r.seed, "paths": r.paths }))
+            .collect();
+        v["path_runs"] = runs.into();
+    }
     v
 }
 

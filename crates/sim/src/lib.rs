@@ -30,10 +30,14 @@ mod scenario;
 mod summary;
 mod workload;
 
-pub use run::{addr_sender, mix_seed, run_once, run_once_tapped, RunResult, Tap, TapPoint};
+pub use run::{
+    addr_sender, mix_seed, run_once, run_once_tapped, PathRun, RunResult, Tap, TapPoint,
+};
 pub use scenario::{
     datagram_parity, parse_size, Scenario, SimError, SimMode, Striping, Topology, ENGINE_KEYS,
     IP_UDP_OVERHEAD, LINK_KEY_FORMS,
 };
-pub use summary::{ceiling_bps, run_many, run_seed, summarize, Percentiles, Stat, Summary};
+pub use summary::{
+    ceiling_bps, run_many, run_seed, summarize, PathStates, Percentiles, Stat, Summary,
+};
 pub use workload::Workload;

@@ -139,8 +139,54 @@ pub struct Summary {
     pub workload: String,
     /// Per-message delivery delays pooled over runs (non-bulk workloads; else null).
     pub message_delay: Option<Percentiles>,
+    /// With several paths used by the engine: per path, its outages against the sender's
+    /// down declarations, over all runs (else empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub path_states: Vec<PathStates>,
     #[serde(skip)]
     pub results: Vec<RunResult>,
+}
+
+/// One path's outages against the sender's down declarations, summed over the runs (see
+/// `crate::run::PathRun`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathStates {
+    pub outages: usize,
+    /// Outages a declaration began in (or within `DECLARATION_GRACE` of the end of).
+    pub outages_declared: usize,
+    pub declarations: usize,
+    /// Declarations outside every outage and its grace.
+    pub false_declarations: usize,
+    /// Median time from an outage's start to its declaration, seconds (null if none).
+    pub detection_median_s: Option<f64>,
+    /// Means per run: seconds held up while the link was down, and down while it was up.
+    pub up_while_down_s: f64,
+    pub down_while_up_s: f64,
+}
+
+impl PathStates {
+    fn of(results: &[RunResult]) -> Vec<PathStates> {
+        let n = results.iter().map(|r| r.paths.len()).max().unwrap_or(0);
+        (0..n)
+            .map(|i| {
+                let runs: Vec<_> = results.iter().filter_map(|r| r.paths.get(i)).collect();
+                let mut det: Vec<f64> = runs.iter().flat_map(|p| p.detection_s.clone()).collect();
+                det.sort_by(f64::total_cmp);
+                let per_run = |f: &dyn Fn(&crate::run::PathRun) -> f64| {
+                    runs.iter().map(|p| f(p)).sum::<f64>() / runs.len().max(1) as f64
+                };
+                PathStates {
+                    outages: runs.iter().map(|p| p.outages.len()).sum(),
+                    outages_declared: runs.iter().map(|p| p.outages_declared).sum(),
+                    declarations: runs.iter().map(|p| p.declared.len()).sum(),
+                    false_declarations: runs.iter().map(|p| p.false_declarations).sum(),
+                    detection_median_s: (!det.is_empty()).then(|| det[det.len() / 2]),
+                    up_while_down_s: per_run(&|p| p.up_while_down_s),
+                    down_while_up_s: per_run(&|p| p.down_while_up_s),
+                }
+            })
+            .collect()
+    }
 }
 
 /// Seed of run `i` of a sweep point whose base seed is `seed`.
@@ -237,6 +283,7 @@ pub fn summarize(s: &Scenario, seed: u64, results: Vec<RunResult>) -> Summary {
         } else {
             Percentiles::of(&delays)
         },
+        path_states: PathStates::of(&results),
         results,
     }
 }

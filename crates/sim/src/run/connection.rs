@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use aerotp_link::mix_seed;
 use aerotp_pair::{Advance, Delivery, Observer, Pair};
-use aerotp_proto::{CloseOutcome, ConnectionHandle, Endpoint, EndpointConfig, Event};
+use aerotp_proto::{CloseOutcome, ConnectionHandle, Endpoint, EndpointConfig, Event, MAX_PATHS};
 
 use super::app::{payload, take_chunk};
 use super::copies::{tag_of, usable, Copies, DATA_TAG};
-use super::net::links;
+use super::net::{forward_outages, links};
+use super::path_watch::{PathRun, PathWatch};
 use super::result::{close_name, finish_common, result_base, secs, RunResult};
 use super::tap::{
     addr_receiver, addr_sender, path_addrs, tap_datagram, tap_engines, Dir, Tap, TapPoint, PORT,
@@ -31,6 +32,8 @@ struct Watch<'t> {
     copies: Copies,
     retx_seen: u64,
     scratch: Vec<u8>,
+    /// The sender's path states, when the engine uses several paths.
+    paths: Option<PathWatch>,
 }
 
 impl Observer for Watch<'_> {
@@ -77,6 +80,11 @@ impl Observer for Watch<'_> {
     }
 
     fn stepped(&mut self, now: Duration, a: &Endpoint, b: &Endpoint) {
+        if let (Some(w), Some(st)) = (self.paths.as_mut(), a.stats(self.ch)) {
+            let index =
+                |p: &aerotp_proto::PathStats| (0..MAX_PATHS).find(|&i| path_addrs(i).1 == p.remote);
+            w.observe(now, st.paths.iter().filter_map(|p| Some((index(p)?, p.up))));
+        }
         tap_engines(
             &mut self.tap,
             now,
@@ -176,6 +184,7 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
         copies: Copies::default(),
         retx_seen: 0,
         scratch: Vec::with_capacity(s.mtu),
+        paths: engine_paths.then(PathWatch::default),
     };
 
     loop {
@@ -327,6 +336,17 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
                 r.max_delay_s = Some(max);
             }
         }
+    }
+    if let Some(w) = &watch.paths {
+        r.paths = (0..s.network.paths.len())
+            .map(|i| {
+                let outages: Vec<_> = forward_outages(s, seed, i, now)
+                    .into_iter()
+                    .map(|(a, b)| (a, b.min(now)))
+                    .collect();
+                PathRun::new(&outages, &w.declared(i, now))
+            })
+            .collect();
     }
     if s.workload == Workload::Bulk {
         r.message_delays.clear();

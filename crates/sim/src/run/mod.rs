@@ -4,7 +4,8 @@
 //! One job per module: [`once`] the entry points, `connection` and `datagrams` the two kinds
 //! of run, `net` the paths between the endpoints, `copies` the spurious-retransmission
 //! bookkeeping, `app` the applications' bytes, `result` what a run measured, `tap` the
-//! endpoints' addresses and the capture hook.
+//! endpoints' addresses and the capture hook, `path_watch` the sender's path states against
+//! the links' outages.
 
 mod app;
 mod connection;
@@ -12,6 +13,7 @@ mod copies;
 mod datagrams;
 mod net;
 mod once;
+mod path_watch;
 mod result;
 mod tap;
 
@@ -19,5 +21,6 @@ mod tap;
 /// `aerotp_link`; its test pins the outputs this simulator has always used).
 pub use aerotp_link::mix_seed;
 pub use once::{run_once, run_once_tapped};
+pub use path_watch::PathRun;
 pub use result::RunResult;
 pub use tap::{addr_sender, Tap, TapPoint};

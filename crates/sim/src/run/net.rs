@@ -2,6 +2,8 @@
 //! reverse `Path` (the papers' LAN hops around the path's impaired link, or the link alone),
 //! spread over by `aerotp_pair::Links` in proportion to the paths' rates.
 
+use std::time::Duration;
+
 use aerotp_link::{mix_seed, Path};
 use aerotp_pair::Links;
 
@@ -32,4 +34,30 @@ pub(super) fn links(s: &Scenario, seed: u64) -> Links {
         rev.push((r, p.reverse_config(0).rate_bps));
     }
     Links::new(fwd, rev)
+}
+
+/// Path `i`'s forward outages `[start, end)` that begin before `until`, as its links apply
+/// them in run `seed` (every hop's, merged where they touch).
+pub(super) fn forward_outages(
+    s: &Scenario,
+    seed: u64,
+    i: usize,
+    until: Duration,
+) -> Vec<(Duration, Duration)> {
+    let (fs, _, os) = path_seeds(seed, i);
+    let path = Path::new(s.hops(i, true, os), fs).expect("validated scenario");
+    let mut all: Vec<(Duration, Duration)> = path
+        .hops()
+        .iter()
+        .flat_map(|l| l.outage_intervals(until))
+        .collect();
+    all.sort();
+    let mut merged: Vec<(Duration, Duration)> = Vec::with_capacity(all.len());
+    for (a, b) in all {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    merged
 }

@@ -4,6 +4,8 @@
 use std::time::Duration;
 
 use aerotp_proto::CloseOutcome;
+
+use super::path_watch::PathRun;
 use serde::Serialize;
 
 /// What one run measured. Times are seconds of virtual time since the connect call (t = 0).
@@ -69,6 +71,10 @@ pub struct RunResult {
     /// Cumulative bytes delivered over time, (seconds, bytes), if the scenario asked for it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<(f64, u64)>,
+    /// With several paths used by the engine: each path's outages against the sender's down
+    /// declarations.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<PathRun>,
 }
 
 pub(super) fn secs(d: Duration) -> f64 {
@@ -115,6 +121,7 @@ pub(super) fn result_base(seed: u64) -> RunResult {
         fec_parity: 0,
         sender_close: String::new(),
         timeline: Vec::new(),
+        paths: Vec::new(),
     }
 }
 
