@@ -91,6 +91,17 @@ impl Path {
         self.hops.iter().all(|h| h.is_up(now))
     }
 
+    /// Every interval `[start, end)` some hop is down, that starts before `until` (each
+    /// hop's [`Link::outage_intervals`], merged where they overlap or touch).
+    pub fn outage_intervals(&self, until: Duration) -> Vec<(Duration, Duration)> {
+        crate::link::merge_intervals(
+            self.hops
+                .iter()
+                .flat_map(|l| l.outage_intervals(until))
+                .collect(),
+        )
+    }
+
     /// The hops, first = nearest to the sender.
     pub fn hops(&self) -> &[Link] {
         &self.hops

@@ -347,15 +347,7 @@ impl Link {
             }
         }
         all.extend(self.random_outage_intervals(until));
-        all.sort();
-        let mut merged: Vec<(Duration, Duration)> = Vec::with_capacity(all.len());
-        for (s, e) in all {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
-        }
-        merged
+        merge_intervals(all)
     }
 
     /// The Bad periods `[start, end)` of a time-form Gilbert–Elliott chain that start before
@@ -528,4 +520,17 @@ impl Link {
         }
         false
     }
+}
+
+/// `[start, end)` intervals sorted, with overlapping or touching ones merged.
+pub(crate) fn merge_intervals(mut all: Vec<(Duration, Duration)>) -> Vec<(Duration, Duration)> {
+    all.sort();
+    let mut merged: Vec<(Duration, Duration)> = Vec::with_capacity(all.len());
+    for (s, e) in all {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
 }

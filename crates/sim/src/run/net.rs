@@ -37,7 +37,7 @@ pub(super) fn links(s: &Scenario, seed: u64) -> Links {
 }
 
 /// Path `i`'s forward outages `[start, end)` that begin before `until`, as its links apply
-/// them in run `seed` (every hop's, merged where they touch).
+/// them in run `seed`.
 pub(super) fn forward_outages(
     s: &Scenario,
     seed: u64,
@@ -45,19 +45,7 @@ pub(super) fn forward_outages(
     until: Duration,
 ) -> Vec<(Duration, Duration)> {
     let (fs, _, os) = path_seeds(seed, i);
-    let path = Path::new(s.hops(i, true, os), fs).expect("validated scenario");
-    let mut all: Vec<(Duration, Duration)> = path
-        .hops()
-        .iter()
-        .flat_map(|l| l.outage_intervals(until))
-        .collect();
-    all.sort();
-    let mut merged: Vec<(Duration, Duration)> = Vec::with_capacity(all.len());
-    for (a, b) in all {
-        match merged.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => merged.push((a, b)),
-        }
-    }
-    merged
+    Path::new(s.hops(i, true, os), fs)
+        .expect("validated scenario")
+        .outage_intervals(until)
 }
