@@ -4,7 +4,8 @@
 
 Subcommands:
 
-  run       one `aerotp lab` session (AeroTP, kernel TCP or kernel MPTCP), bounded by a timeout;
+  run       one `aerotp lab` session (AeroTP, kernel TCP, kernel MPTCP, or kernel TCP striped
+            packet by packet over the channels as by the paper's teql), bounded by a timeout;
             samples the size of what the ground side has written every second (wall clock,
             aligned to the lab's epoch: the moment `aerotp lab` says "lab up") and writes
             DIR/NAME/{cmd.txt,timeline.csv,result.json,lab.json,lab.err,...}
@@ -145,6 +146,49 @@ def cut_scenario(src, n, dst):
         f.write("".join(out))
 
 
+def stripe_setup(side, paths):
+    """Shell commands that stripe every IP packet to the peer round robin over the lab's
+    `paths` channels, in one namespace (`side`: "air" or "ground"); for --kind tcp-striped.
+
+    The paper ran TCP over Linux `teql` (a round-robin queueing discipline over the channels'
+    devices, on both hosts). This kernel has no sch_teql (CONFIG_NET_SCH_TEQL is not set), so
+    the same per-packet round robin is built from nftables and policy routing: a chain of type
+    route at the output hook marks every packet to the peer 1, 2, ... `paths` in turn (`numgen
+    inc`), and `ip rule fwmark i` sends mark i to a table that routes the peer's path-0 address
+    over channel i-1 (the kernel re-routes a locally sent packet whose mark a route chain
+    changed). The receiving side accepts the peer's packets on any channel: rp_filter is off,
+    and Linux accepts a packet for any of its addresses on any device. GSO is off
+    (gso_max_segs 1) so that each TCP segment is routed on its own, as teql saw them. Data go
+    air -> ground, ACKs ground -> air: both sides stripe, as teql did on both hosts.
+    One difference from teql remains: teql skips a device that is down, and a dropped
+    channel's TUN device here stays up, so a third of the packets still go into it
+    during a call drop (as into a channel whose drop the modem has not noticed yet)."""
+    devs = [f"atp-{side}{'' if i == 0 else i}" for i in range(paths)]
+    rp = " ".join(
+        f"net.ipv4.conf.{x}.rp_filter=0" for x in ["all", "default"] + devs
+    )
+    cmds = [f"sysctl -qw {rp}"]
+    for i, dev in enumerate(devs):
+        cmds.append(f"ip link set dev {dev} gso_max_segs 1")
+        cmds.append(f"ip route add $AEROTP_PEER_ADDR dev {dev} table {101 + i}")
+        cmds.append(f"ip rule add fwmark {i + 1} lookup {101 + i}")
+    nft = [
+        "add table ip stripe",
+        "add chain ip stripe out { type route hook output priority mangle; }",
+        f"add rule ip stripe out ip daddr $AEROTP_PEER_ADDR counter "
+        f"meta mark set numgen inc mod {paths} offset 1",
+    ] + [f"add rule ip stripe out meta mark {i + 1} counter" for i in range(paths)]
+    # $AEROTP_PEER_ADDR must expand: double quotes around each nft command.
+    cmds += [f'nft "{c}"' for c in nft]
+    return " ; ".join(cmds)
+
+
+def stripe_dump(side, d):
+    """The striping counters (nft) and the devices' packet counts, into the run directory."""
+    f = f"{d}/stripe-{side}.txt"
+    return f"{{ nft list ruleset ; ip -s link ; }} > {f} 2>&1"
+
+
 def build(a, d):
     """The --ground and --air commands of the lab, and the files they write."""
     me = os.path.abspath(__file__)
@@ -189,6 +233,16 @@ def build(a, d):
         mflag = " --mptcp" if mptcp else ""
         g_setup = f"{lim} ; {sig} ; " if mptcp and a.paths > 1 else ""
         a_setup = f"{lim} ; " if mptcp and a.paths > 1 else ""
+        g_exec, a_end = "exec ", ""
+        if a.kind == "tcp-striped":
+            g_setup = f"{stripe_setup('ground', a.paths)} ; "
+            a_setup = f"{stripe_setup('air', a.paths)} ; "
+            # The counters at the end: the air's when the sender ends or is cut by the
+            # timeout (SIGINT), the ground's if its receiver returns before the teardown.
+            g_exec = ""
+            g_end = f" ; {stripe_dump('ground', d)}"
+            a_end = f" ; {stripe_dump('air', d)}"
+            a_setup = f"trap '{stripe_dump('air', d)} ; exit 130' INT TERM ; {a_setup}"
         # Each side sets its own devices' MTU (the same IP packet size as AeroTP's).
         g_mtu = " ; ".join(
             f"ip link set dev atp-ground{'' if i == 0 else i} mtu {a.ip_mtu}" for i in range(a.paths)
@@ -197,13 +251,15 @@ def build(a, d):
             f"ip link set dev atp-air{'' if i == 0 else i} mtu {a.ip_mtu}" for i in range(a.paths)
         )
         ground = (
-            f"{g_mtu} ; {g_setup}exec python3 {me} stream-recv --listen 0.0.0.0:{port}{mflag} "
+            f"{g_mtu} ; {g_setup}{g_exec}python3 {me} stream-recv --listen 0.0.0.0:{port}{mflag} "
             f"-o {recv_out} 2> {d}/recv.err"
         )
+        if g_exec == "":
+            ground += g_end
         air = (
             f"{a_mtu} ; {a_setup}date +%s.%N > {d}/air_start; "
             f"python3 {me} stream-send {a.file} --to $AEROTP_GROUND_ADDR_0:{port}{mflag} "
-            f"--cc {a.cc} 2> {d}/send.err"
+            f"--cc {a.cc} 2> {d}/send.err{a_end}"
         )
         settle = "2s"
     air = f"timeout -s INT {a.timeout} sh -c {shlex.quote(air)}"
@@ -341,7 +397,9 @@ def main():
     u = sub.add_parser("run")
     u.add_argument("--name", required=True)
     u.add_argument("--out", required=True)
-    u.add_argument("--kind", choices=["aerotp", "tcp", "mptcp"], required=True)
+    u.add_argument("--kind", choices=["aerotp", "tcp", "mptcp", "tcp-striped"], required=True,
+                   help="tcp-striped: kernel TCP over all --paths channels, per-packet round "
+                   "robin below it (the paper's teql; needs nft)")
     u.add_argument("--scenario", required=True)
     u.add_argument("--cut", action="store_true", help="cut the scenario to its first --paths paths")
     u.add_argument("--seed", type=int, default=3)

@@ -4,9 +4,12 @@ bench/seed003_lab.py wrote (each: cmd.txt, result.json, timeline.csv, lab.json, 
 
 Usage: python3 bench/seed003_lab_figures.py DIR [--bin target/release/aerotp] [--csv OUT]
 
-DIR holds long/ (the 47-minute sessions and the blackouts) and offered/ (delivered against
-offered rate); a run's timeline may be gzipped (timeline.csv.gz, as committed). Prints Markdown tables; with --csv OUT writes the rows as CSV and the
-delivery timelines of the long runs at 10 s steps.
+DIR holds long/ (the 47-minute sessions, kernel TCP, MPTCP and striped TCP beside AeroTP, and
+the blackouts), offered/ (delivered against offered rate, 10-minute sessions) and
+offered-47min/ (the same at 47 minutes); a run's timeline may be gzipped (timeline.csv.gz,
+as committed). Prints Markdown tables; with --csv OUT writes the rows as CSV
+(lab-sessions.csv, lab-blackouts.csv, lab-offered.csv, lab-offered-47min.csv) and the
+delivery timelines of the long runs at 10 s steps (lab-timelines.csv).
 
 Ceiling: the channels a run uses, while up, after headers: 2400 b/s x (each channel's up
 time in the window) / window x 488/540 (a 512-byte AeroTP datagram with its 24 bytes of
@@ -26,6 +29,8 @@ import sys
 
 RATE = 2400
 SHARE = 488 / 540
+OFFERED_CSV = ["run", "channels", "seed", "offered_bps", "duration_s", "delivered_bytes",
+               "delivered_bps", "ceiling_bps", "mean_delay_s", "intact", "ratio"]
 
 
 def load(d):
@@ -55,6 +60,10 @@ def outages(r, binary, until):
     scen = os.path.join(r["dir"], "scenario.toml")
     if not os.path.exists(scen):
         scen = r["scenario"]
+    if not os.path.exists(scen):
+        # The run's work tree is gone: the same file in this one (bench/traces/).
+        scen = os.path.join(os.path.dirname(os.path.abspath(__file__)), "traces",
+                            os.path.basename(scen))
     out = subprocess.run(
         [binary, "lab", "--scenario", scen, "--seed", str(r["seed"]),
          "--outages-until", f"{until}s"],
@@ -127,13 +136,18 @@ def long_runs(rs, binary, window, w):
                         ";".join(map(str, downs_decl))])
 
 
+def blackout_minutes(r):
+    return int(r["name"].split("-")[1].replace("min", ""))
+
+
 def blackouts(rs, binary, w):
     print("\n### Total blackouts (all three channels down from 5 min)\n")
-    print("| blackout | complete, intact | completion | channels back (first) | "
+    print("| blackout | run (seed) | complete, intact | completion | channels back (first) | "
           "first delivery after the blackout | retransmissions | down declared (per path) |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
+    per = {}
     for r in rs:
-        m = int(r["name"].split("-")[1].replace("min", ""))
+        m = blackout_minutes(r)
         b0, b1 = 300.0, 300.0 + 60 * m
         downs = outages(r, binary, 4000)
         # When the first channel is up again: the end of the merged interval holding b1.
@@ -147,18 +161,31 @@ def blackouts(rs, binary, w):
         first_s = f"{first - b1:.1f} s after it ends ({first - back:.1f} s after a channel is back)" \
             if first is not None else "none"
         label = f"{m} min" + (", fixed send, default flags" if r["name"].endswith("fixed") else "")
-        print(f"| {label} | {'yes' if ok else 'NO'} ({r['received_bytes']:,} of "
+        print(f"| {label} | {r['name']} ({r['seed']}) | {'yes' if ok else 'NO'} "
+              f"({r['received_bytes']:,} of "
               f"{r['file_bytes']:,} B) | {last / 60:.1f} min | {back - b1:.0f} s after its end | "
               f"{first_s} | {s.get('tpdus_retransmitted', '-')} | "
               f"{' / '.join(str(p.get('downs')) for p in s.get('paths', [])) or '-'} |")
+        per.setdefault(m, []).append((ok, last, first - b1 if first is not None else None))
         if w:
             w.writerow([m, ok, r["received_bytes"], r["file_bytes"], round(last, 1),
                         round(back - b1, 1), round(first - b1, 1) if first else "",
-                        before, s.get("tpdus_retransmitted", "")])
+                        before, s.get("tpdus_retransmitted", ""), r["name"], r["seed"]])
+    print("\n| blackout | runs complete and intact | completion (min-max) | "
+          "first delivery after the blackout (min-max) |")
+    print("|---|---|---|---|")
+    for m in sorted(per):
+        v = per[m]
+        fs = [f for _, _, f in v if f is not None]
+        fr = f"{min(fs):.1f}-{max(fs):.1f} s" if fs else "none"
+        print(f"| {m} min | {sum(1 for ok, _, _ in v if ok)}/{len(v)} | "
+              f"{min(x for _, x, _ in v) / 60:.1f}-{max(x for _, x, _ in v) / 60:.1f} min | "
+              f"{fr} |")
 
 
 def offered(rs, binary, w):
-    print("\n### Delivered against offered rate (10-minute sessions)\n")
+    mins = sorted({round(r["duration_s"] / 60) for r in rs})
+    print(f"\n### Delivered against offered rate ({'/'.join(map(str, mins))}-minute sessions)\n")
     table = {}
     for r in rs:
         d = r["duration_s"]
@@ -181,7 +208,8 @@ def offered(rs, binary, w):
             (by * 8 / d, delay, ceil, r["prefix_intact"]))
         if w:
             w.writerow([r["name"], r["paths"], r["seed"], r["offer_bps"], d, by,
-                        round(by * 8 / d), round(ceil), round(delay, 1), r["prefix_intact"]])
+                        round(by * 8 / d), round(ceil), round(delay, 1), r["prefix_intact"],
+                        round(by * 8 / d / ceil, 4)])
     print("| offered | 1 channel | 2 channels | 3 channels |")
     print("|---|---|---|---|")
     for o in sorted(table):
@@ -193,6 +221,15 @@ def offered(rs, binary, w):
                 continue
             cells.append(" ; ".join(
                 f"{b:,.0f} ({dl:.0f} s){'' if ok else ' CORRUPT'}" for b, dl, c, ok in v))
+        print(f"| {o:,} b/s | " + " | ".join(cells) + " |")
+    print("\n(ratio to the ceiling of the run's channels while up, same cells:)\n")
+    print("| offered | 1 channel | 2 channels | 3 channels |")
+    print("|---|---|---|---|")
+    for o in sorted(table):
+        cells = []
+        for n in (1, 2, 3):
+            v = table[o].get(n)
+            cells.append(" ; ".join(f"{b / c:.3f}" for b, _, c, _ in v) if v else "-")
         print(f"| {o:,} b/s | " + " | ".join(cells) + " |")
     print("\n(delivered b/s (mean delay); ceilings while up, per run:)")
     for o in sorted(table):
@@ -229,9 +266,11 @@ def main():
 
     lr = runs("long")
     sessions = [r for r in lr if not r["name"].startswith("blackout")]
-    bl = sorted((r for r in lr if r["name"].startswith("blackout")),
-                key=lambda r: int(r["name"].split("-")[1].replace("min", "")))
-    orun = sorted(runs("offered"), key=lambda r: (r["paths"], r["offer_bps"], r["seed"]))
+    bl = [r for r in lr if r["name"].startswith("blackout")]
+    bl = sorted(bl, key=lambda r: (blackout_minutes(r), r["name"]))
+    key = lambda r: (r["paths"], r["offer_bps"], r["seed"])  # noqa: E731
+    orun = sorted(runs("offered"), key=key)
+    orun47 = sorted(runs("offered-47min"), key=key)
     files = {}
     if a.csv:
         os.makedirs(a.csv, exist_ok=True)
@@ -243,10 +282,9 @@ def main():
             "lab-blackouts.csv": ["blackout_min", "complete_intact", "received_bytes",
                                   "file_bytes", "completion_s", "channel_back_after_s",
                                   "first_delivery_after_s", "bytes_before_blackout",
-                                  "retransmissions"],
-            "lab-offered.csv": ["run", "channels", "seed", "offered_bps", "duration_s",
-                                "delivered_bytes", "delivered_bps", "ceiling_bps",
-                                "mean_delay_s", "intact"],
+                                  "retransmissions", "run", "seed"],
+            "lab-offered.csv": OFFERED_CSV,
+            "lab-offered-47min.csv": OFFERED_CSV,
         }.items():
             f = open(os.path.join(a.csv, k), "w", newline="")
             files[k] = (f, csv.writer(f))
@@ -258,6 +296,8 @@ def main():
         blackouts(bl, a.bin, g("lab-blackouts.csv"))
     if orun:
         offered(orun, a.bin, g("lab-offered.csv"))
+    if orun47:
+        offered(orun47, a.bin, g("lab-offered-47min.csv"))
     if a.csv and lr:
         timelines(sessions + bl, a.csv)
     for f, _ in files.values():

@@ -10,7 +10,10 @@
 //! Figs. 3–5); `blackouts.png`: delivery over time through 10-, 20- and 30-minute blackouts;
 //! `failover.png`: delivery over time as one of three paths dies, the engine's striping
 //! against striping below it. With `lab-timelines.csv` there (`bench/seed003_lab_figures.py
-//! --csv DIR`), also `lab-sessions.png` and `lab-blackouts.png`: seed 003 in the lab.
+//! --csv DIR`), also `lab-sessions.png` and `lab-blackouts.png`: seed 003 in the lab; with
+//! `lab-offered-47min.csv` there, `lab-offered-47min.png` (delivered against offered rate in
+//! the lab's 47-minute sessions, one, two and three channels, each seed) and
+//! `lab-offered-delay-47min.png` (mean delay against offered rate).
 
 use std::path::{Path, PathBuf};
 
@@ -160,6 +163,112 @@ fn lab(dir: &Path) -> Result<()> {
     )?;
     println!(
         "wrote lab-sessions.png, lab-blackouts.png in {}",
+        dir.display()
+    );
+    lab_offered(dir)
+}
+
+/// The columns `names` of a CSV file with a header, as numbers (other columns may be text).
+fn columns(path: &Path, names: &[&str]) -> Result<Vec<Vec<f64>>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let idx: Vec<usize> = names
+        .iter()
+        .map(|n| {
+            head.iter()
+                .position(|h| h.trim() == *n)
+                .with_context(|| format!("{}: no column {n}", path.display()))
+        })
+        .collect::<Result<_>>()?;
+    let mut out = Vec::new();
+    for (i, line) in lines.enumerate() {
+        let cells: Vec<&str> = line.split(',').collect();
+        let row: Result<Vec<f64>, _> = idx
+            .iter()
+            .map(|&j| cells.get(j).unwrap_or(&"").trim().parse::<f64>())
+            .collect();
+        out.push(row.with_context(|| format!("{} line {}", path.display(), i + 2))?);
+    }
+    Ok(out)
+}
+
+/// The lab's 47-minute offered-rate sweep (`lab-offered-47min.csv` of
+/// `bench/seed003_lab_figures.py --csv DIR`), if there: delivered and mean delay against
+/// offered rate, one line per channel count and seed.
+fn lab_offered(dir: &Path) -> Result<()> {
+    let path = dir.join("lab-offered-47min.csv");
+    if !path.exists() {
+        return Ok(());
+    }
+    let data = columns(
+        &path,
+        &[
+            "channels",
+            "seed",
+            "offered_bps",
+            "delivered_bps",
+            "mean_delay_s",
+        ],
+    )?;
+    let mut seeds: Vec<i64> = data.iter().map(|r| r[1] as i64).collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    let lines = |y: usize| -> Vec<aerotp_plot::Series> {
+        let mut out = Vec::new();
+        for n in 1..=3 {
+            for &s in &seeds {
+                let mut points: Vec<(f64, f64)> = data
+                    .iter()
+                    .filter(|r| r[0] as usize == n && r[1] as i64 == s)
+                    .map(|r| (r[2], r[y]))
+                    .collect();
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                out.push(aerotp_plot::Series {
+                    name: format!("{n} channel{}, seed {s}", if n > 1 { "s" } else { "" }),
+                    points,
+                    peer: false,
+                });
+            }
+        }
+        out
+    };
+    let mut delivered = lines(3);
+    let mut offered: Vec<(f64, f64)> = data.iter().map(|r| (r[2], r[2])).collect();
+    offered.sort_by(|a, b| a.0.total_cmp(&b.0));
+    offered.dedup();
+    delivered.push(aerotp_plot::Series {
+        name: "offered".into(),
+        points: offered,
+        peer: true,
+    });
+    aerotp_plot::draw(
+        &dir.join("lab-offered-47min.png"),
+        &aerotp_plot::Chart {
+            title:
+                "Seed 003 in the lab: AeroTP over 2.4 kb/s Iridium channels, 47 min (cf. Figs. 3-5)",
+            x_label: "offered rate, b/s",
+            y_label: "delivered, b/s",
+            series: delivered,
+            y_from_zero: true,
+            x_sci: false,
+            legend_low: false,
+        },
+    )?;
+    aerotp_plot::draw(
+        &dir.join("lab-offered-delay-47min.png"),
+        &aerotp_plot::Chart {
+            title: "Seed 003 in the lab: mean delay from offer to delivery, 47 min",
+            x_label: "offered rate, b/s",
+            y_label: "mean delay, s",
+            series: lines(4),
+            y_from_zero: true,
+            x_sci: false,
+            legend_low: false,
+        },
+    )?;
+    println!(
+        "wrote lab-offered-47min.png, lab-offered-delay-47min.png in {}",
         dir.display()
     );
     Ok(())
