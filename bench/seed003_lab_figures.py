@@ -99,10 +99,26 @@ def fmt(x):
     return f"{x:,.0f}"
 
 
+def declared_per_channel(r):
+    """AeroTP's down declarations per channel, in channel order. `aerotp send --json` lists
+    paths in the order the engine validated them, which is not the channels' (seed 4's second
+    path was channel 2): each is matched to its channel by the peer's address
+    (`ground_addr` in the lab's JSON)."""
+    s = r.get("send.json") or {}
+    lab = r.get("lab.json") or {}
+    ground = [p.get("ground_addr") for p in lab.get("paths", [])]
+    by_addr = {p["remote"].rsplit(":", 1)[0]: p.get("downs") for p in s.get("paths", [])}
+    if not by_addr:
+        return []
+    if not ground:
+        return [p.get("downs") for p in s.get("paths", [])]
+    return [by_addr.get(a, "-") for a in ground[:len(by_addr)]]
+
+
 def long_runs(rs, binary, window, w):
     print(f"\n### 47-minute sessions (delivered in the first {window} s of each lab)\n")
     print("| run | channels | delivered | ceiling | ratio | bytes intact | call drops "
-          "(per channel) | down declared (per path) | forward bytes per channel | "
+          "(per channel) | down declared (per channel) | forward bytes per channel | "
           "whole transfer |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rs:
@@ -112,7 +128,7 @@ def long_runs(rs, binary, window, w):
         bps = by * 8 / window
         ceil = ceiling(downs, r["paths"], 0, window)
         s = r.get("send.json") or {}
-        downs_decl = [p.get("downs") for p in s.get("paths", [])] if s else []
+        downs_decl = declared_per_channel(r)
         whole = "cut at the window (timeout)"
         if r["complete"] and s:
             whole = (f"{r['received_bytes']:,} B complete in {s['elapsed_s']:.0f} s, "
@@ -143,7 +159,7 @@ def blackout_minutes(r):
 def blackouts(rs, binary, w):
     print("\n### Total blackouts (all three channels down from 5 min)\n")
     print("| blackout | run (seed) | complete, intact | completion | channels back (first) | "
-          "first delivery after the blackout | retransmissions | down declared (per path) |")
+          "first delivery after the blackout | retransmissions | down declared (per channel) |")
     print("|---|---|---|---|---|---|---|---|")
     per = {}
     for r in rs:
@@ -165,7 +181,7 @@ def blackouts(rs, binary, w):
               f"({r['received_bytes']:,} of "
               f"{r['file_bytes']:,} B) | {last / 60:.1f} min | {back - b1:.0f} s after its end | "
               f"{first_s} | {s.get('tpdus_retransmitted', '-')} | "
-              f"{' / '.join(str(p.get('downs')) for p in s.get('paths', [])) or '-'} |")
+              f"{' / '.join(map(str, declared_per_channel(r))) or '-'} |")
         per.setdefault(m, []).append((ok, last, first - b1 if first is not None else None))
         if w:
             w.writerow([m, ok, r["received_bytes"], r["file_bytes"], round(last, 1),
