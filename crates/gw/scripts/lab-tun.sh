@@ -29,7 +29,9 @@
 #      BULK (10), BULK_BYTES (262144), GW_LOG (warn), APP_LOSS (per mille of the TCP
 #      packets from the application namespace dropped as they reach the air namespace, before
 #      the ingress sees them: losses on the ingress's own side; default 0), APP_CC (the
-#      upload source's congestion control, e.g. cubic; default the namespace's: bbr here).
+#      upload source's congestion control, e.g. cubic; default the namespace's: bbr here),
+#      SS_TRACE (upload: a file to which the source socket's `ss -tin` is appended every
+#      0.2 s, a time stamp before each sample).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
@@ -130,6 +132,12 @@ open(sys.argv[1], "w").write(" ".join(map(str, t)))
 c.sendall(h.hexdigest().encode()); c.close()' "$W/dest-times" &
   SRV=$!
   sleep 1
+  if [ -n "${SS_TRACE:-}" ]; then
+    # ss from a loop in the application namespace, until the run's cleanup kills it.
+    app bash -c 'while :; do echo "t $(date +%s.%N)"; ss -tinH dst 10.77.0.2:8600; sleep 0.2; done' \
+      >>"$SS_TRACE" 2>&1 &
+    LOAD=$!
+  fi
   app python3 -c '
 import hashlib, os, socket, sys, time
 n = int(sys.argv[1]); blob = os.urandom(n); t = time.monotonic()
@@ -157,9 +165,12 @@ sys.exit(0 if same == "yes" else 1)' $((N * 1000000)) "$W/src-time" "${APP_CC:-}
   cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
   echo "CPU: ingress $(cpu "$ING") s, egress $(cpu "$EG") s"
   [ "$APP_LOSS" -eq 0 ] || echo "dropped on the ingress's side: $(air nft list table inet aerotp_app_loss | grep -o 'packets [0-9]*')"
-  # The source's TCP: retransmissions, timeouts, loss probes (its kernel's counters).
+  # The source's TCP: retransmissions, timeouts, loss probes (its kernel's counters), and
+  # whether it undid its timeouts (Eifel with timestamps: TCPLossUndo; F-RTO:
+  # TCPSpuriousRTOs; D-SACK: TCPDSACKUndo, TCPDSACKRecv, TCPDSACKOfoRecv).
   app nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPSpuriousRTOs \
-    TcpExtTCPSackRecovery TcpExtTCPFastRetrans 2>/dev/null | awk 'NR > 1 {printf "%s %s  ", $1, $2} END {print ""}'
+    TcpExtTCPSackRecovery TcpExtTCPFastRetrans TcpExtTCPLossUndo TcpExtTCPDSACKUndo \
+    TcpExtTCPDSACKRecv TcpExtTCPDSACKOfoRecv 2>/dev/null | awk 'NR > 1 {printf "%s %s  ", $1, $2} END {print ""}'
   grep -E "^(forward|reverse)" "$W/lab.log" || true
   exit 0
 fi

@@ -4,14 +4,17 @@
 //! to the source only as far as the egress confirmed them written to the destination.
 //!
 //! Modules, each importing only those listed before it: `packet` (IPv4/IPv6 + TCP parsing
-//! and building), `reasm` (a connection's out-of-order bytes), `tun` (the device), `tcb`
-//! (one connection). This module runs the device:
+//! and building), `reasm` (a connection's out-of-order bytes), `stamps` (the timestamps a
+//! connection echoes), `dsack` (the duplicates it reports), `tun` (the device), `tcb` (one
+//! connection). This module runs the device:
 //! it demultiplexes segments to connections, answers SYNs (a refused destination with RST)
 //! and segments of unknown connections (RST), and hands each established connection to the
 //! ingress through [`Accept`].
 
+pub mod dsack;
 pub mod packet;
 pub mod reasm;
+pub mod stamps;
 pub mod tcb;
 pub mod tun;
 
@@ -117,6 +120,7 @@ fn rst_for(s: &Segment<'_>) -> Vec<u8> {
         flags,
         window: 0,
         syn_opts: None,
+        ts: None,
         sack: Vec::new(),
         payload: &[],
     })
