@@ -171,6 +171,12 @@ sys.exit(0 if same == "yes" else 1)' $((N * 1000000)) "$W/src-time" "${APP_CC:-}
   app nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPSpuriousRTOs \
     TcpExtTCPSackRecovery TcpExtTCPFastRetrans TcpExtTCPLossUndo TcpExtTCPDSACKUndo \
     TcpExtTCPDSACKRecv TcpExtTCPDSACKOfoRecv 2>/dev/null | awk 'NR > 1 {printf "%s %s  ", $1, $2} END {print ""}'
+  # Packets the kernel dropped on the way into the ingress's TUN device (its queue full: the
+  # ingress did not read fast enough), and on the application's veth.
+  [ "$VIA" != tun ] || air ip -s link show aetp0 | awk '/qlen/ {for (i = 1; i < NF; i++) if ($i == "qlen") q = $(i + 1)}
+    /TX:/ {getline; print "TUN device aetp0 (toward the ingress; queue " q "): " $2 " packets, dropped " $4}'
+  [ "$VIA" != tun ] || air tc -s qdisc show dev aetp0 | awk '/dropped/ {print "  its qdisc: " $0}'
+  air ip -s link show tpgw0 | awk '/RX:/ {getline; print "veth tpgw0 (from the source): " $2 " packets, dropped " $4}'
   grep -E "^(forward|reverse)" "$W/lab.log" || true
   exit 0
 fi
