@@ -22,7 +22,10 @@
 #       (default 10) upload BULK_BYTES each, half of the flows send a message every 2 s, and
 #       every flow sends a last message and closes (every byte checked; exit 1 if one is not
 #       intact or a flow did not open). The control round trip (one more flow through the
-#       TUN, same class: interception gives every flow one class) idle and loaded.
+#       TUN, same class: interception gives every flow one class) idle and loaded. With UDP
+#       set, that many UDP flows too (intercepted by TPROXY, `--transparent-udp`, to the
+#       ground's 7400/udp), one 200-byte datagram a second each during the load; the ground
+#       checks every datagram (exit 1 if one is damaged or a flow never arrived).
 # Env: VIA (tun, the default; or, to compare, the kernel TPROXY listener: tproxy-reliable
 #      or tproxy-near for near-reliable with a custody store), WINDOW (the ingress's
 #      --window, default its own 256 KiB), SEED (lab seed, 7),
@@ -36,7 +39,7 @@ set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
 SEED=${SEED:-7}; BULK=${BULK:-10}; BULK_BYTES=${BULK_BYTES:-262144}; VIA=${VIA:-tun}
-APP_LOSS=${APP_LOSS:-0}
+APP_LOSS=${APP_LOSS:-0}; UDP=${UDP:-0}
 case $VIA in
   tun) ING_ARGS=(--transparent-tun aetp0 --transparent-mode reliable); RULE_ARGS=(--tcp-tun aetp0) ;;
   tproxy-reliable) ING_ARGS=(--transparent-tcp 0.0.0.0:7400 --transparent-mode reliable); RULE_ARGS=(--tcp-port 7400) ;;
@@ -45,10 +48,13 @@ case $VIA in
 esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lab-up.sh"
-for v in N SEED BULK BULK_BYTES APP_LOSS; do need_number "$v" "${!v}"; done
+for v in N SEED BULK BULK_BYTES APP_LOSS UDP; do need_number "$v" "${!v}"; done
+if [ "$UDP" -gt 0 ]; then
+  ING_ARGS+=(--transparent-udp 0.0.0.0:7401); RULE_ARGS+=(--udp-port 7401)
+fi
 case $WHAT in curl|upload|flows) ;; *) echo "the first argument is curl, upload or flows, not '$WHAT'" >&2; exit 2 ;; esac
 if [ "$WHAT" = flows ]; then
-  NEED_FD=$((N + BULK + 256))
+  NEED_FD=$((N + BULK + UDP + 256))
   [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge "$NEED_FD" ] ||
     { echo "the open-file limit (ulimit -Hn $(ulimit -Hn)) is below the $NEED_FD this run needs" >&2; exit 2; }
   ulimit -n "$NEED_FD"
@@ -71,7 +77,7 @@ ip -n "$APP" route add default via 10.78.0.1
 app() { ip netns exec "$APP" "$@"; }
 
 mkdir -p "$W/srv" "$W/store-eg" "$W/store-in"
-MAXC=$((N + BULK + 64))
+MAXC=$((N + BULK + UDP + 64))
 RUST_LOG=${GW_LOG:-warn} ip netns exec "$GROUND" "$AEROTP" gw egress --listen 10.77.0.2:9000 --allow-any \
   --rate "$RATE" --store "$W/store-eg" --max-connections "$MAXC" >"$W/egress.log" 2>&1 &
 EG=$!
@@ -187,7 +193,7 @@ sleep 1
 IDLE=$(FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" rtt 8100 10)
 echo "idle control round trip: $IDLE"
 RIN0=$(rss "$ING" VmRSS); REG0=$(rss "$EG" VmRSS)
-FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" load "$W" "$N" "$BULK" "$BULK_BYTES" 0 16 \
+FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" load "$W" "$N" "$BULK" "$BULK_BYTES" "$UDP" 16 \
   >"$W/load.log" 2>&1 &
 LOAD=$!
 for _ in $(seq 1200); do
@@ -206,11 +212,13 @@ echo "loaded control round trip: $LOADED"
 timeout 900 tail --pid="$LOAD" -f /dev/null || { echo "the load client did not finish within 900 s" >&2; exit 1; }
 wait "$LOAD" || { echo "the load client failed:" >&2; tail -5 "$W/load.log" >&2; exit 1; }
 HIN=$(rss "$ING" VmHWM); HEG=$(rss "$EG" VmHWM)
-python3 - "$W" "$IDLE" "$LOADED" "$N" "$BULK" "$RIN0" "$RIN1" "$REG0" "$REG1" "$HIN" "$HEG" <<'PY'
+sleep 2  # the ground writes its tallies every second
+python3 - "$W" "$IDLE" "$LOADED" "$N" "$BULK" "$RIN0" "$RIN1" "$REG0" "$REG1" "$HIN" "$HEG" "$UDP" <<'PY'
 import json, sys
 w, idle, loaded = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-flows, bulk, rin0, rin1, reg0, reg1, hin, heg = map(int, sys.argv[4:])
+flows, bulk, rin0, rin1, reg0, reg1, hin, heg, udp = map(int, sys.argv[4:])
 ld = json.load(open(f"{w}/load.json"))
+gr = json.load(open(f"{w}/ground.json"))
 print(f"flows opened {ld['flows_opened']} of {flows} in {ld['open_seconds']:.1f} s; echoes intact "
       f"{ld['echo_ok']} (bad {ld['echo_bad']}); last messages intact {ld['final_ok']} (bad {ld['final_bad']})")
 print(f"uploads intact {ld['bulk_ok']} of {bulk} in {ld['bulk_seconds']:.1f} s")
@@ -218,9 +226,13 @@ print(f"memory per idle flow: ingress {(rin1 - rin0) / flows:.1f} kB, egress {(r
       f"peak RSS ingress {hin / 1024:.1f} MB, egress {heg / 1024:.1f} MB")
 print(f"control round trip p50: idle {idle['p50']:.1f} ms, loaded {loaded['p50']:.1f} ms; "
       f"p95 {idle['p95']:.1f} -> {loaded['p95']:.1f} ms")
+if udp:
+    print(f"udp datagrams sent {ld['udp_sent']}, received {gr['udp_received']} (intact {gr['udp_intact']}, "
+          f"bad {gr['udp_bad']}) from {gr['udp_flows']} of {udp} flows")
 for e in ld["errors"]:
     print("error:", e)
 fails = []
+if udp and (gr["udp_bad"] or gr["udp_flows"] != udp): fails.append("a datagram was damaged or a UDP flow never arrived")
 if ld["flows_opened"] != flows: fails.append("not every flow opened")
 if ld["echo_bad"] or ld["final_bad"] or ld["final_ok"] != ld["flows_opened"]: fails.append("an echo was lost or differed")
 if ld["bulk_ok"] != bulk: fails.append("an upload was not intact")
