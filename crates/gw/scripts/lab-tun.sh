@@ -34,7 +34,9 @@
 #      the ingress sees them: losses on the ingress's own side; default 0), APP_CC (the
 #      upload source's congestion control, e.g. cubic; default the namespace's: bbr here),
 #      SS_TRACE (upload: a file to which the source socket's `ss -tin` is appended every
-#      0.2 s, a time stamp before each sample).
+#      0.2 s, a time stamp before each sample), APP_TS (0: the application namespace's TCP
+#      offers no timestamps, net.ipv4.tcp_timestamps=0, so only D-SACK can undo its timeouts;
+#      default: the kernel's, on).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
@@ -74,6 +76,7 @@ ip -n "$APP" addr add 10.78.0.2/24 dev tpapp0
 ip -n "$APP" link set tpapp0 up
 ip -n "$APP" link set lo up
 ip -n "$APP" route add default via 10.78.0.1
+[ -z "${APP_TS:-}" ] || ip netns exec "$APP" sysctl -qw net.ipv4.tcp_timestamps="$APP_TS"
 app() { ip netns exec "$APP" "$@"; }
 
 mkdir -p "$W/srv" "$W/store-eg" "$W/store-in"
