@@ -22,19 +22,26 @@
 #       (default 10) upload BULK_BYTES each, half of the flows send a message every 2 s, and
 #       every flow sends a last message and closes (every byte checked; exit 1 if one is not
 #       intact or a flow did not open). The control round trip (one more flow through the
-#       TUN, same class: interception gives every flow one class) idle and loaded.
+#       TUN, same class: interception gives every flow one class) idle and loaded. With UDP
+#       set, that many UDP flows too (intercepted by TPROXY, `--transparent-udp`, to the
+#       ground's 7400/udp), one 200-byte datagram a second each during the load; the ground
+#       checks every datagram (exit 1 if one is damaged or a flow never arrived).
 # Env: VIA (tun, the default; or, to compare, the kernel TPROXY listener: tproxy-reliable
 #      or tproxy-near for near-reliable with a custody store), WINDOW (the ingress's
 #      --window, default its own 256 KiB), SEED (lab seed, 7),
 #      BULK (10), BULK_BYTES (262144), GW_LOG (warn), APP_LOSS (per mille of the TCP
 #      packets from the application namespace dropped as they reach the air namespace, before
 #      the ingress sees them: losses on the ingress's own side; default 0), APP_CC (the
-#      upload source's congestion control, e.g. cubic; default the namespace's: bbr here).
+#      upload source's congestion control, e.g. cubic; default the namespace's: bbr here),
+#      SS_TRACE (upload: a file to which the source socket's `ss -tin` is appended every
+#      0.2 s, a time stamp before each sample), APP_TS (0: the application namespace's TCP
+#      offers no timestamps, net.ipv4.tcp_timestamps=0, so only D-SACK can undo its timeouts;
+#      default: the kernel's, on).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
 SEED=${SEED:-7}; BULK=${BULK:-10}; BULK_BYTES=${BULK_BYTES:-262144}; VIA=${VIA:-tun}
-APP_LOSS=${APP_LOSS:-0}
+APP_LOSS=${APP_LOSS:-0}; UDP=${UDP:-0}
 case $VIA in
   tun) ING_ARGS=(--transparent-tun aetp0 --transparent-mode reliable); RULE_ARGS=(--tcp-tun aetp0) ;;
   tproxy-reliable) ING_ARGS=(--transparent-tcp 0.0.0.0:7400 --transparent-mode reliable); RULE_ARGS=(--tcp-port 7400) ;;
@@ -43,10 +50,13 @@ case $VIA in
 esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lab-up.sh"
-for v in N SEED BULK BULK_BYTES APP_LOSS; do need_number "$v" "${!v}"; done
+for v in N SEED BULK BULK_BYTES APP_LOSS UDP; do need_number "$v" "${!v}"; done
+if [ "$UDP" -gt 0 ]; then
+  ING_ARGS+=(--transparent-udp 0.0.0.0:7401); RULE_ARGS+=(--udp-port 7401)
+fi
 case $WHAT in curl|upload|flows) ;; *) echo "the first argument is curl, upload or flows, not '$WHAT'" >&2; exit 2 ;; esac
 if [ "$WHAT" = flows ]; then
-  NEED_FD=$((N + BULK + 256))
+  NEED_FD=$((N + BULK + UDP + 256))
   [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge "$NEED_FD" ] ||
     { echo "the open-file limit (ulimit -Hn $(ulimit -Hn)) is below the $NEED_FD this run needs" >&2; exit 2; }
   ulimit -n "$NEED_FD"
@@ -66,10 +76,11 @@ ip -n "$APP" addr add 10.78.0.2/24 dev tpapp0
 ip -n "$APP" link set tpapp0 up
 ip -n "$APP" link set lo up
 ip -n "$APP" route add default via 10.78.0.1
+[ -z "${APP_TS:-}" ] || ip netns exec "$APP" sysctl -qw net.ipv4.tcp_timestamps="$APP_TS"
 app() { ip netns exec "$APP" "$@"; }
 
 mkdir -p "$W/srv" "$W/store-eg" "$W/store-in"
-MAXC=$((N + BULK + 64))
+MAXC=$((N + BULK + UDP + 64))
 RUST_LOG=${GW_LOG:-warn} ip netns exec "$GROUND" "$AEROTP" gw egress --listen 10.77.0.2:9000 --allow-any \
   --rate "$RATE" --store "$W/store-eg" --max-connections "$MAXC" >"$W/egress.log" 2>&1 &
 EG=$!
@@ -130,6 +141,12 @@ open(sys.argv[1], "w").write(" ".join(map(str, t)))
 c.sendall(h.hexdigest().encode()); c.close()' "$W/dest-times" &
   SRV=$!
   sleep 1
+  if [ -n "${SS_TRACE:-}" ]; then
+    # ss from a loop in the application namespace, until the run's cleanup kills it.
+    app bash -c 'while :; do echo "t $(date +%s.%N)"; ss -tinH dst 10.77.0.2:8600; sleep 0.2; done' \
+      >>"$SS_TRACE" 2>&1 &
+    LOAD=$!
+  fi
   app python3 -c '
 import hashlib, os, socket, sys, time
 n = int(sys.argv[1]); blob = os.urandom(n); t = time.monotonic()
@@ -157,9 +174,18 @@ sys.exit(0 if same == "yes" else 1)' $((N * 1000000)) "$W/src-time" "${APP_CC:-}
   cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
   echo "CPU: ingress $(cpu "$ING") s, egress $(cpu "$EG") s"
   [ "$APP_LOSS" -eq 0 ] || echo "dropped on the ingress's side: $(air nft list table inet aerotp_app_loss | grep -o 'packets [0-9]*')"
-  # The source's TCP: retransmissions, timeouts, loss probes (its kernel's counters).
+  # The source's TCP: retransmissions, timeouts, loss probes (its kernel's counters), and
+  # whether it undid its timeouts (Eifel with timestamps: TCPLossUndo; F-RTO:
+  # TCPSpuriousRTOs; D-SACK: TCPDSACKUndo, TCPDSACKRecv, TCPDSACKOfoRecv).
   app nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPSpuriousRTOs \
-    TcpExtTCPSackRecovery TcpExtTCPFastRetrans 2>/dev/null | awk 'NR > 1 {printf "%s %s  ", $1, $2} END {print ""}'
+    TcpExtTCPSackRecovery TcpExtTCPFastRetrans TcpExtTCPLossUndo TcpExtTCPDSACKUndo \
+    TcpExtTCPDSACKRecv TcpExtTCPDSACKOfoRecv 2>/dev/null | awk 'NR > 1 {printf "%s %s  ", $1, $2} END {print ""}'
+  # Packets the kernel dropped on the way into the ingress's TUN device (its queue full: the
+  # ingress did not read fast enough), and on the application's veth.
+  [ "$VIA" != tun ] || air ip -s link show aetp0 | awk '/qlen/ {for (i = 1; i < NF; i++) if ($i == "qlen") q = $(i + 1)}
+    /TX:/ {getline; print "TUN device aetp0 (toward the ingress; queue " q "): " $2 " packets, dropped " $4}'
+  [ "$VIA" != tun ] || air tc -s qdisc show dev aetp0 | awk '/dropped/ {print "  its qdisc: " $0}'
+  air ip -s link show tpgw0 | awk '/RX:/ {getline; print "veth tpgw0 (from the source): " $2 " packets, dropped " $4}'
   grep -E "^(forward|reverse)" "$W/lab.log" || true
   exit 0
 fi
@@ -170,7 +196,7 @@ sleep 1
 IDLE=$(FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" rtt 8100 10)
 echo "idle control round trip: $IDLE"
 RIN0=$(rss "$ING" VmRSS); REG0=$(rss "$EG" VmRSS)
-FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" load "$W" "$N" "$BULK" "$BULK_BYTES" 0 16 \
+FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" load "$W" "$N" "$BULK" "$BULK_BYTES" "$UDP" 16 \
   >"$W/load.log" 2>&1 &
 LOAD=$!
 for _ in $(seq 1200); do
@@ -189,11 +215,13 @@ echo "loaded control round trip: $LOADED"
 timeout 900 tail --pid="$LOAD" -f /dev/null || { echo "the load client did not finish within 900 s" >&2; exit 1; }
 wait "$LOAD" || { echo "the load client failed:" >&2; tail -5 "$W/load.log" >&2; exit 1; }
 HIN=$(rss "$ING" VmHWM); HEG=$(rss "$EG" VmHWM)
-python3 - "$W" "$IDLE" "$LOADED" "$N" "$BULK" "$RIN0" "$RIN1" "$REG0" "$REG1" "$HIN" "$HEG" <<'PY'
+sleep 2  # the ground writes its tallies every second
+python3 - "$W" "$IDLE" "$LOADED" "$N" "$BULK" "$RIN0" "$RIN1" "$REG0" "$REG1" "$HIN" "$HEG" "$UDP" <<'PY'
 import json, sys
 w, idle, loaded = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-flows, bulk, rin0, rin1, reg0, reg1, hin, heg = map(int, sys.argv[4:])
+flows, bulk, rin0, rin1, reg0, reg1, hin, heg, udp = map(int, sys.argv[4:])
 ld = json.load(open(f"{w}/load.json"))
+gr = json.load(open(f"{w}/ground.json"))
 print(f"flows opened {ld['flows_opened']} of {flows} in {ld['open_seconds']:.1f} s; echoes intact "
       f"{ld['echo_ok']} (bad {ld['echo_bad']}); last messages intact {ld['final_ok']} (bad {ld['final_bad']})")
 print(f"uploads intact {ld['bulk_ok']} of {bulk} in {ld['bulk_seconds']:.1f} s")
@@ -201,9 +229,13 @@ print(f"memory per idle flow: ingress {(rin1 - rin0) / flows:.1f} kB, egress {(r
       f"peak RSS ingress {hin / 1024:.1f} MB, egress {heg / 1024:.1f} MB")
 print(f"control round trip p50: idle {idle['p50']:.1f} ms, loaded {loaded['p50']:.1f} ms; "
       f"p95 {idle['p95']:.1f} -> {loaded['p95']:.1f} ms")
+if udp:
+    print(f"udp datagrams sent {ld['udp_sent']}, received {gr['udp_received']} (intact {gr['udp_intact']}, "
+          f"bad {gr['udp_bad']}) from {gr['udp_flows']} of {udp} flows")
 for e in ld["errors"]:
     print("error:", e)
 fails = []
+if udp and (gr["udp_bad"] or gr["udp_flows"] != udp): fails.append("a datagram was damaged or a UDP flow never arrived")
 if ld["flows_opened"] != flows: fails.append("not every flow opened")
 if ld["echo_bad"] or ld["final_bad"] or ld["final_ok"] != ld["flows_opened"]: fails.append("an echo was lost or differed")
 if ld["bulk_ok"] != bulk: fails.append("an upload was not intact")

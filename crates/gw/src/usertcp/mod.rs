@@ -4,14 +4,17 @@
 //! to the source only as far as the egress confirmed them written to the destination.
 //!
 //! Modules, each importing only those listed before it: `packet` (IPv4/IPv6 + TCP parsing
-//! and building), `reasm` (a connection's out-of-order bytes), `tun` (the device), `tcb`
-//! (one connection). This module runs the device:
+//! and building), `reasm` (a connection's out-of-order bytes), `stamps` (the timestamps a
+//! connection echoes), `dsack` (the duplicates it reports), `tun` (the device), `tcb` (one
+//! connection). This module runs the device:
 //! it demultiplexes segments to connections, answers SYNs (a refused destination with RST)
 //! and segments of unknown connections (RST), and hands each established connection to the
 //! ingress through [`Accept`].
 
+pub mod dsack;
 pub mod packet;
 pub mod reasm;
+pub mod stamps;
 pub mod tcb;
 pub mod tun;
 
@@ -78,11 +81,24 @@ pub struct UserTcp {
 /// The device's MTU (the kernel's default for a new TUN device).
 const MTU: usize = 1500;
 
+/// The device's transmit queue for flows of window `window`: two windows of full segments
+/// (a source sends at most its window at once when a confirmation jump opens it), within
+/// 1,000–20,000 packets; the kernel holds them only while the ingress is behind.
+fn queue_len(window: u64) -> u32 {
+    (window.saturating_mul(2) / 1400).clamp(1000, 20_000) as u32
+}
+
 impl UserTcp {
     /// Creates the TUN device (errors say what is missing: root, the tun module) and starts
     /// serving it.
     pub fn start(s: Settings) -> std::io::Result<UserTcp> {
-        let tun = Arc::new(Tun::create(&s.device)?);
+        let tun = Tun::create(&s.device)?;
+        let queue = queue_len(s.window);
+        if let Err(e) = tun.set_queue_len(queue) {
+            // Not fatal: the default queue works, bursts from the sources may overflow it.
+            tracing::warn!(device = %tun.name, queue, error = %e, "cannot lengthen the TUN device's queue");
+        }
+        let tun = Arc::new(tun);
         let table: Arc<Table> = Arc::default();
         let counters: Arc<Counters> = Arc::default();
         let pool = reasm::Pool::new(reasm::POOL_BYTES);
@@ -117,6 +133,7 @@ fn rst_for(s: &Segment<'_>) -> Vec<u8> {
         flags,
         window: 0,
         syn_opts: None,
+        ts: None,
         sack: Vec::new(),
         payload: &[],
     })
@@ -216,5 +233,18 @@ fn established(c: &Arc<Conn>, s: &Settings, counters: &Counters) {
             counters.refused.fetch_add(1, Ordering::Relaxed);
             c.refuse();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_device_queue_holds_two_windows_within_its_bounds() {
+        assert_eq!(queue_len(1_250_000), 1785, "the default window at 5 Mb/s");
+        assert_eq!(queue_len(256 << 10), 1000, "never under 1,000 packets");
+        assert_eq!(queue_len(16 << 20), 20_000, "nor over 20,000");
+        assert_eq!(queue_len(u64::MAX), 20_000);
     }
 }

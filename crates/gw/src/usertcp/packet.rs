@@ -3,7 +3,8 @@
 //! packet), built with correct checksums.
 //!
 //! Written by hand: the few header fields a minimal TCP needs (ports, sequence and
-//! acknowledgement numbers, flags, window, the MSS, window-scale and SACK options) are less
+//! acknowledgement numbers, flags, window, the MSS, window-scale, SACK and timestamp options)
+//! are less
 //! code than adapting a packet crate's types, and no crate in the dependency tree parses TCP.
 //! The checksums are `aerotp_tun::checksum`'s, shared with the lab.
 
@@ -37,6 +38,8 @@ pub struct Segment<'a> {
     pub sack_ok: bool,
     /// The SACK option's blocks, 8 bytes each, as received ([`Segment::sack_blocks`]).
     pub sack: &'a [u8],
+    /// The timestamps option (RFC 7323): TSval, TSecr.
+    pub ts: Option<(u32, u32)>,
     pub payload: &'a [u8],
 }
 
@@ -125,7 +128,7 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
     if checksum(src, dst, tcp) != 0 && !offloaded(src, dst, tcp) {
         return Err(Skip::Checksum);
     }
-    let (mut mss, mut wscale, mut sack_ok, mut sack) = (None, None, false, &[][..]);
+    let (mut mss, mut wscale, mut sack_ok, mut sack, mut ts) = (None, None, false, &[][..], None);
     let mut opts = &tcp[TCP_HDR..off];
     while let Some(&kind) = opts.first() {
         match kind {
@@ -141,6 +144,7 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
                     (3, 3) => wscale = Some(opts[2]),
                     (4, 2) => sack_ok = true,
                     (5, _) if (len - 2) % 8 == 0 => sack = &opts[2..len],
+                    (8, 10) => ts = be32(opts, 2).zip(be32(opts, 6)),
                     _ => {}
                 }
                 opts = &opts[len..];
@@ -158,6 +162,7 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
         wscale,
         sack_ok,
         sack,
+        ts,
         payload: &tcp[off..],
     })
 }
@@ -190,8 +195,11 @@ pub struct Out<'a> {
     /// SYN-ACK: our MSS, (when the peer offered scaling) our shift, and whether SACK is
     /// permitted (when the peer offered it).
     pub syn_opts: Option<(u16, Option<u8>, bool)>,
-    /// SACK blocks (left edge, right edge) to report: at most 4 are written.
+    /// SACK blocks (left edge, right edge) to report, a D-SACK block first: as many are
+    /// written as fit in the 40 option bytes (4 alone, 3 beside timestamps).
     pub sack: Vec<(u32, u32)>,
+    /// The timestamps option to send (RFC 7323): TSval, TSecr.
+    pub ts: Option<(u32, u32)>,
     pub payload: &'a [u8],
 }
 
@@ -214,7 +222,15 @@ pub fn build(o: &Out<'_>) -> Vec<u8> {
             opts.extend_from_slice(&[1, 1, 4, 2]);
         }
     }
-    let blocks = &o.sack[..o.sack.len().min(4)];
+    if let Some((val, ecr)) = o.ts {
+        opts.extend_from_slice(&[1, 1, 8, 10]);
+        opts.extend_from_slice(&val.to_be_bytes());
+        opts.extend_from_slice(&ecr.to_be_bytes());
+    }
+    // What is left of the 40 option bytes, less two NOPs and the SACK option's kind and
+    // length, in 8-byte blocks.
+    let fit = 40usize.saturating_sub(opts.len() + 4) / 8;
+    let blocks = &o.sack[..o.sack.len().min(fit)];
     if !blocks.is_empty() {
         opts.extend_from_slice(&[1, 1, 5, 2 + 8 * blocks.len() as u8]);
         for (l, r) in blocks {
@@ -278,6 +294,7 @@ mod tests {
             } else {
                 vec![(5, 9), (0xFFFF_FFF0, 3)]
             },
+            ts: Some((0xDEAD_BEEF, if syn { 42 } else { 43 })),
             payload,
         }
     }
@@ -302,6 +319,7 @@ mod tests {
                 assert_eq!(seg.mss, syn.then_some(1460));
                 assert_eq!(seg.wscale, syn.then_some(7));
                 assert_eq!(seg.sack_ok, syn);
+                assert_eq!(seg.ts, Some((0xDEAD_BEEF, if syn { 42 } else { 43 })));
                 let blocks: Vec<_> = seg.sack_blocks().collect();
                 assert_eq!(
                     blocks,
@@ -313,6 +331,28 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn sack_blocks_are_cut_to_what_fits_beside_the_timestamps() {
+        let mut o = out("10.0.0.1:80", "10.0.0.2:40000", b"x", false);
+        o.sack = (0..5u32).map(|i| (i * 10, i * 10 + 5)).collect();
+        let p = build(&o);
+        let seg = parse(&p).unwrap();
+        assert_eq!(
+            seg.sack_blocks().count(),
+            3,
+            "12 option bytes of timestamps: 3 blocks"
+        );
+        assert_eq!(
+            seg.sack_blocks().next(),
+            Some((0, 5)),
+            "the first block kept first"
+        );
+        o.ts = None;
+        let p = build(&o);
+        let seg = parse(&p).unwrap();
+        assert_eq!((seg.sack_blocks().count(), seg.ts), (4, None));
     }
 
     #[test]

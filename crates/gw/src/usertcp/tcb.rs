@@ -9,12 +9,16 @@
 //! never holds more than `window` unconfirmed bytes. Segments beyond a hole are kept
 //! (`reasm`, bounded) until it fills, and reported as SACK blocks to a source that offered
 //! SACK. The source's FIN is acknowledged when the egress confirmed the destination's end
-//! (its AFINACK).
+//! (its AFINACK). A source that offered timestamps gets them (`stamps`: each acknowledgement
+//! echoes the TSval of the segment that delivered the byte at its left edge), and one that
+//! offered SACK gets D-SACK blocks for the bytes it sent twice (`dsack`): both let it undo a
+//! retransmission timeout that fired while an air repair held our acknowledgement back.
 //!
 //! Destination → source: an ordinary sender, bounded by a 256 KiB send buffer and the
 //! source's window; go-back-N on a retransmission timeout (no congestion control: the
-//! source is one hop away on the ingress's own network; no timestamps, no fast retransmit,
-//! and the source's SACK blocks are not used: our direction needs none of it on one hop).
+//! source is one hop away on the ingress's own network; no RTT measurement, no fast
+//! retransmit, and the source's SACK blocks are not used: our direction needs none of it on
+//! one hop).
 //!
 //! Written by hand, not with smoltcp: smoltcp's sockets acknowledge every byte they accept
 //! into their receive buffer, which is exactly what reliable mode must not do; bending it
@@ -30,8 +34,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use super::dsack::Dups;
 use super::packet::{self, Out, Segment, ACK, FIN, PSH, RST, SYN};
 use super::reasm::{Inserted, Pool, Reasm};
+use super::stamps::Stamps;
 use super::tun::Tun;
 use crate::flow::{Flow, UserSink};
 
@@ -47,6 +53,8 @@ const MAX_TIMEOUTS: u32 = 12;
 const TIME_WAIT: Duration = Duration::from_secs(2);
 /// At most one acknowledgement per this period answers segments we already had.
 const DUP_ACK_GAP: Duration = Duration::from_millis(50);
+/// Option bytes the timestamps take in every segment (two NOPs, kind, length, 8 bytes).
+const TS_LEN: usize = 12;
 
 /// Where a connection's segments go: the TUN device (a capture in the unit tests).
 pub trait Wire: Send + Sync + std::fmt::Debug {
@@ -108,6 +116,12 @@ struct Tcb {
     sack_ok: bool,
     /// Out-of-order bytes beyond `taken`.
     reasm: Reasm,
+    /// The source offered timestamps (and our SYN-ACK answered with them): the TSvals.
+    stamps: Option<Stamps>,
+    /// Duplicates to report as D-SACK (only when `sack_ok`).
+    dups: Dups,
+    /// The stream offset our last acknowledgement named (RFC 7323's `Last.ACK.sent`).
+    edge: u64,
     /// The acknowledgement and window we last sent.
     sent_ack: Option<(u32, u16)>,
     last_dup_ack: Option<Instant>,
@@ -165,6 +179,10 @@ impl Conn {
         } else {
             window.min(u64::from(u16::MAX))
         };
+        // One TSval range per segment of the window (at the smallest MSS Linux sends).
+        let ts_cap = (window as usize / 512).clamp(64, 32_768);
+        let stamps =
+            s.ts.map(|(val, _)| Stamps::new(val, iss.rotate_left(16), ts_cap));
         let tcb = Tcb {
             t: Tuple {
                 src: s.src,
@@ -182,6 +200,9 @@ impl Conn {
             fin_in: false,
             sack_ok: s.sack_ok,
             reasm: Reasm::new(window as usize, pool),
+            stamps,
+            dups: Dups::default(),
+            edge: 0,
             sent_ack: None,
             last_dup_ack: None,
             una: 0,
@@ -297,15 +318,36 @@ impl UserSink for Conn {
 }
 
 impl Tcb {
-    fn out<'a>(&self, seq: u32, flags: u8, payload: &'a [u8]) -> Out<'a> {
+    /// Our segment `seq` with `flags` and `payload`, acknowledging what is confirmed; its
+    /// SACK blocks (a D-SACK first) and timestamps are then reported, and its acknowledgement
+    /// is the new left edge.
+    fn out<'a>(&mut self, seq: u32, flags: u8, payload: &'a [u8]) -> Out<'a> {
         let (ack, window) = self.ack_now();
-        let rcv = |off: u64| self.irs.wrapping_add(1).wrapping_add(off as u32);
-        let sack = if self.sack_ok && self.reasm.held() > 0 && flags & RST == 0 {
-            let b = self.reasm.blocks();
-            b.into_iter().map(|(l, r)| (rcv(l), rcv(r))).collect()
-        } else {
-            Vec::new()
-        };
+        let edge = self.confirmed().0;
+        let irs = self.irs;
+        let rcv = |off: u64| irs.wrapping_add(1).wrapping_add(off as u32);
+        let mut sack = Vec::new();
+        if self.sack_ok && flags & RST == 0 {
+            if let Some((l, r)) = self.dups.report(edge) {
+                sack.push((rcv(l), rcv(r)));
+            }
+            if self.reasm.held() > 0 {
+                sack.extend(
+                    self.reasm
+                        .blocks()
+                        .into_iter()
+                        .map(|(l, r)| (rcv(l), rcv(r))),
+                );
+            }
+        }
+        // The echo is for the edge the source last heard of (`Last.ACK.sent`); then the edge
+        // moves to this acknowledgement.
+        let ts = self.stamps.as_mut().map(|st| {
+            let echo = st.echo(self.edge);
+            st.advance(edge);
+            (st.now(), echo)
+        });
+        self.edge = edge;
         Out {
             src: self.t.dst,
             dst: self.t.src,
@@ -315,6 +357,7 @@ impl Tcb {
             window,
             syn_opts: None,
             sack,
+            ts,
             payload,
         }
     }
@@ -333,14 +376,25 @@ impl Tcb {
                 self.sack_ok,
             )),
             sack: Vec::new(),
+            ts: self.stamps.as_ref().map(|st| (st.now(), st.echo(0))),
             payload: &[],
         };
         tun.send(&packet::build(&o));
     }
 
-    fn send_rst(&self, tun: &dyn Wire) {
+    fn send_rst(&mut self, tun: &dyn Wire) {
         let o = self.out(self.snd_seq(self.nxt), RST | ACK, &[]);
         tun.send(&packet::build(&o));
+    }
+
+    /// Payload bytes per segment we send: the MSS less the timestamps every segment carries
+    /// when they are in use (the MSS counts no options, RFC 9293 §3.7.1).
+    fn data_mss(&self) -> usize {
+        if self.stamps.is_some() {
+            self.mss.saturating_sub(TS_LEN).max(1)
+        } else {
+            self.mss
+        }
     }
 
     /// Sequence number of our byte `off`.
@@ -424,6 +478,12 @@ impl Tcb {
         if s.has(ACK) {
             self.take_ack(s, now, room);
         }
+        // The segment's stream offset (negative: older than the stream, ignored).
+        let seg_off = u64::try_from(self.taken as i64 + off).ok();
+        let tsval = s.ts.map(|(val, _)| val);
+        if let (Some(st), Some(at), Some(val)) = (self.stamps.as_mut(), seg_off, tsval) {
+            st.seen(at, val, self.edge);
+        }
         let len = s.payload.len() as i64;
         if len > 0 || s.has(FIN) {
             if off > 0 {
@@ -434,9 +494,16 @@ impl Tcb {
                 return Event::None;
             }
             let skip = (-off) as usize;
+            if let Some(at) = seg_off.filter(|_| self.sack_ok && skip > 0) {
+                // Bytes we had: a D-SACK once our acknowledgement is past them.
+                self.dups.add(at, at + skip.min(s.payload.len()) as u64);
+            }
             if skip < s.payload.len() && !self.fin_in {
                 let new = &s.payload[skip..];
                 let took = self.flow.as_ref().map_or(0, |f| f.take_source(new));
+                if let (Some(st), Some(val)) = (self.stamps.as_mut(), tsval) {
+                    st.took(self.taken, self.taken + took as u64, val);
+                }
                 self.taken += took as u64;
                 if took == new.len() && s.has(FIN) {
                     self.fin_in = true;
@@ -469,7 +536,18 @@ impl Tcb {
         let at = self.taken + off;
         let edge = self.confirmed().0 + self.window;
         let n = (s.payload.len() as u64).min(edge.saturating_sub(at)) as usize;
-        let kept = n == 0 || self.reasm.insert(at, &s.payload[..n]) != Inserted::Full;
+        let inserted = (n > 0).then(|| self.reasm.insert(at, &s.payload[..n]));
+        let kept = inserted != Some(Inserted::Full);
+        match inserted {
+            // All of it held already: the source sent it twice.
+            Some(Inserted::Held(0)) if self.sack_ok => self.dups.add_held(at, at + n as u64),
+            Some(Inserted::Held(_)) => {
+                if let (Some(st), Some((val, _))) = (self.stamps.as_mut(), s.ts) {
+                    st.took(at, at + n as u64, val);
+                }
+            }
+            _ => {}
+        }
         if kept && s.has(FIN) && n == s.payload.len() {
             self.reasm.fin = Some(at + n as u64);
         }
@@ -537,7 +615,7 @@ impl Tcb {
         let mut sent_any = false;
         while self.nxt < end && self.nxt - self.una < wnd {
             let n = (end - self.nxt)
-                .min(self.mss as u64)
+                .min(self.data_mss() as u64)
                 .min(wnd - (self.nxt - self.una)) as usize;
             let from = (self.nxt - self.una) as usize;
             let data: Vec<u8> = self.buf.range(from..from + n).copied().collect();

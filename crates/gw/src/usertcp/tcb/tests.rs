@@ -27,6 +27,23 @@ impl Capture {
             .collect()
     }
 
+    /// The acknowledgement, SACK blocks, timestamps and payload length of each captured
+    /// segment, taken.
+    fn take_opts(&self) -> Vec<Sent> {
+        let v = std::mem::take(&mut *self.0.lock().unwrap());
+        v.iter()
+            .map(|p| {
+                let s = packet::parse(p).expect("we send valid segments");
+                Sent {
+                    ack: s.ack,
+                    sack: s.sack_blocks().collect(),
+                    ts: s.ts,
+                    len: s.payload.len(),
+                }
+            })
+            .collect()
+    }
+
     /// The acknowledgement and the SACK blocks of each captured segment, taken.
     fn take_sack(&self) -> Vec<(u32, Vec<(u32, u32)>)> {
         let v = std::mem::take(&mut *self.0.lock().unwrap());
@@ -39,6 +56,15 @@ impl Capture {
     }
 }
 
+/// What [`Capture::take_opts`] reads of a segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Sent {
+    ack: u32,
+    sack: Vec<(u32, u32)>,
+    ts: Option<(u32, u32)>,
+    len: usize,
+}
+
 const IRS: u32 = 0xFFFF_FF00; // wraps within the test
 const ISS: u32 = 1000;
 
@@ -48,6 +74,18 @@ fn seg(seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
 
 /// A segment of the source; its SYN offers SACK when `sack`.
 fn seg_sack(seq: u32, ack: u32, flags: u8, payload: &[u8], sack: bool) -> Vec<u8> {
+    seg_ts(seq, ack, flags, payload, sack, None)
+}
+
+/// The same with the timestamps option (TSval, TSecr) when `ts`.
+fn seg_ts(
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: &[u8],
+    sack: bool,
+    ts: Option<(u32, u32)>,
+) -> Vec<u8> {
     packet::build(&Out {
         src: "10.78.0.2:40000".parse().unwrap(),
         dst: "10.77.0.2:8500".parse().unwrap(),
@@ -57,6 +95,7 @@ fn seg_sack(seq: u32, ack: u32, flags: u8, payload: &[u8], sack: bool) -> Vec<u8
         window: 512,
         syn_opts: (flags & SYN != 0).then_some((1460, Some(7), sack)),
         sack: Vec::new(),
+        ts,
         payload,
     })
 }
@@ -72,8 +111,14 @@ fn open() -> (Conn, Arc<Flow>, Arc<Capture>) {
 
 /// The same, out-of-order bytes held in `pool`; the source offers SACK when `sack`.
 fn open_with(pool: Arc<Pool>, sack: bool) -> (Conn, Arc<Flow>, Arc<Capture>) {
+    open_ts(pool, sack, None)
+}
+
+/// The same; the source's SYN carries timestamps with TSval `ts` when given (and its ACK
+/// TSval `ts` + 1).
+fn open_ts(pool: Arc<Pool>, sack: bool, ts: Option<u32>) -> (Conn, Arc<Flow>, Arc<Capture>) {
     let cap = Arc::new(Capture::default());
-    let syn = seg_sack(IRS, 0, SYN, &[], sack);
+    let syn = seg_ts(IRS, 0, SYN, &[], sack, ts.map(|v| (v, 0)));
     let c = Conn::accept(
         &packet::parse(&syn).unwrap(),
         ISS,
@@ -90,7 +135,14 @@ fn open_with(pool: Arc<Pool>, sack: bool) -> (Conn, Arc<Flow>, Arc<Capture>) {
     );
     let synack = cap.take();
     assert_eq!(synack, vec![(ISS, IRS.wrapping_add(1), SYN | ACK, 0)]);
-    let ack = seg(IRS.wrapping_add(1), ISS + 1, ACK, &[]);
+    let ack = seg_ts(
+        IRS.wrapping_add(1),
+        ISS + 1,
+        ACK,
+        &[],
+        sack,
+        ts.map(|v| (v + 1, 0)),
+    );
     assert_eq!(give(&c, &ack), Event::Established);
     let init = FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 65_536);
     let flow = Flow::new(init, Budget::new(1 << 30));
@@ -255,4 +307,187 @@ async fn the_reverse_direction_is_sent_resent_and_acknowledged() {
         fin.iter().any(|s| s.2 & FIN != 0 && s.0 == ISS + 3001),
         "the FIN after the 3000 bytes: {fin:?}"
     );
+}
+
+#[tokio::test]
+async fn timestamps_echo_the_original_of_the_edge_byte_not_a_resend_of_it() {
+    let (c, flow, cap) = open_ts(Pool::new(1 << 20), true, Some(100));
+    let d = vec![5u8; 1000];
+    let ts = |v: u32| Some((v, 7));
+    // Originals: [0,1000) at TSval 200, [1000,2000) at 210; nothing confirmed yet.
+    give(&c, &seg_ts(at(0), ISS + 1, ACK, &d, true, ts(200)));
+    give(&c, &seg_ts(at(1000), ISS + 1, ACK, &d, true, ts(210)));
+    cap.take();
+    // The source's timer fires during an air repair: [0,1000) again at TSval 900.
+    give(&c, &seg_ts(at(0), ISS + 1, ACK, &d, true, ts(900)));
+    let dup = cap.take_opts();
+    assert_eq!(dup.len(), 1, "{dup:?}");
+    assert_eq!(dup[0].ack, at(0));
+    assert_eq!(
+        dup[0].ts.map(|t| t.1),
+        Some(200),
+        "the edge byte came at 200"
+    );
+    // The repair done, the egress confirms 1000: the acknowledgement that moves the source's
+    // left edge echoes the original's 200, older than the resend (Linux's Eifel undo).
+    flow.confirm(1000, false).await.unwrap();
+    c.pump();
+    let adv = cap.take_opts();
+    assert_eq!(adv.len(), 1, "{adv:?}");
+    assert_eq!((adv[0].ack, adv[0].ts.map(|t| t.1)), (at(1000), Some(200)));
+    // The next one echoes the segment now at the edge.
+    flow.confirm(2000, false).await.unwrap();
+    c.pump();
+    let next = cap.take_opts();
+    assert_eq!(
+        (next[0].ack, next[0].ts.map(|t| t.1)),
+        (at(2000), Some(210))
+    );
+    // Our TSval never goes back, and every segment carries the option.
+    assert!(adv[0].ts.unwrap().0 <= next[0].ts.unwrap().0);
+}
+
+#[tokio::test]
+async fn timestamps_a_hole_filled_by_a_retransmission_echoes_the_retransmission() {
+    let (c, flow, cap) = open_ts(Pool::new(1 << 20), true, Some(100));
+    let d = vec![5u8; 1000];
+    let ts = |v: u32| Some((v, 7));
+    // [0,1000) lost on the source's side; [1000,2000) at 210 kept; the resend at 500 fills.
+    give(&c, &seg_ts(at(1000), ISS + 1, ACK, &d, true, ts(210)));
+    give(&c, &seg_ts(at(0), ISS + 1, ACK, &d, true, ts(500)));
+    assert_eq!(flow.lock().end, 2000);
+    cap.take();
+    flow.confirm(2000, false).await.unwrap();
+    c.pump();
+    let adv = cap.take_opts();
+    assert_eq!(
+        (adv[0].ack, adv[0].ts.map(|t| t.1)),
+        (at(2000), Some(500)),
+        "a real loss is not taken for a delay: the resend's TSval, not the earlier 210"
+    );
+}
+
+#[tokio::test]
+async fn the_syn_ack_echoes_the_syn_and_data_leaves_room_for_the_option() {
+    let cap = Arc::new(Capture::default());
+    let syn = seg_ts(IRS, 0, SYN, &[], true, Some((4242, 0)));
+    let c = Conn::accept(
+        &packet::parse(&syn).unwrap(),
+        ISS,
+        65_536,
+        cap.clone(),
+        1500,
+        Pool::new(1 << 20),
+    );
+    let synack = cap.take_opts();
+    assert_eq!(synack[0].ts.map(|t| t.1), Some(4242));
+    drop(c);
+    let (c, _flow, cap) = open_ts(Pool::new(1 << 20), true, Some(100));
+    give(&c, &seg_ts(at(0), ISS + 1, ACK, &[], true, Some((101, 7))));
+    assert_eq!(c.push(&[9u8; 3000]), 3000);
+    let sent = cap.take_opts();
+    let data: Vec<_> = sent.iter().filter(|s| s.len > 0).collect();
+    assert_eq!(data[0].len, 1460 - 12, "the MSS less the 12 option bytes");
+    assert!(sent.iter().all(|s| s.ts.is_some()), "{sent:?}");
+}
+
+#[tokio::test]
+async fn without_timestamps_offered_none_are_sent() {
+    let (c, flow, cap) = open_ts(Pool::new(1 << 20), true, None);
+    give(&c, &seg(at(0), ISS + 1, ACK, &[1u8; 1000]));
+    give(&c, &seg(at(0), ISS + 1, ACK, &[1u8; 1000]));
+    flow.confirm(1000, false).await.unwrap();
+    c.pump();
+    assert_eq!(c.push(&[9u8; 3000]), 3000);
+    let sent = cap.take_opts();
+    assert!(sent.iter().all(|s| s.ts.is_none()), "{sent:?}");
+    assert_eq!(sent.iter().map(|s| s.len).max(), Some(1460));
+}
+
+#[tokio::test]
+async fn dsack_reports_a_duplicate_below_the_acknowledgement_once() {
+    let (c, flow, cap) = open();
+    let d = vec![5u8; 1000];
+    give(&c, &seg(at(0), ISS + 1, ACK, &d));
+    flow.confirm(1000, false).await.unwrap();
+    c.pump();
+    cap.take();
+    // The source resends what we acknowledged: the next acknowledgement's first block.
+    give(&c, &seg(at(0), ISS + 1, ACK, &d));
+    let sent = cap.take_opts();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].ack, at(1000));
+    assert_eq!(
+        sent[0].sack,
+        vec![(at(0), at(1000))],
+        "below the ack: a D-SACK"
+    );
+    // Reported once.
+    give(&c, &seg(at(1000), ISS + 1, ACK, &d));
+    flow.confirm(2000, false).await.unwrap();
+    c.pump();
+    let later = cap.take_opts();
+    assert_eq!(later.len(), 1, "{later:?}");
+    assert!(later[0].sack.is_empty(), "{later:?}");
+}
+
+#[tokio::test]
+async fn dsack_reports_a_duplicate_of_a_taken_unconfirmed_segment_once_it_is_acknowledged() {
+    let (c, flow, cap) = open();
+    let d = vec![5u8; 1000];
+    give(&c, &seg(at(0), ISS + 1, ACK, &d));
+    give(&c, &seg(at(1000), ISS + 1, ACK, &d));
+    // The source's timer fires: [0,1000) again, taken but not confirmed. A block starting at
+    // the acknowledgement number is no D-SACK to Linux: nothing yet.
+    give(&c, &seg(at(0), ISS + 1, ACK, &d));
+    assert!(cap.take_opts().iter().all(|s| s.sack.is_empty()));
+    flow.confirm(500, false).await.unwrap();
+    c.pump();
+    let part = cap.take_opts();
+    assert_eq!(part[0].ack, at(500));
+    assert!(part[0].sack.is_empty(), "not all of it below the ack yet");
+    flow.confirm(2000, false).await.unwrap();
+    c.pump();
+    let sent = cap.take_opts();
+    assert_eq!(
+        (sent[0].ack, sent[0].sack.clone()),
+        (at(2000), vec![(at(0), at(1000))])
+    );
+}
+
+#[tokio::test]
+async fn dsack_reports_a_duplicate_of_a_held_out_of_order_segment_with_its_block() {
+    let (c, _flow, cap) = open();
+    let d = vec![5u8; 1000];
+    give(&c, &seg(at(2000), ISS + 1, ACK, &d));
+    give(&c, &seg(at(4000), ISS + 1, ACK, &d));
+    cap.take();
+    give(&c, &seg(at(2000), ISS + 1, ACK, &d));
+    let sent = cap.take_opts();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(
+        sent[0].sack,
+        vec![
+            (at(2000), at(3000)),
+            (at(2000), at(3000)),
+            (at(4000), at(5000))
+        ],
+        "the D-SACK, then the block holding it (RFC 2883 §4), then the others"
+    );
+}
+
+#[tokio::test]
+async fn without_sack_offered_no_dsack_either() {
+    let (c, flow, cap) = open_with(Pool::new(1 << 20), false);
+    let d = vec![5u8; 1000];
+    give(&c, &seg(at(0), ISS + 1, ACK, &d));
+    give(&c, &seg(at(2000), ISS + 1, ACK, &d));
+    give(&c, &seg(at(2000), ISS + 1, ACK, &d));
+    flow.confirm(1000, false).await.unwrap();
+    c.pump();
+    std::thread::sleep(DUP_ACK_GAP);
+    give(&c, &seg(at(0), ISS + 1, ACK, &d));
+    let sent = cap.take_opts();
+    assert!(sent.len() >= 3, "{sent:?}");
+    assert!(sent.iter().all(|s| s.sack.is_empty()), "{sent:?}");
 }
