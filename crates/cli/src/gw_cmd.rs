@@ -185,6 +185,10 @@ struct TransparentArgs {
     /// Class of intercepted flows: control, telemetry, bulk (default).
     #[arg(long)]
     transparent_class: Option<String>,
+    /// Class of intercepted UDP flows, if not --transparent-class's (e.g. telemetry
+    /// datagrams beside bulk TCP); needs --transparent-udp.
+    #[arg(long)]
+    transparent_udp_class: Option<String>,
     /// Carry only these destinations, PREFIX[:PORT[-PORT]] (repeat; none: all not denied).
     #[arg(long)]
     transparent_allow: Vec<String>,
@@ -202,6 +206,7 @@ impl TransparentArgs {
             mode: self.transparent_mode,
             tun: self.transparent_tun,
             class: self.transparent_class,
+            udp_class: self.transparent_udp_class,
             allow: self.transparent_allow,
             deny: self.transparent_deny,
         };

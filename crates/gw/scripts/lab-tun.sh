@@ -36,7 +36,8 @@
 #      SS_TRACE (upload: a file to which the source socket's `ss -tin` is appended every
 #      0.2 s, a time stamp before each sample), APP_TS (0: the application namespace's TCP
 #      offers no timestamps, net.ipv4.tcp_timestamps=0, so only D-SACK can undo its timeouts;
-#      default: the kernel's, on).
+#      default: the kernel's, on), UDP_CLASS (flows with UDP: the intercepted UDP flows'
+#      class, --transparent-udp-class, e.g. telemetry; default the flows' class, bulk).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
@@ -53,6 +54,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 for v in N SEED BULK BULK_BYTES APP_LOSS UDP; do need_number "$v" "${!v}"; done
 if [ "$UDP" -gt 0 ]; then
   ING_ARGS+=(--transparent-udp 0.0.0.0:7401); RULE_ARGS+=(--udp-port 7401)
+  [ -z "${UDP_CLASS:-}" ] || ING_ARGS+=(--transparent-udp-class "$UDP_CLASS")
 fi
 case $WHAT in curl|upload|flows) ;; *) echo "the first argument is curl, upload or flows, not '$WHAT'" >&2; exit 2 ;; esac
 if [ "$WHAT" = flows ]; then

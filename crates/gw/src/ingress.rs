@@ -147,7 +147,11 @@ impl Ingress {
             local,
             dest: String::new(),
             mode,
-            class: t.class,
+            class: if kind == FlowKind::Udp {
+                t.udp_class
+            } else {
+                t.class
+            },
             fec: self.ctx.settings.fec,
             erasure: self.ctx.settings.erasure,
         };

@@ -37,6 +37,9 @@ pub struct TransparentSpec {
     pub tun: Option<String>,
     /// Class of intercepted flows: control, telemetry, bulk (default).
     pub class: Option<String>,
+    /// Class of intercepted UDP flows, where it differs from `class`
+    /// (`--transparent-udp-class`): telemetry datagrams beside bulk TCP uploads.
+    pub udp_class: Option<String>,
     /// Destinations carried (`PREFIX[:PORTS]`; none: all not denied).
     #[serde(default)]
     pub allow: Vec<String>,
@@ -54,6 +57,8 @@ pub struct Transparent {
     pub tun: Option<String>,
     pub mode: Mode,
     pub class: Class,
+    /// Class of intercepted UDP flows (`class` unless set apart).
+    pub udp_class: Class,
     pub policy: DestPolicy,
 }
 
@@ -128,6 +133,16 @@ impl TransparentSpec {
                 .parse()
                 .map_err(|e: String| format!("transparent.class (--transparent-class): {e}"))?,
         };
+        let udp_class = match self.udp_class.as_deref() {
+            None => class,
+            Some(c) => c.parse().map_err(|e: String| {
+                format!("transparent.udp_class (--transparent-udp-class): {e}")
+            })?,
+        };
+        if self.udp_class.is_some() && udp.is_none() {
+            return Err("transparent.udp_class (--transparent-udp-class) is the class of                         intercepted UDP: give udp_listen (--transparent-udp) too, or leave it out"
+                .into());
+        }
         let policy = DestPolicy::parse(
             ("transparent.allow (--transparent-allow)", &self.allow),
             ("transparent.deny (--transparent-deny)", &self.deny),
@@ -138,6 +153,7 @@ impl TransparentSpec {
             tun: self.tun.clone(),
             mode,
             class,
+            udp_class,
             policy,
         })
     }
@@ -173,6 +189,18 @@ mod tests {
         };
         assert_eq!(tun.settings().unwrap().tun.as_deref(), Some("aerotp0"));
         assert_eq!(t.class, Class::Bulk);
+        assert_eq!(
+            t.udp_class,
+            Class::Bulk,
+            "UDP takes the flows' class unless set"
+        );
+        let split = TransparentSpec {
+            class: Some("bulk".into()),
+            udp_class: Some("telemetry".into()),
+            ..ok.clone()
+        };
+        let s = split.settings().unwrap();
+        assert_eq!((s.class, s.udp_class), (Class::Bulk, Class::Telemetry));
         assert!(t.policy.permits("10.1.2.3:80".parse().unwrap()));
         assert!(!t.policy.permits("11.1.2.3:80".parse().unwrap()));
         let cases = [
@@ -235,6 +263,21 @@ mod tests {
                     ..ok.clone()
                 },
                 "--transparent-class",
+            ),
+            (
+                TransparentSpec {
+                    udp_class: Some("urgent".into()),
+                    ..ok.clone()
+                },
+                "--transparent-udp-class): ",
+            ),
+            (
+                TransparentSpec {
+                    udp_class: Some("telemetry".into()),
+                    udp_listen: None,
+                    ..ok.clone()
+                },
+                "give udp_listen (--transparent-udp) too",
             ),
             (
                 TransparentSpec {
