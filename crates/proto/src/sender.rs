@@ -360,7 +360,15 @@ impl Sender {
         match self.entry_mut(seq) {
             Some(Some(s)) if !s.acked && !s.queued => {
                 s.queued = true;
-                self.retx.push_back(seq);
+                // Lowest sequence first, as TCP repairs from its oldest unacknowledged byte:
+                // the receiver delivers in order, so the lowest hole holds everything behind
+                // it. Losses are found in transmission order, which is not sequence order
+                // once a TPDU has been resent: after a dropped call a TPDU whose last copy
+                // went into the drop was found after the older transmissions of the TPDUs
+                // behind it, and in-order delivery waited for all of them (one channel of
+                // seed 003: 14 s per drop).
+                let at = self.retx.partition_point(|&x| x < seq);
+                self.retx.insert(at, seq);
                 true
             }
             _ => false,

@@ -280,3 +280,21 @@ fn mack_ranges_acknowledge_blocks_and_forged_ones_change_nothing_beyond_what_was
     assert!(r.retransmission);
     assert_eq!(r.seq, 2);
 }
+
+/// Losses found out of sequence order are resent lowest first: the receiver's next in-order
+/// TPDU before those behind it (NACKs for 7, 5, 9, then 3, as the losses of resent TPDUs are
+/// found after older transmissions of later ones).
+#[test]
+fn retransmissions_go_lowest_sequence_first() {
+    let mut s = sender(Mode::NearReliable);
+    send_n(&mut s, 10);
+    s.on_nack(&[7, 5]);
+    s.on_nack(&[9]);
+    s.on_nack(&[3]);
+    let seqs: Vec<u64> =
+        std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true, &mut |_| 0))
+            .map(|o| o.seq)
+            .take(4)
+            .collect();
+    assert_eq!(seqs, vec![3, 5, 7, 9]);
+}
