@@ -135,14 +135,16 @@ impl Ingress {
         Ok(())
     }
 
-    /// Transparent interception: the TPROXY listeners (docs/gateway.md §Transparent
-    /// interception). Each flow's destination is the one its application addressed.
-    async fn start_transparent(
-        self: &Arc<Self>,
-        t: Transparent,
-        datagrams: &mut Option<Arc<crate::udp::IngressDatagrams>>,
-    ) -> Result<()> {
-        let template = |kind, local, mode| Route {
+    /// The route an intercepted flow takes: no configured destination (the application's is
+    /// learned per flow), intercepted UDP in its own class.
+    fn intercepted_route(
+        &self,
+        t: &Transparent,
+        kind: FlowKind,
+        local: SocketAddr,
+        mode: Mode,
+    ) -> Route {
+        Route {
             kind,
             local,
             dest: String::new(),
@@ -154,7 +156,17 @@ impl Ingress {
             },
             fec: self.ctx.settings.fec,
             erasure: self.ctx.settings.erasure,
-        };
+        }
+    }
+
+    /// Transparent interception: the TPROXY listeners (docs/gateway.md §Transparent
+    /// interception). Each flow's destination is the one its application addressed.
+    async fn start_transparent(
+        self: &Arc<Self>,
+        t: Transparent,
+        datagrams: &mut Option<Arc<crate::udp::IngressDatagrams>>,
+    ) -> Result<()> {
+        let template = |kind, local, mode| self.intercepted_route(&t, kind, local, mode);
         if let Some(dev) = &t.tun {
             self.start_usertcp(dev, &t)?;
         } else if t.tcp.is_some() && t.mode == Mode::Reliable {
