@@ -24,11 +24,8 @@ use crate::codec::Quality;
 use crate::rtt::RttEstimator;
 use crate::sender::LaneStats;
 use aerotp_fec::auto::BerEstimator;
-use silence::AckGaps;
 use std::net::SocketAddr;
 use std::time::Duration;
-
-mod silence;
 
 /// Most paths a connection keeps (the sender's lanes have the same bound).
 pub const MAX_PATHS: usize = crate::sender::MAX_LANES;
@@ -147,8 +144,6 @@ struct Path {
     relative_delay: Option<f64>,
     /// What arrived on the path, for its bit-error rate (several paths only).
     ber: BerEstimator,
-    /// Intervals between the acknowledgements of its TPDUs while it is busy.
-    gaps: AckGaps,
 }
 
 impl Path {
@@ -177,7 +172,6 @@ impl Path {
             last_heard: now,
             relative_delay: None,
             ber: BerEstimator::new(),
-            gaps: AckGaps::default(),
         }
     }
 }
@@ -295,7 +289,6 @@ impl Paths {
         p.up = true;
         p.probe_due = false;
         p.credit = 0.0;
-        p.gaps.restart();
         // An interval across a path's return measures the outage, not the paths.
         self.restart_interval = true;
         true
@@ -468,32 +461,19 @@ impl Paths {
         }
     }
 
-    /// After feedback at `now`: path `i` has `acked` TPDUs acknowledged in all, and TPDUs
-    /// still in flight if `busy`.
-    pub fn on_feedback(&mut self, now: Duration, i: usize, acked: u64, busy: bool) {
-        if let Some(p) = self.list.get_mut(i) {
-            p.gaps.on_feedback(now, acked, busy);
-        }
-    }
-
-    /// When path `i` is declared down if nothing on it is acknowledged, the sooner of two
-    /// rules. (1) The first TPDU sent on it since its latest acknowledgement (at
-    /// `unanswered`) overdue by twice the path's timeout, or by a round trip and a probe
-    /// interval if that is sooner. Nothing acknowledged on a path for two timeouts is no
-    /// random loss (the acknowledgements of the TPDUs around a lost one would have come);
-    /// waiting a round trip and a probe interval sent a third of a second of a 1 Mb/s
-    /// path's TPDUs into it when it died, each resent a timeout later, and stalled in-order
-    /// delivery that long. One timeout took a survivor's queue, growing while the dead
-    /// path's share went to it, for a death. (2) While TPDUs are in flight on it (the oldest
-    /// sent at `in_flight`), its acknowledgements overdue by an interval between them and
-    /// four variations (`silence::AckGaps`): on a slow, jittery channel rule 1 waits for a
-    /// TPDU sent after the death, rule 2 only for those sent before it. Never for the last
-    /// path up (then the connection's outage rules apply).
+    /// When path `i` is declared down if nothing on it is acknowledged: the first TPDU sent
+    /// on it since its latest acknowledgement (at `oldest`) overdue by twice the path's
+    /// timeout, or by a round trip and a probe interval if that is sooner. Nothing
+    /// acknowledged on a path for two timeouts is no random loss (the acknowledgements of
+    /// the TPDUs around a lost one would have come); waiting a round trip and a probe
+    /// interval sent a third of a second of a 1 Mb/s path's TPDUs into it when it died,
+    /// each resent a timeout later, and stalled in-order delivery that long. One timeout
+    /// took a survivor's queue, growing while the dead path's share went to it, for a
+    /// death. Never for the last path up (then the connection's outage rules apply).
     pub fn down_at(
         &self,
         i: usize,
-        unanswered: Option<Duration>,
-        in_flight: Option<Duration>,
+        oldest: Option<Duration>,
         probe_interval: Duration,
         conn: &RttEstimator,
     ) -> Option<Duration> {
@@ -504,17 +484,7 @@ impl Paths {
         }
         let rtt = if p.rtt.has_sample() { &p.rtt } else { conn };
         let probed = rtt.smoothed() + (rtt.variation() * 4).max(probe_interval);
-        let silent = unanswered.map(|t| t + (self.timing(i, conn).1 * 2).min(probed));
-        let overdue = p.gaps.overdue_at(
-            in_flight,
-            p.rtt.min_rtt(),
-            p.rtt.peer_max_delay(),
-            probe_interval,
-        );
-        match (silent, overdue) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        Some(oldest? + (self.timing(i, conn).1 * 2).min(probed))
     }
 
     /// Path `i` goes down at `now`; its first probe is due at once.
@@ -529,7 +499,6 @@ impl Paths {
         p.next_probe = now;
         p.probe_wait = probe_interval;
         p.credit = 0.0;
-        p.gaps.restart();
         // The interval so far held the path's silence: not what the others can carry.
         self.restart_interval = true;
     }

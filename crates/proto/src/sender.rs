@@ -764,15 +764,6 @@ impl Sender {
         self.lanes.unanswered_since(path)
     }
 
-    /// When the oldest TPDU still in flight on `path` (sent, neither acknowledged nor
-    /// declared lost) was sent.
-    pub fn oldest_in_flight(&self, path: usize) -> Option<Duration> {
-        let (entries, base) = (&self.entries, self.base);
-        self.lanes
-            .oldest(path, |t| current(entries, base, t.seq, t.tx))
-            .map(|t| t.at)
-    }
-
     /// `path` went down: what is in flight on it is lost and queued for the other paths.
     pub fn path_down(&mut self, path: usize) -> usize {
         let mut lost = std::mem::take(&mut self.lost);

@@ -1,8 +1,8 @@
 //! The sender's down declarations against the links' outages, on seed 003's three Iridium
 //! channels (2.4 kb/s, up to 1.8 s of jitter each way, call drops of 45-50 s): every drop is
-//! found, few declarations are false, and a drop is found sooner than a round trip after a
-//! TPDU sent *after* it would be overdue (docs/results/multipath.md, "Call drops against
-//! down declarations").
+//! found, few declarations are false, and a drop is found within a smoothed round trip and
+//! four variations of the first TPDU sent into it (docs/results/multipath.md, "Call drops
+//! against down declarations").
 
 use std::path::Path;
 use std::time::Duration;
@@ -45,15 +45,16 @@ fn call_drops_are_declared_and_few_declarations_are_false() {
         false_ones * 100 <= declarations * 5,
         "{false_ones} of {declarations} false"
     );
-    // A TPDU sent after the drop is overdue a smoothed round trip and four variations later
-    // (the rule alone: 15.2 s median over 24 runs); while TPDUs sent before it are in flight,
-    // their acknowledgements stop an interval and its spread after the last one (12.9 s).
+    // The first TPDU sent after the path's latest acknowledgement is overdue a smoothed round
+    // trip (6-8 s here) and four variations later: 14.9-16.0 s median from the drop over
+    // these 8 runs. Twice the path's timeout instead (the other bound of the rule) is 25 s
+    // and more.
     for (i, p) in sum.path_states.iter().enumerate() {
         let median = p
             .detection_median_s
             .expect("drops on every channel in 8 runs");
         assert!(
-            median < 14.0,
+            median < 17.0,
             "path {i}: median {median:.1} s from drop to declaration"
         );
     }

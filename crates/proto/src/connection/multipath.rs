@@ -102,12 +102,7 @@ impl Connection {
             }
         }
         self.set_path_timings();
-        let lanes = self.tx.path_stats();
-        for (i, lane) in lanes.iter().enumerate() {
-            let busy = self.tx.oldest_in_flight(i).is_some();
-            self.paths.on_feedback(now, i, lane.tpdus_acked, busy);
-        }
-        self.paths.reweigh(now, &lanes);
+        self.paths.reweigh(now, &self.tx.path_stats());
     }
 
     /// Each path's loss-detection time threshold and timeout, into the sender (the
@@ -131,7 +126,6 @@ impl Connection {
                 self.paths.down_at(
                     i,
                     self.tx.unanswered_since(i),
-                    self.tx.oldest_in_flight(i),
                     self.cfg.probe_interval,
                     &self.rtt,
                 )
@@ -158,7 +152,6 @@ impl Connection {
             let at = self.paths.down_at(
                 i,
                 self.tx.unanswered_since(i),
-                self.tx.oldest_in_flight(i),
                 self.cfg.probe_interval,
                 &self.rtt,
             );

@@ -137,7 +137,7 @@ fn a_down_path_takes_its_share_of_the_rate_and_gets_it_back() {
     // Path 1 has been silent since 1 s, without a sample: down at 1 s + 100 ms +
     // max(4 × 50 ms, 250 ms), sooner than twice the connection's timeout (3 × the 100 ms
     // guess, twice).
-    let at = p.down_at(1, Some(Duration::from_secs(1)), None, pi, &rtt);
+    let at = p.down_at(1, Some(Duration::from_secs(1)), pi, &rtt);
     assert_eq!(at, Some(Duration::from_millis(1350)));
     // With steady samples of 30 ms: twice its timeout, sooner than 30 ms + 250 ms.
     for _ in 0..20 {
@@ -146,7 +146,7 @@ fn a_down_path_takes_its_share_of_the_rate_and_gets_it_back() {
     let (_, rto) = p.timing(1, &rtt);
     assert!(rto * 2 < Duration::from_millis(280), "{rto:?}");
     assert_eq!(
-        p.down_at(1, Some(Duration::from_secs(1)), None, pi, &rtt),
+        p.down_at(1, Some(Duration::from_secs(1)), pi, &rtt),
         Some(Duration::from_secs(1) + rto * 2)
     );
     let now = Duration::from_millis(1300);
@@ -167,7 +167,7 @@ fn a_down_path_takes_its_share_of_the_rate_and_gets_it_back() {
     assert_eq!(sent, [0, 250, 750, 1750, 3750, 5750, 7750]);
     // The last path up is never declared down.
     p.set_down(now, 2, pi);
-    assert_eq!(p.down_at(0, Some(Duration::ZERO), None, pi, &rtt), None);
+    assert_eq!(p.down_at(0, Some(Duration::ZERO), pi, &rtt), None);
     // Heard again: up, with its old share.
     assert!(p.on_heard(t, 1, 100));
     assert!(!p.on_heard(t, 1, 100), "already up");
@@ -217,42 +217,5 @@ fn paths_are_bounded() {
         p.add(addr(3), Duration::ZERO, rtt.fresh()),
         Some(3),
         "known"
-    );
-}
-
-#[test]
-fn a_busy_path_whose_acknowledgements_stop_is_down_before_a_later_tpdu_is_overdue() {
-    let mut p = three(Duration::ZERO);
-    let rtt = RttEstimator::new(Duration::from_millis(100), Duration::from_millis(20));
-    let pi = Duration::from_millis(250);
-    // A slow, jittery path: round trips of 5-8 s, its TPDUs acknowledged every 1.3-2.3 s.
-    let mut t = Duration::from_secs(10);
-    for k in 1..=30u64 {
-        p.on_latency(
-            1,
-            Duration::from_millis(5_000 + 1_000 * (k % 4)),
-            Duration::ZERO,
-        );
-        t += Duration::from_millis(if k % 2 == 0 { 1_300 } else { 2_300 });
-        p.on_feedback(t, 1, k, true);
-    }
-    let last = t;
-    // The first TPDU sent after the last acknowledgement went at once; TPDUs sent before it
-    // are still in flight (the oldest 6 s before).
-    let rule1 = p.down_at(1, Some(last), None, pi, &rtt).unwrap();
-    let both = p
-        .down_at(1, Some(last), Some(last - Duration::from_secs(6)), pi, &rtt)
-        .unwrap();
-    assert!(both < rule1, "{both:?} against {rule1:?}");
-    assert!(both - last < Duration::from_secs(5), "{:?}", both - last);
-    // Nothing in flight: only the first rule.
-    assert_eq!(p.down_at(1, Some(last), None, pi, &rtt), Some(rule1));
-    // Down and back: the intervals start over from the next busy one.
-    p.set_down(last + Duration::from_secs(4), 1, pi);
-    assert!(p.on_heard(last + Duration::from_secs(60), 1, 100));
-    assert_eq!(
-        p.down_at(1, None, Some(last), pi, &rtt),
-        None,
-        "no interval since it came back"
     );
 }
