@@ -220,7 +220,21 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
                 }
             }
         }
-        rx.events(b, now, &mut r);
+        if rx.events(b, now, &mut r) {
+            // The connection read so far closed unproven (the listener's set-up timeout: its
+            // challenge went unanswered, e.g. into a dropped call) and the peer's TPDUs
+            // opened another: as `aerotp recv`, which commits nothing before proof, the
+            // receiving application drops what it read and reads the new one from its start.
+            intact = true;
+            server_got = 0;
+            r.delivered_bytes = 0;
+            r.timeline.clear();
+            last_delivery = None;
+            done = 0;
+            r.message_delays.clear();
+            srv_released = 0;
+            srv_written = 0;
+        }
         // Receiving application: reads as data arrives, checks it, closes at end of file
         // (request-response: answers each whole request, closes after the last answer).
         if let Some(h) = rx.handle {
@@ -359,6 +373,9 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
 #[derive(Default)]
 struct RxState {
     handle: Option<ConnectionHandle>,
+    /// Connections accepted after `handle` (another incarnation opened by the peer's TPDUs
+    /// after the listener dropped an unproven one); a few at most.
+    later: std::collections::VecDeque<ConnectionHandle>,
     /// The receiving application has closed its side.
     closed: bool,
     /// The engine reported the connection closed.
@@ -366,17 +383,29 @@ struct RxState {
 }
 
 impl RxState {
-    /// Takes the receiver's events: the accept (set-up delay) and the close.
-    fn events(&mut self, b: &mut Endpoint, now: Duration, r: &mut RunResult) {
+    /// Takes the receiver's events: the accept (set-up delay) and the close. Returns whether
+    /// the application moved to another connection because the one it read closed before
+    /// its peer was proven.
+    fn events(&mut self, b: &mut Endpoint, now: Duration, r: &mut RunResult) -> bool {
+        let mut moved = false;
         while let Some(e) = b.poll_event() {
             match e {
                 Event::Accepted(h) if self.handle.is_none() => {
                     self.handle = Some(h);
                     r.setup_delay_s = Some(secs(now));
                 }
+                Event::Accepted(h) => self.later.push_back(h),
+                Event::Closed(h, CloseOutcome::SetupTimeout) if Some(h) == self.handle => {
+                    // The next connection accepted (now or later) is the one to read.
+                    self.handle = self.later.pop_front();
+                    self.closed = false;
+                    moved = true;
+                }
                 Event::Closed(h, _) if Some(h) == self.handle => self.closed_event = true,
+                Event::Closed(h, _) => self.later.retain(|&x| x != h),
                 _ => {}
             }
         }
+        moved
     }
 }
