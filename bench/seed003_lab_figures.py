@@ -226,31 +226,24 @@ def offered(rs, binary, w):
             w.writerow([r["name"], r["paths"], r["seed"], r["offer_bps"], d, by,
                         round(by * 8 / d), round(ceil), round(delay, 1), r["prefix_intact"],
                         round(by * 8 / d / ceil, 4)])
-    print("| offered | 1 channel | 2 channels | 3 channels |")
-    print("|---|---|---|---|")
-    for o in sorted(table):
-        cells = []
-        for n in (1, 2, 3):
-            v = table[o].get(n)
-            if not v:
-                cells.append("-")
-                continue
-            cells.append(" ; ".join(
-                f"{b:,.0f} ({dl:.0f} s){'' if ok else ' CORRUPT'}" for b, dl, c, ok in v))
-        print(f"| {o:,} b/s | " + " | ".join(cells) + " |")
+    offered_table(table, lambda b, dl, c, ok: f"{b:,.0f} ({dl:.0f} s){'' if ok else ' CORRUPT'}")
     print("\n(ratio to the ceiling of the run's channels while up, same cells:)\n")
-    print("| offered | 1 channel | 2 channels | 3 channels |")
-    print("|---|---|---|---|")
-    for o in sorted(table):
-        cells = []
-        for n in (1, 2, 3):
-            v = table[o].get(n)
-            cells.append(" ; ".join(f"{b / c:.3f}" for b, _, c, _ in v) if v else "-")
-        print(f"| {o:,} b/s | " + " | ".join(cells) + " |")
+    offered_table(table, lambda b, dl, c, ok: f"{b / c:.3f}")
     print("\n(delivered b/s (mean delay); ceilings while up, per run:)")
     for o in sorted(table):
         print(f"  {o}: " + ", ".join(
             f"{n}ch " + "/".join(f"{c:,.0f}" for _, _, c, _ in v) for n, v in sorted(table[o].items())))
+
+
+def offered_table(table, cell):
+    """Offered rate against 1-3 channels, each cell its runs' `cell(b, delay, ceiling, ok)`
+    joined by " ; " ("-" without runs)."""
+    print("| offered | 1 channel | 2 channels | 3 channels |")
+    print("|---|---|---|---|")
+    for o in sorted(table):
+        cells = [" ; ".join(cell(*x) for x in table[o][n]) if table[o].get(n) else "-"
+                 for n in (1, 2, 3)]
+        print(f"| {o:,} b/s | " + " | ".join(cells) + " |")
 
 
 def timelines(rs, out, step=10.0, until=2820):
