@@ -14,7 +14,7 @@ mod links;
 pub use aerotp_link::Delivery;
 pub use links::Links;
 
-use aerotp_proto::Endpoint;
+use aerotp_proto::{Endpoint, PathAddr};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -88,6 +88,10 @@ pub struct Pair {
     /// The engine chooses the path (`set_paths`): path `i` joins `a`'s address `.0` and
     /// `b`'s address `.1`. Empty: datagrams are striped below the engine (`Links::send`).
     paths: Vec<(SocketAddr, SocketAddr)>,
+    /// Each endpoint is told the local address a datagram arrived at, and a datagram the
+    /// engine sends from a local address goes on the path of both addresses
+    /// (`tell_local_addresses`).
+    locals: bool,
     stalled: u32,
     buf: Vec<u8>,
 }
@@ -110,6 +114,7 @@ impl Pair {
             drop_misaddressed: false,
             misaddressed: 0,
             paths: Vec::new(),
+            locals: false,
             stalled: 0,
             buf: Vec::with_capacity(1 << 16),
         }
@@ -135,12 +140,42 @@ impl Pair {
         self.paths = paths;
     }
 
-    /// The path a datagram to `remote` goes on, when the engine chooses.
-    fn path_to(paths: &[(SocketAddr, SocketAddr)], dir: Dir, remote: SocketAddr) -> Option<usize> {
-        paths.iter().position(|&(a, b)| match dir {
-            Dir::Forward => b == remote,
-            Dir::Reverse => a == remote,
+    /// Hands each endpoint the local address every datagram arrived at (a path is then both
+    /// of its addresses, as a runtime that reads the destination address tells the
+    /// engine), and routes a datagram the engine sends from a local address on the path of
+    /// both its addresses. So two paths may share one end's address: `a`'s two radios
+    /// reaching one address of `b`. Needs `set_paths`; connections must then be opened and
+    /// paths added with `PathAddr`s that name the local address.
+    pub fn tell_local_addresses(&mut self) {
+        self.locals = true;
+    }
+
+    /// The path a datagram to `remote` (from `local`, if the engine says) goes on, when the
+    /// engine chooses.
+    fn path_to(
+        paths: &[(SocketAddr, SocketAddr)],
+        dir: Dir,
+        remote: SocketAddr,
+        local: Option<std::net::IpAddr>,
+    ) -> Option<usize> {
+        paths.iter().position(|&(a, b)| {
+            let (from, to) = match dir {
+                Dir::Forward => (a, b),
+                Dir::Reverse => (b, a),
+            };
+            to == remote && local.is_none_or(|l| l == from.ip())
         })
+    }
+
+    /// What the receiving endpoint is told a datagram of path `i` came on.
+    fn arrival(&self, dir: Dir, i: usize) -> PathAddr {
+        let (from, at) = match (self.paths.get(i), dir) {
+            (Some(p), Dir::Forward) => (p.0, p.1),
+            (Some(p), Dir::Reverse) => (p.1, p.0),
+            (None, Dir::Forward) => (self.addr_a, self.addr_b),
+            (None, Dir::Reverse) => (self.addr_b, self.addr_a),
+        };
+        PathAddr::new(self.locals.then(|| at.ip()), from)
     }
 
     /// Sends everything both endpoints have due now, `a` first.
@@ -166,7 +201,7 @@ impl Pair {
                     }
                     None
                 } else {
-                    let Some(i) = Self::path_to(&self.paths, dir, t.remote) else {
+                    let Some(i) = Self::path_to(&self.paths, dir, t.remote, t.local) else {
                         self.misaddressed += 1;
                         continue;
                     };
@@ -236,12 +271,12 @@ impl Pair {
         let now = self.now;
         while let Some((i, d)) = self.links.recv_indexed(Dir::Forward, now) {
             obs.arrived(now, Dir::Forward, &d);
-            let from = self.paths.get(i).map_or(self.addr_a, |p| p.0);
+            let from = self.arrival(Dir::Forward, i);
             self.b.handle_datagram(now, from, &d.packet);
         }
         while let Some((i, d)) = self.links.recv_indexed(Dir::Reverse, now) {
             obs.arrived(now, Dir::Reverse, &d);
-            let from = self.paths.get(i).map_or(self.addr_b, |p| p.1);
+            let from = self.arrival(Dir::Reverse, i);
             self.a.handle_datagram(now, from, &d.packet);
         }
         self.a.handle_timeout(now);

@@ -5,6 +5,7 @@
 use crate::codec::{self, Quality, Received};
 use crate::config::ConnectionConfig;
 use crate::control_due::ControlDue;
+use crate::endpoint_types::PathAddr;
 use crate::erasure::{ErasureRx, ErasureRxStats, ErasureSetting, ErasureTx, ErasureTxStats};
 use crate::error_control::{ErrorControl, Feedback};
 use crate::fec_control::FecControl;
@@ -18,7 +19,6 @@ use crate::sender::{Sender, SenderStats};
 use crate::state::{transition, Action, State, StateEvent};
 use aerotp_wire::{Ack, ControlBody, Flags, Header, Mode};
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 mod multipath;
@@ -155,7 +155,7 @@ impl Connection {
     pub fn new(
         role: Role,
         cfg: ConnectionConfig,
-        remote: SocketAddr,
+        path: PathAddr,
         local_port: u16,
         remote_port: u16,
         tag: u8,
@@ -189,7 +189,7 @@ impl Connection {
         Connection {
             role,
             phase: Phase::Live { state },
-            paths: Paths::new(remote, now, RttEstimator::new(cfg.initial_rtt, cfg.min_rto)),
+            paths: Paths::new(path, now, RttEstimator::new(cfg.initial_rtt, cfg.min_rto)),
             rate_bps: cfg.rate_bps,
             clock: now,
             local_port,

@@ -7,7 +7,7 @@ use crate::codec::{self, Quality};
 use crate::config::{ConfigError, ConnectionConfig, EndpointConfig};
 use crate::connection::{ConnEvent, Connection, Role};
 pub use crate::endpoint_types::{
-    ConnectionHandle, DatagramMsg, EndpointError, EndpointStats, Event, Peer, Transmit,
+    ConnectionHandle, DatagramMsg, EndpointError, EndpointStats, Event, PathAddr, Peer, Transmit,
 };
 use crate::error_control::ErrorControl;
 use crate::receiver::Delivered;
@@ -51,7 +51,7 @@ pub struct Endpoint {
     hints: Table<SocketAddr, u8>,
     events: VecDeque<Event>,
     datagrams_in: VecDeque<DatagramMsg>,
-    out_queue: VecDeque<(SocketAddr, Vec<u8>)>,
+    out_queue: VecDeque<(PathAddr, Vec<u8>)>,
     next_handle: u64,
     next_port: u16,
     /// Each connection's deadline and pending events, in round-robin order.
@@ -183,15 +183,18 @@ impl Endpoint {
 
     /// Opens a connection from local port `local_port` if it is free (else from the next
     /// free ephemeral port, as `connect`); data written before the peer answers rides on the
-    /// ASYN.
+    /// ASYN. `to` is the peer's address, or a whole path (`PathAddr`: with this host's
+    /// address on it, for a driver that says where each datagram arrived).
     pub fn connect_from(
         &mut self,
         now: Duration,
-        remote: SocketAddr,
+        to: impl Into<PathAddr>,
         remote_port: u16,
         local_port: Option<u16>,
         config: ConnectionConfig,
     ) -> Result<ConnectionHandle, EndpointError> {
+        let path = to.into();
+        let remote = path.remote;
         let config = self.sealed_room(config)?;
         if !ErrorControl::for_mode(config.mode).connected {
             return Err(EndpointError::Config(ConfigError::Fec(
@@ -206,7 +209,7 @@ impl Endpoint {
         let mut conn = Connection::new(
             Role::Initiator,
             config,
-            remote,
+            path,
             local_port,
             remote_port,
             tag,
@@ -341,8 +344,14 @@ impl Endpoint {
         self.handles = handles;
     }
 
-    /// Takes in one datagram from `remote`.
-    pub fn handle_datagram(&mut self, now: Duration, remote: SocketAddr, datagram: &[u8]) {
+    /// Takes in one datagram from the peer's address (a `SocketAddr`), or one that came on a
+    /// path (a `PathAddr`: from `remote`, to this host's `local`).
+    pub fn handle_datagram(&mut self, now: Duration, from: impl Into<PathAddr>, datagram: &[u8]) {
+        self.receive_on(now, from.into(), datagram)
+    }
+
+    fn receive_on(&mut self, now: Duration, path: PathAddr, datagram: &[u8]) {
+        let remote = path.remote;
         self.stats.datagrams_in += 1;
         // With a key, a TPDU whose intact header says it is not authenticated is refused
         // before FEC, CRC and copy: the cheapest way out for the commonest forgery.
@@ -390,8 +399,14 @@ impl Endpoint {
             self.schedule.touch(ch);
             let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
             if c.tag == h.tag {
-                c.arrived_from(now, remote, datagram.len());
-                self.deliver_to_connection(now, ch, remote, r);
+                if c.has_path(path) {
+                    c.arrived_from(now, path, datagram.len());
+                    self.deliver_to_connection(now, ch, path, r);
+                } else if self.take_on_new_path(now, ch, path, r).is_some() {
+                    // The peer's address is the connection's, this host's is not: a path
+                    // being opened from another local address, or nothing to take.
+                    self.stats.stray += 1;
+                }
                 return;
             }
             if !(c.is_closed() && h.flags.is_data() && r.quality != Quality::Corrupted) {
@@ -401,11 +416,11 @@ impl Endpoint {
             // A new incarnation on the same ports replaces a finished one.
             self.release(ch);
         }
-        let Some(r) = self.take_from_new_address(now, remote, r) else {
+        let Some(r) = self.take_from_new_address(now, path, r) else {
             return;
         };
         if h.flags.is_echo() || h.flags.is_challenge() {
-            self.admission_without_state(now, key, &h, &r);
+            self.admission_without_state(now, path, key, &h, &r);
             return;
         }
         if let Some(final_ack) = self.tombstones.get(key, h.tag) {
@@ -418,7 +433,7 @@ impl Endpoint {
                     ack: Some(ack),
                     ..Default::default()
                 };
-                self.queue_control(remote, &h, Flags::AFIN, body);
+                self.queue_control(path, &h, Flags::AFIN, body);
             }
             return;
         }
@@ -429,7 +444,7 @@ impl Endpoint {
             // rather than at its idle timeout (docs/spec.md §9). Stateless, like any RETRY.
             let probe = crate::connection::is_probe(&h, &r.body);
             if probe && r.quality != Quality::Corrupted && self.listeners.accepts(h.dst_port) {
-                self.queue_challenge(now, remote, &h, true, 0);
+                self.queue_challenge(now, path, &h, true, 0);
             }
             return;
         }
@@ -439,19 +454,19 @@ impl Endpoint {
         }
         let Some(cfg) = self.listeners.get(h.dst_port).cloned() else {
             self.stats.refused += 1;
-            self.queue_reset(remote, &h, "connection refused: no listener on that port");
+            self.queue_reset(path, &h, "connection refused: no listener on that port");
             return;
         };
         if self.conns.len() >= self.cfg.max_connections {
             self.stats.refused += 1;
-            self.queue_reset(remote, &h, "connection refused: too many connections");
+            self.queue_reset(path, &h, "connection refused: too many connections");
             return;
         }
         // Proven from the first TPDU: authenticated, or the peer echoed our RETRY's cookie.
         let proven = self.auth.is_some() || self.admission.take_validated(key, h.tag, now);
         if !proven && !self.admission.has_room() {
             // Under load: keep nothing, let the peer prove its address first.
-            self.queue_challenge(now, remote, &h, true, 0);
+            self.queue_challenge(now, path, &h, true, 0);
             return;
         }
         let mut cfg = cfg;
@@ -462,7 +477,7 @@ impl Endpoint {
         let mut conn = Connection::new(
             Role::Acceptor,
             cfg,
-            remote,
+            path,
             h.dst_port,
             h.src_port,
             h.tag,
@@ -479,7 +494,7 @@ impl Endpoint {
         if !proven {
             self.admission.open(ch.0, now);
             let cid = self.conns.get(&ch).map_or(0, |c| c.cid);
-            self.queue_challenge(now, remote, &h, false, cid);
+            self.queue_challenge(now, path, &h, false, cid);
         }
     }
 
@@ -512,9 +527,9 @@ impl Endpoint {
         }
     }
 
-    fn queue_reset(&mut self, remote: SocketAddr, h: &Header, reason: &str) {
+    fn queue_reset(&mut self, to: PathAddr, h: &Header, reason: &str) {
         self.queue_control(
-            remote,
+            to,
             h,
             Flags::empty(),
             ControlBody {
@@ -524,16 +539,17 @@ impl Endpoint {
         );
     }
 
-    fn queue_control(&mut self, remote: SocketAddr, h: &Header, extra: Flags, body: ControlBody) {
+    fn queue_control(&mut self, to: PathAddr, h: &Header, extra: Flags, body: ControlBody) {
         let mut bytes = Vec::new();
         if body.emit(&mut bytes).is_ok() {
-            let _ = self.queue_raw(remote, h, body.flags() | extra, &bytes);
+            let _ = self.queue_raw(to, h, body.flags() | extra, &bytes);
         }
     }
 
-    /// Queues a TPDU answering `h` (ports swapped, same mode and tag), without FEC. Bounded:
+    /// Queues a TPDU answering `h` (ports swapped, same mode and tag) on path `to` (it
+    /// leaves from the local address the TPDU answered came to), without FEC. Bounded:
     /// beyond `CONTROL_QUEUE_LIMIT` queued answers, further ones are not sent. True if queued.
-    fn queue_raw(&mut self, remote: SocketAddr, h: &Header, flags: Flags, bytes: &[u8]) -> bool {
+    fn queue_raw(&mut self, to: PathAddr, h: &Header, flags: Flags, bytes: &[u8]) -> bool {
         if self.out_queue.len() >= CONTROL_QUEUE_LIMIT {
             return false;
         }
@@ -550,11 +566,11 @@ impl Endpoint {
         };
         let mut out = Vec::new();
         let ok = match &mut self.auth {
-            Some(a) => a.seal_new(header, bytes, &mut out, remote),
+            Some(a) => a.seal_new(header, bytes, &mut out, to.remote),
             None => codec::encode(header, bytes, &mut out).is_ok(),
         };
         if ok {
-            self.out_queue.push_back((remote, out));
+            self.out_queue.push_back((to, out));
         }
         ok
     }
@@ -565,14 +581,15 @@ impl Endpoint {
     /// `None` `out` is unchanged.
     pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> Option<Transmit> {
         let start = out.len();
-        if let Some((remote, d)) = self.out_queue.pop_front() {
+        if let Some((to, d)) = self.out_queue.pop_front() {
             out.extend_from_slice(&d);
             // Not counted against the link's pacing: datagram-mode traffic is held to its
             // class's rate by its sender (`datagram_rate`) and reserved in the share; counted
             // here, an 8 Mb/s flood of bulk datagrams policed to the link's rate pushed the
             // link's free time ahead of every connection and starved the control class.
             return Some(Transmit {
-                remote,
+                remote: to.remote,
+                local: to.local,
                 len: d.len(),
             });
         }
@@ -594,7 +611,7 @@ impl Endpoint {
             if let Some(a) = &mut self.auth {
                 // The connection cut its TPDU for the MTU less the envelope.
                 let mtu = c.config().mtu + aerotp_wire::AUTH_OVERHEAD;
-                if !a.seal(out, start, mtu, c.transmit_remote()) {
+                if !a.seal(out, start, mtu, c.transmit_path().remote) {
                     // Cannot happen for a TPDU a connection cut (it left room for the
                     // envelope); if it did, it is a loss the mode repairs.
                     out.truncate(start);
@@ -602,10 +619,14 @@ impl Endpoint {
                     continue;
                 }
             }
-            let remote = c.transmit_remote();
+            let to = c.transmit_path();
             let len = out.len() - start;
             self.occupy_link(now, len);
-            return Some(Transmit { remote, len });
+            return Some(Transmit {
+                remote: to.remote,
+                local: to.local,
+                len,
+            });
         }
     }
 
@@ -650,9 +671,9 @@ impl Endpoint {
         }
         for c in self.admission.rechallenges_due(now) {
             if let Some(conn) = self.conns.get(&ConnectionHandle(c)) {
-                let (remote, h) = (conn.remote(), crate::admission::from_peer(conn));
+                let (path, h) = (conn.first_path(), crate::admission::from_peer(conn));
                 let cid = conn.cid;
-                self.queue_challenge(now, remote, &h, false, cid);
+                self.queue_challenge(now, path, &h, false, cid);
             }
         }
         self.schedule.refresh(&self.conns);

@@ -3,7 +3,7 @@
 
 use crate::config::ConfigError;
 use crate::connection::CloseOutcome;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use thiserror::Error;
 
 /// Names one connection of an endpoint.
@@ -36,11 +36,51 @@ pub struct DatagramMsg {
     pub data: Vec<u8>,
 }
 
+/// The two ends of a path (docs/spec.md §9): this host's address and the peer's. A
+/// connection tells its paths apart by both, as QUIC tells them by the 4-tuple, so two of
+/// this host's radios reaching one ground address are two paths. `local` is `None` where the
+/// driver does not say (a socket bound to one address, a simulator): a driver either gives it
+/// with every datagram it hands in and every path it opens, or never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PathAddr {
+    pub local: Option<IpAddr>,
+    pub remote: SocketAddr,
+}
+
+impl PathAddr {
+    /// A path to `remote` from this host's address `local`.
+    pub fn new(local: Option<IpAddr>, remote: SocketAddr) -> PathAddr {
+        PathAddr { local, remote }
+    }
+}
+
+impl From<SocketAddr> for PathAddr {
+    /// A path to `remote`, the local end unsaid.
+    fn from(remote: SocketAddr) -> PathAddr {
+        PathAddr {
+            local: None,
+            remote,
+        }
+    }
+}
+
+impl std::fmt::Display for PathAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.local {
+            Some(l) => write!(f, "{l}={}", self.remote),
+            None => write!(f, "{}", self.remote),
+        }
+    }
+}
+
 /// Where the datagram `poll_transmit` appended goes, and its length (it is the last `len`
 /// bytes of the buffer it was given).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
     pub remote: SocketAddr,
+    /// The local address it leaves from: the path's (`PathAddr::local`), or the one the
+    /// datagram it answers arrived at; `None`: the driver's choice.
+    pub local: Option<IpAddr>,
     pub len: usize,
 }
 

@@ -43,7 +43,8 @@ pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting};
 pub use connection::{CloseOutcome, ConnectionStats, Role};
 pub use datagram_repair::{datagram_repair, DatagramRoute};
 pub use endpoint::{
-    ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, Peer, Transmit,
+    ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, PathAddr, Peer,
+    Transmit,
 };
 pub use erasure::{
     ErasureChoice, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats, REPAIR_OVERHEAD,

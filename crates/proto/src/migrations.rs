@@ -3,8 +3,8 @@
 //! besides the peer's address, and the CHALLENGE series of new addresses being validated.
 
 use crate::endpoint_types::ConnectionHandle;
+use crate::endpoint_types::PathAddr;
 use crate::table::{table, Table};
-use std::net::SocketAddr;
 use std::time::Duration;
 
 /// (local port, peer port, tag): what identifies a connection besides the peer's address.
@@ -48,11 +48,11 @@ pub(crate) struct Proven {
 pub(crate) struct Migrations {
     /// Each (ports, tag) with the connections that have it (a match needs exactly one).
     by_ports: Table<PortsTag, Vec<ConnectionHandle>>,
-    pending: Table<(ConnectionHandle, SocketAddr), Pending>,
+    pending: Table<(ConnectionHandle, PathAddr), Pending>,
     /// The one address per connection being validated because the peer's TPDUs came from it
     /// (a newer one replaces it, so a spoofer cannot crowd out the real one). Addresses this
     /// end asked for are not in it.
-    unsolicited: Table<ConnectionHandle, SocketAddr>,
+    unsolicited: Table<ConnectionHandle, PathAddr>,
     /// Connections whose asked-for address never answered its series (`take_given_up`).
     given_up: Vec<ConnectionHandle>,
 }
@@ -103,7 +103,7 @@ impl Migrations {
     pub(crate) fn start(
         &mut self,
         ch: ConnectionHandle,
-        addr: SocketAddr,
+        addr: PathAddr,
         now: Duration,
         spacing: Duration,
     ) -> bool {
@@ -128,7 +128,7 @@ impl Migrations {
     pub(crate) fn start_asked(
         &mut self,
         ch: ConnectionHandle,
-        addr: SocketAddr,
+        addr: PathAddr,
         now: Duration,
         spacing: Duration,
     ) -> bool {
@@ -154,7 +154,7 @@ impl Migrations {
     }
 
     /// The re-challenges due at `now`: each series advanced, those that are over forgotten.
-    pub(crate) fn due(&mut self, now: Duration) -> Vec<(ConnectionHandle, SocketAddr)> {
+    pub(crate) fn due(&mut self, now: Duration) -> Vec<(ConnectionHandle, PathAddr)> {
         let mut due = Vec::new();
         if self.next_deadline().is_none_or(|t| t > now) {
             return due;
@@ -193,7 +193,7 @@ impl Migrations {
 
     /// `addr` proved it receives for `ch`: its series is over. What it was, if it was being
     /// validated.
-    pub(crate) fn proven(&mut self, ch: ConnectionHandle, addr: SocketAddr) -> Option<Proven> {
+    pub(crate) fn proven(&mut self, ch: ConnectionHandle, addr: PathAddr) -> Option<Proven> {
         if self.unsolicited.get(&ch) == Some(&addr) {
             self.unsolicited.remove(&ch);
         }

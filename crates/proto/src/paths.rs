@@ -21,10 +21,11 @@
 //! estimate and rate rule, and nothing differs from a single-path connection.
 
 use crate::codec::Quality;
+use crate::endpoint_types::PathAddr;
 use crate::rtt::RttEstimator;
 use crate::sender::LaneStats;
 use aerotp_fec::auto::BerEstimator;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// Most paths a connection keeps (the sender's lanes have the same bound).
@@ -83,6 +84,8 @@ const MIN_WEIGHT_SHARE: f64 = 0.05;
 pub struct PathStats {
     /// The peer's address on this path.
     pub remote: SocketAddr,
+    /// This host's address on it (`PathAddr::local`; `None` where the driver does not say).
+    pub local: Option<IpAddr>,
     pub up: bool,
     /// Smoothed time from a TPDU's transmission on the path to its acknowledgement (the
     /// peer's acknowledgement delay included); zero before the first sample.
@@ -113,7 +116,7 @@ pub struct PathStats {
 
 #[derive(Debug)]
 struct Path {
-    remote: SocketAddr,
+    addr: PathAddr,
     up: bool,
     /// When `up` last changed (or the path was added); `time_up`/`time_down` hold what was
     /// before.
@@ -147,9 +150,9 @@ struct Path {
 }
 
 impl Path {
-    fn new(remote: SocketAddr, now: Duration, weight: f64, rtt: RttEstimator) -> Path {
+    fn new(addr: PathAddr, now: Duration, weight: f64, rtt: RttEstimator) -> Path {
         Path {
-            remote,
+            addr,
             up: true,
             since: now,
             time_up: Duration::ZERO,
@@ -202,9 +205,9 @@ pub(crate) struct Paths {
 }
 
 impl Paths {
-    pub fn new(remote: SocketAddr, now: Duration, rtt: RttEstimator) -> Paths {
+    pub fn new(addr: PathAddr, now: Duration, rtt: RttEstimator) -> Paths {
         Paths {
-            list: vec![Path::new(remote, now, 1.0, rtt)],
+            list: vec![Path::new(addr, now, 1.0, rtt)],
             rx: 0,
             reply: None,
             last_data: 0,
@@ -227,30 +230,35 @@ impl Paths {
         self.list.len() > 1
     }
 
+    pub fn addr(&self, i: usize) -> PathAddr {
+        self.list[i.min(self.list.len() - 1)].addr
+    }
+
     pub fn remote(&self, i: usize) -> SocketAddr {
-        self.list[i.min(self.list.len() - 1)].remote
+        self.addr(i).remote
     }
 
-    pub fn remotes(&self) -> impl Iterator<Item = SocketAddr> + '_ {
-        self.list.iter().map(|p| p.remote)
+    pub fn addrs(&self) -> impl Iterator<Item = PathAddr> + '_ {
+        self.list.iter().map(|p| p.addr)
     }
 
+    /// The path with both ends `addr` (a path is its local and its remote address).
     #[inline]
-    pub fn index_of(&self, remote: SocketAddr) -> Option<usize> {
-        self.list.iter().position(|p| p.remote == remote)
+    pub fn index_of(&self, addr: PathAddr) -> Option<usize> {
+        self.list.iter().position(|p| p.addr == addr)
     }
 
-    /// Adds a path to `remote` (up, with the mean weight of the others and their round-trip
+    /// Adds the path `addr` (up, with the mean weight of the others and their round-trip
     /// estimate's settings); `None` when `MAX_PATHS` are there already.
-    pub fn add(&mut self, remote: SocketAddr, now: Duration, rtt: RttEstimator) -> Option<usize> {
-        if let Some(i) = self.index_of(remote) {
+    pub fn add(&mut self, addr: PathAddr, now: Duration, rtt: RttEstimator) -> Option<usize> {
+        if let Some(i) = self.index_of(addr) {
             return Some(i);
         }
         if self.list.len() >= MAX_PATHS {
             return None;
         }
         let mean = self.mean_weight();
-        self.list.push(Path::new(remote, now, mean.max(1e-3), rtt));
+        self.list.push(Path::new(addr, now, mean.max(1e-3), rtt));
         self.restart_interval = true;
         Some(self.list.len() - 1)
     }
@@ -264,10 +272,10 @@ impl Paths {
         self.expected = n.min(MAX_PATHS);
     }
 
-    /// The peer moved: path `i` now goes to `remote` (its estimates start over).
-    pub fn replace(&mut self, i: usize, remote: SocketAddr) {
+    /// The peer moved (or this end did): path `i` is `addr` from now on.
+    pub fn replace(&mut self, i: usize, addr: PathAddr) {
         if let Some(p) = self.list.get_mut(i) {
-            p.remote = remote;
+            p.addr = addr;
         }
     }
 
@@ -398,8 +406,8 @@ impl Paths {
         p.bytes_sent += bytes as u64;
     }
 
-    pub fn tx_remote(&self) -> SocketAddr {
-        self.remote(self.tx)
+    pub fn tx_addr(&self) -> PathAddr {
+        self.addr(self.tx)
     }
 
     pub fn last_data(&self) -> u8 {
@@ -632,7 +640,8 @@ impl Paths {
                     (p.time_up, p.time_down + span)
                 };
                 PathStats {
-                    remote: p.remote,
+                    remote: p.addr.remote,
+                    local: p.addr.local,
                     up: p.up,
                     srtt: if p.rtt.has_sample() {
                         p.rtt.smoothed()

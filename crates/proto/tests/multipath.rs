@@ -8,6 +8,7 @@ use aerotp_link::{LinkConfig, Outage, Path};
 use aerotp_pair::{Advance, Links, Pair, Quiet};
 use aerotp_proto::{
     ConnectionConfig, ConnectionHandle, ConnectionStats, Endpoint, EndpointConfig, Event, Mode,
+    PathAddr,
 };
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -56,6 +57,38 @@ fn addrs(i: usize) -> (SocketAddr, SocketAddr) {
     )
 }
 
+/// How the paths are addressed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Addressing {
+    /// Each path its own pair of addresses (`addrs`); the engines are not told the local
+    /// address.
+    PerPath,
+    /// The initiator's radio `i` (10.0.i.1) reaches the listener's one address (10.9.0.2):
+    /// the paths differ only in the initiator's local address, which both engines are told.
+    OnePeerAddress,
+}
+
+impl Addressing {
+    fn addrs(self, i: usize) -> (SocketAddr, SocketAddr) {
+        match self {
+            Addressing::PerPath => addrs(i),
+            Addressing::OnePeerAddress => (
+                SocketAddr::from(([10, 0, i as u8, 1], 9000)),
+                SocketAddr::from(([10, 9, 0, 2], 9000)),
+            ),
+        }
+    }
+
+    /// What the initiator opens path `i` with.
+    fn path(self, i: usize) -> PathAddr {
+        let (a, b) = self.addrs(i);
+        match self {
+            Addressing::PerPath => b.into(),
+            Addressing::OnePeerAddress => PathAddr::new(Some(a.ip()), b),
+        }
+    }
+}
+
 fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
 }
@@ -70,6 +103,17 @@ struct Outcome {
 }
 
 fn run(paths: &[PathSpec], mode: Mode, rate_bps: u64, data: &[u8], limit: Duration) -> Outcome {
+    run_addressed(paths, mode, rate_bps, data, limit, Addressing::PerPath)
+}
+
+fn run_addressed(
+    paths: &[PathSpec],
+    mode: Mode,
+    rate_bps: u64,
+    data: &[u8],
+    limit: Duration,
+    addressing: Addressing,
+) -> Outcome {
     let fwd = paths
         .iter()
         .enumerate()
@@ -80,7 +124,7 @@ fn run(paths: &[PathSpec], mode: Mode, rate_bps: u64, data: &[u8], limit: Durati
         .enumerate()
         .map(|(i, s)| (Path::new(vec![link(s)], 12 + 2 * i as u64).unwrap(), 1))
         .collect();
-    let (a0, b0) = addrs(0);
+    let (a0, b0) = addressing.addrs(0);
     let mut pair = Pair::new(
         Endpoint::new(EndpointConfig::default(), 1),
         Endpoint::new(EndpointConfig::default(), 2),
@@ -88,13 +132,19 @@ fn run(paths: &[PathSpec], mode: Mode, rate_bps: u64, data: &[u8], limit: Durati
         a0,
         b0,
     );
-    pair.set_paths((0..paths.len()).map(addrs).collect());
+    pair.set_paths((0..paths.len()).map(|i| addressing.addrs(i)).collect());
+    if addressing == Addressing::OnePeerAddress {
+        pair.tell_local_addresses();
+    }
     let cfg = ConnectionConfig {
         rate_bps,
         ..ConnectionConfig::with_mode(mode)
     };
     pair.b.listen(7, cfg.clone()).unwrap();
-    let ch = pair.a.connect(Duration::ZERO, b0, 7, cfg).unwrap();
+    let ch = pair
+        .a
+        .connect_from(Duration::ZERO, addressing.path(0), 7, None, cfg)
+        .unwrap();
     let mut rx: Option<ConnectionHandle> = None;
     let (mut written, mut closed, mut done) = (0, false, false);
     let mut out = Outcome {
@@ -119,7 +169,7 @@ fn run(paths: &[PathSpec], mode: Mode, rate_bps: u64, data: &[u8], limit: Durati
             match e {
                 Event::Connected(h) => {
                     for i in 1..paths.len() {
-                        pair.a.add_path(pair.now, h, addrs(i).1).unwrap();
+                        pair.a.add_path(pair.now, h, addressing.path(i)).unwrap();
                     }
                 }
                 Event::Closed(..) => done = true,
@@ -215,6 +265,50 @@ fn two_unequal_paths_carry_one_connection_at_their_joint_rate() {
         "{:?}",
         rs.paths
     );
+}
+
+/// A test article's two radios reaching one ground address: the paths differ only in the
+/// initiator's local address. Both carry the connection, each at its own rate, and the
+/// listener tells them apart by the initiator's addresses and answers each from its one
+/// address.
+#[test]
+fn two_local_addresses_to_one_peer_address_are_two_paths() {
+    let data = pattern(3_000_000);
+    let paths = [spec(2_000_000, 20), spec(2_000_000, 60)];
+    let o = run_addressed(
+        &paths,
+        Mode::Reliable,
+        4_000_000,
+        &data,
+        Duration::from_secs(30),
+        Addressing::OnePeerAddress,
+    );
+    assert!(
+        o.received == data,
+        "{} of {} bytes",
+        o.received.len(),
+        data.len()
+    );
+    let p = &o.sender.paths;
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert_eq!(p[0].remote, p[1].remote);
+    assert_eq!(p[0].local, Some([10, 0, 0, 1].into()));
+    assert_eq!(p[1].local, Some([10, 0, 1, 1].into()));
+    for s in p {
+        let share = s.sent.bytes_sent as f64 / o.sender.sender.bytes_sent_payload as f64;
+        assert!(share > 0.4, "each path carries its half: {p:?}");
+        assert!(s.up && s.downs == 0, "{s:?}");
+    }
+    let rate = read_between(&o, Duration::from_secs(2), Duration::from_secs(4)) as f64 * 8.0 / 2.0;
+    assert!(rate > 3_400_000.0, "{rate} b/s: both paths carry");
+    let rs = o.receiver.unwrap();
+    let remotes: Vec<_> = rs.paths.iter().map(|s| s.remote).collect();
+    assert_eq!(remotes, [addrs(0).0, addrs(1).0], "{:?}", rs.paths);
+    assert!(rs
+        .paths
+        .iter()
+        .all(|s| s.local == Some([10, 9, 0, 2].into())));
+    assert!(rs.paths.iter().all(|s| s.datagrams_received > 500));
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! one path every function here returns at once.
 
 use super::Connection;
+use crate::endpoint_types::PathAddr;
 use crate::paths::PathStats;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -14,20 +15,30 @@ impl Connection {
         self.paths.remote(0)
     }
 
-    /// The peer's addresses, one per path.
-    pub fn remotes(&self) -> impl Iterator<Item = SocketAddr> + '_ {
-        self.paths.remotes()
+    /// The connection's first path (where it opened, or where the peer moved to).
+    pub(crate) fn first_path(&self) -> PathAddr {
+        self.paths.addr(0)
     }
 
-    /// Where the datagram `poll_transmit` produced last goes.
-    pub fn transmit_remote(&self) -> SocketAddr {
-        self.paths.tx_remote()
+    /// The connection's paths, both ends of each.
+    pub fn path_addrs(&self) -> impl Iterator<Item = PathAddr> + '_ {
+        self.paths.addrs()
     }
 
-    /// Adds a path to the peer's address `remote` (proven to receive there); `None` if the
-    /// connection has `MAX_PATHS` already.
-    pub(crate) fn add_path(&mut self, now: Duration, remote: SocketAddr) -> Option<usize> {
-        let i = self.paths.add(remote, now, self.rtt.fresh())?;
+    /// Whether `addr` is one of the connection's paths.
+    pub(crate) fn has_path(&self, addr: PathAddr) -> bool {
+        self.paths.index_of(addr).is_some()
+    }
+
+    /// Where the datagram `poll_transmit` produced last goes, and from where.
+    pub fn transmit_path(&self) -> PathAddr {
+        self.paths.tx_addr()
+    }
+
+    /// Adds the path `addr` (the peer proven to receive there); `None` if the connection has
+    /// `MAX_PATHS` already.
+    pub(crate) fn add_path(&mut self, now: Duration, addr: PathAddr) -> Option<usize> {
+        let i = self.paths.add(addr, now, self.rtt.fresh())?;
         self.tx.add_path(i);
         self.set_path_timings();
         self.apply_path_rate();
@@ -52,11 +63,11 @@ impl Connection {
         self.rtt.smoothed() * 2
     }
 
-    /// The peer moved: the path it has been silent on longest goes to `new` from now on.
-    /// Returns the address it replaces.
-    pub(crate) fn move_path(&mut self, new: SocketAddr) -> SocketAddr {
+    /// The peer moved (or this end did): the path it has been silent on longest is `new`
+    /// from now on. Returns the path it replaces.
+    pub(crate) fn move_path(&mut self, new: PathAddr) -> PathAddr {
         let i = self.paths.stalest();
-        let old = self.paths.remote(i);
+        let old = self.paths.addr(i);
         self.paths.replace(i, new);
         old
     }
@@ -70,11 +81,11 @@ impl Connection {
         self.paths.len()
     }
 
-    /// A datagram of `bytes` arrived from `remote`: which path it came on, and a down path
+    /// A datagram of `bytes` arrived on path `addr`: which path it came on, and a down path
     /// that is heard from again is up.
-    pub(crate) fn arrived_from(&mut self, now: Duration, remote: SocketAddr, bytes: usize) {
+    pub(crate) fn arrived_from(&mut self, now: Duration, addr: PathAddr, bytes: usize) {
         self.clock = self.clock.max(now);
-        let Some(i) = self.paths.index_of(remote) else {
+        let Some(i) = self.paths.index_of(addr) else {
             return;
         };
         if self.paths.on_heard(now, i, bytes) {

@@ -119,7 +119,7 @@ impl Endpoint {
             }
         }
         self.count_datagram_sent(out.len());
-        self.out_queue.push_back((remote, out));
+        self.out_queue.push_back((remote.into(), out));
         Ok(())
     }
 

@@ -23,12 +23,11 @@
 //! them; any other TPDU from there is held back (a stray) and the address is challenged for
 //! each of them — only the real peer's connection answers, and its ECHO says which one it is.
 
-use super::{ConnectionHandle, Endpoint, EndpointError};
+use super::{ConnectionHandle, Endpoint, EndpointError, PathAddr};
 use crate::codec::Received as Tpdu;
 use crate::codec::{Quality, Received};
 use crate::paths::MAX_PATHS;
 use aerotp_wire::Flags;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 /// Most connections sharing ports and tag that one new address is challenged for.
@@ -45,27 +44,45 @@ enum Match {
 }
 
 impl Endpoint {
-    /// A TPDU from `remote`, an address no connection has: if it belongs to one connection
-    /// that moved, it is handled here (`None`); otherwise it is given back for the usual
-    /// handling of a stranger's TPDU.
+    /// A TPDU from `path.remote`, an address no connection has: if it belongs to one
+    /// connection that moved, it is handled here (`None`); otherwise it is given back for the
+    /// usual handling of a stranger's TPDU.
     pub(super) fn take_from_new_address(
         &mut self,
         now: Duration,
-        remote: SocketAddr,
+        path: PathAddr,
+        r: Received,
+    ) -> Option<Received> {
+        if r.quality == Quality::Corrupted {
+            return Some(r);
+        }
+        match self.match_new_address(now, path, &r) {
+            Match::Stranger => Some(r),
+            Match::Held => None,
+            Match::One(ch) => self.take_on_new_path(now, ch, path, r),
+        }
+    }
+
+    /// A TPDU for connection `ch` on `path`, which is not one of its paths (the peer's
+    /// address, or this host's, is new to it): handled here (`None`), or given back.
+    pub(super) fn take_on_new_path(
+        &mut self,
+        now: Duration,
+        ch: ConnectionHandle,
+        path: PathAddr,
         r: Received,
     ) -> Option<Received> {
         let h = r.header;
         if r.quality == Quality::Corrupted {
             return Some(r);
         }
-        let ch = match self.match_new_address(now, remote, &r) {
-            Match::Stranger => return Some(r),
-            Match::Held => return None,
-            Match::One(ch) => ch,
-        };
+        let remote = path.remote;
         let Some(c) = self.conns.get(&ch) else {
             return Some(r);
         };
+        if c.is_closed() || c.mode() != h.mode {
+            return Some(r);
+        }
         // A listener's connection not yet proven (docs/security.md) takes a new address
         // like a proven one: its ECHO proves the connection as well as the address. The
         // path it opened on may be the one that died (a channel that dropped its call
@@ -79,7 +96,9 @@ impl Endpoint {
             return Some(r);
         }
         let key = (remote, c.local_port, c.remote_port);
-        if self.by_key.contains_key(&key) {
+        // The peer's address is another connection's (a path of this one's only if the local
+        // address is new).
+        if self.by_key.get(&key).is_some_and(|&o| o != ch) {
             return Some(r);
         }
         if h.flags.is_echo() {
@@ -99,7 +118,7 @@ impl Endpoint {
                     }
                     self.stats.proven += 1;
                 }
-                self.adopt_path(now, ch, remote);
+                self.adopt_path(now, ch, path);
                 self.schedule.touch(ch);
                 if let Some(c) = self.conns.get_mut(&ch) {
                     c.learn_peer_cid(e.cid);
@@ -119,11 +138,11 @@ impl Endpoint {
             let (cid, peer_cid) = (c.cid, c.peer_cid);
             match aerotp_wire::Challenge::parse(&r.body) {
                 Ok(x) if !x.retry && (x.cid == 0 || peer_cid.is_none_or(|p| p == x.cid)) => {
-                    self.queue_echo(remote, &h, x.cookie, cid)
+                    self.queue_echo(path, &h, x.cookie, cid)
                 }
                 _ => self.stats.stray += 1,
             }
-            self.challenge_path(now, ch, remote);
+            self.challenge_path(now, ch, path);
             return None;
         }
         // A reset from an unproven address is not taken: it would end the connection on the
@@ -136,7 +155,7 @@ impl Endpoint {
         if let Some(c) = self.conns.get_mut(&ch) {
             c.handle(now, r);
         }
-        self.challenge_path(now, ch, remote);
+        self.challenge_path(now, ch, path);
         None
     }
 
@@ -145,7 +164,7 @@ impl Endpoint {
     /// peer identifier a CHALLENGE or ECHO names. Any other TPDU matching several is held
     /// back and the address challenged for each (those with a known peer identifier, at most
     /// `MAX_AMBIGUOUS`), except an ASYN: a new peer opening.
-    fn match_new_address(&mut self, now: Duration, remote: SocketAddr, r: &Tpdu) -> Match {
+    fn match_new_address(&mut self, now: Duration, path: PathAddr, r: &Tpdu) -> Match {
         let h = r.header;
         let key = (h.dst_port, h.src_port, h.tag);
         let mut cands: Vec<ConnectionHandle> = self
@@ -186,7 +205,7 @@ impl Endpoint {
         cands.retain(|ch| peer(ch).is_some());
         cands.truncate(MAX_AMBIGUOUS);
         for ch in cands {
-            self.challenge_path(now, ch, remote);
+            self.challenge_path(now, ch, path);
         }
         self.stats.stray += 1;
         Match::Held
@@ -194,7 +213,7 @@ impl Endpoint {
 
     /// Starts validating `addr` for connection `ch` (a CHALLENGE now), unless it is already
     /// being validated.
-    fn challenge_path(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
+    fn challenge_path(&mut self, now: Duration, ch: ConnectionHandle, addr: PathAddr) {
         let Some(spacing) = self.conns.get(&ch).map(|c| c.challenge_spacing()) else {
             return;
         };
@@ -203,7 +222,7 @@ impl Endpoint {
         }
     }
 
-    fn send_path_challenge(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
+    fn send_path_challenge(&mut self, now: Duration, ch: ConnectionHandle, addr: PathAddr) {
         if let Some(c) = self.conns.get(&ch) {
             let (h, cid) = (crate::admission::from_peer(c), c.cid);
             self.queue_challenge(now, addr, &h, false, cid);
@@ -230,7 +249,7 @@ impl Endpoint {
     /// this end asked for it (`add_path`), or if the peer was still heard on the paths it
     /// has after `addr` appeared (the peer sends on several); otherwise the peer moved, and
     /// the path it has been silent on longest goes to `addr` (docs/spec.md §9).
-    fn adopt_path(&mut self, now: Duration, ch: ConnectionHandle, addr: SocketAddr) {
+    fn adopt_path(&mut self, now: Duration, ch: ConnectionHandle, addr: PathAddr) {
         let proven = self.migrate.proven(ch, addr);
         let asked = self.migrate.asked_for(ch);
         let Some(c) = self.conns.get_mut(&ch) else {
@@ -244,36 +263,43 @@ impl Endpoint {
             None => c.heard_since(now.saturating_sub(c.rto())),
         };
         if another && c.add_path(now, addr).is_some() {
-            self.by_key.insert((addr, c.local_port, c.remote_port), ch);
+            self.by_key
+                .insert((addr.remote, c.local_port, c.remote_port), ch);
             self.stats.paths_added += 1;
             return;
         }
         let old = c.move_path(addr);
-        let old = (old, c.local_port, c.remote_port);
-        let new = (addr, c.local_port, c.remote_port);
-        if self.by_key.get(&old) == Some(&ch) {
+        // The old peer address stays the connection's key while another path has it (this
+        // end moved from one of its addresses to another).
+        let kept = c.path_addrs().any(|p| p.remote == old.remote);
+        let old = (old.remote, c.local_port, c.remote_port);
+        let new = (addr.remote, c.local_port, c.remote_port);
+        if !kept && self.by_key.get(&old) == Some(&ch) {
             self.by_key.remove(&old);
         }
         self.by_key.insert(new, ch);
         self.stats.migrations += 1;
     }
 
-    /// Opens another path of connection `h` to the peer's address `remote` (docs/spec.md
-    /// §9): the peer is challenged there, and once its ECHO comes back the connection sends
-    /// on both. The peer, seeing this end's TPDUs come from another address while the first
-    /// path still carries them, validates that address and sends on it too. A `remote` that
-    /// never answers is given up after the challenge series (7.75 s).
+    /// Opens another path of connection `h` to the peer's address (a `SocketAddr`), or
+    /// the path `PathAddr` from one of this host's addresses (docs/spec.md §9): the peer is
+    /// challenged there, and once its ECHO comes back the connection sends on both. The
+    /// peer, seeing this end's TPDUs come from another address while the first path still
+    /// carries them, validates that address and sends on it too. A path that never answers
+    /// is given up after the challenge series (7.75 s). A path is both of its addresses: two
+    /// of this host's addresses to one peer address are two paths.
     pub fn add_path(
         &mut self,
         now: Duration,
         h: ConnectionHandle,
-        remote: SocketAddr,
+        to: impl Into<PathAddr>,
     ) -> Result<(), EndpointError> {
+        let remote = to.into();
         let c = self.conns.get(&h).ok_or(EndpointError::UnknownConnection)?;
         if c.is_closed() {
             return Err(EndpointError::UnknownConnection);
         }
-        if c.remotes().any(|r| r == remote) {
+        if c.has_path(remote) {
             return Ok(());
         }
         if c.path_count() + self.migrate.pending_for(h) >= MAX_PATHS {

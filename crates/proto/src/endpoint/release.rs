@@ -15,9 +15,9 @@ impl Endpoint {
                 .on_release(h, (c.local_port, c.remote_port, c.tag));
             self.schedule.remove(h);
             // The other paths' keys: no tombstone (the first path's stands for them).
-            for r in c.remotes().skip(1) {
-                let k = (r, c.local_port, c.remote_port);
-                if self.by_key.get(&k) == Some(&h) {
+            for p in c.path_addrs().skip(1) {
+                let k = (p.remote, c.local_port, c.remote_port);
+                if k != key && self.by_key.get(&k) == Some(&h) {
                     self.by_key.remove(&k);
                 }
             }

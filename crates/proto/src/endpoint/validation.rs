@@ -6,12 +6,11 @@
 //! connection for a TPDU from a new address; the identifiers say which one where several
 //! share them (`endpoint::migrate`).
 
-use super::{ConnectionHandle, Endpoint};
+use super::{ConnectionHandle, Endpoint, PathAddr};
 use crate::admission::Key;
 use crate::codec::{self, Quality};
 use crate::connection::Role;
 use aerotp_wire::{Flags, Header};
-use std::net::SocketAddr;
 use std::time::Duration;
 
 impl Endpoint {
@@ -21,7 +20,7 @@ impl Endpoint {
         &mut self,
         now: Duration,
         ch: ConnectionHandle,
-        remote: SocketAddr,
+        path: PathAddr,
         r: codec::Received,
     ) {
         let h = r.header;
@@ -52,7 +51,7 @@ impl Endpoint {
             }
             // Answered where it came from: one of the connection's paths.
             let cid = c.cid;
-            self.queue_echo(remote, &h, ch_body.cookie, cid);
+            self.queue_echo(path, &h, ch_body.cookie, cid);
             return;
         }
         if h.flags.is_echo() {
@@ -86,6 +85,7 @@ impl Endpoint {
     pub(super) fn admission_without_state(
         &mut self,
         now: Duration,
+        to: PathAddr,
         key: Key,
         h: &Header,
         r: &codec::Received,
@@ -108,7 +108,7 @@ impl Endpoint {
         match aerotp_wire::Challenge::parse(&r.body) {
             Ok(c) if self.tombstones.get(key, h.tag).is_some() => {
                 // The connection is gone, and its identifier with it.
-                self.queue_echo(key.0, h, c.cookie, 0);
+                self.queue_echo(to, h, c.cookie, 0);
             }
             _ => self.stats.stray += 1,
         }
@@ -119,12 +119,12 @@ impl Endpoint {
     pub(super) fn queue_challenge(
         &mut self,
         now: Duration,
-        remote: SocketAddr,
+        to: PathAddr,
         h: &Header,
         retry: bool,
         cid: u64,
     ) {
-        let key = (remote, h.dst_port, h.src_port);
+        let key = (to.remote, h.dst_port, h.src_port);
         let c = aerotp_wire::Challenge {
             retry,
             ts_echo: h.timestamp,
@@ -134,7 +134,7 @@ impl Endpoint {
         let mut body = Vec::with_capacity(aerotp_wire::CHALLENGE_LEN);
         c.emit(&mut body);
         // Counted only when it goes: a full queue sends (and counts) nothing.
-        if self.queue_raw(remote, h, Flags::CHALLENGE, &body) {
+        if self.queue_raw(to, h, Flags::CHALLENGE, &body) {
             if retry {
                 self.stats.retries_sent += 1;
             } else {
@@ -146,14 +146,14 @@ impl Endpoint {
     /// Answers a CHALLENGE `h` with an ECHO of its cookie and this end's identifier `cid`.
     pub(super) fn queue_echo(
         &mut self,
-        remote: SocketAddr,
+        to: PathAddr,
         h: &Header,
         cookie: [u8; aerotp_wire::COOKIE_LEN],
         cid: u64,
     ) {
         let mut body = Vec::with_capacity(aerotp_wire::ECHO_LEN);
         aerotp_wire::Echo { cookie, cid }.emit(&mut body);
-        if self.queue_raw(remote, h, Flags::ECHO, &body) {
+        if self.queue_raw(to, h, Flags::ECHO, &body) {
             self.stats.echoes_sent += 1;
         }
     }

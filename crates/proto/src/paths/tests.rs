@@ -1,7 +1,7 @@
 use super::*;
 
-fn addr(i: u8) -> SocketAddr {
-    SocketAddr::from(([10, 0, i, 2], 9000))
+fn addr(i: u8) -> PathAddr {
+    SocketAddr::from(([10, 0, i, 2], 9000)).into()
 }
 
 fn three(now: Duration) -> Paths {
@@ -218,4 +218,21 @@ fn paths_are_bounded() {
         Some(3),
         "known"
     );
+}
+
+/// Two of this host's addresses reaching one peer address are two paths; the same pair
+/// again is the same path.
+#[test]
+fn a_path_is_its_local_and_its_remote_address() {
+    let rtt = RttEstimator::new(Duration::from_millis(100), Duration::from_millis(20));
+    let ground = SocketAddr::from(([10, 9, 0, 1], 47000));
+    let radio = |i: u8| PathAddr::new(Some(IpAddr::from([10, 0, i, 2])), ground);
+    let mut p = Paths::new(radio(1), Duration::ZERO, rtt.fresh());
+    assert_eq!(p.add(radio(2), Duration::ZERO, rtt.fresh()), Some(1));
+    assert_eq!(p.add(radio(1), Duration::ZERO, rtt.fresh()), Some(0));
+    assert_eq!(p.index_of(radio(2)), Some(1));
+    assert_eq!(p.index_of(ground.into()), None);
+    assert_eq!(p.remote(0), p.remote(1));
+    let stats = p.stats(Duration::ZERO, &[]);
+    assert_eq!(stats[1].local, Some(IpAddr::from([10, 0, 2, 2])));
 }
