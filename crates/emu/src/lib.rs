@@ -282,7 +282,7 @@ impl Relay {
         let tap = self.config.tap.clone();
         // The listening socket may be bound to the unspecified address: captures show the
         // source address the kernel uses towards each client.
-        let mut listen_local = aerotp_net::sources::LocalAddrs::new(listen_addr);
+        let mut listen_local = aerotp_net::sources::LocalAddrs::new(listen_addr, false);
         let to = self.config.to;
         tracing::info!(path = %name, listen = %listen_addr, to = %self.config.to, "link relay running");
         tokio::pin!(shutdown);

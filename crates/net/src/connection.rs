@@ -137,41 +137,54 @@ impl Connection {
 
     /// Opens another path to the peer's address `remote` (docs/spec.md §9): the peer is
     /// challenged there and, once it answers, the connection spreads its data over all its
-    /// paths. The endpoint's one socket sends to every path, so the local address of a path
-    /// is the one the host's routing picks towards `remote` ([`Connection::add_path_from`]
-    /// chooses it): bind the endpoint to the wildcard address (`0.0.0.0:port`) and give each
-    /// path's peer address its own route (a subnet per radio or channel, as the lab's paths
-    /// have).
+    /// paths. The endpoint's one socket sends to every path; the path's local address is the
+    /// one the host's routing picks towards `remote` ([`Connection::add_path_from`] chooses
+    /// it): bind the endpoint to the wildcard address (`0.0.0.0:port`) and give each path
+    /// its own route (a subnet per radio or channel, as the lab's paths have).
     pub fn add_path(&self, remote: SocketAddr) -> Result<(), crate::Error> {
-        let shared = self.shared();
-        {
-            let mut st = shared.lock();
-            let now = shared.now();
-            st.engine.add_path(now, self.inner.h, remote)?;
-        }
-        shared.wake.notify_one();
-        Ok(())
+        self.open_path(remote, None)
     }
 
     /// As [`Connection::add_path`], with the path's local end: this host's address `local`
-    /// (see [`crate::Endpoint::pin_source`] for what it needs and does).
+    /// (see [`crate::Endpoint::pin_source`] for what it needs). On an endpoint bound to the
+    /// wildcard address a path is both of its addresses, so two local addresses to one peer
+    /// address are two paths (two radios reaching one ground address).
     pub fn add_path_from(
         &self,
         local: std::net::IpAddr,
         remote: SocketAddr,
     ) -> Result<(), crate::Error> {
-        let before = {
-            let mut st = self.shared().lock();
-            let before = st.local_addrs.pinned(remote);
-            st.local_addrs.pin(remote, local)?;
-            before
-        };
-        let r = self.add_path(remote);
-        if r.is_err() {
-            // The path was refused: its local address goes back to what it was.
-            self.shared().lock().local_addrs.restore(remote, before);
+        self.open_path(remote, Some(local))
+    }
+
+    fn open_path(
+        &self,
+        remote: SocketAddr,
+        local: Option<std::net::IpAddr>,
+    ) -> Result<(), crate::Error> {
+        let shared = self.shared();
+        {
+            let mut st = shared.lock();
+            let now = shared.now();
+            if st.local_addrs.tells_engine() {
+                let path = st.local_addrs.path(remote, local)?;
+                st.engine.add_path(now, self.inner.h, path)?;
+            } else {
+                // The engine is not told local addresses (a socket bound to one, or reads
+                // without their destination): the local end is pinned per peer address.
+                let before = st.local_addrs.pinned(remote);
+                if let Some(l) = local {
+                    st.local_addrs.pin(remote, l)?;
+                }
+                if let Err(e) = st.engine.add_path(now, self.inner.h, remote) {
+                    // The path was refused: its local address goes back to what it was.
+                    st.local_addrs.restore(remote, before);
+                    return Err(e.into());
+                }
+            }
         }
-        r
+        shared.wake.notify_one();
+        Ok(())
     }
 
     /// Changes the sending rate (backpressure).

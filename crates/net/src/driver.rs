@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use aerotp_proto as proto;
 use proto::{CloseOutcome, ConnectionHandle, Event};
-use tokio::net::UdpSocket;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -224,9 +223,7 @@ pub(crate) async fn sleep_until(t: Option<Instant>) {
     }
 }
 
-pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
-    let pktinfo = shared.local_addr.ip().is_unspecified();
-    let mut io = udp::UdpIo::new(socket, gso, pktinfo);
+pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
     let mut rbuf = vec![0u8; udp::RECV_BUFFER];
     let mut outbox = udp::Outbox::default();
     let mut unused_since: Option<Instant> = None;
@@ -252,21 +249,30 @@ pub(crate) async fn drive(shared: Arc<Shared>, socket: UdpSocket, gso: bool) {
                 }
                 // The engine encodes straight into the train the datagram leaves in.
                 let engine = &mut st.engine;
-                let Some((remote, dgram)) = outbox.fill(max_segments, |train| {
-                    engine.poll_transmit(now, train).map(|t| t.remote)
+                let Some((remote, src, dgram)) = outbox.fill(max_segments, |train| {
+                    engine
+                        .poll_transmit(now, train)
+                        .map(|t| (t.remote, t.local))
                 }) else {
                     break;
                 };
                 st.io.datagrams_sent += 1;
                 st.io.bytes_sent += dgram.len() as u64;
                 if let Some((tap, at)) = &tap {
-                    let local = st.local_addrs.towards(remote);
+                    let local = match src {
+                        Some(ip) => SocketAddr::new(ip, shared.local_addr.port()),
+                        None => st.local_addrs.towards(remote),
+                    };
                     tap.datagram(TAP_SENT, *at, local, remote, dgram);
                 }
             }
             if st.local_addrs.chooses() {
+                // The engine's choice of local address (its path's), else pinned, learned or
+                // routing's (`crate::sources`).
                 for t in &mut outbox.trains {
-                    t.src = st.local_addrs.source(t.dest);
+                    if t.src.is_none() {
+                        t.src = st.local_addrs.source(t.dest);
+                    }
                 }
             }
             st.dispatch(&shared);
@@ -373,16 +379,21 @@ pub(crate) fn receive(io: &udp::UdpIo, st: &mut State, rbuf: &mut [u8], now: Dur
                     st.local_addrs.learn(from, to);
                 }
                 // The datagrams of one GRO train arrived together: one timestamp.
-                let tapped = tap
-                    .as_ref()
-                    .map(|t| (t, wall_clock(), st.local_addrs.towards(from)));
+                let tapped = tap.as_ref().map(|t| {
+                    let local = match to {
+                        Some(ip) => SocketAddr::new(ip, st.local_addrs.bound_port()),
+                        None => st.local_addrs.towards(from),
+                    };
+                    (t, wall_clock(), local)
+                });
+                let path = st.local_addrs.arrival(from, to);
                 for d in rbuf[..n].chunks(stride.max(1)) {
                     st.io.datagrams_received += 1;
                     st.io.bytes_received += d.len() as u64;
                     if let Some((tap, at, local)) = &tapped {
                         tap.datagram(TAP_RECEIVED, *at, from, *local, d);
                     }
-                    st.engine.handle_datagram(now, from, d);
+                    st.engine.handle_datagram(now, path, d);
                     taken += 1;
                 }
             }

@@ -64,6 +64,13 @@ impl Endpoint {
         let local_addr = socket
             .local_addr()
             .map_err(|source| Error::Bind { addr, source })?;
+        // Set up here, not in the driver: whether reads say their destination decides how
+        // the first connection's path is named (`LocalAddrs::tells_engine`).
+        let io = crate::udp::UdpIo::new(
+            socket,
+            !zero_checksums(addr),
+            local_addr.ip().is_unspecified(),
+        );
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 engine: proto::Endpoint::new(config, seed),
@@ -79,7 +86,7 @@ impl Endpoint {
                 closed: 0,
                 tap: None,
                 engine_tap: None,
-                local_addrs: LocalAddrs::new(local_addr),
+                local_addrs: LocalAddrs::new(local_addr, io.destinations()),
             }),
             wake: Notify::new(),
             accept: Notify::new(),
@@ -88,7 +95,7 @@ impl Endpoint {
             local_addr,
         });
         let user = Arc::new(UserRef::new(&shared));
-        tokio::spawn(drive(shared, socket, !zero_checksums(addr)));
+        tokio::spawn(drive(shared, io));
         Ok(Endpoint { user })
     }
 
@@ -152,9 +159,10 @@ impl Endpoint {
         let h = {
             let mut st = shared.lock();
             let now = shared.now();
+            let path = st.local_addrs.path(remote, None)?;
             let h = st
                 .engine
-                .connect_from(now, remote, port, local_port, config)?;
+                .connect_from(now, path, port, local_port, config)?;
             st.opened += 1;
             st.slots.insert(h, Slot::new());
             h

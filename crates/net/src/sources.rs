@@ -11,10 +11,18 @@
 //! 3. Otherwise the kernel's choice by routing (nothing is set on the datagram). Captures ask
 //!    the routing table for it ([`LocalAddrs::towards`]) so their records name it.
 //!
+//! Where the socket reports the destination address of what it reads (an unspecified
+//! address with `IP_PKTINFO` on: [`LocalAddrs::tells_engine`]), the engine is told both ends
+//! of every datagram and of every path it opens ([`LocalAddrs::path`]), and it names the local
+//! address of each datagram it sends: a path is then both of its addresses, so two radios
+//! reaching one ground address are two paths. Then that address is the source, before the
+//! three above.
+//!
 //! A socket bound to one address has nothing to choose: every lookup answers that address and
 //! nothing is pinned or learned. Both tables are bounded (see the constants); a send or a read
 //! costs one hash lookup per GSO/GRO train, and only on unspecified-address sockets.
 
+use aerotp_proto::PathAddr;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -49,11 +57,16 @@ pub struct LocalAddrs {
     pinned: HashMap<SocketAddr, IpAddr>,
     learned: HashMap<SocketAddr, IpAddr>,
     routes: HashMap<IpAddr, IpAddr>,
+    /// The engine is told local addresses (`tells_engine`).
+    tells: bool,
 }
 
 impl LocalAddrs {
-    pub fn new(bound: SocketAddr) -> LocalAddrs {
+    /// The addresses of a socket bound to `bound` whose reads say their destination address
+    /// (`destinations`) or not.
+    pub fn new(bound: SocketAddr, destinations: bool) -> LocalAddrs {
         LocalAddrs {
+            tells: destinations && bound.ip().is_unspecified(),
             bound,
             pinned: HashMap::new(),
             learned: HashMap::new(),
@@ -66,9 +79,57 @@ impl LocalAddrs {
         self.bound.ip().is_unspecified()
     }
 
+    /// The port the socket is bound to.
+    pub fn bound_port(&self) -> u16 {
+        self.bound.port()
+    }
+
+    /// Whether the engine is told the local address of each datagram and path (the socket
+    /// chooses among several and reads say where each datagram was sent to).
+    pub fn tells_engine(&self) -> bool {
+        self.tells
+    }
+
+    /// What the engine is told a datagram from `remote` to this host's `to` came on.
+    #[inline]
+    pub fn arrival(&self, remote: SocketAddr, to: Option<IpAddr>) -> PathAddr {
+        PathAddr::new(if self.tells { to } else { None }, remote)
+    }
+
+    /// The path to `remote` the engine opens, from `local` if given (checked as `pin` checks
+    /// it), else from the pinned address or routing's choice towards `remote`; the local end
+    /// unsaid where the engine is not told local addresses.
+    pub fn path(
+        &mut self,
+        remote: SocketAddr,
+        local: Option<IpAddr>,
+    ) -> Result<PathAddr, PinError> {
+        if !self.tells {
+            return Ok(remote.into());
+        }
+        let local = match local {
+            Some(l) => {
+                self.check(remote, l)?;
+                l
+            }
+            None => self.towards(remote).ip(),
+        };
+        Ok(PathAddr::new(Some(local), remote))
+    }
+
     /// Datagrams to `remote` leave from `local` from now on. `local` must be one of this
     /// host's addresses (checked by binding a throwaway UDP socket to it).
     pub fn pin(&mut self, remote: SocketAddr, local: IpAddr) -> Result<(), PinError> {
+        self.check(remote, local)?;
+        if self.pinned.len() >= MAX_PINNED && !self.pinned.contains_key(&remote) {
+            return Err(PinError::Full);
+        }
+        self.pinned.insert(remote, local);
+        Ok(())
+    }
+
+    /// Whether `local` can be the local end of a path to `remote`.
+    fn check(&self, remote: SocketAddr, local: IpAddr) -> Result<(), PinError> {
         if !self.chooses() {
             return Err(PinError::BoundToOne(self.bound));
         }
@@ -80,10 +141,6 @@ impl LocalAddrs {
         }
         std::net::UdpSocket::bind(SocketAddr::new(local, 0))
             .map_err(|e| PinError::NotLocal(local, e.to_string()))?;
-        if self.pinned.len() >= MAX_PINNED && !self.pinned.contains_key(&remote) {
-            return Err(PinError::Full);
-        }
-        self.pinned.insert(remote, local);
         Ok(())
     }
 
@@ -171,9 +228,9 @@ mod tests {
 
     #[test]
     fn unspecified_bind_resolves_the_route_source_and_keeps_the_port() {
-        let mut l = LocalAddrs::new(a("0.0.0.0:4242"));
+        let mut l = LocalAddrs::new(a("0.0.0.0:4242"), true);
         assert_eq!(l.towards(a("127.0.0.1:9")), a("127.0.0.1:4242"));
-        let mut fixed = LocalAddrs::new(a("127.0.0.2:7"));
+        let mut fixed = LocalAddrs::new(a("127.0.0.2:7"), true);
         assert_eq!(fixed.towards(a("127.0.0.1:9")), a("127.0.0.2:7"));
         for i in 0..(ROUTE_CACHE_LIMIT as u32 + 10) {
             let ip = Ipv4Addr::from(0x7f00_0000 + i + 1);
@@ -184,7 +241,7 @@ mod tests {
 
     #[test]
     fn pinned_beats_learned_beats_routing() {
-        let mut l = LocalAddrs::new(a("0.0.0.0:4242"));
+        let mut l = LocalAddrs::new(a("0.0.0.0:4242"), true);
         let peer = a("127.0.0.1:9");
         assert_eq!(l.source(peer), None);
         l.learn(peer, "127.0.0.3".parse().unwrap());
@@ -199,7 +256,7 @@ mod tests {
 
     #[test]
     fn a_socket_bound_to_one_address_neither_pins_nor_learns() {
-        let mut l = LocalAddrs::new(a("127.0.0.1:4242"));
+        let mut l = LocalAddrs::new(a("127.0.0.1:4242"), true);
         let peer = a("127.0.0.1:9");
         l.learn(peer, "127.0.0.3".parse().unwrap());
         assert_eq!(l.source(peer), None);
@@ -211,7 +268,7 @@ mod tests {
 
     #[test]
     fn bad_local_addresses_are_refused_with_the_reason() {
-        let mut l = LocalAddrs::new(a("0.0.0.0:4242"));
+        let mut l = LocalAddrs::new(a("0.0.0.0:4242"), true);
         let peer = a("127.0.0.1:9");
         assert!(matches!(
             l.pin(peer, "::1".parse().unwrap()),
@@ -230,7 +287,7 @@ mod tests {
 
     #[test]
     fn the_tables_are_bounded() {
-        let mut l = LocalAddrs::new(a("0.0.0.0:4242"));
+        let mut l = LocalAddrs::new(a("0.0.0.0:4242"), true);
         let local: IpAddr = "127.0.0.2".parse().unwrap();
         for i in 0..(MAX_LEARNED as u32 + 100) {
             l.learn(

@@ -39,10 +39,10 @@ pub(crate) struct Train {
 }
 
 impl Train {
-    fn new(dest: SocketAddr, buf: Vec<u8>) -> Train {
+    fn new(dest: SocketAddr, src: Option<IpAddr>, buf: Vec<u8>) -> Train {
         Train {
             dest,
-            src: None,
+            src,
             segment: buf.len(),
             buf,
             count: 1,
@@ -57,9 +57,10 @@ impl Train {
             && self.buf.len() + self.segment <= MAX_TRAIN_BYTES
     }
 
-    /// Whether a datagram of `len` bytes to `dest` may follow the ones in the train.
-    fn accepts(&self, dest: SocketAddr, len: usize) -> bool {
-        dest == self.dest && len > 0 && len <= self.segment
+    /// Whether a datagram of `len` bytes to `dest` from `src` may follow the ones in the
+    /// train.
+    fn accepts(&self, dest: SocketAddr, src: Option<IpAddr>, len: usize) -> bool {
+        dest == self.dest && src == self.src && len > 0 && len <= self.segment
     }
 
     /// The datagrams of the train.
@@ -80,24 +81,25 @@ pub(crate) struct Outbox {
 impl Outbox {
     /// Lets `write` append one datagram straight to the end of the last train's buffer, where
     /// it is sent from: the engine encodes into the train, with no copy between. `write` says
-    /// where the datagram goes (`None`: it wrote nothing). A datagram that may not follow in
-    /// that train (another destination, longer than its segments) is moved into a train of its
-    /// own — one copy, once per train at most. Returns the datagram and its destination.
+    /// where the datagram goes and the local address it leaves from, if the engine chose one
+    /// (`None`: it wrote nothing). A datagram that may not follow in that train (another
+    /// destination or source, longer than its segments) is moved into a train of its own —
+    /// one copy, once per train at most. Returns the datagram's destination, source and bytes.
     pub fn fill(
         &mut self,
         max_segments: usize,
-        write: impl FnOnce(&mut Vec<u8>) -> Option<SocketAddr>,
-    ) -> Option<(SocketAddr, &[u8])> {
+        write: impl FnOnce(&mut Vec<u8>) -> Option<(SocketAddr, Option<IpAddr>)>,
+    ) -> Option<(SocketAddr, Option<IpAddr>, &[u8])> {
         // Where the datagram starts in the last train's buffer once placed.
         let at = match self.trains.last_mut() {
             Some(t) if t.has_room(max_segments) => {
                 let start = t.buf.len();
-                let Some(dest) = write(&mut t.buf) else {
+                let Some((dest, src)) = write(&mut t.buf) else {
                     t.buf.truncate(start);
                     return None;
                 };
                 let len = t.buf.len() - start;
-                if t.accepts(dest, len) {
+                if t.accepts(dest, src, len) {
                     t.count += 1;
                     t.closed = len < t.segment;
                     start
@@ -106,23 +108,23 @@ impl Outbox {
                     buf.clear();
                     buf.extend_from_slice(&t.buf[start..]);
                     t.buf.truncate(start);
-                    self.trains.push(Train::new(dest, buf));
+                    self.trains.push(Train::new(dest, src, buf));
                     0
                 }
             }
             _ => {
                 let mut buf = self.pool.pop().unwrap_or_default();
                 buf.clear();
-                let Some(dest) = write(&mut buf) else {
+                let Some((dest, src)) = write(&mut buf) else {
                     self.pool.push(buf);
                     return None;
                 };
-                self.trains.push(Train::new(dest, buf));
+                self.trains.push(Train::new(dest, src, buf));
                 0
             }
         };
         self.datagrams += 1;
-        self.trains.last().map(|t| (t.dest, &t.buf[at..]))
+        self.trains.last().map(|t| (t.dest, t.src, &t.buf[at..]))
     }
 
     /// Adds one datagram, joining the last train when it can (`max_segments` 1 = no trains).
@@ -130,7 +132,7 @@ impl Outbox {
     pub fn push(&mut self, dest: SocketAddr, data: &[u8], max_segments: usize) {
         self.fill(max_segments, |buf| {
             buf.extend_from_slice(data);
-            Some(dest)
+            Some((dest, None))
         });
     }
 
@@ -163,6 +165,8 @@ pub(crate) struct UdpIo {
     socket: UdpSocket,
     /// Most datagrams per send (1 = no GSO).
     max_segments: usize,
+    /// Reads carry the destination address (`IP_PKTINFO`/`IPV6_PKTINFO` is on).
+    destinations: bool,
 }
 
 impl UdpIo {
@@ -176,16 +180,26 @@ impl UdpIo {
             1
         };
         sys::enable_gro(&socket);
-        if pktinfo {
-            if let Err(e) = sys::enable_pktinfo(&socket) {
-                // Replies then leave from the address routing picks, as before.
-                tracing::debug!(error = %e, "no destination addresses on reads");
-            }
-        }
+        let destinations = pktinfo
+            && match sys::enable_pktinfo(&socket) {
+                Ok(()) => true,
+                Err(e) => {
+                    // Replies then leave from the address routing picks, and the engine is
+                    // not told local addresses (`LocalAddrs::tells_engine`).
+                    tracing::debug!(error = %e, "no destination addresses on reads");
+                    false
+                }
+            };
         UdpIo {
             socket,
             max_segments,
+            destinations,
         }
+    }
+
+    /// Whether every read says the address the datagram was sent to.
+    pub fn destinations(&self) -> bool {
+        self.destinations
     }
 
     pub fn max_segments(&self) -> usize {
@@ -215,7 +229,26 @@ impl UdpIo {
         failed
     }
 
+    /// Sends from `src`; if this host no longer has that address (a radio that came back
+    /// with another one), from routing's choice instead: the peer then sees the path's new
+    /// address and validates it (docs/spec.md §9), rather than the path going silent.
     async fn send_one(
+        &self,
+        dest: SocketAddr,
+        src: Option<IpAddr>,
+        buf: &[u8],
+        segment: usize,
+    ) -> io::Result<()> {
+        match self.send_from(dest, src, buf, segment).await {
+            Err(e) if src.is_some_and(source_gone) => {
+                tracing::debug!(?src, error = %e, "source address gone; routing's choice");
+                self.send_from(dest, None, buf, segment).await
+            }
+            r => r,
+        }
+    }
+
+    async fn send_from(
         &self,
         dest: SocketAddr,
         src: Option<IpAddr>,
@@ -243,6 +276,15 @@ impl UdpIo {
         self.socket
             .try_io(Interest::READABLE, || sys::recv(&self.socket, buf))
     }
+}
+
+/// Whether `src` is not (or no longer) one of this host's addresses, asked after a send
+/// from it failed (Linux then says `ENETUNREACH`, as for a destination without a route, so
+/// the error alone does not tell; a path whose radio is down must not fall back to another
+/// radio's route, or it would look up).
+fn source_gone(src: IpAddr) -> bool {
+    std::net::UdpSocket::bind(SocketAddr::new(src, 0))
+        .is_err_and(|e| e.kind() == io::ErrorKind::AddrNotAvailable)
 }
 
 /// What one read returned.
@@ -544,13 +586,13 @@ mod tests {
     fn a_datagram_written_into_a_train_it_may_not_join_moves_out_intact() {
         let mut o = Outbox::default();
         o.push(addr(1), &[1; 100], MAX_SEGMENTS);
-        let (dest, d) = o
+        let (dest, src, d) = o
             .fill(MAX_SEGMENTS, |b| {
                 b.extend_from_slice(&[9; 100]);
-                Some(addr(2))
+                Some((addr(2), None))
             })
             .unwrap();
-        assert_eq!((dest, d), (addr(2), &[9u8; 100][..]));
+        assert_eq!((dest, src, d), (addr(2), None, &[9u8; 100][..]));
         // Nothing written: nothing changes.
         assert!(o.fill(MAX_SEGMENTS, |_| None).is_none());
         assert!(o
@@ -559,10 +601,10 @@ mod tests {
                 None
             })
             .is_none());
-        let (_, d) = o
+        let (_, _, d) = o
             .fill(MAX_SEGMENTS, |b| {
                 b.extend_from_slice(&[8; 100]);
-                Some(addr(2))
+                Some((addr(2), None))
             })
             .unwrap();
         assert_eq!(d, &[8u8; 100][..]);
@@ -572,6 +614,26 @@ mod tests {
         assert_eq!((t[0].dest, &t[0].buf[..]), (addr(1), &[1u8; 100][..]));
         let second: Vec<&[u8]> = t[1].datagrams().collect();
         assert_eq!(second, vec![&[9u8; 100][..], &[8u8; 100][..]]);
+    }
+
+    /// Two paths to one peer address from two local addresses: their datagrams never share
+    /// a train (a train has one source).
+    #[test]
+    fn datagrams_from_another_local_address_start_a_train_of_their_own() {
+        let mut o = Outbox::default();
+        let (one, two) = (
+            Some(IpAddr::from([127, 0, 0, 2])),
+            Some(IpAddr::from([127, 0, 0, 3])),
+        );
+        for src in [one, one, two, two, one] {
+            o.fill(MAX_SEGMENTS, |b| {
+                b.extend_from_slice(&[1; 100]);
+                Some((addr(1), src))
+            });
+        }
+        let t = o.take();
+        let shape: Vec<_> = t.iter().map(|t| (t.src, t.count)).collect();
+        assert_eq!(shape, [(one, 2), (two, 2), (one, 1)]);
     }
 
     #[test]
@@ -620,6 +682,7 @@ mod tests {
                 UdpIo {
                     socket: b,
                     max_segments: 1,
+                    destinations: pktinfo,
                 }
             };
             let mut o = Outbox::default();
@@ -649,5 +712,36 @@ mod tests {
             }
             assert_eq!(got, sent, "GRO receiver: {gro_receiver}, pktinfo {pktinfo}");
         }
+    }
+
+    /// A path's local address that this host no longer has (a radio back with another
+    /// address): the datagrams still go, from routing's choice, so the peer sees the new
+    /// address and validates it.
+    #[tokio::test]
+    async fn a_source_address_gone_from_the_host_falls_back_to_routing() {
+        let a = UdpSocket::bind("0.0.0.0:0").await.unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let dest = b.local_addr().unwrap();
+        let mut tx = UdpIo::new(a, false, true);
+        let rx = UdpIo::new(b, false, false);
+        let mut o = Outbox::default();
+        o.fill(1, |buf| {
+            buf.extend_from_slice(b"after the handover");
+            Some((dest, Some("203.0.113.9".parse().unwrap())))
+        });
+        for t in o.take() {
+            assert_eq!(tx.send(&t).await, 0, "the datagram was not sent");
+        }
+        let mut buf = vec![0u8; RECV_BUFFER];
+        let r = loop {
+            rx.readable().await.unwrap();
+            match rx.try_recv(&mut buf) {
+                Ok(r) => break r,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert_eq!(&buf[..r.len], b"after the handover");
+        assert_eq!(r.from.ip(), "127.0.0.1".parse::<IpAddr>().unwrap());
     }
 }

@@ -141,6 +141,56 @@ async fn each_path_leaves_from_its_pinned_local_address() {
         .expect("timed out");
 }
 
+/// Two radios, one ground address: the paths differ only in the client's local address.
+/// Both carry the data, each from its own address, and the server answers each on it.
+#[tokio::test]
+async fn two_local_addresses_to_one_peer_address_are_two_paths() {
+    let run = async {
+        let server = Endpoint::bind(at("0.0.0.0", 0), EndpointConfig::default()).unwrap();
+        server.listen(7, cfg()).unwrap();
+        let port = server.local_addr().port();
+        let tap = Arc::new(Recorder::default());
+        server.set_tap(tap.clone());
+        let client = Endpoint::bind(at("0.0.0.0", 0), EndpointConfig::default()).unwrap();
+        let cport = client.local_addr().port();
+        let ground = at("127.0.0.1", port);
+        client.pin_source(ground, ip("127.0.0.2")).unwrap();
+        let mut conn = client.connect(ground, 7, cfg()).unwrap();
+        conn.add_path_from(ip("127.0.0.4"), ground).unwrap();
+        let data: Vec<u8> = (0..2_000_000u32).map(|i| (i * 29) as u8).collect();
+        transfer(&server, &mut conn, &data).await.unwrap();
+        let heard = tap.seen(TAP_RECEIVED);
+        let from = |src: &str| {
+            heard
+                .iter()
+                .filter(|(s, d)| *s == at(src, cport) && *d == ground)
+                .count()
+        };
+        let (on_first, on_second) = (from("127.0.0.2"), from("127.0.0.4"));
+        assert_eq!(on_first + on_second, heard.len(), "{heard:?}");
+        assert!(
+            on_first > 100 && on_second > 100,
+            "{on_first} / {on_second}"
+        );
+        let paths = conn.stats().paths;
+        let ends: Vec<_> = paths.iter().map(|p| (p.local, p.remote)).collect();
+        assert_eq!(
+            ends,
+            [
+                (Some(ip("127.0.0.2")), ground),
+                (Some(ip("127.0.0.4")), ground)
+            ]
+        );
+        // The server's answers go back to each radio's address.
+        let sent = tap.seen(TAP_SENT);
+        assert!(sent.iter().any(|(_, d)| d.ip() == ip("127.0.0.2")));
+        assert!(sent.iter().any(|(_, d)| d.ip() == ip("127.0.0.4")));
+    };
+    tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("timed out");
+}
+
 #[tokio::test]
 async fn a_bad_local_address_is_refused_and_changes_nothing() {
     let client = Endpoint::bind(at("0.0.0.0", 0), EndpointConfig::default()).unwrap();
