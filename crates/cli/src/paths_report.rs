@@ -28,6 +28,7 @@ pub fn json(s: &ConnectionStats) -> Value {
         .map(|p| {
             json!({
                 "remote": p.remote.to_string(),
+                "local": p.local.map(|l| l.to_string()),
                 "up": p.up,
                 "srtt_ms": p.srtt.as_secs_f64() * 1e3,
                 "delivered_bps": p.delivered_bps,

@@ -34,7 +34,9 @@ pub struct Args {
     /// path that answers (docs/spec.md §9), --rate being the total. The local address picks
     /// the source of the path's datagrams; the outgoing interface is still routing's choice
     /// by destination, so give each radio or channel its own subnet (or a rule `ip rule add
-    /// from LOCAL table N`). Each path needs its own ADDR.
+    /// from LOCAL table N`). A path is both of its addresses: two radios may reach one ADDR
+    /// (the receiver's one address) if each has its own LOCAL (e.g. --from 10.1.0.2 --to
+    /// 10.9.0.1:47000 --path 10.2.0.2=10.9.0.1:47000).
     #[arg(long = "path", value_name = "[LOCAL=]ADDR")]
     paths: Vec<String>,
     /// Receiver's AeroTP port (not a UDP port).
@@ -548,11 +550,18 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     let mut paths: Vec<PathArg> = Vec::new();
     for p in &args.paths {
         let path = path_arg(p, target).await?;
-        if path.remote == target || paths.iter().any(|q| q.remote == path.remote) {
+        // A path is both of its addresses: another path to the same peer address needs
+        // a local address of its own (another radio).
+        let first = path.remote == target && path.local.is_none();
+        if first
+            || paths
+                .iter()
+                .any(|q| (q.local, q.remote) == (path.local, path.remote))
+        {
             return Err(anyhow::anyhow!(
                 "--path {p}: {} is already a path of this connection (--to or another \
-                 --path); a connection tells its paths apart by the peer's address, so give \
-                 each path its own",
+                 --path); a path is its local and its peer address, so give each path its \
+                 own peer address or its own LOCAL= (one of this host's addresses)",
                 path.remote
             )
             .into());
@@ -577,6 +586,17 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         }
         None => None,
     };
+    if let Some(p) = paths
+        .iter()
+        .find(|p| p.remote == target && from.is_some() && p.local == from)
+    {
+        return Err(anyhow::anyhow!(
+            "--path {}: the same addresses as --from and --to, the first path; give this \
+             path another LOCAL= or another peer address",
+            p.arg
+        )
+        .into());
+    }
     if paths.len() + 1 > aerotp_proto::MAX_PATHS {
         return Err(anyhow::anyhow!(
             "{} paths: a connection keeps at most {} (--to and {} --path)",

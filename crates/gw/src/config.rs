@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use aerotp_net::{ErasureChoice, Mode};
+use aerotp_proto::PathAddr;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
@@ -148,7 +149,7 @@ impl FileConfig {
     /// The `peer_paths` (and the local addresses some name, with `peer_from`'s), checked:
     /// at most `aerotp_proto::MAX_PATHS` paths with `peer`, each its own address, every
     /// local address an IP address of `peer`'s family.
-    fn peer_paths(&self) -> Result<(Vec<SocketAddr>, PathSources)> {
+    fn peer_paths(&self) -> Result<(Vec<PathAddr>, PathSources)> {
         let mut paths = Vec::new();
         let mut sources = Vec::new();
         let peer = self.peer.as_deref().map(|p| addr(p, "peer")).transpose()?;
@@ -166,16 +167,24 @@ impl FileConfig {
                 None => (None, p.as_str()),
             };
             let remote = addr(a, "peer_paths")?;
-            if Some(remote) == peer || paths.contains(&remote) {
+            let path = PathAddr::new(local, remote);
+            // The first path: `peer`, from `peer_from` (or routing's choice).
+            let from = self
+                .peer_from
+                .as_deref()
+                .and_then(|f| f.trim().parse().ok());
+            let is_first = Some(remote) == peer && (local.is_none() || local == from);
+            if is_first || paths.contains(&path) {
                 bail!(
                     "peer_paths '{p}': {remote} is already a path (peer or another entry); \
-                     a connection tells its paths apart by the egress's address"
+                     a path is its local and the egress's address, so give each entry its \
+                     own egress address or its own LOCAL= (one of this host's addresses)"
                 );
             }
             if let Some(l) = local {
                 sources.push((remote, l));
             }
-            paths.push(remote);
+            paths.push(path);
         }
         if let Some(f) = &self.peer_from {
             let l = local_ip(f, "peer_from")?;
@@ -275,8 +284,9 @@ pub struct Route {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub peer: Option<SocketAddr>,
-    /// The egress's addresses on further paths (ingress).
-    pub peer_paths: Vec<SocketAddr>,
+    /// Further paths to the egress (ingress): its address on each, and this host's where
+    /// one is given (`LOCAL=ADDR`).
+    pub peer_paths: Vec<PathAddr>,
     /// The local address each path to the egress leaves from, where one is given
     /// (`peer_from`, `peer_paths` entries `LOCAL=ADDR`): pinned on the endpoint at start.
     pub path_sources: PathSources,

@@ -224,6 +224,18 @@ pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow:
     Ok(ep)
 }
 
+/// Opens the further path `p` of a flow's connection (`peer_paths`), from its local address
+/// where the entry gives one.
+pub fn add_path(
+    conn: &aerotp_net::Connection,
+    p: aerotp_proto::PathAddr,
+) -> Result<(), aerotp_net::Error> {
+    match p.local {
+        Some(local) => conn.add_path_from(local, p.remote),
+        None => conn.add_path(p.remote),
+    }
+}
+
 impl Ctx {
     /// The context of a gateway of `role` on endpoint `ep`.
     pub fn new(settings: Settings, ep: Endpoint, role: Role) -> Arc<Ctx> {

@@ -502,7 +502,7 @@ impl Ingress {
             Err(e) => return Attempt::Broken(format!("connect: {e}")),
         };
         for &p in &self.ctx.settings.peer_paths {
-            if let Err(e) = conn.add_path(p) {
+            if let Err(e) = crate::ctx::add_path(&conn, p) {
                 return Attempt::Broken(format!("path {p}: {e}"));
             }
         }

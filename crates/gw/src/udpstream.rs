@@ -413,7 +413,7 @@ impl IngressRoute {
         let cfg = ctx.conn_config(route.mode, route.fec, route.erasure, route.class);
         let conn = ctx.ep.connect(self.peer, UDP_STREAM_PORT, cfg)?;
         for &p in &ctx.settings.peer_paths {
-            conn.add_path(p)?;
+            crate::ctx::add_path(&conn, p)?;
         }
         let sender = Sender::new(conn);
         let id = new_flow_id();

@@ -385,7 +385,7 @@ fn peer_paths_belong_to_an_ingress_with_a_peer_and_are_bounded() {
     assert_eq!(
         s.peer_paths,
         ["10.77.1.2:47000", "10.77.2.2:47000"]
-            .map(|a| a.parse::<SocketAddr>().unwrap())
+            .map(|a| PathAddr::from(a.parse::<SocketAddr>().unwrap()))
             .to_vec()
     );
     let egress = FileConfig {
@@ -443,7 +443,13 @@ fn a_path_may_name_the_local_address_it_leaves_from() {
     let s = f.clone().settings().unwrap();
     let a = |x: &str| x.parse::<SocketAddr>().unwrap();
     let ip = |x: &str| x.parse::<std::net::IpAddr>().unwrap();
-    assert_eq!(s.peer_paths, [a("10.77.1.2:47000"), a("10.77.2.2:47000")]);
+    assert_eq!(
+        s.peer_paths,
+        [
+            PathAddr::new(Some(ip("10.77.1.1")), a("10.77.1.2:47000")),
+            a("10.77.2.2:47000").into()
+        ]
+    );
     assert_eq!(
         s.path_sources,
         [
@@ -461,8 +467,14 @@ fn a_path_may_name_the_local_address_it_leaves_from() {
         (vec!["garbage=10.77.1.2:47000"], None, "not an IP address"),
         (vec!["10.77.0.2:47000"], None, "already a path"),
         (
-            vec!["10.77.1.2:47000", "10.77.3.1=10.77.1.2:47000"],
+            vec!["10.77.3.1=10.77.1.2:47000", "10.77.3.1=10.77.1.2:47000"],
             None,
+            "already a path",
+        ),
+        // The first path again: `peer` from `peer_from`.
+        (
+            vec!["10.77.0.1=10.77.0.2:47000"],
+            Some("10.77.0.1"),
             "already a path",
         ),
         (vec!["::1=10.77.1.2:47000"], None, "not of the family"),
@@ -477,6 +489,15 @@ fn a_path_may_name_the_local_address_it_leaves_from() {
         let e = format!("{:#}", bad.settings().unwrap_err());
         assert!(e.contains(want), "{paths:?} {from:?}: {e}");
     }
+    // Two radios to the egress's one address: two paths, told apart by the local address.
+    let one_egress = FileConfig {
+        peer_paths: vec!["10.77.1.1=10.77.0.2:47000".into()],
+        ..f.clone()
+    };
+    assert_eq!(
+        one_egress.settings().unwrap().peer_paths,
+        [PathAddr::new(Some(ip("10.77.1.1")), a("10.77.0.2:47000"))]
+    );
     let no_peer = FileConfig {
         peer: None,
         peer_paths: vec![],
