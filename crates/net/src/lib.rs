@@ -44,7 +44,7 @@ pub use metrics::{IoCounters, MetricsSource, Totals};
 pub use proto::{
     datagram_parity, AuthConfig, AuthKey, CloseOutcome, ConnectionConfig, ConnectionStats,
     DatagramMsg, Delivered, EndpointConfig, EndpointStats, ErasureChoice, ErasureMode, FecSetting,
-    KeySet, Mode,
+    KeySet, Mode, PathAddr, PathStats,
 };
 pub use report::{outcome_error, Report};
 pub use socket::{udp_socket, zero_checksums};

@@ -93,48 +93,68 @@ async fn a_receiver_on_the_unspecified_address_answers_from_the_address_it_was_r
         .expect("timed out");
 }
 
+/// What the server saw of a two-path transfer.
+struct TwoPaths {
+    /// (src, dst) of every datagram the server received and sent.
+    heard: Vec<(SocketAddr, SocketAddr)>,
+    sent: Vec<(SocketAddr, SocketAddr)>,
+    paths: Vec<aerotp_net::PathStats>,
+}
+
+/// 2 MB from a client on the unspecified address over two paths, the first from 127.0.0.2
+/// to the server at `first`, the second from 127.0.0.4 to it at `second` (the same address
+/// or another). Checks that each path carried over 100 datagrams from its own local address
+/// to its own server address, and nothing came from elsewhere.
+async fn two_paths(first: &str, second: &str) -> TwoPaths {
+    let server = Endpoint::bind(at("0.0.0.0", 0), EndpointConfig::default()).unwrap();
+    server.listen(7, cfg()).unwrap();
+    let port = server.local_addr().port();
+    let tap = Arc::new(Recorder::default());
+    server.set_tap(tap.clone());
+    let client = Endpoint::bind(at("0.0.0.0", 0), EndpointConfig::default()).unwrap();
+    let cport = client.local_addr().port();
+    let (first, second) = (at(first, port), at(second, port));
+    client.pin_source(first, ip("127.0.0.2")).unwrap();
+    let mut conn = client.connect(first, 7, cfg()).unwrap();
+    conn.add_path_from(ip("127.0.0.4"), second).unwrap();
+    let data: Vec<u8> = (0..2_000_000u32).map(|i| (i * 31) as u8).collect();
+    transfer(&server, &mut conn, &data).await.unwrap();
+    let heard = tap.seen(TAP_RECEIVED);
+    let from = |src: &str, dst: SocketAddr| {
+        heard
+            .iter()
+            .filter(|(s, d)| *s == at(src, cport) && *d == dst)
+            .count()
+    };
+    let (on_first, on_second) = (from("127.0.0.2", first), from("127.0.0.4", second));
+    assert_eq!(
+        on_first + on_second,
+        heard.len(),
+        "datagrams from elsewhere: {:?}",
+        heard
+            .iter()
+            .find(|(s, _)| s.ip() != ip("127.0.0.2") && s.ip() != ip("127.0.0.4"))
+    );
+    assert!(
+        on_first > 100 && on_second > 100,
+        "{on_first} / {on_second}"
+    );
+    TwoPaths {
+        heard,
+        sent: tap.seen(TAP_SENT),
+        paths: conn.stats().paths,
+    }
+}
+
 #[tokio::test]
 async fn each_path_leaves_from_its_pinned_local_address() {
     let run = async {
-        let server = Endpoint::bind(at("0.0.0.0", 0), EndpointConfig::default()).unwrap();
-        server.listen(7, cfg()).unwrap();
-        let port = server.local_addr().port();
-        let tap = Arc::new(Recorder::default());
-        server.set_tap(tap.clone());
-        let client = Endpoint::bind(at("0.0.0.0", 0), EndpointConfig::default()).unwrap();
-        let cport = client.local_addr().port();
-        let (first, second) = (at("127.0.0.1", port), at("127.0.0.5", port));
-        client.pin_source(first, ip("127.0.0.2")).unwrap();
-        let mut conn = client.connect(first, 7, cfg()).unwrap();
-        conn.add_path_from(ip("127.0.0.4"), second).unwrap();
-        let data: Vec<u8> = (0..2_000_000u32).map(|i| (i * 31) as u8).collect();
-        transfer(&server, &mut conn, &data).await.unwrap();
-        let heard = tap.seen(TAP_RECEIVED);
-        let from = |src: &str, dst: SocketAddr| {
-            heard
-                .iter()
-                .filter(|(s, d)| *s == at(src, cport) && *d == dst)
-                .count()
-        };
-        let (on_first, on_second) = (from("127.0.0.2", first), from("127.0.0.4", second));
-        assert_eq!(
-            on_first + on_second,
-            heard.len(),
-            "datagrams from elsewhere: {:?}",
-            heard
-                .iter()
-                .find(|(s, _)| s.ip() != ip("127.0.0.2") && s.ip() != ip("127.0.0.4"))
-        );
-        assert!(
-            on_first > 100 && on_second > 100,
-            "{on_first} / {on_second}"
-        );
+        let t = two_paths("127.0.0.1", "127.0.0.5").await;
+        assert!(!t.heard.is_empty());
         // The server's answers on each path leave from the address that path reached it at.
-        let sent = tap.seen(TAP_SENT);
-        assert!(sent
-            .iter()
-            .all(|(s, d)| (*s == first && d.ip() == ip("127.0.0.2"))
-                || (*s == second && d.ip() == ip("127.0.0.4"))));
+        assert!(t.sent.iter().all(|(s, d)| (s.ip() == ip("127.0.0.1")
+            && d.ip() == ip("127.0.0.2"))
+            || (s.ip() == ip("127.0.0.5") && d.ip() == ip("127.0.0.4"))));
     };
     tokio::time::timeout(Duration::from_secs(30), run)
         .await
@@ -146,45 +166,18 @@ async fn each_path_leaves_from_its_pinned_local_address() {
 #[tokio::test]
 async fn two_local_addresses_to_one_peer_address_are_two_paths() {
     let run = async {
-        let server = Endpoint::bind(at("0.0.0.0", 0), EndpointConfig::default()).unwrap();
-        server.listen(7, cfg()).unwrap();
-        let port = server.local_addr().port();
-        let tap = Arc::new(Recorder::default());
-        server.set_tap(tap.clone());
-        let client = Endpoint::bind(at("0.0.0.0", 0), EndpointConfig::default()).unwrap();
-        let cport = client.local_addr().port();
-        let ground = at("127.0.0.1", port);
-        client.pin_source(ground, ip("127.0.0.2")).unwrap();
-        let mut conn = client.connect(ground, 7, cfg()).unwrap();
-        conn.add_path_from(ip("127.0.0.4"), ground).unwrap();
-        let data: Vec<u8> = (0..2_000_000u32).map(|i| (i * 29) as u8).collect();
-        transfer(&server, &mut conn, &data).await.unwrap();
-        let heard = tap.seen(TAP_RECEIVED);
-        let from = |src: &str| {
-            heard
-                .iter()
-                .filter(|(s, d)| *s == at(src, cport) && *d == ground)
-                .count()
-        };
-        let (on_first, on_second) = (from("127.0.0.2"), from("127.0.0.4"));
-        assert_eq!(on_first + on_second, heard.len(), "{heard:?}");
-        assert!(
-            on_first > 100 && on_second > 100,
-            "{on_first} / {on_second}"
-        );
-        let paths = conn.stats().paths;
-        let ends: Vec<_> = paths.iter().map(|p| (p.local, p.remote)).collect();
+        let t = two_paths("127.0.0.1", "127.0.0.1").await;
+        let ends: Vec<_> = t.paths.iter().map(|p| (p.local, p.remote.ip())).collect();
         assert_eq!(
             ends,
             [
-                (Some(ip("127.0.0.2")), ground),
-                (Some(ip("127.0.0.4")), ground)
+                (Some(ip("127.0.0.2")), ip("127.0.0.1")),
+                (Some(ip("127.0.0.4")), ip("127.0.0.1"))
             ]
         );
         // The server's answers go back to each radio's address.
-        let sent = tap.seen(TAP_SENT);
-        assert!(sent.iter().any(|(_, d)| d.ip() == ip("127.0.0.2")));
-        assert!(sent.iter().any(|(_, d)| d.ip() == ip("127.0.0.4")));
+        assert!(t.sent.iter().any(|(_, d)| d.ip() == ip("127.0.0.2")));
+        assert!(t.sent.iter().any(|(_, d)| d.ip() == ip("127.0.0.4")));
     };
     tokio::time::timeout(Duration::from_secs(30), run)
         .await
