@@ -111,7 +111,6 @@ table inet aerotp_app_loss {
 NFT
 fi
 sleep 1
-rss() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 
 if [ "$WHAT" = curl ]; then
   head -c $((N * 1000000)) /dev/urandom > "$W/srv/blob"
@@ -195,27 +194,7 @@ fi
 ground python3 "$HERE/flows/ground.py" 10.77.0.2 "$W/ground.json" &
 SRV=$!
 sleep 1
-IDLE=$(FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" rtt 8100 10)
-echo "idle control round trip: $IDLE"
-RIN0=$(rss "$ING" VmRSS); REG0=$(rss "$EG" VmRSS)
-FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" load "$W" "$N" "$BULK" "$BULK_BYTES" "$UDP" 16 \
-  >"$W/load.log" 2>&1 &
-LOAD=$!
-for _ in $(seq 1200); do
-  [ -e "$W/opened" ] && break
-  kill -0 "$LOAD" 2>/dev/null || { echo "the load client stopped:" >&2; tail -5 "$W/load.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -e "$W/opened" ] || { echo "the flows did not open within 120 s" >&2; exit 1; }
-sleep 2
-RIN1=$(rss "$ING" VmRSS); REG1=$(rss "$EG" VmRSS)
-echo "opened: $(cat "$W/opened"); RSS ingress $RIN0 -> $RIN1 kB, egress $REG0 -> $REG1 kB"
-touch "$W/go"
-sleep 3
-LOADED=$(FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" rtt 8100 10)
-echo "loaded control round trip: $LOADED"
-timeout 900 tail --pid="$LOAD" -f /dev/null || { echo "the load client did not finish within 900 s" >&2; exit 1; }
-wait "$LOAD" || { echo "the load client failed:" >&2; tail -5 "$W/load.log" >&2; exit 1; }
+flows_phase app 10.77.0.2 10 "$N" "$BULK" "$BULK_BYTES" "$UDP" 16
 HIN=$(rss "$ING" VmHWM); HEG=$(rss "$EG" VmHWM)
 sleep 2  # the ground writes its tallies every second
 python3 - "$W" "$IDLE" "$LOADED" "$N" "$BULK" "$RIN0" "$RIN1" "$REG0" "$REG1" "$HIN" "$HEG" "$UDP" <<'PY'
