@@ -22,7 +22,8 @@
 #       (default 10) upload BULK_BYTES each, half of the flows send a message every 2 s, and
 #       every flow sends a last message and closes (every byte checked; exit 1 if one is not
 #       intact or a flow did not open). The control round trip (one more flow through the
-#       TUN, same class: interception gives every flow one class) idle and loaded. With UDP
+#       TUN, to the ground's 7100: the flows' class, bulk, unless TCP_CLASS gives it its
+#       own) idle and loaded. With UDP
 #       set, that many UDP flows too (intercepted by TPROXY, `--transparent-udp`, to the
 #       ground's 7400/udp), one 200-byte datagram a second each during the load; the ground
 #       checks every datagram (exit 1 if one is damaged or a flow never arrived).
@@ -37,7 +38,10 @@
 #      0.2 s, a time stamp before each sample), APP_TS (0: the application namespace's TCP
 #      offers no timestamps, net.ipv4.tcp_timestamps=0, so only D-SACK can undo its timeouts;
 #      default: the kernel's, on), UDP_CLASS (flows with UDP: the intercepted UDP flows'
-#      class, --transparent-udp-class, e.g. telemetry; default the flows' class, bulk).
+#      class, --transparent-udp-class, e.g. telemetry; default the flows' class, bulk),
+#      TCP_CLASS (space-separated CLASS=PREFIX[:PORTS] rules, each a --transparent-tcp-class,
+#      e.g. control=*:7100 for the control flow's port; default none: every intercepted TCP
+#      flow in the one class, bulk).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
@@ -56,6 +60,8 @@ if [ "$UDP" -gt 0 ]; then
   ING_ARGS+=(--transparent-udp 0.0.0.0:7401); RULE_ARGS+=(--udp-port 7401)
   [ -z "${UDP_CLASS:-}" ] || ING_ARGS+=(--transparent-udp-class "$UDP_CLASS")
 fi
+read -r -a TCP_RULES <<<"${TCP_CLASS:-}"  # split on spaces, no glob (`*:7100`)
+for r in "${TCP_RULES[@]}"; do ING_ARGS+=(--transparent-tcp-class "$r"); done
 case $WHAT in curl|upload|flows) ;; *) echo "the first argument is curl, upload or flows, not '$WHAT'" >&2; exit 2 ;; esac
 if [ "$WHAT" = flows ]; then
   NEED_FD=$((N + BULK + UDP + 256))
@@ -67,7 +73,7 @@ W=$(mktemp -d /tmp/gw-tun.XXXX)
 TAG=gt$$
 APP=aerotp-app-$$-$TAG
 lab_up --rate "$RATE" --delay "$DELAY" --ber "$BER" --seed "$SEED"
-echo "work dir $W; lab $RATE $DELAY BER $BER seed $SEED; $WHAT $N; via $VIA; window ${WINDOW:-default}"
+echo "work dir $W; lab $RATE $DELAY BER $BER seed $SEED; $WHAT $N; via $VIA; window ${WINDOW:-default}${TCP_CLASS:+; TCP classes $TCP_CLASS}"
 
 ip netns add "$APP"
 ip -n "$AIR" link add tpgw0 type veth peer name tpapp0
