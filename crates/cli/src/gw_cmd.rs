@@ -189,6 +189,10 @@ struct TransparentArgs {
     /// datagrams beside bulk TCP); needs --transparent-udp.
     #[arg(long)]
     transparent_udp_class: Option<String>,
+    /// Class of intercepted TCP flows to a destination, CLASS=PREFIX[:PORT[-PORT]], e.g.
+    /// control=*:7100 (repeat; the first that matches wins; none: --transparent-class).
+    #[arg(long)]
+    transparent_tcp_class: Vec<String>,
     /// Carry only these destinations, PREFIX[:PORT[-PORT]] (repeat; none: all not denied).
     #[arg(long)]
     transparent_allow: Vec<String>,
@@ -207,6 +211,7 @@ impl TransparentArgs {
             tun: self.transparent_tun,
             class: self.transparent_class,
             udp_class: self.transparent_udp_class,
+            tcp_classes: self.transparent_tcp_class,
             allow: self.transparent_allow,
             deny: self.transparent_deny,
         };
@@ -652,6 +657,25 @@ mod tests {
         assert_eq!(t.tcp, Some("0.0.0.0:7400".parse().unwrap()));
         assert!(!t.policy.permits("10.9.1.1:80".parse().unwrap()));
         assert!(ingress(&[]).unwrap().transparent.is_none());
+        let t = ingress(&[
+            "--transparent-tun",
+            "aetp0",
+            "--transparent-mode",
+            "reliable",
+            "--transparent-tcp-class",
+            "control=*:7100",
+            "--transparent-tcp-class",
+            "telemetry=10.77.0.0/16",
+        ])
+        .unwrap()
+        .transparent
+        .expect("transparent settings");
+        let class = |d: &str| t.tcp_class(d.parse().unwrap()).name();
+        assert_eq!(
+            (class("10.77.0.2:7100"), class("10.77.0.2:7200")),
+            ("control", "telemetry")
+        );
+        assert_eq!(class("10.1.0.2:7200"), "bulk");
         for (args, want) in [
             (&["--transparent-tcp", "nowhere"][..], "--transparent-tcp"),
             (&["--transparent-allow", "10.0.0.0/8"], "--transparent-tcp"),
@@ -663,6 +687,19 @@ mod tests {
                     "10.0.0.1:0-x",
                 ],
                 "--transparent-allow",
+            ),
+            (
+                &["--transparent-tcp-class", "control=*:7100"],
+                "--transparent-tcp-class) 'control=*:7100': classes of intercepted TCP",
+            ),
+            (
+                &[
+                    "--transparent-tcp",
+                    "0.0.0.0:1",
+                    "--transparent-tcp-class",
+                    "top=*:7100",
+                ],
+                "unknown class 'top'",
             ),
         ] {
             let e = format!("{:#}", ingress(args).unwrap_err());

@@ -79,31 +79,8 @@ cleanup() {
 }
 trap cleanup EXIT
 sleep 1
-# rss PID FIELD: VmRSS or VmHWM of a process, in kB.
-rss() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 
-IDLE=$(air python3 "$HERE/flows/client.py" rtt 8100 "$DUR")
-echo "idle control round trip: $IDLE"
-RIN0=$(rss "$ING" VmRSS); REG0=$(rss "$EG" VmRSS)
-
-air python3 "$HERE/flows/client.py" load "$W" "$FLOWS" "$BULK" "$BULK_BYTES" "$UDP" $((DUR + 6)) \
-  >"$W/load.log" 2>&1 &
-LOAD=$!
-for _ in $(seq 1200); do
-  [ -e "$W/opened" ] && break
-  kill -0 "$LOAD" 2>/dev/null || { echo "the load client stopped:" >&2; tail -5 "$W/load.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -e "$W/opened" ] || { echo "the flows did not open within 120 s" >&2; exit 1; }
-sleep 2
-RIN1=$(rss "$ING" VmRSS); REG1=$(rss "$EG" VmRSS)
-echo "opened: $(cat "$W/opened"); RSS ingress $RIN0 -> $RIN1 kB, egress $REG0 -> $REG1 kB"
-touch "$W/go"
-sleep 3
-LOADED=$(air python3 "$HERE/flows/client.py" rtt 8100 "$DUR")
-echo "loaded control round trip: $LOADED"
-timeout 900 tail --pid="$LOAD" -f /dev/null || { echo "the load client did not finish within 900 s" >&2; exit 1; }
-wait "$LOAD" || { echo "the load client failed:" >&2; tail -5 "$W/load.log" >&2; exit 1; }
+flows_phase air "" "$DUR" "$FLOWS" "$BULK" "$BULK_BYTES" "$UDP" $((DUR + 6))
 sleep 2
 HIN=$(rss "$ING" VmHWM); HEG=$(rss "$EG" VmHWM)
 # The gateways' own counters (docs/stats.md), kept in the work directory.

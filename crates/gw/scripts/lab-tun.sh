@@ -22,7 +22,8 @@
 #       (default 10) upload BULK_BYTES each, half of the flows send a message every 2 s, and
 #       every flow sends a last message and closes (every byte checked; exit 1 if one is not
 #       intact or a flow did not open). The control round trip (one more flow through the
-#       TUN, same class: interception gives every flow one class) idle and loaded. With UDP
+#       TUN, to the ground's 7100: the flows' class, bulk, unless TCP_CLASS gives it its
+#       own) idle and loaded. With UDP
 #       set, that many UDP flows too (intercepted by TPROXY, `--transparent-udp`, to the
 #       ground's 7400/udp), one 200-byte datagram a second each during the load; the ground
 #       checks every datagram (exit 1 if one is damaged or a flow never arrived).
@@ -37,7 +38,10 @@
 #      0.2 s, a time stamp before each sample), APP_TS (0: the application namespace's TCP
 #      offers no timestamps, net.ipv4.tcp_timestamps=0, so only D-SACK can undo its timeouts;
 #      default: the kernel's, on), UDP_CLASS (flows with UDP: the intercepted UDP flows'
-#      class, --transparent-udp-class, e.g. telemetry; default the flows' class, bulk).
+#      class, --transparent-udp-class, e.g. telemetry; default the flows' class, bulk),
+#      TCP_CLASS (space-separated CLASS=PREFIX[:PORTS] rules, each a --transparent-tcp-class,
+#      e.g. control=*:7100 for the control flow's port; default none: every intercepted TCP
+#      flow in the one class, bulk).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
@@ -56,6 +60,8 @@ if [ "$UDP" -gt 0 ]; then
   ING_ARGS+=(--transparent-udp 0.0.0.0:7401); RULE_ARGS+=(--udp-port 7401)
   [ -z "${UDP_CLASS:-}" ] || ING_ARGS+=(--transparent-udp-class "$UDP_CLASS")
 fi
+read -r -a TCP_RULES <<<"${TCP_CLASS:-}"  # split on spaces, no glob (`*:7100`)
+for r in "${TCP_RULES[@]}"; do ING_ARGS+=(--transparent-tcp-class "$r"); done
 case $WHAT in curl|upload|flows) ;; *) echo "the first argument is curl, upload or flows, not '$WHAT'" >&2; exit 2 ;; esac
 if [ "$WHAT" = flows ]; then
   NEED_FD=$((N + BULK + UDP + 256))
@@ -67,7 +73,7 @@ W=$(mktemp -d /tmp/gw-tun.XXXX)
 TAG=gt$$
 APP=aerotp-app-$$-$TAG
 lab_up --rate "$RATE" --delay "$DELAY" --ber "$BER" --seed "$SEED"
-echo "work dir $W; lab $RATE $DELAY BER $BER seed $SEED; $WHAT $N; via $VIA; window ${WINDOW:-default}"
+echo "work dir $W; lab $RATE $DELAY BER $BER seed $SEED; $WHAT $N; via $VIA; window ${WINDOW:-default}${TCP_CLASS:+; TCP classes $TCP_CLASS}"
 
 ip netns add "$APP"
 ip -n "$AIR" link add tpgw0 type veth peer name tpapp0
@@ -111,7 +117,6 @@ table inet aerotp_app_loss {
 NFT
 fi
 sleep 1
-rss() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 
 if [ "$WHAT" = curl ]; then
   head -c $((N * 1000000)) /dev/urandom > "$W/srv/blob"
@@ -195,27 +200,7 @@ fi
 ground python3 "$HERE/flows/ground.py" 10.77.0.2 "$W/ground.json" &
 SRV=$!
 sleep 1
-IDLE=$(FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" rtt 8100 10)
-echo "idle control round trip: $IDLE"
-RIN0=$(rss "$ING" VmRSS); REG0=$(rss "$EG" VmRSS)
-FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" load "$W" "$N" "$BULK" "$BULK_BYTES" "$UDP" 16 \
-  >"$W/load.log" 2>&1 &
-LOAD=$!
-for _ in $(seq 1200); do
-  [ -e "$W/opened" ] && break
-  kill -0 "$LOAD" 2>/dev/null || { echo "the load client stopped:" >&2; tail -5 "$W/load.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -e "$W/opened" ] || { echo "the flows did not open within 120 s" >&2; exit 1; }
-sleep 2
-RIN1=$(rss "$ING" VmRSS); REG1=$(rss "$EG" VmRSS)
-echo "opened: $(cat "$W/opened"); RSS ingress $RIN0 -> $RIN1 kB, egress $REG0 -> $REG1 kB"
-touch "$W/go"
-sleep 3
-LOADED=$(FLOWS_DEST=10.77.0.2 app python3 "$HERE/flows/client.py" rtt 8100 10)
-echo "loaded control round trip: $LOADED"
-timeout 900 tail --pid="$LOAD" -f /dev/null || { echo "the load client did not finish within 900 s" >&2; exit 1; }
-wait "$LOAD" || { echo "the load client failed:" >&2; tail -5 "$W/load.log" >&2; exit 1; }
+flows_phase app 10.77.0.2 10 "$N" "$BULK" "$BULK_BYTES" "$UDP" 16
 HIN=$(rss "$ING" VmHWM); HEG=$(rss "$EG" VmHWM)
 sleep 2  # the ground writes its tallies every second
 python3 - "$W" "$IDLE" "$LOADED" "$N" "$BULK" "$RIN0" "$RIN1" "$REG0" "$REG1" "$HIN" "$HEG" "$UDP" <<'PY'

@@ -20,7 +20,7 @@ use crate::flow::{Flow, FlowInit, SessionEnd};
 use crate::frame::{flow_reset, reset_reason, Class, Dest, Open, Resumed, RESUMED_LEN};
 use crate::session::{run_session, Offsets};
 use crate::store::{self, Custody, DiskLog, FlowMeta};
-use crate::transparent::{origdst, DestPolicy, Transparent};
+use crate::transparent::{origdst, Transparent};
 
 /// Said at start-up when reliable-mode interception runs on the kernel listener.
 const KERNEL_RELIABLE: &str = "reliable-mode interception on --transparent-tcp: the ingress's \
@@ -178,8 +178,8 @@ impl Ingress {
                 .with_context(|| format!("cannot listen on transparent TCP {a}"))?;
             tracing::info!(listen = %a, mode = %t.mode, "transparent TCP interception");
             let (me, route) = (self.clone(), template(FlowKind::Tcp, a, t.mode));
-            let policy = t.policy.clone();
-            tokio::spawn(async move { me.accept_transparent(l, route, policy).await });
+            let t = t.clone();
+            tokio::spawn(async move { me.accept_transparent(l, route, t).await });
         }
         for a in t.udp.map(origdst::listen_set).unwrap_or_default() {
             let sock = origdst::udp_socket(a)
@@ -236,11 +236,12 @@ impl Ingress {
     /// confirmed; each established connection becomes a flow to the destination it addressed.
     fn start_usertcp(self: &Arc<Self>, dev: &str, t: &Transparent) -> Result<()> {
         let me = self.clone();
-        let class = t.class;
+        let classes = t.tcp_classes.clone();
         let route = format!("tun:{dev}");
         let accept: crate::usertcp::Accept = Arc::new(move |src, dst, sink| {
             let id = new_flow_id();
-            tracing::info!(flow = %fid(id), %src, dest = %dst, "new TCP flow (user-space TCP, reliable)");
+            let class = classes.class_for(dst);
+            tracing::info!(flow = %fid(id), %src, dest = %dst, class = class.name(), "new TCP flow (user-space TCP, reliable)");
             let init = FlowInit {
                 route: route.clone(),
                 src_port: Some(src.port()),
@@ -283,8 +284,9 @@ impl Ingress {
     }
 
     /// Accepts intercepted TCP connections: each one's local address is its original
-    /// destination; a denied one is reset.
-    async fn accept_transparent(self: Arc<Self>, l: TcpListener, route: Route, policy: DestPolicy) {
+    /// destination, which gives its class (`t.tcp_class`); a denied one is reset.
+    async fn accept_transparent(self: Arc<Self>, l: TcpListener, route: Route, t: Transparent) {
+        let policy = &t.policy;
         loop {
             let (s, from) = match l.accept().await {
                 Ok(x) => x,
@@ -311,6 +313,7 @@ impl Ingress {
             };
             let route = Route {
                 dest: orig.to_string(),
+                class: t.tcp_class(orig),
                 ..route.clone()
             };
             self.take_tcp(s, from, &route).await;
@@ -377,7 +380,7 @@ impl Ingress {
     /// A new source connection on `route`: its flow, carried to the egress.
     async fn take_tcp(self: &Arc<Self>, s: TcpStream, from: SocketAddr, route: &Route) {
         let id = new_flow_id();
-        tracing::info!(flow = %fid(id), %from, dest = %route.dest, mode = %route.mode, "new TCP flow");
+        tracing::info!(flow = %fid(id), %from, dest = %route.dest, mode = %route.mode, class = route.class.name(), "new TCP flow");
         let Some(flow) = self.new_tcp_flow(id, s, from.port(), route).await else {
             return;
         };

@@ -4,10 +4,11 @@
 //! flow's open record or datagram header, so the egress connects there. IPv4 and IPv6.
 //!
 //! Modules, each importing only those listed before it: `policy` (allow/deny lists),
-//! `sysctls` (the kernel settings `rules --tcp-tun` changes, recorded and put back), `rules`
+//! `classes` (a class per intercepted TCP destination), `sysctls` (the kernel settings `rules --tcp-tun` changes, recorded and put back), `rules`
 //! (the nftables rules and `aerotp gw rules`), `origdst` (the sockets and the original
 //! destination). The accept loops live in `crate::ingress`, which owns the flows.
 
+pub mod classes;
 pub mod origdst;
 pub mod policy;
 pub mod rules;
@@ -19,6 +20,7 @@ use aerotp_net::Mode;
 use serde::Deserialize;
 
 use crate::frame::Class;
+pub use classes::{ClassRule, TcpClasses};
 pub use policy::{DestPolicy, DestRule};
 pub use rules::RuleSpec;
 
@@ -40,6 +42,10 @@ pub struct TransparentSpec {
     /// Class of intercepted UDP flows, where it differs from `class`
     /// (`--transparent-udp-class`): telemetry datagrams beside bulk TCP uploads.
     pub udp_class: Option<String>,
+    /// Classes of intercepted TCP flows by destination, `CLASS=PREFIX[:PORTS]`, the first
+    /// that matches wins, none: `class` (`--transparent-tcp-class`, repeatable).
+    #[serde(default)]
+    pub tcp_classes: Vec<String>,
     /// Destinations carried (`PREFIX[:PORTS]`; none: all not denied).
     #[serde(default)]
     pub allow: Vec<String>,
@@ -59,7 +65,17 @@ pub struct Transparent {
     pub class: Class,
     /// Class of intercepted UDP flows (`class` unless set apart).
     pub udp_class: Class,
+    /// Class of each intercepted TCP flow by its destination (default `class`).
+    pub tcp_classes: TcpClasses,
     pub policy: DestPolicy,
+}
+
+impl Transparent {
+    /// The class of an intercepted TCP flow to `dest`: the first `tcp_classes` rule that
+    /// matches it, else `class`.
+    pub fn tcp_class(&self, dest: SocketAddr) -> Class {
+        self.tcp_classes.class_for(dest)
+    }
 }
 
 fn listen_addr(key: &str, s: &str) -> Result<SocketAddr, String> {
@@ -86,6 +102,15 @@ impl TransparentSpec {
             .as_deref()
             .map(|s| listen_addr("transparent.udp_listen (--transparent-udp)", s))
             .transpose()?;
+        if !self.tcp_classes.is_empty() && tcp.is_none() && self.tun.is_none() {
+            return Err(format!(
+                "transparent.tcp_classes (--transparent-tcp-class) '{}': classes of \
+                 intercepted TCP need TCP interception: give tcp_listen (--transparent-tcp) or \
+                 tun (--transparent-tun) too, or leave the rules out (explicit flows take \
+                 `class` in their [[flow]] table)",
+                self.tcp_classes.join("', '")
+            ));
+        }
         if tcp.is_none() && udp.is_none() && self.tun.is_none() {
             return Err(
                 "transparent: give tcp_listen (--transparent-tcp), tun (--transparent-tun) \
@@ -140,9 +165,17 @@ impl TransparentSpec {
             })?,
         };
         if self.udp_class.is_some() && udp.is_none() {
-            return Err("transparent.udp_class (--transparent-udp-class) is the class of                         intercepted UDP: give udp_listen (--transparent-udp) too, or leave it out"
-                .into());
+            return Err(
+                "transparent.udp_class (--transparent-udp-class) is the class of \
+                        intercepted UDP: give udp_listen (--transparent-udp) too, or leave it out"
+                    .into(),
+            );
         }
+        let tcp_classes = TcpClasses::parse(
+            "transparent.tcp_classes (--transparent-tcp-class)",
+            &self.tcp_classes,
+            class,
+        )?;
         let policy = DestPolicy::parse(
             ("transparent.allow (--transparent-allow)", &self.allow),
             ("transparent.deny (--transparent-deny)", &self.deny),
@@ -154,6 +187,7 @@ impl TransparentSpec {
             mode,
             class,
             udp_class,
+            tcp_classes,
             policy,
         })
     }
@@ -201,6 +235,33 @@ mod tests {
         };
         let s = split.settings().unwrap();
         assert_eq!((s.class, s.udp_class), (Class::Bulk, Class::Telemetry));
+        let ranked = TransparentSpec {
+            tcp_classes: vec!["control=*:7100".into(), "telemetry=10.77.0.0/16".into()],
+            ..ok.clone()
+        }
+        .settings()
+        .unwrap();
+        assert_eq!(
+            ranked.tcp_class("10.77.0.2:7100".parse().unwrap()),
+            Class::Control
+        );
+        assert_eq!(
+            ranked.tcp_class("10.77.0.2:7200".parse().unwrap()),
+            Class::Telemetry
+        );
+        assert_eq!(
+            ranked.tcp_class("10.78.0.2:7200".parse().unwrap()),
+            Class::Bulk
+        );
+        assert_eq!(t.tcp_class("10.77.0.2:7100".parse().unwrap()), Class::Bulk);
+        let on_tun = TransparentSpec {
+            tcp_classes: vec!["control=*:7100".into()],
+            ..tun.clone()
+        };
+        assert!(
+            on_tun.settings().is_ok(),
+            "rules apply to the TUN's flows too"
+        );
         assert!(t.policy.permits("10.1.2.3:80".parse().unwrap()));
         assert!(!t.policy.permits("11.1.2.3:80".parse().unwrap()));
         let cases = [
@@ -278,6 +339,42 @@ mod tests {
                     ..ok.clone()
                 },
                 "give udp_listen (--transparent-udp) too",
+            ),
+            (
+                TransparentSpec {
+                    tcp_classes: vec!["urgent=*:7100".into()],
+                    ..ok.clone()
+                },
+                "--transparent-tcp-class) 'urgent=*:7100': unknown class 'urgent'",
+            ),
+            (
+                TransparentSpec {
+                    tcp_classes: vec!["control=10.0.0.0/40:7100".into()],
+                    ..ok.clone()
+                },
+                "prefix length '40' is not 0 to 32",
+            ),
+            (
+                TransparentSpec {
+                    tcp_classes: vec!["control=*:7200-7100".into()],
+                    ..ok.clone()
+                },
+                "port range 7200-7100 is empty",
+            ),
+            (
+                TransparentSpec {
+                    tcp_classes: vec!["control=*:7100".into()],
+                    tcp_listen: None,
+                    ..ok.clone()
+                },
+                "need TCP interception: give tcp_listen (--transparent-tcp) or tun",
+            ),
+            (
+                TransparentSpec {
+                    tcp_classes: vec!["control=*:7100".into()],
+                    ..Default::default()
+                },
+                "--transparent-tcp-class) 'control=*:7100': classes of intercepted TCP",
             ),
             (
                 TransparentSpec {

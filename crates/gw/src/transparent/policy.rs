@@ -27,11 +27,15 @@ impl DestRule {
     /// Parses one entry; the error names `key` (the flag or config key), the value and the
     /// accepted form.
     pub fn parse(key: &str, s: &str) -> Result<DestRule, String> {
-        let bad = |why: String| format!("{key} '{s}': {why}; {FORMAT}");
-        let (net, ports) = split_ports(s).map_err(bad)?;
+        DestRule::parse_entry(s).map_err(|why| format!("{key} '{s}': {why}; {FORMAT}"))
+    }
+
+    /// Parses one entry; the error says what is wrong in it (the caller names the key).
+    pub fn parse_entry(s: &str) -> Result<DestRule, String> {
+        let (net, ports) = split_ports(s)?;
         let ports = match ports {
             None => (0, u16::MAX),
-            Some(p) => parse_ports(p).map_err(bad)?,
+            Some(p) => parse_ports(p)?,
         };
         if net == "*" {
             return Ok(DestRule {
@@ -48,18 +52,18 @@ impl DestRule {
         let addr: IpAddr = if let Some(v6) = a.strip_prefix('[').and_then(|x| x.strip_suffix(']')) {
             v6.parse::<Ipv6Addr>()
                 .map(IpAddr::V6)
-                .map_err(|_| bad(format!("'{v6}' is not an IPv6 address")))?
+                .map_err(|_| format!("'{v6}' is not an IPv6 address"))?
         } else {
             a.parse::<Ipv4Addr>()
                 .map(IpAddr::V4)
-                .map_err(|_| bad(format!("'{a}' is not an IPv4 address (IPv6 goes in [])")))?
+                .map_err(|_| format!("'{a}' is not an IPv4 address (IPv6 goes in [])"))?
         };
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let len = match len {
             None => max,
             Some(l) => match l.parse::<u8>() {
                 Ok(n) if n <= max => n,
-                _ => return Err(bad(format!("prefix length '{l}' is not 0 to {max}"))),
+                _ => return Err(format!("prefix length '{l}' is not 0 to {max}")),
             },
         };
         Ok(DestRule {
@@ -104,6 +108,9 @@ fn split_ports(s: &str) -> Result<(&str, Option<&str>), String> {
             Some(i) => Ok((&s[..close + 1 + i], Some(&after[i + 1..]))),
             None => Ok((s, None)),
         };
+    }
+    if s.matches(':').count() > 1 {
+        return Err("an IPv6 address goes in [], e.g. [2001:db8::]/32:443".into());
     }
     match s.split_once(':') {
         Some((n, p)) => Ok((n, Some(p))),
