@@ -53,8 +53,9 @@ struct CommonArgs {
     #[arg(long, value_name = "DURATION")]
     max_delay: Option<String>,
     /// Air link rate shared by the flows (e.g. 5mbit), counted with each datagram's IPv4/UDP
-    /// headers. On a radio with framing of its own, set it below the link's rate by that
-    /// framing's share: a queue at the link delays every class alike.
+    /// headers. Set it a few per cent under the link's rate (and, on a radio with framing of
+    /// its own, under it by that framing's share too): at exactly the link's rate a queue a
+    /// burst leaves at the link never drains, and every class waits in it.
     #[arg(long)]
     rate: Option<String>,
     /// Largest AeroTP datagram, bytes (larger UDP datagrams are fragmented).

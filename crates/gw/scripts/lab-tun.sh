@@ -42,6 +42,8 @@
 #      TCP_CLASS (space-separated CLASS=PREFIX[:PORTS] rules, each a --transparent-tcp-class,
 #      e.g. control=*:7100 for the control flow's port; default none: every intercepted TCP
 #      flow in the one class, bulk).
+#      GW_RATE (the gateways' --rate; default 97 % of RATE for flows, RATE for curl and
+#      upload: gw_rate in lab-up.sh says why).
 set -euo pipefail
 AEROTP=${AEROTP:-aerotp}
 WHAT=${1:?curl or flows}; RATE=${2:-5mbit}; DELAY=${3:-10ms}; BER=${4:-1e-5}; N=${5:-10}
@@ -56,6 +58,7 @@ esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lab-up.sh"
 for v in N SEED BULK BULK_BYTES APP_LOSS UDP; do need_number "$v" "${!v}"; done
+GW_RATE=${GW_RATE:-$(gw_rate "$WHAT" "$RATE")}  # the gateways' --rate (lab-up.sh, gw_rate)
 if [ "$UDP" -gt 0 ]; then
   ING_ARGS+=(--transparent-udp 0.0.0.0:7401); RULE_ARGS+=(--udp-port 7401)
   [ -z "${UDP_CLASS:-}" ] || ING_ARGS+=(--transparent-udp-class "$UDP_CLASS")
@@ -73,7 +76,7 @@ W=$(mktemp -d /tmp/gw-tun.XXXX)
 TAG=gt$$
 APP=aerotp-app-$$-$TAG
 lab_up --rate "$RATE" --delay "$DELAY" --ber "$BER" --seed "$SEED"
-echo "work dir $W; lab $RATE $DELAY BER $BER seed $SEED; $WHAT $N; via $VIA; window ${WINDOW:-default}${TCP_CLASS:+; TCP classes $TCP_CLASS}"
+echo "work dir $W; lab $RATE $DELAY BER $BER seed $SEED; gateways at $GW_RATE; $WHAT $N; via $VIA; window ${WINDOW:-default}${TCP_CLASS:+; TCP classes $TCP_CLASS}"
 
 ip netns add "$APP"
 ip -n "$AIR" link add tpgw0 type veth peer name tpapp0
@@ -90,9 +93,9 @@ app() { ip netns exec "$APP" "$@"; }
 mkdir -p "$W/srv" "$W/store-eg" "$W/store-in"
 MAXC=$((N + BULK + UDP + 64))
 RUST_LOG=${GW_LOG:-warn} ip netns exec "$GROUND" "$AEROTP" gw egress --listen 10.77.0.2:9000 --allow-any \
-  --rate "$RATE" --store "$W/store-eg" --max-connections "$MAXC" >"$W/egress.log" 2>&1 &
+  --rate "$GW_RATE" --store "$W/store-eg" --max-connections "$MAXC" >"$W/egress.log" 2>&1 &
 EG=$!
-RUST_LOG=${GW_LOG:-warn} ip netns exec "$AIR" "$AEROTP" gw ingress --peer 10.77.0.2:9000 --rate "$RATE" \
+RUST_LOG=${GW_LOG:-warn} ip netns exec "$AIR" "$AEROTP" gw ingress --peer 10.77.0.2:9000 --rate "$GW_RATE" \
   "${ING_ARGS[@]}" --store "$W/store-in" --max-connections "$MAXC" \
   ${WINDOW:+--window "$WINDOW"} >"$W/ingress.log" 2>&1 &
 ING=$!

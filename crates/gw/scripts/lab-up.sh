@@ -5,6 +5,13 @@
 # air CMD / ground CMD: run CMD in that namespace.
 # need_number NAME VALUE: exits with a message unless VALUE is a whole number (0, 1, 2, ...).
 # rss PID FIELD: VmRSS or VmHWM of a process, in kB.
+# rate_below RATE PCT: PCT % of RATE (5mbit, 2.4kbit, 500000: k, m, g prefixes), whole bit/s.
+# gw_rate WHAT RATE: the gateways' --rate for lab-tun.sh's WHAT on a link of RATE: 97 % of it
+#   for flows, RATE itself for curl and upload (which measure the ceiling). Paced at exactly
+#   the link's rate, the gateways never drain a queue that a burst (the endpoint's 10 ms of
+#   credit, a late wake-up) leaves at the emulated link, and the control flow waits in it
+#   whatever its class: 43 ms instead of 23 (docs/results/gw.md, "Where the control flow
+#   waited").
 # flows_phase RUN DEST DUR FLOWS BULK BULK_BYTES UDP HOLD: the many-flows phase of
 #   lab-flows.sh and lab-tun.sh (crates/gw/scripts/flows/): the control flow's round trip
 #   for DUR s alone (IDLE); the load client (RUN: the function running it in its namespace,
@@ -43,6 +50,19 @@ ground() { ip netns exec "$GROUND" "$@"; }
 
 need_number() {
   [[ "$2" =~ ^[0-9]+$ ]] || { echo "$1 must be a whole number (0, 1, 2, ...), not '$2'" >&2; exit 2; }
+}
+
+rate_below() {
+  awk -v r="$1" -v p="$2" 'BEGIN {
+    r = tolower(r)
+    if (!match(r, /^[0-9]+(\.[0-9]+)?/)) { print "not a rate: " r > "/dev/stderr"; exit 2 }
+    n = substr(r, 1, RLENGTH); u = substr(r, RLENGTH + 1); m = 1
+    if (u ~ /^k/) m = 1e3; else if (u ~ /^m/) m = 1e6; else if (u ~ /^g/) m = 1e9
+    printf "%d\n", n * m * p / 100 }'
+}
+
+gw_rate() {
+  if [ "$1" = flows ]; then rate_below "$2" 97; else echo "$2"; fi
 }
 
 rss() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
