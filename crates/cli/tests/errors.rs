@@ -507,3 +507,51 @@ fn too_many_paths_are_refused() {
         "{err}"
     );
 }
+
+/// A `--path` whose two addresses repeat another path's is refused before any traffic,
+/// naming the flag; one that differs only in its local address is another path.
+#[test]
+fn a_path_that_repeats_another_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.bin"), b"hello").unwrap();
+    let send = |extra: &[&str]| {
+        let mut args = vec![
+            "send",
+            "in.bin",
+            "--to",
+            "127.0.0.1:9",
+            "--mode",
+            "reliable",
+        ];
+        args.extend_from_slice(extra);
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        aerotp_in(dir.path(), &args)
+    };
+    for (extra, want) in [
+        (&["--path", "127.0.0.1:9"][..], "already a path"),
+        (
+            &[
+                "--path",
+                "127.0.0.2=127.0.0.3:9",
+                "--path",
+                "127.0.0.2=127.0.0.3:9",
+            ][..],
+            "already a path",
+        ),
+        (
+            &["--from", "127.0.0.2", "--path", "127.0.0.2=127.0.0.1:9"][..],
+            "the same addresses as --from and --to",
+        ),
+        (
+            &["--path", "nonsense=127.0.0.1:9"][..],
+            "is not an IP address",
+        ),
+    ] {
+        let (code, err) = send(extra);
+        assert_eq!(code, 1, "{extra:?}: {err}");
+        assert!(
+            err.contains(want) && err.contains("--path"),
+            "{extra:?}: {err}"
+        );
+    }
+}
