@@ -259,10 +259,7 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
                 st.io.datagrams_sent += 1;
                 st.io.bytes_sent += dgram.len() as u64;
                 if let Some((tap, at)) = &tap {
-                    let local = match src {
-                        Some(ip) => SocketAddr::new(ip, shared.local_addr.port()),
-                        None => st.local_addrs.towards(remote),
-                    };
+                    let local = st.local_addrs.named(remote, src);
                     tap.datagram(TAP_SENT, *at, local, remote, dgram);
                 }
             }
@@ -379,13 +376,9 @@ pub(crate) fn receive(io: &udp::UdpIo, st: &mut State, rbuf: &mut [u8], now: Dur
                     st.local_addrs.learn(from, to);
                 }
                 // The datagrams of one GRO train arrived together: one timestamp.
-                let tapped = tap.as_ref().map(|t| {
-                    let local = match to {
-                        Some(ip) => SocketAddr::new(ip, st.local_addrs.bound_port()),
-                        None => st.local_addrs.towards(from),
-                    };
-                    (t, wall_clock(), local)
-                });
+                let tapped = tap
+                    .as_ref()
+                    .map(|t| (t, wall_clock(), st.local_addrs.named(from, to)));
                 let path = st.local_addrs.arrival(from, to);
                 for d in rbuf[..n].chunks(stride.max(1)) {
                     st.io.datagrams_received += 1;

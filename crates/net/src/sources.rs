@@ -79,9 +79,14 @@ impl LocalAddrs {
         self.bound.ip().is_unspecified()
     }
 
-    /// The port the socket is bound to.
-    pub fn bound_port(&self) -> u16 {
-        self.bound.port()
+    /// The local address (with the bound port) a capture records for a datagram to or from
+    /// `remote` whose local address is `local` where known (the engine named it, or the read
+    /// said it), else [`LocalAddrs::towards`]'s answer.
+    pub fn named(&mut self, remote: SocketAddr, local: Option<IpAddr>) -> SocketAddr {
+        match local {
+            Some(ip) => SocketAddr::new(ip, self.bound.port()),
+            None => self.towards(remote),
+        }
     }
 
     /// Whether the engine is told the local address of each datagram and path (the socket

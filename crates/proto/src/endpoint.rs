@@ -399,8 +399,7 @@ impl Endpoint {
             self.schedule.touch(ch);
             let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
             if c.tag == h.tag {
-                if c.has_path(path) {
-                    c.arrived_from(now, path, datagram.len());
+                if c.arrived_from(now, path, datagram.len()) {
                     self.deliver_to_connection(now, ch, path, r);
                 } else if self.take_on_new_path(now, ch, path, r).is_some() {
                     // The peer's address is the connection's, this host's is not: a path

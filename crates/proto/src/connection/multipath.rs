@@ -82,15 +82,17 @@ impl Connection {
     }
 
     /// A datagram of `bytes` arrived on path `addr`: which path it came on, and a down path
-    /// that is heard from again is up.
-    pub(crate) fn arrived_from(&mut self, now: Duration, addr: PathAddr, bytes: usize) {
+    /// that is heard from again is up. False (and nothing counted) if `addr` is none of the
+    /// connection's paths.
+    pub(crate) fn arrived_from(&mut self, now: Duration, addr: PathAddr, bytes: usize) -> bool {
         self.clock = self.clock.max(now);
         let Some(i) = self.paths.index_of(addr) else {
-            return;
+            return false;
         };
         if self.paths.on_heard(now, i, bytes) {
             self.apply_path_rate();
         }
+        true
     }
 
     /// The pacer runs at the connection's rate times the share of the paths that are up.
