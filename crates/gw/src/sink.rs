@@ -20,6 +20,9 @@ pub trait UserSink: Send + Sync + std::fmt::Debug {
     fn finish(&self);
     /// The flow is aborted: a RST to the source.
     fn reset(&self);
+    /// The flow's AeroTP connection is up (the egress answered): the source's held SYN is
+    /// answered.
+    fn up(&self);
 }
 
 /// Where the bytes of the peer's direction are written: a kernel TCP socket, or a connection

@@ -8,8 +8,10 @@
 //! connection echoes), `dsack` (the duplicates it reports), `tun` (the device), `tcb` (one
 //! connection). This module runs the device:
 //! it demultiplexes segments to connections, answers SYNs (a refused destination with RST)
-//! and segments of unknown connections (RST), and hands each established connection to the
-//! ingress through [`Accept`].
+//! and segments of unknown connections (RST), and hands each new connection to the ingress
+//! through [`Accept`] as its SYN arrives: the SYN is answered once the flow's AeroTP
+//! connection is up ([`UserSink::up`]: one air round trip), at most [`SYN_HOLD`] later, or
+//! with RST if the flow failed first.
 
 pub mod dsack;
 pub mod packet;
@@ -27,8 +29,9 @@ use packet::{Out, Segment, ACK, RST, SYN};
 use tcb::{Conn, Event, Table, Tuple};
 use tun::Tun;
 
-/// Makes the flow of an established connection from `src` to `dst` whose source side is
-/// `sink`, and starts carrying it; `None` refuses it (the source is reset).
+/// Makes the flow of a new connection from `src` to `dst` (its SYN held) whose source side
+/// is `sink`, and starts carrying it; `None` refuses it (the source is reset). The flow calls
+/// [`UserSink::up`] once its AeroTP connection is up.
 pub type Accept =
     Arc<dyn Fn(SocketAddr, SocketAddr, Arc<dyn UserSink>) -> Option<Arc<Flow>> + Send + Sync>;
 
@@ -80,6 +83,11 @@ pub struct UserTcp {
 
 /// The device's MTU (the kernel's default for a new TUN device).
 const MTU: usize = 1500;
+
+/// Longest a source's SYN waits for the flow's AeroTP connection to be up before it is
+/// answered anyway (the flow goes on opening): Linux resends a SYN after 1 s, then 2 s
+/// later, and a source whose SYN went three times starts with a window of one segment.
+pub const SYN_HOLD: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The device's transmit queue for flows of window `window`: two windows of full segments
 /// (a source sends at most its window at once when a confirmation jump opens it), within
@@ -186,7 +194,7 @@ async fn serve(
         match conn {
             Some(c) => {
                 if c.on_segment(&seg) == Event::Established {
-                    established(&c, &s, &counters);
+                    // The flow was made at the SYN; the segment may carry data.
                     c.on_segment(&seg);
                 }
                 c.wake.notify_one();
@@ -200,18 +208,19 @@ async fn serve(
                     tun.send(&rst_for(&seg));
                     continue;
                 }
-                let c = Arc::new(Conn::accept(
+                let c = Arc::new(Conn::hold(
                     &seg,
                     iss(&t),
                     s.window,
                     tun.clone(),
-                    MTU,
-                    pool.clone(),
+                    (MTU, pool.clone()),
+                    SYN_HOLD,
                 ));
                 table
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(t, c.clone());
+                new_flow(&c, &s, &counters);
                 tokio::spawn(tcb::drive(c, table.clone()));
             }
             None if !seg.has(RST) => tun.send(&rst_for(&seg)),
@@ -220,8 +229,8 @@ async fn serve(
     }
 }
 
-/// The handshake of `c` completed: its flow, or a RST if the ingress refuses it.
-fn established(c: &Arc<Conn>, s: &Settings, counters: &Counters) {
+/// The SYN of `c` arrived: its flow, or a RST if the ingress refuses it.
+fn new_flow(c: &Arc<Conn>, s: &Settings, counters: &Counters) {
     let t = c.tuple();
     let sink: Arc<dyn UserSink> = c.clone();
     match (s.accept)(t.src, t.dst, sink) {

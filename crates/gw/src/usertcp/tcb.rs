@@ -79,6 +79,9 @@ pub type Table = Mutex<HashMap<Tuple, Arc<Conn>>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    /// The source's SYN unanswered until the flow's AeroTP connection is up ([`Conn::up`])
+    /// or the deadline, whichever is first.
+    SynHeld,
     /// Our SYN-ACK sent, the source's ACK of it not yet here.
     SynRcvd,
     Open,
@@ -91,7 +94,7 @@ enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     None,
-    /// The handshake completed: attach a flow, then give the segment again.
+    /// The handshake completed: give the segment again (it may carry data).
     Established,
 }
 
@@ -159,9 +162,9 @@ fn seq_off(seq: u32, base: u32) -> i64 {
 }
 
 impl Conn {
-    /// A connection for the source's SYN `s`: answers it with our SYN-ACK.
+    /// A connection for the source's SYN `s`, not answered yet (`Conn::hold`).
     /// Out-of-order bytes are kept up to the window, and within `pool`.
-    pub fn accept(
+    fn from_syn(
         s: &Segment<'_>,
         iss: u32,
         window: u64,
@@ -219,16 +222,14 @@ impl Conn {
             timeouts: 0,
             flow: None,
         };
-        let c = Conn {
+        Conn {
             tcb: Mutex::new(tcb),
             tun,
             room: Notify::new(),
             wake: Notify::new(),
             reset_asked: AtomicBool::new(false),
             fin_asked: AtomicBool::new(false),
-        };
-        c.lock().send_syn_ack(&*c.tun);
-        c
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Tcb> {
@@ -315,6 +316,10 @@ impl UserSink for Conn {
         self.wake.notify_one();
         self.room.notify_waiters();
     }
+
+    fn up(&self) {
+        Conn::up(self);
+    }
 }
 
 impl Tcb {
@@ -360,26 +365,6 @@ impl Tcb {
             ts,
             payload,
         }
-    }
-
-    fn send_syn_ack(&self, tun: &dyn Wire) {
-        let o = Out {
-            src: self.t.dst,
-            dst: self.t.src,
-            seq: self.iss,
-            ack: self.irs.wrapping_add(1),
-            flags: SYN | ACK,
-            window: self.window.min(u64::from(u16::MAX)) as u16,
-            syn_opts: Some((
-                self.our_mss,
-                (self.our_shift > 0).then_some(self.our_shift),
-                self.sack_ok,
-            )),
-            sack: Vec::new(),
-            ts: self.stamps.as_ref().map(|st| (st.now(), st.echo(0))),
-            payload: &[],
-        };
-        tun.send(&packet::build(&o));
     }
 
     fn send_rst(&mut self, tun: &dyn Wire) {
@@ -442,9 +427,16 @@ impl Tcb {
                 }
                 return Event::None;
             }
+            Phase::SynHeld => {
+                // A resent SYN waits for the same answer; nothing else is valid before it.
+                if s.has(RST) {
+                    self.source_reset(room);
+                }
+                return Event::None;
+            }
             Phase::SynRcvd => {
                 if s.has(RST) {
-                    self.phase = Phase::Closed;
+                    self.source_reset(room);
                 } else if s.has(SYN) && s.seq == self.irs {
                     self.send_syn_ack(tun);
                 } else if s.has(ACK) && s.ack == self.iss.wrapping_add(1) {
@@ -462,11 +454,7 @@ impl Tcb {
         if s.has(RST) {
             // Accepted anywhere from what is confirmed to the window's right edge.
             if off >= -(self.window as i64) && off <= self.window as i64 {
-                if let Some(f) = &self.flow {
-                    f.reset("the source reset its TCP connection".into(), true);
-                }
-                self.phase = Phase::Closed;
-                room.notify_waiters();
+                self.source_reset(room);
             }
             return Event::None;
         }
@@ -644,31 +632,21 @@ impl Tcb {
         match self.phase {
             Phase::Closed => return None,
             Phase::TimeWait(until) => return (now < until).then_some(until),
-            Phase::SynRcvd => {
-                let due = self.deadline.unwrap_or(now);
-                if now < due {
-                    return Some(due);
-                }
-                self.timeouts += 1;
-                if self.timeouts > 5 {
-                    self.phase = Phase::Closed;
-                    return None;
-                }
-                self.send_syn_ack(tun);
-                self.rto = (self.rto * 2).min(RTO_MAX);
-                self.deadline = Some(now + self.rto);
-                return self.deadline;
-            }
-            Phase::Open => {}
+            Phase::SynHeld | Phase::SynRcvd | Phase::Open => {}
         }
         if let Some(f) = &self.flow {
             let reset = f.lock().reset.is_some();
             if reset {
+                // A held SYN too: the RST acknowledges it, so the source's connect() is
+                // refused.
                 self.send_rst(tun);
                 self.phase = Phase::Closed;
                 room.notify_waiters();
                 return None;
             }
+        }
+        if matches!(self.phase, Phase::SynHeld | Phase::SynRcvd) {
+            return self.pump_handshake(tun, now);
         }
         let mut probe = false;
         if self.deadline.is_some_and(|d| now >= d) {
@@ -731,5 +709,6 @@ pub async fn drive(conn: Arc<Conn>, table: Arc<Table>) {
     table.lock().unwrap_or_else(|e| e.into_inner()).remove(&t);
 }
 
+mod handshake;
 #[cfg(test)]
 mod tests;

@@ -119,14 +119,16 @@ fn open_with(pool: Arc<Pool>, sack: bool) -> (Conn, Arc<Flow>, Arc<Capture>) {
 fn open_ts(pool: Arc<Pool>, sack: bool, ts: Option<u32>) -> (Conn, Arc<Flow>, Arc<Capture>) {
     let cap = Arc::new(Capture::default());
     let syn = seg_ts(IRS, 0, SYN, &[], sack, ts.map(|v| (v, 0)));
-    let c = Conn::accept(
+    let c = Conn::hold(
         &packet::parse(&syn).unwrap(),
         ISS,
         65_536,
         cap.clone(),
-        1500,
-        pool,
+        (1500, pool),
+        Duration::from_secs(3),
     );
+    assert!(cap.take().is_empty(), "the SYN is held");
+    c.up();
     let raw = cap.0.lock().unwrap()[0].clone();
     let offered = packet::parse(&raw).unwrap().sack_ok;
     assert_eq!(
@@ -371,14 +373,15 @@ async fn timestamps_a_hole_filled_by_a_retransmission_echoes_the_retransmission(
 async fn the_syn_ack_echoes_the_syn_and_data_leaves_room_for_the_option() {
     let cap = Arc::new(Capture::default());
     let syn = seg_ts(IRS, 0, SYN, &[], true, Some((4242, 0)));
-    let c = Conn::accept(
+    let c = Conn::hold(
         &packet::parse(&syn).unwrap(),
         ISS,
         65_536,
         cap.clone(),
-        1500,
-        Pool::new(1 << 20),
+        (1500, Pool::new(1 << 20)),
+        Duration::from_secs(3),
     );
+    c.up();
     let synack = cap.take_opts();
     assert_eq!(synack[0].ts.map(|t| t.1), Some(4242));
     drop(c);
@@ -490,4 +493,107 @@ async fn without_sack_offered_no_dsack_either() {
     let sent = cap.take_opts();
     assert!(sent.len() >= 3, "{sent:?}");
     assert!(sent.iter().all(|s| s.sack.is_empty()), "{sent:?}");
+}
+
+/// A held connection (hold `hold`), its flow attached as the ingress does at the SYN, and
+/// its capture.
+fn held(hold: Duration) -> (Conn, Arc<Flow>, Arc<Capture>) {
+    let cap = Arc::new(Capture::default());
+    let syn = seg_ts(IRS, 0, SYN, &[], true, Some((500, 0)));
+    let c = Conn::hold(
+        &packet::parse(&syn).unwrap(),
+        ISS,
+        65_536,
+        cap.clone(),
+        (1500, Pool::new(1 << 20)),
+        hold,
+    );
+    let init = FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 65_536);
+    let flow = Flow::new(init, Budget::new(1 << 30));
+    c.set_flow(flow.clone());
+    (c, flow, cap)
+}
+
+#[tokio::test]
+async fn a_held_syn_is_answered_once_the_connection_is_up_and_not_before() {
+    let (c, flow, cap) = held(Duration::from_secs(3));
+    assert!(c.pump().is_some());
+    assert!(
+        cap.take().is_empty(),
+        "no SYN-ACK before the connection is up"
+    );
+    // The source's SYN resent (its timer: 1 s) waits for the same answer.
+    give(&c, &seg_ts(IRS, 0, SYN, &[], true, Some((1500, 0))));
+    c.pump();
+    assert!(cap.take().is_empty(), "a resent SYN is not answered early");
+    c.up();
+    let sent = cap.take_opts();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].ts.map(|t| t.1),
+        Some(500),
+        "the SYN-ACK echoes the first SYN: the source's sample spans the hold"
+    );
+    c.up();
+    assert!(cap.take().is_empty(), "answered once");
+    let ack = seg_ts(IRS.wrapping_add(1), ISS + 1, ACK, &[], true, Some((501, 0)));
+    assert_eq!(give(&c, &ack), Event::Established);
+    give(&c, &ack);
+    let data = vec![1u8; 100];
+    give(
+        &c,
+        &seg_ts(
+            IRS.wrapping_add(1),
+            ISS + 1,
+            ACK | PSH,
+            &data,
+            true,
+            Some((502, 0)),
+        ),
+    );
+    assert_eq!(
+        flow.lock().end,
+        100,
+        "the flow made at the SYN takes the bytes"
+    );
+}
+
+#[tokio::test]
+async fn a_held_syn_is_answered_at_the_deadline_if_the_connection_is_slow() {
+    let (c, _flow, cap) = held(Duration::ZERO);
+    c.pump();
+    assert_eq!(cap.take(), vec![(ISS, IRS.wrapping_add(1), SYN | ACK, 0)]);
+}
+
+#[tokio::test]
+async fn a_flow_that_fails_before_it_is_up_resets_the_held_syn() {
+    let (c, flow, cap) = held(Duration::from_secs(3));
+    // The flow's connection failed: the flow is reset, and the sink told (`UserSink::reset`).
+    flow.reset("connection lost: set-up timed out".into(), false);
+    UserSink::reset(&c);
+    assert_eq!(c.pump(), None, "the connection is over");
+    let sent = cap.take();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let (_, ack, flags, _) = sent[0];
+    assert_eq!(flags, RST | ACK);
+    assert_eq!(
+        ack,
+        IRS.wrapping_add(1),
+        "the RST acknowledges the SYN, so the source's connect() is refused"
+    );
+    c.up();
+    assert!(cap.take().is_empty(), "no SYN-ACK after the RST");
+}
+
+#[tokio::test]
+async fn a_source_that_gives_up_while_held_resets_the_flow() {
+    let (c, flow, cap) = held(Duration::from_secs(3));
+    give(&c, &seg(IRS.wrapping_add(1), 0, RST, &[]));
+    assert!(
+        flow.lock().reset.is_some(),
+        "the flow made at the SYN is reset"
+    );
+    assert_eq!(c.pump(), None);
+    c.up();
+    assert!(cap.take().is_empty(), "nothing to a source that reset");
 }
