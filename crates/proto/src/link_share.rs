@@ -338,6 +338,19 @@ impl LinkShare {
         self.datagram_caps[class as usize]
     }
 
+    /// The rate the connections together may put on the link, b/s: the link less what
+    /// datagram-mode traffic (sent outside any connection and outside the endpoint's pacing)
+    /// reserves, as in `allocate`. The busy connections' shares already leave that room, but
+    /// connections that are never busy (fed a little at a time, as an end-to-end window
+    /// feeds a gateway's flows) are each paced at the rate they would get if busy, so only
+    /// the endpoint's pacing of them as one bounds their sum: at the full link rate it put
+    /// the datagrams on top, a standing queue at the link for every class (measured:
+    /// docs/results/gw.md, "Datagrams on top of a full link").
+    pub fn connections_rate(&self) -> u64 {
+        let total = self.cfg.rate_bps as f64;
+        (total - self.unpaced_usage_bps * HEADROOM).max(total * MIN_BUSY_FRACTION) as u64
+    }
+
     /// When the shares are next recomputed: every period while there is anything to share
     /// (a connection, or datagram traffic not yet decayed away).
     pub fn deadline(&self) -> Option<Duration> {

@@ -31,6 +31,11 @@ struct Bench {
 
 impl Bench {
     fn new(policy: SharePolicy, classes: &[TrafficClass]) -> Bench {
+        Bench::with_buffer(policy, classes, 256 << 10)
+    }
+
+    /// As `new`, each connection with a send buffer of `send_buffer` bytes.
+    fn with_buffer(policy: SharePolicy, classes: &[TrafficClass], send_buffer: usize) -> Bench {
         let imp = Impair {
             delay: ms(10),
             ..Impair::default()
@@ -50,7 +55,7 @@ impl Bench {
             mode: Mode::Unreliable,
             // The share overrides this at once: every connection starts at its busy share.
             rate_bps: 100 * LINK,
-            send_buffer: 256 << 10,
+            send_buffer,
             ..ConnectionConfig::default()
         };
         net.b.listen(7, cfg.clone()).unwrap();
@@ -215,6 +220,45 @@ fn datagram_traffic_is_kept_from_a_busy_connection() {
         r[0]
     );
     assert!(r[0] + d <= LINK as f64, "together within the link");
+}
+
+/// Connections that never hold a period's worth of bytes (a 4 KiB send buffer topped up at
+/// every step, as an end-to-end window feeds a gateway's flows a little at a time) are never
+/// "busy", so each is paced at the rate it would get if it were; together they fill the
+/// link. They must still leave the datagrams their part of it: the endpoint paces them as
+/// one at the link less the datagrams' reservation. Paced at the whole link, they put the
+/// datagrams on top (2.35 Mb/s on this 2 Mb/s link): a standing queue that every class,
+/// control included, waits in (docs/results/gw.md, "Datagrams on top of a full link").
+#[test]
+fn connections_that_are_never_busy_still_leave_the_datagrams_room() {
+    let mut b = Bench::with_buffer(SharePolicy::default(), &[TrafficClass::Bulk; 8], 4 << 10);
+    let dgram_bps = 400_000;
+    b.run(ms(500), &[], dgram_bps);
+    let w0 = b.wire();
+    let (d0, n0) = (
+        b.net.a.stats.datagram_bytes_sent,
+        b.net.a.stats.datagrams_sent,
+    );
+    b.run(ms(2500), &[], dgram_bps);
+    let r = rates(&w0, &b.wire(), &b.conns, 2.0);
+    let d = (b.net.a.stats.datagram_bytes_sent - d0) as f64 * 8.0 / 2.0;
+    let n = (b.net.a.stats.datagrams_sent - n0) as f64 / 2.0;
+    assert!(
+        (0.9..1.1).contains(&(d / dgram_bps as f64)),
+        "datagrams {d}"
+    );
+    let conns: f64 = r.iter().sum();
+    // With the datagrams' IP/UDP headers (the connections' are left out: a lower bound).
+    let on_link = conns + d + n * 28.0 * 8.0;
+    assert!(
+        on_link <= LINK as f64,
+        "connections {conns:.0} b/s + datagrams {d:.0} b/s: {on_link:.0} b/s on a {LINK} b/s \
+         link"
+    );
+    assert!(
+        conns > 0.6 * LINK as f64,
+        "the connections still have the rest of the link: {conns:.0} b/s"
+    );
 }
 
 #[test]

@@ -56,11 +56,12 @@ impl Endpoint {
     /// is kept for `LINK_BURST` at most. Each connection is paced at its share, but their sum
     /// may still burst: 475 idle flows answered at the same instant put 85 kB on a 5 Mb/s
     /// link at once (queue drops in the lab, a control round trip of 100 ms at the 95th
-    /// percentile). This paces them together and lets the highest class go first.
+    /// percentile). This paces them together and lets the highest class go first, at the
+    /// link's rate less what datagram-mode traffic reserves (`LinkShare::connections_rate`).
     pub(super) fn occupy_link(&mut self, now: Duration, len: usize) {
         let Some(s) = &self.share else { return };
         let bits = ((len + crate::config::IP_UDP_OVERHEAD) * 8) as f64;
-        let time = Duration::from_secs_f64(bits / s.config().rate_bps.max(1) as f64);
+        let time = Duration::from_secs_f64(bits / s.connections_rate().max(1) as f64);
         self.link_free = self.link_free.max(now.saturating_sub(LINK_BURST)) + time;
     }
 
