@@ -180,7 +180,8 @@ struct TransparentArgs {
     /// Reliable mode end to end: terminate intercepted TCP routed into this TUN device (made
     /// by the ingress; root; `gw rules --tcp-tun`) in the ingress's own TCP, which
     /// acknowledges a byte to the source only once the destination's TCP has acknowledged it
-    /// (confirmed by the egress).
+    /// (confirmed by the egress). A reliable [[flow]] on an address this host does not have
+    /// is served there too: the ingress routes that address into the device.
     #[arg(long)]
     transparent_tun: Option<String>,
     /// Class of intercepted flows: control, telemetry, bulk (default).

@@ -555,3 +555,36 @@ fn a_path_that_repeats_another_is_refused() {
         );
     }
 }
+
+/// A route's listen address the host does not have is refused at start-up, naming the
+/// address; for a reliable route the error says how to serve it end to end instead
+/// (`--transparent-tun`: the ingress routes the address into its TUN device).
+#[test]
+fn a_route_on_an_address_the_host_lacks_is_refused_saying_what_to_do() {
+    // 192.0.2.0/24 is TEST-NET-1: no host has it.
+    for (mode, want) in [
+        ("reliable", "add --transparent-tun NAME"),
+        ("near-reliable", "give one of its addresses (only a reliable route"),
+    ] {
+        let store = tempfile::tempdir().unwrap();
+        let (code, err) = aerotp(&[
+            "gw",
+            "ingress",
+            "--peer",
+            "127.0.0.1:9",
+            "--bind",
+            "127.0.0.1:0",
+            "--tcp-listen",
+            "192.0.2.7:8080",
+            "--mode",
+            mode,
+            "--store",
+            store.path().to_str().unwrap(),
+        ]);
+        assert_eq!(code, 1, "{mode}: {err}");
+        assert!(
+            err.contains("192.0.2.7 is not an address of this host") && err.contains(want),
+            "{mode}: {err}"
+        );
+    }
+}

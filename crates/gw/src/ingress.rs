@@ -21,6 +21,7 @@ use crate::frame::{flow_reset, reset_reason, Class, Dest, Open, Resumed, RESUMED
 use crate::session::{run_session, Offsets};
 use crate::store::{self, Custody, DiskLog, FlowMeta};
 use crate::transparent::{origdst, Transparent};
+use crate::tunroutes;
 
 /// Said at start-up when reliable-mode interception runs on the kernel listener.
 const KERNEL_RELIABLE: &str = "reliable-mode interception on --transparent-tcp: the ingress's \
@@ -31,8 +32,8 @@ const KERNEL_RELIABLE: &str = "reliable-mode interception on --transparent-tcp: 
 /// Said at start-up for each explicit reliable TCP route.
 const KERNEL_RELIABLE_ROUTE: &str = "reliable TCP on a kernel listener: the ingress's kernel \
     acknowledges up to the flow window plus socket buffers before the destination has the \
-    bytes (intercepted flows through --transparent-tun are acknowledged end to end; \
-    docs/gateway.md §TCP reliable)";
+    bytes (with --transparent-tun, a reliable route on an address this host does not have is \
+    served by the user-space TCP and acknowledged end to end; docs/gateway.md §TCP reliable)";
 
 /// A running ingress gateway.
 #[derive(Debug)]
@@ -108,12 +109,22 @@ impl Ingress {
     /// Listens on every route of the settings.
     async fn start_routes(self: &Arc<Self>) -> Result<()> {
         let mut datagrams = None;
+        let tun = self
+            .ctx
+            .settings
+            .transparent
+            .as_ref()
+            .and_then(|t| t.tun.clone());
+        let mut on_tun = Vec::new();
         for route in self.ctx.settings.routes.clone() {
             match route.kind {
+                FlowKind::Tcp if tunroutes::served_on_tun(&route, tun.is_some()) => {
+                    on_tun.push(route)
+                }
                 FlowKind::Tcp => {
                     let l = TcpListener::bind(route.local)
                         .await
-                        .with_context(|| format!("cannot listen on TCP {}", route.local))?;
+                        .map_err(|e| tunroutes::bind_error(e, &route, tun.as_deref()))?;
                     tracing::info!(listen = %route.local, mode = %route.mode, class = route.class.name(), "TCP flow");
                     if route.mode == Mode::Reliable {
                         tracing::warn!(listen = %route.local, "{KERNEL_RELIABLE_ROUTE}");
@@ -134,7 +145,8 @@ impl Ingress {
             }
         }
         if let Some(t) = self.ctx.settings.transparent.clone() {
-            self.start_transparent(t, &mut datagrams).await?;
+            let on_tun = tunroutes::TunRoutes::new(on_tun);
+            self.start_transparent(t, on_tun, &mut datagrams).await?;
         }
         Ok(())
     }
@@ -168,11 +180,12 @@ impl Ingress {
     async fn start_transparent(
         self: &Arc<Self>,
         t: Transparent,
+        on_tun: tunroutes::TunRoutes,
         datagrams: &mut Option<Arc<crate::udp::IngressDatagrams>>,
     ) -> Result<()> {
         let template = |kind, local, mode| self.intercepted_route(&t, kind, local, mode);
         if let Some(dev) = &t.tun {
-            self.start_usertcp(dev, &t)?;
+            self.start_usertcp(dev, &t, on_tun)?;
         } else if t.tcp.is_some() && t.mode == Mode::Reliable {
             tracing::warn!("{KERNEL_RELIABLE}");
         }
@@ -237,24 +250,35 @@ impl Ingress {
 
     /// Reliable-mode interception through the TUN device `dev`: the user-space TCP
     /// (`crate::usertcp`) terminates each connection and acknowledges only what the egress
-    /// confirmed; each established connection becomes a flow to the destination it addressed.
-    fn start_usertcp(self: &Arc<Self>, dev: &str, t: &Transparent) -> Result<()> {
+    /// confirmed; each new connection becomes a flow to the destination it addressed, or, if
+    /// it addressed an explicit route served on the device (`crate::tunroutes`), to that
+    /// route's destination.
+    fn start_usertcp(
+        self: &Arc<Self>,
+        dev: &str,
+        t: &Transparent,
+        on_tun: tunroutes::TunRoutes,
+    ) -> Result<()> {
         let me = self.clone();
-        let classes = t.tcp_classes.clone();
-        let route = format!("tun:{dev}");
+        let (classes, routes) = (t.tcp_classes.clone(), on_tun.clone());
+        let tun_route = format!("tun:{dev}");
         let accept: crate::usertcp::Accept = Arc::new(move |src, dst, sink| {
+            let explicit = routes.route_for(dst);
+            let (class, dest, route) = match explicit {
+                Some(r) => (r.class, r.dest.clone(), r.local.to_string()),
+                None => (classes.class_for(dst), dst.to_string(), tun_route.clone()),
+            };
             let id = new_flow_id();
-            let class = classes.class_for(dst);
-            tracing::info!(flow = %fid(id), %src, dest = %dst, class = class.name(), "new TCP flow (user-space TCP, reliable)");
+            tracing::info!(flow = %fid(id), %src, %dest, class = class.name(), %route, "new TCP flow (user-space TCP, reliable)");
             let init = FlowInit {
-                route: route.clone(),
+                route,
                 src_port: Some(src.port()),
+                // The same window as the user-space TCP's: what it takes, the flow holds.
                 ..FlowInit::new(
                     id,
                     class,
-                    dst.to_string(),
+                    dest,
                     Custody::mem(0),
-                    // The same window as the user-space TCP's: what it takes, the flow holds.
                     me.ctx.settings.tun_window(),
                 )
             };
@@ -265,8 +289,8 @@ impl Ingress {
             let carried = Carried {
                 flow: flow.clone(),
                 mode: Mode::Reliable,
-                fec: me.ctx.settings.fec,
-                erasure: me.ctx.settings.erasure,
+                fec: explicit.map_or(me.ctx.settings.fec, |r| r.fec),
+                erasure: explicit.map_or(me.ctx.settings.erasure, |r| r.erasure),
                 restored: false,
                 held_syn: Some(sink),
             };
@@ -274,16 +298,22 @@ impl Ingress {
             tokio::spawn(async move { m.drive(carried).await });
             Some(flow)
         });
-        let policy = t.policy.clone();
+        // A route's address is the gateway's: only its port is served there.
+        let (policy, routes) = (t.policy.clone(), on_tun.clone());
+        let permit = Arc::new(move |d: SocketAddr| match routes.owns(d.ip()) {
+            true => routes.route_for(d).is_some(),
+            false => policy.permits(d),
+        });
         let u = crate::usertcp::UserTcp::start(crate::usertcp::Settings {
             device: dev.to_owned(),
             window: self.ctx.settings.tun_window(),
             max_conns: self.ctx.settings.max_connections,
-            permit: Arc::new(move |d| policy.permits(d)),
+            permit,
             accept,
         })
         .with_context(|| format!("transparent TUN device {dev} (--transparent-tun)"))?;
         tracing::info!(device = %u.device, "transparent TCP interception, reliable end to end (user-space TCP)");
+        on_tun.install(&u.device)?;
         let _ = self.usertcp.set(u);
         Ok(())
     }

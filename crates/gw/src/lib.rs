@@ -28,6 +28,7 @@ pub mod session;
 pub mod sink;
 pub mod store;
 pub mod transparent;
+pub mod tunroutes;
 pub mod udp;
 pub mod udpstream;
 pub mod usertcp;

@@ -13,6 +13,9 @@
 //! * `reliable_tun_acks_only_what_the_destination_has`: `--transparent-tun` (the user-space
 //!   TCP): acked never exceeds received, at every sample; and the ingress did forward bytes
 //!   ahead of their acknowledgement (it is not simply slow).
+//! * `reliable_route_through_the_tun_acks_only_what_the_destination_has`: the same through
+//!   an explicit reliable route on an address the air host does not have (10.79.0.1:8500),
+//!   which the ingress routes into its TUN device; another port of that address is refused.
 //! * `reliable_tun_slow_destination`: the same with a destination reading 400 kB/s (bytes
 //!   queue in the egress's socket: the egress confirms only what the destination acknowledged).
 //! * `reliable_tun_ipv6`: 1 MB over IPv6 through the TUN, no cut, the same sampling.
@@ -57,6 +60,8 @@ const PORT: u16 = 8500;
 const CLOSED: u16 = 8501;
 /// Denied at the ingress (`--transparent-deny`).
 const DENIED: u16 = 8502;
+/// The explicit route's listen address in `Path::TunRoute`: no interface has it.
+const ROUTE_ADDR: &str = "10.79.0.1";
 
 /// Runs `f` on a thread in namespace `ns` (by name, /var/run/netns).
 fn in_netns<T: Send + 'static>(
@@ -108,6 +113,10 @@ fn byte(i: u64) -> u8 {
 enum Path {
     /// `--transparent-tun`: the user-space TCP.
     Tun,
+    /// An explicit reliable route on an address the air host does not have (`ROUTE_ADDR`),
+    /// served by the user-space TCP: the ingress routes the address into its TUN device; no
+    /// interception rules.
+    TunRoute,
     /// The TPROXY listener in reliable mode with this window.
     KernelReliable(&'static str),
     /// The TPROXY listener in near-reliable mode (custody).
@@ -159,7 +168,7 @@ fn gateways(lab: &Lab, w: &std::path::Path, path: Path) -> (NsGateway, NsGateway
         },
     );
     let (transparent, window) = match path {
-        Path::Tun => (
+        Path::Tun | Path::TunRoute => (
             TransparentSpec {
                 tun: Some("aetp0".into()),
                 mode: Some("reliable".into()),
@@ -194,6 +203,15 @@ fn gateways(lab: &Lab, w: &std::path::Path, path: Path) -> (NsGateway, NsGateway
             store: Some(w.join("store-in")),
             window,
             transparent: Some(transparent),
+            flows: (path == Path::TunRoute)
+                .then(|| aerotp_gw::config::FlowSpec {
+                    tcp_listen: Some(format!("{ROUTE_ADDR}:{PORT}")),
+                    dest: Some(format!("10.77.0.2:{PORT}")),
+                    mode: Some("reliable".into()),
+                    ..Default::default()
+                })
+                .into_iter()
+                .collect(),
             ..Default::default()
         },
     );
@@ -298,6 +316,7 @@ fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
     // `aerotp gw rules`: intercepted TCP from the app side is routed into the ingress's TUN
     // device (after the ingress made it), or to the TPROXY listener.
     let tun = path == Path::Tun;
+    let route = path == Path::TunRoute;
     let spec = RuleSpec {
         iif: vec!["e2gw0".into()],
         tcp_port: (!tun).then_some(7400),
@@ -309,8 +328,37 @@ fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
         netns: Some(air_ns.clone()),
         ipv6: false,
     };
-    spec.install().expect("install the rules");
-    let rules = RulesGuard(spec.clone());
+    // An explicit route needs no rules: its address is routed into the device by the
+    // ingress (checked), and the air host forwards the application's packets there.
+    let rules = (!route).then(|| {
+        spec.install().expect("install the rules");
+        RulesGuard(spec.clone())
+    });
+    if route {
+        run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                &air_ns,
+                "sysctl",
+                "-qw",
+                "net.ipv4.ip_forward=1",
+            ],
+        );
+        let r = String::from_utf8_lossy(
+            &Command::new("ip")
+                .args(["-n", &air_ns, "-4", "route", "show", ROUTE_ADDR])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .into_owned();
+        assert!(
+            r.contains("dev aetp0"),
+            "{ROUTE_ADDR} not routed into the device: {r}"
+        );
+    }
     if tun {
         let r = String::from_utf8_lossy(
             &Command::new("ip")
@@ -326,9 +374,10 @@ fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
     // The source: connects to the destination's address (no gateway address anywhere) and
     // writes 4 MB, then closes.
     let (src_tx, src_rx) = mpsc::channel();
+    let to = if route { ROUTE_ADDR } else { "10.77.0.2" };
     let source = in_netns(&app.0, move || {
         let mut s = TcpStream::connect_timeout(
-            &format!("10.77.0.2:{PORT}").parse().unwrap(),
+            &format!("{to}:{PORT}").parse().unwrap(),
             Duration::from_secs(5),
         )
         .expect("source connect");
@@ -427,6 +476,9 @@ fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
     if tun && !slow {
         refusals(&app.0);
     }
+    if route {
+        other_port_refused(&app.0);
+    }
     drop(rules);
     let left = String::from_utf8_lossy(
         &Command::new("ip")
@@ -474,6 +526,25 @@ fn refusals(app_ns: &str) {
         r.1,
         Err(std::io::ErrorKind::ConnectionRefused),
         "a denied destination"
+    );
+}
+
+/// The explicit route's address is the gateway's: another port there is refused (RST).
+fn other_port_refused(app_ns: &str) {
+    let r = in_netns(app_ns, || {
+        TcpStream::connect_timeout(
+            &format!("{ROUTE_ADDR}:{CLOSED}").parse().unwrap(),
+            Duration::from_secs(5),
+        )
+        .map(|_| ())
+        .map_err(|e| e.kind())
+    })
+    .join()
+    .expect("refusal thread");
+    assert_eq!(
+        r,
+        Err(std::io::ErrorKind::ConnectionRefused),
+        "another port of the route's address"
     );
 }
 
@@ -550,6 +621,35 @@ fn reliable_tun_acks_only_what_the_destination_has() {
         m.max_gap < Duration::from_millis(60),
         "sampling gap {:?}",
         m.max_gap
+    );
+}
+
+/// An explicit `reliable` route (`[[flow]] tcp_listen = "10.79.0.1:8500"`, an address the
+/// air host does not have) served by the user-space TCP: the application is pointed at the
+/// route, not intercepted, and gets the same guarantee. Without the TUN's route the ingress
+/// could not even listen there (a kernel listener on an address of the host acknowledges
+/// ahead: `kernel_paths_acknowledge_ahead`).
+#[test]
+fn reliable_route_through_the_tun_acks_only_what_the_destination_has() {
+    if !lab_available(
+        "end-to-end acknowledgement lab test",
+        "namespaces, nftables, TUN",
+        &[("nft", "--version"), ("ip", "-V")],
+    ) {
+        return;
+    }
+    let m = transfer_with_cut(Path::TunRoute, false, "e2eroute");
+    assert!(m.cut_samples >= 200, "cut sampled {} times", m.cut_samples);
+    assert!(
+        m.max_excess <= 0,
+        "the source saw {} B acknowledged that the destination did not have",
+        m.max_excess
+    );
+    assert!(
+        m.max_ahead > 16_384,
+        "the ingress forwarded at most {} B ahead of the destination: not a test of holding \
+         acknowledgements back",
+        m.max_ahead
     );
 }
 
