@@ -564,7 +564,10 @@ fn a_route_on_an_address_the_host_lacks_is_refused_saying_what_to_do() {
     // 192.0.2.0/24 is TEST-NET-1: no host has it.
     for (mode, want) in [
         ("reliable", "add --transparent-tun NAME"),
-        ("near-reliable", "give one of its addresses (only a reliable route"),
+        (
+            "near-reliable",
+            "give one of its addresses (only a reliable route",
+        ),
     ] {
         let store = tempfile::tempdir().unwrap();
         let (code, err) = aerotp(&[
