@@ -604,7 +604,8 @@ impl Endpoint {
             let conns = &mut self.conns;
             let by_class = self.share.is_some();
             let h = self.schedule.send_round_robin(now, by_class, |h| {
-                conns.get_mut(&h).is_some_and(|c| c.poll_transmit(now, out))
+                let sent = conns.get_mut(&h).is_some_and(|c| c.poll_transmit(now, out));
+                sent.then(|| out.len() - start)
             })?;
             let c = &self.conns[&h];
             if let Some(a) = &mut self.auth {
