@@ -263,10 +263,22 @@ impl Ingress {
         let (classes, routes) = (t.tcp_classes.clone(), on_tun.clone());
         let tun_route = format!("tun:{dev}");
         let accept: crate::usertcp::Accept = Arc::new(move |src, dst, sink| {
-            let explicit = routes.route_for(dst);
-            let (class, dest, route) = match explicit {
-                Some(r) => (r.class, r.dest.clone(), r.local.to_string()),
-                None => (classes.class_for(dst), dst.to_string(), tun_route.clone()),
+            let settings = &me.ctx.settings;
+            let (class, dest, route, fec, erasure) = match routes.route_for(dst) {
+                Some(r) => (
+                    r.class,
+                    r.dest.clone(),
+                    r.local.to_string(),
+                    r.fec,
+                    r.erasure,
+                ),
+                None => (
+                    classes.class_for(dst),
+                    dst.to_string(),
+                    tun_route.clone(),
+                    settings.fec,
+                    settings.erasure,
+                ),
             };
             let id = new_flow_id();
             tracing::info!(flow = %fid(id), %src, %dest, class = class.name(), %route, "new TCP flow (user-space TCP, reliable)");
@@ -289,8 +301,8 @@ impl Ingress {
             let carried = Carried {
                 flow: flow.clone(),
                 mode: Mode::Reliable,
-                fec: explicit.map_or(me.ctx.settings.fec, |r| r.fec),
-                erasure: explicit.map_or(me.ctx.settings.erasure, |r| r.erasure),
+                fec,
+                erasure,
                 restored: false,
                 held_syn: Some(sink),
             };
@@ -300,9 +312,12 @@ impl Ingress {
         });
         // A route's address is the gateway's: only its port is served there.
         let (policy, routes) = (t.policy.clone(), on_tun.clone());
-        let permit = Arc::new(move |d: SocketAddr| match routes.owns(d.ip()) {
-            true => routes.route_for(d).is_some(),
-            false => policy.permits(d),
+        let permit = Arc::new(move |d: SocketAddr| {
+            if routes.owns(d.ip()) {
+                routes.route_for(d).is_some()
+            } else {
+                policy.permits(d)
+            }
         });
         let u = crate::usertcp::UserTcp::start(crate::usertcp::Settings {
             device: dev.to_owned(),

@@ -32,12 +32,11 @@ pub fn is_local(ip: IpAddr) -> bool {
 }
 
 /// Whether `route` is served by the user-space TCP when the ingress has a TUN device: a
-/// reliable TCP route whose listen address is not this host's own (nor loopback, which is
-/// never routed).
+/// reliable TCP route whose listen address is not this host's own (loopback and the
+/// wildcard are).
 pub fn served_on_tun(route: &Route, tun: bool) -> bool {
     tun && route.kind == FlowKind::Tcp
         && route.mode == Mode::Reliable
-        && !route.local.ip().is_loopback()
         && !is_local(route.local.ip())
 }
 
@@ -69,10 +68,6 @@ impl TunRoutes {
     /// port are refused by the configuration already.
     pub fn new(routes: Vec<Route>) -> TunRoutes {
         TunRoutes { routes }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.routes.is_empty()
     }
 
     /// The route a connection to `dst` takes, if it addressed one.
