@@ -61,9 +61,21 @@ struct LoopArgs {
     /// records are dropped and counted, never the data (e.g. 8MiB, 64MB).
     #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = size_arg)]
     pcap_queue: u64,
+    /// How the sending application hands its bytes over, for both protocols alike: `copy`
+    /// (`write_all(&[u8])`: the connection copies them into its queue) or `shared`
+    /// (`write_chunk(Bytes)`: the queue keeps the application's buffer and cuts datagrams
+    /// from it; quinn's `write_chunk` does the same).
+    #[arg(long, value_enum, default_value = "copy")]
+    writes: Writes,
     /// Print the results as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Writes {
+    Copy,
+    Shared,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -145,6 +157,7 @@ impl Run {
 const CHUNK: usize = 1 << 20;
 
 async fn aerotp_run(
+    writes: Writes,
     size: u64,
     rate: u64,
     mtu: usize,
@@ -177,11 +190,14 @@ async fn aerotp_run(
         anyhow::Ok((got, end, rep.guarantee_met))
     });
     let mut conn = client.connect(server_addr, 1, cfg)?;
-    let buf = vec![0x5Au8; CHUNK];
+    let buf = bytes_chunk();
     let mut left = size;
     while left > 0 {
         let n = left.min(CHUNK as u64) as usize;
-        conn.write_all(&buf[..n]).await?;
+        match writes {
+            Writes::Copy => conn.write_all(&buf[..n]).await?,
+            Writes::Shared => conn.write_chunk(buf.slice(..n)).await?,
+        }
         left -= n as u64;
     }
     let sender = conn.finish().await;
@@ -220,7 +236,7 @@ async fn aerotp_run(
     })
 }
 
-async fn quic_run(size: u64) -> anyhow::Result<Run> {
+async fn quic_run(writes: Writes, size: u64) -> anyhow::Result<Run> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
     let cert_der = rustls::pki_types::CertificateDer::from(cert.cert.der().to_vec());
@@ -255,7 +271,10 @@ async fn quic_run(size: u64) -> anyhow::Result<Run> {
     let mut left = size;
     while left > 0 {
         let n = left.min(CHUNK as u64) as usize;
-        s.write_all(&buf[..n]).await?;
+        match writes {
+            Writes::Copy => s.write_all(&buf[..n]).await?,
+            Writes::Shared => s.write_chunk(buf.slice(..n)).await?,
+        }
         left -= n as u64;
     }
     s.finish()?;
@@ -278,8 +297,9 @@ async fn quic_run(size: u64) -> anyhow::Result<Run> {
     })
 }
 
-fn bytes_chunk() -> Vec<u8> {
-    vec![0x5Au8; CHUNK]
+/// The sending application's buffer, written again and again.
+fn bytes_chunk() -> bytes::Bytes {
+    bytes::Bytes::from(vec![0x5Au8; CHUNK])
 }
 
 pub fn run(args: Args) -> i32 {
@@ -316,12 +336,12 @@ pub fn run(args: Args) -> i32 {
         };
         let mut aero = Vec::new();
         for auth in a.auth.runs() {
-            aero.push(aerotp_run(a.size, a.rate, a.mtu, auth, capture.as_ref()).await?);
+            aero.push(aerotp_run(a.writes, a.size, a.rate, a.mtu, auth, capture.as_ref()).await?);
         }
         let quic = if a.no_quic {
             None
         } else {
-            Some(quic_run(a.size).await?)
+            Some(quic_run(a.writes, a.size).await?)
         };
         anyhow::Ok((aero, quic))
     });
@@ -336,7 +356,7 @@ pub fn run(args: Args) -> i32 {
     if a.json {
         println!(
             "{}",
-            json!({"size": a.size, "rate_bps": a.rate, "mtu": a.mtu, "runtime": "tokio current_thread (one core for sender + receiver)", "runs": runs.iter().map(Run::json).collect::<Vec<_>>()})
+            json!({"size": a.size, "rate_bps": a.rate, "mtu": a.mtu, "writes": format!("{:?}", a.writes).to_lowercase(), "runtime": "tokio current_thread (one core for sender + receiver)", "runs": runs.iter().map(Run::json).collect::<Vec<_>>()})
         );
     } else {
         println!(

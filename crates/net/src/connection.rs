@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use aerotp_proto::ConnectionHandle;
+use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
@@ -379,6 +380,25 @@ impl Connection {
         Ok(())
     }
 
+    /// Writes all of `data` without copying it: the TPDUs are cut from `data`'s buffer, which
+    /// stays shared until the peer has them (as `write_all`, for bytes the application holds
+    /// in [`Bytes`] already; `write_all` copies them into the connection's queue).
+    pub async fn write_chunk(&self, mut data: Bytes) -> io::Result<()> {
+        poll_fn(|cx| {
+            while !data.is_empty() {
+                match self
+                    .poll_write_with(cx, data.len(), false, |e, h| e.write_shared(h, &mut data))
+                {
+                    Poll::Ready(Ok(_)) => {}
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            Poll::Ready(Ok(()))
+        })
+        .await
+    }
+
     fn poll_write_inner(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.poll_write_step(cx, buf, false)
     }
@@ -391,7 +411,22 @@ impl Connection {
         buf: &[u8],
         last: bool,
     ) -> Poll<io::Result<usize>> {
-        if buf.is_empty() {
+        self.poll_write_with(cx, buf.len(), last, |e, h| e.write(h, buf))
+    }
+
+    /// Queues what `write` has the engine take of `len` bytes; with `last`, closes our half
+    /// once all of them are taken, before the driver is woken.
+    fn poll_write_with(
+        &self,
+        cx: &mut Context<'_>,
+        len: usize,
+        last: bool,
+        write: impl FnOnce(
+            &mut aerotp_proto::Endpoint,
+            ConnectionHandle,
+        ) -> Result<usize, aerotp_proto::EndpointError>,
+    ) -> Poll<io::Result<usize>> {
+        if len == 0 {
             return Poll::Ready(Ok(0));
         }
         let shared = self.shared();
@@ -406,7 +441,7 @@ impl Connection {
         if let Some(o) = &slot.outcome {
             return Poll::Ready(Err(outcome_error(o)));
         }
-        match st.engine.write(h, buf) {
+        match write(&mut st.engine, h) {
             Ok(0) => {
                 if let Some(s) = st.slots.get_mut(&h) {
                     s.write_waker = Some(cx.waker().clone());
@@ -414,7 +449,7 @@ impl Connection {
                 Poll::Pending
             }
             Ok(n) => {
-                if last && n == buf.len() {
+                if last && n == len {
                     let _ = st.engine.close(h);
                 }
                 drop(st);

@@ -245,6 +245,18 @@ impl Endpoint {
         Ok(self.conn(h)?.write(data))
     }
 
+    /// As [`Endpoint::write`], without copying the bytes: the queued ones are taken off the
+    /// front of `data` (what is left did not fit), and the TPDUs cut from them share `data`'s
+    /// buffer until the peer has them. For an application that holds its data in `Bytes`
+    /// already; `write` copies.
+    pub fn write_shared(
+        &mut self,
+        h: ConnectionHandle,
+        data: &mut bytes::Bytes,
+    ) -> Result<usize, EndpointError> {
+        Ok(self.conn(h)?.write_shared(data))
+    }
+
     pub fn writable(&self, h: ConnectionHandle) -> usize {
         self.conns.get(&h).map_or(0, |c| c.writable())
     }

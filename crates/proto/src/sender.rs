@@ -122,6 +122,17 @@ impl Sender {
         n
     }
 
+    /// As [`Sender::write`], without copying: takes the queued bytes off the front of `data`,
+    /// and the TPDU bodies cut from them share its buffer.
+    pub fn write_shared(&mut self, data: &mut Bytes) -> usize {
+        if self.fin_requested {
+            return 0;
+        }
+        let n = self.queue.write_shared(data);
+        self.stats.bytes_written += n as u64;
+        n
+    }
+
     /// Application bytes written and not yet cut into TPDUs.
     pub fn unsent(&self) -> usize {
         self.queue.len()

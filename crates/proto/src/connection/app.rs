@@ -1,0 +1,84 @@
+//! The application's side of a connection: writing, reading, confirming, closing.
+
+use super::Connection;
+use crate::phase::Phase;
+use crate::receiver::Delivered;
+use crate::state::StateEvent;
+use crate::CloseOutcome;
+use std::time::Duration;
+
+impl Connection {
+    pub fn write(&mut self, data: &[u8]) -> usize {
+        if self.phase.ended() {
+            return 0;
+        }
+        let n = self.tx.write(data);
+        if n < data.len() {
+            self.was_writable = false;
+        }
+        n
+    }
+
+    /// As [`Connection::write`], without copying (see [`crate::Endpoint::write_shared`]).
+    pub fn write_shared(&mut self, data: &mut bytes::Bytes) -> usize {
+        if self.phase.ended() {
+            return 0;
+        }
+        let n = self.tx.write_shared(data);
+        if !data.is_empty() {
+            self.was_writable = false;
+        }
+        n
+    }
+
+    pub fn writable(&self) -> usize {
+        if self.phase.ended() {
+            0
+        } else {
+            self.tx.writable()
+        }
+    }
+
+    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        self.rx.read(buf)
+    }
+
+    pub fn read_chunk(&mut self) -> Option<Delivered> {
+        self.rx.read_chunk()
+    }
+
+    pub fn at_eof(&self) -> bool {
+        self.rx.at_eof()
+    }
+
+    pub fn ready_bytes(&self) -> usize {
+        self.rx.ready_bytes()
+    }
+
+    /// Confirmed delivery: see `Endpoint::confirm`.
+    pub fn confirm(&mut self, now: Duration, upto: u64, end: bool) -> u64 {
+        self.rx.confirm(now, upto, end)
+    }
+
+    pub fn peer_delivered(&self) -> u64 {
+        self.tx.peer_delivered
+    }
+
+    /// No more data from this side: the AFIN follows the queued data.
+    pub fn close(&mut self) {
+        if !self.tx.fin_requested() {
+            self.tx.finish();
+            self.apply(StateEvent::AppClose);
+        }
+    }
+
+    pub fn abort(&mut self, reason: &str) {
+        if !self.phase.ended() {
+            self.due.rst = Some(reason.to_owned());
+            self.finish_with(CloseOutcome::Aborted);
+            if let Phase::Ended { abort_reason, .. } = &mut self.phase {
+                *abort_reason = Some(reason.to_owned());
+            }
+        }
+    }
+}
