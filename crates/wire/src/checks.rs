@@ -5,7 +5,8 @@ use crc::{Crc, Table, CRC_16_IBM_3740, CRC_32_ISCSI};
 // `static`, not `const`: a `const` is a fresh table copied at every use. Slice-by-16: the
 // 18 header bytes are 16 independent lookups and two more, instead of a chain of 18; the HEC
 // runs twice per TPDU. 10 against 20–21 ns a header for the byte-wise table
-// (`examples/crc_speed.rs`).
+// (`examples/crc_speed.rs`); the `crc-fast` crate's CRC-16/IBM-3740, vector code that pays off
+// on long inputs only, takes 34 ns on these 18 bytes against 15 ns in the same run.
 static HEC: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&CRC_16_IBM_3740);
 /// Slice-by-16 tables: the portable CRC-32C, kept as the independent reference the fast one is
 /// tested against (and timed against, `examples/crc_speed.rs`).
