@@ -611,7 +611,7 @@ impl Endpoint {
         }
         // Only a connection whose deadline has come can have something to send (the
         // `poll_timeout` contract), so only those are asked, round robin.
-        self.schedule.refresh(&self.conns);
+        self.schedule.refresh(&self.conns, now);
         loop {
             let conns = &mut self.conns;
             let by_class = self.share.is_some();
@@ -627,7 +627,7 @@ impl Endpoint {
                     // Cannot happen for a TPDU a connection cut (it left room for the
                     // envelope); if it did, it is a loss the mode repairs.
                     out.truncate(start);
-                    self.schedule.refresh(&self.conns);
+                    self.schedule.refresh(&self.conns, now);
                     continue;
                 }
             }
@@ -642,7 +642,8 @@ impl Endpoint {
         }
     }
 
-    /// The earliest time `handle_timeout` or `poll_transmit` has work.
+    /// The earliest time `handle_timeout` or `poll_transmit` has work. A time already passed
+    /// (work is due now) may stand for an earlier one that has passed too.
     pub fn poll_timeout(&self) -> Option<Duration> {
         if !self.out_queue.is_empty() {
             return Some(Duration::ZERO);
@@ -688,7 +689,7 @@ impl Endpoint {
                 self.queue_challenge(now, path, &h, false, cid);
             }
         }
-        self.schedule.refresh(&self.conns);
+        self.schedule.refresh(&self.conns, now);
         let mut handles = std::mem::take(&mut self.handles);
         self.schedule.due(now, &mut handles);
         for &h in &handles {

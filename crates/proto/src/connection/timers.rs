@@ -183,24 +183,10 @@ impl Connection {
     fn send_timers(&self, f: &mut impl FnMut(Timer, Duration)) {
         let paused = self.liveness.paused();
         let silent = self.liveness.silent();
-        let has_send = if silent {
-            self.due.probe
-        } else {
-            self.tx.has_retransmission()
-                || self.paths.has_probe()
-                || (!paused && (self.tx.asyn_pending() || self.tx.has_new()))
-        };
-        // An unproven acceptor holds its AFINACK (`unproven`), and with confirmed delivery
-        // it waits for the application's confirmation of the end: no deadline for it then.
-        let keepalive = self.due.keepalive && !silent;
-        if has_send || keepalive || self.due.asynack || self.afinack_ready() {
-            f(Timer::Send, self.pacer.next_send());
+        if let Some(d) = self.send_deadline() {
+            f(Timer::Send, d);
         }
-        if let Some(d) = self
-            .rx
-            .feedback_deadline()
-            .map(|f| f.max(self.pacer.next_send()))
-        {
+        if let Some(d) = self.feedback_entry() {
             f(Timer::Feedback, d);
         }
         if silent {
@@ -237,6 +223,50 @@ impl Connection {
                 f(Timer::Loss, d);
             }
         }
+    }
+
+    /// The send entry of the table (not ended): the pacer's next slot, when something waits
+    /// to go.
+    fn send_deadline(&self) -> Option<Duration> {
+        let paused = self.liveness.paused();
+        let silent = self.liveness.silent();
+        let has_send = if silent {
+            self.due.probe
+        } else {
+            self.tx.has_retransmission()
+                || self.paths.has_probe()
+                || (!paused && (self.tx.asyn_pending() || self.tx.has_new()))
+        };
+        // An unproven acceptor holds its AFINACK (`unproven`), and with confirmed delivery
+        // it waits for the application's confirmation of the end: no deadline for it then.
+        let keepalive = self.due.keepalive && !silent;
+        (has_send || keepalive || self.due.asynack || self.afinack_ready())
+            .then(|| self.pacer.next_send())
+    }
+
+    /// The feedback entry (not ended): the receiver's feedback deadline, at the pacer's slot.
+    fn feedback_entry(&self) -> Option<Duration> {
+        self.rx
+            .feedback_deadline()
+            .map(|f| f.max(self.pacer.next_send()))
+    }
+
+    /// As [`Connection::poll_timeout`], except that a send slot at or before `now` is
+    /// returned as soon as it is found, without the rest of the table: the connection is due
+    /// either way, and `handle_timeout` and `poll_transmit` act on every entry that is due,
+    /// not on the one reported. A bulk sender's slot is nearly always due, and the whole
+    /// table after each of its datagrams is not needed (callgrind, `engine_loopback`:
+    /// 957.4 M → 918.4 M instructions per 100 MB; also trying the feedback entry first cost
+    /// more where it was not due than it saved: 944.1 M). The second value says whether the
+    /// shortcut was taken.
+    pub(crate) fn poll_timeout_by(&self, now: Duration) -> (Option<Duration>, bool) {
+        if !self.phase.ended() {
+            let due = |d: &Duration| *d <= now;
+            if let Some(d) = self.send_deadline().filter(due) {
+                return (Some(d), true);
+            }
+        }
+        (self.poll_timeout(), false)
     }
 
     pub fn poll_timeout(&self) -> Option<Duration> {
