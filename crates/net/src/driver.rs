@@ -243,7 +243,11 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
             // One clock reading per batch: the datagrams of a batch leave together.
             let tap = st.tap.clone().map(|t| (t, wall_clock()));
             loop {
-                if outbox.datagrams >= BATCH {
+                // A batch ends with a full train: ended at `BATCH` datagrams exactly, every
+                // second `sendmsg` carried a 21-datagram remainder (64 = 43 + 21 at 1500-byte
+                // datagrams, 65,000 bytes a train), a third of the calls for a fifth of the
+                // data (docs/results/loopback.md, "Full trains").
+                if outbox.datagrams >= BATCH && !outbox.last_has_room(max_segments) {
                     more = true;
                     break;
                 }

@@ -52,7 +52,8 @@ pub use tap::{EngineTap, Tap, TapHandle, ENDPOINT_INTERFACES, TAP_RECEIVED, TAP_
 
 /// AeroTP port a listener uses unless told otherwise (AeroTP ports are not UDP ports).
 pub const DEFAULT_PORT: u16 = 1;
-/// Most datagrams the driver takes from the engine before it sends them and looks again.
+/// Datagrams the driver takes from the engine before it sends them and looks again: this
+/// many, then what fills the last GSO train (at most `MAX_SEGMENTS` more).
 pub const BATCH: usize = 64;
 
 /// Errors of the runtime.

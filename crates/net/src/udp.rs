@@ -140,6 +140,11 @@ impl Outbox {
         self.trains.is_empty()
     }
 
+    /// Whether the last train may still take a datagram of its segment size.
+    pub fn last_has_room(&self, max_segments: usize) -> bool {
+        self.trains.last().is_some_and(|t| t.has_room(max_segments))
+    }
+
     /// Takes the trains out (their buffers come back through [`Outbox::recycle`]).
     pub fn take(&mut self) -> Vec<Train> {
         self.datagrams = 0;
@@ -580,6 +585,29 @@ mod tests {
         assert_eq!(d, vec![100, 100, 100, 40]);
         o.recycle(t);
         assert!(o.is_empty());
+    }
+
+    /// The driver ends a batch only once its last train is full (`driver::drive`): 64
+    /// datagrams of 1500 bytes are a full train of 43 and one of 21 that has room for 22 more.
+    #[test]
+    fn the_last_train_has_room_until_it_holds_what_a_train_may() {
+        let mut o = Outbox::default();
+        assert!(!o.last_has_room(MAX_SEGMENTS), "no train yet");
+        for _ in 0..64 {
+            o.push(addr(1), &[1; 1500], MAX_SEGMENTS);
+        }
+        assert!(o.last_has_room(MAX_SEGMENTS));
+        let mut more = 0;
+        while o.last_has_room(MAX_SEGMENTS) {
+            o.push(addr(1), &[1; 1500], MAX_SEGMENTS);
+            more += 1;
+        }
+        assert_eq!(more, 22);
+        let counts: Vec<usize> = o.take().iter().map(|t| t.count).collect();
+        assert_eq!(counts, [43, 43]);
+        // Without GSO (one datagram a train) a train never has room.
+        o.push(addr(1), &[1; 1500], 1);
+        assert!(!o.last_has_room(1));
     }
 
     #[test]
