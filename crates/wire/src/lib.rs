@@ -16,7 +16,7 @@ mod tpdu;
 
 pub use admission::{Challenge, Echo, CHALLENGE_LEN, CID_LEN, COOKIE_LEN, ECHO_LEN};
 pub use auth::{Envelope, AUTH_BIT, AUTH_OVERHEAD, ENCRYPTED_BIT, MAX_KEY_ID, NONCE_LEN, TAG_LEN};
-pub use checks::{crc32c, crc32c_table, hec};
+pub use checks::{crc32c, crc32c_table, hec, hec_table};
 pub use control::{Ack, ControlBody, Mack, Nack, Report, Snack, MACK_FIXED_LEN};
 pub use error::WireError;
 pub use header::{Flags, Header, HEADER_LEN, VERSION};
