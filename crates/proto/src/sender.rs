@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 mod lanes;
+mod paths;
 mod queue;
 mod record;
 pub use lanes::{LaneStats, MAX_LANES};
@@ -50,6 +51,8 @@ pub struct Sender {
     retention: Duration,
     /// Entries sent and not yet acknowledged (kept in step with `entries`).
     unacked: usize,
+    /// When the first TPDU of the data now unacknowledged was sent (`outstanding_since`).
+    outstanding_since: Duration,
     /// ASYN copies still to send before further data.
     asyn_copies_left: u8,
     /// The body of TPDU 0 while copies of it are still to go (modes that keep no sent
@@ -101,6 +104,7 @@ impl Sender {
             fin_acked: false,
             retention,
             unacked: 0,
+            outstanding_since: Duration::ZERO,
             asyn_copies_left: 0,
             asyn_body: Bytes::new(),
             loss_time: Duration::from_millis(100),
@@ -175,6 +179,12 @@ impl Sender {
 
     pub fn has_outstanding(&self) -> bool {
         self.unacked > 0
+    }
+
+    /// When the data now unacknowledged began to be: the first TPDU sent while nothing was
+    /// outstanding (meaningful while `has_outstanding`).
+    pub fn outstanding_since(&self) -> Duration {
+        self.outstanding_since
     }
 
     /// Whether new data (or the AFIN) is waiting and the peer's window admits it.
@@ -300,6 +310,9 @@ impl Sender {
                 acked: false,
                 queued: false,
             }));
+            if self.unacked == 0 {
+                self.outstanding_since = now;
+            }
             self.unacked += 1;
             // Only modes with positive acknowledgements time out data; every mode times out
             // its AFIN (resent until AFINACK or CLOSE_TO).
@@ -744,50 +757,6 @@ impl Sender {
         for s in seqs {
             self.queue_retx(s);
         }
-    }
-}
-
-/// Several paths (docs/spec.md §9): what the connection's path set asks of the sender.
-impl Sender {
-    /// Keeps a lane for `path` (0-based; bounded by `MAX_LANES`).
-    pub fn add_path(&mut self, path: usize) {
-        self.lanes.ensure(path);
-    }
-
-    /// The time threshold and timeout of `path`'s loss detection (with one path the
-    /// connection's own are used, as given to `set_loss_time` and `on_timeout`).
-    pub fn set_path_timing(&mut self, path: usize, loss_time: Duration, rto: Duration) {
-        self.lanes.set_timing(path, loss_time, rto);
-    }
-
-    pub fn path_stats(&self) -> Vec<LaneStats> {
-        self.lanes.stats()
-    }
-
-    /// See `Lanes::take_latency`.
-    pub fn take_path_latency(&mut self, path: usize) -> Option<Duration> {
-        self.lanes.take_latency(path)
-    }
-
-    /// Since when `path` has carried TPDUs without an acknowledgement of any (its first
-    /// transmission after its latest acknowledgement).
-    pub fn unanswered_since(&self, path: usize) -> Option<Duration> {
-        self.lanes.unanswered_since(path)
-    }
-
-    /// `path` went down: what is in flight on it is lost and queued for the other paths.
-    pub fn path_down(&mut self, path: usize) -> usize {
-        let mut lost = std::mem::take(&mut self.lost);
-        let (entries, base) = (&self.entries, self.base);
-        self.lanes
-            .drain(path, |t| current(entries, base, t.seq, t.tx), &mut lost);
-        self.lanes.clear_unanswered(path);
-        let mut n = 0;
-        for seq in lost.drain(..) {
-            n += usize::from(self.lose(seq));
-        }
-        self.lost = lost;
-        n
     }
 }
 
