@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use aerotp_net::Connection;
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::frame::Class;
 use crate::progress::{self, Progress, ProgressLog, Record};
@@ -160,19 +160,22 @@ impl FlowState {
     }
 }
 
-/// What the flow's TCP writer is given, in order.
+/// What the flow's TCP writer is given, in order (one pointer each: the channel's slots are
+/// allocated per flow, 32 at a time).
 #[derive(Debug)]
 pub(crate) enum OutCmd {
-    /// The peer's bytes from flow offset `at` (what the socket already has of them is
-    /// skipped: a resumed session sends again from what was written when it started), with
-    /// their share of the queue's bound.
-    Data {
-        at: u64,
-        data: Vec<u8>,
-        room: OwnedSemaphorePermit,
-    },
+    Data(Box<Chunk>),
     /// The peer's FIN, after all its bytes.
     Fin,
+}
+
+/// The peer's bytes from flow offset `at`: what the socket already has of them is skipped (a
+/// resumed session sends again from what was written when it started). They hold
+/// [`Flow::out_share`] of the queue's bound, given back by the writer once written.
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    pub(crate) at: u64,
+    pub(crate) data: Vec<u8>,
 }
 
 /// The way to the task owning the flow's TCP write half (`crate::tcpside`): a queue
@@ -321,6 +324,11 @@ impl Flow {
     /// The TCP writer's queue bound, in bytes.
     pub(crate) fn out_bound(&self) -> u64 {
         self.window.clamp(crate::frame::MAX_DATA as u64, OUT_MAX)
+    }
+
+    /// The share of the queue's bound a chunk of `len` bytes holds while queued.
+    pub(crate) fn out_share(&self, len: usize) -> u32 {
+        (len as u64).clamp(1, self.out_bound()) as u32
     }
 
     /// Hands the write half's queue to the flow (once: `Err` if a writer is attached).
@@ -544,12 +552,12 @@ impl Flow {
             self.bump();
             return Ok(());
         };
-        let want = (data.len() as u64).clamp(1, self.out_bound()) as u32;
-        let room = out.room.clone().acquire_many_owned(want).await;
         let gone = || "flow reset (TCP writer stopped)".to_string();
-        let room = room.map_err(|_| gone())?;
+        let room = out.room.acquire_many(self.out_share(data.len())).await;
+        // Given back by the writer (`add_permits`) once the chunk is written.
+        room.map_err(|_| gone())?.forget();
         out.tx
-            .send(OutCmd::Data { at, data, room })
+            .send(OutCmd::Data(Box::new(Chunk { at, data })))
             .map_err(|_| gone())
     }
 

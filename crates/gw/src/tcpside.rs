@@ -58,11 +58,15 @@ fn start_writer(flow: &Arc<Flow>, sink: Sink) {
         sink.abort();
         return;
     }
-    let mut ack_poll = tokio::time::interval(ACK_POLL);
-    ack_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let acked_only = flow.lock().acked_only;
+    let ack_poll = acked_only.then(|| {
+        let mut i = tokio::time::interval(ACK_POLL);
+        i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        i
+    });
     let w = Writer {
         ack_poll,
-        acked_only: flow.lock().acked_only,
+        acked_only,
         recorded: flow.has_progress(),
         flow: Arc::downgrade(flow),
         changed: flow.changed.subscribe(),
@@ -204,8 +208,8 @@ struct Writer {
     flow: Weak<Flow>,
     changed: watch::Receiver<u64>,
     room: Arc<Semaphore>,
-    /// The destination's acknowledgements are read on its ticks (`acked_only`).
-    ack_poll: tokio::time::Interval,
+    /// The destination's acknowledgements are read on its ticks (`acked_only` only).
+    ack_poll: Option<tokio::time::Interval>,
     /// Egress, reliable flow: the destination's acknowledgements are followed.
     acked_only: bool,
     /// Egress with a store: the delivery record is written around each write.
@@ -233,15 +237,17 @@ impl Writer {
                     Ok(()) => continue,
                     Err(_) => None,
                 },
-                _ = self.ack_poll.tick(), if unacked => {
+                _ = tick(&mut self.ack_poll), if unacked => {
                     self.follow_acks(&sink);
                     continue;
                 }
             };
             let r = match cmd {
-                Some(OutCmd::Data { at, data, room }) => {
-                    let r = self.write_at(&mut sink, at, &data).await;
-                    drop(room);
+                Some(OutCmd::Data(c)) => {
+                    let r = self.write_at(&mut sink, c.at, &c.data).await;
+                    if let Some(flow) = self.flow.upgrade() {
+                        self.room.add_permits(flow.out_share(c.data.len()) as usize);
+                    }
                     r
                 }
                 Some(OutCmd::Fin) => self.fin(&mut sink).await,
@@ -348,7 +354,7 @@ impl Writer {
                         return Err(Stop::Reset);
                     }
                 }
-                _ = self.ack_poll.tick(), if self.acked_only => {
+                _ = tick(&mut self.ack_poll), if self.acked_only => {
                     note_acked(&*self.flow()?, w);
                 }
             }
@@ -414,6 +420,16 @@ impl Writer {
         if let (Sink::Kernel(w), Some(flow)) = (sink, self.flow.upgrade()) {
             note_acked(&flow, w);
         }
+    }
+}
+
+/// The next tick of `p`; never without one.
+async fn tick(p: &mut Option<tokio::time::Interval>) {
+    match p {
+        Some(i) => {
+            i.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
