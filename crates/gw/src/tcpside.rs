@@ -444,3 +444,78 @@ fn note_acked(flow: &Flow, w: &OwnedWriteHalf) {
     }
     flow.note_outq(outq.max(0) as u64);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::{Budget, FlowInit};
+    use crate::frame::Class;
+    use crate::store::Custody;
+
+    async fn pair() -> (TcpStream, TcpStream) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (b, _) = l.accept().await.unwrap();
+        (a, b)
+    }
+
+    fn flow(acked_only: bool) -> Arc<Flow> {
+        let init = FlowInit {
+            acked_only,
+            ..FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 64 * 1024)
+        };
+        Flow::new(init, Budget::new(1 << 30))
+    }
+
+    async fn until(what: &str, f: impl Fn() -> bool) {
+        for _ in 0..1000 {
+            if f() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("not within 5 s: {what}");
+    }
+
+    #[tokio::test]
+    async fn bytes_sent_again_after_a_resume_are_written_once_and_confirmed_when_acked() {
+        let (ours, mut theirs) = pair().await;
+        let f = flow(true);
+        attach_tcp(&f, ours);
+        // A session broke with "hello " queued; the next one sends again from offset 0.
+        f.deliver(0, b"hello ".to_vec()).await.unwrap();
+        f.deliver(0, b"hello world".to_vec()).await.unwrap();
+        f.deliver(11, b"!".to_vec()).await.unwrap();
+        f.deliver_fin().await.unwrap();
+        let mut got = Vec::new();
+        theirs.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"hello world!");
+        // Confirmable once the destination's TCP acknowledged the bytes and the FIN.
+        until("FIN acknowledged", || f.lock().in_fin_acked).await;
+        let st = f.lock();
+        assert_eq!((st.in_delivered, st.in_acked), (12, 12));
+        assert_eq!(st.confirmable(), (12, true));
+    }
+
+    #[tokio::test]
+    async fn a_gap_resets_the_flow_and_its_socket() {
+        let (ours, mut theirs) = pair().await;
+        let f = flow(false);
+        attach_tcp(&f, ours);
+        f.deliver(0, b"abc".to_vec()).await.unwrap();
+        f.deliver(5, b"x".to_vec()).await.unwrap();
+        let mut got = [0u8; 3];
+        theirs.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"abc");
+        let mut more = [0u8; 8];
+        let r = tokio::time::timeout(Duration::from_secs(5), theirs.read(&mut more)).await;
+        let e = r.expect("closed within 5 s").expect_err("closed with RST");
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionReset);
+        let why = f.lock().reset.clone().expect("reset");
+        assert!(why.0.contains("gap") && why.1, "{why:?}");
+        assert!(
+            f.deliver(3, b"y".to_vec()).await.is_err(),
+            "the writer stopped"
+        );
+    }
+}
