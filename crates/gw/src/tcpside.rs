@@ -244,7 +244,9 @@ impl Writer {
             };
             let r = match cmd {
                 Some(OutCmd::Data(c)) => {
-                    let r = self.write_at(&mut sink, c.at, &c.data).await;
+                    // Boxed: the write's state lives only while a chunk is written, not in
+                    // every idle flow's task (760 -> 448 bytes).
+                    let r = Box::pin(self.write_at(&mut sink, c.at, &c.data)).await;
                     if let Some(flow) = self.flow.upgrade() {
                         self.room.add_permits(flow.out_share(c.data.len()) as usize);
                     }
