@@ -21,6 +21,7 @@ use crate::frame::{reset_reason, Class, Dest, Open, RecordError, Resumed, MAX_OP
 use crate::progress::{self, Completed, EgressMeta, Found, ProgressLog};
 use crate::session::{run_session, Offsets};
 use crate::store::Custody;
+use crate::tcpside;
 
 /// A running egress gateway.
 #[derive(Debug)]
@@ -161,13 +162,16 @@ impl Egress {
         tracing::info!(flow = %fid(id), dest = %f.meta.dest, written = f.progress.written,
             intent = f.progress.intent, flags = f.progress.flags,
             "restored flow from the egress store; waiting for the ingress to resume it");
-        let init = FlowInit::new(
-            id,
-            class,
-            f.meta.dest.clone(),
-            Custody::mem(0),
-            REVERSE_WINDOW,
-        );
+        let init = FlowInit {
+            record: Some(f.log),
+            ..FlowInit::new(
+                id,
+                class,
+                f.meta.dest.clone(),
+                Custody::mem(0),
+                REVERSE_WINDOW,
+            )
+        };
         let flow = Flow::new(init, self.ctx.budget.clone());
         {
             let mut st = flow.lock();
@@ -175,7 +179,6 @@ impl Egress {
             st.in_fin = f.progress.flags & progress::IN_FIN != 0;
             st.restored = Some((f.progress, f.meta.boot_id != progress::boot_id()));
         }
-        flow.set_progress(f.log);
         self.ctx.reg.insert(&flow);
         self.expire_unresumed(flow, 0);
     }
@@ -234,7 +237,7 @@ impl Egress {
         let s = connect(&flow.dest)
             .await
             .map_err(|e| format!("{e} (reconnecting after an egress restart)"))?;
-        flow.attach_tcp(s).await;
+        tcpside::attach_tcp(flow, s);
         tracing::info!(flow = %fid(flow.id), dest = %flow.dest, from = p.written,
             "egress restart: flow continues on a new destination connection");
         Ok(())
@@ -293,10 +296,7 @@ impl Egress {
         let Some(f) = self.ctx.reg.get(open.flow_id) else {
             return self.completed_flow(conn, open).await;
         };
-        let (restored, old) = {
-            let mut st = f.lock();
-            (st.restored.take(), st.conn.clone())
-        };
+        let restored = f.lock().restored.take();
         if let Some(p) = restored {
             if let Err(why) = self.continue_restored(&f, p).await {
                 tracing::warn!(flow = %fid(f.id), reason = %why, "restored flow cannot continue");
@@ -305,9 +305,6 @@ impl Egress {
                 self.ctx.finish_flow(&f, &SessionEnd::Reset(why), false);
                 return None;
             }
-        }
-        if let Some(old) = old {
-            old.abort("superseded by a resumed connection");
         }
         self.ctx.reg.resumes.fetch_add(1, Ordering::Relaxed);
         f.lock().resumes += 1;
@@ -381,13 +378,7 @@ impl Egress {
         } else {
             self.ctx.settings.window
         };
-        // A reliable flow confirms only what the destination's TCP acknowledged: the source
-        // behind the ingress learns of nothing the destination does not have.
-        let init = FlowInit {
-            acked_only: !open.custody,
-            ..FlowInit::new(id, open.class, dest.clone(), Custody::mem(0), window)
-        };
-        let f = Flow::new(init, self.ctx.budget.clone());
+        let mut record = None;
         if let (Some(root), true) = (self.ctx.settings.store.clone(), open.custody) {
             let meta = EgressMeta {
                 flow_id: id,
@@ -399,17 +390,25 @@ impl Egress {
                 .await
                 .unwrap_or_else(|e| Err(std::io::Error::other(e)));
             match created {
-                Ok(log) => f.set_progress(log),
+                Ok(log) => record = Some(log),
                 Err(e) => {
                     let why =
                         format!("egress store error: {e}; check the egress's --store directory");
-                    tracing::error!(flow = %fid(f.id), reason = %why, "refusing the flow");
+                    tracing::error!(flow = %fid(id), reason = %why, "refusing the flow");
                     refuse(conn, why).await;
                     return None;
                 }
             }
         }
-        f.attach_tcp(s).await;
+        // A reliable flow confirms only what the destination's TCP acknowledged: the source
+        // behind the ingress learns of nothing the destination does not have.
+        let init = FlowInit {
+            acked_only: !open.custody,
+            record,
+            ..FlowInit::new(id, open.class, dest.clone(), Custody::mem(0), window)
+        };
+        let f = Flow::new(init, self.ctx.budget.clone());
+        tcpside::attach_tcp(&f, s);
         self.ctx.reg.insert(&f);
         self.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);
         tracing::info!(flow = %fid(f.id), %dest, custody = open.custody, "new TCP flow");
@@ -426,10 +425,12 @@ impl Egress {
         open: &Open,
         in_skip: u64,
     ) {
-        let session = flow.session.lock().await;
+        // A resume's session starts once the one it supersedes has stopped.
+        flow.take_over(&conn).await;
         if let Err(e) = flow.peer_has(open.in_delivered, false).await {
             refuse(&conn, e.clone()).await;
             flow.reset(e.clone(), false);
+            flow.session_ended();
             self.ctx.finish_flow(&flow, &SessionEnd::Reset(e), false);
             return;
         }
@@ -450,7 +451,6 @@ impl Egress {
         };
         let my_resumes = flow.lock().resumes;
         let end = run_session(flow.clone(), conn, reader, off, prefix).await;
-        drop(session);
         match &end {
             SessionEnd::Complete => {
                 if let Err(e) = flow.persist(|p| p.flags |= progress::COMPLETE).await {

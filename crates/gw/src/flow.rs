@@ -2,27 +2,44 @@
 //! of the bytes it read from it that the peer has not confirmed, and how many of the peer's
 //! bytes it has written to it. A flow outlives the AeroTP connection that carries it
 //! ([`run_session`]); a near-reliable flow resumes on a new connection.
+//!
+//! Who touches a flow: the session's two halves (`crate::session`: sending custody, taking
+//! the peer's bytes and confirmations), the task reading the TCP socket into custody and the
+//! task owning the socket's write half (`crate::tcpside`), and the gateway's own code (the
+//! ingress's driver, the egress's resume). What they share, and why each lock:
+//!
+//! * `state` ([`FlowState`], a std mutex): the offsets and flags every one of them reads and
+//!   moves, and the current session's connection; short critical sections, never held
+//!   across an await. Changes are announced on the `changed` watch.
+//! * `custody` (a std mutex): the bytes held until the peer confirms them, appended by the
+//!   reader, read by the session, trimmed by confirmations; its own lock because store I/O
+//!   runs under it (on a blocking thread for a disk custody).
+//! * `record` (egress with a store: [`Record`], its own lock): the crash-safe delivery
+//!   record, written by the TCP writer around each write, by the reader (`REVERSE`) and by
+//!   the egress (`COMPLETE`).
+//!
+//! The write half has no lock: one task owns it and takes the peer's bytes, tagged with
+//! their flow offsets, through [`Out`] (a channel bounded in bytes), reporting what it
+//! wrote (and, at the egress for a reliable flow, what the destination acknowledged) in
+//! `state`. A session taking over waits for the one it supersedes on `state.conn` and the
+//! watch ([`Flow::take_over`]), not on a lock of its own.
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
 
 use aerotp_net::Connection;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::frame::Class;
-use crate::progress::{self, Progress, ProgressLog};
-use crate::sink::Sink;
+use crate::progress::{self, Progress, ProgressLog, Record};
 pub use crate::sink::UserSink;
 use crate::store::Custody;
 
-/// Bytes read from TCP per read.
-const TCP_READ: usize = 64 * 1024;
+/// Most bytes of the peer's direction queued for a flow's TCP writer (the flow's window,
+/// capped: a disk-custody flow's window is unbounded).
+const OUT_MAX: u64 = 4 << 20;
 
 /// Bytes held in custody across all flows of a gateway (the store's bound).
 #[derive(Debug)]
@@ -50,25 +67,6 @@ impl Budget {
             self.changed.send_modify(|v| *v += 1);
         }
     }
-}
-
-/// Reads what the socket has into `buf`, and whether the EOF came right behind it: after a
-/// read that did not fill `buf` the socket is asked once more without waiting, so a short
-/// request and its FIN (already arrived) are taken together.
-async fn read_with_eof(r: &mut OwnedReadHalf, buf: &mut [u8]) -> io::Result<(usize, bool)> {
-    let mut n = r.read(buf).await?;
-    if n == 0 {
-        return Ok((0, true));
-    }
-    while n < buf.len() {
-        match r.try_read(&mut buf[n..]) {
-            Ok(0) => return Ok((n, true)),
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok((n, false))
 }
 
 /// The mutable state of a flow.
@@ -115,10 +113,6 @@ pub struct FlowInit {
     pub id: u64,
     pub class: Class,
     pub dest: String,
-    /// Ingress: the local address of the route the flow came in on (empty at the egress).
-    pub route: String,
-    /// Ingress: the source's TCP port, carried as the AeroTP `src_port` while free.
-    pub src_port: Option<u16>,
     pub custody: Custody,
     /// Most bytes this flow holds unconfirmed (the read-ahead window).
     pub window: u64,
@@ -128,6 +122,8 @@ pub struct FlowInit {
     pub fin: bool,
     /// Egress, reliable flow: confirm what the destination acknowledged ([`FlowState`]).
     pub acked_only: bool,
+    /// Egress with a store: the flow's delivery record.
+    pub record: Option<ProgressLog>,
 }
 
 impl FlowInit {
@@ -137,14 +133,13 @@ impl FlowInit {
             id,
             class,
             dest,
-            route: String::new(),
-            src_port: None,
             custody,
             window,
             base: 0,
             end: 0,
             fin: false,
             acked_only: false,
+            record: None,
         }
     }
 }
@@ -158,21 +153,45 @@ impl FlowState {
             (self.in_delivered, self.in_fin)
         }
     }
+
+    /// An `acked_only` flow wrote bytes (or its FIN) the destination has not acknowledged.
+    pub fn unacked(&self) -> bool {
+        self.in_acked < self.in_delivered || (self.in_fin && !self.in_fin_acked)
+    }
 }
 
-/// A TCP flow through the gateway pair. Its locks, each for one reason: `state` (offsets,
-/// flags, the current connection: short critical sections, never held across an await),
-/// `custody` (its own lock because store I/O runs under it on a blocking thread), `record`
-/// (the egress's delivery record, written around each TCP write), `tcp_w` (an async lock:
-/// held across the awaited writes to the socket) and `session` (an egress resume waits on it
-/// for the superseded session to stop).
+/// What the flow's TCP writer is given, in order (one pointer each: the channel's slots are
+/// allocated per flow, 32 at a time).
+#[derive(Debug)]
+pub(crate) enum OutCmd {
+    Data(Box<Chunk>),
+    /// The peer's FIN, after all its bytes.
+    Fin,
+}
+
+/// The peer's bytes from flow offset `at`: what the socket already has of them is skipped (a
+/// resumed session sends again from what was written when it started). They hold
+/// [`Flow::out_share`] of the queue's bound, given back by the writer once written.
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    pub(crate) at: u64,
+    pub(crate) data: Vec<u8>,
+}
+
+/// The way to the task owning the flow's TCP write half (`crate::tcpside`): a queue
+/// bounded in bytes by `room` (closed when the writer stops).
+#[derive(Debug)]
+pub(crate) struct Out {
+    pub(crate) tx: mpsc::UnboundedSender<OutCmd>,
+    pub(crate) room: Arc<Semaphore>,
+}
+
+/// A TCP flow through the gateway pair (the module doc says who shares it and why each
+/// lock).
 pub struct Flow {
     pub id: u64,
     pub class: Class,
     pub dest: String,
-    pub route: String,
-    /// Ingress: the source's TCP port (docs/gateway.md §Flow protocol).
-    pub src_port: Option<u16>,
     pub custody_mode: bool,
     pub started: Instant,
     state: Mutex<FlowState>,
@@ -181,11 +200,10 @@ pub struct Flow {
     /// Most bytes this flow holds (window).
     window: u64,
     pub(crate) changed: watch::Sender<u64>,
-    tcp_w: tokio::sync::Mutex<Option<Sink>>,
-    /// Held by the session running the flow (a resume waits for the old one to stop).
-    pub session: tokio::sync::Mutex<()>,
+    /// The TCP writer, once a socket is attached (never for a flow without one).
+    out: OnceLock<Out>,
     /// Egress with a store: the crash-safe record of what was written to the destination.
-    record: Mutex<Option<ProgressLog>>,
+    record: Option<Arc<Record>>,
 }
 
 impl std::fmt::Debug for Flow {
@@ -215,8 +233,6 @@ impl Flow {
             id: init.id,
             class: init.class,
             dest: init.dest,
-            route: init.route,
-            src_port: init.src_port,
             custody_mode,
             started: Instant::now(),
             state: Mutex::new(FlowState {
@@ -240,9 +256,8 @@ impl Flow {
             budget,
             window: init.window,
             changed: watch::channel(0).0,
-            tcp_w: tokio::sync::Mutex::new(None),
-            session: tokio::sync::Mutex::new(()),
-            record: Mutex::new(None),
+            out: OnceLock::new(),
+            record: init.record.map(Record::new),
         })
     }
 
@@ -251,51 +266,32 @@ impl Flow {
         self.lock().conn.clone()
     }
 
-    /// Egress: records this flow's deliveries in `log` from now on.
-    pub fn set_progress(&self, log: ProgressLog) {
-        *self.record.lock().unwrap_or_else(|e| e.into_inner()) = Some(log);
-    }
-
     /// Egress: the flow's delivery record, taken (flow finished).
     pub fn take_progress(&self) -> Option<ProgressLog> {
-        self.record.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.record.as_ref().and_then(|r| r.take())
     }
 
-    fn has_progress(&self) -> bool {
-        self.record
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
+    pub(crate) fn has_progress(&self) -> bool {
+        self.record.is_some()
     }
 
     /// Updates the delivery record and syncs it (flags; no-op without a record).
     pub async fn persist(
-        self: &Arc<Self>,
+        &self,
         f: impl FnOnce(&mut Progress) + Send + 'static,
     ) -> Result<(), String> {
-        if !self.has_progress() {
-            return Ok(());
-        }
-        let me = self.clone();
-        tokio::task::spawn_blocking(move || me.record(f, true))
-            .await
-            .unwrap_or_else(|e| Err(format!("store task: {e}")))
-    }
-
-    /// Updates the delivery record (`sync`: and `fdatasync`s it; else one `pwrite`).
-    fn record(&self, f: impl FnOnce(&mut Progress), sync: bool) -> Result<(), String> {
-        let mut g = self.record.lock().unwrap_or_else(|e| e.into_inner());
-        match g.as_mut() {
-            Some(log) => {
-                let mut p = log.last();
-                f(&mut p);
-                log.record(p, sync)
-            }
+        match &self.record {
+            Some(r) => r.persist(f).await,
             None => Ok(()),
         }
-        .map_err(|e| {
-            format!("egress store error (delivery record): {e}; check the --store directory")
-        })
+    }
+
+    /// Updates the delivery record without a sync: one `pwrite` (no-op without a record).
+    pub(crate) fn note_progress(&self, f: impl FnOnce(&mut Progress)) -> Result<(), String> {
+        match &self.record {
+            Some(r) => r.note(f, false),
+            None => Ok(()),
+        }
     }
 
     pub fn lock(&self) -> MutexGuard<'_, FlowState> {
@@ -306,31 +302,77 @@ impl Flow {
         self.custody.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn bump(&self) {
+    pub(crate) fn bump(&self) {
         self.changed.send_modify(|v| *v += 1);
     }
 
-    /// Attaches the TCP socket: spawns the task reading it into custody.
-    pub async fn attach_tcp(self: &Arc<Self>, s: TcpStream) {
-        let _ = s.set_nodelay(true);
-        let (r, w) = s.into_split();
-        *self.tcp_w.lock().await = Some(Sink::Kernel(w));
-        if self.lock().acked_only {
-            tokio::spawn(Flow::follow_acks(Arc::downgrade(self)));
-        }
-        let me = self.clone();
-        let h = tokio::spawn(async move { me.read_tcp(r).await });
-        self.lock().reader_task = Some(h);
+    /// The most bytes the source may have in custody now: the window's and the store's room.
+    pub(crate) fn room(&self, held: u64) -> u64 {
+        self.window.saturating_sub(held).min(self.budget.free())
     }
 
-    /// Attaches a connection of the user-space TCP (`crate::usertcp`): it hands the source's
-    /// bytes over with [`Flow::take_source`] and takes the peer's through `sink`.
-    pub fn attach_user(&self, sink: Arc<dyn UserSink>) {
-        match self.tcp_w.try_lock() {
-            Ok(mut w) => *w = Some(Sink::User(sink)),
-            // Only a new flow is attached; nothing else holds its lock yet.
-            Err(_) => sink.reset(),
+    /// `n` more bytes held in custody against the gateway's budget.
+    pub(crate) fn hold(&self, n: u64) {
+        self.budget.held.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The budget's change notifications (a reader waiting for room follows them).
+    pub(crate) fn budget_changes(&self) -> watch::Receiver<u64> {
+        self.budget.changed.subscribe()
+    }
+
+    /// The TCP writer's queue bound, in bytes.
+    pub(crate) fn out_bound(&self) -> u64 {
+        self.window.clamp(crate::frame::MAX_DATA as u64, OUT_MAX)
+    }
+
+    /// The share of the queue's bound a chunk of `len` bytes holds while queued.
+    pub(crate) fn out_share(&self, len: usize) -> u32 {
+        (len as u64).clamp(1, self.out_bound()) as u32
+    }
+
+    /// Hands the write half's queue to the flow (once: `Err` if a writer is attached).
+    pub(crate) fn set_out(&self, out: Out) -> Result<(), Out> {
+        self.out.set(out)
+    }
+
+    /// Registers the task reading the TCP socket (aborted on reset).
+    pub(crate) fn set_reader(&self, h: tokio::task::JoinHandle<()>) {
+        let mut st = self.lock();
+        if st.reset.is_some() {
+            h.abort();
+        } else {
+            st.reader_task = Some(h);
         }
+    }
+
+    /// Becomes the flow's session on `conn`: a session still running (superseded: a resume
+    /// on a new connection) is aborted and waited for.
+    pub async fn take_over(&self, conn: &Connection) {
+        let mut rx = self.changed.subscribe();
+        loop {
+            rx.borrow_and_update();
+            let old = {
+                let mut st = self.lock();
+                match &st.conn {
+                    None => {
+                        st.conn = Some(conn.clone());
+                        return;
+                    }
+                    Some(c) => c.clone(),
+                }
+            };
+            old.abort("superseded by a resumed connection");
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The session on the current connection ended (a resume waiting to take over goes on).
+    pub(crate) fn session_ended(&self) {
+        self.lock().conn = None;
+        self.bump();
     }
 
     /// User-space TCP: takes the source's next bytes into custody, as many as the window and
@@ -344,8 +386,7 @@ impl Flow {
             }
             st.end - st.base
         };
-        let room = self.window.saturating_sub(held).min(self.budget.free());
-        let n = data.len().min(room as usize);
+        let n = data.len().min(self.room(held) as usize);
         if n == 0 {
             return 0;
         }
@@ -353,7 +394,7 @@ impl Flow {
             self.reset(format!("custody error: {e}"), true);
             return 0;
         }
-        self.budget.held.fetch_add(n as u64, Ordering::Relaxed);
+        self.hold(n as u64);
         self.lock().end += n as u64;
         self.bump();
         n
@@ -371,29 +412,6 @@ impl Flow {
         self.bump();
     }
 
-    /// Writes the peer's bytes into the user-space connection's send buffer, waiting for
-    /// room (the source's window) as a kernel socket's write would.
-    async fn deliver_user(&self, u: &dyn UserSink, d: &[u8]) -> Result<(), String> {
-        let mut pos = 0;
-        while pos < d.len() {
-            let room = u.room().notified();
-            tokio::pin!(room);
-            room.as_mut().enable();
-            if self.lock().reset.is_some() {
-                return Err("flow reset".into());
-            }
-            let n = u.push(&d[pos..]);
-            if n == 0 {
-                room.await;
-                continue;
-            }
-            pos += n;
-            self.lock().in_delivered += n as u64;
-            self.bump();
-        }
-        Ok(())
-    }
-
     /// No TCP socket any more (restored after a restart): reverse bytes are discarded.
     pub fn detach_tcp_source(&self) {
         let mut st = self.lock();
@@ -403,94 +421,8 @@ impl Flow {
         self.bump();
     }
 
-    async fn read_tcp(self: Arc<Self>, mut r: OwnedReadHalf) {
-        let mut brx = self.budget.changed.subscribe();
-        let mut frx = self.changed.subscribe();
-        let mut buf = vec![0u8; TCP_READ];
-        loop {
-            // Backpressure: read only what the window and the store have room for.
-            let room = loop {
-                brx.borrow_and_update();
-                frx.borrow_and_update();
-                let held = {
-                    let st = self.lock();
-                    if st.reset.is_some() {
-                        return;
-                    }
-                    st.end - st.base
-                };
-                let room = self.window.saturating_sub(held).min(self.budget.free());
-                if room > 0 {
-                    break room;
-                }
-                tokio::select! {
-                    _ = brx.changed() => {}
-                    _ = frx.changed() => {}
-                }
-            };
-            let want = (room as usize).min(TCP_READ);
-            let (n, eof) = match read_with_eof(&mut r, &mut buf[..want]).await {
-                Ok(r) => r,
-                Err(e) => {
-                    self.reset(format!("source TCP error: {e}"), true);
-                    return;
-                }
-            };
-            if n == 0 {
-                self.take_eof().await;
-                return;
-            }
-            if self.has_progress() && self.lock().end == 0 {
-                // Before the destination's first bytes can leave: an egress restart must know
-                // that this conversation has a reverse direction it cannot replay.
-                if let Err(e) = self.persist(|p| p.flags |= progress::REVERSE).await {
-                    self.reset(e, true);
-                    return;
-                }
-            }
-            let data = buf[..n].to_vec();
-            let res = if self.custody_mode {
-                let me = self.clone();
-                tokio::task::spawn_blocking(move || me.custody().append(&data))
-                    .await
-                    .unwrap_or_else(|e| Err(io::Error::other(e)))
-            } else {
-                self.custody().append(&data)
-            };
-            if let Err(e) = res {
-                self.reset(format!("store error: {e}"), true);
-                return;
-            }
-            self.budget.held.fetch_add(n as u64, Ordering::Relaxed);
-            if eof {
-                // The bytes and the EOF in one change, so the session sends them together.
-                self.lock().end += n as u64;
-                self.take_eof().await;
-                return;
-            }
-            self.lock().end += n as u64;
-            self.bump();
-        }
-    }
-
-    /// Our TCP side reached EOF: `end` is final (recorded in the custody store).
-    async fn take_eof(self: &Arc<Self>) {
-        let res = {
-            let me = self.clone();
-            tokio::task::spawn_blocking(move || me.custody().set_fin()).await
-        };
-        match res {
-            Ok(Ok(())) => {
-                self.lock().fin = true;
-                self.bump();
-                tracing::debug!(flow = %format!("{:016x}", self.id), "TCP EOF");
-            }
-            Ok(Err(e)) => self.reset(format!("store error: {e}"), true),
-            Err(e) => self.reset(format!("store task: {e}"), true),
-        }
-    }
-
-    /// Aborts the flow: our TCP is reset (RST), the peer is told if `tell_peer`.
+    /// Aborts the flow: our TCP is reset (RST: the writer does it when it sees the reset),
+    /// the peer is told if `tell_peer`.
     pub fn reset(&self, reason: String, tell_peer: bool) {
         let reader = {
             let mut st = self.lock();
@@ -503,11 +435,6 @@ impl Flow {
         };
         if let Some(h) = reader {
             h.abort();
-        }
-        if let Ok(mut w) = self.tcp_w.try_lock() {
-            if let Some(w) = w.take() {
-                w.abort();
-            }
         }
         self.bump();
     }
@@ -594,17 +521,11 @@ impl Flow {
         st.fin && st.peer_fin && st.base == st.end && st.confirmable().1
     }
 
-    /// Egress, `acked_only` flow: takes what the destination's TCP acknowledged from the
-    /// socket's send queue (`SIOCOUTQ`: bytes written and not yet acknowledged, the FIN
-    /// counting one). Racing a write only under-counts (the bytes are in the queue before
+    /// Egress, `acked_only` flow: the socket's send queue holds `outq` bytes written and not
+    /// yet acknowledged (`SIOCOUTQ`, the FIN counting one): the rest of what was written is
+    /// the destination's. Racing a write only under-counts (the bytes are in the queue before
     /// `in_delivered` counts them), never over-counts.
-    fn note_acked(&self, s: &TcpStream) {
-        let mut outq: libc::c_int = 0;
-        // SAFETY: SIOCOUTQ writes one int; the descriptor is the open socket `s` borrows.
-        if unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut outq) } < 0 {
-            return;
-        }
-        let outq = outq.max(0) as u64;
+    pub(crate) fn note_outq(&self, outq: u64) {
         let mut st = self.lock();
         let (acked, fin) = if st.in_fin {
             (
@@ -622,149 +543,36 @@ impl Flow {
         }
     }
 
-    /// Egress, `acked_only` flow: follows the destination's acknowledgements while some of
-    /// what we wrote is unacknowledged (every 2 ms), until the flow ends.
-    async fn follow_acks(me: std::sync::Weak<Flow>) {
-        let Some(rx) = me.upgrade().map(|f| f.changed.subscribe()) else {
-            return;
+    /// Hands the peer's bytes from flow offset `at` to the TCP writer, waiting while its
+    /// queue is full. Only what the writer has written counts as delivered (`in_delivered`).
+    /// Without a TCP socket (a restored flow whose source is gone) they are discarded.
+    pub(crate) async fn deliver(&self, at: u64, data: Vec<u8>) -> Result<(), String> {
+        let Some(out) = self.out.get() else {
+            self.lock().in_delivered += data.len() as u64;
+            self.bump();
+            return Ok(());
         };
-        let mut rx = rx;
-        loop {
-            let Some(f) = me.upgrade() else { return };
-            let (waiting, over) = {
-                let st = f.lock();
-                let waiting = st.in_acked < st.in_delivered || (st.in_fin && !st.in_fin_acked);
-                (waiting, st.reset.is_some() || st.in_fin_acked)
-            };
-            if over {
-                return;
-            }
-            if waiting {
-                if let Ok(g) = f.tcp_w.try_lock() {
-                    if let Some(Sink::Kernel(w)) = g.as_ref() {
-                        f.note_acked(w.as_ref());
-                    }
-                }
-                drop(f);
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            } else {
-                drop(f);
-                rx.borrow_and_update();
-                if rx.changed().await.is_err() {
-                    return;
-                }
-            }
-        }
+        let gone = || "flow reset (TCP writer stopped)".to_string();
+        let room = out.room.acquire_many(self.out_share(data.len())).await;
+        // Given back by the writer (`add_permits`) once the chunk is written.
+        room.map_err(|_| gone())?.forget();
+        out.tx
+            .send(OutCmd::Data(Box::new(Chunk { at, data })))
+            .map_err(|_| gone())
     }
 
-    /// Writes a chunk of the peer's direction to our TCP socket, counting partial writes (a
-    /// cancelled session never loses track of what reached the socket).
-    pub(crate) async fn deliver(self: &Arc<Self>, d: &[u8]) -> Result<(), String> {
-        let mut w = self.tcp_w.lock().await;
-        let tw = match w.as_mut() {
-            Some(Sink::Kernel(tw)) => tw,
-            Some(Sink::User(u)) => {
-                let u = u.clone();
-                drop(w);
-                return self.deliver_user(&*u, d).await;
-            }
-            None => {
-                // No TCP socket (restored flow whose source is gone): discarded.
-                self.lock().in_delivered += d.len() as u64;
-                self.bump();
-                return Ok(());
-            }
-        };
-        let recorded = self.has_progress();
-        let mut pos = 0;
-        let acked_only = self.lock().acked_only;
-        while pos < d.len() {
-            if let Err(e) = self.writable(tw, acked_only).await {
-                return Err(format!("TCP write error: {e}"));
-            }
-            if recorded {
-                // Intent just before the syscall, written just after: a restart in between
-                // knows exactly which bytes are in doubt (progress.rs).
-                let from = self.lock().in_delivered;
-                let to = from + (d.len() - pos) as u64;
-                self.record(
-                    move |p| {
-                        p.written = from;
-                        p.intent = to;
-                    },
-                    false,
-                )?;
-            }
-            let r = tw.try_write(&d[pos..]);
-            let n = match r {
-                Ok(0) => return Err("TCP write returned 0".into()),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
-                Err(e) => return Err(format!("TCP write error: {e}")),
-            };
-            pos += n;
-            if acked_only {
-                self.lock().in_delivered += n as u64;
-                self.note_acked(tw.as_ref());
-                self.bump();
-                continue;
-            }
-            let done = {
-                let mut st = self.lock();
-                st.in_delivered += n as u64;
-                st.in_delivered
-            };
-            if recorded {
-                self.record(
-                    move |p| {
-                        p.written = done;
-                        p.intent = done;
-                    },
-                    false,
-                )?;
-            }
-            if n > 0 {
-                self.bump();
-            }
+    /// The peer's FIN, after its bytes: the writer shuts our TCP write half, then records it
+    /// (`in_fin`). Without a TCP socket, recorded at once.
+    pub(crate) async fn deliver_fin(&self) -> Result<(), String> {
+        if let Some(out) = self.out.get() {
+            return out
+                .tx
+                .send(OutCmd::Fin)
+                .map_err(|_| "flow reset (TCP writer stopped)".to_string());
         }
-        Ok(())
-    }
-
-    /// Waits until the socket takes more; an `acked_only` flow follows the destination's
-    /// acknowledgements meanwhile (the follower cannot take the socket while a write waits).
-    async fn writable(&self, tw: &OwnedWriteHalf, acked_only: bool) -> io::Result<()> {
-        if !acked_only {
-            return tw.writable().await;
-        }
-        loop {
-            tokio::select! {
-                r = tw.writable() => return r,
-                _ = tokio::time::sleep(Duration::from_millis(2)) => self.note_acked(tw.as_ref()),
-            }
-        }
-    }
-
-    pub(crate) async fn deliver_fin(self: &Arc<Self>) -> Result<(), String> {
-        let mut w = self.tcp_w.lock().await;
-        match w.as_mut() {
-            Some(Sink::Kernel(tw)) => {
-                let _ = tw.shutdown().await;
-            }
-            Some(Sink::User(u)) => u.finish(),
-            None => {}
-        }
-        drop(w);
         self.persist(|p| p.flags |= progress::IN_FIN).await?;
         self.lock().in_fin = true;
         self.bump();
         Ok(())
-    }
-
-    /// Aborts our TCP socket with RST after a reset from the peer.
-    pub(crate) async fn reset_tcp(&self, reason: String) {
-        self.reset(reason, false);
-        if let Some(w) = self.tcp_w.lock().await.take() {
-            w.abort();
-        }
     }
 }

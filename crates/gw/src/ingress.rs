@@ -20,6 +20,7 @@ use crate::flow::{Flow, FlowInit, SessionEnd};
 use crate::frame::{flow_reset, reset_reason, Class, Dest, Open, Resumed, RESUMED_LEN};
 use crate::session::{run_session, Offsets};
 use crate::store::{self, Custody, DiskLog, FlowMeta};
+use crate::tcpside;
 use crate::transparent::{origdst, Transparent};
 use crate::tunroutes;
 
@@ -57,6 +58,9 @@ enum Attempt {
 #[derive(Debug, Clone)]
 struct Carried {
     flow: Arc<Flow>,
+    /// The source's TCP port, carried as the AeroTP `src_port` while free
+    /// (docs/gateway.md §Flow protocol); none for a flow restored from the store.
+    src_port: Option<u16>,
     mode: Mode,
     fec: FecSetting,
     erasure: aerotp_net::ErasureChoice,
@@ -282,24 +286,16 @@ impl Ingress {
             };
             let id = new_flow_id();
             tracing::info!(flow = %fid(id), %src, %dest, class = class.name(), %route, "new TCP flow (user-space TCP, reliable)");
-            let init = FlowInit {
-                route,
-                src_port: Some(src.port()),
-                // The same window as the user-space TCP's: what it takes, the flow holds.
-                ..FlowInit::new(
-                    id,
-                    class,
-                    dest,
-                    Custody::mem(0),
-                    me.ctx.settings.tun_window(),
-                )
-            };
+            // The same window as the user-space TCP's: what it takes, the flow holds.
+            let window = me.ctx.settings.tun_window();
+            let init = FlowInit::new(id, class, dest, Custody::mem(0), window);
             let flow = Flow::new(init, me.ctx.budget.clone());
-            flow.attach_user(sink.clone());
+            tcpside::attach_user(&flow, sink.clone());
             me.ctx.reg.insert(&flow);
             me.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);
             let carried = Carried {
                 flow: flow.clone(),
+                src_port: Some(src.port()),
                 mode: Mode::Reliable,
                 fec,
                 erasure,
@@ -384,7 +380,6 @@ impl Ingress {
             tracing::info!(flow = %fid(r.meta.flow_id), base = r.base, end = r.end,
                 fin = r.fin, dest = %r.meta.dest, "restoring flow from the store");
             let init = FlowInit {
-                route: r.meta.route.clone(),
                 base: r.base,
                 end: r.end,
                 fin: r.fin,
@@ -401,6 +396,7 @@ impl Ingress {
             self.ctx.reg.insert(&flow);
             let carried = Carried {
                 flow,
+                src_port: None,
                 mode: Mode::NearReliable,
                 // The route's own `fec` is not in the store: the gateway's (default auto).
                 fec: self.ctx.settings.fec,
@@ -432,13 +428,14 @@ impl Ingress {
     async fn take_tcp(self: &Arc<Self>, s: TcpStream, from: SocketAddr, route: &Route) {
         let id = new_flow_id();
         tracing::info!(flow = %fid(id), %from, dest = %route.dest, mode = %route.mode, class = route.class.name(), "new TCP flow");
-        let Some(flow) = self.new_tcp_flow(id, s, from.port(), route).await else {
+        let Some(flow) = self.new_tcp_flow(id, s, route).await else {
             return;
         };
         self.ctx.reg.insert(&flow);
         self.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);
         let carried = Carried {
             flow,
+            src_port: Some(from.port()),
             mode: route.mode,
             fec: route.fec,
             erasure: route.erasure,
@@ -451,13 +448,7 @@ impl Ingress {
 
     /// The flow of a new source connection: its custody (a store log for near-reliable, memory
     /// for reliable), or `None` (and the source reset) if the store cannot take it.
-    async fn new_tcp_flow(
-        &self,
-        id: u64,
-        s: TcpStream,
-        src_port: u16,
-        route: &Route,
-    ) -> Option<Arc<Flow>> {
+    async fn new_tcp_flow(&self, id: u64, s: TcpStream, route: &Route) -> Option<Arc<Flow>> {
         let (custody, window) = if route.mode == Mode::NearReliable {
             let meta = FlowMeta {
                 flow_id: id,
@@ -483,13 +474,9 @@ impl Ingress {
             let _ = socket2::SockRef::from(&s).set_recv_buffer_size(64 * 1024);
             (Custody::mem(0), self.ctx.settings.window)
         };
-        let init = FlowInit {
-            route: route.local.to_string(),
-            src_port: Some(src_port),
-            ..FlowInit::new(id, route.class, route.dest.clone(), custody, window)
-        };
+        let init = FlowInit::new(id, route.class, route.dest.clone(), custody, window);
         let flow = Flow::new(init, self.ctx.budget.clone());
-        flow.attach_tcp(s).await;
+        tcpside::attach_tcp(&flow, s);
         Some(flow)
     }
 
@@ -551,7 +538,7 @@ impl Ingress {
         let mut conn = match self
             .ctx
             .ep
-            .connect_from(self.peer, dst_port, flow.src_port, cfg)
+            .connect_from(self.peer, dst_port, c.src_port, cfg)
         {
             Ok(conn) => conn,
             Err(e) => return Attempt::Broken(format!("connect: {e}")),

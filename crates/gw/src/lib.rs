@@ -27,6 +27,7 @@ pub mod progress;
 pub mod session;
 pub mod sink;
 pub mod store;
+pub mod tcpside;
 pub mod transparent;
 pub mod tunroutes;
 pub mod udp;

@@ -24,6 +24,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 const MAGIC: &[u8; 4] = b"AGWP";
 const SLOT: usize = 64;
@@ -198,6 +199,53 @@ impl ProgressLog {
         let (mp, pp) = paths(&self.root, self.flow_id);
         fs::remove_file(mp)?;
         fs::remove_file(pp)
+    }
+}
+
+/// Egress: one flow's delivery record while the flow runs, taken when it ends. Its lock is
+/// shared by the flow's TCP writer (the intent before each write and what was written after
+/// it), the task reading the destination (`REVERSE` before the first byte back) and the
+/// egress (`COMPLETE`, then taken); it is held for one `pwrite` (and `fdatasync` when
+/// `sync`), never across an await.
+#[derive(Debug)]
+pub struct Record(Mutex<Option<ProgressLog>>);
+
+impl Record {
+    pub fn new(log: ProgressLog) -> Arc<Record> {
+        Arc::new(Record(Mutex::new(Some(log))))
+    }
+
+    /// Updates the record from its last state (`sync`: and `fdatasync`s it; else one
+    /// `pwrite`); a no-op once taken.
+    pub fn note(&self, f: impl FnOnce(&mut Progress), sync: bool) -> Result<(), String> {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match g.as_mut() {
+            Some(log) => {
+                let mut p = log.last();
+                f(&mut p);
+                log.record(p, sync)
+            }
+            None => Ok(()),
+        }
+        .map_err(|e| {
+            format!("egress store error (delivery record): {e}; check the --store directory")
+        })
+    }
+
+    /// [`Record::note`] with `fdatasync`, on a blocking thread.
+    pub async fn persist(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Progress) + Send + 'static,
+    ) -> Result<(), String> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.note(f, true))
+            .await
+            .unwrap_or_else(|e| Err(format!("store task: {e}")))
+    }
+
+    /// The log, taken (the flow finished).
+    pub fn take(&self) -> Option<ProgressLog> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 

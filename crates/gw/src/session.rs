@@ -51,6 +51,9 @@ impl Offsets {
     }
 }
 
+/// Most bytes of the peer's stream taken per read (handed to the TCP writer as one chunk).
+const READ_CHUNK: usize = 32 * 1024;
+
 /// What the writer has put in the stream: its own position, and what the confirmation check
 /// believes (one record for both).
 #[derive(Debug)]
@@ -95,7 +98,7 @@ pub async fn run_session(
         // Not a flow reset (no RESET_PREFIX): the peer keeps a custody flow for a resume.
         conn.abort(r);
     }
-    flow.lock().conn = None;
+    flow.session_ended();
     end
 }
 
@@ -250,9 +253,14 @@ async fn stream_reader(
 ) -> SessionEnd {
     // Filled by `read_buf` without zeroing first: an idle flow's buffer costs the pages its
     // few messages touched, not 32 KiB of resident memory (docs/gateway.md, "Many flows").
-    let mut buf = Vec::with_capacity(32 * 1024);
+    let mut buf = Vec::with_capacity(READ_CHUNK);
+    // The flow offset of the peer's next byte.
+    let mut at = off.in_base;
     let mut reading = true;
     let mut seen = 0;
+    // After the peer's FIN the flow completes when the TCP writer has written (and, at the
+    // egress for a reliable flow, the destination acknowledged) everything.
+    let mut rx = flow.changed.subscribe();
     loop {
         tokio::select! {
             n = r.read_buf(&mut buf), if reading => match n {
@@ -262,9 +270,10 @@ async fn stream_reader(
                         flow.reset(e, true);
                     }
                 }
-                Ok(_) => {
-                    let r = flow.deliver(&buf).await;
-                    buf.clear();
+                Ok(n) => {
+                    let chunk = std::mem::replace(&mut buf, Vec::with_capacity(READ_CHUNK));
+                    let r = flow.deliver(at, chunk).await;
+                    at += n as u64;
                     if let Err(e) = r {
                         // The writer sends the reset and ends the session.
                         flow.reset(e, true);
@@ -272,6 +281,9 @@ async fn stream_reader(
                 }
                 // The connection ended: its outcome, below, says how.
                 Err(_) => reading = false,
+            },
+            r = rx.changed(), if !reading => if r.is_err() {
+                return SessionEnd::Broken("flow dropped".into());
             },
             v = conn.confirmed_beyond(seen) => match v {
                 Ok(v) => {
@@ -329,7 +341,7 @@ async fn ended(
         CloseOutcome::Finished { .. } if Flow::complete(&flow.lock()) => SessionEnd::Complete,
         CloseOutcome::Reset(reason) => match flow_reset(&reason) {
             Some(why) => {
-                flow.reset_tcp(format!("reset by peer: {why}")).await;
+                flow.reset(format!("reset by peer: {why}"), false);
                 SessionEnd::Reset(why.to_owned())
             }
             None => SessionEnd::Broken(format!("connection reset: {reason}")),
