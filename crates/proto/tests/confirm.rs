@@ -14,6 +14,7 @@ use std::time::Duration;
 mod harness;
 
 use harness::addr_b;
+use harness::confirmed;
 use harness::filtered;
 
 const DELAY: Duration = Duration::from_millis(10);
@@ -54,21 +55,13 @@ impl std::ops::DerefMut for Link {
     }
 }
 
-fn cfg(mode: Mode) -> ConnectionConfig {
-    ConnectionConfig {
-        rate_bps: 10_000_000,
-        confirm_delivery: true,
-        ..ConnectionConfig::with_mode(mode)
-    }
-}
-
 impl Link {
     fn new(mode: Mode, bytes: usize) -> Link {
         let mut a = Endpoint::new(EndpointConfig::default(), 1);
         let mut b = Endpoint::new(EndpointConfig::default(), 2);
-        b.listen(PORT, cfg(mode)).unwrap();
+        b.listen(PORT, confirmed(mode)).unwrap();
         let h = a
-            .connect(Duration::ZERO, addr_b(), PORT, cfg(mode))
+            .connect(Duration::ZERO, addr_b(), PORT, confirmed(mode))
             .unwrap();
         let data: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
         assert_eq!(a.write(h, &data).unwrap(), bytes);
@@ -370,10 +363,10 @@ fn confirmed_delivery_needs_a_mode_that_acknowledges() {
     for mode in [Mode::QuasiReliable, Mode::HybridNack, Mode::Unreliable] {
         let mut a = Endpoint::new(EndpointConfig::default(), 1);
         let e = a
-            .connect(Duration::ZERO, addr_b(), PORT, cfg(mode))
+            .connect(Duration::ZERO, addr_b(), PORT, confirmed(mode))
             .unwrap_err();
         assert!(matches!(e, EndpointError::Config(_)), "{mode}: {e}");
         assert!(e.to_string().contains("confirm_delivery"), "{mode}: {e}");
-        assert!(a.listen(PORT, cfg(mode)).is_err(), "{mode}");
+        assert!(a.listen(PORT, confirmed(mode)).is_err(), "{mode}");
     }
 }

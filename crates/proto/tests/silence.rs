@@ -8,10 +8,9 @@
 
 mod harness;
 
-use aerotp_proto::{
-    ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, ErrorControl, Event, Mode,
-};
+use aerotp_proto::{ConnectionHandle, Endpoint, EndpointConfig, ErrorControl, Event, Mode};
 use harness::addr_b;
+use harness::confirmed;
 use harness::filtered;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -25,16 +24,6 @@ const MESSAGE: usize = 100;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-fn cfg(mode: Mode) -> ConnectionConfig {
-    ConnectionConfig {
-        rate_bps: 10_000_000,
-        // As the gateways run: the acknowledgement waits for the application's confirmation
-        // (at least `CONFIRM_WAIT`), so the peer's echo, written at once, goes ahead of it.
-        confirm_delivery: true,
-        ..ConnectionConfig::with_mode(mode)
-    }
 }
 
 /// A writes what the test asks; B's application reads, confirms and echoes everything back
@@ -55,9 +44,9 @@ impl Echo {
     fn new(mode: Mode) -> Echo {
         let mut a = Endpoint::new(EndpointConfig::default(), 1);
         let mut b = Endpoint::new(EndpointConfig::default(), 2);
-        b.listen(PORT, cfg(mode)).unwrap();
+        b.listen(PORT, confirmed(mode)).unwrap();
         let h = a
-            .connect(Duration::ZERO, addr_b(), PORT, cfg(mode))
+            .connect(Duration::ZERO, addr_b(), PORT, confirmed(mode))
             .unwrap();
         let mut net = filtered::Link::new(a, b, DELAY);
         let cut_from = Rc::new(Cell::new(Duration::MAX));

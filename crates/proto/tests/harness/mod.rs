@@ -16,6 +16,17 @@ use rand_pcg::Pcg64Mcg;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// A connection as the gateways run one: 10 Mb/s, with confirmed delivery (the acknowledgement
+/// waits for the application's confirmation, at least `CONFIRM_WAIT`, so a peer's echo,
+/// written at once, goes ahead of it).
+pub fn confirmed(mode: aerotp_proto::Mode) -> ConnectionConfig {
+    ConnectionConfig {
+        rate_bps: 10_000_000,
+        confirm_delivery: true,
+        ..ConnectionConfig::with_mode(mode)
+    }
+}
+
 /// The impairments of both directions, as a test states them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Impair {
