@@ -3,7 +3,7 @@
 # download against kernel TCP cubic, the priorities (a UDP flood; 3.5 Mb/s of telemetry),
 # the many-flows bench, and through the TUN device unmodified curl, a BBR upload and the
 # 1,000-flow mix with 50 uploads and 100 UDP flows. Needs root (the lab builds network
-# namespaces; each script removes what it made). About 20 minutes.
+# namespaces; each script removes what it made). About 15 minutes.
 #
 #   bash bench/gw-figures.sh [OUT_DIR]       (AEROTP=path/to/aerotp, default target/release)
 #
