@@ -346,9 +346,17 @@ impl LinkShare {
     /// the endpoint's pacing of them as one bounds their sum: at the full link rate it put
     /// the datagrams on top, a standing queue at the link for every class (measured:
     /// docs/results/gw.md, "Datagrams on top of a full link").
+    ///
+    /// The datagrams' usage is reserved without [`HEADROOM`]: their caps (`allocate`) already
+    /// leave the idle connections theirs, and the usage estimate rises at once and decays
+    /// slowly, so it covers their bursts. With the headroom as well, a bulk-class UDP flood
+    /// allowed 3.6 of 5 Mb/s reserved 4.5 and left the connections 0.5 Mb/s, under the
+    /// telemetry class's 1 Mb/s: a lower class's datagrams squeezed a higher class's
+    /// connections (telemetry aged 103 ms at the median instead of 13 ms; docs/results/gw.md,
+    /// "Every gateway figure re-measured").
     pub fn connections_rate(&self) -> u64 {
         let total = self.cfg.rate_bps as f64;
-        (total - self.unpaced_usage_bps * HEADROOM).max(total * MIN_BUSY_FRACTION) as u64
+        (total - self.unpaced_usage_bps).max(total * MIN_BUSY_FRACTION) as u64
     }
 
     /// When the shares are next recomputed: every period while there is anything to share
