@@ -151,6 +151,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         "127.0.0.1:0",
     ];
     let egress: &[&str] = &["gw", "egress", "--listen", "127.0.0.1:0"];
+    let bench: &[&str] = &["bench", "loopback", "--size", "1MB", "--no-quic"];
     let link_flags: &[(&str, &[&str])] = &[
         ("--rate", RATE),
         ("--delay", &["-1s", "NaN", "inf", "99999999h", ""]),
@@ -176,6 +177,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
     let lab_names = ["", "../x", "a b", long.as_str()];
     let mut cases: Vec<(&[&str], &str, &[&str])> = vec![
         (send, "--rate", RATE),
+        (bench, "--writes", &["", "copied", "zero-copy", "Shared"]),
         (send, "--fec", &["-1", "999", "pNaN", "", "lots"]),
         (send, "--mack", COUNT),
         (send, "--mtu", COUNT),

@@ -120,18 +120,23 @@ impl Bench {
                 assert!(wire > 0);
                 next_datagram += Duration::from_secs_f64(1028.0 * 8.0 / datagram_bps as f64);
             }
-            while self.net.a.poll_event().is_some() {}
-            while let Some(e) = self.net.b.poll_event() {
-                if let Event::Accepted(h) = e {
-                    self.readers.push(h);
-                }
-            }
-            while self.net.b.take_datagram().is_some() {}
-            for &h in &self.readers {
-                while matches!(self.net.b.read(h, &mut self.buf), Ok(n) if n > 0) {}
-            }
-            assert!(self.net.step(), "nothing left to do at {:?}", self.net.now);
+            self.step();
         }
+    }
+
+    /// One step of the pair: `a`'s events dropped, `b` accepting and reading everything.
+    fn step(&mut self) {
+        while self.net.a.poll_event().is_some() {}
+        while let Some(e) = self.net.b.poll_event() {
+            if let Event::Accepted(h) = e {
+                self.readers.push(h);
+            }
+        }
+        while self.net.b.take_datagram().is_some() {}
+        for &h in &self.readers {
+            while matches!(self.net.b.read(h, &mut self.buf), Ok(n) if n > 0) {}
+        }
+        assert!(self.net.step(), "nothing left to do at {:?}", self.net.now);
     }
 
     /// Wire bits per second each connection sent between the two snapshots.
@@ -517,17 +522,7 @@ fn a_lower_class_datagram_flood_does_not_squeeze_a_higher_class_connection() {
                 let bps = offered_bps.min(cap).max(1000);
                 next_datagram += Duration::from_secs_f64(1028.0 * 8.0 / bps as f64);
             }
-            while b.net.a.poll_event().is_some() {}
-            while let Some(e) = b.net.b.poll_event() {
-                if let Event::Accepted(r) = e {
-                    b.readers.push(r);
-                }
-            }
-            while b.net.b.take_datagram().is_some() {}
-            for &r in &b.readers {
-                while matches!(b.net.b.read(r, &mut b.buf), Ok(n) if n > 0) {}
-            }
-            assert!(b.net.step(), "nothing left to do at {:?}", b.net.now);
+            b.step();
         }
     };
     run(&mut b, ms(1000));
