@@ -84,7 +84,12 @@ pub struct ConnectionConfig {
     /// Rate of the return link, bits per second, if it differs from `rate_bps` (a thin return
     /// channel): the feedback budget is `feedback_share` of it. `None`: `rate_bps`.
     pub return_rate_bps: Option<u64>,
-    /// Bytes the application may queue before `write` pushes back.
+    /// Bytes the application may queue unsent before `write` pushes back (256 KiB by
+    /// default). What was sent and awaits acknowledgement is held apart from it, bounded by
+    /// the window, so this only has to cover the time until the application is woken to
+    /// write again. Larger only delays what is written and, measured, costs CPU: bytes cut
+    /// into TPDUs while still in the cache (docs/results/loopback.md, "A send buffer that
+    /// fits the cache").
     pub send_buffer: usize,
     /// TPDUs a receiver buffers beyond the next in-order one (flow-control window).
     pub recv_window: u32,
@@ -160,7 +165,7 @@ impl Default for ConnectionConfig {
             ack_delay: None,
             feedback_share: 0.1,
             return_rate_bps: None,
-            send_buffer: 4 << 20,
+            send_buffer: 256 << 10,
             recv_window: 16_384,
             initial_rtt: Duration::from_millis(100),
             min_rto: Duration::from_millis(20),

@@ -142,6 +142,11 @@ impl Sender {
         self.queue.len()
     }
 
+    /// At least half the send buffer waits unsent: the application is held back by it.
+    pub fn backlogged(&self) -> bool {
+        self.queue.half_full()
+    }
+
     pub fn writable(&self) -> usize {
         if self.fin_requested {
             0

@@ -38,6 +38,8 @@ struct Echo {
     cut_from: Rc<Cell<Duration>>,
     /// When A's outage count first went up.
     a_outage_at: Option<Duration>,
+    /// Bytes A's application still has to write, written as the send buffer frees.
+    a_pending: usize,
 }
 
 impl Echo {
@@ -60,12 +62,34 @@ impl Echo {
             b_read: 0,
             cut_from,
             a_outage_at: None,
+            a_pending: 0,
         }
     }
 
     fn write(&mut self, bytes: usize) {
         let data = vec![0x5a; bytes];
         assert_eq!(self.net.a.write(self.h, &data).unwrap(), bytes);
+    }
+
+    /// A's application writes `bytes` more than its send buffer takes at once: the rest as
+    /// it frees (`applications`).
+    fn write_backlog(&mut self, bytes: usize) {
+        self.a_pending += bytes;
+        self.write_pending();
+    }
+
+    fn write_pending(&mut self) {
+        let data = vec![0x5a; self.a_pending.min(1 << 16)];
+        while self.a_pending > 0 {
+            let n = self
+                .net
+                .a
+                .write(self.h, &data[..self.a_pending.min(data.len())]);
+            match n.unwrap() {
+                0 => break,
+                n => self.a_pending -= n,
+            }
+        }
     }
 
     fn applications(&mut self) {
@@ -76,6 +100,7 @@ impl Echo {
             }
         }
         while self.net.a.poll_event().is_some() {}
+        self.write_pending();
         let mut buf = vec![0u8; 65536];
         if let Some(hb) = self.hb {
             while let Ok(k @ 1..) = self.net.b.read(hb, &mut buf) {
@@ -211,7 +236,7 @@ fn a_cut_under_a_sparse_connection_is_an_outage_a_threshold_after_the_next_messa
 fn a_cut_under_a_busy_connection_is_an_outage_a_threshold_after_the_last_feedback() {
     for mode in [Mode::Reliable, Mode::NearReliable, Mode::HybridNackMack] {
         let mut e = Echo::new(mode);
-        e.write(2_000_000);
+        e.write_backlog(2_000_000);
         let cut = ms(800);
         e.cut_from.set(cut);
         e.run(cut);

@@ -72,6 +72,12 @@ impl ByteQueue {
         self.limit.saturating_sub(self.len)
     }
 
+    /// At least half the limit is queued: the application writes faster than the
+    /// connection sends.
+    pub fn half_full(&self) -> bool {
+        self.len * 2 >= self.limit
+    }
+
     /// Takes the first `n` queued bytes (`n` ≤ `len`): a slice of the buffer they were
     /// written into, without copying, unless the TPDU straddles two buffers.
     pub fn take_front(&mut self, n: usize) -> Bytes {
