@@ -539,3 +539,25 @@ fn a_lower_class_datagram_flood_does_not_squeeze_a_higher_class_connection() {
     // 2 Mb/s less telemetry's 0.41 and the datagrams' own headers: about 1.4 Mb/s.
     assert!(d > 0.62 * LINK as f64, "the flood has the rest: {d:.0} b/s");
 }
+
+/// A send buffer smaller than one recomputation period of the connection's rate can never
+/// hold a period's backlog; a saturating application keeps it near full, and that counts as
+/// busy: the weights still hold.
+#[test]
+fn a_saturating_connection_whose_buffer_is_below_a_period_of_its_rate_is_busy() {
+    // 4 KiB is 18 ms of control's 1.78 Mb/s share: a third of the 50 ms period.
+    let mut b = Bench::with_buffer(
+        SharePolicy::Weighted { weights: [8, 4, 1] },
+        &[TrafficClass::Control, TrafficClass::Bulk],
+        4 << 10,
+    );
+    b.run(ms(500), &[], 0);
+    let w0 = b.wire();
+    b.run(ms(2500), &[], 0);
+    let r = rates(&w0, &b.wire(), &b.conns, 2.0);
+    let ratio = r[0] / r[1];
+    assert!(
+        (7.0..9.0).contains(&ratio),
+        "control : bulk = {ratio:.2} ({r:?})"
+    );
+}
