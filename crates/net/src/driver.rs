@@ -9,6 +9,7 @@ use std::task::Waker;
 use std::time::Duration;
 
 use aerotp_proto as proto;
+use bytes::BytesMut;
 use proto::{CloseOutcome, ConnectionHandle, Event};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -224,7 +225,7 @@ pub(crate) async fn sleep_until(t: Option<Instant>) {
 }
 
 pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
-    let mut rbuf = vec![0u8; udp::RECV_BUFFER];
+    let mut rbuf = BytesMut::new();
     let mut outbox = udp::Outbox::default();
     let mut unused_since: Option<Instant> = None;
     let mut stalled_wakeups = 0u32;
@@ -364,8 +365,12 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
 
 /// Feeds the engine what the socket holds without waiting, up to [`RECV_BATCH`] datagrams.
 /// Each read is one datagram or one GRO train of datagrams `stride` bytes long (the last may
-/// be shorter).
-pub(crate) fn receive(io: &udp::UdpIo, st: &mut State, rbuf: &mut [u8], now: Duration) {
+/// be shorter). A train that fills at least half the buffer is handed over
+/// (`Endpoint::handle_train`: the bodies of one connection's train stay where the kernel put
+/// them, and the next read gets a new buffer while they are held); anything smaller is
+/// copied out of the buffer, which is read into again, so that a body never holds a buffer
+/// it fills less than half of.
+pub(crate) fn receive(io: &udp::UdpIo, st: &mut State, rbuf: &mut BytesMut, now: Duration) {
     let mut taken = 0;
     let tap = st.tap.clone();
     while taken < RECV_BATCH {
@@ -379,19 +384,27 @@ pub(crate) fn receive(io: &udp::UdpIo, st: &mut State, rbuf: &mut [u8], now: Dur
                 if let Some(to) = to {
                     st.local_addrs.learn(from, to);
                 }
+                let stride = stride.max(1);
                 // The datagrams of one GRO train arrived together: one timestamp.
                 let tapped = tap
                     .as_ref()
                     .map(|t| (t, wall_clock(), st.local_addrs.named(from, to)));
                 let path = st.local_addrs.arrival(from, to);
-                for d in rbuf[..n].chunks(stride.max(1)) {
+                for d in rbuf.chunks(stride) {
                     st.io.datagrams_received += 1;
                     st.io.bytes_received += d.len() as u64;
                     if let Some((tap, at, local)) = &tapped {
                         tap.datagram(TAP_RECEIVED, *at, from, *local, d);
                     }
-                    st.engine.handle_datagram(now, path, d);
                     taken += 1;
+                }
+                if n > stride && n * 2 >= udp::RECV_BUFFER {
+                    let train = rbuf.split().freeze();
+                    st.engine.handle_train(now, path, &train, stride);
+                } else {
+                    for d in rbuf.chunks(stride) {
+                        st.engine.handle_datagram(now, path, d);
+                    }
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,

@@ -10,6 +10,7 @@
 //! (`SO_NO_CHECK`), so GSO is used only where checksums are on (see [`crate::udp_socket`]).
 //! Where the kernel lacks either feature, or refuses a train, the datagrams go one by one.
 
+use bytes::BytesMut;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 
@@ -275,11 +276,19 @@ impl UdpIo {
         self.socket.readable().await
     }
 
-    /// Receives one datagram or GRO train into `buf` without waiting. `WouldBlock` when
-    /// nothing is waiting.
-    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Read> {
-        self.socket
-            .try_io(Interest::READABLE, || sys::recv(&self.socket, buf))
+    /// Receives one datagram or GRO train into `buf` (its contents replaced; room for
+    /// [`RECV_BUFFER`] bytes is made, reusing its allocation when nothing else holds it)
+    /// without waiting. `WouldBlock` when nothing is waiting.
+    pub fn try_recv(&self, buf: &mut BytesMut) -> io::Result<Read> {
+        buf.clear();
+        buf.reserve(RECV_BUFFER);
+        let r = self.socket.try_io(Interest::READABLE, || {
+            sys::recv(&self.socket, &mut buf.spare_capacity_mut()[..RECV_BUFFER])
+        })?;
+        // SAFETY: `recv` initialised the first `r.len` bytes of the spare capacity (the
+        // kernel wrote them; `r.len` is at most the length it was given).
+        unsafe { buf.set_len(r.len) };
+        Ok(r)
     }
 }
 
@@ -307,7 +316,7 @@ pub(crate) struct Read {
 #[cfg(target_os = "linux")]
 mod sys {
     use std::io;
-    use std::mem::{size_of, size_of_val, zeroed};
+    use std::mem::{size_of, size_of_val, zeroed, MaybeUninit};
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
     use std::os::fd::AsRawFd;
 
@@ -436,8 +445,9 @@ mod sys {
         }
     }
 
-    /// One `recvmsg`, with the GRO segment size and the destination address if reported.
-    pub(super) fn recv(s: &UdpSocket, buf: &mut [u8]) -> io::Result<Read> {
+    /// One `recvmsg` into `buf` (written, never read: it need not be initialised), with
+    /// the GRO segment size and the destination address if reported.
+    pub(super) fn recv(s: &UdpSocket, buf: &mut [MaybeUninit<u8>]) -> io::Result<Read> {
         let mut cmsg: CmsgBuf = [0; 16];
         let fd = s.as_raw_fd();
         // SAFETY: `try_init` hands us storage for any socket address and its length; every
@@ -509,6 +519,7 @@ mod sys {
 #[cfg(not(target_os = "linux"))]
 mod sys {
     use std::io;
+    use std::mem::MaybeUninit;
     use std::net::{IpAddr, SocketAddr};
     use tokio::net::UdpSocket;
 
@@ -538,7 +549,12 @@ mod sys {
         s.try_send_to(buf, dest).map(|_| ())
     }
 
-    pub(super) fn recv(s: &UdpSocket, buf: &mut [u8]) -> io::Result<Read> {
+    pub(super) fn recv(s: &UdpSocket, buf: &mut [MaybeUninit<u8>]) -> io::Result<Read> {
+        for b in buf.iter_mut() {
+            b.write(0);
+        }
+        // SAFETY: every byte was just initialised.
+        let buf = unsafe { &mut *(buf as *mut [MaybeUninit<u8>] as *mut [u8]) };
         let (n, from) = s.try_recv_from(buf)?;
         Ok(Read {
             len: n,
@@ -725,7 +741,7 @@ mod tests {
                 assert_eq!(tx.send(&t).await, 0);
             }
             let mut got = Vec::new();
-            let mut buf = vec![0u8; RECV_BUFFER];
+            let mut buf = BytesMut::new();
             while got.len() < sent.len() {
                 rx.readable().await.unwrap();
                 match rx.try_recv(&mut buf) {
@@ -760,7 +776,7 @@ mod tests {
         for t in o.take() {
             assert_eq!(tx.send(&t).await, 0, "the datagram was not sent");
         }
-        let mut buf = vec![0u8; RECV_BUFFER];
+        let mut buf = BytesMut::new();
         let r = loop {
             rx.readable().await.unwrap();
             match rx.try_recv(&mut buf) {

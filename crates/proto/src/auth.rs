@@ -18,6 +18,7 @@
 use crate::codec::{self, Received};
 use aerotp_fec as fec;
 use aerotp_wire::{crc32c, Envelope, Header, AUTH_OVERHEAD, HEADER_LEN, MAX_KEY_ID, NONCE_LEN};
+use bytes::BytesMut;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -387,9 +388,15 @@ impl Auth {
             let mut aad = [0u8; PREFIX];
             aad[..HEADER_LEN].copy_from_slice(&hdr);
             aad[HEADER_LEN..].copy_from_slice(&r.body[..1 + NONCE_LEN]);
-            key.key
-                .open_in_place(nonce, Aad::from(&aad[..]), &mut r.body[1 + NONCE_LEN..])
-                .is_ok()
+            // Decrypted in place: in the body's own buffer if nothing else holds it, else in
+            // a copy (a body sliced from a receive buffer other bodies share).
+            let mut body = BytesMut::from(std::mem::take(&mut r.body));
+            let ok = key
+                .key
+                .open_in_place(nonce, Aad::from(&aad[..]), &mut body[1 + NONCE_LEN..])
+                .is_ok();
+            r.body = body.freeze();
+            ok
         } else {
             let buf = &mut self.buf;
             buf.clear();
@@ -412,8 +419,7 @@ impl Auth {
             }
             self.peer_key.insert(from, key_id);
         }
-        r.body.truncate(1 + NONCE_LEN + n);
-        r.body.drain(..1 + NONCE_LEN);
+        r.body = r.body.slice(1 + NONCE_LEN..1 + NONCE_LEN + n);
         r.header.len = n as u16;
         Ok(())
     }

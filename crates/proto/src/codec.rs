@@ -8,6 +8,7 @@ use aerotp_fec as fec;
 use aerotp_wire::{
     emit_tpdu, emit_tpdu_with, parse_tpdu_any, Header, WireError, HEADER_LEN, OVERHEAD,
 };
+use bytes::Bytes;
 
 /// Appends header, body, CRC-32C and (if `header.fec > 0`) parity to `out`, after what `out`
 /// already holds (the datagram is encoded in place at the end of a send train).
@@ -75,8 +76,10 @@ pub enum Quality {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Received {
     pub header: Header,
-    /// The body as received or corrected; for `Quality::Corrupted`, the damaged body.
-    pub body: Vec<u8>,
+    /// The body as received or corrected; for `Quality::Corrupted`, the damaged body. A
+    /// slice of the caller's buffer when it handed one over ([`Source::Shared`]) and the
+    /// body checked as received; a copy otherwise.
+    pub body: Bytes,
     pub quality: Quality,
     /// Bits on the wire, for the estimator.
     pub bits: usize,
@@ -102,17 +105,47 @@ pub fn decode(
     hint: Option<u8>,
     scratch: &mut Vec<u8>,
 ) -> Result<Received, Undecodable> {
-    decode_within(datagram, hint, scratch, |_| true)
+    decode_within(Source::Borrowed(datagram), hint, scratch, |_| true)
+}
+
+/// Where a datagram's bytes live, and so whether a body may stay where it is.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// The caller keeps its buffer: a body is copied out.
+    Borrowed(&'a [u8]),
+    /// `datagram` lies inside `buffer`, which the caller hands over: a body that checked as
+    /// received is a slice of it (no copy, no allocation).
+    Shared {
+        datagram: &'a [u8],
+        buffer: &'a Bytes,
+    },
+}
+
+impl<'a> Source<'a> {
+    pub fn datagram(&self) -> &'a [u8] {
+        match *self {
+            Source::Borrowed(d) | Source::Shared { datagram: d, .. } => d,
+        }
+    }
+
+    /// `body`, a part of the datagram, as an owned body.
+    fn body(&self, body: &[u8]) -> Bytes {
+        match self {
+            Source::Shared { buffer, .. } => buffer.slice_ref(body),
+            Source::Borrowed(_) => Bytes::copy_from_slice(body),
+        }
+    }
 }
 
 /// As [`decode`], but each FEC decoding attempt (its parity given) runs only if `allow` says
 /// so: the endpoint's CPU budget for peers it does not know (`crate::decode_budget`).
 pub fn decode_within(
-    datagram: &[u8],
+    source: Source<'_>,
     hint: Option<u8>,
     scratch: &mut Vec<u8>,
     mut allow: impl FnMut(u8) -> bool,
 ) -> Result<Received, Undecodable> {
+    let datagram = source.datagram();
     let bits = datagram.len() * 8;
     let first = parse_tpdu_any(datagram);
     if let Ok((t, auth)) = &first {
@@ -121,7 +154,7 @@ pub fn decode_within(
         if t.body_ok && trailer_fits(datagram.len(), usize::from(t.header.len), t.header.fec) {
             return Ok(Received {
                 header: t.header,
-                body: t.body.to_vec(),
+                body: source.body(t.body),
                 quality: Quality::Clean,
                 bits,
                 parity: t.header.fec,
@@ -156,7 +189,7 @@ pub fn decode_within(
             {
                 return Ok(Received {
                     header: t.header,
-                    body: t.body.to_vec(),
+                    body: Bytes::copy_from_slice(t.body),
                     quality: Quality::Corrected {
                         bits: corr.bits,
                         symbols: corr.symbols,
@@ -171,7 +204,7 @@ pub fn decode_within(
     match first {
         Ok((t, auth)) => Ok(Received {
             header: t.header,
-            body: t.body.to_vec(),
+            body: Bytes::copy_from_slice(t.body),
             quality: Quality::Corrupted,
             bits,
             parity: t.header.fec,
@@ -241,13 +274,13 @@ mod tests {
         junk[0] = 0x10;
         junk[14] = 254;
         let mut tried = Vec::new();
-        let _ = decode_within(&junk, Some(8), &mut Vec::new(), |p| {
+        let _ = decode_within(Source::Borrowed(&junk), Some(8), &mut Vec::new(), |p| {
             tried.push(p);
             true
         });
         assert_eq!(tried, [8]);
         tried.clear();
-        let _ = decode_within(&junk, None, &mut Vec::new(), |p| {
+        let _ = decode_within(Source::Borrowed(&junk), None, &mut Vec::new(), |p| {
             tried.push(p);
             false
         });

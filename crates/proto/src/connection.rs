@@ -535,7 +535,7 @@ impl Connection {
         self.rx.on_data(now, h.seq, h.timestamp, r.body, fin);
         for b in rebuilt {
             let fin = b.flags.contains(Flags::AFIN);
-            self.rx.on_rebuilt(now, b.seq, b.body, fin);
+            self.rx.on_rebuilt(now, b.seq, b.body.into(), fin);
         }
         self.after_data(now, readable_before, fin_before, fin);
     }
@@ -550,7 +550,7 @@ impl Connection {
         let max = codec::max_body(self.cfg.mtu, 0);
         for b in rebuilt.into_iter().filter(|b| b.body.len() <= max) {
             let fin = b.flags.contains(Flags::AFIN);
-            self.rx.on_rebuilt(now, b.seq, b.body, fin);
+            self.rx.on_rebuilt(now, b.seq, b.body.into(), fin);
         }
         self.after_data(now, readable_before, fin_before, false);
     }

@@ -12,6 +12,7 @@ pub use crate::endpoint_types::{
 use crate::error_control::ErrorControl;
 use crate::receiver::Delivered;
 use aerotp_wire::{ControlBody, Flags, Header};
+use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
@@ -359,10 +360,49 @@ impl Endpoint {
     /// Takes in one datagram from the peer's address (a `SocketAddr`), or one that came on a
     /// path (a `PathAddr`: from `remote`, to this host's `local`).
     pub fn handle_datagram(&mut self, now: Duration, from: impl Into<PathAddr>, datagram: &[u8]) {
-        self.receive_on(now, from.into(), datagram)
+        self.receive_on(now, from.into(), codec::Source::Borrowed(datagram))
     }
 
-    fn receive_on(&mut self, now: Duration, path: PathAddr, datagram: &[u8]) {
+    /// Takes in datagrams that arrived together on one path (a GRO train: `stride` bytes
+    /// each, the last possibly shorter) in a buffer the caller hands over. When every one of
+    /// them names the same pair of ports (one connection's), the TPDU bodies are slices of
+    /// `train`: no copy and no allocation per TPDU. Otherwise each body is copied out, as
+    /// `handle_datagram` does, so that one connection's slow reader cannot hold another's
+    /// bytes. A body holds the whole buffer until it is read: hand over only buffers the
+    /// train fills (`aerotp_net` does when it fills at least half of one).
+    pub fn handle_train(
+        &mut self,
+        now: Duration,
+        from: impl Into<PathAddr>,
+        train: &Bytes,
+        stride: usize,
+    ) {
+        let path = from.into();
+        let stride = stride.max(1);
+        // The header's port bytes as they are: a datagram whose header does not check keeps
+        // no body, so there is no need to check it here (and an authenticated one is
+        // compared the same way).
+        fn ports(d: &[u8]) -> Option<&[u8]> {
+            d.get(aerotp_wire::PORT_BYTES)
+        }
+        let first = ports(train);
+        let one_connection =
+            first.is_some() && train.chunks(stride).skip(1).all(|d| ports(d) == first);
+        for d in train.chunks(stride) {
+            let source = if one_connection {
+                codec::Source::Shared {
+                    datagram: d,
+                    buffer: train,
+                }
+            } else {
+                codec::Source::Borrowed(d)
+            };
+            self.receive_on(now, path, source);
+        }
+    }
+
+    fn receive_on(&mut self, now: Duration, path: PathAddr, source: codec::Source<'_>) {
+        let datagram = source.datagram();
         let remote = path.remote;
         self.stats.datagrams_in += 1;
         // With a key, a TPDU whose intact header says it is not authenticated is refused
@@ -384,7 +424,7 @@ impl Endpoint {
             *refused += u64::from(!ok);
             ok
         };
-        let mut r = match codec::decode_within(datagram, hint, &mut self.scratch, allow) {
+        let mut r = match codec::decode_within(source, hint, &mut self.scratch, allow) {
             Ok(r) => r,
             Err(_) => {
                 self.stats.undecodable += 1;

@@ -9,6 +9,7 @@ use crate::feedback_budget::{FeedbackBudget, TYPICAL_FEEDBACK_BYTES};
 use crate::reorder_budget::{tpdu_cost, ReorderBudget};
 use aerotp_fec::auto::BerEstimator;
 use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Nack, Report, Snack, OVERHEAD};
+use bytes::{Buf, Bytes};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -33,7 +34,7 @@ const MAX_AGGREGATION: Duration = Duration::from_millis(25);
 
 #[derive(Debug, Clone)]
 struct Slot {
-    body: Vec<u8>,
+    body: Bytes,
     fin: bool,
     arrived: Duration,
     /// The sender's timestamp: tells an original that was overtaken from a retransmission.
@@ -44,7 +45,10 @@ struct Slot {
 #[derive(Debug, Clone)]
 pub struct Delivered {
     pub seq: u64,
-    pub data: Vec<u8>,
+    /// The TPDU's body: where the runtime handed the engine its receive buffer, a slice of
+    /// it (holding a chunk holds that buffer; `aerotp_net` hands over only buffers that the
+    /// chunks of one connection fill at least half of).
+    pub data: Bytes,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -272,7 +276,7 @@ impl Receiver {
         now: Duration,
         wire_seq: u32,
         timestamp: u32,
-        body: Vec<u8>,
+        body: Bytes,
         fin: bool,
     ) -> bool {
         let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
@@ -347,7 +351,7 @@ impl Receiver {
 
     /// Keeps a new TPDU in the reorder buffer, delivers what is in order and schedules the
     /// acknowledgement and report it calls for (arrivals and rebuilt TPDUs alike).
-    fn store(&mut self, now: Duration, seq: u64, body: Vec<u8>, fin: bool, ts: u32) {
+    fn store(&mut self, now: Duration, seq: u64, body: Bytes, fin: bool, ts: u32) {
         if self.ec.feedback == Feedback::Selective
             && seq != self.expected
             && self.pending_entries.len() < usize::from(self.mack_count)
@@ -399,7 +403,7 @@ impl Receiver {
     /// A data TPDU rebuilt by erasure decoding (it never arrived intact). Like an arrival,
     /// without the timing an arrival gives (no echo, no spacing, no repair round trip).
     /// Returns whether it was new.
-    pub fn on_rebuilt(&mut self, now: Duration, wire_seq: u32, body: Vec<u8>, fin: bool) -> bool {
+    pub fn on_rebuilt(&mut self, now: Duration, wire_seq: u32, body: Bytes, fin: bool) -> bool {
         let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
         if seq < self.expected
             || self.buffer.contains_key(&seq)
@@ -427,7 +431,7 @@ impl Receiver {
         now: Duration,
         wire_seq: u32,
         timestamp: u32,
-        body: Vec<u8>,
+        body: Bytes,
         fin: bool,
     ) {
         self.stats.tpdus_corrupted += 1;
@@ -463,7 +467,7 @@ impl Receiver {
 
     /// Hands the TPDU numbered `expected` to the application (held and reorder bytes
     /// released) and moves `expected` on.
-    fn deliver_next(&mut self, now: Duration, body: Vec<u8>, fin: bool) {
+    fn deliver_next(&mut self, now: Duration, body: Bytes, fin: bool) {
         self.held_bytes -= tpdu_cost(body.len());
         self.reorder.give(tpdu_cost(body.len()));
         if let Some(t) = self.trace.as_mut().filter(|t| t.len() < TRACE_LIMIT) {
@@ -530,7 +534,7 @@ impl Receiver {
             };
             let k = front.data.len().min(buf.len() - n);
             buf[n..n + k].copy_from_slice(&front.data[..k]);
-            front.data.drain(..k);
+            front.data.advance(k);
             n += k;
             if front.data.is_empty() {
                 self.ready.pop_front();

@@ -6,6 +6,9 @@ use crate::mode::Mode;
 use std::fmt;
 
 pub const HEADER_LEN: usize = 20;
+/// Where the source and destination ports lie in a header (docs/spec.md §2): a receiver
+/// may compare them across datagrams before checking anything.
+pub const PORT_BYTES: std::ops::Range<usize> = 2..6;
 pub const VERSION: u8 = 1;
 
 /// The header flag bits. A small newtype rather than a bitflags dependency: eight constants.
@@ -196,6 +199,15 @@ mod tests {
             tag: 77,
             len: 1400,
         }
+    }
+
+    #[test]
+    fn the_port_bytes_are_the_ports_in_order() {
+        let h = sample();
+        let b = h.to_bytes();
+        let mut want = h.src_port.to_be_bytes().to_vec();
+        want.extend_from_slice(&h.dst_port.to_be_bytes());
+        assert_eq!(&b[PORT_BYTES], &want[..]);
     }
 
     #[test]

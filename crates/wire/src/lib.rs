@@ -19,7 +19,7 @@ pub use auth::{Envelope, AUTH_BIT, AUTH_OVERHEAD, ENCRYPTED_BIT, MAX_KEY_ID, NON
 pub use checks::{crc32c, crc32c_table, hec, hec_table};
 pub use control::{Ack, ControlBody, Mack, Nack, Report, Snack, MACK_FIXED_LEN};
 pub use error::WireError;
-pub use header::{Flags, Header, HEADER_LEN, VERSION};
+pub use header::{Flags, Header, HEADER_LEN, PORT_BYTES, VERSION};
 pub use mode::Mode;
 pub use seq::expand_seq;
 pub use tpdu::{

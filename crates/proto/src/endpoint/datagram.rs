@@ -161,11 +161,11 @@ impl Endpoint {
         }
         let key = (remote, h.src_port, h.dst_port);
         match h.flags {
-            f if f == Flags::empty() => self.deliver_datagram(&key, r.body),
+            f if f == Flags::empty() => self.deliver_datagram(&key, r.body.into()),
             Flags::SOURCE => match self.recv_routes.on_source(now, key, h.tag, h.seq, &r.body) {
                 None => self.stats.datagram_duplicates += 1,
                 Some(rebuilt) => {
-                    self.deliver_datagram(&key, r.body);
+                    self.deliver_datagram(&key, r.body.into());
                     self.deliver_rebuilt(&key, rebuilt);
                 }
             },
@@ -188,6 +188,8 @@ impl Endpoint {
         }
     }
 
+    /// `data` is the application's own (a body sliced from a shared receive buffer was
+    /// copied out of it by `Vec::from`: a queued datagram pins no other's buffer).
     fn deliver_datagram(&mut self, key: &RouteKey, data: Vec<u8>) {
         if self.datagrams_in.len() >= self.cfg.max_datagrams {
             self.stats.datagrams_dropped += 1;

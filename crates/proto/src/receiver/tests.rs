@@ -29,15 +29,18 @@ fn ms(n: u64) -> Duration {
 #[test]
 fn reorders_and_delivers_in_order() {
     let mut r = rx(Mode::Reliable);
-    r.on_data(ms(0), 1, 0, b"bb".to_vec(), false);
+    r.on_data(ms(0), 1, 0, Bytes::from(b"bb".to_vec()), false);
     assert!(!r.readable());
-    r.on_data(ms(1), 0, 0, b"aa".to_vec(), false);
-    r.on_data(ms(2), 2, 0, b"cc".to_vec(), true);
+    r.on_data(ms(1), 0, 0, Bytes::from(b"aa".to_vec()), false);
+    r.on_data(ms(2), 2, 0, Bytes::from(b"cc".to_vec()), true);
     let mut buf = [0u8; 16];
     let n = r.read(&mut buf);
     assert_eq!(&buf[..n], b"aabbcc");
     assert!(r.at_eof());
-    assert!(!r.on_data(ms(3), 1, 0, b"bb".to_vec(), false), "duplicate");
+    assert!(
+        !r.on_data(ms(3), 1, 0, Bytes::from(b"bb".to_vec()), false),
+        "duplicate"
+    );
 }
 
 #[test]
@@ -45,14 +48,14 @@ fn mack_after_count_in_order_and_at_once_on_a_new_gap() {
     let mut r = rx(Mode::Reliable);
     // In order: aggregated until mack_count (4) TPDUs.
     for s in [0u32, 1, 2] {
-        r.on_data(ms(0), s, 0, vec![1], false);
+        r.on_data(ms(0), s, 0, Bytes::from(vec![1]), false);
         assert!(r.poll_feedback(ms(0)).is_none());
     }
-    r.on_data(ms(0), 3, 0, vec![1], false);
+    r.on_data(ms(0), 3, 0, Bytes::from(vec![1]), false);
     let m = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
     assert_eq!((m.ack.cum, m.entries.len()), (4, 0));
     // A new gap (5 missing) is reported at once, the out-of-order arrival as a range.
-    r.on_data(ms(1), 6, 0, vec![1], false);
+    r.on_data(ms(1), 6, 0, Bytes::from(vec![1]), false);
     let m = r.poll_feedback(ms(1)).unwrap().mack.unwrap();
     assert_eq!(m.ack.cum, 4);
     assert_eq!(m.ranges, vec![(6, 7)]);
@@ -61,7 +64,7 @@ fn mack_after_count_in_order_and_at_once_on_a_new_gap() {
         "an entry inside a range is not repeated"
     );
     // Filling in behind the gap is not a new gap: aggregated again.
-    r.on_data(ms(2), 7, 0, vec![1], false);
+    r.on_data(ms(2), 7, 0, Bytes::from(vec![1]), false);
     assert!(r.poll_feedback(ms(2)).is_none());
     assert!(m.max_delay > 0);
 }
@@ -69,7 +72,7 @@ fn mack_after_count_in_order_and_at_once_on_a_new_gap() {
 #[test]
 fn mack_timer_flushes_partial_aggregate() {
     let mut r = rx(Mode::HybridNackMack);
-    r.on_data(ms(0), 0, 0, vec![1], false);
+    r.on_data(ms(0), 0, 0, Bytes::from(vec![1]), false);
     assert!(r.poll_feedback(ms(5)).is_none());
     assert_eq!(r.feedback_deadline(), Some(ms(10)));
     assert!(r.poll_feedback(ms(10)).unwrap().mack.is_some());
@@ -78,19 +81,19 @@ fn mack_timer_flushes_partial_aggregate() {
 #[test]
 fn corrupted_tpdu_is_nacked_in_nack_modes_only() {
     let mut r = rx(Mode::HybridNack);
-    r.on_corrupted(ms(0), 3, 0, vec![], false);
+    r.on_corrupted(ms(0), 3, 0, Bytes::from(vec![]), false);
     assert_eq!(r.poll_feedback(ms(0)).unwrap().nack.unwrap().seqs, vec![3]);
     let mut q = rx(Mode::QuasiReliable);
-    q.on_corrupted(ms(0), 3, 0, vec![], false);
+    q.on_corrupted(ms(0), 3, 0, Bytes::from(vec![]), false);
     assert!(q.poll_feedback(ms(0)).is_none());
 }
 
 #[test]
 fn near_reliable_snacks_gaps_as_ranges() {
     let mut r = rx(Mode::NearReliable);
-    r.on_data(ms(0), 0, 0, vec![1], false);
-    r.on_data(ms(0), 3, 0, vec![1], false);
-    r.on_data(ms(0), 6, 0, vec![1], false);
+    r.on_data(ms(0), 0, 0, Bytes::from(vec![1]), false);
+    r.on_data(ms(0), 3, 0, Bytes::from(vec![1]), false);
+    r.on_data(ms(0), 6, 0, Bytes::from(vec![1]), false);
     let fb = r.poll_feedback(ms(0)).unwrap();
     assert_eq!(fb.snack.unwrap().ranges, vec![(1, 3), (4, 6)]);
 }
@@ -98,8 +101,8 @@ fn near_reliable_snacks_gaps_as_ranges() {
 #[test]
 fn lossy_mode_skips_holes_after_timeout_and_counts_them() {
     let mut r = rx(Mode::QuasiReliable);
-    r.on_data(ms(0), 0, 0, b"a".to_vec(), false);
-    r.on_data(ms(1), 3, 0, b"d".to_vec(), false);
+    r.on_data(ms(0), 0, 0, Bytes::from(b"a".to_vec()), false);
+    r.on_data(ms(1), 3, 0, Bytes::from(b"d".to_vec()), false);
     assert_eq!(r.hole_deadline(), Some(ms(31)));
     r.on_hole_timeout(ms(20));
     assert_eq!(r.stats.tpdus_lost, 0);
@@ -113,7 +116,7 @@ fn lossy_mode_skips_holes_after_timeout_and_counts_them() {
 #[test]
 fn reliable_mode_never_skips() {
     let mut r = rx(Mode::Reliable);
-    r.on_data(ms(0), 2, 0, b"c".to_vec(), false);
+    r.on_data(ms(0), 2, 0, Bytes::from(b"c".to_vec()), false);
     assert_eq!(r.hole_deadline(), None);
     r.on_hole_timeout(ms(10_000));
     assert!(!r.readable());
@@ -130,7 +133,7 @@ fn a_full_aggregate_is_split_to_fit_the_mtu() {
     });
     // 365 out-of-order arrivals, every other TPDU missing: 365 blocks of one.
     for s in (1..=729u32).step_by(2) {
-        r.on_data(ms(0), s, 1, vec![1], false);
+        r.on_data(ms(0), s, 1, Bytes::from(vec![1]), false);
     }
     let first = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
     // The first, nearly MTU-sized, used the budget's burst: the rest waits for it.
@@ -165,13 +168,13 @@ fn a_full_aggregate_is_split_to_fit_the_mtu() {
 #[test]
 fn ranges_survive_a_lost_mack() {
     let mut r = rx(Mode::Reliable);
-    r.on_data(ms(0), 0, 0, vec![1], false);
-    r.on_data(ms(0), 2, 0, vec![1], false);
-    r.on_data(ms(0), 3, 0, vec![1], false);
+    r.on_data(ms(0), 0, 0, Bytes::from(vec![1]), false);
+    r.on_data(ms(0), 2, 0, Bytes::from(vec![1]), false);
+    r.on_data(ms(0), 3, 0, Bytes::from(vec![1]), false);
     let lost = r.poll_feedback(ms(0)).unwrap().mack.unwrap();
     assert_eq!(lost.ranges, vec![(2, 4)]);
     // That MACK is lost; the next (after a later arrival) still reports 2 and 3.
-    r.on_data(ms(20), 5, 0, vec![1], false);
+    r.on_data(ms(20), 5, 0, Bytes::from(vec![1]), false);
     let next = r.poll_feedback(ms(20)).unwrap().mack.unwrap();
     assert_eq!(next.ack.cum, 1);
     assert_eq!(next.ranges, vec![(5, 6), (2, 4)]);
@@ -183,7 +186,7 @@ fn sparse_traffic_is_acknowledged_at_once() {
     let mut r = receiver(&ConnectionConfig::default());
     for i in 0..20u32 {
         let t = ms(100 * u64::from(i));
-        r.on_data(t, i, 0, vec![1; 100], false);
+        r.on_data(t, i, 0, Bytes::from(vec![1; 100]), false);
         assert_eq!(r.feedback_deadline(), Some(t), "TPDU {i}");
         assert!(r.poll_feedback(t).unwrap().mack.is_some());
     }
@@ -204,7 +207,7 @@ fn feedback_is_held_to_its_share_of_a_thin_return_link() {
     let mut now = Duration::ZERO;
     while now < Duration::from_secs(20) {
         seq += if seq % 10 == 9 { 2 } else { 1 };
-        r.on_data(now, seq, 0, vec![1; 1400], false);
+        r.on_data(now, seq, 0, Bytes::from(vec![1; 1400]), false);
         if r.feedback_deadline().is_some_and(|d| d <= now) {
             let fb = r.poll_feedback(now).expect("a deadline that has come acts");
             let mut out = Vec::new();
@@ -228,7 +231,7 @@ fn feedback_is_held_to_its_share_of_a_thin_return_link() {
 #[test]
 fn beyond_window_is_refused() {
     let mut r = rx(Mode::Reliable);
-    assert!(!r.on_data(ms(0), 64, 0, vec![1], false));
+    assert!(!r.on_data(ms(0), 64, 0, Bytes::from(vec![1]), false));
     assert_eq!(r.stats.tpdus_beyond_window, 1);
 }
 
@@ -249,19 +252,19 @@ fn out_of_order_bytes_are_bounded_per_connection_and_per_endpoint() {
     let body = || vec![7u8; 1_000];
     // Connection a: three bodies past a hole fit its bound, the fourth does not.
     for seq in 1..=4 {
-        a.on_data(ms(seq.into()), seq, 0, body(), false);
+        a.on_data(ms(seq.into()), seq, 0, Bytes::from(body()), false);
     }
     assert_eq!(a.held_bytes(), 3 * cost);
     assert_eq!(a.stats.tpdus_dropped_memory, 1);
     // Connection b: the endpoint has room for two more.
     for seq in 1..=3 {
-        b.on_data(ms(seq.into()), seq, 0, body(), false);
+        b.on_data(ms(seq.into()), seq, 0, Bytes::from(body()), false);
     }
     assert_eq!(b.held_bytes(), 2 * cost);
     assert_eq!(b.stats.tpdus_dropped_memory, 1);
     assert_eq!(shared.used(), 5 * cost);
     // The awaited TPDU always fits, and delivering frees what it unblocks.
-    assert!(a.on_data(ms(10), 0, 0, body(), false));
+    assert!(a.on_data(ms(10), 0, 0, Bytes::from(body()), false));
     assert_eq!(a.held_bytes(), 0);
     assert_eq!(shared.used(), 2 * cost);
     let mut buf = vec![0u8; 10_000];
@@ -271,7 +274,7 @@ fn out_of_order_bytes_are_bounded_per_connection_and_per_endpoint() {
         "TPDUs 0-3 delivered; 4 was dropped, not delivered"
     );
     // The dropped TPDU, resent, is taken now that there is room.
-    assert!(a.on_data(ms(11), 4, 0, body(), false));
+    assert!(a.on_data(ms(11), 4, 0, Bytes::from(body()), false));
     // A released connection gives its bytes back.
     drop(b);
     assert_eq!(shared.used(), 0);
@@ -286,21 +289,21 @@ fn a_long_gap_is_reported_at_once_a_short_one_at_the_interval() {
     r.want_reports();
     for seq in 0..3u32 {
         r.ber.record_clean(12_000);
-        r.on_data(ms(u64::from(seq)), seq, 0, vec![1; 100], false);
+        r.on_data(ms(u64::from(seq)), seq, 0, Bytes::from(vec![1; 100]), false);
     }
     // The first report goes out on its own timer (50 ms after data starts).
     let first = r.poll_feedback(ms(60)).and_then(|b| b.report);
     assert!(first.is_some(), "the first report");
     // A short gap (seq 3..=5 missing): nothing before the interval.
     r.ber.record_clean(12_000);
-    r.on_data(ms(61), 6, 0, vec![1; 100], false);
+    r.on_data(ms(61), 6, 0, Bytes::from(vec![1; 100]), false);
     assert!(
         r.poll_feedback(ms(62)).and_then(|b| b.report).is_none(),
         "a gap of 3 waits for the interval"
     );
     // A long gap (7..=30 missing, 24 TPDUs): reported at the arrival that shows it.
     r.ber.record_clean(12_000);
-    r.on_data(ms(63), 31, 0, vec![1; 100], false);
+    r.on_data(ms(63), 31, 0, Bytes::from(vec![1; 100]), false);
     assert_eq!(r.feedback_deadline(), Some(ms(63)), "due at once");
     let report = r.poll_feedback(ms(63)).and_then(|b| b.report);
     assert!(report.is_some_and(|rep| rep.wire_lost >= 27), "{report:?}");
