@@ -666,3 +666,82 @@ impl Flow {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(role: FlowRole) -> Arc<Flow> {
+        let init = FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 1 << 16);
+        Flow::new(init, role, Budget::new(1 << 20))
+    }
+
+    /// 10 bytes and the FIN written to our socket.
+    fn written(f: &Flow) {
+        f.set_in(10, true);
+    }
+
+    #[test]
+    fn flows_not_following_acks_confirm_what_was_written() {
+        for role in [
+            FlowRole::Ingress,
+            FlowRole::Egress(EgressParts::new(false, None)),
+        ] {
+            let f = flow(role);
+            written(&f);
+            // A queue reading means nothing to them.
+            f.note_outq(4);
+            let st = f.lock();
+            assert_eq!((st.confirmable(), st.unacked()), ((10, true), false));
+        }
+    }
+
+    #[test]
+    fn a_flow_following_acks_confirms_what_the_destination_acknowledged() {
+        let f = flow(FlowRole::Egress(EgressParts::new(true, None)));
+        written(&f);
+        assert_eq!(f.in_progress(), (0, false));
+        assert!(f.lock().unacked());
+        // 3 bytes and the FIN still queued: 7 acknowledged, not the FIN.
+        f.note_outq(4);
+        assert_eq!(f.in_progress(), (7, false));
+        f.note_outq(1);
+        assert_eq!(
+            f.in_progress(),
+            (10, false),
+            "the FIN counts one in the queue"
+        );
+        f.note_outq(0);
+        assert_eq!(f.in_progress(), (10, true));
+        assert!(!f.lock().unacked());
+        // A later, larger reading (a write racing it) never takes back what was confirmed.
+        f.note_outq(5);
+        assert_eq!(f.in_progress(), (10, true));
+    }
+
+    #[tokio::test]
+    async fn a_restored_flow_is_taken_once_and_keeps_its_record() {
+        let root = tempfile::tempdir().unwrap();
+        let meta = progress::EgressMeta {
+            flow_id: 1,
+            class: 0,
+            dest: "x".into(),
+            boot_id: progress::boot_id(),
+        };
+        let log = ProgressLog::create(root.path(), &meta).unwrap();
+        let p = Progress {
+            written: 5,
+            ..Progress::default()
+        };
+        let f = flow(FlowRole::Egress(EgressParts::restored(log, p, true)));
+        let take = || f.lock().egress().and_then(EgressParts::take_restored);
+        assert_eq!(take(), Some((p, true)));
+        assert_eq!(take(), None);
+        f.persist(|p| p.flags |= progress::COMPLETE).await.unwrap();
+        let log = f.take_progress().expect("the record");
+        assert_eq!(log.last().flags, progress::COMPLETE);
+        assert!(f.take_progress().is_none(), "taken once");
+        assert!(flow(FlowRole::Ingress).lock().egress().is_none());
+        assert!(flow(FlowRole::Ingress).take_progress().is_none());
+    }
+}
