@@ -117,7 +117,7 @@ pub struct DestAcked {
 
 /// What only the egress keeps of a flow. It sits under the state lock beside [`FlowState`]
 /// because the confirmation rule ([`Locked::confirmable`]) reads both at once.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EgressParts {
     /// A reliable flow's destination acknowledgements (`None`: confirm what was written).
     acked: Option<DestAcked>,
