@@ -16,7 +16,7 @@ use crate::ctx::{
     fid, new_flow_id, Ctx, Role, COMPLETED_KEPT, CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT,
     REVERSE_WINDOW, UDP_STREAM_PORT,
 };
-use crate::flow::{Flow, FlowInit, SessionEnd};
+use crate::flow::{EgressParts, Flow, FlowInit, FlowRole, SessionEnd};
 use crate::frame::{reset_reason, Class, Dest, Open, RecordError, Resumed, MAX_OPEN};
 use crate::progress::{self, Completed, EgressMeta, Found, ProgressLog};
 use crate::session::{run_session, Offsets};
@@ -162,22 +162,20 @@ impl Egress {
         tracing::info!(flow = %fid(id), dest = %f.meta.dest, written = f.progress.written,
             intent = f.progress.intent, flags = f.progress.flags,
             "restored flow from the egress store; waiting for the ingress to resume it");
-        let init = FlowInit {
-            record: Some(f.log),
-            ..FlowInit::new(
-                id,
-                class,
-                f.meta.dest.clone(),
-                Custody::mem(0),
-                REVERSE_WINDOW,
-            )
-        };
-        let flow = Flow::new(init, self.ctx.budget.clone());
+        let init = FlowInit::new(
+            id,
+            class,
+            f.meta.dest.clone(),
+            Custody::mem(0),
+            REVERSE_WINDOW,
+        );
+        let rebooted = f.meta.boot_id != progress::boot_id();
+        let role = FlowRole::Egress(EgressParts::restored(f.log, f.progress, rebooted));
+        let flow = Flow::new(init, role, self.ctx.budget.clone());
         {
             let mut st = flow.lock();
             st.in_delivered = f.progress.written;
             st.in_fin = f.progress.flags & progress::IN_FIN != 0;
-            st.restored = Some((f.progress, f.meta.boot_id != progress::boot_id()));
         }
         self.ctx.reg.insert(&flow);
         self.expire_unresumed(flow, 0);
@@ -296,7 +294,7 @@ impl Egress {
         let Some(f) = self.ctx.reg.get(open.flow_id) else {
             return self.completed_flow(conn, open).await;
         };
-        let restored = f.lock().restored.take();
+        let restored = f.lock().egress().and_then(EgressParts::take_restored);
         if let Some(p) = restored {
             if let Err(why) = self.continue_restored(&f, p).await {
                 tracing::warn!(flow = %fid(f.id), reason = %why, "restored flow cannot continue");
@@ -345,7 +343,9 @@ impl Egress {
                 0,
             )
         };
-        let f = Flow::new(init, self.ctx.budget.clone());
+        // Nothing to write or record: the flow completed; only its answer is left.
+        let role = FlowRole::Egress(EgressParts::new(false, None));
+        let f = Flow::new(init, role, self.ctx.budget.clone());
         f.set_in(delivered, true);
         Some(f)
     }
@@ -402,12 +402,9 @@ impl Egress {
         }
         // A reliable flow confirms only what the destination's TCP acknowledged: the source
         // behind the ingress learns of nothing the destination does not have.
-        let init = FlowInit {
-            acked_only: !open.custody,
-            record,
-            ..FlowInit::new(id, open.class, dest.clone(), Custody::mem(0), window)
-        };
-        let f = Flow::new(init, self.ctx.budget.clone());
+        let init = FlowInit::new(id, open.class, dest.clone(), Custody::mem(0), window);
+        let role = FlowRole::Egress(EgressParts::new(!open.custody, record));
+        let f = Flow::new(init, role, self.ctx.budget.clone());
         tcpside::attach_tcp(&f, s);
         self.ctx.reg.insert(&f);
         self.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);

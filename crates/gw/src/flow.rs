@@ -3,20 +3,29 @@
 //! bytes it has written to it. A flow outlives the AeroTP connection that carries it
 //! ([`run_session`]); a near-reliable flow resumes on a new connection.
 //!
+//! Both roles run the same code; what only the egress keeps is its own type, fixed when the
+//! flow is created ([`FlowRole`]: `Ingress`, or `Egress` with its [`EgressParts`]): for a
+//! reliable flow, what the destination's TCP acknowledged ([`DestAcked`]: only that is
+//! confirmed to the peer), a flow restored from the egress store after a restart, and with
+//! a store the crash-safe delivery record. An ingress flow has none of them.
+//!
 //! Who touches a flow: the session's two halves (`crate::session`: sending custody, taking
 //! the peer's bytes and confirmations), the task reading the TCP socket into custody and the
 //! task owning the socket's write half (`crate::tcpside`), and the gateway's own code (the
 //! ingress's driver, the egress's resume). What they share, and why each lock:
 //!
-//! * `state` ([`FlowState`], a std mutex): the offsets and flags every one of them reads and
-//!   moves, and the current session's connection; short critical sections, never held
-//!   across an await. Changes are announced on the `changed` watch.
+//! * `state` ([`Locked`], a std mutex): [`FlowState`], the offsets and flags every one of
+//!   them reads and moves and the current session's connection, beside the role's own
+//!   parts: the confirmation rule ([`Locked::confirmable`]) reads what was written and what
+//!   the destination acknowledged at once. Short critical sections, never held across an
+//!   await. Changes are announced on the `changed` watch.
 //! * `custody` (a std mutex): the bytes held until the peer confirms them, appended by the
 //!   reader, read by the session, trimmed by confirmations; its own lock because store I/O
 //!   runs under it (on a blocking thread for a disk custody).
-//! * `record` (egress with a store: [`Record`], its own lock): the crash-safe delivery
-//!   record, written by the TCP writer around each write, by the reader (`REVERSE`) and by
-//!   the egress (`COMPLETE`).
+//! * the egress's delivery record (with a store: [`Record`], in [`EgressParts`], its own
+//!   lock because a `pwrite` or `fdatasync` runs under it): written by the TCP writer
+//!   around each write, by the reader (`REVERSE`) and by the egress (`COMPLETE`). Its
+//!   handle is fixed at creation; a user clones it out of `state` and writes without that.
 //!
 //! The write half has no lock: one task owns it and takes the peer's bytes, tagged with
 //! their flow offsets, through [`Out`] (a channel bounded in bytes), reporting what it
@@ -69,7 +78,7 @@ impl Budget {
     }
 }
 
-/// The mutable state of a flow.
+/// The mutable state of a flow that both roles use.
 #[derive(Debug)]
 pub struct FlowState {
     /// Confirmed by the peer (custody released below it).
@@ -84,14 +93,6 @@ pub struct FlowState {
     pub in_delivered: u64,
     /// The peer's FIN was received and our TCP write half shut.
     pub in_fin: bool,
-    /// Egress, reliable flow: confirm only what the destination's TCP acknowledged
-    /// (`in_acked`, `in_fin_acked`), not what was written to our socket (docs/gateway.md §TCP
-    /// reliable: end-to-end semantics).
-    pub acked_only: bool,
-    /// Of `in_delivered`, the bytes the destination acknowledged (`acked_only` flows).
-    pub in_acked: u64,
-    /// The destination acknowledged our FIN (`acked_only` flows).
-    pub in_fin_acked: bool,
     /// The flow is aborted; the reason, and whether the peer still has to be told.
     pub reset: Option<(String, bool)>,
     /// Bytes sent on the AeroTP connections (including resends after a resume).
@@ -99,11 +100,130 @@ pub struct FlowState {
     pub resumes: u64,
     /// The connection of the current session (aborted on take-over), if any.
     pub conn: Option<Connection>,
-    /// Egress: restored from the store after a restart, no destination connection yet: the
-    /// record, and whether the host rebooted since the flow was created.
-    pub restored: Option<(Progress, bool)>,
     /// The task reading our TCP socket into custody (aborted on reset).
     reader_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Egress, reliable flow: of the bytes written to the destination (`in_delivered`), what
+/// its TCP acknowledged. Only this is confirmed to the peer, so the source behind the
+/// ingress learns of nothing the destination does not have (docs/gateway.md §TCP reliable:
+/// end-to-end semantics).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DestAcked {
+    pub in_acked: u64,
+    /// The destination acknowledged our FIN.
+    pub in_fin_acked: bool,
+}
+
+/// What only the egress keeps of a flow. It sits under the state lock beside [`FlowState`]
+/// because the confirmation rule ([`Locked::confirmable`]) reads both at once.
+#[derive(Debug)]
+pub struct EgressParts {
+    /// A reliable flow's destination acknowledgements (`None`: confirm what was written).
+    acked: Option<DestAcked>,
+    /// Restored from the store after a restart, no destination connection yet: the record,
+    /// and whether the host rebooted since the flow was created (taken by the resume).
+    restored: Option<(Progress, bool)>,
+    /// With a store: the crash-safe record of what was written to the destination. Fixed
+    /// at creation; its own lock (store I/O runs under it), so a user clones it out.
+    record: Option<Arc<Record>>,
+}
+
+impl EgressParts {
+    /// A new egress flow: `acked_only` for a reliable one, `record` with a store.
+    pub fn new(acked_only: bool, record: Option<ProgressLog>) -> EgressParts {
+        EgressParts {
+            acked: acked_only.then(DestAcked::default),
+            restored: None,
+            record: record.map(Record::new),
+        }
+    }
+
+    /// A flow restored from the store (`rebooted`: the host's boot id changed since).
+    pub fn restored(log: ProgressLog, p: Progress, rebooted: bool) -> EgressParts {
+        EgressParts {
+            restored: Some((p, rebooted)),
+            ..EgressParts::new(false, Some(log))
+        }
+    }
+
+    /// What the destination acknowledged, for a flow that follows it.
+    pub fn acked(&self) -> Option<DestAcked> {
+        self.acked
+    }
+
+    /// A restored flow's record and whether the host rebooted, taken by its first resume.
+    pub fn take_restored(&mut self) -> Option<(Progress, bool)> {
+        self.restored.take()
+    }
+}
+
+/// A flow's role, fixed when it is created: the ingress keeps nothing of its own; the
+/// egress its [`EgressParts`].
+#[derive(Debug)]
+pub enum FlowRole {
+    Ingress,
+    Egress(EgressParts),
+}
+
+/// What a flow's state lock guards: the state both roles use (reached through `Deref`, so
+/// role-neutral code reads it as a [`FlowState`]) and the role's own.
+#[derive(Debug)]
+pub struct Locked {
+    st: FlowState,
+    role: FlowRole,
+}
+
+impl std::ops::Deref for Locked {
+    type Target = FlowState;
+    fn deref(&self) -> &FlowState {
+        &self.st
+    }
+}
+
+impl std::ops::DerefMut for Locked {
+    fn deref_mut(&mut self) -> &mut FlowState {
+        &mut self.st
+    }
+}
+
+impl Locked {
+    /// The egress's parts (`None` at the ingress).
+    pub fn egress(&mut self) -> Option<&mut EgressParts> {
+        match &mut self.role {
+            FlowRole::Egress(e) => Some(e),
+            FlowRole::Ingress => None,
+        }
+    }
+
+    fn acked(&self) -> Option<DestAcked> {
+        match &self.role {
+            FlowRole::Egress(e) => e.acked,
+            FlowRole::Ingress => None,
+        }
+    }
+
+    /// The flow confirms only what the destination acknowledged ([`DestAcked`]).
+    pub fn follows_acks(&self) -> bool {
+        self.acked().is_some()
+    }
+
+    /// What we confirm to the peer of its direction: bytes, and its FIN (a flow following
+    /// the destination's acknowledgements: what it acknowledged).
+    pub fn confirmable(&self) -> (u64, bool) {
+        match self.acked() {
+            Some(a) => (a.in_acked, self.st.in_fin && a.in_fin_acked),
+            None => (self.st.in_delivered, self.st.in_fin),
+        }
+    }
+
+    /// A flow following the destination's acknowledgements wrote bytes (or its FIN) the
+    /// destination has not acknowledged.
+    pub fn unacked(&self) -> bool {
+        self.acked().is_some_and(|a| {
+            a.in_acked < self.st.in_delivered || (self.st.in_fin && !a.in_fin_acked)
+        })
+    }
 }
 
 /// What a flow starts from: who it is, where it goes, and (restored from a store) the custody
@@ -120,10 +240,6 @@ pub struct FlowInit {
     pub base: u64,
     pub end: u64,
     pub fin: bool,
-    /// Egress, reliable flow: confirm what the destination acknowledged ([`FlowState`]).
-    pub acked_only: bool,
-    /// Egress with a store: the flow's delivery record.
-    pub record: Option<ProgressLog>,
 }
 
 impl FlowInit {
@@ -138,25 +254,7 @@ impl FlowInit {
             base: 0,
             end: 0,
             fin: false,
-            acked_only: false,
-            record: None,
         }
-    }
-}
-
-impl FlowState {
-    /// What we confirm to the peer of its direction: bytes, and its FIN.
-    pub fn confirmable(&self) -> (u64, bool) {
-        if self.acked_only {
-            (self.in_acked, self.in_fin && self.in_fin_acked)
-        } else {
-            (self.in_delivered, self.in_fin)
-        }
-    }
-
-    /// An `acked_only` flow wrote bytes (or its FIN) the destination has not acknowledged.
-    pub fn unacked(&self) -> bool {
-        self.in_acked < self.in_delivered || (self.in_fin && !self.in_fin_acked)
     }
 }
 
@@ -194,7 +292,7 @@ pub struct Flow {
     pub dest: String,
     pub custody_mode: bool,
     pub started: Instant,
-    state: Mutex<FlowState>,
+    state: Mutex<Locked>,
     custody: Mutex<Custody>,
     budget: Arc<Budget>,
     /// Most bytes this flow holds (window).
@@ -202,8 +300,6 @@ pub struct Flow {
     pub(crate) changed: watch::Sender<u64>,
     /// The TCP writer, once a socket is attached (never for a flow without one).
     out: OnceLock<Out>,
-    /// Egress with a store: the crash-safe record of what was written to the destination.
-    record: Option<Arc<Record>>,
 }
 
 impl std::fmt::Debug for Flow {
@@ -224,7 +320,7 @@ pub enum SessionEnd {
 }
 
 impl Flow {
-    pub fn new(init: FlowInit, budget: Arc<Budget>) -> Arc<Flow> {
+    pub fn new(init: FlowInit, role: FlowRole, budget: Arc<Budget>) -> Arc<Flow> {
         let custody_mode = init.custody.is_disk();
         budget
             .held
@@ -235,29 +331,27 @@ impl Flow {
             dest: init.dest,
             custody_mode,
             started: Instant::now(),
-            state: Mutex::new(FlowState {
-                base: init.base,
-                end: init.end,
-                fin: init.fin,
-                peer_fin: false,
-                in_delivered: 0,
-                in_fin: false,
-                acked_only: init.acked_only,
-                in_acked: 0,
-                in_fin_acked: false,
-                reset: None,
-                bytes_sent: 0,
-                resumes: 0,
-                conn: None,
-                restored: None,
-                reader_task: None,
+            state: Mutex::new(Locked {
+                st: FlowState {
+                    base: init.base,
+                    end: init.end,
+                    fin: init.fin,
+                    peer_fin: false,
+                    in_delivered: 0,
+                    in_fin: false,
+                    reset: None,
+                    bytes_sent: 0,
+                    resumes: 0,
+                    conn: None,
+                    reader_task: None,
+                },
+                role,
             }),
             custody: Mutex::new(init.custody),
             budget,
             window: init.window,
             changed: watch::channel(0).0,
             out: OnceLock::new(),
-            record: init.record.map(Record::new),
         })
     }
 
@@ -266,13 +360,15 @@ impl Flow {
         self.lock().conn.clone()
     }
 
-    /// Egress: the flow's delivery record, taken (flow finished).
-    pub fn take_progress(&self) -> Option<ProgressLog> {
-        self.record.as_ref().and_then(|r| r.take())
+    /// Egress with a store: the flow's delivery record (cloned out of the state lock: its
+    /// writes run under its own).
+    pub(crate) fn record(&self) -> Option<Arc<Record>> {
+        self.lock().egress().and_then(|e| e.record.clone())
     }
 
-    pub(crate) fn has_progress(&self) -> bool {
-        self.record.is_some()
+    /// Egress: the flow's delivery record, taken (flow finished).
+    pub fn take_progress(&self) -> Option<ProgressLog> {
+        self.record().and_then(|r| r.take())
     }
 
     /// Updates the delivery record and syncs it (flags; no-op without a record).
@@ -280,21 +376,13 @@ impl Flow {
         &self,
         f: impl FnOnce(&mut Progress) + Send + 'static,
     ) -> Result<(), String> {
-        match &self.record {
+        match self.record() {
             Some(r) => r.persist(f).await,
             None => Ok(()),
         }
     }
 
-    /// Updates the delivery record without a sync: one `pwrite` (no-op without a record).
-    pub(crate) fn note_progress(&self, f: impl FnOnce(&mut Progress)) -> Result<(), String> {
-        match &self.record {
-            Some(r) => r.note(f, false),
-            None => Ok(()),
-        }
-    }
-
-    pub fn lock(&self) -> MutexGuard<'_, FlowState> {
+    pub fn lock(&self) -> MutexGuard<'_, Locked> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -511,34 +599,36 @@ impl Flow {
         st.peer_fin = true;
     }
 
-    /// What we confirm of the peer's direction ([`FlowState::confirmable`]).
+    /// What we confirm of the peer's direction ([`Locked::confirmable`]).
     pub fn in_progress(&self) -> (u64, bool) {
         self.lock().confirmable()
     }
 
     /// Flow complete on our side: everything confirmed both ways.
-    pub(crate) fn complete(st: &FlowState) -> bool {
+    pub(crate) fn complete(st: &Locked) -> bool {
         st.fin && st.peer_fin && st.base == st.end && st.confirmable().1
     }
 
-    /// Egress, `acked_only` flow: the socket's send queue holds `outq` bytes written and not
-    /// yet acknowledged (`SIOCOUTQ`, the FIN counting one): the rest of what was written is
-    /// the destination's. Racing a write only under-counts (the bytes are in the queue before
-    /// `in_delivered` counts them), never over-counts.
+    /// Egress, flow following the destination's acknowledgements ([`DestAcked`]): the
+    /// socket's send queue holds `outq` bytes written and not yet acknowledged (`SIOCOUTQ`,
+    /// the FIN counting one): the rest of what was written is the destination's. Racing a
+    /// write only under-counts (the bytes are in the queue before `in_delivered` counts
+    /// them), never over-counts. A no-op for any other flow.
     pub(crate) fn note_outq(&self, outq: u64) {
-        let mut st = self.lock();
-        let (acked, fin) = if st.in_fin {
-            (
-                st.in_delivered.saturating_sub(outq.saturating_sub(1)),
-                outq == 0,
-            )
-        } else {
-            (st.in_delivered.saturating_sub(outq), false)
+        let mut g = self.lock();
+        let (delivered, in_fin) = (g.in_delivered, g.in_fin);
+        let Some(a) = g.egress().and_then(|e| e.acked.as_mut()) else {
+            return;
         };
-        if acked > st.in_acked || (fin && !st.in_fin_acked) {
-            st.in_acked = st.in_acked.max(acked);
-            st.in_fin_acked |= fin;
-            drop(st);
+        let (acked, fin) = if in_fin {
+            (delivered.saturating_sub(outq.saturating_sub(1)), outq == 0)
+        } else {
+            (delivered.saturating_sub(outq), false)
+        };
+        if acked > a.in_acked || (fin && !a.in_fin_acked) {
+            a.in_acked = a.in_acked.max(acked);
+            a.in_fin_acked |= fin;
+            drop(g);
             self.bump();
         }
     }
@@ -574,5 +664,84 @@ impl Flow {
         self.lock().in_fin = true;
         self.bump();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(role: FlowRole) -> Arc<Flow> {
+        let init = FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 1 << 16);
+        Flow::new(init, role, Budget::new(1 << 20))
+    }
+
+    /// 10 bytes and the FIN written to our socket.
+    fn written(f: &Flow) {
+        f.set_in(10, true);
+    }
+
+    #[test]
+    fn flows_not_following_acks_confirm_what_was_written() {
+        for role in [
+            FlowRole::Ingress,
+            FlowRole::Egress(EgressParts::new(false, None)),
+        ] {
+            let f = flow(role);
+            written(&f);
+            // A queue reading means nothing to them.
+            f.note_outq(4);
+            let st = f.lock();
+            assert_eq!((st.confirmable(), st.unacked()), ((10, true), false));
+        }
+    }
+
+    #[test]
+    fn a_flow_following_acks_confirms_what_the_destination_acknowledged() {
+        let f = flow(FlowRole::Egress(EgressParts::new(true, None)));
+        written(&f);
+        assert_eq!(f.in_progress(), (0, false));
+        assert!(f.lock().unacked());
+        // 3 bytes and the FIN still queued: 7 acknowledged, not the FIN.
+        f.note_outq(4);
+        assert_eq!(f.in_progress(), (7, false));
+        f.note_outq(1);
+        assert_eq!(
+            f.in_progress(),
+            (10, false),
+            "the FIN counts one in the queue"
+        );
+        f.note_outq(0);
+        assert_eq!(f.in_progress(), (10, true));
+        assert!(!f.lock().unacked());
+        // A later, larger reading (a write racing it) never takes back what was confirmed.
+        f.note_outq(5);
+        assert_eq!(f.in_progress(), (10, true));
+    }
+
+    #[tokio::test]
+    async fn a_restored_flow_is_taken_once_and_keeps_its_record() {
+        let root = tempfile::tempdir().unwrap();
+        let meta = progress::EgressMeta {
+            flow_id: 1,
+            class: 0,
+            dest: "x".into(),
+            boot_id: progress::boot_id(),
+        };
+        let log = ProgressLog::create(root.path(), &meta).unwrap();
+        let p = Progress {
+            written: 5,
+            ..Progress::default()
+        };
+        let f = flow(FlowRole::Egress(EgressParts::restored(log, p, true)));
+        let take = || f.lock().egress().and_then(EgressParts::take_restored);
+        assert_eq!(take(), Some((p, true)));
+        assert_eq!(take(), None);
+        f.persist(|p| p.flags |= progress::COMPLETE).await.unwrap();
+        let log = f.take_progress().expect("the record");
+        assert_eq!(log.last().flags, progress::COMPLETE);
+        assert!(f.take_progress().is_none(), "taken once");
+        assert!(flow(FlowRole::Ingress).lock().egress().is_none());
+        assert!(flow(FlowRole::Ingress).take_progress().is_none());
     }
 }

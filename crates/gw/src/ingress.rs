@@ -16,7 +16,7 @@ use crate::ctx::{
     fid, new_flow_id, Ctx, DropReason, Role, HANDSHAKE_TIMEOUT, OPEN_WAIT, TCP_PORT,
     UDP_STREAM_PORT,
 };
-use crate::flow::{Flow, FlowInit, SessionEnd};
+use crate::flow::{Flow, FlowInit, FlowRole, SessionEnd};
 use crate::frame::{flow_reset, reset_reason, Class, Dest, Open, Resumed, RESUMED_LEN};
 use crate::session::{run_session, Offsets};
 use crate::store::{self, Custody, DiskLog, FlowMeta};
@@ -289,7 +289,7 @@ impl Ingress {
             // The same window as the user-space TCP's: what it takes, the flow holds.
             let window = me.ctx.settings.tun_window();
             let init = FlowInit::new(id, class, dest, Custody::mem(0), window);
-            let flow = Flow::new(init, me.ctx.budget.clone());
+            let flow = Flow::new(init, FlowRole::Ingress, me.ctx.budget.clone());
             tcpside::attach_user(&flow, sink.clone());
             me.ctx.reg.insert(&flow);
             me.ctx.reg.flows_total.fetch_add(1, Ordering::Relaxed);
@@ -391,7 +391,7 @@ impl Ingress {
                     u64::MAX,
                 )
             };
-            let flow = Flow::new(init, self.ctx.budget.clone());
+            let flow = Flow::new(init, FlowRole::Ingress, self.ctx.budget.clone());
             flow.detach_tcp_source();
             self.ctx.reg.insert(&flow);
             let carried = Carried {
@@ -475,7 +475,7 @@ impl Ingress {
             (Custody::mem(0), self.ctx.settings.window)
         };
         let init = FlowInit::new(id, route.class, route.dest.clone(), custody, window);
-        let flow = Flow::new(init, self.ctx.budget.clone());
+        let flow = Flow::new(init, FlowRole::Ingress, self.ctx.budget.clone());
         tcpside::attach_tcp(&flow, s);
         Some(flow)
     }

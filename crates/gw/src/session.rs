@@ -11,7 +11,7 @@ use std::sync::Arc;
 use aerotp_net::{CloseOutcome, Connection};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::flow::{Flow, FlowState, SessionEnd};
+use crate::flow::{Flow, Locked, SessionEnd};
 use crate::frame::{flow_reset, reset_reason, MAX_DATA};
 
 /// Where the flow's bytes sit in this connection's two streams.
@@ -114,7 +114,7 @@ enum Action {
 /// What the writer does next, from the flow's state: `Err` ends the session (a reset the
 /// peer needs not be told of).
 fn next_action(
-    st: &FlowState,
+    st: &Locked,
     next: u64,
     confirmed: Option<(u64, bool)>,
     fin_sent: bool,

@@ -19,14 +19,14 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::flow::{Flow, Out, OutCmd};
-use crate::progress;
+use crate::progress::{self, Record};
 use crate::sink::{Sink, UserSink};
 
 /// Bytes read from TCP per read.
 const TCP_READ: usize = 64 * 1024;
 
-/// How often an `acked_only` flow's writer reads the socket's send queue while some of what
-/// it wrote is unacknowledged.
+/// How often the writer of a flow following the destination's acknowledgements reads the
+/// socket's send queue while some of what it wrote is unacknowledged.
 const ACK_POLL: Duration = Duration::from_millis(2);
 
 /// Attaches the TCP socket: spawns the task reading it into custody and the one writing it.
@@ -58,16 +58,16 @@ fn start_writer(flow: &Arc<Flow>, sink: Sink) {
         sink.abort();
         return;
     }
-    let acked_only = flow.lock().acked_only;
-    let ack_poll = acked_only.then(|| {
+    let follows_acks = flow.lock().follows_acks();
+    let ack_poll = follows_acks.then(|| {
         let mut i = tokio::time::interval(ACK_POLL);
         i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         i
     });
     let w = Writer {
         ack_poll,
-        acked_only,
-        recorded: flow.has_progress(),
+        follows_acks,
+        record: flow.record(),
         flow: Arc::downgrade(flow),
         changed: flow.changed.subscribe(),
         room,
@@ -123,6 +123,7 @@ async fn room_to_read(
 }
 
 async fn read_tcp(flow: Arc<Flow>, mut r: OwnedReadHalf) {
+    let record = flow.record();
     let mut brx = flow.budget_changes();
     let mut frx = flow.changed.subscribe();
     let mut buf = vec![0u8; TCP_READ];
@@ -142,10 +143,10 @@ async fn read_tcp(flow: Arc<Flow>, mut r: OwnedReadHalf) {
             take_eof(&flow).await;
             return;
         }
-        if flow.has_progress() && flow.lock().end == 0 {
+        if let Some(rec) = record.as_ref().filter(|_| flow.lock().end == 0) {
             // Before the destination's first bytes can leave: an egress restart must know
             // that this conversation has a reverse direction it cannot replay.
-            if let Err(e) = flow.persist(|p| p.flags |= progress::REVERSE).await {
+            if let Err(e) = rec.persist(|p| p.flags |= progress::REVERSE).await {
                 flow.reset(e, true);
                 return;
             }
@@ -208,12 +209,13 @@ struct Writer {
     flow: Weak<Flow>,
     changed: watch::Receiver<u64>,
     room: Arc<Semaphore>,
-    /// The destination's acknowledgements are read on its ticks (`acked_only` only).
+    /// The destination's acknowledgements are read on its ticks (a flow following them
+    /// only).
     ack_poll: Option<tokio::time::Interval>,
     /// Egress, reliable flow: the destination's acknowledgements are followed.
-    acked_only: bool,
-    /// Egress with a store: the delivery record is written around each write.
-    recorded: bool,
+    follows_acks: bool,
+    /// Egress with a store: the delivery record, written around each write.
+    record: Option<Arc<Record>>,
 }
 
 impl Writer {
@@ -225,7 +227,7 @@ impl Writer {
             self.changed.borrow_and_update();
             let (reset, unacked) = {
                 let st = flow.lock();
-                (st.reset.is_some(), self.acked_only && st.unacked())
+                (st.reset.is_some(), st.unacked())
             };
             if reset {
                 break Stop::Reset;
@@ -302,15 +304,15 @@ impl Writer {
         while pos < d.len() {
             self.writable(w).await?;
             let flow = self.flow()?;
-            if self.recorded {
+            if let Some(rec) = &self.record {
                 // Intent just before the syscall, written just after.
                 let from = flow.lock().in_delivered;
                 let to = from + (d.len() - pos) as u64;
-                flow.note_progress(move |p| {
+                let intent = move |p: &mut progress::Progress| {
                     p.written = from;
                     p.intent = to;
-                })
-                .map_err(Stop::Error)?;
+                };
+                rec.note(intent, false).map_err(Stop::Error)?;
             }
             let n = match w.try_write(&d[pos..]) {
                 Ok(0) => return Err(Stop::Error("TCP write returned 0".into())),
@@ -324,14 +326,14 @@ impl Writer {
                 st.in_delivered += n as u64;
                 st.in_delivered
             };
-            if self.acked_only {
+            if self.follows_acks {
                 note_acked(&flow, w);
-            } else if self.recorded {
-                flow.note_progress(move |p| {
+            } else if let Some(rec) = &self.record {
+                let written = move |p: &mut progress::Progress| {
                     p.written = done;
                     p.intent = done;
-                })
-                .map_err(Stop::Error)?;
+                };
+                rec.note(written, false).map_err(Stop::Error)?;
             }
             if n > 0 {
                 flow.bump();
@@ -340,8 +342,8 @@ impl Writer {
         Ok(())
     }
 
-    /// Waits until the socket takes more; an `acked_only` flow follows the destination's
-    /// acknowledgements meanwhile. A reset stops the wait.
+    /// Waits until the socket takes more; a flow following the destination's
+    /// acknowledgements reads them meanwhile. A reset stops the wait.
     async fn writable(&mut self, w: &OwnedWriteHalf) -> Result<(), Stop> {
         loop {
             tokio::select! {
@@ -356,7 +358,7 @@ impl Writer {
                         return Err(Stop::Reset);
                     }
                 }
-                _ = tick(&mut self.ack_poll), if self.acked_only => {
+                _ = tick(&mut self.ack_poll), if self.follows_acks => {
                     note_acked(&*self.flow()?, w);
                 }
             }
@@ -404,12 +406,14 @@ impl Writer {
             Sink::User(u) => u.finish(),
         }
         let flow = self.flow()?;
-        flow.persist(|p| p.flags |= progress::IN_FIN)
-            .await
-            .map_err(Stop::Error)?;
+        if let Some(rec) = &self.record {
+            rec.persist(|p| p.flags |= progress::IN_FIN)
+                .await
+                .map_err(Stop::Error)?;
+        }
         flow.lock().in_fin = true;
         flow.bump();
-        if self.acked_only {
+        if self.follows_acks {
             if let Sink::Kernel(w) = sink {
                 note_acked(&flow, w);
             }
@@ -417,7 +421,7 @@ impl Writer {
         Ok(())
     }
 
-    /// An `acked_only` flow's poll of the destination's acknowledgements.
+    /// The poll of the destination's acknowledgements.
     fn follow_acks(&self, sink: &Sink) {
         if let (Sink::Kernel(w), Some(flow)) = (sink, self.flow.upgrade()) {
             note_acked(&flow, w);
@@ -435,8 +439,9 @@ async fn tick(p: &mut Option<tokio::time::Interval>) {
     }
 }
 
-/// Egress, `acked_only` flow: takes what the destination's TCP acknowledged from the socket's
-/// send queue (`SIOCOUTQ`: bytes written and not yet acknowledged, the FIN counting one).
+/// Egress, flow following the destination's acknowledgements: takes what its TCP
+/// acknowledged from the socket's send queue (`SIOCOUTQ`: bytes written and not yet
+/// acknowledged, the FIN counting one).
 fn note_acked(flow: &Flow, w: &OwnedWriteHalf) {
     let s: &TcpStream = w.as_ref();
     let mut outq: libc::c_int = 0;
@@ -450,7 +455,7 @@ fn note_acked(flow: &Flow, w: &OwnedWriteHalf) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::{Budget, FlowInit};
+    use crate::flow::{Budget, EgressParts, FlowInit, FlowRole};
     use crate::frame::Class;
     use crate::store::Custody;
 
@@ -461,12 +466,12 @@ mod tests {
         (a, b)
     }
 
-    fn flow(acked_only: bool) -> Arc<Flow> {
-        let init = FlowInit {
-            acked_only,
-            ..FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 64 * 1024)
-        };
-        Flow::new(init, Budget::new(1 << 30))
+    /// An egress flow (`follows_acks`: a reliable one, following the destination's
+    /// acknowledgements).
+    fn flow(follows_acks: bool) -> Arc<Flow> {
+        let init = FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 64 * 1024);
+        let role = FlowRole::Egress(EgressParts::new(follows_acks, None));
+        Flow::new(init, role, Budget::new(1 << 30))
     }
 
     async fn until(what: &str, f: impl Fn() -> bool) {
@@ -493,10 +498,11 @@ mod tests {
         theirs.read_to_end(&mut got).await.unwrap();
         assert_eq!(got, b"hello world!");
         // Confirmable once the destination's TCP acknowledged the bytes and the FIN.
-        until("FIN acknowledged", || f.lock().in_fin_acked).await;
-        let st = f.lock();
-        assert_eq!((st.in_delivered, st.in_acked), (12, 12));
-        assert_eq!(st.confirmable(), (12, true));
+        let acked = |f: &Flow| f.lock().egress().and_then(|e| e.acked()).unwrap();
+        until("FIN acknowledged", || acked(&f).in_fin_acked).await;
+        assert_eq!(f.lock().in_delivered, 12);
+        assert_eq!(acked(&f).in_acked, 12);
+        assert_eq!(f.lock().confirmable(), (12, true));
     }
 
     #[tokio::test]

@@ -249,7 +249,14 @@ fn ingress_taken(gw: &Gateway) -> u64 {
 
 /// One 4 MB transfer with the link cut for 3 s after the first 1 MB, sampled every 10 ms.
 /// `slow`: the destination reads 8 KiB every 20 ms (400 kB/s, below the link's rate) with a
-/// 16 KiB receive buffer, so bytes queue in the egress's socket to it.
+/// 16 KiB receive buffer, so bytes queue in the egress's socket to it. Such a run takes 14 s
+/// or, by chance, up to 22 s: over loopback the egress's kernel bounds its MSS to half the
+/// largest window the destination offered (about 15 KB) while the destination rounds its
+/// window down to what it last received (about 13 KB); once that window is below the MSS
+/// the egress's socket sends only on its persist timer, 13 KB per ~200 ms, until its queue
+/// drains (seen with `ss -tin`: `timer:(persist`, `snd_wnd` < `mss`). Kernel TCP between
+/// the egress and the destination, not the gateway: the MSS clamped to 4096 at the
+/// destination, five runs took 14.0 s each.
 fn transfer_with_cut(path: Path, slow: bool, tag: &str) -> Measured {
     let dir = tempfile::tempdir().unwrap();
     let w = dir.path();

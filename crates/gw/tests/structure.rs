@@ -1,6 +1,7 @@
 //! The crate's shape (issue: one of each thing): no import cycle among its modules, no source
-//! file over 800 lines and no function over 80 lines outside the unit tests. Read from the
-//! source text, as rustfmt lays it out.
+//! file over 800 lines and no function over 80 lines outside the unit tests, and no ingress
+//! code naming the egress's parts of a flow. Read from the source text, as rustfmt lays it
+//! out.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -129,4 +130,30 @@ fn no_file_over_800_lines_and_no_function_over_80() {
         }
     }
     assert!(long.is_empty(), "too long:\n{}", long.join("\n"));
+}
+
+/// What only the egress keeps of a flow (`flow.rs`: `FlowRole::Egress`), by the names that
+/// reach it.
+const EGRESS_ONLY: [&str; 4] = ["EgressParts", "FlowRole::Egress", "DestAcked", ".egress()"];
+
+#[test]
+fn the_ingress_never_names_the_egress_s_parts_of_a_flow() {
+    // Both roles are one crate, so privacy cannot keep the ingress from the egress's parts
+    // of a flow; its flows are created `FlowRole::Ingress` and its code names none of them.
+    let mods = modules();
+    let named = |m: &str| -> Vec<&str> {
+        let code: String = mods[m]
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        EGRESS_ONLY
+            .into_iter()
+            .filter(|n| code.contains(n))
+            .collect()
+    };
+    assert_eq!(named("ingress"), Vec::<&str>::new());
+    assert!(mods["ingress"].contains("FlowRole::Ingress"));
+    // The names are the ones the egress uses (a rename would leave the check empty).
+    assert!(named("egress").len() >= 3, "{:?}", named("egress"));
 }

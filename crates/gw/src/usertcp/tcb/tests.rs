@@ -1,7 +1,7 @@
 //! The user-space TCP connection's unit tests (`tcb.rs`).
 
 use super::*;
-use crate::flow::{Budget, FlowInit};
+use crate::flow::{Budget, FlowInit, FlowRole};
 use crate::frame::Class;
 use crate::store::Custody;
 
@@ -147,7 +147,7 @@ fn open_ts(pool: Arc<Pool>, sack: bool, ts: Option<u32>) -> (Conn, Arc<Flow>, Ar
     );
     assert_eq!(give(&c, &ack), Event::Established);
     let init = FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 65_536);
-    let flow = Flow::new(init, Budget::new(1 << 30));
+    let flow = Flow::new(init, FlowRole::Ingress, Budget::new(1 << 30));
     c.set_flow(flow.clone());
     assert_eq!(give(&c, &ack), Event::None);
     (c, flow, cap)
@@ -509,7 +509,7 @@ fn held(hold: Duration) -> (Conn, Arc<Flow>, Arc<Capture>) {
         hold,
     );
     let init = FlowInit::new(1, Class::Bulk, "x".into(), Custody::mem(0), 65_536);
-    let flow = Flow::new(init, Budget::new(1 << 30));
+    let flow = Flow::new(init, FlowRole::Ingress, Budget::new(1 << 30));
     c.set_flow(flow.clone());
     (c, flow, cap)
 }
