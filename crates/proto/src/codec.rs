@@ -105,7 +105,7 @@ pub fn decode(
     hint: Option<u8>,
     scratch: &mut Vec<u8>,
 ) -> Result<Received, Undecodable> {
-    decode_within(Source::Borrowed(datagram), hint, scratch, |_| true)
+    decode_within(Source::Borrowed(datagram), || hint, scratch, |_, _| true)
 }
 
 /// Where a datagram's bytes live, and so whether a body may stay where it is.
@@ -137,13 +137,15 @@ impl<'a> Source<'a> {
     }
 }
 
-/// As [`decode`], but each FEC decoding attempt (its parity given) runs only if `allow` says
-/// so: the endpoint's CPU budget for peers it does not know (`crate::decode_budget`).
+/// As [`decode`], but the peer's parity is asked for (`hint`) only when the datagram did not
+/// check as received (a lookup per datagram otherwise, for nothing), and each FEC decoding
+/// attempt (its parity given, and whether the peer's parity is known) runs only if `allow`
+/// says so: the endpoint's CPU budget for peers it does not know (`crate::decode_budget`).
 pub fn decode_within(
     source: Source<'_>,
-    hint: Option<u8>,
+    hint: impl FnOnce() -> Option<u8>,
     scratch: &mut Vec<u8>,
-    mut allow: impl FnMut(u8) -> bool,
+    mut allow: impl FnMut(u8, bool) -> bool,
 ) -> Result<Received, Undecodable> {
     let datagram = source.datagram();
     let bits = datagram.len() * 8;
@@ -167,6 +169,7 @@ pub fn decode_within(
     // this peer uses (`hint`); from a peer we know, a damaged header naming another parity
     // is junk or a rare strength change (a loss the mode repairs), not worth a decode that
     // may cost 600 times an ordinary one. Unknown peers: `allow` holds them to a budget.
+    let hint = hint();
     let declared =
         Header::peek_fec(datagram).filter(|&p| first.is_ok() || hint.is_none() || hint == Some(p));
     let mut candidates: [Option<u8>; 2] = [declared, hint];
@@ -174,7 +177,7 @@ pub fn decode_within(
         candidates[1] = None;
     }
     for p in candidates.into_iter().flatten().filter(|&p| p > 0) {
-        if !allow(p) {
+        if !allow(p, hint.is_some()) {
             continue;
         }
         scratch.clear();
@@ -274,16 +277,26 @@ mod tests {
         junk[0] = 0x10;
         junk[14] = 254;
         let mut tried = Vec::new();
-        let _ = decode_within(Source::Borrowed(&junk), Some(8), &mut Vec::new(), |p| {
-            tried.push(p);
-            true
-        });
+        let _ = decode_within(
+            Source::Borrowed(&junk),
+            || Some(8),
+            &mut Vec::new(),
+            |p, _| {
+                tried.push(p);
+                true
+            },
+        );
         assert_eq!(tried, [8]);
         tried.clear();
-        let _ = decode_within(Source::Borrowed(&junk), None, &mut Vec::new(), |p| {
-            tried.push(p);
-            false
-        });
+        let _ = decode_within(
+            Source::Borrowed(&junk),
+            || None,
+            &mut Vec::new(),
+            |p, _| {
+                tried.push(p);
+                false
+            },
+        );
         assert_eq!(tried, [254]);
         // A header that checks names a parity worth trying even if the peer used another.
         let body = vec![7u8; 1000];

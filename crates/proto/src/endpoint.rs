@@ -416,11 +416,12 @@ impl Endpoint {
             self.stats.auth_missing += 1;
             return;
         }
-        let hint = self.hints.get(&remote).copied();
+        let hints = &self.hints;
+        let hint = || hints.get(&remote).copied();
         // Decoding for a peer never heard intact is charged to the CPU budget.
         let (budget, refused) = (&mut self.decode_budget, &mut self.stats.fec_budget_refused);
-        let allow = |p: u8| {
-            let ok = hint.is_some() || budget.charge(now, DecodeBudget::cost(datagram.len(), p));
+        let allow = |p: u8, known: bool| {
+            let ok = known || budget.charge(now, DecodeBudget::cost(datagram.len(), p));
             *refused += u64::from(!ok);
             ok
         };

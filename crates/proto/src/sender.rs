@@ -239,7 +239,8 @@ impl Sender {
             let out = Outgoing {
                 seq,
                 flags: s.flags,
-                body: s.body.clone(),
+                body: None,
+                len: s.body.len(),
                 retransmission: true,
                 path: p,
             };
@@ -248,7 +249,7 @@ impl Sender {
             if timed {
                 self.lanes.push(p, Transmission { tx, seq, at: now });
             }
-            self.lanes.on_sent(now, p, out.body.len());
+            self.lanes.on_sent(now, p, out.len);
             self.stats.tpdus_retransmitted += 1;
             self.stats.tpdus_sent += 1;
             return Some(out);
@@ -299,13 +300,15 @@ impl Sender {
         self.next_tx += 1;
         self.stats.tpdus_sent += 1;
         self.stats.bytes_sent_payload += body.len() as u64;
+        let len = body.len();
+        let mut body = Some(body);
         // Modes without retransmission keep only the AFIN (resent until AFINACK or CLOSE_TO).
         if self.ec.keep != Keep::Nothing || flags.contains(Flags::AFIN) {
             while self.base + (self.entries.len() as u64) < seq {
                 self.entries.push_back(None);
             }
             self.entries.push_back(Some(Sent {
-                body: body.clone(),
+                body: body.take().unwrap_or_default(),
                 flags,
                 first_sent: now,
                 last_sent: now,
@@ -325,11 +328,12 @@ impl Sender {
                 self.lanes.push(path, Transmission { tx, seq, at: now });
             }
         }
-        self.lanes.on_sent(now, path, body.len());
+        self.lanes.on_sent(now, path, len);
         Outgoing {
             seq,
             flags,
             body,
+            len,
             retransmission: false,
             path,
         }
@@ -372,12 +376,31 @@ impl Sender {
         };
         self.lanes.on_sent(now, path, body.len());
         Outgoing {
+            len: body.len(),
             seq: 0,
             flags: Flags::ASYN,
-            body,
+            body: Some(body),
             retransmission: false,
             path,
         }
+    }
+
+    /// The body of `o`: its own, or the one this sender keeps under its number. `None` only
+    /// if the kept TPDU was released since `next_outgoing` handed `o` out, which nothing
+    /// between the two calls does (checked in debug builds); the caller then sends nothing,
+    /// and the TPDU goes again as any lost one.
+    pub fn body_of<'a>(&'a self, o: &'a Outgoing) -> Option<&'a [u8]> {
+        if let Some(b) = &o.body {
+            return Some(b);
+        }
+        let kept = o
+            .seq
+            .checked_sub(self.base)
+            .and_then(|i| self.entries.get(usize::try_from(i).ok()?))
+            .and_then(Option::as_ref)
+            .map(|s| &s.body[..]);
+        debug_assert!(kept.is_some(), "TPDU {} handed out without its body", o.seq);
+        kept
     }
 
     fn entry_mut(&mut self, seq: u64) -> Option<&mut Option<Sent>> {

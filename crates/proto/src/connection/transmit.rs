@@ -156,8 +156,11 @@ impl Connection {
             return false;
         };
         self.paths.set_tx(o.path, true);
+        let Some(body) = self.tx.body_of(&o) else {
+            return false;
+        };
         if !o.retransmission {
-            self.etx.on_data_sent(now, o.seq, o.flags, &o.body);
+            self.etx.on_data_sent(now, o.seq, o.flags, body);
         }
         if o.flags.contains(Flags::AFIN) && self.fin_sent_at.is_none() {
             self.fin_sent_at = Some(now);
@@ -171,9 +174,9 @@ impl Connection {
                 t.push((o.seq, now));
             }
         }
-        let parity = self.parity_for(o.body.len());
+        let parity = self.parity_for(o.len);
         let h = self.header(now, o.flags, o.seq, parity);
-        if codec::encode(h, &o.body, out).is_err() {
+        if codec::encode(h, body, out).is_err() {
             out.truncate(start);
             return false;
         }

@@ -27,7 +27,10 @@ pub(crate) struct Sent {
 pub struct Outgoing {
     pub seq: u64,
     pub flags: Flags,
-    pub body: Bytes,
+    /// The body, unless the sender keeps it for retransmission: then `None`, and
+    /// `Sender::body_of` lends it (no reference count taken and given back per TPDU).
+    pub body: Option<Bytes>,
+    pub len: usize,
     pub retransmission: bool,
     /// The path it goes on (0 with one path).
     pub path: u8,
