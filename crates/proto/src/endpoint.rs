@@ -443,7 +443,7 @@ impl Endpoint {
             self.hints.insert(remote, r.parity);
         }
         let h = r.header;
-        if !ErrorControl::for_mode(h.mode).connected {
+        if !ErrorControl::of(h.mode).connected {
             self.receive_datagram(now, remote, r);
             return;
         }
@@ -525,7 +525,7 @@ impl Endpoint {
         cfg.mode = h.mode;
         // Confirmed delivery needs acknowledgements: a listener configured for it (a
         // gateway's wildcard) accepts a peer in a mode without them as a plain connection.
-        cfg.confirm_delivery &= ErrorControl::for_mode(h.mode).delivers_everything();
+        cfg.confirm_delivery &= ErrorControl::of(h.mode).delivers_everything();
         let mut conn = Connection::new(
             Role::Acceptor,
             cfg,
