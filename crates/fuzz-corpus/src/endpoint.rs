@@ -222,7 +222,12 @@ impl World {
     /// Delivers up to `n` datagrams from one direction of the link, each possibly dropped,
     /// damaged, duplicated or taken out of order as the script says.
     fn deliver(&mut self, s: &mut Script, to_a: bool) {
-        let n = s.u8() % 16 + 1;
+        let first = s.u8();
+        let n = first % 16 + 1;
+        // The high bit: what is delivered arrives as one GRO train per sender, as the runtime
+        // hands it over (`Endpoint::handle_train`, cut at the first datagram's length).
+        let as_train = first & 0x80 != 0;
+        let mut train: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
         // One byte per datagram, taken whether or not the link holds that many, so the rest
         // of the script does not shift with the queue's length.
         let hows = s.bytes(usize::from(n));
@@ -234,7 +239,7 @@ impl World {
                 q.pop_front()
             };
             let Some((from, mut dg)) = item else {
-                return;
+                break;
             };
             match how & 0x0F {
                 0 => continue, // lost
@@ -245,8 +250,18 @@ impl World {
                 2 => push(q, from, &dg), // duplicated: a copy comes later
                 _ => {}
             }
+            if as_train {
+                train.push((from, dg));
+                continue;
+            }
             let ep = if to_a { &mut self.a } else { &mut self.b };
             ep.handle_datagram(self.now, from, &dg);
+        }
+        let ep = if to_a { &mut self.a } else { &mut self.b };
+        for group in train.chunk_by(|x, y| x.0 == y.0) {
+            let stride = group[0].1.len();
+            let buf: Vec<u8> = group.iter().flat_map(|(_, d)| d.iter().copied()).collect();
+            ep.handle_train(self.now, group[0].0, &bytes::Bytes::from(buf), stride);
         }
     }
 
