@@ -3,21 +3,16 @@
 //! that one connection's reader cannot hold another's bytes. Either way every byte arrives
 //! intact and in order. Datagrams move by hand between two endpoints in virtual time.
 
+mod harness;
+
 use aerotp_proto::{ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, Mode};
 use bytes::Bytes;
-use std::net::SocketAddr;
+use harness::{addr_a, addr_b, pattern};
 use std::time::Duration;
 
 const PORT: u16 = 7;
 /// Datagrams of a full train in the runtime's terms (43 of 1,500 bytes in 65,000).
 const TRAIN: usize = 43;
-
-fn addr_a() -> SocketAddr {
-    "10.0.0.1:9000".parse().unwrap()
-}
-fn addr_b() -> SocketAddr {
-    "10.0.0.2:9000".parse().unwrap()
-}
 
 fn config() -> ConnectionConfig {
     ConnectionConfig {
@@ -114,17 +109,13 @@ fn read_all(b: &mut Endpoint, h: ConnectionHandle, train: &Bytes) -> (Vec<u8>, u
     (got, shared, chunks)
 }
 
-fn pattern(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i * 7 % 251) as u8).collect()
-}
-
 #[test]
 fn one_connections_train_is_delivered_from_the_buffer_itself() {
     let mut now = Duration::ZERO;
     let mut a = Endpoint::new(EndpointConfig::default(), 1);
     let mut b = Endpoint::new(EndpointConfig::default(), 2);
     let (ha, hb) = connect(&mut a, &mut b, 1, &mut now);
-    let data = pattern(200_000);
+    let data = pattern(200_000, 1);
     let sent = full_datagrams(&mut a, &ha, &data, now).remove(0);
     assert!(sent.len() > TRAIN, "{} full datagrams", sent.len());
     let stride = sent[0].len();
@@ -146,7 +137,7 @@ fn a_train_of_two_connections_is_copied_out_and_arrives_intact() {
     let mut a = Endpoint::new(EndpointConfig::default(), 3);
     let mut b = Endpoint::new(EndpointConfig::default(), 4);
     let (ha, hb) = connect(&mut a, &mut b, 2, &mut now);
-    let data = pattern(100_000);
+    let data = pattern(100_000, 2);
     let sent = full_datagrams(&mut a, &ha, &data, now);
     assert_eq!(sent[0][0].len(), sent[1][0].len(), "both at one size");
     // Alternating, as datagrams of two connections to one peer leave one socket.
