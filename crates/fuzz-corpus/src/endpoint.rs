@@ -545,7 +545,7 @@ pub fn run_endpoint_script(data: &[u8]) -> ScriptSummary {
     let cfg = ConnectionConfig {
         mtu,
         fec,
-        send_buffer: SEND_BUFFER,
+        send_buffer: Some(SEND_BUFFER),
         recv_window: RECV_WINDOW,
         // Short enough that the script's time jumps reach them.
         idle_timeout: Duration::from_secs(120),

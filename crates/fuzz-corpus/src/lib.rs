@@ -246,7 +246,7 @@ pub fn target_proto_codec(data: &[u8]) {
     let cfg = ConnectionConfig {
         mtu: 1500,
         recv_window: 64,
-        send_buffer: 1 << 16,
+        send_buffer: Some(1 << 16),
         ..ConnectionConfig::default()
     };
     ep.listen(7000, cfg).expect("valid listener config");

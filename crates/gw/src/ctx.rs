@@ -301,7 +301,7 @@ impl Ctx {
         // its connection probes the peer after a third of the idle timeout of silence, so
         // only a peer that stops answering ends it (docs/gateway.md, "Many flows").
         c.keep_alive = Some(self.settings.idle_timeout / 3);
-        c.send_buffer = SEND_BUFFER;
+        c.send_buffer = Some(SEND_BUFFER);
         c
     }
 

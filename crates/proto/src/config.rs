@@ -53,12 +53,19 @@ impl FecSetting {
     }
 }
 
-/// Settings of one connection (both halves). The initiator's mode wins; an acceptor takes its
-/// rate and buffers from the listener's config.
 /// Bytes of IPv4 and UDP headers around each datagram: what a datagram costs on the link
 /// beyond its own bytes (the default `per_packet_overhead`).
 pub const IP_UDP_OVERHEAD: usize = 28;
 
+/// The default send buffer, in TPDUs at the connection's MTU (`ConnectionConfig::send_buffer`):
+/// about 256 KiB at 1,500 bytes, 1.5 MiB at 9,000. Measured on loopback, the CPU per GB is
+/// lowest there at both sizes: a fixed 256 KiB starved the runtime's send turns at 9,000
+/// bytes (14.5 against 19.3 Gb/s), a fixed 4 MiB left what was written to fall out of the
+/// cache at 1,500 (docs/results/loopback.md, "A send buffer that fits the cache").
+pub const SEND_BUFFER_TPDUS: usize = 175;
+
+/// Settings of one connection (both halves). The initiator's mode wins; an acceptor takes its
+/// rate and buffers from the listener's config.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
     pub mode: Mode,
@@ -84,13 +91,14 @@ pub struct ConnectionConfig {
     /// Rate of the return link, bits per second, if it differs from `rate_bps` (a thin return
     /// channel): the feedback budget is `feedback_share` of it. `None`: `rate_bps`.
     pub return_rate_bps: Option<u64>,
-    /// Bytes the application may queue unsent before `write` pushes back (256 KiB by
-    /// default). What was sent and awaits acknowledgement is held apart from it, bounded by
-    /// the window, so this only has to cover the time until the application is woken to
-    /// write again. Larger only delays what is written and, measured, costs CPU: bytes cut
-    /// into TPDUs while still in the cache (docs/results/loopback.md, "A send buffer that
-    /// fits the cache").
-    pub send_buffer: usize,
+    /// Bytes the application may queue unsent before `write` pushes back; `None` (the
+    /// default): [`SEND_BUFFER_TPDUS`] TPDUs at the connection's MTU (256 KiB at 1500 bytes).
+    /// What was sent and awaits acknowledgement is held apart from it, bounded by the
+    /// window, so this only has to cover the time until the application is woken to write
+    /// again: a little more than two of the runtime's send turns. Larger only delays what is
+    /// written and, measured, costs CPU; smaller starves a turn (docs/results/loopback.md, "A
+    /// send buffer that fits the cache").
+    pub send_buffer: Option<usize>,
     /// TPDUs a receiver buffers beyond the next in-order one (flow-control window).
     pub recv_window: u32,
     /// Round-trip time assumed before the first measurement.
@@ -165,7 +173,7 @@ impl Default for ConnectionConfig {
             ack_delay: None,
             feedback_share: 0.1,
             return_rate_bps: None,
-            send_buffer: 256 << 10,
+            send_buffer: None,
             recv_window: 16_384,
             initial_rtt: Duration::from_millis(100),
             min_rto: Duration::from_millis(20),
@@ -189,6 +197,12 @@ impl Default for ConnectionConfig {
 }
 
 impl ConnectionConfig {
+    /// The send buffer in force, bytes: `send_buffer`, or [`SEND_BUFFER_TPDUS`] at the MTU.
+    pub fn send_buffer_bytes(&self) -> usize {
+        self.send_buffer
+            .unwrap_or(SEND_BUFFER_TPDUS.saturating_mul(self.mtu))
+    }
+
     pub fn with_mode(mode: Mode) -> Self {
         let mut c = ConnectionConfig {
             mode,
@@ -219,8 +233,8 @@ impl ConnectionConfig {
         if self.recv_window < 16 || self.recv_window > 1 << 20 {
             return Err(ConfigError::Window(self.recv_window));
         }
-        if self.send_buffer < self.mtu {
-            return Err(ConfigError::SendBuffer(self.send_buffer));
+        if self.send_buffer.is_some_and(|b| b < self.mtu) {
+            return Err(ConfigError::SendBuffer(self.send_buffer_bytes()));
         }
         if self.asyn_copies > 16 {
             return Err(ConfigError::AsynCopies(self.asyn_copies));
@@ -353,7 +367,7 @@ mod tests {
                 ..Default::default()
             },
             ConnectionConfig {
-                send_buffer: 10,
+                send_buffer: Some(10),
                 ..Default::default()
             },
             ConnectionConfig {

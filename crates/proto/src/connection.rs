@@ -180,7 +180,7 @@ impl Connection {
         if cfg.trace {
             rx.trace = Some(Vec::new());
         }
-        let mut tx = Sender::new(ec, cfg.send_buffer, initial_window, cfg.retention);
+        let mut tx = Sender::new(ec, cfg.send_buffer_bytes(), initial_window, cfg.retention);
         if role == Role::Initiator {
             tx.open(cfg.asyn_copies);
         }

@@ -39,7 +39,7 @@ mod tombstones;
 pub use aerotp_wire::{Mode, AUTH_OVERHEAD};
 pub use auth::{AuthConfig, AuthError, AuthKey, KeySet, KEY_LEN, REPLAY_PEERS, REPLAY_WINDOW};
 pub use codec::{datagram_len, max_body};
-pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting};
+pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting, SEND_BUFFER_TPDUS};
 pub use connection::{CloseOutcome, ConnectionStats, Role};
 pub use datagram_repair::{datagram_repair, DatagramRoute};
 pub use endpoint::{

@@ -55,7 +55,7 @@ impl Bench {
             mode: Mode::Unreliable,
             // The share overrides this at once: every connection starts at its busy share.
             rate_bps: 100 * LINK,
-            send_buffer,
+            send_buffer: Some(send_buffer),
             ..ConnectionConfig::default()
         };
         net.b.listen(7, cfg.clone()).unwrap();
