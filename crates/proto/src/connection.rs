@@ -279,9 +279,9 @@ impl Connection {
     /// its rate has a few bytes queued at most moments, and counting it busy whenever it is
     /// sampled just after a write would hand it the rate of a saturating one (what it sends
     /// is reserved for it anyway, from its usage). The buffer test is for fast connections:
-    /// a send buffer smaller than one period of the rate (the default, 256 KiB at a 1,500-byte MTU, is 50 ms at
-    /// 42 Mb/s) could never hold a period's backlog, yet an application writing faster than
-    /// the connection sends keeps it near full.
+    /// a send buffer smaller than one period of the rate (the default, 256 KiB at a
+    /// 1,500-byte MTU, is 50 ms at 42 Mb/s) could never hold a period's backlog, yet an
+    /// application writing faster than the connection sends keeps it near full.
     pub(crate) fn backlog_outlasts(&self, period: std::time::Duration) -> bool {
         let period_bits = self.pacer.rate() as f64 * period.as_secs_f64();
         !self.phase.ended() && (self.tx.unsent() as f64 * 8.0 > period_bits || self.tx.backlogged())
