@@ -151,12 +151,10 @@ impl Link {
                     "{side} reports {t:?} at {now:?}"
                 );
             }
-            let Some(next) = self.net.next_event().filter(|&t| t <= limit) else {
-                self.net.now = limit;
+            if !self.net.advance_within(limit) {
                 self.applications();
                 return;
-            };
-            self.net.advance(next);
+            }
         }
         panic!("no end by {limit:?}");
     }

@@ -124,12 +124,10 @@ impl Echo {
         for _ in 0..2_000_000 {
             self.applications();
             self.net.transmit(|_, _, _| {});
-            let Some(next) = self.net.next_event().filter(|&t| t <= limit) else {
-                self.net.now = limit;
+            if !self.net.advance_within(limit) {
                 self.applications();
                 return;
-            };
-            self.net.advance(next);
+            }
         }
         panic!("no end by {limit:?}");
     }

@@ -76,4 +76,19 @@ impl Link {
     pub fn advance(&mut self, to: Duration) {
         self.pair.advance(&mut Quiet, Some(to), to);
     }
+
+    /// Moves to the next event if it comes by `limit` (true); otherwise only the clock moves,
+    /// to `limit` (false: the run is over).
+    pub fn advance_within(&mut self, limit: Duration) -> bool {
+        match self.next_event().filter(|&t| t <= limit) {
+            Some(next) => {
+                self.advance(next);
+                true
+            }
+            None => {
+                self.now = limit;
+                false
+            }
+        }
+    }
 }
