@@ -162,3 +162,39 @@ fn a_train_of_two_connections_is_copied_out_and_arrives_intact() {
         assert_eq!(got, data[..got.len()], "intact and in order");
     }
 }
+
+/// Trains no runtime would hand over — empty, a stride of 0, a stride longer than the train,
+/// junk, a real datagram cut short — are taken without a panic: what does not decode is
+/// counted and dropped, and an intact connection's train still arrives whole afterwards.
+#[test]
+fn malformed_trains_are_dropped_and_counted() {
+    let mut now = Duration::ZERO;
+    let mut a = Endpoint::new(EndpointConfig::default(), 5);
+    let mut b = Endpoint::new(EndpointConfig::default(), 6);
+    let (ha, hb) = connect(&mut a, &mut b, 1, &mut now);
+    let data = pattern(100_000, 3);
+    let sent = full_datagrams(&mut a, &ha, &data, now).remove(0);
+    let stride = sent[0].len();
+    let junk = Bytes::from(pattern(3 * stride, 4));
+    let cut = Bytes::from(sent[0][..stride / 2].to_vec());
+    let before = b.stats.undecodable;
+    for (train, stride) in [
+        (Bytes::new(), stride),
+        (Bytes::new(), 0),
+        (junk.clone(), 0),
+        (junk.clone(), 10 * stride),
+        (junk.clone(), stride),
+        (cut, stride),
+    ] {
+        b.handle_train(now, addr_a(), &train, stride);
+    }
+    // Stride 0 is taken as 1: every byte of the junk is a datagram too short to decode.
+    let junk_datagrams = 3 * stride as u64 + 1 + 3 + 1;
+    assert_eq!(b.stats.undecodable - before, junk_datagrams);
+    assert!(matches!(b.read_chunk(hb[0]), Ok(None)), "nothing delivered");
+    let train = Bytes::from(sent[..TRAIN].concat());
+    b.handle_train(now, addr_a(), &train, stride);
+    let (got, shared, chunks) = read_all(&mut b, hb[0], &train);
+    assert_eq!((chunks, shared), (TRAIN, TRAIN));
+    assert_eq!(got, data[..got.len()]);
+}
