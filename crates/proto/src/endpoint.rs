@@ -262,13 +262,33 @@ impl Endpoint {
         self.conns.get(&h).map_or(0, |c| c.writable())
     }
 
+    /// Reads delivered data into `buf`. The connection is touched only if the read moved its
+    /// deadline (`Connection::read`): a touch costs its whole timer table at the next
+    /// question, and a reader takes one chunk at a time.
     pub fn read(&mut self, h: ConnectionHandle, buf: &mut [u8]) -> Result<usize, EndpointError> {
-        Ok(self.conn(h)?.read(buf))
+        let c = self
+            .conns
+            .get_mut(&h)
+            .ok_or(EndpointError::UnknownConnection)?;
+        let (n, moved) = c.read(buf);
+        if moved {
+            self.schedule.touch(h);
+        }
+        Ok(n)
     }
 
     /// The next delivered chunk with its TPDU number (lossy modes: shows where gaps are).
+    /// Touches the connection only as [`Endpoint::read`] does.
     pub fn read_chunk(&mut self, h: ConnectionHandle) -> Result<Option<Delivered>, EndpointError> {
-        Ok(self.conn(h)?.read_chunk())
+        let c = self
+            .conns
+            .get_mut(&h)
+            .ok_or(EndpointError::UnknownConnection)?;
+        let (d, moved) = c.read_chunk();
+        if moved {
+            self.schedule.touch(h);
+        }
+        Ok(d)
     }
 
     /// Whether the peer closed and everything it sent has been read.

@@ -225,6 +225,11 @@ impl Receiver {
         self.with_confirm_wait(d)
     }
 
+    /// Feedback is asked for at once (a reopened window, a probe, a hole, a duplicate).
+    pub fn feedback_asked(&self) -> bool {
+        self.ack_now
+    }
+
     /// The peer probes for feedback (an outage probe): acknowledge at once, as the budget
     /// allows, in the modes that acknowledge.
     pub fn request_feedback(&mut self) {

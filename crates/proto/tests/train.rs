@@ -5,9 +5,10 @@
 
 mod harness;
 
-use aerotp_proto::{ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, Mode};
+use aerotp_proto::{ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Mode};
 use bytes::Bytes;
-use harness::{addr_a, addr_b, pattern};
+use harness::by_hand::drain;
+use harness::{addr_a, pattern};
 use std::time::Duration;
 
 const PORT: u16 = 7;
@@ -21,53 +22,14 @@ fn config() -> ConnectionConfig {
     }
 }
 
-/// Everything `e` offers at `now`, one datagram each.
-fn drain(e: &mut Endpoint, now: Duration) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    for _ in 0..100_000 {
-        let mut buf = Vec::new();
-        match e.poll_transmit(now, &mut buf) {
-            Some(t) => out.push(buf[..t.len].to_vec()),
-            None => return out,
-        }
-    }
-    panic!("an endpoint that never stops sending");
-}
-
-/// A sends `n` connections' worth of set-up to B until each is accepted; returns A's
-/// handles and B's, in the same order.
+/// `n` connections from A to B on `PORT`, each end with `config()`.
 fn connect(
     a: &mut Endpoint,
     b: &mut Endpoint,
     n: usize,
     now: &mut Duration,
 ) -> (Vec<ConnectionHandle>, Vec<ConnectionHandle>) {
-    b.listen(PORT, config()).unwrap();
-    let ha: Vec<_> = (0..n)
-        .map(|_| a.connect(*now, addr_b(), PORT, config()).unwrap())
-        .collect();
-    let mut hb = Vec::new();
-    for _ in 0..1000 {
-        *now += Duration::from_millis(1);
-        a.handle_timeout(*now);
-        b.handle_timeout(*now);
-        for d in drain(a, *now) {
-            b.handle_datagram(*now, addr_a(), &d);
-        }
-        for d in drain(b, *now) {
-            a.handle_datagram(*now, addr_b(), &d);
-        }
-        while let Some(e) = b.poll_event() {
-            if let Event::Accepted(h) = e {
-                hb.push(h);
-            }
-        }
-        while a.poll_event().is_some() {}
-        if hb.len() == n {
-            return (ha, hb);
-        }
-    }
-    panic!("not connected: {} of {n} accepted", hb.len());
+    harness::by_hand::connect(a, b, PORT, (config(), config()), n, now)
 }
 
 /// A's full-size data datagrams after writing `bytes` on each of `conns` (each

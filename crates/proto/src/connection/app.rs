@@ -39,12 +39,22 @@ impl Connection {
         }
     }
 
-    pub fn read(&mut self, buf: &mut [u8]) -> usize {
-        self.rx.read(buf)
+    /// Reads delivered data into `buf`. The second value says whether the read moved the
+    /// connection's deadline (`poll_timeout`): a read changes no timer's input except that it
+    /// asks for feedback at once when it reopens the window noticeably
+    /// (`Receiver::feedback_asked`). The endpoint's timer table relies on it (a read that
+    /// moved nothing is not a touch) and checks it in debug builds (`Schedule::next_deadline`).
+    pub fn read(&mut self, buf: &mut [u8]) -> (usize, bool) {
+        let asked = self.rx.feedback_asked();
+        let n = self.rx.read(buf);
+        (n, self.rx.feedback_asked() != asked)
     }
 
-    pub fn read_chunk(&mut self) -> Option<Delivered> {
-        self.rx.read_chunk()
+    /// As [`Connection::read`], one delivered chunk whole.
+    pub fn read_chunk(&mut self) -> (Option<Delivered>, bool) {
+        let asked = self.rx.feedback_asked();
+        let d = self.rx.read_chunk();
+        (d, self.rx.feedback_asked() != asked)
     }
 
     pub fn at_eof(&self) -> bool {

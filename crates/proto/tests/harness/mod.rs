@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod by_hand;
 pub mod filtered;
 
 use aerotp_link::{LinkConfig, Outage, Path};
