@@ -225,6 +225,25 @@ impl Receiver {
         self.with_confirm_wait(d)
     }
 
+    /// Nothing arrived since the last feedback and nothing asks for any: exactly the state in
+    /// which `poll_feedback` builds an empty body and changes nothing (no count, timer, hole,
+    /// NACK or report is due, and the count triggers need at least one TPDU). The common
+    /// case of a sender's own receiver, which its connection asks before every datagram it
+    /// sends: building the empty body each time was 3 % of the runtime's user-space
+    /// instructions outside the CRC, and checking this first leaves 1.7 % fewer (callgrind
+    /// on `aerotp bench loopback`, docs/results/loopback.md).
+    fn nothing_to_feed_back(&self) -> bool {
+        !self.ack_now
+            && self.since_ack == 0
+            && self.ack_pending_since.is_none()
+            && self.pending_entries.is_empty()
+            && self.pending_nacks.is_empty()
+            && self.report_due.is_none()
+            && !self.has_holes()
+            && self.mack_count > 0
+            && self.ack_every > 0
+    }
+
     /// Feedback is asked for at once (a reopened window, a probe, a hole, a duplicate).
     pub fn feedback_asked(&self) -> bool {
         self.ack_now
@@ -637,7 +656,7 @@ impl Receiver {
 
     /// Builds the feedback TPDU body due at `now`, if any, and resets what it carries.
     pub fn poll_feedback(&mut self, now: Duration) -> Option<ControlBody> {
-        if now < self.budget.ready_at() {
+        if now < self.budget.ready_at() || self.nothing_to_feed_back() {
             return None;
         }
         let mut body = ControlBody::default();
