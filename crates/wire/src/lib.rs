@@ -8,6 +8,8 @@ mod admission;
 mod auth;
 mod checks;
 mod control;
+#[cfg(target_arch = "x86_64")]
+mod crc_tail;
 mod error;
 mod header;
 mod mode;
@@ -16,7 +18,7 @@ mod tpdu;
 
 pub use admission::{Challenge, Echo, CHALLENGE_LEN, CID_LEN, COOKIE_LEN, ECHO_LEN};
 pub use auth::{Envelope, AUTH_BIT, AUTH_OVERHEAD, ENCRYPTED_BIT, MAX_KEY_ID, NONCE_LEN, TAG_LEN};
-pub use checks::{crc32c, crc32c_table, hec, hec_table};
+pub use checks::{crc32c, crc32c_crate, crc32c_table, hec, hec_table};
 pub use control::{Ack, ControlBody, Mack, Nack, Report, Snack, MACK_FIXED_LEN};
 pub use error::WireError;
 pub use header::{Flags, Header, HEADER_LEN, PORT_BYTES, VERSION};
