@@ -32,6 +32,7 @@ mod queries;
 mod release;
 mod schedule;
 mod share;
+mod transmit;
 mod validation;
 
 /// Most peers whose last FEC parity is remembered (used to decode damaged headers).
@@ -645,62 +646,6 @@ impl Endpoint {
             self.out_queue.push_back((to, out));
         }
         ok
-    }
-
-    /// Appends the next datagram to send to `out` and says where it goes and how long it is:
-    /// it is `out[out.len() - len..]`. What `out` held before is left alone, so a runtime can
-    /// hand in its send train (GSO) and the datagram is encoded where it leaves from. On
-    /// `None` `out` is unchanged.
-    pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> Option<Transmit> {
-        let start = out.len();
-        if let Some((to, d)) = self.out_queue.pop_front() {
-            out.extend_from_slice(&d);
-            // Not counted against the link's pacing: datagram-mode traffic is held to its
-            // class's rate by its sender (`datagram_rate`) and reserved in the share; counted
-            // here, an 8 Mb/s flood of bulk datagrams policed to the link's rate pushed the
-            // link's free time ahead of every connection and starved the control class.
-            return Some(Transmit {
-                remote: to.remote,
-                local: to.local,
-                len: d.len(),
-            });
-        }
-        // With a link share, the endpoint paces the link as a whole, and the next datagram
-        // goes to the highest class that has one (`Endpoint::occupy_link`).
-        if self.share.is_some() && self.link_free > now {
-            return None;
-        }
-        // Only a connection whose deadline has come can have something to send (the
-        // `poll_timeout` contract), so only those are asked, round robin.
-        self.schedule.refresh(&self.conns, now);
-        loop {
-            let conns = &mut self.conns;
-            let by_class = self.share.is_some();
-            let h = self.schedule.send_round_robin(now, by_class, |h| {
-                let sent = conns.get_mut(&h).is_some_and(|c| c.poll_transmit(now, out));
-                sent.then(|| out.len() - start)
-            })?;
-            let c = &self.conns[&h];
-            if let Some(a) = &mut self.auth {
-                // The connection cut its TPDU for the MTU less the envelope.
-                let mtu = c.config().mtu + aerotp_wire::AUTH_OVERHEAD;
-                if !a.seal(out, start, mtu, c.transmit_path().remote) {
-                    // Cannot happen for a TPDU a connection cut (it left room for the
-                    // envelope); if it did, it is a loss the mode repairs.
-                    out.truncate(start);
-                    self.schedule.refresh(&self.conns, now);
-                    continue;
-                }
-            }
-            let to = c.transmit_path();
-            let len = out.len() - start;
-            self.occupy_link(now, len);
-            return Some(Transmit {
-                remote: to.remote,
-                local: to.local,
-                len,
-            });
-        }
     }
 
     /// The earliest time `handle_timeout` or `poll_transmit` has work. A time already passed

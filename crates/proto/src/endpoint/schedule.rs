@@ -62,6 +62,9 @@ pub(super) struct Schedule {
     vtime: [u64; 4],
     /// `send_round_robin`'s candidates (kept for its capacity).
     order: Vec<(bool, u64, u64, usize)>,
+    /// The connection that sent the endpoint's last datagram (`None` once a turn found
+    /// nothing to send): `sole_sender`.
+    last_sent: Option<ConnectionHandle>,
 }
 
 impl Schedule {
@@ -88,6 +91,9 @@ impl Schedule {
     }
 
     pub(super) fn remove(&mut self, h: ConnectionHandle) {
+        if self.last_sent == Some(h) {
+            self.last_sent = None;
+        }
         let Some(p) = self.pos(h) else { return };
         let s = self.slots.remove(p);
         if s.stale {
@@ -269,7 +275,32 @@ impl Schedule {
             }
         }
         self.order = order;
+        self.last_sent = found;
         found
+    }
+
+    /// The table's only connection, if it sent the endpoint's last datagram: the one
+    /// `send_round_robin` without classes would ask, and none other.
+    pub(super) fn sole_sender(&self) -> Option<ConnectionHandle> {
+        match self.slots.as_slice() {
+            [s] if self.last_sent == Some(s.h) => Some(s.h),
+            _ => None,
+        }
+    }
+
+    /// A datagram of `len` bytes that `sole_sender` sent when asked directly: the fair
+    /// queue's bookkeeping as `send_round_robin` without classes does it, and a touch.
+    pub(super) fn sent_alone(&mut self, h: ConnectionHandle, len: usize) {
+        debug_assert_eq!(self.sole_sender(), Some(h));
+        // Without classes, the one queue for all (`send_round_robin`).
+        let q = 3;
+        let s = &mut self.slots[0];
+        let start = s.finish.max(self.vtime[q]);
+        s.finish = start + len as u64;
+        s.idle = false;
+        self.vtime[q] = start;
+        self.rr = 0;
+        self.touch(h);
     }
 
     /// Puts in `out` (its contents replaced) the connections touched since their events were
