@@ -515,12 +515,19 @@ mod tests {
     /// The session saw the peer's reset and the flow was dropped before the writer looked
     /// (`refused_destination_resets_the_source` failed so in 5 % of its runs): the source must
     /// still get a RST, not a FIN that says its stream ended whole.
+    /// A socket pair with flow `f`'s writer on one end's write half; returns that end's read
+    /// half (its socket closes when it is dropped) and the other end.
+    async fn writer_only(f: &Arc<Flow>) -> (OwnedReadHalf, TcpStream) {
+        let (ours, theirs) = pair().await;
+        let (r, w) = ours.into_split();
+        start_writer(f, Sink::Kernel(w));
+        (r, theirs)
+    }
+
     #[tokio::test]
     async fn a_flow_dropped_unfinished_before_its_writer_looked_aborts_the_socket() {
-        let (ours, mut theirs) = pair().await;
-        let (r, w) = ours.into_split();
         let f = flow(false);
-        start_writer(&f, Sink::Kernel(w));
+        let (r, mut theirs) = writer_only(&f).await;
         f.reset("reset by peer".into(), false);
         drop(f);
         // The writer runs, finds the flow gone, and leaves the close to the read half.
@@ -537,10 +544,8 @@ mod tests {
     /// A flow dropped after the peer's FIN was written closes its socket as usual (FIN).
     #[tokio::test]
     async fn a_flow_dropped_after_its_fin_closes_the_socket_with_fin() {
-        let (ours, mut theirs) = pair().await;
-        let (r, w) = ours.into_split();
         let f = flow(false);
-        start_writer(&f, Sink::Kernel(w));
+        let (r, mut theirs) = writer_only(&f).await;
         f.deliver(0, b"all".to_vec()).await.unwrap();
         f.deliver_fin().await.unwrap();
         let mut got = [0u8; 3];

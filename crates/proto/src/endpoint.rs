@@ -267,29 +267,31 @@ impl Endpoint {
     /// deadline (`Connection::read`): a touch costs its whole timer table at the next
     /// question, and a reader takes one chunk at a time.
     pub fn read(&mut self, h: ConnectionHandle, buf: &mut [u8]) -> Result<usize, EndpointError> {
-        let c = self
-            .conns
-            .get_mut(&h)
-            .ok_or(EndpointError::UnknownConnection)?;
-        let (n, moved) = c.read(buf);
-        if moved {
-            self.schedule.touch(h);
-        }
-        Ok(n)
+        self.read_with(h, |c| c.read(buf))
     }
 
     /// The next delivered chunk with its TPDU number (lossy modes: shows where gaps are).
     /// Touches the connection only as [`Endpoint::read`] does.
     pub fn read_chunk(&mut self, h: ConnectionHandle) -> Result<Option<Delivered>, EndpointError> {
+        self.read_with(h, |c| c.read_chunk())
+    }
+
+    /// A read of connection `h` (its value, and whether it moved the deadline), touching the
+    /// connection only if it did.
+    fn read_with<T>(
+        &mut self,
+        h: ConnectionHandle,
+        read: impl FnOnce(&mut Connection) -> (T, bool),
+    ) -> Result<T, EndpointError> {
         let c = self
             .conns
             .get_mut(&h)
             .ok_or(EndpointError::UnknownConnection)?;
-        let (d, moved) = c.read_chunk();
+        let (value, moved) = read(c);
         if moved {
             self.schedule.touch(h);
         }
-        Ok(d)
+        Ok(value)
     }
 
     /// Whether the peer closed and everything it sent has been read.

@@ -260,17 +260,13 @@ impl Schedule {
                 let h = self.slots[idx].h;
                 let sent = try_send(h);
                 self.touch(h);
-                let s = &mut self.slots[idx];
                 match sent {
                     Some(len) => {
-                        s.finish = start + len as u64;
-                        s.idle = false;
-                        self.vtime[q] = start;
-                        self.rr = (idx + 1) % n;
+                        self.charge(idx, q, start, len);
                         found = Some(h);
                         break 'classes;
                     }
-                    None => s.idle = true,
+                    None => self.slots[idx].idle = true,
                 }
             }
         }
@@ -294,13 +290,19 @@ impl Schedule {
         debug_assert_eq!(self.sole_sender(), Some(h));
         // Without classes, the one queue for all (`send_round_robin`).
         let q = 3;
-        let s = &mut self.slots[0];
-        let start = s.finish.max(self.vtime[q]);
+        let start = self.slots[0].finish.max(self.vtime[q]);
+        self.charge(0, q, start, len);
+        self.touch(h);
+    }
+
+    /// Slot `idx` sent a datagram of `len` bytes with start tag `start` in queue `q`: its
+    /// finish tag, the queue's virtual time, and the round robin's next start.
+    fn charge(&mut self, idx: usize, q: usize, start: u64, len: usize) {
+        let s = &mut self.slots[idx];
         s.finish = start + len as u64;
         s.idle = false;
         self.vtime[q] = start;
-        self.rr = 0;
-        self.touch(h);
+        self.rr = (idx + 1) % self.slots.len();
     }
 
     /// Puts in `out` (its contents replaced) the connections touched since their events were
