@@ -34,6 +34,10 @@ pub struct DatagramRoute {
     pub dst_port: u16,
     /// Reed–Solomon parity bytes per codeword of each datagram (bit errors; 0 = none).
     pub parity: u8,
+    /// What the route carries: its share of the link (`EndpointConfig::link_share`) and the
+    /// class each of its datagrams is reported with (`Transmit::class`, which a driver may
+    /// mark on the IP header). Local: not sent to the peer.
+    pub class: crate::TrafficClass,
     /// Largest datagram, bytes.
     pub mtu: usize,
     /// Repair across the route's datagrams (lost datagrams): `None` or `Off` for none, else a
@@ -43,13 +47,14 @@ pub struct DatagramRoute {
 }
 
 impl DatagramRoute {
-    /// A route without repair.
+    /// A route without repair, of the bulk class.
     pub fn plain(remote: SocketAddr, src_port: u16, dst_port: u16, parity: u8, mtu: usize) -> Self {
         DatagramRoute {
             remote,
             src_port,
             dst_port,
             parity,
+            class: crate::TrafficClass::Bulk,
             mtu,
             erasure: None,
         }
@@ -134,6 +139,8 @@ struct SendRoute {
     /// Source number of the route's next datagram (the low 32 bits go on the wire).
     next: u64,
     parity: u8,
+    /// The class of the route's last datagram: its repairs go out as that class.
+    class: crate::TrafficClass,
     mtu: usize,
     tx: ErasureTx,
     meter: RateMeter,
@@ -148,6 +155,7 @@ pub(crate) struct RepairOut {
     /// The route's next source number (informative, as in a connection's repair).
     pub seq: u32,
     pub parity: u8,
+    pub class: crate::TrafficClass,
     /// The route's MTU (the repair body was sized for it).
     pub mtu: usize,
     pub body: Vec<u8>,
@@ -199,6 +207,7 @@ impl SendRoutes {
                 tag,
                 next: 0,
                 parity: route.parity,
+                class: route.class,
                 mtu: route.mtu,
                 tx,
                 meter: RateMeter::new(),
@@ -229,6 +238,7 @@ impl SendRoutes {
             r.tx.set_setting(setting);
         }
         r.last_used = now;
+        r.class = route.class;
         r.meter.on_send(now, body.len());
         // srtt zero: the delay bound alone sets the window (no retransmission to compete with).
         r.tx.update(now, Duration::ZERO, r.meter.rate_bps(), r.meter.mean_len());
@@ -266,6 +276,7 @@ fn drain(key: RouteKey, r: &mut SendRoute, now: Duration, idle: bool) -> Vec<Rep
             tag: r.tag,
             seq: r.next as u32,
             parity: r.parity,
+            class: r.class,
             mtu: r.mtu,
             body,
         });

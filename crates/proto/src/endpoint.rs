@@ -53,7 +53,7 @@ pub struct Endpoint {
     hints: Table<SocketAddr, u8>,
     events: VecDeque<Event>,
     datagrams_in: VecDeque<DatagramMsg>,
-    out_queue: VecDeque<(PathAddr, Vec<u8>)>,
+    out_queue: VecDeque<(PathAddr, Option<crate::TrafficClass>, Vec<u8>)>,
     next_handle: u64,
     next_port: u16,
     /// Each connection's deadline and pending events, in round-robin order.
@@ -645,9 +645,21 @@ impl Endpoint {
             None => codec::encode(header, bytes, &mut out).is_ok(),
         };
         if ok {
-            self.out_queue.push_back((to, out));
+            let class = self.answer_class(to, h);
+            self.out_queue.push_back((to, class, out));
         }
         ok
+    }
+
+    /// The class of an answer to `h` from `to` (`Transmit::class`): the connection's it
+    /// concerns if that still exists, else the class a listener on its port would accept it
+    /// with (a set-up's challenge goes as the connection it admits will), else none.
+    fn answer_class(&self, to: PathAddr, h: &Header) -> Option<crate::TrafficClass> {
+        let key = (to.remote, h.dst_port, h.src_port);
+        match self.by_key.get(&key).and_then(|c| self.conns.get(c)) {
+            Some(c) => Some(c.config().class),
+            None => self.listeners.get(h.dst_port).map(|l| l.class),
+        }
     }
 
     /// The earliest time `handle_timeout` or `poll_transmit` has work. A time already passed

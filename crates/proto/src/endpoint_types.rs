@@ -82,6 +82,12 @@ pub struct Transmit {
     /// datagram it answers arrived at; `None`: the driver's choice.
     pub local: Option<IpAddr>,
     pub len: usize,
+    /// The class of the traffic it carries: its connection's (`ConnectionConfig::class`) or
+    /// its datagram route's (`DatagramRoute::class`). The endpoint's own answers (challenges,
+    /// echoes, resets) take the class of the connection they concern, else of the listener
+    /// on its port, else `None`. A driver may mark it on the IP header (DSCP); the engine
+    /// does not look at it again.
+    pub class: Option<crate::TrafficClass>,
 }
 
 #[derive(Debug, Clone, PartialEq, Error)]

@@ -68,7 +68,7 @@ impl Endpoint {
             (Flags::empty(), 0, 0)
         };
         let h = datagram_header(&key, flags, seq, tag, route.parity);
-        self.queue_datagram(route.remote, h, data, route.mtu)?;
+        self.queue_datagram(route.remote, route.class, h, data, route.mtu)?;
         if repair.is_some() {
             for r in self.send_routes.on_sent(now, &key, route, data) {
                 // A repair that cannot be queued is one fewer repair: the datagram went.
@@ -102,6 +102,7 @@ impl Endpoint {
     fn queue_datagram(
         &mut self,
         remote: SocketAddr,
+        class: crate::TrafficClass,
         h: Header,
         body: &[u8],
         mtu: usize,
@@ -119,7 +120,7 @@ impl Endpoint {
             }
         }
         self.count_datagram_sent(out.len());
-        self.out_queue.push_back((remote.into(), out));
+        self.out_queue.push_back((remote.into(), Some(class), out));
         Ok(())
     }
 
@@ -137,7 +138,7 @@ impl Endpoint {
                 mtu: r.mtu,
             });
         }
-        self.queue_datagram(r.key.0, h, &r.body, r.mtu)?;
+        self.queue_datagram(r.key.0, r.class, h, &r.body, r.mtu)?;
         self.stats.datagram_repairs_sent += 1;
         self.stats.datagram_repair_bytes_sent += len as u64;
         Ok(())

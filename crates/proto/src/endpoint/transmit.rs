@@ -13,7 +13,7 @@ impl Endpoint {
     /// `None` `out` is unchanged.
     pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> Option<Transmit> {
         let start = out.len();
-        if let Some((to, d)) = self.out_queue.pop_front() {
+        if let Some((to, class, d)) = self.out_queue.pop_front() {
             out.extend_from_slice(&d);
             // Not counted against the link's pacing: datagram-mode traffic is held to its
             // class's rate by its sender (`datagram_rate`) and reserved in the share; counted
@@ -23,6 +23,7 @@ impl Endpoint {
                 remote: to.remote,
                 local: to.local,
                 len: d.len(),
+                class,
             });
         }
         // With a link share, the endpoint paces the link as a whole, and the next datagram
@@ -97,12 +98,14 @@ impl Endpoint {
             }
         }
         let to = c.transmit_path();
+        let class = c.config().class;
         let len = out.len() - start;
         self.occupy_link(now, len);
         Some(Transmit {
             remote: to.remote,
             local: to.local,
             len,
+            class: Some(class),
         })
     }
 }
