@@ -147,6 +147,20 @@ impl Capture {
         dst: SocketAddr,
         payload: &[u8],
     ) -> Result<(), CaptureError> {
+        self.write_marked(iface, at, src, dst, 0, payload)
+    }
+
+    /// [`Capture::write`] with the IP header's TOS / traffic-class byte `tos` (the DSCP mark
+    /// the datagram left with, docs/runtime.md "DSCP marks").
+    pub fn write_marked(
+        &mut self,
+        iface: u32,
+        at: Duration,
+        src: SocketAddr,
+        dst: SocketAddr,
+        tos: u8,
+        payload: &[u8],
+    ) -> Result<(), CaptureError> {
         if iface >= self.interfaces {
             return Err(CaptureError::NoInterface {
                 path: self.path.clone(),
@@ -162,7 +176,7 @@ impl Capture {
         }
         self.ip_id = self.ip_id.wrapping_add(1);
         let mut packet = std::mem::take(&mut self.packet);
-        ip_udp_packet(src, dst, self.ip_id, payload, &mut packet);
+        ip_udp_packet((src, dst, tos), self.ip_id, payload, &mut packet);
         let epb = EnhancedPacketBlock {
             interface_id: iface,
             timestamp: at,
@@ -257,6 +271,8 @@ pub struct CapturedPacket {
     pub at: Duration,
     pub src: SocketAddr,
     pub dst: SocketAddr,
+    /// The IPv4 TOS / IPv6 traffic-class byte (the DSCP mark in its upper six bits).
+    pub tos: u8,
     pub payload: Vec<u8>,
 }
 
@@ -290,7 +306,8 @@ pub fn read_capture(path: &Path) -> Result<(Vec<String>, Vec<CapturedPacket>), C
                     at: e.timestamp,
                     src: p.0,
                     dst: p.1,
-                    payload: p.2.to_vec(),
+                    tos: p.2,
+                    payload: p.3.to_vec(),
                 });
             }
             _ => {}
@@ -299,9 +316,10 @@ pub fn read_capture(path: &Path) -> Result<(Vec<String>, Vec<CapturedPacket>), C
     Ok((names, packets))
 }
 
-/// Source, destination and payload of an IPv4 or IPv6 UDP packet; `None` if it is not one.
-fn parse_ip_udp(p: &[u8]) -> Option<(SocketAddr, SocketAddr, &[u8])> {
-    let (src, dst, udp) = match p.first()? >> 4 {
+/// Source, destination, TOS byte and payload of an IPv4 or IPv6 UDP packet; `None` if it is
+/// not one.
+fn parse_ip_udp(p: &[u8]) -> Option<(SocketAddr, SocketAddr, u8, &[u8])> {
+    let (src, dst, tos, udp) = match p.first()? >> 4 {
         4 => {
             let ihl = usize::from(p[0] & 0x0F) * 4;
             if ihl < 20 || *p.get(9)? != 17 {
@@ -309,7 +327,7 @@ fn parse_ip_udp(p: &[u8]) -> Option<(SocketAddr, SocketAddr, &[u8])> {
             }
             let s: [u8; 4] = p.get(12..16)?.try_into().ok()?;
             let d: [u8; 4] = p.get(16..20)?.try_into().ok()?;
-            (IpAddr::from(s), IpAddr::from(d), p.get(ihl..)?)
+            (IpAddr::from(s), IpAddr::from(d), *p.get(1)?, p.get(ihl..)?)
         }
         6 => {
             if *p.get(6)? != 17 {
@@ -317,7 +335,8 @@ fn parse_ip_udp(p: &[u8]) -> Option<(SocketAddr, SocketAddr, &[u8])> {
             }
             let s: [u8; 16] = p.get(8..24)?.try_into().ok()?;
             let d: [u8; 16] = p.get(24..40)?.try_into().ok()?;
-            (IpAddr::from(s), IpAddr::from(d), p.get(40..)?)
+            let tos = (p.first()? << 4) | (p.get(1)? >> 4);
+            (IpAddr::from(s), IpAddr::from(d), tos, p.get(40..)?)
         }
         _ => return None,
     };
@@ -327,17 +346,18 @@ fn parse_ip_udp(p: &[u8]) -> Option<(SocketAddr, SocketAddr, &[u8])> {
     Some((
         SocketAddr::new(src, port(0)?),
         SocketAddr::new(dst, port(2)?),
+        tos,
         payload,
     ))
 }
 
-/// Replaces `out` with an IP/UDP packet carrying `payload` from `src` to `dst`: IPv4 when both
-/// addresses are IPv4, otherwise IPv6 (an IPv4 address then appears IPv4-mapped). Both the IPv4
-/// header checksum and the UDP checksum are filled in, so Wireshark's checks pass. The payload
-/// must be at most [`MAX_PAYLOAD`] bytes (longer lengths are clipped in the length fields).
+/// Replaces `out` with an IP/UDP packet carrying `payload` from `src` to `dst` with TOS /
+/// traffic-class byte `tos`: IPv4 when both addresses are IPv4, otherwise IPv6 (an IPv4
+/// address then appears IPv4-mapped). Both the IPv4 header checksum and the UDP checksum are
+/// filled in, so Wireshark's checks pass. The payload must be at most [`MAX_PAYLOAD`] bytes
+/// (longer lengths are clipped in the length fields).
 pub fn ip_udp_packet(
-    src: SocketAddr,
-    dst: SocketAddr,
+    (src, dst, tos): (SocketAddr, SocketAddr, u8),
     ip_id: u16,
     payload: &[u8],
     out: &mut Vec<u8>,
@@ -347,7 +367,7 @@ pub fn ip_udp_packet(
     match (src.ip(), dst.ip()) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
             let total = (20 + usize::from(udp_len)).min(usize::from(u16::MAX)) as u16;
-            out.extend_from_slice(&[0x45, 0]);
+            out.extend_from_slice(&[0x45, tos]);
             out.extend_from_slice(&total.to_be_bytes());
             out.extend_from_slice(&ip_id.to_be_bytes());
             out.extend_from_slice(&[0x40, 0]); // don't fragment
@@ -362,7 +382,7 @@ pub fn ip_udp_packet(
         (s, d) => {
             let s = v6(s).octets();
             let d = v6(d).octets();
-            out.extend_from_slice(&[0x60, 0, 0, 0]);
+            out.extend_from_slice(&[0x60 | (tos >> 4), tos << 4, 0, 0]);
             out.extend_from_slice(&udp_len.to_be_bytes());
             out.extend_from_slice(&[17, 64]); // next header UDP, hop limit
             out.extend_from_slice(&s);
@@ -435,7 +455,12 @@ mod tests {
     #[test]
     fn ipv4_header_and_udp_checksums_verify() {
         let mut p = Vec::new();
-        ip_udp_packet(a("10.0.0.1:9000"), a("10.0.0.2:7000"), 7, b"abc", &mut p);
+        ip_udp_packet(
+            (a("10.0.0.1:9000"), a("10.0.0.2:7000"), 0),
+            7,
+            b"abc",
+            &mut p,
+        );
         assert_eq!(p.len(), 20 + 8 + 3);
         assert_eq!(p[0], 0x45);
         assert_eq!(u16::from_be_bytes([p[2], p[3]]), 31);
@@ -486,7 +511,7 @@ mod tests {
     #[test]
     fn ipv6_when_an_address_is_ipv6() {
         let mut p = Vec::new();
-        ip_udp_packet(a("[::1]:1"), a("127.0.0.1:2"), 0, b"hello", &mut p);
+        ip_udp_packet((a("[::1]:1"), a("127.0.0.1:2"), 0), 0, b"hello", &mut p);
         assert_eq!(p[0] >> 4, 6);
         assert_eq!(p.len(), 40 + 8 + 5);
         assert_eq!(u16::from_be_bytes([p[4], p[5]]), 13);
@@ -559,17 +584,48 @@ mod tests {
     #[test]
     fn the_packet_parser_refuses_anything_but_ip_udp_without_panicking() {
         let mut p = Vec::new();
-        ip_udp_packet(a("[::1]:5"), a("[::2]:6"), 0, b"v6", &mut p);
-        assert_eq!(parse_ip_udp(&p).unwrap().2, b"v6");
+        ip_udp_packet((a("[::1]:5"), a("[::2]:6"), 0), 0, b"v6", &mut p);
+        assert_eq!(parse_ip_udp(&p).unwrap().3, b"v6");
         for cut in 0..p.len() {
             let _ = parse_ip_udp(&p[..cut]);
         }
-        ip_udp_packet(a("1.2.3.4:5"), a("5.6.7.8:6"), 0, b"v4", &mut p);
+        ip_udp_packet((a("1.2.3.4:5"), a("5.6.7.8:6"), 0), 0, b"v4", &mut p);
         for cut in 0..p.len() {
             assert!(parse_ip_udp(&p[..cut]).is_none(), "{cut}");
         }
         assert!(parse_ip_udp(&[0x45; 40]).is_none());
         assert!(parse_ip_udp(&[]).is_none());
         assert!(parse_ip_udp(&[0x70]).is_none());
+    }
+
+    #[test]
+    fn the_dscp_mark_is_written_in_both_ip_versions_and_read_back() {
+        let mut p = Vec::new();
+        for (src, dst) in [("10.0.0.1:1", "10.0.0.2:2"), ("[::1]:1", "[::2]:2")] {
+            for tos in [0u8, 0xb8, 0x88, 0xfc] {
+                ip_udp_packet((a(src), a(dst), tos), 3, b"marked", &mut p);
+                let (_, _, got, payload) = parse_ip_udp(&p).unwrap();
+                assert_eq!((got, payload), (tos, &b"marked"[..]), "{src} {tos:#x}");
+            }
+        }
+        // Where Wireshark reads them: IPv4's second byte, IPv6's bits 4-11.
+        ip_udp_packet((a("10.0.0.1:1"), a("10.0.0.2:2"), 0xb8), 3, b"", &mut p);
+        assert_eq!(p[1], 0xb8);
+        ip_udp_packet((a("[::1]:1"), a("[::2]:2"), 0xb8), 3, b"", &mut p);
+        assert_eq!(&p[..2], &[0x6b, 0x80]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.pcapng");
+        let mut c = Capture::create(&path, &["sent"]).unwrap();
+        c.write_marked(
+            0,
+            Duration::ZERO,
+            a("10.0.0.1:1"),
+            a("10.0.0.2:2"),
+            0x88,
+            b"x",
+        )
+        .unwrap();
+        c.finish().unwrap();
+        assert_eq!(read_capture(&path).unwrap().1[0].tos, 0x88);
     }
 }

@@ -29,6 +29,7 @@ struct Meta {
     at: Duration,
     src: SocketAddr,
     dst: SocketAddr,
+    tos: u8,
     len: usize,
 }
 
@@ -145,6 +146,17 @@ impl LiveCapture {
 
     /// Queues one datagram; returns at once. Dropped (and counted) if the queue is full.
     pub fn record(&self, iface: u32, at: Duration, src: SocketAddr, dst: SocketAddr, b: &[u8]) {
+        self.record_marked(iface, at, (src, dst, 0), b);
+    }
+
+    /// [`LiveCapture::record`] of a datagram that left with TOS byte `to.2` (its DSCP mark).
+    pub fn record_marked(
+        &self,
+        iface: u32,
+        at: Duration,
+        (src, dst, tos): (SocketAddr, SocketAddr, u8),
+        b: &[u8],
+    ) {
         let c = cost(b.len());
         if b.len() > crate::MAX_PAYLOAD {
             self.shared.dropped.fetch_add(1, Ordering::Relaxed);
@@ -161,6 +173,7 @@ impl LiveCapture {
             at,
             src,
             dst,
+            tos,
             len: b.len(),
         });
         q.batch.data.extend_from_slice(b);
@@ -206,6 +219,16 @@ impl aerotp_net::Tap for LiveCapture {
     fn datagram(&self, iface: u32, at: Duration, src: SocketAddr, dst: SocketAddr, bytes: &[u8]) {
         self.record(iface, at, src, dst, bytes);
     }
+
+    fn marked_datagram(
+        &self,
+        iface: u32,
+        at: Duration,
+        addrs: (SocketAddr, SocketAddr, u8),
+        bytes: &[u8],
+    ) {
+        self.record_marked(iface, at, addrs, bytes);
+    }
 }
 
 /// The writer thread: takes the whole queue, writes it with the lock released, repeats until
@@ -236,7 +259,7 @@ fn write_loop(shared: &Shared, mut cap: Capture) -> Result<u64, CaptureError> {
             for m in &spare.meta {
                 let b = &spare.data[off..off + m.len];
                 off += m.len;
-                match cap.write(m.iface, m.at, m.src, m.dst, b) {
+                match cap.write_marked(m.iface, m.at, m.src, m.dst, m.tos, b) {
                     Ok(()) => {}
                     Err(CaptureError::TooLong { .. } | CaptureError::NoInterface { .. }) => {
                         shared.dropped.fetch_add(1, Ordering::Relaxed);

@@ -314,6 +314,18 @@ impl aerotp_net::Tap for Tee {
             t.datagram(iface, at, src, dst, bytes);
         }
     }
+
+    fn marked_datagram(
+        &self,
+        iface: u32,
+        at: Duration,
+        addrs: (SocketAddr, SocketAddr, u8),
+        bytes: &[u8],
+    ) {
+        for t in &self.0 {
+            t.marked_datagram(iface, at, addrs, bytes);
+        }
+    }
 }
 
 /// Hands `ep`'s datagrams to the capture and the trace (both, either or neither) and its

@@ -79,6 +79,8 @@ pub(crate) struct State {
     /// The local address each datagram leaves from (a socket bound to the unspecified
     /// address: pinned per path, learned from what peers sent to; `crate::sources`).
     pub(crate) local_addrs: LocalAddrs,
+    /// The DSCP each class's datagrams carry (`Endpoint::set_dscp_plan`).
+    pub(crate) marks: crate::marks::DscpPlan,
 }
 
 impl State {
@@ -253,11 +255,12 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
                     break;
                 }
                 // The engine encodes straight into the train the datagram leaves in.
+                let marks = st.marks;
                 let engine = &mut st.engine;
-                let Some((remote, src, dgram)) = outbox.fill(max_segments, |train| {
+                let Some(((remote, src, tos), dgram)) = outbox.fill(max_segments, |train| {
                     engine
                         .poll_transmit(now, train)
-                        .map(|t| (t.remote, t.local))
+                        .map(|t| (t.remote, t.local, marks.tos(t.class)))
                 }) else {
                     break;
                 };
@@ -265,7 +268,7 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
                 st.io.bytes_sent += dgram.len() as u64;
                 if let Some((tap, at)) = &tap {
                     let local = st.local_addrs.named(remote, src);
-                    tap.datagram(TAP_SENT, *at, local, remote, dgram);
+                    tap.marked_datagram(TAP_SENT, *at, (local, remote, tos), dgram);
                 }
             }
             if st.local_addrs.chooses() {

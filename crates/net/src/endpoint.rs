@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use crate::connection::Connection;
 use crate::driver::{drive, Shared, Slot, State, UserRef};
+use crate::marks::DscpPlan;
 use crate::metrics::{IoCounters, MetricsSource, Totals};
 use crate::socket::{udp_socket, zero_checksums};
 use crate::sources::LocalAddrs;
@@ -87,6 +88,7 @@ impl Endpoint {
                 tap: None,
                 engine_tap: None,
                 local_addrs: LocalAddrs::new(local_addr, io.destinations()),
+                marks: crate::marks::DscpPlan::default(),
             }),
             wake: Notify::new(),
             accept: Notify::new(),
@@ -306,6 +308,20 @@ impl Endpoint {
     pub fn set_keys(&self, keys: &proto::KeySet) -> Result<(), Error> {
         self.shared().lock().engine.set_keys(keys)?;
         Ok(())
+    }
+
+    /// Sets the DSCP each traffic class's datagrams carry from now on (`crate::marks`; the
+    /// default is [`DscpPlan::STANDARD`], which leaves bulk traffic unmarked). A datagram
+    /// takes its connection's class (`ConnectionConfig::class`) or its route's
+    /// (`DatagramRoute::class`). Marks are set per datagram on Linux; elsewhere datagrams go
+    /// unmarked.
+    pub fn set_dscp_plan(&self, plan: DscpPlan) {
+        self.shared().lock().marks = plan;
+    }
+
+    /// The DSCP plan in force.
+    pub fn dscp_plan(&self) -> DscpPlan {
+        self.shared().lock().marks
     }
 
     /// Whether this endpoint seals and verifies every TPDU.

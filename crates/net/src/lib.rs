@@ -31,6 +31,7 @@ mod counters;
 mod driver;
 mod endpoint;
 pub mod keyfile;
+pub mod marks;
 pub mod metrics;
 mod report;
 pub mod socket;
@@ -40,6 +41,7 @@ mod udp;
 
 pub use connection::Connection;
 pub use endpoint::Endpoint;
+pub use marks::{Dscp, DscpPlan};
 pub use metrics::{IoCounters, MetricsSource, Totals};
 pub use proto::{
     datagram_parity, AuthConfig, AuthKey, CloseOutcome, ConnectionConfig, ConnectionStats,

@@ -22,6 +22,19 @@ pub const ENDPOINT_INTERFACES: [&str; 2] = ["sent", "received"];
 pub trait Tap: Send + Sync {
     /// One datagram on interface `iface`, from `src` to `dst`, at `at` since the Unix epoch.
     fn datagram(&self, iface: u32, at: Duration, src: SocketAddr, dst: SocketAddr, bytes: &[u8]);
+
+    /// One datagram sent with a DSCP mark: `(src, dst, tos)`, `tos` the IP header's TOS /
+    /// traffic-class byte it left with (`crate::marks`). A tap that has no use for the mark
+    /// keeps this default, which forgets it.
+    fn marked_datagram(
+        &self,
+        iface: u32,
+        at: Duration,
+        (src, dst, _tos): (SocketAddr, SocketAddr, u8),
+        bytes: &[u8],
+    ) {
+        self.datagram(iface, at, src, dst, bytes);
+    }
 }
 
 /// Receives the engine's view of each connection after each step of the driver (`--qlog`):
@@ -62,6 +75,17 @@ impl TapHandle {
         bytes: &[u8],
     ) {
         self.0.datagram(iface, at, src, dst, bytes);
+    }
+
+    /// A datagram sent with TOS byte `addrs.2` ([`Tap::marked_datagram`]).
+    pub fn marked_datagram(
+        &self,
+        iface: u32,
+        at: Duration,
+        addrs: (SocketAddr, SocketAddr, u8),
+        bytes: &[u8],
+    ) {
+        self.0.marked_datagram(iface, at, addrs, bytes);
     }
 }
 

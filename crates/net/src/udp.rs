@@ -32,6 +32,8 @@ pub(crate) struct Train {
     /// The local address the train leaves from (`IP_PKTINFO`); `None`: the socket's own, or
     /// routing's choice (see `crate::sources`).
     pub src: Option<IpAddr>,
+    /// The IPv4 TOS / IPv6 traffic-class byte of its datagrams (`crate::marks`; 0 = none set).
+    pub tos: u8,
     pub buf: Vec<u8>,
     pub segment: usize,
     pub count: usize,
@@ -40,10 +42,12 @@ pub(crate) struct Train {
 }
 
 impl Train {
-    fn new(dest: SocketAddr, src: Option<IpAddr>, buf: Vec<u8>) -> Train {
+    fn new(to: Dest, buf: Vec<u8>) -> Train {
+        let (dest, src, tos) = to;
         Train {
             dest,
             src,
+            tos,
             segment: buf.len(),
             buf,
             count: 1,
@@ -58,10 +62,10 @@ impl Train {
             && self.buf.len() + self.segment <= MAX_TRAIN_BYTES
     }
 
-    /// Whether a datagram of `len` bytes to `dest` from `src` may follow the ones in the
-    /// train.
-    fn accepts(&self, dest: SocketAddr, src: Option<IpAddr>, len: usize) -> bool {
-        dest == self.dest && src == self.src && len > 0 && len <= self.segment
+    /// Whether a datagram of `len` bytes to `to` may follow the ones in the train (a train
+    /// is one destination, source and mark).
+    fn accepts(&self, to: Dest, len: usize) -> bool {
+        to == (self.dest, self.src, self.tos) && len > 0 && len <= self.segment
     }
 
     /// The datagrams of the train.
@@ -69,6 +73,9 @@ impl Train {
         self.buf.chunks(self.segment.max(1))
     }
 }
+
+/// Where a datagram goes: destination, local source address if chosen, TOS byte.
+pub(crate) type Dest = (SocketAddr, Option<IpAddr>, u8);
 
 /// Outgoing datagrams grouped into trains (bounded: the driver takes at most its batch from the
 /// engine before sending).
@@ -82,25 +89,26 @@ pub(crate) struct Outbox {
 impl Outbox {
     /// Lets `write` append one datagram straight to the end of the last train's buffer, where
     /// it is sent from: the engine encodes into the train, with no copy between. `write` says
-    /// where the datagram goes and the local address it leaves from, if the engine chose one
-    /// (`None`: it wrote nothing). A datagram that may not follow in that train (another
-    /// destination or source, longer than its segments) is moved into a train of its own —
-    /// one copy, once per train at most. Returns the datagram's destination, source and bytes.
+    /// where the datagram goes, the local address it leaves from if the engine chose one, and
+    /// its TOS byte (`None`: it wrote nothing). A datagram that may not follow in that train
+    /// (another destination, source or mark, longer than its segments) is moved into a train
+    /// of its own — one copy, once per train at most. Returns the datagram's destination,
+    /// source and mark, and its bytes.
     pub fn fill(
         &mut self,
         max_segments: usize,
-        write: impl FnOnce(&mut Vec<u8>) -> Option<(SocketAddr, Option<IpAddr>)>,
-    ) -> Option<(SocketAddr, Option<IpAddr>, &[u8])> {
+        write: impl FnOnce(&mut Vec<u8>) -> Option<Dest>,
+    ) -> Option<(Dest, &[u8])> {
         // Where the datagram starts in the last train's buffer once placed.
         let at = match self.trains.last_mut() {
             Some(t) if t.has_room(max_segments) => {
                 let start = t.buf.len();
-                let Some((dest, src)) = write(&mut t.buf) else {
+                let Some(to) = write(&mut t.buf) else {
                     t.buf.truncate(start);
                     return None;
                 };
                 let len = t.buf.len() - start;
-                if t.accepts(dest, src, len) {
+                if t.accepts(to, len) {
                     t.count += 1;
                     t.closed = len < t.segment;
                     start
@@ -109,23 +117,25 @@ impl Outbox {
                     buf.clear();
                     buf.extend_from_slice(&t.buf[start..]);
                     t.buf.truncate(start);
-                    self.trains.push(Train::new(dest, src, buf));
+                    self.trains.push(Train::new(to, buf));
                     0
                 }
             }
             _ => {
                 let mut buf = self.pool.pop().unwrap_or_default();
                 buf.clear();
-                let Some((dest, src)) = write(&mut buf) else {
+                let Some(to) = write(&mut buf) else {
                     self.pool.push(buf);
                     return None;
                 };
-                self.trains.push(Train::new(dest, src, buf));
+                self.trains.push(Train::new(to, buf));
                 0
             }
         };
         self.datagrams += 1;
-        self.trains.last().map(|t| (t.dest, t.src, &t.buf[at..]))
+        self.trains
+            .last()
+            .map(|t| ((t.dest, t.src, t.tos), &t.buf[at..]))
     }
 
     /// Adds one datagram, joining the last train when it can (`max_segments` 1 = no trains).
@@ -133,7 +143,7 @@ impl Outbox {
     pub fn push(&mut self, dest: SocketAddr, data: &[u8], max_segments: usize) {
         self.fill(max_segments, |buf| {
             buf.extend_from_slice(data);
-            Some((dest, None))
+            Some((dest, None, 0))
         });
     }
 
@@ -215,7 +225,7 @@ impl UdpIo {
     /// Sends a train; returns how many of its datagrams could not be sent.
     pub async fn send(&mut self, t: &Train) -> usize {
         if t.count > 1 {
-            match self.send_one(t.dest, t.src, &t.buf, t.segment).await {
+            match self.send_one(t.dest, t.src, t.tos, &t.buf, t.segment).await {
                 Ok(()) => return 0,
                 Err(e) => {
                     // The kernel or the route refused the train (no GSO on this device, a
@@ -227,7 +237,7 @@ impl UdpIo {
         }
         let mut failed = 0;
         for d in t.datagrams() {
-            if let Err(e) = self.send_one(t.dest, t.src, d, 0).await {
+            if let Err(e) = self.send_one(t.dest, t.src, t.tos, d, 0).await {
                 tracing::debug!(addr = %t.dest, error = %e, "send failed");
                 failed += 1;
             }
@@ -242,29 +252,24 @@ impl UdpIo {
         &self,
         dest: SocketAddr,
         src: Option<IpAddr>,
+        tos: u8,
         buf: &[u8],
         segment: usize,
     ) -> io::Result<()> {
-        match self.send_from(dest, src, buf, segment).await {
+        match self.send_from((dest, src, tos), buf, segment).await {
             Err(e) if src.is_some_and(source_gone) => {
                 tracing::debug!(?src, error = %e, "source address gone; routing's choice");
-                self.send_from(dest, None, buf, segment).await
+                self.send_from((dest, None, tos), buf, segment).await
             }
             r => r,
         }
     }
 
-    async fn send_from(
-        &self,
-        dest: SocketAddr,
-        src: Option<IpAddr>,
-        buf: &[u8],
-        segment: usize,
-    ) -> io::Result<()> {
+    async fn send_from(&self, to: Dest, buf: &[u8], segment: usize) -> io::Result<()> {
         loop {
             self.socket.writable().await?;
             match self.socket.try_io(Interest::WRITABLE, || {
-                sys::send(&self.socket, dest, src, buf, segment)
+                sys::send(&self.socket, to, buf, segment)
             }) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 r => return r,
@@ -349,12 +354,12 @@ mod sys {
         let _ = crate::socket::set_int_option(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_GRO, 1);
     }
 
-    /// One `sendmsg`; `segment` > 0 and shorter than `buf` asks for segmentation, `src` sets
-    /// the source address.
+    /// One `sendmsg` to `to`'s destination; `segment` > 0 and shorter than `buf` asks for
+    /// segmentation, `to`'s source sets the source address and its TOS byte, if not 0, the
+    /// IPv4 TOS (`IP_TOS`) or IPv6 traffic class (`IPV6_TCLASS`) of these datagrams alone.
     pub(super) fn send(
         s: &UdpSocket,
-        dest: SocketAddr,
-        src: Option<IpAddr>,
+        (dest, src, tos): super::Dest,
         buf: &[u8],
         segment: usize,
     ) -> io::Result<()> {
@@ -378,8 +383,16 @@ mod sys {
             } else {
                 None
             };
+        // An IPv4 peer of an IPv6 socket (an IPv4-mapped address) is sent to by the IPv4
+        // stack, which reads IP_TOS; a native IPv6 peer takes IPV6_TCLASS.
+        let mark = match dest {
+            SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none() => {
+                (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+            }
+            _ => (libc::IPPROTO_IP, libc::IP_TOS),
+        };
         // SAFETY (the block): the sizes below are CMSG_SPACE of the payloads written, their
-        // sum is at most 24 + 40 bytes, within `cmsg` (128 bytes, 8-byte aligned, zeroed);
+        // sum is at most 24 + 40 + 16 bytes, within `cmsg` (128 bytes, 8-byte aligned, zeroed);
         // CMSG_FIRSTHDR / CMSG_NXTHDR of a msghdr whose control length covers the messages
         // written so far return headers within that space, each payload written unaligned
         // within its message.
@@ -393,6 +406,9 @@ mod sys {
                 Some(IpAddr::V4(_)) => total += space(size_of::<libc::in_pktinfo>()),
                 Some(IpAddr::V6(_)) => total += space(size_of::<libc::in6_pktinfo>()),
                 None => {}
+            }
+            if tos != 0 {
+                total += space(size_of::<libc::c_int>());
             }
             if total > 0 {
                 msg.msg_control = cmsg.as_mut_ptr().cast();
@@ -433,6 +449,19 @@ mod sys {
                         std::ptr::write_unaligned(libc::CMSG_DATA(c).cast(), info);
                     }
                     None => {}
+                }
+                if tos != 0 {
+                    if src.is_some() {
+                        c = libc::CMSG_NXTHDR(&msg, c);
+                    }
+                    c = room(c)?;
+                    (*c).cmsg_level = mark.0;
+                    (*c).cmsg_type = mark.1;
+                    (*c).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as u32) as _;
+                    std::ptr::write_unaligned(
+                        libc::CMSG_DATA(c).cast::<libc::c_int>(),
+                        libc::c_int::from(tos),
+                    );
                 }
             }
         }
@@ -538,11 +567,11 @@ mod sys {
         ))
     }
 
-    /// Without packet info the source is the socket's or routing's (`src` is not set).
+    /// Without packet info the source is the socket's or routing's (`src` is not set), and
+    /// datagrams go unmarked (DSCP marks are set per datagram on Linux only).
     pub(super) fn send(
         s: &UdpSocket,
-        dest: SocketAddr,
-        _src: Option<IpAddr>,
+        (dest, _src, _tos): super::Dest,
         buf: &[u8],
         _segment: usize,
     ) -> io::Result<()> {
@@ -566,226 +595,4 @@ mod sys {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn addr(p: u16) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], p))
-    }
-
-    #[test]
-    fn trains_group_equal_datagrams_to_one_destination() {
-        let mut o = Outbox::default();
-        for _ in 0..3 {
-            o.push(addr(1), &[1; 100], MAX_SEGMENTS);
-        }
-        o.push(addr(1), &[2; 40], MAX_SEGMENTS); // shorter: closes the train
-        o.push(addr(1), &[3; 40], MAX_SEGMENTS); // new train
-        o.push(addr(2), &[4; 40], MAX_SEGMENTS); // other destination
-        o.push(addr(2), &[5; 60], MAX_SEGMENTS); // longer than the segment
-        let t = o.take();
-        let shape: Vec<(u16, usize, usize, usize)> = t
-            .iter()
-            .map(|t| (t.dest.port(), t.segment, t.count, t.buf.len()))
-            .collect();
-        assert_eq!(
-            shape,
-            vec![
-                (1, 100, 4, 340),
-                (1, 40, 1, 40),
-                (2, 40, 1, 40),
-                (2, 60, 1, 60)
-            ]
-        );
-        let d: Vec<usize> = t[0].datagrams().map(<[u8]>::len).collect();
-        assert_eq!(d, vec![100, 100, 100, 40]);
-        o.recycle(t);
-        assert!(o.is_empty());
-    }
-
-    /// The driver ends a batch only once its last train is full (`driver::drive`): 64
-    /// datagrams of 1500 bytes are a full train of 43 and one of 21 that has room for 22 more.
-    #[test]
-    fn the_last_train_has_room_until_it_holds_what_a_train_may() {
-        let mut o = Outbox::default();
-        assert!(!o.last_has_room(MAX_SEGMENTS), "no train yet");
-        for _ in 0..64 {
-            o.push(addr(1), &[1; 1500], MAX_SEGMENTS);
-        }
-        assert!(o.last_has_room(MAX_SEGMENTS));
-        let mut more = 0;
-        while o.last_has_room(MAX_SEGMENTS) {
-            o.push(addr(1), &[1; 1500], MAX_SEGMENTS);
-            more += 1;
-        }
-        assert_eq!(more, 22);
-        let counts: Vec<usize> = o.take().iter().map(|t| t.count).collect();
-        assert_eq!(counts, [43, 43]);
-        // Without GSO (one datagram a train) a train never has room.
-        o.push(addr(1), &[1; 1500], 1);
-        assert!(!o.last_has_room(1));
-    }
-
-    #[test]
-    fn a_datagram_written_into_a_train_it_may_not_join_moves_out_intact() {
-        let mut o = Outbox::default();
-        o.push(addr(1), &[1; 100], MAX_SEGMENTS);
-        let (dest, src, d) = o
-            .fill(MAX_SEGMENTS, |b| {
-                b.extend_from_slice(&[9; 100]);
-                Some((addr(2), None))
-            })
-            .unwrap();
-        assert_eq!((dest, src, d), (addr(2), None, &[9u8; 100][..]));
-        // Nothing written: nothing changes.
-        assert!(o.fill(MAX_SEGMENTS, |_| None).is_none());
-        assert!(o
-            .fill(MAX_SEGMENTS, |b| {
-                b.push(7);
-                None
-            })
-            .is_none());
-        let (_, _, d) = o
-            .fill(MAX_SEGMENTS, |b| {
-                b.extend_from_slice(&[8; 100]);
-                Some((addr(2), None))
-            })
-            .unwrap();
-        assert_eq!(d, &[8u8; 100][..]);
-        assert_eq!(o.datagrams, 3);
-        let t = o.take();
-        assert_eq!(t.len(), 2);
-        assert_eq!((t[0].dest, &t[0].buf[..]), (addr(1), &[1u8; 100][..]));
-        let second: Vec<&[u8]> = t[1].datagrams().collect();
-        assert_eq!(second, vec![&[9u8; 100][..], &[8u8; 100][..]]);
-    }
-
-    /// Two paths to one peer address from two local addresses: their datagrams never share
-    /// a train (a train has one source).
-    #[test]
-    fn datagrams_from_another_local_address_start_a_train_of_their_own() {
-        let mut o = Outbox::default();
-        let (one, two) = (
-            Some(IpAddr::from([127, 0, 0, 2])),
-            Some(IpAddr::from([127, 0, 0, 3])),
-        );
-        for src in [one, one, two, two, one] {
-            o.fill(MAX_SEGMENTS, |b| {
-                b.extend_from_slice(&[1; 100]);
-                Some((addr(1), src))
-            });
-        }
-        let t = o.take();
-        let shape: Vec<_> = t.iter().map(|t| (t.src, t.count)).collect();
-        assert_eq!(shape, [(one, 2), (two, 2), (one, 1)]);
-    }
-
-    #[test]
-    fn trains_are_bounded() {
-        let mut o = Outbox::default();
-        for _ in 0..200 {
-            o.push(addr(1), &[0; 1500], MAX_SEGMENTS);
-        }
-        for t in &o.trains {
-            assert!(t.count <= MAX_SEGMENTS && t.buf.len() <= MAX_TRAIN_BYTES);
-        }
-        assert_eq!(o.trains.iter().map(|t| t.count).sum::<usize>(), 200);
-        let mut one = Outbox::default();
-        for _ in 0..5 {
-            one.push(addr(1), &[0; 10], 1);
-        }
-        assert_eq!(one.trains.len(), 5, "max_segments 1: no trains");
-    }
-
-    /// A train sent with GSO arrives as the same datagrams, whether the receiver reads it
-    /// whole (GRO) or the kernel cut it; with a source address set (`IP_PKTINFO` beside
-    /// `UDP_SEGMENT` in one `sendmsg`) it comes from that address, and a receiver on the
-    /// unspecified address reads the address it was sent to.
-    #[tokio::test]
-    async fn gso_train_arrives_as_the_same_datagrams() {
-        for (gro_receiver, pktinfo) in [(true, false), (false, false), (true, true), (false, true)]
-        {
-            let any = if pktinfo { "0.0.0.0:0" } else { "127.0.0.1:0" };
-            let a = UdpSocket::bind(any).await.unwrap();
-            let b = UdpSocket::bind(any).await.unwrap();
-            let port = b.local_addr().unwrap().port();
-            // On loopback every 127/8 address is this host's.
-            let (src, to): (IpAddr, IpAddr) = if pktinfo {
-                ("127.0.0.7".parse().unwrap(), "127.0.0.9".parse().unwrap())
-            } else {
-                ("127.0.0.1".parse().unwrap(), "127.0.0.1".parse().unwrap())
-            };
-            let dest = SocketAddr::new(to, port);
-            let mut tx = UdpIo::new(a, true, false);
-            let rx = if gro_receiver {
-                UdpIo::new(b, false, pktinfo)
-            } else {
-                if pktinfo {
-                    sys::enable_pktinfo(&b).unwrap();
-                }
-                UdpIo {
-                    socket: b,
-                    max_segments: 1,
-                    destinations: pktinfo,
-                }
-            };
-            let mut o = Outbox::default();
-            let sent: Vec<Vec<u8>> = (0..10u8)
-                .map(|i| vec![i; if i == 9 { 700 } else { 1200 }])
-                .collect();
-            for d in &sent {
-                o.push(dest, d, tx.max_segments());
-            }
-            for mut t in o.take() {
-                t.src = pktinfo.then_some(src);
-                assert_eq!(tx.send(&t).await, 0);
-            }
-            let mut got = Vec::new();
-            let mut buf = BytesMut::new();
-            while got.len() < sent.len() {
-                rx.readable().await.unwrap();
-                match rx.try_recv(&mut buf) {
-                    Ok(r) => {
-                        assert_eq!(r.from.ip(), src, "pktinfo {pktinfo}");
-                        assert_eq!(r.to, pktinfo.then_some(to), "pktinfo {pktinfo}");
-                        got.extend(buf[..r.len].chunks(r.stride).map(<[u8]>::to_vec));
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => panic!("{e}"),
-                }
-            }
-            assert_eq!(got, sent, "GRO receiver: {gro_receiver}, pktinfo {pktinfo}");
-        }
-    }
-
-    /// A path's local address that this host no longer has (a radio back with another
-    /// address): the datagrams still go, from routing's choice, so the peer sees the new
-    /// address and validates it.
-    #[tokio::test]
-    async fn a_source_address_gone_from_the_host_falls_back_to_routing() {
-        let a = UdpSocket::bind("0.0.0.0:0").await.unwrap();
-        let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let dest = b.local_addr().unwrap();
-        let mut tx = UdpIo::new(a, false, true);
-        let rx = UdpIo::new(b, false, false);
-        let mut o = Outbox::default();
-        o.fill(1, |buf| {
-            buf.extend_from_slice(b"after the handover");
-            Some((dest, Some("203.0.113.9".parse().unwrap())))
-        });
-        for t in o.take() {
-            assert_eq!(tx.send(&t).await, 0, "the datagram was not sent");
-        }
-        let mut buf = BytesMut::new();
-        let r = loop {
-            rx.readable().await.unwrap();
-            match rx.try_recv(&mut buf) {
-                Ok(r) => break r,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => panic!("{e}"),
-            }
-        };
-        assert_eq!(&buf[..r.len], b"after the handover");
-        assert_eq!(r.from.ip(), "127.0.0.1".parse::<IpAddr>().unwrap());
-    }
-}
+mod tests;

@@ -9,6 +9,7 @@
 pub mod nat;
 pub mod probe;
 pub mod prom;
+pub mod tos;
 pub mod tshark;
 pub mod udp_buffer;
 
