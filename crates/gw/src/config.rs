@@ -75,6 +75,8 @@ pub struct FileConfig {
     pub metrics: Option<String>,
     pub priority: Option<String>,
     pub weights: Option<[u32; 3]>,
+    /// DSCP each class's datagrams carry: standard, off, or CLASS=DSCP pairs (`--dscp`).
+    pub dscp: Option<String>,
     pub idle_timeout: Option<String>,
     pub resume_timeout: Option<String>,
     /// FEC of what this gateway sends when a flow does not say: at the egress, the answers
@@ -237,6 +239,7 @@ impl FileConfig {
             metrics,
             priority,
             weights,
+            dscp,
             idle_timeout,
             resume_timeout,
             fec,
@@ -306,6 +309,9 @@ pub struct Settings {
     pub window_set: bool,
     pub metrics: Option<SocketAddr>,
     pub policy: Policy,
+    /// The DSCP each class's datagrams carry between the gateways (`crate::udp`'s routes by
+    /// their class, flows' connections by theirs).
+    pub dscp: aerotp_net::DscpPlan,
     pub idle_timeout: Duration,
     pub resume_timeout: Duration,
     pub routes: Vec<Route>,
@@ -627,6 +633,12 @@ impl FileConfig {
                 .map(|p| addr(p, "metrics"))
                 .transpose()?,
             policy,
+            dscp: match &self.dscp {
+                Some(p) => p
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("dscp (--dscp or the `dscp` key): {e}"))?,
+                None => aerotp_net::DscpPlan::STANDARD,
+            },
             idle_timeout: self.idle_timeout()?,
             resume_timeout: dur(
                 "resume_timeout",

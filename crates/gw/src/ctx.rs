@@ -213,6 +213,7 @@ pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow:
         cfg.auth = Some(aerotp_net::keyfile::auth_config(keys, settings.encrypt)?);
     }
     let ep = Endpoint::bind(addr, cfg)?;
+    ep.set_dscp_plan(settings.dscp);
     for &(remote, local) in &settings.path_sources {
         anyhow::Context::with_context(ep.pin_source(remote, local), || {
             format!("the path to {remote} from {local} (peer_from or a peer_paths LOCAL=ADDR)")

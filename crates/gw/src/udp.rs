@@ -20,6 +20,7 @@ use tokio::net::UdpSocket;
 use crate::config::Route;
 use crate::ctx::{Ctx, DropReason, UDP_PORT};
 use crate::dgram::{self, Reassembler};
+use crate::frame::Class;
 use crate::policer::Policer;
 
 /// Most UDP peers remembered per gateway (the oldest is forgotten first).
@@ -102,9 +103,11 @@ fn send_message(
     ports: (u16, u16),
     frags: &[Vec<u8>],
     framing: Framing,
+    class: Class,
 ) -> Result<(), String> {
     let route = aerotp_proto::DatagramRoute {
         erasure: framing.erasure,
+        class,
         ..aerotp_proto::DatagramRoute::plain(to, ports.0, ports.1, framing.parity, ctx.settings.mtu)
     };
     for f in frags {
@@ -285,7 +288,14 @@ impl IngressDatagrams {
             self.ctx.reg.udp_policed.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        if let Err(e) = send_message(&self.ctx, self.peer, (port, UDP_PORT), &frags, framing) {
+        if let Err(e) = send_message(
+            &self.ctx,
+            self.peer,
+            (port, UDP_PORT),
+            &frags,
+            framing,
+            route.class,
+        ) {
             let detail = format!("client {from}, route {}: {e}", route.local);
             self.ctx.reg.drop_udp(DropReason::QueueFull, &detail);
         }
@@ -535,8 +545,10 @@ impl ReplyTask {
             let msg = next_msg.fetch_add(1, Ordering::Relaxed);
             let frags = dgram::fragment(msg, &[], &buf[..n], self.framing.chunk);
             let to = *self.reply_to.lock().unwrap_or_else(|e| e.into_inner());
-            if let Err(e) = send_message(&self.ctx, to, (UDP_PORT, self.port), &frags, self.framing)
-            {
+            // Replies go as bulk: a route's class is the ingress's setting and is not sent
+            // over (docs/gateway.md, "Traffic classes").
+            let ports = (UDP_PORT, self.port);
+            if let Err(e) = send_message(&self.ctx, to, ports, &frags, self.framing, Class::Bulk) {
                 let detail = format!("reply to {to}: {e}");
                 self.ctx.reg.drop_udp(DropReason::QueueFull, &detail);
             }

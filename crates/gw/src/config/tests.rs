@@ -543,3 +543,28 @@ fn the_tun_window_follows_the_rate_unless_given() {
     assert_eq!(at("5mbit", Some("64KiB")), 64 << 10);
     assert_eq!(at("1gbit", Some("256KiB")), 256 << 10);
 }
+
+#[test]
+fn the_dscp_key_is_a_plan_over_the_standard_one() {
+    let base = FileConfig {
+        listen: Some("127.0.0.1:0".into()),
+        ..FileConfig::default()
+    };
+    let s = base.clone().settings().unwrap();
+    assert_eq!(s.dscp, aerotp_net::DscpPlan::STANDARD);
+    let set = |v: &str| {
+        FileConfig {
+            dscp: Some(v.into()),
+            ..base.clone()
+        }
+        .settings()
+    };
+    let s = set("bulk=af11").unwrap();
+    assert_eq!(s.dscp.dscp(crate::frame::Class::Bulk).value(), 10);
+    assert_eq!(set("off").unwrap().dscp, aerotp_net::DscpPlan::OFF);
+    let e = set("bulk=af99").unwrap_err().to_string();
+    assert!(
+        e.contains("dscp (--dscp or the `dscp` key)") && e.contains("not a DSCP"),
+        "{e}"
+    );
+}
