@@ -74,6 +74,12 @@ struct CommonArgs {
     /// first, and datagram-mode routes are held to their class's share (docs/gateway.md).
     #[arg(long)]
     priority: Option<String>,
+    /// DSCP each class's datagrams between the gateways carry: standard (control ef,
+    /// telemetry af41, bulk df), off, or CLASS=DSCP pairs over the standard plan, e.g.
+    /// control=cs5,bulk=af11 (a DSCP is 0-63 or a name: df, ef, af11-af43, cs0-cs7, va, le).
+    /// The egress's UDP replies go as bulk. Key `dscp`.
+    #[arg(long, value_name = "PLAN")]
+    dscp: Option<String>,
     /// Drop a connection that hears nothing from the other gateway for this long (at least
     /// 1s, default 30s; then a near-reliable flow resumes). An idle flow's connection sends a
     /// keep-alive after a third of it, so idle flows stay up while the peer answers.
@@ -351,6 +357,7 @@ impl CommonArgs {
             window: self.window,
             metrics: self.metrics,
             priority: self.priority,
+            dscp: self.dscp,
             idle_timeout: self.idle_timeout,
             resume_timeout: self.resume_timeout,
             setup_timeout: self.setup_timeout,

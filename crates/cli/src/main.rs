@@ -13,6 +13,7 @@ mod lab_bench_cmd;
 mod lab_cmd;
 mod link_cmd;
 mod link_flags;
+mod mark_flags;
 mod paths_report;
 mod qlog_tap;
 mod recv_cmd;

@@ -52,6 +52,13 @@ pub struct Args {
     /// arrived is kept as NAME.partial, exit 4 (the receiver's silence bound).
     #[arg(long, default_value = "40min", value_parser = silence_arg)]
     idle_timeout: Duration,
+    /// Class of this end's answers (acknowledgements, the receiver's verdict): control,
+    /// telemetry or bulk; they carry its DSCP (--dscp). Give the senders' --class so that
+    /// both directions of a transfer are queued alike.
+    #[arg(long, default_value = "bulk", value_parser = crate::mark_flags::class_arg)]
+    class: aerotp_proto::TrafficClass,
+    #[command(flatten)]
+    marks: crate::mark_flags::DscpFlags,
     #[command(flatten)]
     observe: ObserveFlags,
     #[command(flatten)]
@@ -587,12 +594,16 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
         }
         Sink::Stdout | Sink::Memory => {}
     }
-    let cfg = listener_config(args.rate, args.mack, args.idle_timeout)?;
+    let cfg = ConnectionConfig {
+        class: args.class,
+        ..listener_config(args.rate, args.mack, args.idle_timeout)?
+    };
     // The capture file first: a path that cannot be written stops us before any traffic.
     let mut obs = args.observe.open_capture()?;
     let ecfg = args.admission.apply(EndpointConfig::default())?;
     let ep = Endpoint::bind(args.listen, args.key.apply(ecfg)?)?;
     args.key.watch(&ep);
+    args.marks.apply(&ep);
     ep.listen(args.port, cfg)?;
     obs.attach(&args.observe, &ep).await?;
     tracing::info!(addr = %ep.local_addr(), port = args.port, "listening");

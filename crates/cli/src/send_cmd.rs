@@ -46,6 +46,13 @@ pub struct Args {
     /// unreliable.
     #[arg(long, value_parser = mode_arg)]
     mode: Mode,
+    /// What the file is: control, telemetry or bulk. Its datagrams carry the class's DSCP
+    /// (--dscp), so routers and radios that honour DiffServ queue them by it; the receiver's
+    /// answers carry the mark of `recv --class`.
+    #[arg(long, default_value = "bulk", value_parser = crate::mark_flags::class_arg)]
+    class: aerotp_proto::TrafficClass,
+    #[command(flatten)]
+    marks: crate::mark_flags::DscpFlags,
     /// Sending rate (set it to the link rate): 5mbit, 10Mbps, 1gbit.
     #[arg(long, default_value = "5mbit", value_parser = rate_arg)]
     rate: u64,
@@ -516,6 +523,7 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         .resolve(aerotp_proto::ErrorControl::for_mode(args.mode).erasure)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     cfg.idle_timeout = args.silence_timeout;
+    cfg.class = args.class;
     let (reader, size, default_name): (Box<dyn AsyncRead + Unpin + Send>, Option<u64>, String) =
         if args.file == "-" {
             (Box::new(tokio::io::stdin()), None, "stdin".into())
@@ -613,6 +621,7 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         args.key.apply(EndpointConfig::default())?,
     )
     .map_err(|e| SendError::Local(e.into()))?;
+    args.marks.apply(&ep);
     if let Some(ip) = from {
         ep.pin_source(target, ip)
             .map_err(|e| SendError::Local(anyhow::anyhow!("--from {ip}: {e}")))?;
@@ -643,18 +652,22 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         v["sha256"] = digest.into();
         v["verdict"] = out.verdict.map(|v| format!("{v:?}").to_lowercase()).into();
         v["exit_code"] = code.into();
+        v["class"] = args.class.name().into();
+        v["dscp"] = args.marks.dscp.dscp(args.class).to_string().into();
         if let Some((io, s)) = &capture {
             v["capture"] = capture_json(io, s);
         }
         println!("{v}");
     } else {
         eprintln!(
-            "sent {} ({} bytes, SHA-256 {}) in {:.2} s, {} mode, {}, receiver: {}: {} TPDUs, {} retransmitted; goodput {}",
+            "sent {} ({} bytes, SHA-256 {}) in {:.2} s, {} mode, {} class (DSCP {}), {}, receiver: {}: {} TPDUs, {} retransmitted; goodput {}",
             name,
             out.bytes,
             digest,
             out.elapsed.as_secs_f64(),
             out.report.mode,
+            args.class.name(),
+            args.marks.dscp.dscp(args.class),
             outcome_name(&out.report),
             out.verdict.map_or("no verdict", Verdict::describe),
             out.report.stats.sender.tpdus_sent,

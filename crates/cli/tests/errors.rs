@@ -127,6 +127,17 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
     const ERASURE: &[&str] = &["", "1", "0.5", "5", "NaN", "inf", "lots"];
     const SIZE: &[&str] = &["0", "-1", "", "1e400", "huge", "99999999TB"];
     const UNWRITABLE: &[&str] = &["/proc/aerotp/x.out", "/nonexistent-dir/x.out", ""];
+    const CLASS: &[&str] = &["", "urgent", "control,bulk"];
+    const DSCP: &[&str] = &[
+        "",
+        "64",
+        "ef",
+        "control",
+        "control=99",
+        "control=af44",
+        "top=ef",
+        "control=ef,control=cs5",
+    ];
     // Command prefixes that are valid on their own (a bad flag appended must be refused).
     let send: &[&str] = &[
         "send",
@@ -223,6 +234,10 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
             ],
         ),
         (send, "--mode", &["", "datagram", "fast"]),
+        (send, "--class", CLASS),
+        (send, "--dscp", DSCP),
+        (recv, "--class", CLASS),
+        (recv, "--dscp", DSCP),
         (send, "--name", &[""]),
         (send, "--pcap", UNWRITABLE),
         (send, "--qlog", UNWRITABLE),
@@ -300,6 +315,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
             (gw, "--window", SIZE),
             (gw, "--metrics", ADDR),
             (gw, "--priority", &["", "urgent"]),
+            (gw, "--dscp", DSCP),
             (gw, "--idle-timeout", DUR),
             (gw, "--resume-timeout", DUR),
             (gw, "--setup-timeout", DUR),
