@@ -42,7 +42,7 @@ pub(crate) struct Train {
 }
 
 impl Train {
-    fn new(to: Dest, buf: Vec<u8>) -> Train {
+    fn new(to: SendTo, buf: Vec<u8>) -> Train {
         let (dest, src, tos) = to;
         Train {
             dest,
@@ -64,7 +64,7 @@ impl Train {
 
     /// Whether a datagram of `len` bytes to `to` may follow the ones in the train (a train
     /// is one destination, source and mark).
-    fn accepts(&self, to: Dest, len: usize) -> bool {
+    fn accepts(&self, to: SendTo, len: usize) -> bool {
         to == (self.dest, self.src, self.tos) && len > 0 && len <= self.segment
     }
 
@@ -74,8 +74,9 @@ impl Train {
     }
 }
 
-/// Where a datagram goes: destination, local source address if chosen, TOS byte.
-pub(crate) type Dest = (SocketAddr, Option<IpAddr>, u8);
+/// How a datagram is sent: its destination, its local source address if one was chosen, its
+/// TOS byte (DSCP mark).
+pub(crate) type SendTo = (SocketAddr, Option<IpAddr>, u8);
 
 /// Outgoing datagrams grouped into trains (bounded: the driver takes at most its batch from the
 /// engine before sending).
@@ -97,8 +98,8 @@ impl Outbox {
     pub fn fill(
         &mut self,
         max_segments: usize,
-        write: impl FnOnce(&mut Vec<u8>) -> Option<Dest>,
-    ) -> Option<(Dest, &[u8])> {
+        write: impl FnOnce(&mut Vec<u8>) -> Option<SendTo>,
+    ) -> Option<(SendTo, &[u8])> {
         // Where the datagram starts in the last train's buffer once placed.
         let at = match self.trains.last_mut() {
             Some(t) if t.has_room(max_segments) => {
@@ -265,7 +266,7 @@ impl UdpIo {
         }
     }
 
-    async fn send_from(&self, to: Dest, buf: &[u8], segment: usize) -> io::Result<()> {
+    async fn send_from(&self, to: SendTo, buf: &[u8], segment: usize) -> io::Result<()> {
         loop {
             self.socket.writable().await?;
             match self.socket.try_io(Interest::WRITABLE, || {
@@ -359,7 +360,7 @@ mod sys {
     /// IPv4 TOS (`IP_TOS`) or IPv6 traffic class (`IPV6_TCLASS`) of these datagrams alone.
     pub(super) fn send(
         s: &UdpSocket,
-        (dest, src, tos): super::Dest,
+        (dest, src, tos): super::SendTo,
         buf: &[u8],
         segment: usize,
     ) -> io::Result<()> {
@@ -571,7 +572,7 @@ mod sys {
     /// datagrams go unmarked (DSCP marks are set per datagram on Linux only).
     pub(super) fn send(
         s: &UdpSocket,
-        (dest, _src, _tos): super::Dest,
+        (dest, _src, _tos): super::SendTo,
         buf: &[u8],
         _segment: usize,
     ) -> io::Result<()> {
