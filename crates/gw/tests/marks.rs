@@ -17,24 +17,18 @@ const WAIT: Duration = Duration::from_secs(5);
 /// opened by TCP (`tcp`) or by one UDP datagram in datagram mode.
 async fn first_dscp(class: &str, tcp: bool, dscp: Option<&str>) -> u8 {
     let peer = tos_reader("127.0.0.1:0");
-    let (flow, entry) = if tcp {
-        let entry = aerotp_testkit::free_tcp();
-        let flow = FlowSpec {
-            tcp_listen: Some(entry.to_string()),
-            mode: Some("reliable".into()),
-            class: Some(class.into()),
-            ..Default::default()
-        };
-        (flow, entry)
+    let entry = if tcp {
+        aerotp_testkit::free_tcp()
     } else {
-        let entry = aerotp_testkit::free_udp();
-        let flow = FlowSpec {
-            udp_listen: Some(entry.to_string()),
-            mode: Some("datagram".into()),
-            class: Some(class.into()),
-            ..Default::default()
-        };
-        (flow, entry)
+        aerotp_testkit::free_udp()
+    };
+    let listen = Some(entry.to_string());
+    let flow = FlowSpec {
+        tcp_listen: listen.clone().filter(|_| tcp),
+        udp_listen: listen.filter(|_| !tcp),
+        mode: Some(if tcp { "reliable" } else { "datagram" }.into()),
+        class: Some(class.into()),
+        ..Default::default()
     };
     let cfg = FileConfig {
         dscp: dscp.map(Into::into),

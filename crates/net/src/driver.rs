@@ -243,8 +243,10 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
             st.engine.handle_timeout(now);
             st.dispatch(&shared);
             let mut more = false;
-            // One clock reading per batch: the datagrams of a batch leave together.
+            // One clock reading per batch: the datagrams of a batch leave together. The DSCP
+            // plan is read once per batch too.
             let tap = st.tap.clone().map(|t| (t, wall_clock()));
+            let marks = st.marks;
             loop {
                 // A batch ends with a full train: ended at `BATCH` datagrams exactly, every
                 // second `sendmsg` carried a 21-datagram remainder (64 = 43 + 21 at 1500-byte
@@ -255,7 +257,6 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
                     break;
                 }
                 // The engine encodes straight into the train the datagram leaves in.
-                let marks = st.marks;
                 let engine = &mut st.engine;
                 let Some(((remote, src, tos), dgram)) = outbox.fill(max_segments, |train| {
                     engine

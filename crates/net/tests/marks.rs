@@ -5,7 +5,7 @@
 //! be changed or turned off.
 #![cfg(target_os = "linux")]
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use aerotp_net::{ConnectionConfig, Dscp, DscpPlan, Endpoint, EndpointConfig, Mode};
@@ -29,15 +29,14 @@ fn bind(addr: &str) -> Endpoint {
     Endpoint::bind(addr.parse().unwrap(), EndpointConfig::default()).unwrap()
 }
 
-/// The TOS byte of the first datagram a connection of `class` from `ep` sends to a reader.
-async fn first_mark(ep: &Endpoint, reader: &str, to: Option<&str>, class: TrafficClass) -> u8 {
+/// The TOS byte of the first datagram a connection of `class` from `ep` sends to a reader on
+/// `reader`, addressed by its IPv4-mapped IPv6 address if `mapped`.
+async fn first_mark(ep: &Endpoint, reader: &str, mapped: bool, class: TrafficClass) -> u8 {
     let r = tos_reader(reader);
-    let dest: SocketAddr = match to {
-        Some(t) => t.replace("PORT", &r.local_addr().unwrap().port().to_string()),
-        None => r.local_addr().unwrap().to_string(),
+    let mut dest = r.local_addr().unwrap();
+    if let (true, IpAddr::V4(v4)) = (mapped, dest.ip()) {
+        dest.set_ip(IpAddr::V6(v4.to_ipv6_mapped()));
     }
-    .parse()
-    .unwrap();
     let _conn = ep.connect(dest, 1, class_cfg(class)).unwrap();
     let (_, tos, _) = read_marked(&r).await;
     tos.expect("the kernel reports the TOS byte")
@@ -47,7 +46,7 @@ async fn first_mark(ep: &Endpoint, reader: &str, to: Option<&str>, class: Traffi
 async fn each_class_carries_its_mark_and_the_plan_can_change() {
     let ep = bind("127.0.0.1:0");
     assert_eq!(ep.dscp_plan(), DscpPlan::STANDARD);
-    let mark = |c| first_mark(&ep, "127.0.0.1:0", None, c);
+    let mark = |c| first_mark(&ep, "127.0.0.1:0", false, c);
     assert_eq!(mark(TrafficClass::Control).await, 46 << 2, "control: EF");
     assert_eq!(
         mark(TrafficClass::Telemetry).await,
@@ -66,15 +65,14 @@ async fn each_class_carries_its_mark_and_the_plan_can_change() {
 async fn ipv6_and_ipv4_mapped_peers_are_marked() {
     let v6 = bind("[::1]:0");
     assert_eq!(
-        first_mark(&v6, "[::1]:0", None, TrafficClass::Control).await,
+        first_mark(&v6, "[::1]:0", false, TrafficClass::Control).await,
         46 << 2,
         "IPV6_TCLASS"
     );
     // A dual-stack socket reaching an IPv4 peer by its mapped address: IP_TOS.
     let dual = bind("[::]:0");
-    let mapped = Some("[::ffff:127.0.0.1]:PORT");
     assert_eq!(
-        first_mark(&dual, "127.0.0.1:0", mapped, TrafficClass::Telemetry).await,
+        first_mark(&dual, "127.0.0.1:0", true, TrafficClass::Telemetry).await,
         34 << 2
     );
 }

@@ -4,8 +4,8 @@
 #![cfg(target_os = "linux")]
 
 use std::io;
-use std::mem::{size_of, size_of_val, zeroed};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::mem::{size_of_val, zeroed};
+use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
@@ -33,28 +33,13 @@ impl Marked {
 pub fn tos_reader(addr: &str) -> UdpSocket {
     let s = std::net::UdpSocket::bind(addr).expect("bind the TOS reader");
     s.set_nonblocking(true).expect("non-blocking");
-    let (level, name) = if s.local_addr().expect("bound").is_ipv4() {
-        (libc::IPPROTO_IP, libc::IP_RECVTOS)
+    let sock = socket2::SockRef::from(&s);
+    let asked = if s.local_addr().expect("bound").is_ipv4() {
+        sock.set_recv_tos(true)
     } else {
-        (libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS)
+        sock.set_recv_tclass_v6(true)
     };
-    let on: libc::c_int = 1;
-    // SAFETY: `s` is open for the call; the value points to a live c_int of the size given.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            level,
-            name,
-            (&on as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(
-        r,
-        0,
-        "asking for the TOS byte: {}",
-        io::Error::last_os_error()
-    );
+    asked.expect("asking for the TOS byte");
     UdpSocket::from_std(s).expect("register with tokio")
 }
 
@@ -77,64 +62,46 @@ pub async fn read_marked(s: &UdpSocket, limit: Duration) -> Marked {
 fn recv(s: &UdpSocket) -> io::Result<Marked> {
     let mut data = vec![0u8; 65_536];
     let mut cmsg = [0u64; 16];
-    // SAFETY: an all-zero sockaddr_storage and msghdr are valid; every pointer in `msg`
-    // refers to a live buffer of the stated length; control messages are walked with the
-    // CMSG macros within `msg_controllen`, and the address is read as the family it says.
-    unsafe {
-        let mut name: libc::sockaddr_storage = zeroed();
-        let mut iov = libc::iovec {
-            iov_base: data.as_mut_ptr().cast(),
-            iov_len: data.len(),
-        };
-        let mut msg: libc::msghdr = zeroed();
-        msg.msg_name = (&mut name as *mut libc::sockaddr_storage).cast();
-        msg.msg_namelen = size_of_val(&name) as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cmsg.as_mut_ptr().cast();
-        msg.msg_controllen = size_of_val(&cmsg) as _;
-        let n = libc::recvmsg(s.as_raw_fd(), &mut msg, 0);
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        data.truncate(n as usize);
-        let mut tos = None;
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            let at = libc::CMSG_DATA(c);
-            match ((*c).cmsg_level, (*c).cmsg_type) {
-                (libc::IPPROTO_IP, libc::IP_TOS) => tos = Some(*at),
-                (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => {
-                    tos = Some(std::ptr::read_unaligned(at.cast::<libc::c_int>()) as u8)
+    // SAFETY: `try_init` hands us storage for any socket address and its length; an all-zero
+    // msghdr is valid; every pointer in `msg` refers to a live buffer of the stated length;
+    // control messages are walked with the CMSG macros within `msg_controllen`.
+    let (tos, from) = unsafe {
+        socket2::SockAddr::try_init(|name, name_len| {
+            let mut iov = libc::iovec {
+                iov_base: data.as_mut_ptr().cast(),
+                iov_len: data.len(),
+            };
+            let mut msg: libc::msghdr = zeroed();
+            msg.msg_name = name.cast();
+            msg.msg_namelen = *name_len;
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = cmsg.as_mut_ptr().cast();
+            msg.msg_controllen = size_of_val(&cmsg) as _;
+            let n = libc::recvmsg(s.as_raw_fd(), &mut msg, 0);
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            *name_len = msg.msg_namelen;
+            data.truncate(n as usize);
+            let mut tos = None;
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                let at = libc::CMSG_DATA(c);
+                match ((*c).cmsg_level, (*c).cmsg_type) {
+                    (libc::IPPROTO_IP, libc::IP_TOS) => tos = Some(*at),
+                    (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => {
+                        tos = Some(std::ptr::read_unaligned(at.cast::<libc::c_int>()) as u8)
+                    }
+                    _ => {}
                 }
-                _ => {}
+                c = libc::CMSG_NXTHDR(&msg, c);
             }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-        let from = match i32::from(name.ss_family) {
-            libc::AF_INET => {
-                let a: libc::sockaddr_in = std::ptr::read(&name as *const _ as *const _);
-                SocketAddr::V4(SocketAddrV4::new(
-                    Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
-                    u16::from_be(a.sin_port),
-                ))
-            }
-            libc::AF_INET6 => {
-                let a: libc::sockaddr_in6 = std::ptr::read(&name as *const _ as *const _);
-                SocketAddr::V6(SocketAddrV6::new(
-                    Ipv6Addr::from(a.sin6_addr.s6_addr),
-                    u16::from_be(a.sin6_port),
-                    a.sin6_flowinfo,
-                    a.sin6_scope_id,
-                ))
-            }
-            f => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("address family {f}"),
-                ))
-            }
-        };
-        Ok(Marked { data, tos, from })
-    }
+            Ok(tos)
+        })?
+    };
+    let from = from
+        .as_socket()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP sender"))?;
+    Ok(Marked { data, tos, from })
 }
