@@ -28,6 +28,7 @@
 
 mod config;
 mod error;
+mod histogram;
 mod link;
 mod network;
 mod parse;
@@ -37,6 +38,7 @@ mod trace;
 
 pub use config::{GilbertElliott, LinkConfig, Outage, PeriodicOutage, RandomOutage, Sojourn};
 pub use error::LinkError;
+pub use histogram::{DelayHistogram, DelaySummary};
 pub use link::{Delivery, DropReason, Link, LinkStats, LossReason, Offer};
 pub use network::{Network, PathSpec, ScenarioError, MAX_PATHS};
 pub use parse::{

@@ -107,9 +107,27 @@ impl Path {
         &self.hops
     }
 
+    /// The bottleneck: the hop with the lowest rate (with a trace, the lowest of its
+    /// configured rate and its rows' rates), the first of equals. Its queue is the one that
+    /// fills (the papers' topology: the impaired link between two 10 Gb/s LAN hops).
+    pub fn bottleneck(&self) -> usize {
+        let rate = |l: &Link| {
+            let c = l.config();
+            c.trace
+                .as_ref()
+                .and_then(|t| t.min_rate_bps())
+                .map_or(c.rate_bps, |r| r.min(c.rate_bps))
+        };
+        (0..self.hops.len())
+            .min_by_key(|&i| rate(&self.hops[i]))
+            .unwrap_or(0)
+    }
+
     /// End-to-end summary: offered from the first hop, delivered from the last hop, every
     /// drop/loss/duplicate/flip counter summed over hops (a packet corrupted on two hops
-    /// counts twice in `corrupted_packets`; per-hop figures are in `hops()`).
+    /// counts twice in `corrupted_packets`; per-hop figures are in `hops()`), and the
+    /// queueing delay of the [`Path::bottleneck`] hop (delays of different hops are not
+    /// pooled: a LAN hop's zeros would hide the bottleneck's queue).
     pub fn stats(&self) -> LinkStats {
         let first = self.hops[0].stats();
         let last = self.hops[self.hops.len() - 1].stats();
@@ -118,6 +136,7 @@ impl Path {
             offered_bytes: first.offered_bytes,
             delivered_packets: last.delivered_packets,
             delivered_bytes: last.delivered_bytes,
+            queue_delay: self.hops[self.bottleneck()].stats().queue_delay.clone(),
             ..LinkStats::default()
         };
         for h in &self.hops {

@@ -291,6 +291,54 @@ impl Trace {
         self.rows.get(i - 1)
     }
 
+    /// The first time after `now` at which the row in force may change (`None`: it holds
+    /// forever). Always later than `now`.
+    fn next_change(&self, now: Duration) -> Option<Duration> {
+        if !self.repeat {
+            let i = self.rows.partition_point(|r| r.at <= now);
+            return self.rows.get(i).map(|r| r.at);
+        }
+        let p = self.period().as_nanos().max(1);
+        let into = now.as_nanos() % p;
+        let cycle = now.as_nanos() - into;
+        let i = self.rows.partition_point(|r| r.at.as_nanos() <= into);
+        let next = cycle + self.rows.get(i).map_or(p, |r| r.at.as_nanos());
+        Some(Duration::from_nanos(
+            u64::try_from(next).unwrap_or(u64::MAX),
+        ))
+    }
+
+    /// The intervals `[start, end)` that cover `[from, to)`, each with the row in force
+    /// throughout (`None`: before the first row, the configured values). For time averages
+    /// over a trace (the simulator's ceiling); nothing is collected, one interval per row
+    /// change.
+    pub fn spans(
+        &self,
+        from: Duration,
+        to: Duration,
+    ) -> impl Iterator<Item = (Duration, Duration, Option<&TraceRow>)> + '_ {
+        let mut at = from;
+        std::iter::from_fn(move || {
+            if at >= to {
+                return None;
+            }
+            let start = at;
+            // A change past u64 nanoseconds (584 years) saturates: take the rest at once
+            // rather than never move.
+            let end = match self.next_change(start) {
+                Some(n) if n > start => n.min(to),
+                _ => to,
+            };
+            at = end;
+            Some((start, end, self.row_at(start)))
+        })
+    }
+
+    /// The lowest rate any row gives (`None` if no row gives one).
+    pub fn min_rate_bps(&self) -> Option<u64> {
+        self.rows.iter().filter_map(|r| r.rate_bps).min()
+    }
+
     /// Checks that rows were loaded and are in increasing time.
     pub fn validate(&self) -> Result<(), LinkError> {
         if self.rows.is_empty() {

@@ -204,6 +204,7 @@ impl Link {
         // 2. FIFO serialisation. The trace row in force when the transmission starts gives
         // the rate, delay, BER and loss for the whole packet.
         let tx_start = now.max(self.tx_free);
+        self.stats.queue_delay.record(tx_start - now);
         let row = self.trace_row(tx_start).copied().unwrap_or_default();
         let rate = row.rate_bps.unwrap_or(self.config.rate_bps);
         let tx_end = tx_start + self.serialisation_time_rate(packet.len(), rate);

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::histogram::DelayHistogram;
+
 /// Why an offered packet was refused before it was put on the air.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DropReason {
@@ -80,7 +82,8 @@ pub struct LinkStats {
     pub delivered_packets: u64,
     /// Bytes returned by `recv` (including duplicates).
     pub delivered_bytes: u64,
-    /// Packets refused by the drop-tail queue.
+    /// Packets refused by the drop-tail queue (tail drops: the queue was full; never counted
+    /// among the losses below).
     pub dropped_queue_packets: u64,
     /// Bytes refused by the drop-tail queue.
     pub dropped_queue_bytes: u64,
@@ -106,6 +109,11 @@ pub struct LinkStats {
     pub burst_bad_packets: u64,
     /// Random outages (down periods) begun by the start of the latest transmission.
     pub random_outages: u64,
+    /// Per packet accepted by the queue: the time from its offer (`send`) to the start of its
+    /// serialisation (`tx_start − now`; 0 when the transmitter was idle). Lost packets count
+    /// too: they waited before being put on the air. Serialises as `{n, p50, p99, max, mean}`
+    /// in seconds. For a [`crate::Path`], the bottleneck hop's.
+    pub queue_delay: DelayHistogram,
 }
 
 impl LinkStats {
