@@ -23,6 +23,7 @@
 //! assert!(sum.goodput_bps < 5e6);
 //! ```
 
+mod ceiling;
 pub mod experiment;
 pub mod plan;
 mod run;
@@ -30,6 +31,7 @@ mod scenario;
 mod summary;
 mod workload;
 
+pub use ceiling::{ceiling_bps, ceiling_bps_over};
 pub use run::{
     addr_sender, mix_seed, run_once, run_once_tapped, PathRun, RunResult, Tap, TapPoint,
 };
@@ -38,6 +40,6 @@ pub use scenario::{
     IP_UDP_OVERHEAD, LINK_KEY_FORMS,
 };
 pub use summary::{
-    ceiling_bps, run_many, run_seed, summarize, PathStates, Percentiles, Stat, Summary,
+    run_many, run_seed, summarize, transfer_span, PathStates, Percentiles, Stat, Summary,
 };
 pub use workload::Workload;

@@ -1,12 +1,15 @@
 //! Many runs of one scenario (in parallel) and their summary.
 
+use std::time::Duration;
+
 use rayon::prelude::*;
 use serde::Serialize;
 
-use aerotp_link::LinkConfig;
+use aerotp_link::{DelayHistogram, DelaySummary};
 
+use crate::ceiling::ceiling_bps_over;
 use crate::run::{mix_seed, run_once, RunResult};
-use crate::scenario::{datagram_parity, Scenario, SimError, SimMode, IP_UDP_OVERHEAD};
+use crate::scenario::{datagram_parity, Scenario, SimError, SimMode};
 use crate::workload::Workload;
 
 /// Mean, spread and extremes of one metric over runs.
@@ -131,8 +134,18 @@ pub struct Summary {
     pub wire_bytes_forward: f64,
     pub wire_bytes_reverse: f64,
     /// What the forward links can carry in application bytes (bit/s), mean over runs of
-    /// [`ceiling_bps`] with each run's final FEC parity.
+    /// [`crate::ceiling_bps_over`] with each run's final FEC parity, over the run's transfer
+    /// (see [`transfer_span`]; it matters only for links with a trace).
     pub ceiling_bps: f64,
+    /// Queueing delay at the bottleneck of the forward paths (`aerotp_link::Path::bottleneck`),
+    /// every packet of every run pooled: `{n, p50, p99, max, mean}`, seconds.
+    pub queue_delay: DelaySummary,
+    /// Mean per run: forward packets refused by a full drop-tail queue (any hop of the path;
+    /// not a loss: the link never carried them).
+    pub queue_drops: f64,
+    /// The same two for the reverse paths (acknowledgements).
+    pub queue_delay_reverse: DelaySummary,
+    pub queue_drops_reverse: f64,
     /// Number of paths of the network.
     pub paths: usize,
     /// The workload (`--workload` form).
@@ -229,7 +242,17 @@ pub fn summarize(s: &Scenario, seed: u64, results: Vec<RunResult>) -> Summary {
     let mean = |f: &dyn Fn(&RunResult) -> f64| col(f).iter().sum::<f64>() / results.len() as f64;
     let fec_parity = mean(&|r| f64::from(r.fec_parity));
     let fec_words = mean(&|r| aerotp_fec::words_for_parity(r.fec_parity, s.mtu));
-    let ceiling = mean(&|r| ceiling_bps(s, run_parity(s, r)));
+    let ceiling = mean(&|r| {
+        let (from, to) = transfer_span(r);
+        ceiling_bps_over(s, run_parity(s, r), from, to)
+    });
+    let pool = |f: &dyn Fn(&RunResult) -> &DelayHistogram| {
+        let mut h = DelayHistogram::new();
+        for r in &results {
+            h.merge(f(r));
+        }
+        h.summary()
+    };
     let delays: Vec<f64> = results
         .iter()
         .flat_map(|r| r.message_delays.iter().copied())
@@ -276,6 +299,10 @@ pub fn summarize(s: &Scenario, seed: u64, results: Vec<RunResult>) -> Summary {
         wire_bytes_forward: mean(&|r| r.wire_bytes_forward as f64),
         wire_bytes_reverse: mean(&|r| r.wire_bytes_reverse as f64),
         ceiling_bps: ceiling,
+        queue_delay: pool(&|r| &r.queue_delay_forward),
+        queue_drops: mean(&|r| r.queue_drops_forward as f64),
+        queue_delay_reverse: pool(&|r| &r.queue_delay_reverse),
+        queue_drops_reverse: mean(&|r| r.queue_drops_reverse as f64),
         paths: s.network.paths.len(),
         workload: s.workload.to_string(),
         message_delay: if s.workload == Workload::Bulk {
@@ -288,6 +315,16 @@ pub fn summarize(s: &Scenario, seed: u64, results: Vec<RunResult>) -> Summary {
     }
 }
 
+/// The interval a run's goodput is measured over, and so its ceiling: first send to last
+/// delivery; without a delivery, the whole run.
+pub fn transfer_span(r: &RunResult) -> (Duration, Duration) {
+    let secs = |v: f64| Duration::try_from_secs_f64(v).unwrap_or_default();
+    match (r.first_send_s, r.last_delivery_s) {
+        (Some(f), Some(l)) if l > f => (secs(f), secs(l)),
+        _ => (Duration::ZERO, secs(r.elapsed_s)),
+    }
+}
+
 /// The FEC parity a run's full datagrams carried: the engine's at the end of the run, the
 /// fixed one of datagram mode, none for UDP.
 fn run_parity(s: &Scenario, r: &RunResult) -> u8 {
@@ -296,62 +333,6 @@ fn run_parity(s: &Scenario, r: &RunResult) -> u8 {
         SimMode::Aero(aerotp_proto::Mode::Datagram) => datagram_parity(s),
         SimMode::Aero(_) => r.fec_parity,
     }
-}
-
-/// The goodput ceiling of the network, bit/s: the sum over paths of each forward link's
-///
-/// `rate_bps × payload / (MTU + 28) × P(a full datagram survives)`
-///
-/// where payload is the application bytes of a full datagram (UDP: the MTU; AeroTP: the
-/// largest TPDU body at the MTU with `parity` bytes of FEC per codeword) and the survival
-/// probability is `(1 − loss) · (1 − ber)^(8·28) · (1 − F(ber, MTU, parity))`, F being the
-/// probability that the datagram does not decode (`aerotp_fec::auto::tpdu_failure_probability`;
-/// without FEC `1 − (1 − ber)^(8·MTU)`, so the survival is `(1 − loss)(1 − ber)^(8(MTU+28))`).
-/// A Gilbert–Elliott burst averages the survival over its states (stationary share of Bad,
-/// each state's loss and BER); periodic and random outages multiply by the share of time the
-/// link is up. Scheduled outages and traces are not counted (their share depends on the run's
-/// length). See docs/simulator.md.
-pub fn ceiling_bps(s: &Scenario, parity: u8) -> f64 {
-    let wire = (s.mtu + IP_UDP_OVERHEAD) as f64;
-    let payload = match s.mode {
-        SimMode::Udp => s.mtu,
-        SimMode::Aero(_) => aerotp_proto::max_body(s.mtu, parity),
-    } as f64;
-    s.network
-        .paths
-        .iter()
-        .map(|p| {
-            let c = p.forward_config(0);
-            c.rate_bps as f64 * payload / wire * survival(&c, s.mtu, parity)
-        })
-        .sum()
-}
-
-/// Probability that a full datagram on link `c` arrives usable (see [`ceiling_bps`]).
-fn survival(c: &LinkConfig, mtu: usize, parity: u8) -> f64 {
-    let at = |loss: f64, ber: f64| {
-        let header = (1.0 - ber).powi(8 * IP_UDP_OVERHEAD as i32);
-        let body = 1.0 - aerotp_fec::auto::tpdu_failure_probability(ber, mtu, parity);
-        (1.0 - loss) * header * body
-    };
-    let mut p = match &c.burst {
-        None => at(0.0, c.ber),
-        Some(ge) => {
-            let bad = ge.bad_share();
-            (1.0 - bad) * at(ge.loss_good, ge.ber_good.unwrap_or(c.ber))
-                + bad * at(ge.loss_bad, ge.ber_bad.unwrap_or(c.ber))
-        }
-    };
-    p *= 1.0 - c.loss;
-    if let Some(o) = &c.periodic_outage {
-        p *= 1.0 - o.duration.as_secs_f64() / o.period.as_secs_f64();
-    }
-    if let Some(o) = &c.random_outage {
-        let up = o.mean_up.as_secs_f64();
-        let down = (o.down_min.as_secs_f64() + o.down_max.as_secs_f64()) / 2.0;
-        p *= up / (up + down);
-    }
-    p
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use super::app::{payload, take_chunk};
 use super::copies::{tag_of, usable, Copies, DATA_TAG};
 use super::net::{forward_outages, links};
 use super::path_watch::{PathRun, PathWatch};
+use super::queue::record_queues;
 use super::result::{close_name, finish_common, result_base, secs, RunResult};
 use super::tap::{
     addr_receiver, addr_sender, path_addrs, tap_datagram, tap_engines, Dir, Tap, TapPoint, PORT,
@@ -365,6 +366,7 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
     if s.workload == Workload::Bulk {
         r.message_delays.clear();
     }
+    record_queues(&mut r, &pair.links);
     finish_common(&mut r, watch.first_send, last_delivery);
     r
 }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use super::app::payload;
 use super::net::links;
+use super::queue::record_queues;
 use super::result::{finish_common, result_base, secs};
 use super::tap::{addr_receiver, addr_sender, tap_datagram, Dir, Tap, TapPoint, PORT};
 use super::RunResult;
@@ -152,6 +153,7 @@ pub(super) fn run_paced_datagrams(
     if delay_n > 0 {
         r.mean_delay_s = Some(delay_sum / delay_n as f64);
     }
+    record_queues(&mut r, &net);
     finish_common(&mut r, send_times.first().copied(), last_delivery);
     r
 }

@@ -5,7 +5,7 @@
 //! of run, `net` the paths between the endpoints, `copies` the spurious-retransmission
 //! bookkeeping, `app` the applications' bytes, `result` what a run measured, `tap` the
 //! endpoints' addresses and the capture hook, `path_watch` the sender's path states against
-//! the links' outages.
+//! the links' outages, `queue` what the links' queues did.
 
 mod app;
 mod connection;
@@ -14,6 +14,7 @@ mod datagrams;
 mod net;
 mod once;
 mod path_watch;
+mod queue;
 mod result;
 mod tap;
 

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use aerotp_link::DelayHistogram;
 use aerotp_proto::CloseOutcome;
 
 use super::path_watch::PathRun;
@@ -33,6 +34,8 @@ pub struct RunResult {
     pub elapsed_s: f64,
     /// Time of the last delivery to the receiving application.
     pub last_delivery_s: Option<f64>,
+    /// Time of the first datagram sent (goodput runs from here to the last delivery).
+    pub first_send_s: Option<f64>,
     /// Datagrams the sender sent (data and control).
     pub datagrams_sent: u64,
     /// TPDUs the sender retransmitted (the engine's `tpdus_retransmitted`).
@@ -71,6 +74,13 @@ pub struct RunResult {
     /// Cumulative bytes delivered over time, (seconds, bytes), if the scenario asked for it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<(f64, u64)>,
+    /// Queueing delay at the bottleneck hop of every forward path, pooled over the paths
+    /// (serialised as `{n, p50, p99, max, mean}`, seconds), and the same for the reverse paths.
+    pub queue_delay_forward: DelayHistogram,
+    pub queue_delay_reverse: DelayHistogram,
+    /// Packets refused by a full drop-tail queue (any hop), forward and reverse.
+    pub queue_drops_forward: u64,
+    pub queue_drops_reverse: u64,
     /// With several paths used by the engine: each path's outages against the sender's down
     /// declarations.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -105,6 +115,7 @@ pub(super) fn result_base(seed: u64) -> RunResult {
         setup_delay_s: None,
         elapsed_s: 0.0,
         last_delivery_s: None,
+        first_send_s: None,
         datagrams_sent: 0,
         retransmissions: 0,
         spurious_retransmissions: 0,
@@ -121,6 +132,10 @@ pub(super) fn result_base(seed: u64) -> RunResult {
         fec_parity: 0,
         sender_close: String::new(),
         timeline: Vec::new(),
+        queue_delay_forward: DelayHistogram::new(),
+        queue_delay_reverse: DelayHistogram::new(),
+        queue_drops_forward: 0,
+        queue_drops_reverse: 0,
         paths: Vec::new(),
     }
 }
@@ -133,6 +148,7 @@ pub(super) fn finish_common(
     r.wire_bytes = r.wire_bytes_forward + r.wire_bytes_reverse;
     r.overhead_bytes = r.wire_bytes as i64 - r.delivered_bytes as i64;
     r.last_delivery_s = last_delivery.map(secs);
+    r.first_send_s = first_send.map(secs);
     if let (Some(f), Some(l)) = (first_send, last_delivery) {
         if l > f && r.delivered_bytes > 0 {
             r.goodput_bps = r.delivered_bytes as f64 * 8.0 / secs(l - f);
