@@ -448,13 +448,20 @@ fn exit_code(status: ExitStatus) -> i32 {
 
 fn print_stats(label: &str, s: &LinkStats) {
     eprintln!(
-        "{label}: offered {} pkt / {} B, delivered {} pkt / {} B, queue drops {}, lost {} \
-         (random {}, burst {}, outage {}, header {}), corrupted {} pkt ({} bits flipped)",
+        "{label}: offered {} pkt / {} B, delivered {} pkt / {} B, queue drops {}{}, lost {} \
+         (random {}, burst {}, outage {}, header {}), corrupted {} pkt ({} bits flipped), \
+         queue delay {}",
         s.offered_packets,
         s.offered_bytes,
         s.delivered_packets,
         s.delivered_bytes,
-        s.dropped_packets(),
+        s.dropped_queue_packets,
+        // The in-flight bound is not the queue; named apart when it ever refuses.
+        if s.dropped_in_flight_limit > 0 {
+            format!(" (+{} over the in-flight bound)", s.dropped_in_flight_limit)
+        } else {
+            String::new()
+        },
         s.lost_packets(),
         s.lost_random,
         s.lost_burst,
@@ -462,6 +469,7 @@ fn print_stats(label: &str, s: &LinkStats) {
         s.lost_header_corrupt,
         s.corrupted_packets,
         s.bits_flipped,
+        s.queue_delay.summary(),
     );
 }
 

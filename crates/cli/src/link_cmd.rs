@@ -173,6 +173,22 @@ fn stats_json(configs: &[RelayConfig], stats: &[RelayStats], scenario: bool) -> 
     serde_json::json!({ "paths": paths })
 }
 
+/// One line per direction of a relay: the queueing delay at its link model's queue and the
+/// tail drops (the JSON has them as `queue_delay` and `dropped_queue_packets`).
+fn queue_lines(name: &str, s: &RelayStats) -> String {
+    [("forward", &s.forward), ("reverse", &s.reverse)]
+        .iter()
+        .map(|(dir, l)| {
+            format!(
+                "link {name} {dir}: queue delay {}, queue drops {}, lost {}\n",
+                l.queue_delay.summary(),
+                l.dropped_queue_packets,
+                l.lost_packets()
+            )
+        })
+        .collect()
+}
+
 /// Runs the relays until Ctrl-C, then prints the final counters as JSON on stdout.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let (net, mut configs) = args.relay_configs()?;
@@ -211,6 +227,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
     let stats = stats.context("link relay")?;
+    for (c, st) in configs.iter().zip(&stats) {
+        eprint!("{}", queue_lines(&c.name, st));
+    }
     let mut json = stats_json(&configs, &stats, args.link.scenario.is_some());
     if let (Some(s), Some(o)) = (summary, json.as_object_mut()) {
         o.insert(
@@ -406,5 +425,13 @@ mod tests {
         assert_eq!(paths[1]["name"], "p1");
         assert_eq!(paths[1]["listen"], "127.0.0.1:9001");
         assert!(paths[1]["reverse"]["offered_packets"].is_number());
+        assert!(paths[1]["forward"]["queue_delay"]["p99"].is_number());
+        let lines = queue_lines("p1", &RelayStats::default());
+        assert!(
+            lines.starts_with("link p1 forward: queue delay p50 0.000 ms")
+                && lines.contains("link p1 reverse:")
+                && lines.contains("queue drops 0"),
+            "{lines}"
+        );
     }
 }

@@ -4,7 +4,8 @@
 //! mode, ber, loss, runs, complete_runs, delivered_bytes, goodput_bps, mean_delay_s,
 //! overhead_bytes, setup_delay_s (means over runs), and retransmissions,
 //! spurious_retransmissions, wire_bytes_forward, wire_bytes_reverse, ceiling_bps,
-//! message_delay. See docs/simulator.md.
+//! message_delay, queue_delay{n,p50,p99,max,mean} (seconds, at the forward bottleneck) and
+//! queue_drops. See docs/simulator.md.
 
 use std::time::{Duration, Instant};
 
@@ -216,6 +217,19 @@ fn table(sum: &Summary, wall: Duration) -> String {
             ),
         ),
         ("ceiling", format!("{:.3} Mb/s", sum.ceiling_bps / 1e6)),
+        (
+            "queue delay",
+            format!("{} at the forward bottleneck, all runs", sum.queue_delay),
+        ),
+        (
+            "queue drops",
+            format!(
+                "{:.1} forward, {:.1} reverse per run (reverse delay p99 {:.3} ms)",
+                sum.queue_drops,
+                sum.queue_drops_reverse,
+                sum.queue_delay_reverse.p99 * 1e3
+            ),
+        ),
         ("mean delay", fmt_opt(sum.mean_delay_s, 1e3, "ms")),
         (
             "message delay",
@@ -431,6 +445,8 @@ mod tests {
             "message_delay",
             "workload",
             "paths",
+            "queue_delay",
+            "queue_drops",
         ] {
             assert!(v.get(k).is_some(), "missing {k}");
         }
@@ -444,6 +460,13 @@ mod tests {
             "{v}"
         );
         assert!(v["message_delay"].is_null());
+        // A sender paced at the link's rate keeps the bottleneck's queue short: at most a
+        // few datagrams' serialisation (2.4 ms each at 5 Mb/s), and never full.
+        let q = &v["queue_delay"];
+        let (p50, p99, max) = (q["p50"].as_f64(), q["p99"].as_f64(), q["max"].as_f64());
+        assert!(p50.unwrap() <= p99.unwrap() && p99 <= max, "{q}");
+        assert!(max.unwrap() < 0.1 && q["n"].as_u64().unwrap() > 50, "{q}");
+        assert_eq!(v["queue_drops"], 0.0);
         assert_eq!(v["mode"], "reliable");
         assert_eq!(v["runs"], 2);
         assert_eq!(v["complete_runs"], 2);

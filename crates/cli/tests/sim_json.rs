@@ -41,6 +41,15 @@ fn sim_json_is_one_object_with_the_contract_keys() {
     for k in ["mean_delay_s", "overhead_bytes", "setup_delay_s"] {
         assert!(v[k].as_f64().unwrap() > 0.0, "{k}: {v}");
     }
+    // The bottleneck's queue, forward: seconds, ordered, over every datagram of every run.
+    let q = &v["queue_delay"];
+    let at = |k: &str| q[k].as_f64().unwrap_or(-1.0);
+    assert!(
+        0.0 <= at("p50") && at("p50") <= at("p99") && at("p99") <= at("max"),
+        "{q}"
+    );
+    assert!(q["n"].as_u64().unwrap() >= 3 * 40, "{q}");
+    assert!(v["queue_drops"].as_f64().unwrap() >= 0.0, "{v}");
 }
 
 #[test]
