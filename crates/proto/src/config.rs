@@ -69,8 +69,12 @@ pub const SEND_BUFFER_TPDUS: usize = 175;
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
     pub mode: Mode,
-    /// Sending rate in bits per second, counting `per_packet_overhead` per TPDU.
+    /// Sending rate in bits per second, counting `per_packet_overhead` per TPDU: the rate
+    /// itself (`RateControl::Fixed`) or the cap of the discovered one (`Discover`).
     pub rate_bps: u64,
+    /// Whether `rate_bps` is the rate or the cap of a rate discovered from the
+    /// acknowledgements (`crate::rate`). Default fixed, as the papers.
+    pub rate_control: crate::rate::RateControl,
     /// Largest datagram (TPDU with its FEC parity), bytes.
     pub mtu: usize,
     /// Bytes below AeroTP counted by the pacer per datagram (IPv4 + UDP = 28).
@@ -164,6 +168,7 @@ impl Default for ConnectionConfig {
         ConnectionConfig {
             mode: Mode::Reliable,
             rate_bps: 5_000_000,
+            rate_control: crate::rate::RateControl::Fixed,
             mtu: 1500,
             per_packet_overhead: IP_UDP_OVERHEAD,
             fec: FecSetting::Off,

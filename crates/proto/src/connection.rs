@@ -13,6 +13,7 @@ use crate::liveness::Liveness;
 use crate::pacer::Pacer;
 use crate::paths::{PathStats, Paths};
 use crate::phase::{PeerFin, Phase};
+use crate::rate::{RateReason, RateState};
 use crate::receiver::{Receiver, ReceiverStats};
 use crate::rtt::RttEstimator;
 use crate::sender::{Sender, SenderStats};
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 mod app;
 mod multipath;
+mod rate;
 mod timers;
 mod transmit;
 
@@ -76,7 +78,10 @@ pub struct ConnectionStats {
     pub fec_parity: u8,
     pub measured_ber: f64,
     pub peer_reported_ber: f64,
+    /// The rate the pacer runs at, b/s on the link.
     pub rate_bps: u64,
+    /// Why the rate is what it is (fixed, discovered, capped, starting).
+    pub rate_reason: RateReason,
     pub peer_delivered: u64,
     pub outages: u64,
     /// One entry per path (docs/stats.md, "Paths").
@@ -90,9 +95,9 @@ pub struct Connection {
     phase: Phase,
     /// The peer's addresses and what each path does (`remote()` is the first).
     paths: Paths,
-    /// The sending rate set by the configuration or `set_rate`; the pacer runs at the share
-    /// of it the paths that are up carry.
-    rate_bps: u64,
+    /// The sending rate: fixed (configuration or `set_rate`; the pacer runs at the share of
+    /// it the paths that are up carry) or discovered per path under that rate as a cap.
+    rate: RateState,
     /// The latest time the connection was given (for statistics that need the time).
     clock: Duration,
     pub local_port: u16,
@@ -191,7 +196,14 @@ impl Connection {
             role,
             phase: Phase::Live { state },
             paths: Paths::new(path, now, RttEstimator::new(cfg.initial_rtt, cfg.min_rto)),
-            rate_bps: cfg.rate_bps,
+            rate: RateState::new(
+                cfg.rate_control,
+                cfg.rate_bps,
+                cfg.mtu,
+                cfg.per_packet_overhead,
+                ec.acknowledges(),
+                u64::from(tag) << 32 | u64::from(local_port) << 16 | u64::from(remote_port),
+            ),
             clock: now,
             local_port,
             remote_port,
@@ -336,6 +348,7 @@ impl Connection {
         s.measured_ber = self.rx.ber.estimate().unwrap_or(0.0);
         s.peer_reported_ber = self.peer_ber;
         s.rate_bps = self.pacer.rate();
+        s.rate_reason = self.rate_reason();
         s.peer_delivered = self.tx.peer_delivered;
         s.paths = self.path_stats();
         s
@@ -368,9 +381,12 @@ impl Connection {
         self.rx.set_reorder_budget(budget);
     }
 
+    /// With a fixed rate, the rate; with discovery, the cap.
     pub fn set_rate(&mut self, rate_bps: u64) {
-        self.rate_bps = rate_bps;
-        self.pacer.set_rate(rate_bps);
+        self.rate.set_cap(rate_bps);
+        if !self.rate.discovers() {
+            self.pacer.set_rate(rate_bps);
+        }
         self.apply_path_rate();
         if self.cfg.return_rate_bps.is_none() {
             self.rx.set_return_rate(rate_bps, self.cfg.feedback_share);
@@ -658,6 +674,9 @@ impl Connection {
             self.tx.set_min_rtt(self.rtt.min_rtt());
             self.tx.on_ack(a, now);
         }
+        if let Some(n) = &c.nack {
+            self.tx.on_nack(&n.seqs, now);
+        }
         if self.cfg.confirm_delivery && self.tx.peer_delivered > confirmed_before {
             self.push_event(ConnEvent::Confirmed);
         }
@@ -670,11 +689,11 @@ impl Connection {
                 // An outage probe: the peer wants to hear from us now.
                 self.rx.request_feedback();
             }
-            self.tx.on_nack(&n.seqs);
         }
         if let Some(s) = &c.snack {
             self.tx.on_snack(&s.ranges, now, self.rtt.smoothed());
         }
+        self.measure_rate(now);
         if let Some(r) = &c.report {
             self.peer_ber = f64::from(r.ber_ppb) * 1e-9;
             self.fec.on_report(r);

@@ -112,6 +112,8 @@ pub struct PathStats {
     /// as the connection's own estimate counts them); 0 before anything arrived, and for a
     /// connection with one path (its BER is the connection's).
     pub ber: f64,
+    /// What the rate control says of the path (discovered rate, phase, minimum round trip).
+    pub rate: crate::rate::PathRate,
 }
 
 #[derive(Debug)]
@@ -202,6 +204,8 @@ pub(crate) struct Paths {
     /// A path was added: the next `reweigh` starts a fresh interval (the old one's counts
     /// would credit the first path with everything it carried alone).
     restart_interval: bool,
+    /// The weights follow each path's discovered rate (`set_rate_shares`), not `reweigh`.
+    rate_weighted: bool,
 }
 
 impl Paths {
@@ -217,6 +221,36 @@ impl Paths {
             expected: 0,
             delay_reference: None,
             restart_interval: true,
+            rate_weighted: false,
+        }
+    }
+
+    pub fn is_up(&self, i: usize) -> bool {
+        self.list.get(i).is_some_and(|p| p.up)
+    }
+
+    /// Weighs the up paths by their share of the discovered rate (`crate::rate`), once every
+    /// up path has one; from then on `reweigh` leaves the weights alone. The up paths' total
+    /// weight stays, as in `reweigh`.
+    pub fn set_rate_shares(&mut self, shares: &[Option<f64>]) {
+        let up: Vec<usize> = (0..self.list.len()).filter(|&i| self.list[i].up).collect();
+        if up.len() < 2
+            || up
+                .iter()
+                .any(|&i| shares.get(i).copied().flatten().is_none())
+        {
+            return;
+        }
+        self.rate_weighted = true;
+        let budget: f64 = up.iter().map(|&i| self.list[i].weight).sum();
+        let floor = MIN_WEIGHT_SHARE * budget / up.len() as f64;
+        for &i in &up {
+            let share = shares[i].unwrap_or(0.0);
+            self.list[i].weight = (budget * share).max(floor);
+        }
+        let after: f64 = up.iter().map(|&i| self.list[i].weight).sum();
+        for &i in &up {
+            self.list[i].weight *= budget / after;
         }
     }
 
@@ -572,7 +606,7 @@ impl Paths {
             .max()
             .unwrap_or_default();
         let elapsed = now.saturating_sub(self.interval_start);
-        if self.list.len() < 2 {
+        if self.list.len() < 2 || self.rate_weighted {
             return;
         }
         if std::mem::take(&mut self.restart_interval) {
@@ -664,6 +698,7 @@ impl Paths {
                     downs: p.downs,
                     probes: p.probes,
                     ber: p.ber.estimate().unwrap_or(0.0),
+                    rate: crate::rate::PathRate::default(),
                 }
             })
             .collect()

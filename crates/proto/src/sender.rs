@@ -13,6 +13,7 @@ use std::time::Duration;
 mod lanes;
 mod paths;
 mod queue;
+mod rate;
 mod record;
 pub use lanes::{LaneStats, MAX_LANES};
 use record::{current, Sent};
@@ -249,7 +250,10 @@ impl Sender {
             if timed {
                 self.lanes.push(p, Transmission { tx, seq, at: now });
             }
-            self.lanes.on_sent(now, p, out.len);
+            let snap = self.lanes.on_sent(now, p, out.len, true);
+            if let Some(Some(s)) = self.entry_mut(seq) {
+                s.snap = snap;
+            }
             self.stats.tpdus_retransmitted += 1;
             self.stats.tpdus_sent += 1;
             return Some(out);
@@ -301,9 +305,11 @@ impl Sender {
         self.stats.tpdus_sent += 1;
         self.stats.bytes_sent_payload += body.len() as u64;
         let len = body.len();
+        let kept = self.ec.keep != Keep::Nothing || flags.contains(Flags::AFIN);
+        let snap = self.lanes.on_sent(now, path, len, kept);
         let mut body = Some(body);
         // Modes without retransmission keep only the AFIN (resent until AFINACK or CLOSE_TO).
-        if self.ec.keep != Keep::Nothing || flags.contains(Flags::AFIN) {
+        if kept {
             while self.base + (self.entries.len() as u64) < seq {
                 self.entries.push_back(None);
             }
@@ -317,6 +323,7 @@ impl Sender {
                 path,
                 acked: false,
                 queued: false,
+                snap,
             }));
             if self.unacked == 0 {
                 self.outstanding_since = now;
@@ -328,7 +335,6 @@ impl Sender {
                 self.lanes.push(path, Transmission { tx, seq, at: now });
             }
         }
-        self.lanes.on_sent(now, path, len);
         Outgoing {
             seq,
             flags,
@@ -374,7 +380,7 @@ impl Sender {
         } else {
             std::mem::take(&mut self.asyn_body)
         };
-        self.lanes.on_sent(now, path, body.len());
+        self.lanes.on_sent(now, path, body.len(), false);
         Outgoing {
             len: body.len(),
             seq: 0,
@@ -438,7 +444,7 @@ impl Sender {
     fn mark_acked(&mut self, seq: u64, now: Duration) -> Option<(u8, u64, bool)> {
         let min_rtt = self.min_rtt;
         let largest = self.largest_acked_tx;
-        let (tx, path, len, first, attributable) = match self.entry_mut(seq) {
+        let (tx, path, len, first, attributable, snap) = match self.entry_mut(seq) {
             Some(Some(s)) if !s.acked => {
                 s.acked = true;
                 // Which copy arrived? Certainly this one if it is the only one; this one too
@@ -447,7 +453,7 @@ impl Sender {
                 let attributable =
                     s.sends == 1 || min_rtt.is_some_and(|m| now.saturating_sub(s.last_sent) >= m);
                 let first = (s.sends == 1).then_some(s.last_sent);
-                (s.tx, s.path, s.body.len(), first, attributable)
+                (s.tx, s.path, s.body.len(), first, attributable, s.snap)
             }
             _ => return None,
         };
@@ -458,7 +464,7 @@ impl Sender {
         }
         self.unacked -= 1;
         self.stats.acked_tpdus += 1;
-        self.lanes.on_acked(path, len, first);
+        self.lanes.on_acked(now, path, len, first, &snap);
         if self.fin_seq == Some(seq) {
             self.fin_acked = true;
         }
@@ -626,27 +632,17 @@ impl Sender {
     /// Queues `seq` for retransmission and counts it lost on its path, if it is unacknowledged
     /// and not queued already.
     fn lose(&mut self, seq: u64) -> bool {
-        let path = match self.entry_mut(seq) {
-            Some(Some(s)) if !s.acked && !s.queued => s.path,
+        let (path, len) = match self.entry_mut(seq) {
+            Some(Some(s)) if !s.acked && !s.queued => (s.path, s.body.len()),
             _ => return false,
         };
-        self.lanes.on_lost(path);
+        self.lanes.on_lost(path, len);
         self.queue_retx(seq)
     }
 
     #[inline]
     fn is_current_unacked(&self, t: Transmission) -> bool {
         current(&self.entries, self.base, t.seq, t.tx)
-    }
-
-    /// NACK or explicit loss notification: these TPDUs arrived corrupted.
-    pub fn on_nack(&mut self, seqs: &[u32]) {
-        let expected = self.peer_cum.max(self.base);
-        for &s in seqs {
-            self.stats.nacks_received += 1;
-            let seq = expand_seq(expected, s);
-            self.lose(seq);
-        }
     }
 
     /// SNACK: these ranges are missing at the receiver (as it saw them when it sent the SNACK).

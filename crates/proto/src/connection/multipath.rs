@@ -95,10 +95,25 @@ impl Connection {
         true
     }
 
-    /// The pacer runs at the connection's rate times the share of the paths that are up.
+    /// The pacer runs at the connection's fixed rate times the share of the paths that are
+    /// up, or at the sum of the up paths' discovered rates (each path then weighed by its
+    /// rate).
     pub(super) fn apply_path_rate(&mut self) {
+        if self.rate.discovers() {
+            let (rate, _) = self.path_rate_now();
+            self.pacer.set_rate(rate);
+            if self.paths.multi() {
+                let rate = &self.rate;
+                let paths = &self.paths;
+                let shares: Vec<Option<f64>> = (0..paths.len())
+                    .map(|i| rate.share(i, |j| paths.is_up(j)))
+                    .collect();
+                self.paths.set_rate_shares(&shares);
+            }
+            return;
+        }
         if self.paths.multi() || self.paths.up_fraction() < 1.0 {
-            let rate = (self.rate_bps as f64 * self.paths.up_fraction()) as u64;
+            let rate = (self.rate.cap() as f64 * self.paths.up_fraction()) as u64;
             self.pacer.set_rate(rate.max(1));
         }
     }
@@ -182,6 +197,10 @@ impl Connection {
 
     /// Per-path statistics (one entry per path; one path has one too).
     pub(super) fn path_stats(&self) -> Vec<PathStats> {
-        self.paths.stats(self.clock, &self.tx.path_stats())
+        let mut s = self.paths.stats(self.clock, &self.tx.path_stats());
+        for (i, p) in s.iter_mut().enumerate() {
+            p.rate = self.path_rate(i);
+        }
+        s
     }
 }

@@ -260,7 +260,8 @@ impl Connection {
         } else {
             self.tx.has_retransmission()
                 || self.paths.has_probe()
-                || (!paused && (self.tx.asyn_pending() || self.tx.has_new()))
+                || (!paused
+                    && (self.tx.asyn_pending() || (self.tx.has_new() && self.window_open())))
         };
         // An unproven acceptor holds its AFINACK (`unproven`), and with confirmed delivery
         // it waits for the application's confirmation of the end: no deadline for it then.

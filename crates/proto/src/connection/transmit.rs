@@ -146,6 +146,10 @@ impl Connection {
                 return self.emit_repair(now, &body, out, start);
             }
         }
+        if !self.tx.has_retransmission() && !self.tx.asyn_pending() && !self.window_open() {
+            // Discovery's window is full: new data waits for acknowledgements.
+            return false;
+        }
         let max_body = self.max_body();
         let asyn = self.role == Role::Initiator;
         let paths = &mut self.paths;
@@ -153,6 +157,9 @@ impl Connection {
             .tx
             .next_outgoing(now, max_body, asyn, &mut |lost_on| paths.pick(lost_on))
         else {
+            if self.tx.unsent() == 0 {
+                self.note_app_limited();
+            }
             return false;
         };
         self.paths.set_tx(o.path, true);

@@ -4,6 +4,7 @@
 //! the same reason). With one path there is one lane and the rules are those of a single
 //! flight, with the connection's own timings.
 
+use crate::rate::{DeliverySampler, RateSample, SendSnapshot};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -51,6 +52,8 @@ struct Lane {
     /// path has been silent since (whatever timeouts did with that transmission).
     unanswered_since: Option<Duration>,
     stats: LaneStats,
+    /// What the path delivered, for its rate (`crate::rate`).
+    rate: DeliverySampler,
 }
 
 /// Timings the connection gives for one call: its own, used when there is one path.
@@ -100,12 +103,48 @@ impl Lanes {
         }
     }
 
+    /// A transmission of `bytes` on `path`: its delivery snapshot. `tracked`: it has a
+    /// record whose acknowledgement or loss will be reported (a redundant ASYN copy has
+    /// not, and is left out of the path's delivery accounting).
     #[inline]
-    pub fn on_sent(&mut self, now: Duration, path: u8, bytes: usize) {
+    pub fn on_sent(
+        &mut self,
+        now: Duration,
+        path: u8,
+        bytes: usize,
+        tracked: bool,
+    ) -> SendSnapshot {
         let l = self.lane(path);
         l.stats.tpdus_sent += 1;
         l.stats.bytes_sent += bytes as u64;
         l.unanswered_since.get_or_insert(now);
+        if tracked {
+            l.rate.on_sent(now, bytes)
+        } else {
+            SendSnapshot::default()
+        }
+    }
+
+    /// The sender had nothing to send while the pacer allowed it.
+    pub fn on_app_limited(&mut self) {
+        for l in &mut self.list {
+            l.rate.on_app_limited();
+        }
+    }
+
+    /// The delivery accounting of `path`.
+    pub fn sampler(&self, path: usize) -> Option<&DeliverySampler> {
+        self.list.get(path).map(|l| &l.rate)
+    }
+
+    /// `path`'s rate sample since the last call and the bytes acknowledged since.
+    pub fn take_rate_sample(&mut self, path: usize) -> (Option<RateSample>, u64) {
+        self.list.get_mut(path).map_or((None, 0), |l| l.rate.take())
+    }
+
+    /// A transmission on `path` arrived corrupted (the peer said so): delivered, for the rate.
+    pub fn on_corrupted(&mut self, now: Duration, path: u8, bytes: usize, snap: &SendSnapshot) {
+        self.lane(path).rate.on_corrupted(now, bytes, snap);
     }
 
     /// When the path has been silent since: its first transmission after its latest
@@ -126,9 +165,19 @@ impl Lanes {
         self.lane(path).flight.push_back(t);
     }
 
+    /// The transmission `snap` of `bytes` on `path` was acknowledged at `now`;
+    /// `first_sent`: the TPDU's send time if this was its only transmission.
     #[inline]
-    pub fn on_acked(&mut self, path: u8, bytes: usize, first_sent: Option<Duration>) {
+    pub fn on_acked(
+        &mut self,
+        now: Duration,
+        path: u8,
+        bytes: usize,
+        first_sent: Option<Duration>,
+        snap: &SendSnapshot,
+    ) {
         let l = self.lane(path);
+        l.rate.on_acked(now, bytes, snap, first_sent.is_some());
         l.stats.tpdus_acked += 1;
         l.stats.bytes_acked += bytes as u64;
         l.unanswered_since = None;
@@ -143,8 +192,15 @@ impl Lanes {
         l.largest_acked_tx = Some(l.largest_acked_tx.map_or(tx, |x| x.max(tx)));
     }
 
-    pub fn on_lost(&mut self, path: u8) {
-        self.lane(path).stats.tpdus_lost += 1;
+    /// A loss just counted on `path` was a corrupted arrival: not lost, for the rate.
+    pub fn forgive_loss(&mut self, path: u8, bytes: usize) {
+        self.lane(path).rate.forgive_loss(bytes);
+    }
+
+    pub fn on_lost(&mut self, path: u8, bytes: usize) {
+        let l = self.lane(path);
+        l.stats.tpdus_lost += 1;
+        l.rate.on_lost(bytes);
     }
 
     pub fn stats(&self) -> Vec<LaneStats> {

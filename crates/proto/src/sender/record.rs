@@ -20,6 +20,8 @@ pub(crate) struct Sent {
     pub path: u8,
     pub acked: bool,
     pub queued: bool,
+    /// What its path had delivered when its latest transmission left (`crate::rate`).
+    pub snap: crate::rate::SendSnapshot,
 }
 
 /// A TPDU ready to go out.

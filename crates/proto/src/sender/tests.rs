@@ -130,7 +130,7 @@ fn mack_gap_triggers_retransmission_of_the_gap_only() {
 fn nack_and_snack_queue_each_once() {
     let mut s = sender(Mode::NearReliable);
     send_n(&mut s, 10);
-    s.on_nack(&[4, 4]);
+    s.on_nack(&[4, 4], Duration::ZERO);
     s.on_snack(&[(6, 8)], Duration::from_millis(50), Duration::ZERO);
     let seqs: Vec<u64> =
         std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true, &mut |_| 0))
@@ -243,7 +243,7 @@ fn quasi_reliable_keeps_nothing() {
     let mut s = sender(Mode::QuasiReliable);
     send_n(&mut s, 10);
     assert_eq!(s.outstanding(), 0);
-    s.on_nack(&[3]);
+    s.on_nack(&[3], Duration::ZERO);
     assert!(!s.has_retransmission());
 }
 
@@ -290,9 +290,9 @@ fn mack_ranges_acknowledge_blocks_and_forged_ones_change_nothing_beyond_what_was
 fn retransmissions_go_lowest_sequence_first() {
     let mut s = sender(Mode::NearReliable);
     send_n(&mut s, 10);
-    s.on_nack(&[7, 5]);
-    s.on_nack(&[9]);
-    s.on_nack(&[3]);
+    s.on_nack(&[7, 5], Duration::ZERO);
+    s.on_nack(&[9], Duration::ZERO);
+    s.on_nack(&[3], Duration::ZERO);
     let seqs: Vec<u64> =
         std::iter::from_fn(|| s.next_outgoing(Duration::ZERO, 100, true, &mut |_| 0))
             .map(|o| o.seq)

@@ -1,0 +1,62 @@
+//! The connection's side of the rate control (`crate::rate`): what the acknowledgements
+//! tell each path's model, the window discovery keeps, and the rate the pacer runs at.
+
+use super::Connection;
+use crate::rate::{PathRate, RateReason};
+use std::time::Duration;
+
+impl Connection {
+    /// After feedback: each path's delivery sample to its model, then the pacer's rate.
+    pub(super) fn measure_rate(&mut self, now: Duration) {
+        if !self.rate.discovers() {
+            return;
+        }
+        for i in 0..self.paths.len() {
+            let (sample, acked) = self.tx.take_rate_sample(i);
+            if let Some(d) = self.tx.delivery(i) {
+                self.rate.on_feedback(now, i, sample, acked, d);
+            }
+        }
+        let body: u64 = self.tx.path_stats().iter().map(|s| s.bytes_sent).sum();
+        self.rate.on_link_totals(self.link_bytes_sent(), body);
+        self.apply_path_rate();
+    }
+
+    /// Whether discovery's window lets new data go: what is in flight on the paths that are
+    /// up is under the sum of their windows. Always with a fixed rate.
+    pub(super) fn window_open(&self) -> bool {
+        if !self.rate.discovers() {
+            return true;
+        }
+        let (mut flight, mut window) = (0u64, 0u64);
+        for i in (0..self.paths.len()).filter(|&i| self.paths.is_up(i)) {
+            flight += self.tx.delivery(i).map_or(0, |d| d.in_flight());
+            window += self.rate.window(i).unwrap_or(u64::MAX / 16);
+        }
+        flight < window
+    }
+
+    /// The pacer had a slot and nothing waited: the application is what limits the rate.
+    pub(super) fn note_app_limited(&mut self) {
+        if self.rate.discovers() && self.window_open() {
+            self.tx.on_app_limited();
+        }
+    }
+
+    /// The rate of the paths that are up, from the rate control: fixed (times the share of
+    /// the paths that are up) or discovered.
+    pub(super) fn path_rate_now(&self) -> (u64, RateReason) {
+        let paths = &self.paths;
+        self.rate.pacing(|i| paths.is_up(i))
+    }
+
+    /// Why the rate in force is what it is.
+    pub(super) fn rate_reason(&self) -> RateReason {
+        self.path_rate_now().1
+    }
+
+    /// What the rate control says of path `i`.
+    pub(super) fn path_rate(&self, i: usize) -> PathRate {
+        self.rate.path(i)
+    }
+}

@@ -1,0 +1,251 @@
+//! The connection's sending rate: fixed (the papers' open loop, for a dedicated allocation)
+//! or discovered per path from the acknowledgements (`model`), capped by the configured rate,
+//! a radio's word or the endpoint's link share. The pacer runs at what this says.
+
+use crate::codec;
+use std::time::Duration;
+
+mod filter;
+mod model;
+mod sampler;
+
+pub use model::RatePhase;
+use model::{RateModel, Totals};
+pub use sampler::RateSample;
+pub(crate) use sampler::{DeliverySampler, SendSnapshot};
+
+/// The engine's lowest pacing rate, b/s (`ConnectionConfig::validate` accepts nothing lower).
+pub const MIN_RATE_BPS: u64 = 1000;
+
+/// TPDUs in the first flight, before any acknowledgement: its acknowledgements' dispersion
+/// measures the bottleneck (a packet train). Ten, as TCP's initial window (RFC 6928): long
+/// enough to measure, short enough that on a 9.6 kb/s link it is the "20 datagrams'
+/// serialisation" the first estimate may take.
+pub const TRAIN_TPDUS: u64 = 10;
+
+/// How the sending rate is chosen (`ConnectionConfig::rate_control`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateControl {
+    /// Pace at `rate_bps`, whatever the link does (the papers' open loop).
+    #[default]
+    Fixed,
+    /// Discover each path's rate; `rate_bps` is the cap. Modes without positive
+    /// acknowledgements have nothing to measure from and pace at the cap.
+    Discover,
+}
+
+/// Why the rate in force is what it is (statistics, logs, summaries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateReason {
+    /// The configured rate (`RateControl::Fixed`, or a mode that cannot measure).
+    #[default]
+    Fixed,
+    /// Discovered from the acknowledgements.
+    Discovered,
+    /// The discovered rate is above the cap: the cap.
+    Capped,
+    /// Not measured yet: the first flight goes at the cap.
+    Starting,
+}
+
+impl RateReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            RateReason::Fixed => "fixed",
+            RateReason::Discovered => "discovered",
+            RateReason::Capped => "capped",
+            RateReason::Starting => "starting",
+        }
+    }
+}
+
+/// What the rate control says of one path (`PathStats::rate`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PathRate {
+    /// The bottleneck's estimated rate, b/s on the link (0 before a sample).
+    pub estimate_bps: u64,
+    /// What the path is paced at, b/s on the link.
+    pub pacing_bps: u64,
+    pub min_rtt: Duration,
+    /// Loss fraction taken for random (corruption, fading), not congestion.
+    pub random_loss: f64,
+    pub phase: Option<RatePhase>,
+}
+
+/// The rate control of one connection.
+#[derive(Debug, Clone)]
+pub(crate) struct RateState {
+    control: RateControl,
+    /// `rate_bps`: the fixed rate, or the cap.
+    cap_bps: u64,
+    /// Link bytes per TPDU-body byte sent (headers, parity, repairs, feedback, IP and UDP):
+    /// converts the models' body rates to the pacer's link rate.
+    link_per_body: f64,
+    /// Totals at the last measurement of `link_per_body`.
+    link_mark: u64,
+    body_mark: u64,
+    mss: usize,
+    seed: u64,
+    models: Vec<RateModel>,
+}
+
+impl RateState {
+    /// `acknowledged`: whether the mode has positive acknowledgements to measure from;
+    /// `overhead`: bytes below AeroTP per datagram (IP and UDP).
+    pub fn new(
+        control: RateControl,
+        rate_bps: u64,
+        mtu: usize,
+        overhead: usize,
+        acknowledged: bool,
+        seed: u64,
+    ) -> RateState {
+        let control = if acknowledged {
+            control
+        } else {
+            RateControl::Fixed
+        };
+        let mss = codec::max_body(mtu, 0);
+        RateState {
+            control,
+            cap_bps: rate_bps,
+            link_per_body: (mtu + overhead) as f64 / mss.max(1) as f64,
+            link_mark: 0,
+            body_mark: 0,
+            mss,
+            seed,
+            models: vec![RateModel::new(mss, seed)],
+        }
+    }
+
+    pub fn discovers(&self) -> bool {
+        self.control == RateControl::Discover
+    }
+
+    pub fn cap(&self) -> u64 {
+        self.cap_bps
+    }
+
+    pub fn set_cap(&mut self, rate_bps: u64) {
+        self.cap_bps = rate_bps.max(MIN_RATE_BPS);
+    }
+
+    fn model(&mut self, path: usize) -> &mut RateModel {
+        while self.models.len() <= path {
+            let seed = self.seed.wrapping_add(self.models.len() as u64);
+            self.models.push(RateModel::new(self.mss, seed));
+        }
+        &mut self.models[path]
+    }
+
+    /// Feedback for `path`: its sample, the bytes it acknowledged and the sender's totals.
+    pub fn on_feedback(
+        &mut self,
+        now: Duration,
+        path: usize,
+        sample: Option<RateSample>,
+        acked: u64,
+        sampler: &DeliverySampler,
+    ) {
+        if !self.discovers() {
+            return;
+        }
+        let t = Totals {
+            delivered: sampler.delivered(),
+            lost: sampler.lost(),
+            in_flight: sampler.in_flight(),
+        };
+        self.model(path).on_feedback(now, sample, acked, t);
+    }
+
+    /// The connection's totals of link bytes (everything it sent, with IP and UDP headers)
+    /// and TPDU-body bytes of data transmissions: once enough body went since the last
+    /// measurement, their ratio moves the conversion a quarter of the way.
+    pub fn on_link_totals(&mut self, link_total: u64, body_total: u64) {
+        let link = link_total.saturating_sub(self.link_mark);
+        let body = body_total.saturating_sub(self.body_mark);
+        if body < 16 * self.mss as u64 {
+            return;
+        }
+        (self.link_mark, self.body_mark) = (link_total, body_total);
+        let r = (link as f64 / body as f64).clamp(1.0, 4.0);
+        self.link_per_body += 0.25 * (r - self.link_per_body);
+    }
+
+    /// The rate of `path` on the link, b/s, before the cap: `None` before a sample.
+    fn path_bps(&self, path: usize) -> Option<f64> {
+        let m = self.models.get(path)?;
+        Some(m.pacing_rate()? * 8.0 * self.link_per_body)
+    }
+
+    /// The rate to pace at over the paths `up` says are up, b/s, and why.
+    pub fn pacing(&self, up: impl Fn(usize) -> bool) -> (u64, RateReason) {
+        if !self.discovers() {
+            return (self.cap_bps, RateReason::Fixed);
+        }
+        let mut sum = 0.0;
+        let mut measured = false;
+        for i in (0..self.models.len()).filter(|&i| up(i)) {
+            match self.path_bps(i) {
+                Some(r) => {
+                    sum += r;
+                    measured = true;
+                }
+                None => return (self.cap_bps, RateReason::Starting),
+            }
+        }
+        if !measured {
+            return (self.cap_bps, RateReason::Starting);
+        }
+        if sum >= self.cap_bps as f64 {
+            (self.cap_bps, RateReason::Capped)
+        } else {
+            ((sum as u64).max(MIN_RATE_BPS), RateReason::Discovered)
+        }
+    }
+
+    /// Share of the up paths' rate that `path` carries (path weights); `None` until every
+    /// up path has an estimate.
+    pub fn share(&self, path: usize, up: impl Fn(usize) -> bool) -> Option<f64> {
+        let total: f64 = (0..self.models.len())
+            .filter(|&i| up(i))
+            .map(|i| self.path_bps(i))
+            .sum::<Option<f64>>()?;
+        (total > 0.0).then(|| self.path_bps(path).unwrap_or(0.0) / total)
+    }
+
+    /// Most body bytes `path` may have in flight (discovery only).
+    pub fn window(&self, path: usize) -> Option<u64> {
+        if !self.discovers() {
+            return None;
+        }
+        Some(
+            self.models
+                .get(path)
+                .map_or(TRAIN_TPDUS * self.mss as u64, |m| m.window(TRAIN_TPDUS)),
+        )
+    }
+
+    pub fn path(&self, path: usize) -> PathRate {
+        let Some(m) = self.models.get(path).filter(|_| self.discovers()) else {
+            return PathRate {
+                estimate_bps: self.cap_bps,
+                pacing_bps: self.cap_bps,
+                ..PathRate::default()
+            };
+        };
+        let to_bps = |r: f64| (r * 8.0 * self.link_per_body) as u64;
+        PathRate {
+            estimate_bps: m.bandwidth().map_or(0, to_bps),
+            pacing_bps: self
+                .path_bps(path)
+                .map_or(self.cap_bps, |r| (r as u64).min(self.cap_bps)),
+            min_rtt: m.min_rtt().unwrap_or_default(),
+            random_loss: m.random_loss(),
+            phase: Some(m.phase()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

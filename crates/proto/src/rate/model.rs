@@ -1,0 +1,418 @@
+//! The rate model of one path: how fast the path's bottleneck delivers, discovered from the
+//! acknowledgements, blind to corruption and random loss, guarded by delay.
+//!
+//! It follows BBRv1 (Linux `tcp_bbr.c`): a windowed maximum of the delivery rate is the
+//! bottleneck's rate, a windowed minimum of the round trip its propagation delay, and the
+//! sender paces at a gain times the rate: fast growth at the start, a drain of the queue that
+//! growth built, then a cruise that probes 25 % above the estimate for one round trip in
+//! eight and drains below it for the next. Where it departs from BBRv1, for AeroTP's links
+//! (docs/rate.md has the comparison with PCC Vivace, Copa and Sprout that led here):
+//!
+//! - **Loss is not congestion.** BBRv1's rate samples count only what arrived, so at a loss
+//!   rate `p` it paces at `(1 - p)` of the link and, past ~20 % loss, its 1.25 probe no
+//!   longer makes up for it. Here a sample is scaled by `1 / (1 - p)`, `p` being the loss
+//!   measured over round trips that built no queue and were not probing: the departure rate
+//!   of the bottleneck. A TPDU the peer reports corrupted arrived, and counts as delivered.
+//! - **Delay says the link is full.** A round trip whose smallest sample stands more than a
+//!   threshold above the path's minimum had a standing queue. If the rate delivered in such a
+//!   round is under nine tenths of the estimate, the link has slowed (a modem stepped down, a
+//!   TDMA allocation shrank): the estimate drops to what was delivered at once, and the queue
+//!   is drained — within about two round trips instead of BBRv1's ten.
+//! - **A link that speeds up is found fast.** A probe that finds a fifth more rate goes back
+//!   to the start-up growth (doubling per round trip) instead of 25 % per eight round trips.
+//! - **The first flight is a packet train**: its acknowledgements' dispersion gives the
+//!   bottleneck's rate one round trip after the start (see `sampler`).
+
+use super::filter::{WindowedMax, WindowedMin};
+use super::sampler::RateSample;
+use std::time::Duration;
+
+/// Round trips the bottleneck-rate maximum is kept: two cruise cycles (BBR keeps 10, a
+/// little more than one; at 30 % loss a cycle without a clean probe let it fall to the
+/// drain phase's rate).
+const BW_WINDOW_ROUNDS: u64 = 16;
+/// How long a minimum round trip is trusted (BBR's 10 s).
+const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+/// Pacing gain while growing: the rate doubles per round trip.
+const STARTUP_GAIN: f64 = 2.0;
+/// Growth below this factor per round trip is a plateau.
+const PLATEAU_GROWTH: f64 = 1.25;
+/// Round trips on a plateau before growth stops.
+const PLATEAU_ROUNDS: u32 = 2;
+/// Pacing gain while draining a queue the model built.
+const DRAIN_GAIN: f64 = 0.5;
+/// The cruise's gains, one round trip each: probe, drain what the probe queued, hold.
+const CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// A probe that finds this much more rate goes back to growing.
+const REGROW: f64 = 1.2;
+/// A queue that stands a round trip while less than this share of the estimate is
+/// delivered says the link slowed (a sample's noise at 30 % loss stays above it).
+const STEP_DOWN: f64 = 0.8;
+/// A queue that stands `QUEUE_RTTS_LIMIT` round trips at close to the estimate: the
+/// estimate is cut to this share of what was delivered.
+const LINGER_CUT: f64 = 0.95;
+/// Minimum round trips a queue may stand, at a rate close to the estimate, before the
+/// estimate is cut to nine tenths of what was delivered (a probe's queue lasts one).
+const QUEUE_RTTS_LIMIT: u32 = 3;
+/// Most of the loss taken for random (corruption, fading) rather than congestion: beyond it
+/// the link is unusable anyway, and a wrong estimate cannot make the sender more than double.
+const MAX_RANDOM_LOSS: f64 = 0.5;
+/// Share of a loss measurement in the estimate.
+const LOSS_GAIN: f64 = 0.5;
+/// TPDUs a loss measurement spans (rounds are added up until they carried this many): at
+/// 10 % loss its standard error is 2.7 points, halved again by the averaging.
+const LOSS_MIN_TPDUS: u64 = 128;
+/// Smallest queueing delay taken for a standing queue (timer and scheduling noise).
+const MIN_QUEUE_THRESHOLD: Duration = Duration::from_millis(5);
+
+/// Where the model is in its cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RatePhase {
+    /// No sample yet: the first flight is out, its acknowledgements awaited.
+    Train,
+    /// Growing: doubling per round trip until the rate stops rising or a queue stands.
+    Growth,
+    /// Draining the queue growth or a step down left.
+    Drain,
+    /// Pacing at the estimate, probing above it for one round trip in eight.
+    Cruise,
+}
+
+impl RatePhase {
+    pub fn name(self) -> &'static str {
+        match self {
+            RatePhase::Train => "train",
+            RatePhase::Growth => "growth",
+            RatePhase::Drain => "drain",
+            RatePhase::Cruise => "cruise",
+        }
+    }
+}
+
+/// Totals of the path's sender at a feedback (`sampler::DeliverySampler`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Totals {
+    pub delivered: u64,
+    pub lost: u64,
+    pub in_flight: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct RateModel {
+    /// Bytes of a full TPDU's body (the unit of the bounds).
+    mss: u64,
+    phase: RatePhase,
+    /// Bottleneck departure rate, bytes/s of TPDU bodies, over the last rounds.
+    bw: WindowedMax,
+    /// Smallest round trip over `MIN_RTT_WINDOW`, µs.
+    min_rtt: WindowedMin,
+    /// Bytes acknowledged by one feedback TPDU, largest over the last rounds: how bursty the
+    /// acknowledgements are (the window must cover it).
+    aggregation: WindowedMax,
+    round: u64,
+    /// A round ends when a transmission sent after it began is acknowledged.
+    round_end_delivered: u64,
+    /// Totals when the round began.
+    round_start: Totals,
+    /// Since when every round-trip sample stood above the minimum by more than the queue
+    /// threshold, and the largest rate delivered since.
+    queue_since: Option<Duration>,
+    queue_max_bw: f64,
+    /// Delivered and lost bytes of the rounds added up for the next loss measurement.
+    loss_delivered: u64,
+    loss_lost: u64,
+    /// The gain went above 1 during this round or the previous one (its losses may be ours).
+    round_probed: bool,
+    prev_round_probed: bool,
+    /// Random (non-congestive) loss fraction.
+    loss: f64,
+    full_bw: f64,
+    plateau_rounds: u32,
+    cycle_index: usize,
+    cycle_since: Duration,
+    /// The estimate when the current probe began.
+    bw_at_probe: f64,
+}
+
+impl RateModel {
+    /// A model for a path that carries TPDU bodies of up to `mss` bytes; `seed` places the
+    /// cruise's probe (different connections probe at different times).
+    pub fn new(mss: usize, seed: u64) -> RateModel {
+        RateModel {
+            mss: mss.max(1) as u64,
+            phase: RatePhase::Train,
+            bw: WindowedMax::new(BW_WINDOW_ROUNDS),
+            min_rtt: WindowedMin::new(MIN_RTT_WINDOW.as_micros() as u64),
+            aggregation: WindowedMax::new(BW_WINDOW_ROUNDS),
+            round: 0,
+            round_end_delivered: 0,
+            round_start: Totals::default(),
+            queue_since: None,
+            queue_max_bw: 0.0,
+            loss_delivered: 0,
+            loss_lost: 0,
+            round_probed: true,
+            prev_round_probed: true,
+            loss: 0.0,
+            full_bw: 0.0,
+            plateau_rounds: 0,
+            cycle_index: 2 + (seed % 6) as usize,
+            cycle_since: Duration::ZERO,
+            bw_at_probe: 0.0,
+        }
+    }
+
+    pub fn phase(&self) -> RatePhase {
+        self.phase
+    }
+
+    /// The bottleneck's estimated rate, bytes/s of TPDU bodies; `None` before a sample.
+    pub fn bandwidth(&self) -> Option<f64> {
+        self.bw.get()
+    }
+
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.min_rtt
+            .get()
+            .map(|us| Duration::from_micros(us as u64))
+    }
+
+    /// The loss fraction taken for random (not caused by a queue).
+    pub fn random_loss(&self) -> f64 {
+        self.loss
+    }
+
+    /// The pacing gain in force.
+    pub fn gain(&self) -> f64 {
+        match self.phase {
+            RatePhase::Train => 1.0,
+            RatePhase::Growth => STARTUP_GAIN,
+            RatePhase::Drain => DRAIN_GAIN,
+            RatePhase::Cruise => CYCLE[self.cycle_index],
+        }
+    }
+
+    /// The rate to pace at, bytes/s of TPDU bodies; `None` before the first sample.
+    pub fn pacing_rate(&self) -> Option<f64> {
+        Some(self.bw.get()? * self.gain())
+    }
+
+    /// Most bytes of TPDU bodies in flight: before a sample the first flight (`train` TPDUs),
+    /// then twice the bandwidth-delay product plus the acknowledgements' burstiness (BBR's
+    /// window: it stops a sender whose acknowledgements stopped from pacing into the void).
+    pub fn window(&self, train: u64) -> u64 {
+        let (Some(bw), Some(rtt)) = (self.bw.get(), self.min_rtt()) else {
+            return train * self.mss;
+        };
+        let bdp = bw * rtt.as_secs_f64();
+        let gain = if self.phase == RatePhase::Growth {
+            STARTUP_GAIN + 0.5
+        } else {
+            2.0
+        };
+        let burst = self.aggregation.get().unwrap_or(0.0) * 2.0;
+        ((gain * bdp + burst) as u64).max(4 * self.mss)
+    }
+
+    /// Queueing delay taken for a standing queue: at least `MIN_QUEUE_THRESHOLD`, two and a
+    /// half TPDU times at the estimate (one TPDU queued behind another is no standing queue
+    /// on a slow link), and a quarter of the round trip (what one probe queues).
+    fn queue_threshold(&self) -> Duration {
+        let rtt = self.min_rtt().unwrap_or_default();
+        let tpdu = self
+            .bw
+            .get()
+            .filter(|&b| b > 0.0)
+            .map_or(Duration::ZERO, |b| {
+                Duration::from_secs_f64((2.5 * self.mss as f64 / b).min(60.0))
+            });
+        MIN_QUEUE_THRESHOLD.max(tpdu).max(rtt / 4)
+    }
+
+    /// Feedback arrived: its sample (if it gave one), the bytes it acknowledged and the
+    /// path's totals after it.
+    pub fn on_feedback(
+        &mut self,
+        now: Duration,
+        sample: Option<RateSample>,
+        acked: u64,
+        t: Totals,
+    ) {
+        if acked > 0 {
+            self.aggregation.update(self.round, acked as f64);
+        }
+        let Some(s) = sample else {
+            self.advance_cycle(now, t);
+            return;
+        };
+        if let Some(rtt) = s.rtt {
+            self.min_rtt
+                .update(now.as_micros() as u64, rtt.as_micros() as f64);
+        }
+        let bw = self.departure_rate(&s);
+        if s.prior_delivered >= self.round_end_delivered {
+            self.end_round(t);
+        }
+        if !s.app_limited || self.bw.get().is_none_or(|b| bw > b) {
+            self.bw.update(self.round, bw);
+        }
+        if self.phase == RatePhase::Train {
+            self.phase = RatePhase::Growth;
+            self.full_bw = bw;
+            self.round_probed = true;
+        }
+        if let Some(rtt) = s.rtt {
+            self.watch_queue(now, rtt, bw);
+        }
+        self.advance_cycle(now, t);
+    }
+
+    /// The rate at which the bottleneck sent on what it was given: with no queue standing,
+    /// what arrived plus what was lost over the sample (the link carried the lost TPDUs too:
+    /// corruption and fading strike after the queue), as long as the loss is one the link
+    /// could cause; with a queue, whose losses may be its drops, what arrived scaled by the
+    /// random loss measured when none stood. Counting the sample's own losses keeps their
+    /// noise out: at 10 % loss a round trip's arrivals vary by ±7 %, and the maximum of
+    /// scaled samples stood 10 % above the link.
+    fn departure_rate(&self, s: &RateSample) -> f64 {
+        let queued = match (s.rtt, self.min_rtt()) {
+            (Some(rtt), Some(min)) => rtt > min + self.queue_threshold(),
+            _ => self.queue_since.is_some(),
+        };
+        let total = s.delivered + s.lost;
+        if !queued && s.delivered > 0 && (s.lost as f64) <= MAX_RANDOM_LOSS * total as f64 {
+            s.rate * total as f64 / s.delivered as f64
+        } else {
+            s.rate / (1.0 - self.loss)
+        }
+    }
+
+    /// The delay signal: a queue that stands is one this sender built (the link is full), and
+    /// one that stands while less than the estimate is delivered says the link slowed.
+    fn watch_queue(&mut self, now: Duration, rtt: Duration, bw: f64) {
+        let Some(min) = self.min_rtt() else { return };
+        let threshold = self.queue_threshold();
+        if rtt <= min + threshold {
+            self.queue_since = None;
+            if self.phase == RatePhase::Drain && rtt <= min + threshold / 2 {
+                self.enter_cruise(now);
+            }
+            return;
+        }
+        let since = *self.queue_since.get_or_insert(now);
+        if since == now {
+            self.queue_max_bw = 0.0;
+        }
+        self.queue_max_bw = self.queue_max_bw.max(bw);
+        let stood = now.saturating_sub(since);
+        let est = self.bw.get().unwrap_or(0.0);
+        match self.phase {
+            RatePhase::Train => {}
+            RatePhase::Growth => {
+                // Growth filled the link: the queue is the growth's own.
+                if stood >= min && self.round > 1 {
+                    self.phase = RatePhase::Drain;
+                }
+            }
+            RatePhase::Drain | RatePhase::Cruise => {
+                let slowed = stood >= min * 2 && self.queue_max_bw < est * STEP_DOWN;
+                let lingering = stood >= min * QUEUE_RTTS_LIMIT + threshold;
+                if slowed || lingering {
+                    // The link carries less than the estimate: believe what it delivered.
+                    let to = if slowed {
+                        self.queue_max_bw
+                    } else {
+                        self.queue_max_bw.min(est) * LINGER_CUT
+                    };
+                    self.bw.reset(self.round, to);
+                    self.queue_since = None;
+                    self.phase = RatePhase::Drain;
+                }
+            }
+        }
+    }
+
+    fn end_round(&mut self, t: Totals) {
+        if self.phase == RatePhase::Growth {
+            let bw = self.bw.get().unwrap_or(0.0);
+            if bw >= self.full_bw * PLATEAU_GROWTH {
+                self.full_bw = bw;
+                self.plateau_rounds = 0;
+            } else {
+                self.plateau_rounds += 1;
+            }
+            if self.plateau_rounds >= PLATEAU_ROUNDS {
+                self.phase = RatePhase::Drain;
+            }
+        }
+        self.measure_loss(t);
+        self.round += 1;
+        self.round_end_delivered = t.delivered;
+        self.round_start = t;
+        self.prev_round_probed = self.round_probed;
+        self.round_probed = self.gain() > 1.0;
+    }
+
+    /// The loss fraction of the rounds that neither queued nor probed, once they carried
+    /// enough: what the link loses whatever the rate (corruption beyond the FEC, fading),
+    /// not what a queue dropped.
+    fn measure_loss(&mut self, t: Totals) {
+        if self.queue_since.is_some() || self.round_probed || self.prev_round_probed {
+            return;
+        }
+        self.loss_delivered += t.delivered.saturating_sub(self.round_start.delivered);
+        self.loss_lost += t.lost.saturating_sub(self.round_start.lost);
+        let total = self.loss_delivered + self.loss_lost;
+        if total < LOSS_MIN_TPDUS * self.mss {
+            return;
+        }
+        let p = self.loss_lost as f64 / total as f64;
+        (self.loss_delivered, self.loss_lost) = (0, 0);
+        self.loss = (self.loss + LOSS_GAIN * (p - self.loss)).clamp(0.0, MAX_RANDOM_LOSS);
+    }
+
+    fn enter_cruise(&mut self, now: Duration) {
+        self.phase = RatePhase::Cruise;
+        self.cycle_since = now;
+        // Start on a hold phase: the drain just emptied the queue.
+        if CYCLE[self.cycle_index] != 1.0 {
+            self.cycle_index = 2;
+        }
+    }
+
+    /// Moves the cruise to its next phase after a round trip (the drain phase ends early
+    /// once what is in flight fits the bandwidth-delay product); leaves the drain once
+    /// what is in flight fits it.
+    fn advance_cycle(&mut self, now: Duration, t: Totals) {
+        let (Some(bw), Some(rtt)) = (self.bw.get(), self.min_rtt()) else {
+            return;
+        };
+        let bdp = (bw * rtt.as_secs_f64()) as u64;
+        match self.phase {
+            RatePhase::Drain if t.in_flight <= bdp => self.enter_cruise(now),
+            RatePhase::Cruise => {
+                let elapsed = now.saturating_sub(self.cycle_since);
+                let gain = CYCLE[self.cycle_index];
+                let done = elapsed >= rtt && (gain != 0.75 || t.in_flight <= bdp)
+                    || (gain == 0.75 && t.in_flight <= bdp && elapsed >= rtt / 2);
+                if !done {
+                    return;
+                }
+                if gain > 1.0 && bw >= self.bw_at_probe * REGROW && self.bw_at_probe > 0.0 {
+                    // The probe found much more: grow again instead of 25 % per cycle.
+                    self.phase = RatePhase::Growth;
+                    self.full_bw = bw;
+                    self.plateau_rounds = 0;
+                    return;
+                }
+                self.cycle_index = (self.cycle_index + 1) % CYCLE.len();
+                self.cycle_since = now;
+                if CYCLE[self.cycle_index] > 1.0 {
+                    self.bw_at_probe = bw;
+                    self.round_probed = true;
+                }
+            }
+            _ => {}
+        }
+    }
+}
