@@ -53,9 +53,16 @@ pub struct Args {
     class: aerotp_proto::TrafficClass,
     #[command(flatten)]
     marks: crate::mark_flags::DscpFlags,
-    /// Sending rate (set it to the link rate): 5mbit, 10Mbps, 1gbit.
-    #[arg(long, default_value = "5mbit", value_parser = rate_arg)]
-    rate: u64,
+    /// Sending rate: a fixed rate (the papers' open loop, for a dedicated allocation: set it
+    /// a few per cent under the link's rate), e.g. 5mbit, 10Mbps, 1gbit; or `auto`: AeroTP
+    /// discovers the link's rate from the acknowledgements, blind to corruption and random
+    /// loss, and follows it as it changes (docs/rate.md; modes without acknowledgements
+    /// then send at --max-rate).
+    #[arg(long, default_value = "5mbit", value_parser = rate_or_auto_arg)]
+    rate: RateArg,
+    /// Discover the rate (as --rate auto), never above this: 5mbit, 1gbit.
+    #[arg(long, value_parser = rate_arg)]
+    max_rate: Option<u64>,
     /// FEC: off, auto, N (papers' 32-bit words per TPDU, 0-256) or pN (parity bytes per
     /// codeword). Default: auto in every mode but unreliable and datagram (off there).
     #[arg(long, value_parser = fec_arg)]
@@ -509,14 +516,19 @@ pub async fn run(args: Args) -> i32 {
 }
 
 async fn run_inner(args: Args) -> Result<i32, SendError> {
+    let fixed = match args.rate {
+        RateArg::Fixed(r) => r,
+        RateArg::Auto => args.max_rate.unwrap_or(AUTO_RATE_CAP),
+    };
     let mut cfg = connection_config(
         args.mode,
-        args.rate,
+        fixed,
         args.fec,
         args.mack,
         args.mtu,
         args.initial_ber,
     )?;
+    apply_rate(&mut cfg, args.rate, args.max_rate)?;
     cfg.erasure = args
         .erasure
         .choice()

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use aerotp_link::{format_rate, parse_rate};
+use aerotp_link::format_rate;
 use aerotp_proto::FecSetting;
 use aerotp_sim::{
     parse_size, run_many, run_once_tapped, run_seed, Scenario, SimMode, Summary, Topology, Workload,
@@ -30,10 +30,14 @@ pub struct Args {
     /// link). `--rate` sets every link's rate and the sending rate.
     #[command(flatten)]
     link: LinkFlags,
-    /// AeroTP's sending rate (UDP's pacing rate). Default: `--rate` if given, else the sum of
-    /// the paths' forward rates (5mbit without a scenario).
-    #[arg(long, value_parser = rate_arg)]
-    send_rate: Option<u64>,
+    /// AeroTP's sending rate (UDP's pacing rate), or `auto`: AeroTP discovers it from the
+    /// acknowledgements (docs/rate.md; UDP then paces at the links' rate). Default: `--rate`
+    /// if given, else the sum of the paths' forward rates (5mbit without a scenario).
+    #[arg(long, value_parser = send_rate_arg)]
+    send_rate: Option<SendRate>,
+    /// Discover AeroTP's rate (as `--send-rate auto`) but never above this.
+    #[arg(long, value_parser = crate::common::rate_arg, conflicts_with = "send_rate")]
+    max_rate: Option<u64>,
     /// What the applications do: bulk (the file, default),
     /// messages[,size=200,interval=100ms,count=100|duration=10s],
     /// stream[,rate=1mbit,duration=10s,chunk=1000],
@@ -98,8 +102,20 @@ fn mode_arg(s: &str) -> Result<SimMode, String> {
 fn topology_arg(s: &str) -> Result<Topology, String> {
     s.parse().map_err(|e: aerotp_sim::SimError| e.to_string())
 }
-fn rate_arg(s: &str) -> Result<u64, String> {
-    parse_rate(s).map_err(|e| e.to_string())
+/// `--send-rate`: a rate, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SendRate {
+    Auto,
+    Fixed(u64),
+}
+
+fn send_rate_arg(s: &str) -> Result<SendRate, String> {
+    if s == "auto" {
+        return Ok(SendRate::Auto);
+    }
+    crate::common::rate_arg(s)
+        .map(SendRate::Fixed)
+        .map_err(|e| format!("{e}, or auto to discover the rate"))
 }
 fn size_arg(s: &str) -> Result<usize, String> {
     parse_size(s).map_err(|e| e.to_string())
@@ -140,10 +156,30 @@ impl Args {
             },
             ..Scenario::default()
         };
-        s.rate_bps = self
-            .send_rate
-            .or(self.link.rate)
-            .unwrap_or_else(|| s.forward_rate_sum());
+        let links = self.link.rate.unwrap_or_else(|| s.forward_rate_sum());
+        (s.rate_control, s.rate_bps) = match (self.send_rate, self.max_rate) {
+            (Some(SendRate::Fixed(r)), _) => (aerotp_proto::RateControl::Fixed, r),
+            (Some(SendRate::Auto), _) if s.mode == SimMode::Udp => {
+                (aerotp_proto::RateControl::Fixed, links)
+            }
+            (Some(SendRate::Auto), cap) => (
+                aerotp_proto::RateControl::Discover,
+                cap.unwrap_or(aerotp_sim::AUTO_RATE_CAP),
+            ),
+            (None, Some(cap)) => (aerotp_proto::RateControl::Discover, cap),
+            (None, None) => (aerotp_proto::RateControl::Fixed, links),
+        };
+        if let SimMode::Aero(mode) = s.mode {
+            let selective = aerotp_proto::ErrorControl::for_mode(mode).feedback
+                == aerotp_proto::Feedback::Selective;
+            if self.send_rate == Some(SendRate::Auto) && self.max_rate.is_none() && !selective {
+                bail!(
+                    "--send-rate auto: mode {mode} has no selective acknowledgements to \
+                     discover the rate from (reliable and hybrid-nack-mack have); give \
+                     --send-rate R, or --max-rate R to send at R"
+                );
+            }
+        }
         Ok(s)
     }
 }

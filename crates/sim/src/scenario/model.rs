@@ -4,7 +4,11 @@
 use std::time::Duration;
 
 use aerotp_link::{LinkConfig, Network, Path};
-use aerotp_proto::{ConnectionConfig, ErasureChoice, FecSetting, Mode};
+use aerotp_proto::{ConnectionConfig, ErasureChoice, FecSetting, Mode, RateControl};
+
+/// The cap of a discovered rate when none is given (`send_rate = "auto"`): above any link
+/// the simulator models, so the link alone sets the rate.
+pub const AUTO_RATE_CAP: u64 = 10_000_000_000;
 
 use super::mode::{SimMode, Topology};
 use crate::workload::Workload;
@@ -22,8 +26,12 @@ pub struct Scenario {
     /// driver adds the 28 B IPv4/UDP overhead and protected prefix, and the LAN hops of the
     /// `papers` topology, around each.
     pub network: Network,
-    /// AeroTP's sending rate (and UDP's pacing rate), bit/s.
+    /// AeroTP's sending rate (and UDP's pacing rate), bit/s; with `rate_control` discover,
+    /// the cap of the discovered rate.
     pub rate_bps: u64,
+    /// Whether AeroTP paces at `rate_bps` (fixed, the papers' open loop) or discovers its
+    /// rate under it (`send_rate = "auto"`, `max_rate`).
+    pub rate_control: RateControl,
     /// Bytes of the bulk file (the `bulk` workload).
     pub size: usize,
     /// Largest datagram (UDP payload) in bytes.
@@ -71,6 +79,7 @@ impl Default for Scenario {
                 None,
             ),
             rate_bps: 5_000_000,
+            rate_control: RateControl::Fixed,
             size: 1_000_000,
             mtu: 1500,
             fec: None,
@@ -156,6 +165,7 @@ impl Scenario {
         };
         ConnectionConfig {
             rate_bps: self.rate_bps,
+            rate_control: self.rate_control,
             mtu: self.mtu,
             per_packet_overhead: IP_UDP_OVERHEAD,
             fec: self.fec_setting(),

@@ -9,7 +9,7 @@ use super::model::Scenario;
 use super::values::{parse_size, text, value_text};
 
 /// The engine and application keys `Scenario::set` takes besides the link keys.
-pub const ENGINE_KEYS: &str = "mode, size, mtu, fec, mack, topology, cap, send_rate, rate (every link's rate_bps and send_rate), workload, workload.KEY";
+pub const ENGINE_KEYS: &str = "mode, size, mtu, fec, mack, topology, cap, send_rate (a rate, or auto: discovered), max_rate (discovered under this cap), rate (every link's rate_bps and send_rate), workload, workload.KEY";
 
 /// The forms a link key takes in `Scenario::set`.
 pub const LINK_KEY_FORMS: &str = "K (both directions of every path), forward.K, reverse.K, path[i].K, path[i].forward.K, path[i].reverse.K, where K is a link config key (rate_bps, delay, jitter, allow_reorder, ber, loss, duplicate, queue_bytes, queue_packets, max_in_flight, burst, burst.good_time, outages, periodic_outage, random_outage.mean_up, trace, ...)";
@@ -87,7 +87,17 @@ impl Scenario {
                 self.cap =
                     aerotp_link::parse_duration(&text(value)).map_err(|e| err(e.to_string()))?
             }
+            "send_rate" if text(value) == "auto" => {
+                self.rate_control = aerotp_proto::RateControl::Discover;
+                self.rate_bps = super::model::AUTO_RATE_CAP;
+            }
             "send_rate" => {
+                self.rate_control = aerotp_proto::RateControl::Fixed;
+                self.rate_bps =
+                    aerotp_link::parse_rate(&text(value)).map_err(|e| err(e.to_string()))?
+            }
+            "max_rate" => {
+                self.rate_control = aerotp_proto::RateControl::Discover;
                 self.rate_bps =
                     aerotp_link::parse_rate(&text(value)).map_err(|e| err(e.to_string()))?
             }
