@@ -41,6 +41,9 @@ step "structure: no import cycle among modules, no source file over 800 lines"
 python3 scripts/check-module-cycles.py --self-test
 python3 scripts/check-module-cycles.py
 
+step "LL-DLEP, the modem crates/dlep's interop tests run against (built once, cached outside the repo)"
+bash scripts/build-ll-dlep.sh
+
 step "cargo test (workspace)"
 # Every target runs (--no-fail-fast). The integration tests that drive real sockets, child
 # processes and network namespaces on this shared machine (crates below, `--test` targets
