@@ -16,6 +16,7 @@ mod link_flags;
 mod mark_flags;
 mod paths_report;
 mod qlog_tap;
+mod rate_flags;
 mod recv_cmd;
 mod send_cmd;
 mod sim_cmd;

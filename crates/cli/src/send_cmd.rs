@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
 use crate::common::*;
+use crate::rate_flags::{apply_rate, rate_or_auto_arg, RateArg, AUTO_RATE_CAP};
 
 /// Send a file to `aerotp recv` over AeroTP. Exit status: 0 the mode's guarantee was met,
 /// 1 local error, 2 bad usage, 3 peer unreachable, 4 connection broke before the guarantee.
