@@ -78,7 +78,9 @@ async fn session(ctx: &mut Ctx, stream: TcpStream) -> Result<bool, Stop> {
     let mut s = Session::new(ctx.cfg.session.clone(), ctx.now());
     let mut buf = vec![0u8; READ_BUF];
     let mut came_up = false;
+    // Shutdown asked for, or (`gone`) nobody reads the events any more.
     let mut quit = false;
+    let mut gone = false;
     // A modem that stops reading must not stall the heartbeats: writes get this long.
     let write_limit = (ctx.cfg.session.heartbeat_interval * 2).max(Duration::from_secs(1));
     let mut eof = false;
@@ -91,7 +93,7 @@ async fn session(ctx: &mut Ctx, stream: TcpStream) -> Result<bool, Stop> {
             }
         }
         came_up |= s.is_up();
-        if quit {
+        if gone {
             // Nobody will read them: without this the loop would spin on a closed channel.
             while s.poll_event().is_some() {}
         }
@@ -112,20 +114,20 @@ async fn session(ctx: &mut Ctx, stream: TcpStream) -> Result<bool, Stop> {
                 Err(e) => s.handle_io_error(format!("read: {e}")),
             },
             _ = sleep_until(wake) => s.handle_timeout(ctx.now()),
-            permit = ctx.events.reserve(), if s.pending_events() > 0 && !quit => match permit {
+            permit = ctx.events.reserve(), if s.pending_events() > 0 && !gone => match permit {
                 Ok(p) => {
                     if let Some(e) = s.poll_event() {
                         p.send(e);
                     }
                 }
                 Err(_) => {
-                    quit = true;
+                    (quit, gone) = (true, true);
                     s.close(ctx.now());
                 }
             },
-            _ = ctx.events.closed(), if !quit => {
+            _ = ctx.events.closed(), if !gone => {
                 // Nobody listens any more: end the session politely and stop.
-                quit = true;
+                (quit, gone) = (true, true);
                 s.close(ctx.now());
             }
             c = ctx.commands.recv(), if !quit => match c {

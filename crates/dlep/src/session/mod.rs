@@ -111,6 +111,7 @@ impl Session {
             return;
         }
         self.rx.extend_from_slice(data);
+        let terminating = matches!(self.state, State::Terminating { .. });
         let mut at = 0;
         while let Some(len) = message_frame_len(&self.rx[at..]) {
             if self.rx.len() - at < len {
@@ -119,8 +120,14 @@ impl Session {
             let frame = self.rx[at..at + len].to_vec();
             at += len;
             self.handle_message(now, &frame);
-            if matches!(self.state, State::Terminating { .. } | State::Closed) {
-                // Nothing after an error or a termination is read.
+            let ended = match self.state {
+                State::Closed => true,
+                State::Terminating { .. } => !terminating,
+                _ => false,
+            };
+            if ended {
+                // Nothing after an error or a termination is read (but a session already
+                // terminating reads on, for the Termination Response).
                 self.rx.clear();
                 return;
             }

@@ -559,7 +559,10 @@ fn close_sends_termination_and_link_characteristics_round_trip() {
             ..
         }]
     ));
-    s.handle_bytes(50 * MS, &bytes(msg::SESSION_TERMINATION_RESPONSE, vec![]));
+    // A heartbeat still in flight, then the response, in one read.
+    let mut tail = bytes(msg::HEARTBEAT, vec![]);
+    tail.extend(bytes(msg::SESSION_TERMINATION_RESPONSE, vec![]));
+    s.handle_bytes(50 * MS, &tail);
     assert!(s.is_closed());
 }
 
