@@ -321,6 +321,7 @@ async fn killed_modem_is_lost_and_a_restarted_one_reconnected_within_5s() {
     )
     .await;
     let took = restarted.elapsed();
+    eprintln!("restarted modem in session after {took:?}");
     assert!(took < Duration::from_secs(5), "reconnected after {took:?}");
     modem2.cli(&format!("dest up {MAC} Current_Data_Rate_Transmit 3000000"));
     let e = wait_for(&mut rx, T, "destination up again", |e| {

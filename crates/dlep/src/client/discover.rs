@@ -65,7 +65,10 @@ fn socket_for(d: &Discovery) -> std::io::Result<UdpSocket> {
 /// Returns the session address of the first modem that answers. Never gives up (a modem may be
 /// switched on later); socket errors are reported and retried at the discovery interval.
 pub(super) async fn find_modem(ctx: &mut Ctx, d: &Discovery) -> Result<SocketAddr, Stop> {
-    let interval = d.interval.max(Duration::from_millis(10));
+    // Between 10 ms (no busy loop) and a day (no overflowing deadline).
+    let interval = d
+        .interval
+        .clamp(Duration::from_millis(10), Duration::from_secs(86_400));
     let signal = peer_discovery(&ctx.cfg.session.peer_type);
     let mut buf = vec![0u8; 2048];
     loop {

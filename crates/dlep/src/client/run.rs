@@ -67,7 +67,9 @@ async fn run_loop(ctx: &mut Ctx) -> Result<(), Stop> {
             }
         }
         ctx.pause(backoff).await?;
-        backoff = (backoff * 2).min(ctx.cfg.backoff_max.max(ctx.cfg.backoff_initial));
+        backoff = backoff
+            .saturating_mul(2)
+            .min(ctx.cfg.backoff_max.max(ctx.cfg.backoff_initial));
     }
 }
 
@@ -82,7 +84,8 @@ async fn session(ctx: &mut Ctx, stream: TcpStream) -> Result<bool, Stop> {
     let mut quit = false;
     let mut gone = false;
     // A modem that stops reading must not stall the heartbeats: writes get this long.
-    let write_limit = (ctx.cfg.session.heartbeat_interval * 2).max(Duration::from_secs(1));
+    let write_limit =
+        (ctx.cfg.session.heartbeat_interval.saturating_mul(2)).max(Duration::from_secs(1));
     let mut eof = false;
     loop {
         while let Some(bytes) = s.poll_transmit() {
@@ -102,7 +105,7 @@ async fn session(ctx: &mut Ctx, stream: TcpStream) -> Result<bool, Stop> {
         }
         let wake = s
             .poll_timeout()
-            .map(|t| ctx.start + t)
+            .and_then(|t| ctx.start.checked_add(t))
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
         tokio::select! {
             r = rd.read(&mut buf), if !eof => match r {

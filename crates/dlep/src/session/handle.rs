@@ -192,7 +192,7 @@ impl Session {
         );
         self.state = State::Up;
         self.last_rx = now;
-        self.next_heartbeat = now + self.cfg.heartbeat_interval;
+        self.next_heartbeat = now.saturating_add(self.cfg.heartbeat_interval);
         self.emit(Event::SessionUp(info));
         if !d.pause.is_empty() {
             self.emit(Event::Pause {

@@ -77,7 +77,7 @@ impl Session {
     pub fn new(cfg: Config, now: Duration) -> Session {
         let mut s = Session {
             state: State::AwaitInit {
-                deadline: now + cfg.init_timeout,
+                deadline: now.saturating_add(cfg.init_timeout),
             },
             rx: Vec::new(),
             tx: VecDeque::new(),
@@ -200,10 +200,10 @@ impl Session {
             State::Up if now >= self.next_heartbeat => {
                 self.send(Message::new(msg::HEARTBEAT, vec![]));
                 let step = self.cfg.heartbeat_interval.max(Duration::from_millis(1));
-                self.next_heartbeat += step;
+                self.next_heartbeat = self.next_heartbeat.saturating_add(step);
                 if self.next_heartbeat <= now {
                     // Called late (a stalled caller): do not send a burst to catch up.
-                    self.next_heartbeat = now + step;
+                    self.next_heartbeat = now.saturating_add(step);
                 }
             }
             State::Terminating { deadline } if now >= deadline => self.state = State::Closed,
@@ -276,7 +276,11 @@ impl Session {
     }
 
     fn dead_at(&self) -> Duration {
-        self.last_rx + self.peer_interval * self.cfg.missed_heartbeats.max(1)
+        // Saturating: no configuration or modem value can make the arithmetic panic.
+        self.last_rx.saturating_add(
+            self.peer_interval
+                .saturating_mul(self.cfg.missed_heartbeats.max(1)),
+        )
     }
 
     fn send(&mut self, m: Message) {
@@ -344,7 +348,7 @@ impl Session {
         self.lose(reason);
         if !matches!(self.state, State::Closed) {
             self.state = State::Terminating {
-                deadline: now + self.cfg.termination_timeout,
+                deadline: now.saturating_add(self.cfg.termination_timeout),
             };
         }
     }

@@ -583,3 +583,32 @@ fn eof_loses_the_session_once() {
     assert!(s.is_closed());
     assert_eq!(s.poll_timeout(), None);
 }
+
+#[test]
+fn extreme_configuration_and_intervals_do_not_overflow() {
+    let cfg = Config {
+        heartbeat_interval: Duration::MAX,
+        missed_heartbeats: u32::MAX,
+        init_timeout: Duration::MAX,
+        termination_timeout: Duration::MAX,
+        max_latency: Duration::MAX,
+        event_capacity: 0,
+        ..Config::default()
+    };
+    let mut s = Session::new(cfg, Duration::MAX / 2);
+    sent(&mut s);
+    s.handle_bytes(
+        Duration::MAX / 2,
+        &bytes(
+            msg::SESSION_INITIALIZATION_RESPONSE,
+            vec![ok(), D::HeartbeatInterval(u32::MAX), D::Latency(u64::MAX)],
+        ),
+    );
+    assert!(s.is_up());
+    let t = s.poll_timeout().unwrap();
+    s.handle_timeout(t);
+    s.handle_timeout(Duration::MAX);
+    s.close(Duration::MAX);
+    s.handle_timeout(Duration::MAX);
+    assert!(s.is_closed());
+}
