@@ -50,7 +50,7 @@ step "cargo test (workspace)"
 # only) get one re-run if they fail, and a pass on it is reported as flaky, by name, at the
 # end; a second failure, any other failing target (unit tests and everything in virtual time
 # are deterministic), or a build error fails the run.
-real_io_crates=" aerotp aerotp-gw aerotp-net aerotp-lab aerotp-labbench aerotp-emu aerotp-capture "
+real_io_crates=" aerotp aerotp-gw aerotp-net aerotp-lab aerotp-labbench aerotp-emu aerotp-capture aerotp-dlep "
 test_log=$(mktemp)
 trap 'rm -f "$test_log"' EXIT
 if ! cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$test_log"; then
