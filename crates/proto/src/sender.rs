@@ -550,9 +550,16 @@ impl Sender {
         self.loss_time = d;
     }
 
-    /// See `repair_wait`.
-    pub fn set_repair_wait(&mut self, d: Duration) {
+    /// See `repair_wait`. A shorter wait can move a loss deadline to `now` or before it;
+    /// with `detect` (loss detection by time is live) those losses are declared at once, so
+    /// no deadline already passed is left for the connection to report (with a discovered
+    /// rate the erasure choice, and the wait with it, moves as the rate does).
+    pub fn set_repair_wait(&mut self, d: Duration, now: Duration, detect: bool) {
+        let shorter = d < self.repair_wait;
         self.repair_wait = d;
+        if shorter && detect && self.ec.loss_by_time {
+            self.detect_losses(now);
+        }
     }
 
     /// The smallest round trip measured so far (see `min_rtt`).

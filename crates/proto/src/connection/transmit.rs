@@ -135,10 +135,17 @@ impl Connection {
         }
         self.etx
             .update(now, self.rtt.smoothed(), self.pacer.rate(), self.cfg.mtu);
+        // Loss detection by time is live when `handle_timeout` runs it (`Timer::Loss`).
+        let detect = self.rtt.has_sample() && !self.liveness.paused();
         self.tx
-            .set_repair_wait(self.etx.repair_wait(self.rtt.smoothed()));
+            .set_repair_wait(self.etx.repair_wait(self.rtt.smoothed()), now, detect);
+        if self.tx.has_retransmission() {
+            self.tx.drop_answered_retransmissions();
+        }
         if !self.tx.has_retransmission() && !self.tx.asyn_pending() {
-            let idle = !self.tx.has_new();
+            // Idle: no new data can go now (none waits, or discovery's window holds it): the
+            // tail's repairs are due, since no data follows soon to carry the flush.
+            let idle = !self.tx.has_new() || !self.window_open();
             if let Some(body) = self.etx.poll_repair(now, idle) {
                 // On another path than the latest data it protects, where there is one.
                 let path = self.paths.pick(Some(self.paths.last_data()));

@@ -28,6 +28,22 @@ impl Sender {
         }
     }
 
+    /// Forgets queued retransmissions of TPDUs acknowledged since they were queued, so that
+    /// `has_retransmission` says whether one will really go: a stale entry hid a due
+    /// erasure repair behind a retransmission that `next_outgoing` then skipped.
+    pub fn drop_answered_retransmissions(&mut self) {
+        let (entries, base) = (&self.entries, self.base);
+        self.retx.retain(|&seq| {
+            let i = seq.checked_sub(base).and_then(|i| usize::try_from(i).ok());
+            matches!(i.and_then(|i| entries.get(i)), Some(Some(s)) if !s.acked)
+        });
+    }
+
+    /// TPDU-body bytes sent over every path (the rate's link-to-body conversion).
+    pub fn body_bytes_sent(&self) -> u64 {
+        self.lanes.bytes_sent()
+    }
+
     /// The delivery accounting of `path`.
     pub fn delivery(&self, path: usize) -> Option<&DeliverySampler> {
         self.lanes.sampler(path)
