@@ -1,7 +1,8 @@
-//! `--rate auto|R` and `--max-rate R`: a fixed rate, or one AeroTP discovers under a cap
-//! (docs/rate.md).
+//! `--rate auto|R` and `--max-rate R` (`sim`: `--send-rate`): a fixed rate, or one AeroTP
+//! discovers under a cap (docs/rate.md).
 
 use crate::common::rate_arg;
+use aerotp_proto::{ErrorControl, Mode, RateControl, DEFAULT_RATE_CAP_BPS};
 
 /// A sending rate on the command line: a fixed rate, or `auto` (discovered).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,10 +10,6 @@ pub enum RateArg {
     Auto,
     Fixed(u64),
 }
-
-/// The cap of a discovered rate when no `--max-rate` is given: above any radio link, so the
-/// link alone sets the rate.
-pub const AUTO_RATE_CAP: u64 = 10_000_000_000;
 
 /// `--rate`: `auto` or a rate of at least 1000 b/s.
 pub fn rate_or_auto_arg(s: &str) -> Result<RateArg, String> {
@@ -24,31 +21,86 @@ pub fn rate_or_auto_arg(s: &str) -> Result<RateArg, String> {
         .map_err(|e| format!("{e}, or auto to discover the link's rate"))
 }
 
-/// Sets `cfg`'s rate from `--rate` and `--max-rate`: fixed, or discovered under the cap.
-/// A mode that cannot discover (no selective acknowledgements) sends at the cap, so it must
-/// be given one.
-pub fn apply_rate(
-    cfg: &mut aerotp_proto::ConnectionConfig,
-    rate: RateArg,
+/// The rate control and rate (or cap) that `rate_flag` (`--rate` or `--send-rate`, `None`
+/// if not given) and `--max-rate` ask for, `default` being the fixed rate when neither is
+/// given. A mode that cannot discover sends at the cap, so it must be given one; a fixed
+/// rate and a cap together are refused rather than one silently ignored.
+pub fn resolve_rate(
+    mode: Mode,
+    flag: &str,
+    rate: Option<RateArg>,
     max_rate: Option<u64>,
-) -> anyhow::Result<()> {
-    let selective = aerotp_proto::ErrorControl::for_mode(cfg.mode).feedback
-        == aerotp_proto::Feedback::Selective;
-    if rate == RateArg::Auto && max_rate.is_none() && !selective {
-        anyhow::bail!(
-            "--rate auto: mode {} has no selective acknowledgements to discover the rate \
-             from (reliable and hybrid-nack-mack have); give --rate R, or --max-rate R to \
-             send at R",
-            cfg.mode
-        );
-    }
-    (cfg.rate_control, cfg.rate_bps) = match (rate, max_rate) {
-        (RateArg::Fixed(r), None) => (aerotp_proto::RateControl::Fixed, r),
-        (RateArg::Auto, cap) => (
-            aerotp_proto::RateControl::Discover,
-            cap.unwrap_or(AUTO_RATE_CAP),
+    default: u64,
+) -> anyhow::Result<(RateControl, u64)> {
+    match (rate, max_rate) {
+        (None, None) => Ok((RateControl::Fixed, default)),
+        (Some(RateArg::Fixed(r)), None) => Ok((RateControl::Fixed, r)),
+        (Some(RateArg::Fixed(_)), Some(_)) => anyhow::bail!(
+            "{flag} R fixes the rate and --max-rate R caps a discovered one: give one of them \
+             (or {flag} auto --max-rate R)"
         ),
-        (RateArg::Fixed(_), Some(cap)) => (aerotp_proto::RateControl::Discover, cap),
-    };
-    Ok(())
+        (Some(RateArg::Auto), None) if !ErrorControl::for_mode(mode).discovers_rate() => {
+            anyhow::bail!(
+                "{flag} auto: mode {mode} has no selective acknowledgements to discover the \
+                 rate from (reliable and hybrid-nack-mack have); give {flag} R, or \
+                 --max-rate R to send at R"
+            )
+        }
+        (_, cap) => Ok((RateControl::Discover, cap.unwrap_or(DEFAULT_RATE_CAP_BPS))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_and_bad_ones_say_what_to_give() {
+        assert_eq!(rate_or_auto_arg("auto"), Ok(RateArg::Auto));
+        assert_eq!(rate_or_auto_arg("5mbit"), Ok(RateArg::Fixed(5_000_000)));
+        for bad in ["fast", "10", "", "-5mbit", "AUTO"] {
+            let e = rate_or_auto_arg(bad).expect_err(bad);
+            assert!(e.contains("auto"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn fixed_discovered_capped_and_refused() {
+        let r = |mode, rate, max| resolve_rate(mode, "--rate", rate, max, 5_000_000);
+        let fixed = Some(RateArg::Fixed(2_000_000));
+        let auto = Some(RateArg::Auto);
+        assert_eq!(
+            r(Mode::Reliable, None, None).unwrap(),
+            (RateControl::Fixed, 5_000_000)
+        );
+        assert_eq!(
+            r(Mode::Reliable, fixed, None).unwrap(),
+            (RateControl::Fixed, 2_000_000)
+        );
+        assert_eq!(
+            r(Mode::Reliable, auto, None).unwrap(),
+            (RateControl::Discover, DEFAULT_RATE_CAP_BPS)
+        );
+        assert_eq!(
+            r(Mode::HybridNackMack, None, Some(3_000_000)).unwrap(),
+            (RateControl::Discover, 3_000_000)
+        );
+        // A mode that cannot discover sends at the cap it is given, and needs one.
+        assert_eq!(
+            r(Mode::NearReliable, auto, Some(3_000_000)).unwrap(),
+            (RateControl::Discover, 3_000_000)
+        );
+        let e = r(Mode::NearReliable, auto, None).unwrap_err().to_string();
+        assert!(
+            e.contains("near-reliable") && e.contains("--max-rate"),
+            "{e}"
+        );
+        let e = r(Mode::QuasiReliable, auto, None).unwrap_err().to_string();
+        assert!(e.contains("--rate R"), "{e}");
+        // A fixed rate and a cap: refused, neither ignored.
+        let e = r(Mode::Reliable, fixed, Some(3_000_000))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("give one of them"), "{e}");
+    }
 }

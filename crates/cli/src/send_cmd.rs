@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
 use crate::common::*;
-use crate::rate_flags::{apply_rate, rate_or_auto_arg, RateArg, AUTO_RATE_CAP};
+use crate::rate_flags::{rate_or_auto_arg, resolve_rate, RateArg};
 
 /// Send a file to `aerotp recv` over AeroTP. Exit status: 0 the mode's guarantee was met,
 /// 1 local error, 2 bad usage, 3 peer unreachable, 4 connection broke before the guarantee.
@@ -58,9 +58,9 @@ pub struct Args {
     /// a few per cent under the link's rate), e.g. 5mbit, 10Mbps, 1gbit; or `auto`: AeroTP
     /// discovers the link's rate from the acknowledgements, blind to corruption and random
     /// loss, and follows it as it changes (docs/rate.md; modes without acknowledgements
-    /// then send at --max-rate).
-    #[arg(long, default_value = "5mbit", value_parser = rate_or_auto_arg)]
-    rate: RateArg,
+    /// then send at --max-rate). Default 5mbit.
+    #[arg(long, value_parser = rate_or_auto_arg)]
+    rate: Option<RateArg>,
     /// Discover the rate (as --rate auto), never above this: 5mbit, 1gbit.
     #[arg(long, value_parser = rate_arg)]
     max_rate: Option<u64>,
@@ -505,6 +505,9 @@ pub fn connection_config(
     Ok(cfg)
 }
 
+/// `--rate` when not given: the papers' 5 Mb/s link.
+const DEFAULT_SEND_RATE: u64 = 5_000_000;
+
 pub async fn run(args: Args) -> i32 {
     match run_inner(args).await {
         Ok(code) => code,
@@ -517,19 +520,22 @@ pub async fn run(args: Args) -> i32 {
 }
 
 async fn run_inner(args: Args) -> Result<i32, SendError> {
-    let fixed = match args.rate {
-        RateArg::Fixed(r) => r,
-        RateArg::Auto => args.max_rate.unwrap_or(AUTO_RATE_CAP),
-    };
+    let (rate_control, rate) = resolve_rate(
+        args.mode,
+        "--rate",
+        args.rate,
+        args.max_rate,
+        DEFAULT_SEND_RATE,
+    )?;
     let mut cfg = connection_config(
         args.mode,
-        fixed,
+        rate,
         args.fec,
         args.mack,
         args.mtu,
         args.initial_ber,
     )?;
-    apply_rate(&mut cfg, args.rate, args.max_rate)?;
+    cfg.rate_control = rate_control;
     cfg.erasure = args
         .erasure
         .choice()

@@ -17,6 +17,7 @@ use aerotp_sim::{
 use anyhow::{bail, Context};
 
 use crate::link_flags::LinkFlags;
+use crate::rate_flags::{resolve_rate, RateArg};
 
 /// Simulate file transfers over an impaired link in virtual time (deterministic: the same
 /// seed gives the same result).
@@ -33,10 +34,11 @@ pub struct Args {
     /// AeroTP's sending rate (UDP's pacing rate), or `auto`: AeroTP discovers it from the
     /// acknowledgements (docs/rate.md; UDP then paces at the links' rate). Default: `--rate`
     /// if given, else the sum of the paths' forward rates (5mbit without a scenario).
-    #[arg(long, value_parser = send_rate_arg)]
-    send_rate: Option<SendRate>,
-    /// Discover AeroTP's rate (as `--send-rate auto`) but never above this.
-    #[arg(long, value_parser = crate::common::rate_arg, conflicts_with = "send_rate")]
+    #[arg(long, value_parser = crate::rate_flags::rate_or_auto_arg)]
+    send_rate: Option<RateArg>,
+    /// Discover AeroTP's rate (as `--send-rate auto`) but never above this; not with a fixed
+    /// `--send-rate R`.
+    #[arg(long, value_parser = crate::common::rate_arg)]
     max_rate: Option<u64>,
     /// What the applications do: bulk (the file, default),
     /// messages[,size=200,interval=100ms,count=100|duration=10s],
@@ -102,21 +104,6 @@ fn mode_arg(s: &str) -> Result<SimMode, String> {
 fn topology_arg(s: &str) -> Result<Topology, String> {
     s.parse().map_err(|e: aerotp_sim::SimError| e.to_string())
 }
-/// `--send-rate`: a rate, or `auto`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SendRate {
-    Auto,
-    Fixed(u64),
-}
-
-fn send_rate_arg(s: &str) -> Result<SendRate, String> {
-    if s == "auto" {
-        return Ok(SendRate::Auto);
-    }
-    crate::common::rate_arg(s)
-        .map(SendRate::Fixed)
-        .map_err(|e| format!("{e}, or auto to discover the rate"))
-}
 fn size_arg(s: &str) -> Result<usize, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
@@ -157,29 +144,16 @@ impl Args {
             ..Scenario::default()
         };
         let links = self.link.rate.unwrap_or_else(|| s.forward_rate_sum());
-        (s.rate_control, s.rate_bps) = match (self.send_rate, self.max_rate) {
-            (Some(SendRate::Fixed(r)), _) => (aerotp_proto::RateControl::Fixed, r),
-            (Some(SendRate::Auto), _) if s.mode == SimMode::Udp => {
-                (aerotp_proto::RateControl::Fixed, links)
+        (s.rate_control, s.rate_bps) = match s.mode {
+            // Plain UDP paces at a fixed rate, the links' unless one is given.
+            SimMode::Udp => match self.send_rate {
+                Some(RateArg::Fixed(r)) => (aerotp_proto::RateControl::Fixed, r),
+                _ => (aerotp_proto::RateControl::Fixed, links),
+            },
+            SimMode::Aero(mode) => {
+                resolve_rate(mode, "--send-rate", self.send_rate, self.max_rate, links)?
             }
-            (Some(SendRate::Auto), cap) => (
-                aerotp_proto::RateControl::Discover,
-                cap.unwrap_or(aerotp_sim::AUTO_RATE_CAP),
-            ),
-            (None, Some(cap)) => (aerotp_proto::RateControl::Discover, cap),
-            (None, None) => (aerotp_proto::RateControl::Fixed, links),
         };
-        if let SimMode::Aero(mode) = s.mode {
-            let selective = aerotp_proto::ErrorControl::for_mode(mode).feedback
-                == aerotp_proto::Feedback::Selective;
-            if self.send_rate == Some(SendRate::Auto) && self.max_rate.is_none() && !selective {
-                bail!(
-                    "--send-rate auto: mode {mode} has no selective acknowledgements to \
-                     discover the rate from (reliable and hybrid-nack-mack have); give \
-                     --send-rate R, or --max-rate R to send at R"
-                );
-            }
-        }
         Ok(s)
     }
 }
@@ -450,6 +424,61 @@ mod tests {
 
     fn parse(s: &str) -> Result<Args, clap::Error> {
         T::try_parse_from(std::iter::once("sim").chain(s.split_whitespace())).map(|t| t.a)
+    }
+
+    #[test]
+    fn send_rate_auto_discovers_and_bad_rates_are_refused() {
+        let s = parse("--mode reliable --send-rate auto")
+            .unwrap()
+            .scenario()
+            .unwrap();
+        assert_eq!(
+            (s.rate_control, s.rate_bps),
+            (
+                aerotp_proto::RateControl::Discover,
+                aerotp_proto::DEFAULT_RATE_CAP_BPS
+            )
+        );
+        let s = parse("--mode hybrid-nack-mack --max-rate 2mbit")
+            .unwrap()
+            .scenario()
+            .unwrap();
+        assert_eq!(
+            (s.rate_control, s.rate_bps),
+            (aerotp_proto::RateControl::Discover, 2_000_000)
+        );
+        let s = parse("--mode reliable").unwrap().scenario().unwrap();
+        assert_eq!(
+            (s.rate_control, s.rate_bps),
+            (aerotp_proto::RateControl::Fixed, 5_000_000)
+        );
+        // Plain UDP has nothing to discover with: it paces at the links' rate.
+        let s = parse("--mode udp --send-rate auto")
+            .unwrap()
+            .scenario()
+            .unwrap();
+        assert_eq!(
+            (s.rate_control, s.rate_bps),
+            (aerotp_proto::RateControl::Fixed, 5_000_000)
+        );
+        for bad in [
+            "--send-rate fast",
+            "--send-rate 10",
+            "--max-rate auto",
+            "--max-rate 0",
+        ] {
+            assert!(parse(&format!("--mode reliable {bad}")).is_err(), "{bad}");
+        }
+        let e = parse("--mode near-reliable --send-rate auto")
+            .unwrap()
+            .scenario()
+            .unwrap_err();
+        assert!(e.to_string().contains("--max-rate"), "{e}");
+        let e = parse("--mode reliable --send-rate 2mbit --max-rate 3mbit")
+            .unwrap()
+            .scenario()
+            .unwrap_err();
+        assert!(e.to_string().contains("give one of them"), "{e}");
     }
 
     #[test]

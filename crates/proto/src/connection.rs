@@ -201,7 +201,7 @@ impl Connection {
                 cfg.rate_bps,
                 cfg.mtu,
                 cfg.per_packet_overhead,
-                ec.feedback == Feedback::Selective,
+                ec.discovers_rate(),
                 u64::from(tag) << 32 | u64::from(local_port) << 16 | u64::from(remote_port),
             ),
             clock: now,

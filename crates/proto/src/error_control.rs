@@ -217,6 +217,12 @@ impl ErrorControl {
         self.hole == Hole::Wait
     }
 
+    /// Whether the sender can discover the link's rate (`RateControl::Discover`): only
+    /// selective acknowledgements say what each TPDU delivered (docs/rate.md).
+    pub fn discovers_rate(&self) -> bool {
+        self.feedback == Feedback::Selective
+    }
+
     /// Whether the receiver sends positive acknowledgements (ACK or MACK): the sender then
     /// keeps to the receiver's window, watches for outages and is answered when it probes.
     pub fn acknowledges(&self) -> bool {

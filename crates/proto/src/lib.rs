@@ -55,7 +55,9 @@ pub use fec_control::datagram_parity;
 pub use fec_parity::auto_parity;
 pub use link_share::{LinkShareConfig, SharePolicy, TrafficClass, SHARE_PERIOD};
 pub use paths::{PathStats, MAX_PATHS};
-pub use rate::{PathRate, RateControl, RatePhase, RateReason, MIN_RATE_BPS, TRAIN_TPDUS};
+pub use rate::{
+    PathRate, RateControl, RatePhase, RateReason, DEFAULT_RATE_CAP_BPS, MIN_RATE_BPS, TRAIN_TPDUS,
+};
 pub use receiver::{Delivered, ReceiverStats};
 pub use reorder_budget::{ReorderBudget, DEFAULT_ENDPOINT_REORDER_BYTES};
 pub use sender::{LaneStats, SenderStats};

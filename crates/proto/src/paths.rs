@@ -242,14 +242,21 @@ impl Paths {
             return;
         }
         self.rate_weighted = true;
+        self.spread_weights(&up, |i, _, budget| budget * shares[i].unwrap_or(0.0));
+    }
+
+    /// Gives each up path in `up` the weight `target(path, its weight, the up paths' total)`,
+    /// at least `MIN_WEIGHT_SHARE` of an even share, then scales them back to the same total
+    /// (only a path going down or up changes the pacing rate).
+    fn spread_weights(&mut self, up: &[usize], target: impl Fn(usize, f64, f64) -> f64) {
         let budget: f64 = up.iter().map(|&i| self.list[i].weight).sum();
         let floor = MIN_WEIGHT_SHARE * budget / up.len() as f64;
-        for &i in &up {
-            let share = shares[i].unwrap_or(0.0);
-            self.list[i].weight = (budget * share).max(floor);
+        for &i in up {
+            let w = &mut self.list[i].weight;
+            *w = target(i, *w, budget).max(floor);
         }
         let after: f64 = up.iter().map(|&i| self.list[i].weight).sum();
-        for &i in &up {
+        for &i in up {
             self.list[i].weight *= budget / after;
         }
     }
@@ -647,18 +654,10 @@ impl Paths {
         if sum <= 0.0 || up.len() < 2 {
             return;
         }
-        let budget: f64 = up.iter().map(|&i| self.list[i].weight).sum();
-        let floor = MIN_WEIGHT_SHARE * budget / up.len() as f64;
-        for &i in &up {
+        self.spread_weights(&up, |i, w, budget| {
             let measured = budget * delivered[i] / sum;
-            let w = &mut self.list[i].weight;
-            *w = (*w * (1.0 - WEIGHT_GAIN) + measured * WEIGHT_GAIN).max(floor);
-        }
-        // Back to the same total (the floor may have added a little).
-        let after: f64 = up.iter().map(|&i| self.list[i].weight).sum();
-        for &i in &up {
-            self.list[i].weight *= budget / after;
-        }
+            w * (1.0 - WEIGHT_GAIN) + measured * WEIGHT_GAIN
+        });
     }
 
     pub fn stats(&self, now: Duration, sent: &[LaneStats]) -> Vec<PathStats> {

@@ -9,19 +9,17 @@ mod filter;
 mod model;
 mod sampler;
 
-pub use model::RatePhase;
 use model::{RateModel, Totals};
+pub use model::{RatePhase, TRAIN_TPDUS};
 pub use sampler::RateSample;
 pub(crate) use sampler::{DeliverySampler, SendSnapshot};
 
+/// The cap of a discovered rate when the user gives none: above any radio link, so the link
+/// alone sets the rate.
+pub const DEFAULT_RATE_CAP_BPS: u64 = 10_000_000_000;
+
 /// The engine's lowest pacing rate, b/s (`ConnectionConfig::validate` accepts nothing lower).
 pub const MIN_RATE_BPS: u64 = 1000;
-
-/// TPDUs in the first flight, before any acknowledgement: its acknowledgements' dispersion
-/// measures the bottleneck (a packet train). Ten, as TCP's initial window (RFC 6928): long
-/// enough to measure, short enough that on a 9.6 kb/s link it is the "20 datagrams'
-/// serialisation" the first estimate may take.
-pub const TRAIN_TPDUS: u64 = 10;
 
 /// How the sending rate is chosen (`ConnectionConfig::rate_control`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -174,10 +172,14 @@ impl RateState {
         self.link_per_body += 0.25 * (r - self.link_per_body);
     }
 
+    /// A body rate (bytes/s) as a rate on the link (b/s).
+    fn link_bps(&self, body_rate: f64) -> f64 {
+        body_rate * 8.0 * self.link_per_body
+    }
+
     /// The rate of `path` on the link, b/s, before the cap: `None` before a sample.
     fn path_bps(&self, path: usize) -> Option<f64> {
-        let m = self.models.get(path)?;
-        Some(m.pacing_rate()? * 8.0 * self.link_per_body)
+        Some(self.link_bps(self.models.get(path)?.pacing_rate()?))
     }
 
     /// The rate to pace at over the paths `up` says are up, b/s, and why.
@@ -224,7 +226,7 @@ impl RateState {
         Some(
             self.models
                 .get(path)
-                .map_or(TRAIN_TPDUS * self.mss as u64, |m| m.window(TRAIN_TPDUS)),
+                .map_or(TRAIN_TPDUS * self.mss as u64, RateModel::window),
         )
     }
 
@@ -236,9 +238,8 @@ impl RateState {
                 ..PathRate::default()
             };
         };
-        let to_bps = |r: f64| (r * 8.0 * self.link_per_body) as u64;
         PathRate {
-            estimate_bps: m.bandwidth().map_or(0, to_bps),
+            estimate_bps: m.bandwidth().map_or(0, |b| self.link_bps(b) as u64),
             pacing_bps: self
                 .path_bps(path)
                 .map_or(self.cap_bps, |r| (r as u64).min(self.cap_bps)),

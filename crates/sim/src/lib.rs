@@ -36,8 +36,8 @@ pub use run::{
     addr_sender, mix_seed, run_once, run_once_tapped, PathRun, RunResult, Tap, TapPoint,
 };
 pub use scenario::{
-    datagram_parity, parse_size, Scenario, SimError, SimMode, Striping, Topology, AUTO_RATE_CAP,
-    ENGINE_KEYS, IP_UDP_OVERHEAD, LINK_KEY_FORMS,
+    datagram_parity, parse_size, Scenario, SimError, SimMode, Striping, Topology, ENGINE_KEYS,
+    IP_UDP_OVERHEAD, LINK_KEY_FORMS,
 };
 pub use summary::{
     run_many, run_seed, summarize, transfer_span, PathStates, Percentiles, Stat, Summary,

@@ -17,8 +17,8 @@ impl Connection {
                 self.rate.on_feedback(now, i, sample, acked, d);
             }
         }
-        let body: u64 = self.tx.path_stats().iter().map(|s| s.bytes_sent).sum();
-        self.rate.on_link_totals(self.link_bytes_sent(), body);
+        self.rate
+            .on_link_totals(self.link_bytes_sent(), self.tx.body_bytes_sent());
         self.apply_path_rate();
     }
 

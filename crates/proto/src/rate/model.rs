@@ -27,6 +27,12 @@ use super::filter::{WindowedMax, WindowedMin};
 use super::sampler::RateSample;
 use std::time::Duration;
 
+/// TPDUs in the first flight, before any acknowledgement: its acknowledgements' dispersion
+/// measures the bottleneck (a packet train). Ten, as TCP's initial window (RFC 6928): long
+/// enough to measure, short enough that on a 9.6 kb/s link it is the "20 datagrams'
+/// serialisation" the first estimate may take.
+pub const TRAIN_TPDUS: u64 = 10;
+
 /// Round trips the bottleneck-rate maximum is kept: two cruise cycles (BBR keeps 10, a
 /// little more than one; at 30 % loss a cycle without a clean probe let it fall to the
 /// drain phase's rate).
@@ -76,17 +82,6 @@ pub enum RatePhase {
     Drain,
     /// Pacing at the estimate, probing above it for one round trip in eight.
     Cruise,
-}
-
-impl RatePhase {
-    pub fn name(self) -> &'static str {
-        match self {
-            RatePhase::Train => "train",
-            RatePhase::Growth => "growth",
-            RatePhase::Drain => "drain",
-            RatePhase::Cruise => "cruise",
-        }
-    }
 }
 
 /// Totals of the path's sender at a feedback (`sampler::DeliverySampler`).
@@ -197,12 +192,12 @@ impl RateModel {
         Some(self.bw.get()? * self.gain())
     }
 
-    /// Most bytes of TPDU bodies in flight: before a sample the first flight (`train` TPDUs),
+    /// Most bytes of TPDU bodies in flight: before a sample the first flight (`TRAIN_TPDUS`),
     /// then twice the bandwidth-delay product plus the acknowledgements' burstiness (BBR's
     /// window: it stops a sender whose acknowledgements stopped from pacing into the void).
-    pub fn window(&self, train: u64) -> u64 {
+    pub fn window(&self) -> u64 {
         let (Some(bw), Some(rtt)) = (self.bw.get(), self.min_rtt()) else {
-            return train * self.mss;
+            return TRAIN_TPDUS * self.mss;
         };
         let bdp = bw * rtt.as_secs_f64();
         let gain = if self.phase == RatePhase::Growth {

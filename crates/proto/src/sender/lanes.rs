@@ -203,6 +203,11 @@ impl Lanes {
         l.rate.on_lost(bytes);
     }
 
+    /// TPDU-body bytes sent over every path (first transmissions and retransmissions).
+    pub fn bytes_sent(&self) -> u64 {
+        self.list.iter().map(|l| l.stats.bytes_sent).sum()
+    }
+
     pub fn stats(&self) -> Vec<LaneStats> {
         self.list.iter().map(|l| l.stats).collect()
     }

@@ -13,6 +13,6 @@ mod values;
 
 pub use error::SimError;
 pub use mode::{SimMode, Topology};
-pub use model::{datagram_parity, Scenario, Striping, AUTO_RATE_CAP, IP_UDP_OVERHEAD};
+pub use model::{datagram_parity, Scenario, Striping, IP_UDP_OVERHEAD};
 pub use set::{ENGINE_KEYS, LINK_KEY_FORMS};
 pub use values::parse_size;

@@ -6,10 +6,6 @@ use std::time::Duration;
 use aerotp_link::{LinkConfig, Network, Path};
 use aerotp_proto::{ConnectionConfig, ErasureChoice, FecSetting, Mode, RateControl};
 
-/// The cap of a discovered rate when none is given (`send_rate = "auto"`): above any link
-/// the simulator models, so the link alone sets the rate.
-pub const AUTO_RATE_CAP: u64 = 10_000_000_000;
-
 use super::mode::{SimMode, Topology};
 use crate::workload::Workload;
 

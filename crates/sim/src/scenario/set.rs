@@ -89,17 +89,17 @@ impl Scenario {
             }
             "send_rate" if text(value) == "auto" => {
                 self.rate_control = aerotp_proto::RateControl::Discover;
-                self.rate_bps = super::model::AUTO_RATE_CAP;
+                self.rate_bps = aerotp_proto::DEFAULT_RATE_CAP_BPS;
             }
-            "send_rate" => {
-                self.rate_control = aerotp_proto::RateControl::Fixed;
-                self.rate_bps =
-                    aerotp_link::parse_rate(&text(value)).map_err(|e| err(e.to_string()))?
-            }
-            "max_rate" => {
-                self.rate_control = aerotp_proto::RateControl::Discover;
-                self.rate_bps =
-                    aerotp_link::parse_rate(&text(value)).map_err(|e| err(e.to_string()))?
+            // Parsed before anything is set: a bad value leaves the scenario as it was.
+            "send_rate" | "max_rate" => {
+                let r = aerotp_link::parse_rate(&text(value)).map_err(|e| err(e.to_string()))?;
+                self.rate_control = if key == "max_rate" {
+                    aerotp_proto::RateControl::Discover
+                } else {
+                    aerotp_proto::RateControl::Fixed
+                };
+                self.rate_bps = r;
             }
             "rate" => {
                 let r = aerotp_link::parse_rate(&text(value)).map_err(|e| err(e.to_string()))?;
@@ -268,6 +268,42 @@ mod tests {
         let mut s = Scenario::default();
         s.network.paths.push(s.network.paths[0].clone());
         s
+    }
+
+    #[test]
+    fn send_rate_auto_and_max_rate_keys() {
+        let mut s = Scenario::default();
+        s.set("send_rate", &v("auto")).unwrap();
+        assert_eq!(
+            (s.rate_control, s.rate_bps),
+            (
+                aerotp_proto::RateControl::Discover,
+                aerotp_proto::DEFAULT_RATE_CAP_BPS
+            )
+        );
+        s.set("max_rate", &v("3mbit")).unwrap();
+        assert_eq!(
+            (s.rate_control, s.rate_bps),
+            (aerotp_proto::RateControl::Discover, 3_000_000)
+        );
+        s.set("send_rate", &v("2mbit")).unwrap();
+        assert_eq!(
+            (s.rate_control, s.rate_bps),
+            (aerotp_proto::RateControl::Fixed, 2_000_000)
+        );
+        // Bad values: an error naming the key, and the scenario as it was.
+        for (k, bad) in [
+            ("send_rate", "fast"),
+            ("max_rate", "auto"),
+            ("max_rate", ""),
+        ] {
+            let e = s.set(k, &v(bad)).expect_err(bad);
+            assert!(e.to_string().contains(k), "{k} = {bad}: {e}");
+            assert_eq!(
+                (s.rate_control, s.rate_bps),
+                (aerotp_proto::RateControl::Fixed, 2_000_000)
+            );
+        }
     }
 
     #[test]
