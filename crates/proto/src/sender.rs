@@ -15,6 +15,7 @@ mod paths;
 mod queue;
 mod rate;
 mod record;
+mod resend;
 pub use lanes::{LaneStats, MAX_LANES};
 use record::{current, Sent};
 pub use record::{Outgoing, SenderStats};
@@ -253,6 +254,7 @@ impl Sender {
             let snap = self.lanes.on_sent(now, p, out.len, true);
             if let Some(Some(s)) = self.entry_mut(seq) {
                 s.snap = snap;
+                s.in_flight = true;
             }
             self.stats.tpdus_retransmitted += 1;
             self.stats.tpdus_sent += 1;
@@ -324,6 +326,7 @@ impl Sender {
                 acked: false,
                 queued: false,
                 snap,
+                in_flight: true,
             }));
             if self.unacked == 0 {
                 self.outstanding_since = now;
@@ -418,6 +421,10 @@ impl Sender {
         match self.entry_mut(seq) {
             Some(Some(s)) if !s.acked && !s.queued => {
                 s.queued = true;
+                if std::mem::take(&mut s.in_flight) {
+                    let (path, len) = (s.path, s.body.len());
+                    self.lanes.leave_flight(path, len);
+                }
                 // Lowest sequence first, as TCP repairs from its oldest unacknowledged byte:
                 // the receiver delivers in order, so the lowest hole holds everything behind
                 // it. Losses are found in transmission order, which is not sequence order
@@ -444,16 +451,25 @@ impl Sender {
     fn mark_acked(&mut self, seq: u64, now: Duration) -> Option<(u8, u64, bool)> {
         let min_rtt = self.min_rtt;
         let largest = self.largest_acked_tx;
-        let (tx, path, len, first, attributable, snap) = match self.entry_mut(seq) {
+        let (tx, path, len, first, attributable, snap, left) = match self.entry_mut(seq) {
             Some(Some(s)) if !s.acked => {
                 s.acked = true;
+                let left = std::mem::take(&mut s.in_flight);
                 // Which copy arrived? Certainly this one if it is the only one; this one too
                 // if the acknowledgement came at least a minimum round trip after it was sent
                 // (an earlier copy's acknowledgement cannot be told from it otherwise).
                 let attributable =
                     s.sends == 1 || min_rtt.is_some_and(|m| now.saturating_sub(s.last_sent) >= m);
                 let first = (s.sends == 1).then_some(s.last_sent);
-                (s.tx, s.path, s.body.len(), first, attributable, s.snap)
+                (
+                    s.tx,
+                    s.path,
+                    s.body.len(),
+                    first,
+                    attributable,
+                    s.snap,
+                    left,
+                )
             }
             _ => return None,
         };
@@ -465,6 +481,9 @@ impl Sender {
         self.unacked -= 1;
         self.stats.acked_tpdus += 1;
         self.lanes.on_acked(now, path, len, first, &snap);
+        if left {
+            self.lanes.leave_flight(path, len);
+        }
         if self.fin_seq == Some(seq) {
             self.fin_acked = true;
         }
@@ -764,29 +783,6 @@ impl Sender {
         match self.entries.front() {
             Some(Some(s)) => Some(s.first_sent + self.retention),
             _ => None,
-        }
-    }
-
-    /// Drops every queued retransmission (while the link is out, only probes are sent).
-    pub fn hold_retransmissions(&mut self) {
-        for seq in std::mem::take(&mut self.retx) {
-            if let Some(Some(s)) = self.entry_mut(seq) {
-                s.queued = false;
-            }
-        }
-    }
-
-    /// After an outage: every unacknowledged TPDU is retransmitted.
-    pub fn retransmit_all_unacked(&mut self) {
-        let seqs: Vec<u64> = self
-            .entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| matches!(e, Some(s) if !s.acked))
-            .map(|(i, _)| self.base + i as u64)
-            .collect();
-        for s in seqs {
-            self.queue_retx(s);
         }
     }
 }

@@ -51,7 +51,11 @@ pub struct RateSample {
 /// The per-path counters and the pending sample.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DeliverySampler {
-    sent: u64,
+    /// Bytes of the transmissions still in flight: the sender adds each as it leaves and
+    /// takes it off (`leave_flight`) when it is acknowledged or queued to go again, whatever
+    /// queued it (a loss, an outage, a RETRY): its records are the one account of what is
+    /// out, so nothing the losses do not count can hold the window shut.
+    in_flight: u64,
     delivered: u64,
     delivered_at: Option<Duration>,
     first_sent_at: Duration,
@@ -76,9 +80,14 @@ impl DeliverySampler {
         self.lost
     }
 
-    /// Bytes sent and neither delivered nor lost yet.
+    /// Bytes sent and neither acknowledged nor queued to go again.
     pub fn in_flight(&self) -> u64 {
-        self.sent.saturating_sub(self.delivered + self.lost)
+        self.in_flight
+    }
+
+    /// A transmission of `bytes` is no longer in flight.
+    pub fn leave_flight(&mut self, bytes: usize) {
+        self.in_flight = self.in_flight.saturating_sub(bytes as u64);
     }
 
     /// A transmission of `bytes` leaves at `now`: its snapshot.
@@ -90,7 +99,7 @@ impl DeliverySampler {
                 self.delivered_at = Some(now);
             }
         }
-        self.sent += bytes as u64;
+        self.in_flight += bytes as u64;
         SendSnapshot {
             delivered: self.delivered,
             delivered_at: self.delivered_at,
@@ -267,8 +276,11 @@ mod tests {
         let c = s.on_sent(2 * MS, 1000);
         assert_eq!(s.in_flight(), 3000);
         s.on_corrupted(10 * MS, 1000, &a);
+        s.leave_flight(1000);
         s.on_lost(1000);
+        s.leave_flight(1000);
         s.on_acked(12 * MS, 1000, &c, true);
+        s.leave_flight(1000);
         assert_eq!(s.delivered(), 2000);
         assert_eq!(s.lost(), 1000);
         assert_eq!(s.in_flight(), 0);

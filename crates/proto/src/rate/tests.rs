@@ -97,6 +97,7 @@ impl Link {
                 } else {
                     sampler.on_lost(MSS);
                 }
+                sampler.leave_flight(MSS);
                 fed = true;
             }
             if fed {

@@ -192,6 +192,12 @@ impl Lanes {
         l.largest_acked_tx = Some(l.largest_acked_tx.map_or(tx, |x| x.max(tx)));
     }
 
+    /// A transmission of `bytes` on `path` is no longer in flight (acknowledged, or queued to
+    /// go again).
+    pub fn leave_flight(&mut self, path: u8, bytes: usize) {
+        self.lane(path).rate.leave_flight(bytes);
+    }
+
     /// A loss just counted on `path` was a corrupted arrival: not lost, for the rate.
     pub fn forgive_loss(&mut self, path: u8, bytes: usize) {
         self.lane(path).rate.forgive_loss(bytes);

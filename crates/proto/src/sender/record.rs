@@ -22,6 +22,9 @@ pub(crate) struct Sent {
     pub queued: bool,
     /// What its path had delivered when its latest transmission left (`crate::rate`).
     pub snap: crate::rate::SendSnapshot,
+    /// Its latest transmission counts in its path's bytes in flight (`crate::rate`): from
+    /// when it leaves until it is acknowledged or queued to go again.
+    pub in_flight: bool,
 }
 
 /// A TPDU ready to go out.
