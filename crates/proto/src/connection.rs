@@ -24,6 +24,7 @@ use std::time::Duration;
 
 mod app;
 mod multipath;
+mod radio;
 mod rate;
 mod timers;
 mod transmit;

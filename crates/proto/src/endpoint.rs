@@ -29,6 +29,8 @@ mod datagram;
 mod migrate;
 mod ports;
 mod queries;
+mod radio;
+pub use radio::{RadioApplied, RADIO_PEERS};
 mod release;
 mod schedule;
 mod share;
@@ -80,6 +82,8 @@ pub struct Endpoint {
     recv_routes: crate::datagram_repair::RecvRoutes,
     /// Connections by ports and tag, and peers' new addresses being validated.
     migrate: crate::migrations::Migrations,
+    /// What each peer's radio said last (`crate::radio`).
+    radio: radio::RadioBook,
     pub stats: EndpointStats,
 }
 
@@ -140,6 +144,7 @@ impl Endpoint {
             send_routes,
             recv_routes,
             migrate: crate::migrations::Migrations::new(tables.gen()),
+            radio: radio::RadioBook::new(tables.gen()),
             stats: EndpointStats::default(),
         }
     }
@@ -232,6 +237,7 @@ impl Endpoint {
         self.conns.insert(h, conn);
         self.schedule.add(h);
         self.share_join(now, h);
+        self.radio_replay(now, h);
         h
     }
 

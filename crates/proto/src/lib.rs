@@ -28,6 +28,7 @@ mod migrations;
 mod pacer;
 mod paths;
 mod phase;
+mod radio;
 mod rate;
 mod receiver;
 mod reorder_budget;
@@ -45,7 +46,7 @@ pub use connection::{CloseOutcome, ConnectionStats, Role};
 pub use datagram_repair::{datagram_repair, DatagramRoute};
 pub use endpoint::{
     ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, PathAddr, Peer,
-    Transmit,
+    RadioApplied, Transmit, RADIO_PEERS,
 };
 pub use erasure::{
     ErasureChoice, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats, REPAIR_OVERHEAD,
@@ -55,6 +56,7 @@ pub use fec_control::datagram_parity;
 pub use fec_parity::auto_parity;
 pub use link_share::{LinkShareConfig, SharePolicy, TrafficClass, SHARE_PERIOD};
 pub use paths::{PathStats, MAX_PATHS};
+pub use radio::RadioSignal;
 pub use rate::{
     PathRate, RateControl, RatePhase, RateReason, DEFAULT_RATE_CAP_BPS, MIN_RATE_BPS, TRAIN_TPDUS,
 };

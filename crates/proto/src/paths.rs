@@ -149,6 +149,11 @@ struct Path {
     relative_delay: Option<f64>,
     /// What arrived on the path, for its bit-error rate (several paths only).
     ber: BerEstimator,
+    /// The radio says the path takes nothing now (RFC 8651 Pause, or its destination is
+    /// down): no data, repair or retransmission goes on it (`radio`).
+    held: bool,
+    /// The radio said the destination is down: no probes until it says it is up.
+    radio_down: bool,
 }
 
 impl Path {
@@ -177,7 +182,14 @@ impl Path {
             last_heard: now,
             relative_delay: None,
             ber: BerEstimator::new(),
+            held: false,
+            radio_down: false,
         }
+    }
+
+    /// Up, and not held by its radio: data may go on it.
+    fn usable(&self) -> bool {
+        self.up && !self.held
     }
 }
 
@@ -402,9 +414,14 @@ impl Paths {
             .list
             .iter()
             .enumerate()
-            .any(|(i, p)| p.up && Some(i) != avoid);
-        let usable = |i: usize, p: &Path| p.up && (!others_up || Some(i) != avoid);
-        let total: f64 = self.list.iter().filter(|p| p.up).map(|p| p.weight).sum();
+            .any(|(i, p)| p.usable() && Some(i) != avoid);
+        let usable = |i: usize, p: &Path| p.usable() && (!others_up || Some(i) != avoid);
+        let total: f64 = self
+            .list
+            .iter()
+            .filter(|p| p.usable())
+            .map(|p| p.weight)
+            .sum();
         // Every path that is up earns its weight on every pick, the avoided one too, and the
         // path chosen pays the whole turn: each path's share of all datagrams (data, repairs,
         // retransmissions) stays its weight. Crediting only the usable paths put every repair
@@ -413,7 +430,7 @@ impl Paths {
         // repair was always on the same path); that path carried 1.5x its share and queued.
         let mut best: Option<usize> = None;
         for i in 0..self.list.len() {
-            if !self.list[i].up {
+            if !self.list[i].usable() {
                 continue;
             }
             self.list[i].credit += self.list[i].weight;
@@ -556,14 +573,18 @@ impl Paths {
     pub fn next_probe(&self) -> Option<Duration> {
         self.list
             .iter()
-            .filter(|p| !p.up && !p.probe_due)
+            .filter(|p| !p.up && !p.probe_due && !p.radio_down)
             .map(|p| p.next_probe)
             .min()
     }
 
     /// Marks the down paths whose probe time has come.
     pub fn probes_due(&mut self, now: Duration) {
-        for p in self.list.iter_mut().filter(|p| !p.up && !p.probe_due) {
+        for p in self
+            .list
+            .iter_mut()
+            .filter(|p| !p.up && !p.probe_due && !p.radio_down)
+        {
             if now >= p.next_probe {
                 p.probe_due = true;
                 p.next_probe = now + p.probe_wait;
@@ -588,7 +609,12 @@ impl Paths {
     pub fn up_fraction(&self) -> f64 {
         let all: f64 = self.list.iter().map(|p| p.weight).sum::<f64>()
             + self.expected as f64 * self.mean_weight();
-        let up: f64 = self.list.iter().filter(|p| p.up).map(|p| p.weight).sum();
+        let up: f64 = self
+            .list
+            .iter()
+            .filter(|p| p.usable())
+            .map(|p| p.weight)
+            .sum();
         if all > 0.0 {
             up / all
         } else {
@@ -704,5 +730,6 @@ impl Paths {
     }
 }
 
+mod radio;
 #[cfg(test)]
 mod tests;

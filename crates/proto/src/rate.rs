@@ -46,6 +46,9 @@ pub enum RateReason {
     Capped,
     /// Not measured yet: the first flight goes at the cap.
     Starting,
+    /// A radio's word (DLEP Current Data Rate) is what limits: below the cap and the
+    /// discovered rate, or the starting point before a measurement.
+    Radio,
 }
 
 impl RateReason {
@@ -55,6 +58,7 @@ impl RateReason {
             RateReason::Discovered => "discovered",
             RateReason::Capped => "capped",
             RateReason::Starting => "starting",
+            RateReason::Radio => "radio",
         }
     }
 }
@@ -70,6 +74,8 @@ pub struct PathRate {
     /// Loss fraction taken for random (corruption, fading), not congestion.
     pub random_loss: f64,
     pub phase: Option<RatePhase>,
+    /// What the path's radio says it carries now (DLEP Current Data Rate), b/s.
+    pub radio_bps: Option<u64>,
 }
 
 /// The rate control of one connection.
@@ -87,6 +93,9 @@ pub(crate) struct RateState {
     mss: usize,
     seed: u64,
     models: Vec<RateModel>,
+    /// Per path, what its radio says it carries now, b/s: a cap on the path's rate that
+    /// applies at once, and the starting point before a measurement.
+    radio: Vec<Option<u64>>,
 }
 
 impl RateState {
@@ -115,6 +124,7 @@ impl RateState {
             mss,
             seed,
             models: vec![RateModel::new(mss, seed)],
+            radio: Vec::new(),
         }
     }
 
@@ -128,6 +138,42 @@ impl RateState {
 
     pub fn set_cap(&mut self, rate_bps: u64) {
         self.cap_bps = rate_bps.max(MIN_RATE_BPS);
+    }
+
+    /// Path `path`'s radio says it carries `rate_bps` now (`None`: it no longer says). A step
+    /// down holds at once (the rate is capped by it); with discovery, a step up sends the
+    /// model probing for the new rate at once instead of at its next cruise probe.
+    pub fn set_radio_rate(&mut self, now: Duration, path: usize, rate_bps: Option<u64>) {
+        if self.radio.len() <= path {
+            self.radio.resize(path + 1, None);
+        }
+        let rate_bps = rate_bps.map(|r| r.max(MIN_RATE_BPS));
+        let before = std::mem::replace(&mut self.radio[path], rate_bps);
+        let stepped_up = match (before, rate_bps) {
+            (Some(b), Some(r)) => r > b,
+            (_, None) => true,
+            (None, Some(_)) => false,
+        };
+        if self.discovers() && stepped_up {
+            self.model(path).probe_now(now);
+        }
+    }
+
+    /// What path `path`'s radio says it carries, b/s.
+    pub fn radio_rate(&self, path: usize) -> Option<u64> {
+        self.radio.get(path).copied().flatten()
+    }
+
+    /// With a fixed rate, what the radios of the paths `up` says are up carry together,
+    /// when every one of them has said: the pacer never runs above it.
+    pub fn radio_total(&self, up: impl Fn(usize) -> bool) -> Option<u64> {
+        let mut sum = 0u64;
+        let mut any = false;
+        for i in (0..self.models.len().max(self.radio.len())).filter(|&i| up(i)) {
+            sum = sum.saturating_add(self.radio_rate(i)?);
+            any = true;
+        }
+        any.then_some(sum)
     }
 
     fn model(&mut self, path: usize) -> &mut RateModel {
@@ -177,23 +223,50 @@ impl RateState {
         body_rate * 8.0 * self.link_per_body
     }
 
-    /// The rate of `path` on the link, b/s, before the cap: `None` before a sample.
+    /// The rate of `path` on the link, b/s, before the cap: the model's, under the radio's
+    /// word; the radio's before a sample; `None` before either.
     fn path_bps(&self, path: usize) -> Option<f64> {
-        Some(self.link_bps(self.models.get(path)?.pacing_rate()?))
+        let model = self
+            .models
+            .get(path)
+            .and_then(RateModel::pacing_rate)
+            .map(|r| self.link_bps(r));
+        let radio = self.radio_rate(path).map(|r| r as f64);
+        match (model, radio) {
+            (Some(m), Some(r)) => Some(m.min(r)),
+            (m, r) => m.or(r),
+        }
+    }
+
+    /// Whether the radio's word is what sets `path`'s rate now.
+    fn radio_limits(&self, path: usize) -> bool {
+        let Some(radio) = self.radio_rate(path) else {
+            return false;
+        };
+        self.models
+            .get(path)
+            .and_then(RateModel::pacing_rate)
+            .is_none_or(|m| self.link_bps(m) >= radio as f64)
     }
 
     /// The rate to pace at over the paths `up` says are up, b/s, and why.
     pub fn pacing(&self, up: impl Fn(usize) -> bool) -> (u64, RateReason) {
+        let paths = self.models.len().max(self.radio.len());
         if !self.discovers() {
-            return (self.cap_bps, RateReason::Fixed);
+            return match self.radio_total(&up) {
+                Some(r) if r < self.cap_bps => (r.max(MIN_RATE_BPS), RateReason::Radio),
+                _ => (self.cap_bps, RateReason::Fixed),
+            };
         }
         let mut sum = 0.0;
         let mut measured = false;
-        for i in (0..self.models.len()).filter(|&i| up(i)) {
+        let mut radio = false;
+        for i in (0..paths).filter(|&i| up(i)) {
             match self.path_bps(i) {
                 Some(r) => {
                     sum += r;
                     measured = true;
+                    radio |= self.radio_limits(i);
                 }
                 None => return (self.cap_bps, RateReason::Starting),
             }
@@ -203,6 +276,8 @@ impl RateState {
         }
         if sum >= self.cap_bps as f64 {
             (self.cap_bps, RateReason::Capped)
+        } else if radio {
+            ((sum as u64).max(MIN_RATE_BPS), RateReason::Radio)
         } else {
             ((sum as u64).max(MIN_RATE_BPS), RateReason::Discovered)
         }
@@ -211,7 +286,7 @@ impl RateState {
     /// Share of the up paths' rate that `path` carries (path weights); `None` until every
     /// up path has an estimate.
     pub fn share(&self, path: usize, up: impl Fn(usize) -> bool) -> Option<f64> {
-        let total: f64 = (0..self.models.len())
+        let total: f64 = (0..self.models.len().max(self.radio.len()))
             .filter(|&i| up(i))
             .map(|i| self.path_bps(i))
             .sum::<Option<f64>>()?;
@@ -231,10 +306,13 @@ impl RateState {
     }
 
     pub fn path(&self, path: usize) -> PathRate {
+        let radio_bps = self.radio_rate(path);
         let Some(m) = self.models.get(path).filter(|_| self.discovers()) else {
+            let rate = radio_bps.map_or(self.cap_bps, |r| r.min(self.cap_bps));
             return PathRate {
-                estimate_bps: self.cap_bps,
-                pacing_bps: self.cap_bps,
+                estimate_bps: rate,
+                pacing_bps: rate,
+                radio_bps,
                 ..PathRate::default()
             };
         };
@@ -246,6 +324,7 @@ impl RateState {
             min_rtt: m.min_rtt().unwrap_or_default(),
             random_loss: m.random_loss(),
             phase: Some(m.phase()),
+            radio_bps,
         }
     }
 }

@@ -14,7 +14,8 @@ use std::time::Duration;
 use aerotp_link::{LinkConfig, Path};
 use aerotp_pair::{Advance, Links, Pair, Quiet};
 use aerotp_proto::{
-    CloseOutcome, ConnectionConfig, Endpoint, EndpointConfig, Event, FecSetting, Mode, RateControl,
+    CloseOutcome, ConnectionConfig, Endpoint, EndpointConfig, Event, FecSetting, Mode, RadioSignal,
+    RateControl,
 };
 
 const PORT: u16 = 7000;
@@ -42,6 +43,7 @@ fn run(mode: Mode, rate: u64, delay: Duration, mtu: usize, loss: f64, seed: u64)
         6_000,
         Duration::ZERO,
         RateControl::Fixed,
+        &[],
     )
 }
 
@@ -56,7 +58,9 @@ fn run_sized(
     size: usize,
     jitter: Duration,
     control: RateControl,
+    radio: &[(Duration, RadioSignal)],
 ) -> Outcome {
+    let mut radio: Vec<(Duration, RadioSignal)> = radio.to_vec();
     let link = LinkConfig {
         rate_bps: rate,
         delay,
@@ -110,6 +114,11 @@ fn run_sized(
     while steps < MAX_STEPS {
         steps += 1;
         let now = pair.now;
+        // What the sender's radio says, at its times (toward the receiver's address).
+        while let Some(i) = radio.iter().position(|&(at, _)| at <= now) {
+            let (_, signal) = radio.remove(i);
+            pair.a.radio(now, sb.ip(), signal);
+        }
         let (a, b) = (&mut pair.a, &mut pair.b);
         if written < data.len() {
             written += a.write(ch, &data[written..]).unwrap_or(0);
@@ -170,7 +179,8 @@ fn run_sized(
         if sender.is_some() && (receiver_done || rx.is_none()) {
             break;
         }
-        if pair.advance(&mut Quiet, None, Duration::MAX) == Advance::Idle {
+        let wake = radio.iter().map(|&(at, _)| at).min();
+        if pair.advance(&mut Quiet, wake, Duration::MAX) == Advance::Idle {
             break;
         }
         let (now, a, b) = (pair.now, &mut pair.a, &mut pair.b);
@@ -255,6 +265,7 @@ fn a_clean_long_path_costs_no_needless_retransmissions() {
                 size,
                 Duration::ZERO,
                 RateControl::Fixed,
+                &[],
             );
             let what = format!("{mode:?} {delay_ms} ms");
             assert_eq!(
@@ -291,6 +302,7 @@ fn reordering_is_not_taken_for_loss() {
                 size,
                 Duration::from_millis(jitter_ms),
                 RateControl::Fixed,
+                &[],
             );
             let what = format!("{mode:?} jitter {jitter_ms} ms");
             assert_eq!(o.delivered, size, "{what}");
@@ -338,6 +350,7 @@ proptest::proptest! {
             size,
             Duration::from_millis(jitter_ms),
             RateControl::Fixed,
+            &[],
         );
         proptest::prop_assert!(o.steps < MAX_STEPS, "no end after {} steps", o.steps);
         proptest::prop_assert!(o.sender.is_some(), "the sender never closed");
@@ -378,6 +391,68 @@ proptest::proptest! {
             size,
             Duration::from_millis(jitter_ms),
             RateControl::Discover,
+            &[],
+        );
+        proptest::prop_assert!(o.steps < MAX_STEPS, "no end after {} steps", o.steps);
+        proptest::prop_assert_eq!(o.sender, Some(CloseOutcome::Finished { confirmed: true }));
+        proptest::prop_assert_eq!(o.delivered, size);
+    }
+}
+
+/// A radio's word (`RadioSignal`) at random times: `(time in ms, kind, rate)`; the last
+/// ones say the destination is up and restart it, so every transfer can end.
+fn radio_schedule(events: &[(u64, u8, u64)]) -> Vec<(Duration, RadioSignal)> {
+    let mut out: Vec<(Duration, RadioSignal)> = events
+        .iter()
+        .map(|&(at, kind, rate)| {
+            let s = match kind {
+                0 => RadioSignal::Rate(rate),
+                1 => RadioSignal::RateUnknown,
+                2 => RadioSignal::Latency(Duration::from_millis(rate % 3_000)),
+                3 => RadioSignal::Down,
+                4 => RadioSignal::Up,
+                5 => RadioSignal::Pause,
+                _ => RadioSignal::Restart,
+            };
+            (Duration::from_millis(at), s)
+        })
+        .collect();
+    let end = out.iter().map(|&(at, _)| at).max().unwrap_or_default();
+    out.push((end + Duration::from_millis(1), RadioSignal::Up));
+    out.push((end + Duration::from_millis(1), RadioSignal::Restart));
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// The same contract while a radio speaks (`RadioSignal`: rate, latency, down, up,
+    /// pause, restart at random times), fixed or discovered: a held path must leave no
+    /// deadline that nothing acts on, and every transfer ends once the radio lets it.
+    #[test]
+    fn the_deadline_contract_holds_while_a_radio_speaks(
+        hybrid in proptest::bool::ANY,
+        discover in proptest::bool::ANY,
+        rate in proptest::sample::select(vec![64_000u64, 1_000_000, 5_000_000]),
+        delay_ms in 0u64..500,
+        loss in 0.0f64..0.1,
+        size in 1usize..100_000,
+        seed in 0u64..1_000_000,
+        events in proptest::collection::vec((0u64..8_000, 0u8..7, 10_000u64..20_000_000), 0..8),
+    ) {
+        let mode = if hybrid { Mode::HybridNackMack } else { Mode::Reliable };
+        let control = if discover { RateControl::Discover } else { RateControl::Fixed };
+        let o = run_sized(
+            mode,
+            rate,
+            Duration::from_millis(delay_ms),
+            1500,
+            loss,
+            seed,
+            size,
+            Duration::ZERO,
+            control,
+            &radio_schedule(&events),
         );
         proptest::prop_assert!(o.steps < MAX_STEPS, "no end after {} steps", o.steps);
         proptest::prop_assert_eq!(o.sender, Some(CloseOutcome::Finished { confirmed: true }));

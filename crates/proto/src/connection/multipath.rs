@@ -97,8 +97,12 @@ impl Connection {
 
     /// The pacer runs at the connection's fixed rate times the share of the paths that are
     /// up, or at the sum of the up paths' discovered rates (each path then weighed by its
-    /// rate).
+    /// rate); a radio's rate caps either (`crate::radio`). While the radio holds every path
+    /// the pacer keeps its rate: only control goes then.
     pub(super) fn apply_path_rate(&mut self) {
+        if self.radio_held() {
+            return;
+        }
         if self.rate.discovers() {
             let (rate, _) = self.path_rate_now();
             self.pacer.set_rate(rate);
@@ -106,16 +110,15 @@ impl Connection {
                 let rate = &self.rate;
                 let paths = &self.paths;
                 let shares: Vec<Option<f64>> = (0..paths.len())
-                    .map(|i| rate.share(i, |j| paths.is_up(j)))
+                    .map(|i| rate.share(i, |j| paths.is_usable(j)))
                     .collect();
                 self.paths.set_rate_shares(&shares);
             }
             return;
         }
-        if self.paths.multi() || self.paths.up_fraction() < 1.0 {
-            let rate = (self.rate.cap() as f64 * self.paths.up_fraction()) as u64;
-            self.pacer.set_rate(rate.max(1));
-        }
+        let (radio, _) = self.path_rate_now();
+        let rate = (self.rate.cap() as f64 * self.paths.up_fraction()) as u64;
+        self.pacer.set_rate(rate.min(radio).max(1));
     }
 
     /// After feedback: each path's latency samples, weights and loss-detection timings.

@@ -29,7 +29,7 @@ impl Connection {
             return true;
         }
         let (mut flight, mut window) = (0u64, 0u64);
-        for i in (0..self.paths.len()).filter(|&i| self.paths.is_up(i)) {
+        for i in (0..self.paths.len()).filter(|&i| self.paths.is_usable(i)) {
             flight += self.tx.delivery(i).map_or(0, |d| d.in_flight());
             window += self.rate.window(i).unwrap_or(u64::MAX / 16);
         }
@@ -47,7 +47,7 @@ impl Connection {
     /// the paths that are up) or discovered.
     pub(super) fn path_rate_now(&self) -> (u64, RateReason) {
         let paths = &self.paths;
-        self.rate.pacing(|i| paths.is_up(i))
+        self.rate.pacing(|i| paths.is_usable(i))
     }
 
     /// Why the rate in force is what it is.

@@ -206,7 +206,7 @@ impl Connection {
     /// The entries `poll_transmit` acts on (send, feedback, repair, rechoose) and those the
     /// sender checks each transmission against in `handle_timeout` (retransmit, loss).
     fn send_timers(&self, f: &mut impl FnMut(Timer, Duration)) {
-        let paused = self.liveness.paused();
+        let paused = self.liveness.paused() || self.radio_held();
         let silent = self.liveness.silent();
         if let Some(d) = self.send_deadline() {
             f(Timer::Send, d);
@@ -235,7 +235,11 @@ impl Connection {
         {
             f(Timer::Rechoose, d);
         }
-        if let Some(d) = self.tx.timeout_deadline(self.rtt.rto()) {
+        if let Some(d) = self
+            .tx
+            .timeout_deadline(self.rtt.rto())
+            .filter(|_| !self.radio_held())
+        {
             f(Timer::Retransmit, d);
         }
         // Loss detection by time runs in `handle_timeout` only through `Sender::on_timeout`,
@@ -255,12 +259,14 @@ impl Connection {
     fn send_deadline(&self) -> Option<Duration> {
         let paused = self.liveness.paused();
         let silent = self.liveness.silent();
+        let held = self.radio_held();
         let has_send = if silent {
             self.due.probe
         } else {
-            self.tx.has_retransmission()
-                || self.paths.has_probe()
+            self.paths.has_probe()
+                || (!held && self.tx.has_retransmission())
                 || (!paused
+                    && !held
                     && (self.tx.asyn_pending() || (self.tx.has_new() && self.window_open())))
         };
         // An unproven acceptor holds its AFINACK (`unproven`), and with confirmed delivery
@@ -366,19 +372,30 @@ impl Connection {
                 };
             }
         } else {
-            // The retransmission and loss timers (`Timer::Retransmit`, `Timer::Loss`): the sender
-            // checks each transmission against them itself. While paused a timeout resends
-            // only the oldest TPDU (a probe), not the flight.
-            let fired = if self.rtt.has_sample() && !self.liveness.paused() {
-                self.tx.on_timeout(now, self.rtt.rto())
-            } else {
-                self.tx.on_timeout_before_sample(now, self.rtt.rto())
-            };
-            if fired > 0 {
-                self.rtt.on_timeouts(now);
-            }
+            self.run_loss_timers(now);
         }
         self.check_finished(now);
+    }
+}
+
+impl Connection {
+    /// The retransmission and loss timers (`Timer::Retransmit`, `Timer::Loss`): the sender
+    /// checks each transmission against them itself. While paused a timeout resends only the
+    /// oldest TPDU (a probe), not the flight. While the radio holds every path neither runs:
+    /// what is in flight is the modem's to send, and a pause is no loss (`crate::radio`); the
+    /// radio's release runs them (`Connection::radio`).
+    pub(super) fn run_loss_timers(&mut self, now: Duration) {
+        if self.radio_held() || self.liveness.silent() {
+            return;
+        }
+        let fired = if self.rtt.has_sample() && !self.liveness.paused() {
+            self.tx.on_timeout(now, self.rtt.rto())
+        } else {
+            self.tx.on_timeout_before_sample(now, self.rtt.rto())
+        };
+        if fired > 0 {
+            self.rtt.on_timeouts(now);
+        }
     }
 }
 

@@ -128,6 +128,11 @@ impl Connection {
             };
             return self.emit_control(now, Flags::empty(), &body, out, start, Some(path));
         }
+        if self.radio_held() {
+            // The radio holds every path that is up (RFC 8651 Pause, destination down):
+            // nothing but control goes (`crate::radio`).
+            return false;
+        }
         if self.liveness.paused() && !self.tx.has_retransmission() {
             // Suspected outage: no new data or repairs until the peer is heard or the probes
             // start (a timeout's single retransmission still goes).

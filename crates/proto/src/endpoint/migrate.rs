@@ -266,6 +266,7 @@ impl Endpoint {
             self.by_key
                 .insert((addr.remote, c.local_port, c.remote_port), ch);
             self.stats.paths_added += 1;
+            self.radio_replay(now, ch);
             return;
         }
         let old = c.move_path(addr);

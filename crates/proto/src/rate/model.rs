@@ -209,6 +209,19 @@ impl RateModel {
         ((gain * bdp + burst) as u64).max(4 * self.mss)
     }
 
+    /// Something outside says the path may carry more now (its radio stepped up): grow
+    /// again from the estimate at once rather than wait for the cruise's next probe. Before
+    /// the first sample, and while growing, nothing changes.
+    pub fn probe_now(&mut self, now: Duration) {
+        if matches!(self.phase, RatePhase::Drain | RatePhase::Cruise) {
+            self.phase = RatePhase::Growth;
+            self.full_bw = self.bw.get().unwrap_or(0.0);
+            self.plateau_rounds = 0;
+            self.round_probed = true;
+            self.cycle_since = now;
+        }
+    }
+
     /// Queueing delay taken for a standing queue: at least `MIN_QUEUE_THRESHOLD`, two and a
     /// half TPDU times at the estimate (one TPDU queued behind another is no standing queue
     /// on a slow link), and a quarter of the round trip (what one probe queues).

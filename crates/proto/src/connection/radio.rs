@@ -1,0 +1,75 @@
+//! The connection's side of a radio's word (`crate::radio`): its rate into the rate control,
+//! down, up, pause and restart into the paths, latency into the first timers.
+
+use super::Connection;
+use crate::liveness::Liveness;
+use crate::radio::RadioSignal;
+use std::time::Duration;
+
+impl Connection {
+    /// What a radio said of path `path` (an index into the connection's paths).
+    pub(crate) fn radio(&mut self, now: Duration, path: usize, signal: RadioSignal) {
+        if path >= self.paths.len() {
+            return;
+        }
+        self.clock = self.clock.max(now);
+        match signal {
+            RadioSignal::Rate(bps) => self.rate.set_radio_rate(now, path, Some(bps)),
+            RadioSignal::RateUnknown => self.rate.set_radio_rate(now, path, None),
+            RadioSignal::Latency(one_way) => {
+                self.paths.seed_rtt(path, one_way * 2);
+                if !self.rtt.has_sample() {
+                    self.rtt = crate::rtt::RttEstimator::new(one_way * 2, self.rtt.min_rto());
+                }
+            }
+            RadioSignal::Down => self.radio_down(now, path),
+            RadioSignal::Up => {
+                self.paths.set_radio_up(now, path);
+                if let Liveness::Silent { next_probe, wait } = &mut self.liveness {
+                    // The link is back: the outage probe goes now, not at its backed-off
+                    // time (due here: a deadline at `now` reported after `handle_timeout`
+                    // ran for it would be one nothing acts on).
+                    self.due.probe = true;
+                    *next_probe = now + *wait;
+                }
+                self.tx.on_app_limited();
+            }
+            RadioSignal::Pause => self.paths.set_held(path, true),
+            RadioSignal::Restart => {
+                if !self.paths.is_radio_down(path) {
+                    self.paths.set_held(path, false);
+                }
+                // What went before the pause and is acknowledged after it measures the
+                // pause, not the link.
+                self.tx.on_app_limited();
+            }
+        }
+        self.apply_path_rate();
+        // A release makes the timers the hold suppressed due now: they act here, as
+        // `handle_timeout` would have (the driver ran it for `now` already).
+        self.run_loss_timers(now);
+    }
+
+    /// The radio says path `path`'s destination is down: with another path up it goes down
+    /// now (its TPDUs in flight are resent on the others, as when its silence says so); the
+    /// last path up is held, and its silence then is an outage by the usual rules.
+    fn radio_down(&mut self, now: Duration, path: usize) {
+        let others_up = (0..self.paths.len()).any(|j| j != path && self.paths.is_usable(j));
+        let was_up = self.paths.is_up(path);
+        self.paths.set_radio_down(path);
+        if was_up && others_up && self.ec.acknowledges() {
+            self.paths.set_down(now, path, self.cfg.probe_interval);
+            self.tx.path_down(path);
+        }
+    }
+
+    /// The indices of the paths whose peer address is `peer`.
+    pub(crate) fn paths_toward(&self, peer: std::net::IpAddr) -> Vec<usize> {
+        self.paths.toward(peer)
+    }
+
+    /// Whether the radio holds every path that is up: nothing but control may go.
+    pub(super) fn radio_held(&self) -> bool {
+        self.paths.data_held()
+    }
+}

@@ -1,0 +1,302 @@
+//! A radio's word (`aerotp_proto::RadioSignal`, from DLEP: docs/dlep.md) through a modelled
+//! bottleneck: a rate it says holds the sender at once, fixed or discovered, from the first
+//! flight on; a pause or a destination down stops every data TPDU and costs no loss; up and
+//! restart bring the transfer to its end.
+
+mod harness;
+
+use aerotp_link::{LinkConfig, Path};
+use aerotp_pair::{Advance, Dir, Links, Observer, Pair};
+use aerotp_proto::{
+    CloseOutcome, ConnectionConfig, Endpoint, EndpointConfig, Event, Mode, RadioSignal,
+    RateControl, RateReason,
+};
+use harness::{addr_a, addr_b, pattern};
+use std::time::Duration;
+
+/// A `rate_bps` bottleneck each way with a 200 kB drop-tail queue and 20 ms one way.
+fn bottleneck(rate_bps: u64) -> LinkConfig {
+    LinkConfig {
+        rate_bps,
+        delay: Duration::from_millis(20),
+        queue_bytes: 200_000,
+        ..LinkConfig::default()
+    }
+}
+
+/// Counts the data TPDUs a sends (every datagram longer than a control TPDU's few bytes).
+#[derive(Default)]
+struct Watch {
+    /// Datagrams of 1000 bytes or more from a, by time sent.
+    data_sent: Vec<Duration>,
+}
+
+impl Observer for Watch {
+    fn sent(&mut self, now: Duration, dir: Dir, datagram: &[u8], _: &Endpoint) -> Option<u64> {
+        if dir == Dir::Forward && datagram.len() >= 1000 {
+            self.data_sent.push(now);
+        }
+        Some(0)
+    }
+}
+
+struct Run {
+    received: usize,
+    sender_close: Option<CloseOutcome>,
+    watch: Watch,
+    pair: Pair,
+    /// The sender's pacing rate and reason right after each radio signal.
+    after_signal: Vec<(u64, RateReason)>,
+    /// The sender's statistics at its last step before it closed.
+    last: aerotp_proto::ConnectionStats,
+}
+
+/// A transfer of `size` bytes from a to b over `bottleneck(link_bps)`, with `signals` given
+/// to a's endpoint at their times (toward b's address); before the connection when the time
+/// is zero.
+fn run(
+    cfg: ConnectionConfig,
+    link_bps: u64,
+    size: usize,
+    signals: &[(Duration, RadioSignal)],
+    limit: Duration,
+) -> Run {
+    let path = |s| Path::new(vec![bottleneck(link_bps)], s).expect("valid link");
+    let mut pair = Pair::new(
+        Endpoint::new(EndpointConfig::default(), 11),
+        Endpoint::new(EndpointConfig::default(), 12),
+        Links::single(path(5), path(6)),
+        addr_a(),
+        addr_b(),
+    );
+    let mut after_signal = Vec::new();
+    let mut pending: Vec<(Duration, RadioSignal)> = signals.to_vec();
+    pending.retain(|&(at, s)| {
+        if at.is_zero() {
+            pair.a.radio(Duration::ZERO, addr_b().ip(), s);
+        }
+        !at.is_zero()
+    });
+    pair.b.listen(7, cfg.clone()).unwrap();
+    let ch = pair.a.connect(Duration::ZERO, addr_b(), 7, cfg).unwrap();
+    let data = pattern(size, 3);
+    let (mut written, mut closed, mut rx, mut rx_closed) = (0, false, None, false);
+    let mut out = Run {
+        received: 0,
+        sender_close: None,
+        watch: Watch::default(),
+        pair,
+        after_signal: Vec::new(),
+        last: aerotp_proto::ConnectionStats::default(),
+    };
+    let mut buf = vec![0u8; 65536];
+    let mut steps = 0u64;
+    while out.pair.now < limit && steps < 5_000_000 {
+        steps += 1;
+        let now = out.pair.now;
+        while let Some(i) = pending.iter().position(|&(at, _)| at <= now) {
+            let (_, s) = pending.remove(i);
+            let applied = out.pair.a.radio(now, addr_b().ip(), s);
+            assert_eq!(applied.paths, 1, "{s:?} reaches the one path");
+            let st = out.pair.a.stats(ch).expect("live connection");
+            after_signal.push((st.rate_bps, st.rate_reason));
+        }
+        if written < data.len() {
+            written += out.pair.a.write(ch, &data[written..]).unwrap_or(0);
+        }
+        if written == data.len() && !closed {
+            out.pair.a.close(ch).unwrap();
+            closed = true;
+        }
+        while let Some(e) = out.pair.a.poll_event() {
+            if let Event::Closed(h, o) = e {
+                if h == ch {
+                    out.sender_close = Some(o);
+                }
+            }
+        }
+        while let Some(e) = out.pair.b.poll_event() {
+            if let Event::Accepted(h) = e {
+                rx = Some(h);
+            }
+        }
+        if let Some(h) = rx {
+            while let Ok(n @ 1..) = out.pair.b.read(h, &mut buf) {
+                out.received += n;
+            }
+            if !rx_closed && out.pair.b.at_eof(h) {
+                let _ = out.pair.b.close(h);
+                rx_closed = true;
+            }
+        }
+        if let Some(st) = out.pair.a.stats(ch) {
+            out.last = st;
+        }
+        if out.sender_close.is_some() {
+            break;
+        }
+        // Wake at the next signal too: the engine has no deadline for what a radio says.
+        let wake = pending.iter().map(|&(at, _)| at).min();
+        if out.pair.step(&mut out.watch, wake, Duration::MAX) != Advance::Moved {
+            break;
+        }
+    }
+    out.after_signal = after_signal;
+    out
+}
+
+fn cfg(mode: Mode, control: RateControl, rate_bps: u64) -> ConnectionConfig {
+    ConnectionConfig {
+        rate_bps,
+        rate_control: control,
+        ..ConnectionConfig::with_mode(mode)
+    }
+}
+
+fn queue_p99(r: &Run) -> Duration {
+    r.pair.links.paths(Dir::Forward)[0]
+        .stats()
+        .queue_delay
+        .p99()
+}
+
+#[test]
+fn a_rate_the_radio_said_before_the_transfer_holds_its_first_flight() {
+    // A 1 Mb/s link, a sender told 5 Mb/s: without the radio the queue fills (the issue's
+    // 1.2 s of queueing); with the radio's 1 Mb/s said before the connection opens, the
+    // pacer runs at it from the first TPDU, fixed or discovered.
+    let size = 500_000;
+    let blind = run(
+        cfg(Mode::Reliable, RateControl::Fixed, 5_000_000),
+        1_000_000,
+        size,
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_eq!(blind.received, size);
+    assert!(
+        queue_p99(&blind) > Duration::from_millis(500),
+        "the blind sender queues: p99 {:?}",
+        queue_p99(&blind)
+    );
+    for control in [RateControl::Fixed, RateControl::Discover] {
+        let told = run(
+            cfg(Mode::Reliable, control, 5_000_000),
+            1_000_000,
+            size,
+            &[(Duration::ZERO, RadioSignal::Rate(1_000_000))],
+            Duration::from_secs(60),
+        );
+        assert_eq!(told.received, size, "{control:?}");
+        assert_eq!(
+            told.sender_close,
+            Some(CloseOutcome::Finished { confirmed: true })
+        );
+        let p99 = queue_p99(&told);
+        assert!(
+            p99 < Duration::from_millis(100),
+            "{control:?}: queue p99 {p99:?} with the radio's rate"
+        );
+        let st = &told.last;
+        assert!(st.rate_bps <= 1_000_000, "{control:?}: {}", st.rate_bps);
+        assert_eq!(st.paths[0].rate.radio_bps, Some(1_000_000));
+        let drops = told.pair.links.paths(Dir::Forward)[0]
+            .stats()
+            .dropped_queue_packets;
+        assert_eq!(drops, 0, "{control:?}: queue drops");
+    }
+}
+
+#[test]
+fn a_step_down_holds_at_once_and_a_step_up_is_probed() {
+    // Discovery on a 4 Mb/s link; the radio says 1 Mb/s at 2 s (its own allocation moved)
+    // and 4 Mb/s again at 4 s.
+    let r = run(
+        cfg(Mode::Reliable, RateControl::Discover, 10_000_000),
+        4_000_000,
+        3_000_000,
+        &[
+            (Duration::from_secs(2), RadioSignal::Rate(1_000_000)),
+            (Duration::from_secs(4), RadioSignal::Rate(4_000_000)),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.received, 3_000_000);
+    assert_eq!(r.after_signal.len(), 2);
+    let (down_rate, down_reason) = r.after_signal[0];
+    assert!(
+        down_rate <= 1_000_000,
+        "the step down holds at once: {down_rate}"
+    );
+    assert_eq!(down_reason, RateReason::Radio);
+    // After the step up the model grows again: the transfer's remaining ~2.3 MB take well
+    // under the 18 s they would at 1 Mb/s.
+    assert!(
+        r.pair.now < Duration::from_secs(4 + 10),
+        "finished at {:?}",
+        r.pair.now
+    );
+    assert_eq!(r.last.paths[0].rate.radio_bps, Some(4_000_000));
+}
+
+#[test]
+fn a_pause_stops_every_data_tpdu_and_counts_no_loss() {
+    for (what, stop, go) in [
+        ("pause", RadioSignal::Pause, RadioSignal::Restart),
+        ("destination down", RadioSignal::Down, RadioSignal::Up),
+    ] {
+        for control in [RateControl::Fixed, RateControl::Discover] {
+            let (from, to) = (Duration::from_secs(1), Duration::from_secs(3));
+            let free = run(
+                cfg(Mode::Reliable, control, 2_000_000),
+                2_500_000,
+                1_500_000,
+                &[],
+                Duration::from_secs(60),
+            );
+            let free_end = *free.watch.data_sent.last().expect("data sent");
+            let r = run(
+                cfg(Mode::Reliable, control, 2_000_000),
+                2_500_000,
+                1_500_000,
+                &[(from, stop), (to, go)],
+                Duration::from_secs(60),
+            );
+            let who = format!("{what}, {control:?}");
+            assert_eq!(r.received, 1_500_000, "{who}");
+            assert_eq!(
+                r.sender_close,
+                Some(CloseOutcome::Finished { confirmed: true }),
+                "{who}"
+            );
+            let during = r
+                .watch
+                .data_sent
+                .iter()
+                .filter(|&&t| t > from && t < to)
+                .count();
+            assert_eq!(during, 0, "{who}: data TPDUs sent while held");
+            assert!(
+                r.watch.data_sent.iter().any(|&t| t >= to),
+                "{who}: sending resumed"
+            );
+            // The hold adds its 2 s and at most a few round trips (of 45 ms) to the time the
+            // last data TPDU leaves.
+            let end = *r.watch.data_sent.last().expect("data sent");
+            assert!(
+                end <= free_end + (to - from) + Duration::from_millis(300),
+                "{who}: last data TPDU at {end:?}, {free_end:?} without the hold"
+            );
+            // The hold itself declares nothing lost: no timeout runs while it lasts. One
+            // retransmission after it is allowed: the receiver, idle for the hold, lengthens
+            // its MACK aggregation (30 ms) a little before its reports raise the sender's
+            // timeout (a transient of any pause in sending, the application's too).
+            let retx = r.last.sender.tpdus_retransmitted;
+            let free_retx = free.last.sender.tpdus_retransmitted;
+            assert!(
+                retx <= free_retx + 1,
+                "{who}: {retx} retransmissions, {free_retx} without the hold"
+            );
+        }
+    }
+}
