@@ -61,6 +61,8 @@ local pf = {
     dst_port = ProtoField.uint16("aerotp.dst_port", "Destination port", base.DEC),
     seq = ProtoField.uint32("aerotp.seq", "Sequence number", base.DEC),
     timestamp = ProtoField.uint32("aerotp.timestamp", "Timestamp (us)", base.DEC),
+    -- A RST's timestamp field echoes the TPDU it answers (spec §4, RST).
+    rst_ts_echo = ProtoField.uint32("aerotp.rst.ts_echo", "Echoed timestamp (us)", base.DEC),
     fec = ProtoField.uint8("aerotp.fec", "FEC parity per codeword", base.DEC),
     tag = ProtoField.uint8("aerotp.tag", "Connection tag", base.DEC),
     len = ProtoField.uint16("aerotp.len", "Body length", base.DEC),
@@ -483,7 +485,9 @@ function aerotp.dissector(tvb, pinfo, tree)
         fl:add(f, tvb(1, 1))
     end
     root:add(pf.src_port, tvb(2, 2)); root:add(pf.dst_port, tvb(4, 2))
-    root:add(pf.seq, tvb(6, 4)); root:add(pf.timestamp, tvb(10, 4))
+    root:add(pf.seq, tvb(6, 4))
+    local reset = bit.band(flags, F_RST) ~= 0 and flags ~= F_REPAIR and flags ~= F_CHALLENGE
+    root:add(reset and pf.rst_ts_echo or pf.timestamp, tvb(10, 4))
     root:add(pf.fec, tvb(14, 1)); root:add(pf.tag, tvb(15, 1)); root:add(pf.len, tvb(16, 2))
     local hi = root:add(pf.hec, tvb(18, 2))
     local hs = root:add(pf.hec_status, hec_ok and "good" or "bad"); hs:set_generated()

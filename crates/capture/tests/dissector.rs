@@ -525,3 +525,55 @@ fn a_gateway_flow_s_open_record_is_decoded_and_its_bytes_follow() {
         );
     }
 }
+
+/// A RST's timestamp field is the echo of the TPDU it answers (docs/spec.md §4): the
+/// dissector names it so; any other TPDU's stays the sender's clock.
+#[test]
+fn a_reset_shows_its_echoed_timestamp() {
+    if !aerotp_testkit::tshark::present() {
+        eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rst.pcapng");
+    let mut c = Capture::create(&file, &["sent"]).unwrap();
+    let a: SocketAddr = "10.0.0.1:9000".parse().unwrap();
+    let b: SocketAddr = "10.0.0.2:9000".parse().unwrap();
+    let header = |flags, timestamp| aerotp_wire::Header {
+        mode: Mode::Reliable,
+        flags,
+        src_port: 7,
+        dst_port: 49152,
+        seq: 3,
+        timestamp,
+        fec: 0,
+        tag: 9,
+        len: 0,
+    };
+    let mut rst = Vec::new();
+    ControlBody {
+        reset: Some("bye".into()),
+        ..Default::default()
+    }
+    .emit(&mut rst)
+    .unwrap();
+    let mut out = Vec::new();
+    aerotp_wire::emit_tpdu(header(aerotp_wire::Flags::RST, 123_456), &rst, &mut out).unwrap();
+    c.write(0, Duration::ZERO, a, b, &out).unwrap();
+    let mut probe = Vec::new();
+    let nack = [0u8, 0];
+    aerotp_wire::emit_tpdu(header(aerotp_wire::Flags::NACK, 654_321), &nack, &mut probe).unwrap();
+    c.write(0, Duration::from_millis(1), b, a, &probe).unwrap();
+    c.finish().unwrap();
+    let rows = tshark(&file, &["aerotp.rst.ts_echo", "aerotp.timestamp"]);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (
+            rows[0][2].as_str(),
+            rows[0][8].as_str(),
+            rows[0][9].as_str()
+        ),
+        ("RST", "123456", "")
+    );
+    assert_eq!((rows[1][8].as_str(), rows[1][9].as_str()), ("", "654321"));
+}

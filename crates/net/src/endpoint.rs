@@ -101,7 +101,7 @@ impl Endpoint {
         Ok(Endpoint { user })
     }
 
-    fn shared(&self) -> &Arc<Shared> {
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.user.0
     }
 

@@ -33,6 +33,7 @@ mod endpoint;
 pub mod keyfile;
 pub mod marks;
 pub mod metrics;
+mod radio;
 mod report;
 pub mod socket;
 pub mod sources;
@@ -48,6 +49,7 @@ pub use proto::{
     DatagramMsg, Delivered, EndpointConfig, EndpointStats, ErasureChoice, ErasureMode, FecSetting,
     KeySet, Mode, PathAddr, PathStats,
 };
+pub use radio::{DestinationMap, RadioBridge};
 pub use report::{outcome_error, Report};
 pub use socket::{udp_socket, zero_checksums};
 pub use tap::{EngineTap, Tap, TapHandle, ENDPOINT_INTERFACES, TAP_RECEIVED, TAP_SENT};

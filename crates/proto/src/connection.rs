@@ -15,6 +15,7 @@ use crate::paths::{PathStats, Paths};
 use crate::phase::{PeerFin, Phase};
 use crate::rate::{RateReason, RateState};
 use crate::receiver::{Receiver, ReceiverStats};
+use crate::reset_guard::{self, ResetGuard, ResetStats};
 use crate::rtt::RttEstimator;
 use crate::sender::{Sender, SenderStats};
 use crate::state::{transition, Action, State, StateEvent};
@@ -26,6 +27,7 @@ mod app;
 mod multipath;
 mod radio;
 mod rate;
+mod reset;
 mod timers;
 mod transmit;
 
@@ -85,6 +87,8 @@ pub struct ConnectionStats {
     pub rate_reason: RateReason,
     pub peer_delivered: u64,
     pub outages: u64,
+    /// What this end did with the RSTs it received (docs/stats.md).
+    pub resets: ResetStats,
     /// One entry per path (docs/stats.md, "Paths").
     pub paths: Vec<PathStats>,
 }
@@ -153,6 +157,8 @@ pub struct Connection {
     peer_ber: f64,
     /// First-send time of each TPDU when tracing: (TPDU number, time).
     pub send_trace: Option<Vec<(u64, Duration)>>,
+    /// Resets a blind attacker cannot forge (`reset`).
+    guard: ResetGuard,
     stats_wire: ConnectionStats,
 }
 
@@ -245,6 +251,7 @@ impl Connection {
             connected_at: None,
             peer_ber: 0.0,
             send_trace: if cfg.trace { Some(Vec::new()) } else { None },
+            guard: ResetGuard::default(),
             stats_wire: ConnectionStats::default(),
             cfg,
         }
@@ -327,8 +334,15 @@ impl Connection {
         if !self.phase.ended() {
             self.phase = Phase::Ended {
                 outcome: outcome.clone(),
-                abort_reason: None,
+                abort_reason: reset_guard::answer_for(&outcome),
             };
+            if matches!(
+                outcome,
+                CloseOutcome::IdleTimeout | CloseOutcome::CloseTimeout
+            ) {
+                // Tell the peer, if it still hears us, rather than leave it to its own timeout.
+                self.due.rst = reset_guard::answer_for(&outcome);
+            }
             self.push_event(ConnEvent::Closed(outcome));
         }
     }
@@ -352,6 +366,7 @@ impl Connection {
         s.rate_reason = self.rate_reason();
         s.peer_delivered = self.tx.peer_delivered;
         s.paths = self.path_stats();
+        s.resets = self.guard.stats;
         s
     }
 
@@ -450,10 +465,12 @@ impl Connection {
 
     fn now_us(&self, now: Duration) -> u32 {
         // Low 32 bits of microseconds since the connection began.
-        (now.saturating_sub(self.epoch).as_micros() & 0xFFFF_FFFF) as u32
+        ((now.saturating_sub(self.epoch).as_micros() & 0xFFFF_FFFF) as u32)
+            .wrapping_add(self.guard.clock_offset)
     }
 
     pub fn handle(&mut self, now: Duration, r: Received) {
+        self.note_peer_timestamp(&r.header);
         if self.phase.ended() {
             // Finished, not yet released: a late data TPDU means the peer missed our final
             // acknowledgement; repeat it (once per TPDU, paced) so the peer can finish too.
@@ -491,7 +508,7 @@ impl Connection {
                 // The peer asks whether this path works: the answer goes back on it.
                 self.paths.reply_on_rx();
             }
-            if r.quality != Quality::Corrupted {
+            if r.quality != Quality::Corrupted && !reset_guard::is_reset(r.header.flags) {
                 let arrival = (now.as_micros() & 0xFFFF_FFFF) as u32;
                 self.paths.on_timestamp(arrival, r.header.timestamp);
             }
@@ -624,7 +641,10 @@ impl Connection {
             return;
         };
         if let Some(reason) = c.reset {
-            self.finish_with(CloseOutcome::Reset(reason));
+            self.on_reset(now, h, reason);
+            return;
+        }
+        if self.unsent_fin_acked(h) {
             return;
         }
         let ev = if h.flags.contains(Flags::ASYN) {

@@ -48,6 +48,8 @@ pub struct Endpoint {
     /// Connection identifiers come from their own generator, so they change nothing else the
     /// seed decides (tags, ports).
     cid_rng: Pcg64Mcg,
+    /// Each connection's clock offset (`connection::reset`): its own generator too.
+    clock_rng: Pcg64Mcg,
     conns: Table<ConnectionHandle, Connection>,
     by_key: Table<Key, ConnectionHandle>,
     listeners: crate::listeners::Listeners,
@@ -122,6 +124,7 @@ impl Endpoint {
             cfg,
             rng,
             cid_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x6369_645f_7365_6564),
+            clock_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x636c_6f63_6b5f_6f66),
             conns,
             by_key,
             listeners: crate::listeners::Listeners::default(),
@@ -228,6 +231,8 @@ impl Endpoint {
 
     fn insert(&mut self, now: Duration, mut conn: Connection) -> ConnectionHandle {
         conn.cid = self.fresh_cid();
+        let clock_offset = self.clock_rng.gen();
+        conn.guard_resets(self.auth.is_some(), clock_offset);
         let h = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
         self.by_key
@@ -507,6 +512,10 @@ impl Endpoint {
         if let Some(final_ack) = self.tombstones.get(key, h.tag) {
             self.stats.stray += 1;
             let asks = h.flags.is_data() || crate::connection::is_probe(&h, &r.body);
+            if asks && self.tombstones.was_reset(key, h.tag) {
+                // Ended by a reset, abort or timeout: say so again (docs/spec.md §4).
+                self.queue_reset(path, &h, "connection reset: this end has closed it");
+            }
             if let (true, Some(ack)) = (asks, final_ack) {
                 // The peer missed our final acknowledgement and we have released the
                 // connection: answer with it again so the peer can finish.
@@ -608,16 +617,17 @@ impl Endpoint {
         }
     }
 
+    /// A RST answering `h`: it echoes `h`'s timestamp (docs/spec.md §4), so a peer without a
+    /// key can tell it from a blind forgery.
     fn queue_reset(&mut self, to: PathAddr, h: &Header, reason: &str) {
-        self.queue_control(
-            to,
-            h,
-            Flags::empty(),
-            ControlBody {
-                reset: Some(reason.into()),
-                ..Default::default()
-            },
-        );
+        let body = ControlBody {
+            reset: Some(reason.into()),
+            ..Default::default()
+        };
+        let mut bytes = Vec::new();
+        if body.emit(&mut bytes).is_ok() {
+            let _ = self.queue_raw_at(to, h, body.flags(), &bytes, h.timestamp);
+        }
     }
 
     fn queue_control(&mut self, to: PathAddr, h: &Header, extra: Flags, body: ControlBody) {
@@ -631,6 +641,18 @@ impl Endpoint {
     /// leaves from the local address the TPDU answered came to), without FEC. Bounded:
     /// beyond `CONTROL_QUEUE_LIMIT` queued answers, further ones are not sent. True if queued.
     fn queue_raw(&mut self, to: PathAddr, h: &Header, flags: Flags, bytes: &[u8]) -> bool {
+        self.queue_raw_at(to, h, flags, bytes, 0)
+    }
+
+    /// As `queue_raw`, with `timestamp` in the header.
+    fn queue_raw_at(
+        &mut self,
+        to: PathAddr,
+        h: &Header,
+        flags: Flags,
+        bytes: &[u8],
+        timestamp: u32,
+    ) -> bool {
         if self.out_queue.len() >= CONTROL_QUEUE_LIMIT {
             return false;
         }
@@ -640,7 +662,7 @@ impl Endpoint {
             src_port: h.dst_port,
             dst_port: h.src_port,
             seq: 0,
-            timestamp: 0,
+            timestamp,
             fec: 0,
             tag: h.tag,
             len: 0,

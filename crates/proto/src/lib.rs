@@ -32,6 +32,7 @@ mod radio;
 mod rate;
 mod receiver;
 mod reorder_budget;
+mod reset_guard;
 mod rtt;
 mod sender;
 mod state;
@@ -62,5 +63,6 @@ pub use rate::{
 };
 pub use receiver::{Delivered, ReceiverStats};
 pub use reorder_budget::{ReorderBudget, DEFAULT_ENDPOINT_REORDER_BYTES};
+pub use reset_guard::ResetStats;
 pub use sender::{LaneStats, SenderStats};
 pub use state::{transition, Action, State, StateEvent};

@@ -604,6 +604,15 @@ impl Receiver {
         self.fin_delivered
     }
 
+    /// Whether `wire_seq` can be the peer's next TPDU number (what its RST carries): above
+    /// every TPDU heard from it and within the window; any number before one was heard.
+    pub fn could_be_next(&self, wire_seq: u32) -> bool {
+        let Some(h) = self.highest else { return true };
+        let low = self.expected.max(h + 1);
+        let seq = expand_seq(low, wire_seq);
+        seq >= low && seq <= low + u64::from(self.window)
+    }
+
     fn ack_fields(&self) -> Ack {
         Ack {
             cum: self.expected,

@@ -272,7 +272,8 @@ impl Connection {
         // An unproven acceptor holds its AFINACK (`unproven`), and with confirmed delivery
         // it waits for the application's confirmation of the end: no deadline for it then.
         let keepalive = self.due.keepalive && !silent;
-        (has_send || keepalive || self.due.asynack || self.afinack_ready())
+        let challenge = self.guard.due;
+        (has_send || keepalive || challenge || self.due.asynack || self.afinack_ready())
             .then(|| self.pacer.next_send())
     }
 

@@ -50,6 +50,9 @@ impl Connection {
             };
             return self.emit_control(now, Flags::empty(), &body, out, start, None);
         }
+        if let Some(sent) = self.poll_challenge(now, out, start) {
+            return sent;
+        }
         if self.phase.ended() {
             if !std::mem::take(&mut self.due.final_ack) {
                 return false;
@@ -221,7 +224,7 @@ impl Connection {
     }
 
     /// A control TPDU, on `path` or else on the path for control (`Paths::control`).
-    fn emit_control(
+    pub(super) fn emit_control(
         &mut self,
         now: Duration,
         extra: Flags,
@@ -235,7 +238,11 @@ impl Connection {
         // Serialised once, straight into the datagram.
         let len = body.len();
         let parity = self.parity_for(len);
-        let h = self.header(now, body.flags() | extra, self.tx.next_seq(), parity);
+        let mut h = self.header(now, body.flags() | extra, self.tx.next_seq(), parity);
+        if body.reset.is_some() {
+            // A RST echoes the TPDU it answers (docs/spec.md §4).
+            h.timestamp = self.guard.peer_ts;
+        }
         if codec::encode_with(h, len, out, |out| body.emit(out)).is_err() {
             out.truncate(start);
             return false;

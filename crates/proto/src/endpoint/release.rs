@@ -24,7 +24,8 @@ impl Endpoint {
             // A connection whose key was already freed (set-up timeout) leaves no tombstone.
             if self.by_key.get(&key) == Some(&h) {
                 self.by_key.remove(&key);
-                self.tombstones.remember(key, c.tag, c.final_ack());
+                let reset = c.answers_with_reset();
+                self.tombstones.remember(key, c.tag, c.final_ack(), reset);
             }
         }
     }

@@ -1,0 +1,265 @@
+//! A DLEP modem's word into the engine (docs/dlep.md, "What the engine does with it"): the
+//! router side of `aerotp_dlep` runs beside the endpoint, and each destination event becomes
+//! `aerotp_proto::RadioSignal`s for the peer addresses that destination stands for.
+
+use crate::driver::Shared;
+use crate::Endpoint;
+use aerotp_dlep::{Destination, Event, Mac};
+use aerotp_proto::{RadioApplied, RadioSignal};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// Most destinations the bridge remembers (the DLEP session's own table bound is lower).
+const MAX_DESTINATIONS: usize = 1024;
+
+/// Which peer addresses a DLEP destination stands for: the configured mapping first (a
+/// modem that reports no layer-3 address, or one that is not the AeroTP peer's), else the
+/// addresses the modem reports for it.
+#[derive(Debug, Clone, Default)]
+pub struct DestinationMap {
+    configured: HashMap<Mac, Vec<IpAddr>>,
+}
+
+impl DestinationMap {
+    /// `mac` stands for `peer` (several calls add several addresses).
+    pub fn insert(&mut self, mac: Mac, peer: IpAddr) {
+        let v = self.configured.entry(mac).or_default();
+        if !v.contains(&peer) {
+            v.push(peer);
+        }
+    }
+
+    fn peers_of(&self, d: &Destination) -> Vec<IpAddr> {
+        if let Some(v) = self.configured.get(&d.mac) {
+            return v.clone();
+        }
+        let a = &d.addresses;
+        a.ipv4
+            .iter()
+            .map(|&ip| IpAddr::from(ip))
+            .chain(a.ipv6.iter().map(|&ip| IpAddr::from(ip)))
+            .collect()
+    }
+}
+
+/// Turns DLEP events into radio signals per peer address; remembers which addresses each
+/// destination stood for, so its Down, Pause and Restart reach them.
+#[derive(Debug, Default)]
+pub struct RadioBridge {
+    map: DestinationMap,
+    up: HashMap<Mac, Vec<IpAddr>>,
+}
+
+impl RadioBridge {
+    pub fn new(map: DestinationMap) -> RadioBridge {
+        RadioBridge {
+            map,
+            up: HashMap::new(),
+        }
+    }
+
+    /// The signals `event` means, each for one peer address.
+    pub fn signals(&mut self, event: &Event) -> Vec<(IpAddr, RadioSignal)> {
+        let mut out = Vec::new();
+        match event {
+            Event::DestinationUp(d) | Event::DestinationUpdate(d) => {
+                let peers = self.map.peers_of(d);
+                let fresh = matches!(event, Event::DestinationUp(_));
+                for &p in &peers {
+                    if fresh {
+                        out.push((p, RadioSignal::Up));
+                    }
+                    out.extend(state_of(d).into_iter().map(|s| (p, s)));
+                }
+                if self.up.len() < MAX_DESTINATIONS || self.up.contains_key(&d.mac) {
+                    self.up.insert(d.mac, peers);
+                }
+            }
+            Event::DestinationDown { mac } => {
+                for p in self.up.remove(mac).unwrap_or_default() {
+                    out.push((p, RadioSignal::Down));
+                }
+            }
+            Event::SessionLost { destinations, .. } => {
+                for mac in destinations {
+                    for p in self.up.remove(mac).unwrap_or_default() {
+                        out.push((p, RadioSignal::Down));
+                    }
+                }
+            }
+            Event::Pause { mac, queues } | Event::Restart { mac, queues } => {
+                let signal = if matches!(event, Event::Pause { .. }) {
+                    RadioSignal::Pause
+                } else {
+                    RadioSignal::Restart
+                };
+                if queues.is_empty() {
+                    return out;
+                }
+                let peers: Vec<IpAddr> = match mac {
+                    Some(m) => self.up.get(m).cloned().unwrap_or_default(),
+                    None => self.up.values().flatten().copied().collect(),
+                };
+                out.extend(peers.into_iter().map(|p| (p, signal)));
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// What a destination's current state says: its transmit rate (or that it says none), its
+/// latency, and whether any of its queues is paused (AeroTP's traffic is not mapped to the
+/// modem's RFC 8651 queues yet: any paused queue holds it, the safe reading).
+fn state_of(d: &Destination) -> Vec<RadioSignal> {
+    let m = &d.metrics;
+    let mut out = vec![match m.current_rate_tx.or(m.max_rate_tx) {
+        Some(r) => RadioSignal::Rate(r),
+        None => RadioSignal::RateUnknown,
+    }];
+    if let Some(l) = m
+        .latency_range_us
+        .map(|(min, _)| Duration::from_micros(min))
+        .or(m.latency())
+    {
+        out.push(RadioSignal::Latency(l));
+    }
+    out.push(if d.paused.is_empty() {
+        RadioSignal::Restart
+    } else {
+        RadioSignal::Pause
+    });
+    out
+}
+
+/// `signal` for `peer` into the engine, and the driver woken to act on it.
+fn apply(shared: &Shared, peer: IpAddr, signal: RadioSignal) -> RadioApplied {
+    let now = shared.now();
+    let applied = shared.lock().engine.radio(now, peer, signal);
+    shared.wake.notify_one();
+    applied
+}
+
+impl Endpoint {
+    /// What a radio said of the link toward `peer` (`aerotp_proto::Endpoint::radio`).
+    pub fn radio(&self, peer: IpAddr, signal: RadioSignal) -> RadioApplied {
+        apply(self.shared(), peer, signal)
+    }
+
+    /// Runs a DLEP router session with `cfg` (crates/dlep) until the returned task is
+    /// aborted or the endpoint is gone: every destination event reaches the engine as radio
+    /// signals (logged at info level), and the modem's session events are logged.
+    pub fn follow_dlep(
+        &self,
+        cfg: aerotp_dlep::ClientConfig,
+        map: DestinationMap,
+    ) -> tokio::task::JoinHandle<()> {
+        let weak = self.shared_weak();
+        let (client, mut events) = aerotp_dlep::spawn(cfg);
+        tokio::spawn(async move {
+            let _client = client;
+            let mut bridge = RadioBridge::new(map);
+            while let Some(ev) = events.recv().await {
+                // Not a user of the endpoint: the bridge ends with it.
+                let Some(shared) = weak.upgrade() else { break };
+                match &ev {
+                    Event::SessionUp(p) => tracing::info!(peer = ?p, "DLEP session up"),
+                    Event::SessionLost { reason, .. } => {
+                        tracing::warn!(?reason, "DLEP session lost: its destinations are down")
+                    }
+                    Event::ConnectFailed {
+                        addr,
+                        error,
+                        retry_in,
+                    } => tracing::warn!(
+                        ?addr, %error, ?retry_in, "DLEP modem not reachable; retrying"
+                    ),
+                    Event::Anomaly(a) => {
+                        tracing::warn!(anomaly = ?a, "DLEP modem said something odd")
+                    }
+                    _ => {}
+                }
+                for (peer, signal) in bridge.signals(&ev) {
+                    let applied = apply(&shared, peer, signal);
+                    tracing::info!(%peer, ?signal, paths = applied.paths, "radio");
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aerotp_dlep::{Addresses, Metrics};
+    use std::net::Ipv4Addr;
+
+    fn dest(mac: u8, ip: Option<Ipv4Addr>, rate: Option<u64>) -> Destination {
+        Destination {
+            mac: Mac::from_slice(&[2, 0, 0, 0, 0, mac]).unwrap(),
+            addresses: Addresses {
+                ipv4: ip.into_iter().collect(),
+                ..Addresses::default()
+            },
+            metrics: Metrics {
+                current_rate_tx: rate,
+                latency_us: Some(25_000),
+                ..Metrics::default()
+            },
+            paused: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_destination_reaches_its_reported_or_configured_address() {
+        let peer = IpAddr::from(Ipv4Addr::new(10, 0, 0, 2));
+        let mut b = RadioBridge::new(DestinationMap::default());
+        let s = b.signals(&Event::DestinationUp(dest(
+            1,
+            Some(Ipv4Addr::new(10, 0, 0, 2)),
+            Some(1_000_000),
+        )));
+        assert_eq!(
+            s,
+            vec![
+                (peer, RadioSignal::Up),
+                (peer, RadioSignal::Rate(1_000_000)),
+                (peer, RadioSignal::Latency(Duration::from_millis(25))),
+                (peer, RadioSignal::Restart),
+            ]
+        );
+        let mac = Mac::from_slice(&[2, 0, 0, 0, 0, 1]).unwrap();
+        assert_eq!(
+            b.signals(&Event::Pause {
+                mac: Some(mac),
+                queues: vec![255]
+            }),
+            vec![(peer, RadioSignal::Pause)]
+        );
+        assert_eq!(
+            b.signals(&Event::DestinationDown { mac }),
+            vec![(peer, RadioSignal::Down)]
+        );
+        // Gone: a later pause for it reaches nothing.
+        assert!(b
+            .signals(&Event::Pause {
+                mac: Some(mac),
+                queues: vec![255]
+            })
+            .is_empty());
+
+        // A modem that reports no address: the configured mapping names the peer.
+        let other = IpAddr::from(Ipv4Addr::new(192, 168, 1, 9));
+        let mut map = DestinationMap::default();
+        map.insert(Mac::from_slice(&[2, 0, 0, 0, 0, 7]).unwrap(), other);
+        let mut b = RadioBridge::new(map);
+        let s = b.signals(&Event::DestinationUpdate(dest(7, None, None)));
+        assert_eq!(s[0], (other, RadioSignal::RateUnknown));
+        let lost = b.signals(&Event::SessionLost {
+            reason: aerotp_dlep::LostReason::ConnectionClosed,
+            destinations: vec![Mac::from_slice(&[2, 0, 0, 0, 0, 7]).unwrap()],
+        });
+        assert_eq!(lost, vec![(other, RadioSignal::Down)]);
+    }
+}
