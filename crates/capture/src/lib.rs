@@ -218,12 +218,14 @@ pub const SIM_INTERFACES: [&str; 2] = ["sent", "arrived"];
 /// The simulator's capture hook writing to a [`Capture`] with [`SIM_INTERFACES`], stamped in
 /// virtual time (t = 0 is the run's start). The hook cannot fail the run: the first write
 /// error is kept and returned by [`SimCapture::finish`], and nothing more is written after it.
+#[cfg(feature = "sim")]
 #[derive(Debug)]
 pub struct SimCapture {
     cap: Capture,
     error: Option<CaptureError>,
 }
 
+#[cfg(feature = "sim")]
 impl SimCapture {
     pub fn create(path: &Path) -> Result<SimCapture, CaptureError> {
         Ok(SimCapture {
@@ -241,6 +243,7 @@ impl SimCapture {
     }
 }
 
+#[cfg(feature = "sim")]
 impl aerotp_sim::Tap for SimCapture {
     fn datagram(
         &mut self,

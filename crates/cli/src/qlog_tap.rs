@@ -39,7 +39,8 @@ fn create(path: &Path, title: &str, vantage: Vantage) -> Result<Writer> {
         .with_context(|| format!("--qlog: writing {}", path.display()))
 }
 
-/// A simulator run's trace: both endpoints, virtual time.
+/// A simulator run's trace: both endpoints, virtual time (`aerotp sim`: feature `dev`).
+#[cfg(feature = "dev")]
 pub struct SimQlog {
     w: Writer,
     tpdus: TpduLog,
@@ -49,6 +50,7 @@ pub struct SimQlog {
     pub path: PathBuf,
 }
 
+#[cfg(feature = "dev")]
 impl SimQlog {
     pub fn create(path: PathBuf, title: &str) -> Result<SimQlog> {
         Ok(SimQlog {
@@ -81,6 +83,7 @@ impl SimQlog {
     }
 }
 
+#[cfg(feature = "dev")]
 impl aerotp_sim::Tap for SimQlog {
     fn datagram(
         &mut self,

@@ -76,6 +76,7 @@ pub enum Sink {
     File(PathBuf),
     Stdout,
     /// Kept in memory with arrival times (demo).
+    #[cfg_attr(not(feature = "dev"), allow(dead_code))] // `demo` is not in the field build
     Memory,
 }
 
@@ -91,7 +92,9 @@ pub struct RecvOutcome {
     pub sha256: Option<String>,
     pub saved_as: Option<PathBuf>,
     /// Memory sink: the bytes, and (end offset, arrival time) per chunk.
+    #[cfg_attr(not(feature = "dev"), allow(dead_code))]
     pub data: Vec<u8>,
+    #[cfg_attr(not(feature = "dev"), allow(dead_code))]
     pub arrivals: Vec<(usize, Instant)>,
     /// The stream ended with an error (connection broke) rather than EOF.
     pub read_error: Option<String>,

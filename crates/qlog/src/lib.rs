@@ -12,8 +12,10 @@
 //!   declared, TPDUs corrected or rebuilt, outages.
 //!
 //! [`writer`] writes a trace, bounded in bytes; [`reader`] reads one back; [`analysis`] turns
-//! it into a time-sequence chart and a summary (`aerotp trace`).
+//! it into a time-sequence chart and a summary (`aerotp trace`; feature `analysis`, on by
+//! default: the field build writes traces and leaves the plotting out).
 
+#[cfg(feature = "analysis")]
 pub mod analysis;
 pub mod observer;
 pub mod reader;
@@ -21,6 +23,7 @@ pub mod schema;
 pub mod tpdu;
 pub mod writer;
 
+#[cfg(feature = "analysis")]
 pub use analysis::{analyse, Summary};
 pub use observer::Observer;
 pub use reader::{read_trace, Record};
