@@ -81,6 +81,12 @@ if ! cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$test_log"; then
     done
 fi
 
+if [ "${AEROTP_SKIP_PACKAGE:-0}" != "1" ]; then
+    step "Debian package of the field binary: build, dpkg -i, run, systemd-analyze verify, purge"
+    # docs/packaging.md; as root (dpkg -i on this machine). AEROTP_SKIP_PACKAGE=1 skips it.
+    bash scripts/package-test.sh
+fi
+
 if [ "${AEROTP_SKIP_NS3:-0}" != "1" ]; then
     step "ns-3 TCP peers: install and self-check"
     bash bench/ns3/setup.sh

@@ -213,6 +213,19 @@ fn the_sample_config_is_a_valid_ingress_with_fec_auto() {
 }
 
 #[test]
+fn the_debian_packages_configs_are_a_valid_ingress_and_egress_storing_under_var_lib_aerotp() {
+    // packaging/etc/: installed as /etc/aerotp/ by scripts/package.sh (docs/packaging.md).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/etc");
+    for (file, role) in [("ingress", Role::Ingress), ("egress", Role::Egress)] {
+        let c = FileConfig::load(&dir.join(format!("{file}.toml"))).unwrap();
+        c.check_role(role).unwrap();
+        let s = c.settings().unwrap();
+        let store = s.store.as_ref().map(|p| p.display().to_string());
+        assert_eq!(store, Some(format!("/var/lib/aerotp/{file}")), "{file}");
+    }
+}
+
+#[test]
 fn a_transparent_table_is_an_ingress_setting_checked_key_by_key() {
     let text = "[transparent]\ntcp_listen = \"0.0.0.0:7400\"\ndeny = [\"*:25\"]\n";
     let c: FileConfig = toml::from_str(text).unwrap();
