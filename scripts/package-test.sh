@@ -16,7 +16,8 @@ say() { echo "package-test: $*"; }
 
 [ "$(id -u)" -eq 0 ] || fail "needs root (dpkg -i); run as root or set AEROTP_SKIP_PACKAGE=1"
 if dpkg-query -W -f='${Status}' aerotp 2>/dev/null | grep -q 'installed'; then
-    fail "an aerotp package is already installed here; not touching it"
+    fail "an aerotp package is already installed here; not touching it (left by a killed run of" \
+        "this test? then dpkg --purge aerotp and run again)"
 fi
 [ ! -e /usr/bin/aerotp ] || fail "/usr/bin/aerotp exists and is not from the package; not touching it"
 getent passwd aerotp >/dev/null && fail "a user aerotp exists already; not touching it"
