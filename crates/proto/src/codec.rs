@@ -88,7 +88,16 @@ pub struct Received {
     /// The header carries the AUTH bit: `body` is the sealed envelope (docs/spec.md §8),
     /// still to be verified by `auth::Auth::open` before anything acts on it.
     pub auth: bool,
+    /// `body` is a slice of a buffer the caller handed over ([`Source::Shared`], a GRO
+    /// train): while kept it keeps that whole buffer resident (`receiver::memory`).
+    pub shared: bool,
 }
+
+/// A body shorter than this is copied out of a shared buffer rather than sliced: the copy
+/// costs less than the slice's reference count, and a slice would keep a 64 kB train resident
+/// for a few bytes (a 1-byte body pinned 43 kB, issue 39). Longer bodies pin at most 64 times
+/// their size, and only for as long as `receiver::memory` lets them stay slices.
+pub const SHARED_MIN_BODY: usize = 1024;
 
 /// Why a datagram could not be turned into a TPDU at all: it is lost to the protocol.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,11 +137,14 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// `body`, a part of the datagram, as an owned body.
-    fn body(&self, body: &[u8]) -> Bytes {
+    /// `body`, a part of the datagram, as an owned body, and whether it is a slice of the
+    /// shared buffer.
+    fn body(&self, body: &[u8]) -> (Bytes, bool) {
         match self {
-            Source::Shared { buffer, .. } => buffer.slice_ref(body),
-            Source::Borrowed(_) => Bytes::copy_from_slice(body),
+            Source::Shared { buffer, .. } if body.len() >= SHARED_MIN_BODY => {
+                (buffer.slice_ref(body), true)
+            }
+            _ => (Bytes::copy_from_slice(body), false),
         }
     }
 }
@@ -154,13 +166,15 @@ pub fn decode_within(
         // (An authenticated TPDU without parity comes back with `body_ok` unchecked: its
         // tag, verified next, covers everything the CRC-32C would; docs/spec.md §8.)
         if t.body_ok && trailer_fits(datagram.len(), usize::from(t.header.len), t.header.fec) {
+            let (body, shared) = source.body(t.body);
             return Ok(Received {
                 header: t.header,
-                body: source.body(t.body),
+                body,
                 quality: Quality::Clean,
                 bits,
                 parity: t.header.fec,
                 auth: *auth,
+                shared,
             });
         }
     }
@@ -200,6 +214,7 @@ pub fn decode_within(
                     bits,
                     parity: p,
                     auth,
+                    shared: false,
                 });
             }
         }
@@ -212,6 +227,7 @@ pub fn decode_within(
             bits,
             parity: t.header.fec,
             auth,
+            shared: false,
         }),
         Err(e) => Err(Undecodable::Header(e)),
     }
@@ -251,6 +267,29 @@ mod tests {
             let r = decode(&out, None, &mut Vec::new()).unwrap();
             assert_eq!(r.quality, Quality::Clean);
             assert_eq!(r.body, body);
+        }
+    }
+
+    /// A small body is copied out of a shared (GRO) buffer; a large one is a slice of it.
+    #[test]
+    fn only_large_bodies_stay_slices_of_a_shared_buffer() {
+        for (len, sliced) in [
+            (1usize, false),
+            (SHARED_MIN_BODY - 1, false),
+            (SHARED_MIN_BODY, true),
+        ] {
+            let mut out = Vec::new();
+            encode(header(0), &vec![3u8; len], &mut out).unwrap();
+            let buffer = Bytes::from(out);
+            let source = Source::Shared {
+                datagram: &buffer,
+                buffer: &buffer,
+            };
+            let r = decode_within(source, || None, &mut Vec::new(), |_, _| true).unwrap();
+            let p = r.body.as_ptr() as usize;
+            let inside =
+                p >= buffer.as_ptr() as usize && p < buffer.as_ptr() as usize + buffer.len();
+            assert_eq!((r.shared, inside, r.body.len()), (sliced, sliced, len));
         }
     }
 

@@ -134,10 +134,12 @@ pub struct ConnectionConfig {
     pub linger: Duration,
     /// Lossy modes: minimum wait before skipping a missing TPDU.
     pub min_hole_timeout: Duration,
-    /// Most bytes of out-of-order TPDU bodies this connection's reorder buffer holds (the
-    /// endpoint's `max_reorder_bytes` bounds all connections together); a TPDU beyond it is
-    /// dropped and counted (`tpdus_dropped_memory`), and the retransmitting modes recover it.
-    /// Default 32 MiB: a 16,384-TPDU window of full 1500-byte TPDUs needs 24 MiB.
+    /// Most bytes this connection holds for its application: TPDUs out of order and data
+    /// delivered but not yet read, each body plus 64 bytes (the endpoint's
+    /// `max_reorder_bytes` bounds all connections together; an unproven peer's connection
+    /// holds at most `UNPROVEN_RECV_BYTES`); a TPDU beyond it is dropped and counted
+    /// (`tpdus_dropped_memory`), and the retransmitting modes recover it. Default 32 MiB: a
+    /// 16,384-TPDU window of full 1500-byte TPDUs needs 24 MiB.
     pub reorder_bytes: usize,
     /// Near-reliable: a cumulative ACK after this many TPDUs. 16 (was 64): the sender tells an
     /// outage from a pause between ACKs by their beat, so at 5 Mb/s a 30-minute outage costs
@@ -283,8 +285,9 @@ pub struct EndpointConfig {
     pub max_datagrams: usize,
     /// Pre-shared-key authentication of every TPDU (docs/security.md); `None`: off.
     pub auth: Option<crate::auth::AuthConfig>,
-    /// Most bytes of out-of-order TPDU bodies all connections hold together (each is also
-    /// bounded by its `reorder_bytes`). Default 192 MiB.
+    /// Most bytes all connections hold together for their applications, out of order and
+    /// delivered but unread (each is also bounded by its `reorder_bytes`): the endpoint's
+    /// bound on receive memory (docs/security.md). Default 192 MiB.
     pub max_reorder_bytes: usize,
     /// How long an accepted connection may stay half-open — not yet proven to reach a real
     /// peer at its address (docs/security.md) — before it is dropped. Default 30 s: set-up

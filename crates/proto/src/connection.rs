@@ -418,6 +418,7 @@ impl Connection {
 
     pub(crate) fn set_unproven(&mut self, unproven: bool) {
         self.unproven = unproven;
+        self.rx.set_unproven(unproven);
     }
 
     /// Closed unproven at the set-up timeout: nothing more is sent to the peer.
@@ -566,7 +567,8 @@ impl Connection {
         let rebuilt = self.erx.on_source(h.seq, h.flags, &r.body);
         let readable_before = self.rx.readable();
         let fin_before = self.rx.fin_complete();
-        self.rx.on_data(now, h.seq, h.timestamp, r.body, fin);
+        let body = self.rx.resident(h.seq, r.body, r.shared);
+        self.rx.on_data(now, h.seq, h.timestamp, body, fin);
         for b in rebuilt {
             let fin = b.flags.contains(Flags::AFIN);
             self.rx.on_rebuilt(now, b.seq, b.body.into(), fin);

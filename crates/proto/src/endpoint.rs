@@ -152,8 +152,9 @@ impl Endpoint {
         }
     }
 
-    /// Bytes of out-of-order TPDU bodies all connections hold now (at most
-    /// `EndpointConfig::max_reorder_bytes`, plus the in-order TPDU being delivered).
+    /// Bytes all connections hold for their applications now: TPDUs out of order and data
+    /// delivered but not read (at most `EndpointConfig::max_reorder_bytes`, plus one TPDU per
+    /// connection whose application has read everything).
     pub fn reorder_bytes_held(&self) -> usize {
         self.reorder.used()
     }

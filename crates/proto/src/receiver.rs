@@ -6,7 +6,7 @@ use crate::config::ConnectionConfig;
 use crate::erasure::{Arrival, WireLoss};
 use crate::error_control::{ErrorControl, Feedback, Hole};
 use crate::feedback_budget::{FeedbackBudget, TYPICAL_FEEDBACK_BYTES};
-use crate::reorder_budget::{tpdu_cost, ReorderBudget};
+use crate::reorder_budget::{tpdu_cost, ReorderBudget, SLOT_OVERHEAD};
 use aerotp_fec::auto::BerEstimator;
 use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Nack, Report, Snack, OVERHEAD};
 use bytes::{Buf, Bytes};
@@ -109,6 +109,8 @@ pub struct Receiver {
     /// Bytes of the bodies in `buffer`, and their bounds (docs/security.md).
     held_bytes: usize,
     max_held: usize,
+    /// The peer's address is not proven yet: at most `UNPROVEN_RECV_BYTES` held.
+    unproven: bool,
     reorder: ReorderBudget,
     ready: VecDeque<Delivered>,
     ready_bytes: usize,
@@ -175,6 +177,7 @@ impl Receiver {
             buffer: BTreeMap::new(),
             held_bytes: 0,
             max_held: cfg.reorder_bytes,
+            unproven: false,
             reorder: ReorderBudget::new(usize::MAX),
             ready: VecDeque::new(),
             ready_bytes: 0,
@@ -394,8 +397,6 @@ impl Receiver {
         }
         self.held_bytes += tpdu_cost(body.len());
         if seq == self.expected {
-            // Admitted unconditionally (see `admit`); the other bytes were taken there.
-            self.reorder.take(tpdu_cost(body.len()));
             // In order: delivered at once, without a trip through the reorder buffer (an
             // insert and a remove per TPDU, most TPDUs on most links), then what waited
             // behind it.
@@ -492,8 +493,12 @@ impl Receiver {
     /// Hands the TPDU numbered `expected` to the application (held and reorder bytes
     /// released) and moves `expected` on.
     fn deliver_next(&mut self, now: Duration, body: Bytes, fin: bool) {
+        // Its bytes stay charged until the application reads them (`memory`), except an empty
+        // body's, which is not kept.
         self.held_bytes -= tpdu_cost(body.len());
-        self.reorder.give(tpdu_cost(body.len()));
+        if body.is_empty() {
+            self.reorder.give(tpdu_cost(0));
+        }
         if let Some(t) = self.trace.as_mut().filter(|t| t.len() < TRACE_LIMIT) {
             t.push((self.expected, now, body.len() as u32));
         }
@@ -562,6 +567,7 @@ impl Receiver {
             n += k;
             if front.data.is_empty() {
                 self.ready.pop_front();
+                self.release_unread(SLOT_OVERHEAD);
             }
         }
         self.consume(n);
@@ -571,12 +577,14 @@ impl Receiver {
     /// Takes the next delivered chunk whole (with its TPDU number).
     pub fn read_chunk(&mut self) -> Option<Delivered> {
         let c = self.ready.pop_front()?;
+        self.release_unread(SLOT_OVERHEAD);
         self.consume(c.data.len());
         Some(c)
     }
 
     fn consume(&mut self, n: usize) {
         self.ready_bytes -= n;
+        self.release_unread(n);
         self.delivered_bytes += n as u64;
         self.stats.bytes_delivered += n as u64;
         if n > 0 && self.window_left() < self.window / 4 {

@@ -1,7 +1,8 @@
-//! The bytes of out-of-order TPDU bodies an endpoint holds in its connections' reorder
-//! buffers, bounded per endpoint (this budget) and per connection (`reorder_bytes`), so that
-//! peers sending bodies far ahead of a hole cannot grow a receiver's memory without bound
-//! (docs/security.md, "State bounded under attack").
+//! The bytes an endpoint's connections hold for their applications — TPDU bodies out of order
+//! in the reorder buffers, and data delivered in order but not yet read — bounded per endpoint
+//! (this budget) and per connection (`reorder_bytes`), so that peers sending bodies far ahead
+//! of a hole, or in order to an application that does not read, cannot grow a receiver's
+//! memory without bound (docs/security.md, "State bounded under attack").
 //!
 //! The endpoint makes one budget and hands a clone to each connection it creates; an atomic
 //! counter because the endpoint may move between threads (it is never shared by two at once:
@@ -14,6 +15,13 @@ use std::sync::Arc;
 /// 192 MiB: with the process's own memory (socket buffers, the engine's other tables) a
 /// receiver stays under 256 MB however many peers send out of order (docs/results/security.md).
 pub const DEFAULT_ENDPOINT_REORDER_BYTES: usize = 192 << 20;
+
+/// At most this many bytes of a connection's receive memory (out of order and unread) while
+/// its peer's address is unproven (docs/security.md): a spoofed or never-proven peer holds
+/// this much, however long it sends. 128 half-open connections (the default
+/// `max_half_open`) hold 32 MiB together. A real peer's first flight beyond it is dropped
+/// and sent again once proven, one round trip later.
+pub const UNPROVEN_RECV_BYTES: usize = 256 << 10;
 
 /// Bytes a buffered TPDU is counted for beside its body: the map entry and slot that hold it
 /// (about 60 bytes), so that the bounds bound memory, not only payload.

@@ -1,8 +1,16 @@
-//! The reorder buffer's byte bounds: per connection (`reorder_bytes`) and, through the
-//! endpoint's shared [`ReorderBudget`], per endpoint (docs/security.md).
+//! The receiver's byte bounds (docs/security.md, "State bounded under attack: receive
+//! memory"). What a connection holds for its application — TPDUs out of order in the reorder
+//! buffer and data delivered in order but not yet read — counts against its own bound
+//! (`reorder_bytes`; `UNPROVEN_RECV_BYTES` while its peer's address is unproven) and, through
+//! the endpoint's shared [`ReorderBudget`], against the endpoint's (`max_reorder_bytes`).
 
 use super::Receiver;
-use crate::reorder_budget::ReorderBudget;
+use crate::reorder_budget::{ReorderBudget, SLOT_OVERHEAD, UNPROVEN_RECV_BYTES};
+use aerotp_wire::expand_seq;
+use bytes::Bytes;
+
+/// Unread bytes under which a body stays a slice of its receive buffer (`resident`).
+pub const SLICE_UNREAD_BYTES: usize = 64 << 10;
 
 impl Receiver {
     /// Bytes of out-of-order TPDUs held now (bodies and bookkeeping, `reorder_budget::tpdu_cost`).
@@ -10,31 +18,80 @@ impl Receiver {
         self.held_bytes
     }
 
-    /// Shares the endpoint's reorder memory (before the first TPDU is stored).
+    /// Bytes delivered in order and not yet read, as charged: bodies and bookkeeping.
+    pub fn unread_charge(&self) -> usize {
+        self.ready_bytes + self.ready.len() * SLOT_OVERHEAD
+    }
+
+    /// All the receive memory this connection is charged for now.
+    pub fn charged_bytes(&self) -> usize {
+        self.held_bytes + self.unread_charge()
+    }
+
+    /// Shares the endpoint's receive memory (before the first TPDU is stored).
     pub fn set_reorder_budget(&mut self, budget: ReorderBudget) {
         debug_assert_eq!(self.held_bytes, 0);
         self.reorder = budget;
     }
 
-    /// Whether a new TPDU costing `len` bytes (`reorder_budget::tpdu_cost`) fits the reorder buffer's byte bounds; takes
-    /// them from the endpoint's budget if so. The TPDU every delivery waits for (`expected`)
-    /// always fits: storing it frees the buffer behind it. A refused TPDU is counted and
-    /// treated as never arrived, so the retransmitting modes resend it.
+    /// While the peer's address is unproven, the connection holds at most
+    /// `UNPROVEN_RECV_BYTES`.
+    pub fn set_unproven(&mut self, unproven: bool) {
+        self.unproven = unproven;
+    }
+
+    /// Whether a new TPDU costing `len` bytes (`reorder_budget::tpdu_cost`) fits the
+    /// connection's bound and the endpoint's budget; takes them from the budget if so. The
+    /// TPDU every delivery waits for (`expected`) always fits while the application has read
+    /// everything: storing it frees the buffer behind it, so a connection whose application
+    /// reads always progresses, whatever others hold (it overshoots by that one TPDU at
+    /// most). A refused TPDU is counted and treated as never arrived, so the retransmitting
+    /// modes resend it.
     pub(super) fn admit(&mut self, seq: u64, len: usize) -> bool {
-        if seq == self.expected {
+        if seq == self.expected && self.ready.is_empty() {
+            self.reorder.take(len);
             return true;
         }
-        let fits = self.held_bytes + len <= self.max_held && self.reorder.try_take(len);
+        let bound = if self.unproven {
+            self.max_held.min(UNPROVEN_RECV_BYTES)
+        } else {
+            self.max_held
+        };
+        let fits = self.charged_bytes() + len <= bound && self.reorder.try_take(len);
         if !fits {
             self.stats.tpdus_dropped_memory += 1;
         }
         fits
     }
+
+    /// `body` (of the TPDU numbered `wire_seq`) as it is to be kept: a slice of a shared
+    /// receive buffer (`shared`, a GRO train) stays one only when it is delivered at once to
+    /// an application that keeps up (at most `SLICE_UNREAD_BYTES` unread) on a proven
+    /// connection — the hot path, no copy. Otherwise it is copied out, so that what a
+    /// connection holds for long (out of order, unread, unproven) is charged for what it keeps
+    /// resident; a slice kept pins at most 64 times its size (`codec::SHARED_MIN_BODY`), for
+    /// at most `SLICE_UNREAD_BYTES` per connection.
+    pub fn resident(&self, wire_seq: u32, body: Bytes, shared: bool) -> Bytes {
+        let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
+        let keep =
+            seq == self.expected && !self.unproven && self.unread_charge() < SLICE_UNREAD_BYTES;
+        if shared && !keep {
+            Bytes::copy_from_slice(&body)
+        } else {
+            body
+        }
+    }
+
+    /// The application took `n` bytes, or a chunk's bookkeeping, off the ready queue: they
+    /// go back to the endpoint.
+    pub(super) fn release_unread(&mut self, n: usize) {
+        self.reorder.give(n);
+    }
 }
 
 impl Drop for Receiver {
-    /// A released connection's out-of-order bytes go back to the endpoint.
+    /// A released connection's bytes go back to the endpoint.
     fn drop(&mut self) {
-        self.reorder.give(self.held_bytes);
+        self.reorder.give(self.held_bytes + self.unread_charge());
     }
 }

@@ -263,21 +263,102 @@ fn out_of_order_bytes_are_bounded_per_connection_and_per_endpoint() {
     assert_eq!(b.held_bytes(), 2 * cost);
     assert_eq!(b.stats.tpdus_dropped_memory, 1);
     assert_eq!(shared.used(), 5 * cost);
-    // The awaited TPDU always fits, and delivering frees what it unblocks.
+    // The awaited TPDU fits while the application has read everything (the endpoint's bound
+    // overshot by that one TPDU at most); what it unblocks moves to the unread queue, still
+    // charged until the application reads it.
     assert!(a.on_data(ms(10), 0, 0, Bytes::from(body()), false));
     assert_eq!(a.held_bytes(), 0);
-    assert_eq!(shared.used(), 2 * cost);
+    assert_eq!(a.charged_bytes(), 4 * cost);
+    assert_eq!(shared.used(), 6 * cost);
     let mut buf = vec![0u8; 10_000];
     assert_eq!(
         a.read(&mut buf),
         4_000,
         "TPDUs 0-3 delivered; 4 was dropped, not delivered"
     );
+    assert_eq!(shared.used(), 2 * cost);
     // The dropped TPDU, resent, is taken now that there is room.
     assert!(a.on_data(ms(11), 4, 0, Bytes::from(body()), false));
-    // A released connection gives its bytes back.
+    // Data in order that the application does not read counts too: the connection's bound
+    // stops it (7 in order, 8 behind it).
+    for seq in 5..=8 {
+        a.on_data(ms(seq.into()), seq, 0, Bytes::from(body()), false);
+    }
+    assert_eq!(a.charged_bytes(), 3 * cost);
+    assert_eq!(a.ready_bytes(), 3_000);
+    assert_eq!(a.stats.tpdus_dropped_memory, 3);
+    // Reading part of a chunk gives back its bytes; the whole chunk, its bookkeeping too.
+    assert_eq!(a.read(&mut buf[..500]), 500);
+    assert_eq!(a.charged_bytes(), 3 * cost - 500);
+    assert_eq!(shared.used(), 2 * cost + 3 * cost - 500);
+    assert_eq!(a.read(&mut buf[..500]), 500);
+    assert_eq!(a.charged_bytes(), 2 * cost);
+    // A released connection gives its bytes back, out of order and unread alike.
     drop(b);
+    assert_eq!(shared.used(), 2 * cost);
+    drop(a);
     assert_eq!(shared.used(), 0);
+}
+
+/// A connection whose peer's address is unproven holds at most `UNPROVEN_RECV_BYTES`, in
+/// order and unread or out of order; once proven, its own bound.
+#[test]
+fn an_unproven_connection_holds_a_small_bounded_amount() {
+    use crate::reorder_budget::UNPROVEN_RECV_BYTES;
+    let cfg = ConnectionConfig {
+        mode: Mode::Reliable,
+        recv_window: 4096,
+        ..ConnectionConfig::default()
+    };
+    let mut r = receiver(&cfg);
+    r.set_unproven(true);
+    for seq in 0..1000u32 {
+        r.on_data(ms(1), seq, 0, Bytes::from(vec![1u8; 1400]), false);
+        assert!(r.charged_bytes() <= UNPROVEN_RECV_BYTES, "{seq}");
+    }
+    assert!(r.charged_bytes() > UNPROVEN_RECV_BYTES - tpdu_cost(1400));
+    assert!(r.stats.tpdus_dropped_memory > 800);
+    r.set_unproven(false);
+    let expected = r.expected as u32;
+    assert!(r.on_data(ms(2), expected, 0, Bytes::from(vec![1u8; 1400]), false));
+}
+
+/// A body that is a slice of a shared receive buffer stays one only when delivered at once
+/// to an application that keeps up on a proven connection; otherwise it is copied out.
+#[test]
+fn a_shared_body_held_for_long_is_copied_out_of_its_buffer() {
+    let buffer = Bytes::from(vec![9u8; 65_536]);
+    let inside = |b: &Bytes| {
+        let p = b.as_ptr() as usize;
+        let q = buffer.as_ptr() as usize;
+        p >= q && p < q + buffer.len()
+    };
+    let mut r = rx(Mode::Reliable);
+    let body = || buffer.slice(1000..2400);
+    assert!(
+        inside(&r.resident(0, body(), true)),
+        "in order: kept as a slice"
+    );
+    assert!(
+        !inside(&r.resident(1, body(), true)),
+        "out of order: copied"
+    );
+    assert!(
+        inside(&r.resident(0, body(), false)),
+        "not shared: left alone"
+    );
+    r.set_unproven(true);
+    assert!(!inside(&r.resident(0, body(), true)), "unproven: copied");
+    r.set_unproven(false);
+    // An application that lags: beyond SLICE_UNREAD_BYTES unread, copies.
+    let mut seq = 0u32;
+    while r.unread_charge() < super::memory::SLICE_UNREAD_BYTES {
+        let b = r.resident(seq, body(), true);
+        assert!(inside(&b));
+        r.on_data(ms(1), seq, 0, b, false);
+        seq += 1;
+    }
+    assert!(!inside(&r.resident(seq, body(), true)));
 }
 
 /// A long gap in the stream (an outage) is reported at once; a short one waits for the
