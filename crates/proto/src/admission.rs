@@ -50,10 +50,15 @@ const VALIDATED_LIMIT: usize = 4096;
 /// bytes over a 30 s set-up timeout.
 const FIRST_RECHALLENGE: Duration = Duration::from_millis(250);
 const MAX_RECHALLENGE: Duration = Duration::from_secs(2);
+/// A half-open connection whose peer keeps sending it intact data is kept up to this many
+/// set-up timeouts from its start (`Admission::heard`).
+const MAX_SETUP_TIMEOUTS: u32 = 4;
 const MAC_LEN: usize = COOKIE_LEN - 4;
 
 #[derive(Debug, Clone, Copy)]
 struct HalfOpen {
+    /// When it was opened.
+    opened: Duration,
     /// Dropped at this time unless proven.
     expires: Duration,
     /// A TPDU from the peer at or after this time draws another CHALLENGE.
@@ -105,11 +110,27 @@ impl Admission {
         self.half_open.insert(
             conn,
             HalfOpen {
+                opened: now,
                 expires: now + self.setup_timeout,
                 next_challenge: now + FIRST_RECHALLENGE,
                 wait: FIRST_RECHALLENGE,
             },
         );
+    }
+
+    /// The peer of the half-open connection `conn` was heard again (an intact data TPDU on
+    /// its key and tag): its set-up time runs from now, up to `MAX_SETUP_TIMEOUTS` set-up
+    /// timeouts from its opening. On a slow link the ECHO waits in the bottleneck's queue
+    /// behind the first flight (ten 806-byte TPDUs are 27 s at 2.4 kb/s): dropping the
+    /// connection at 30 s made the peer's next TPDU open a new one, and the peer took that
+    /// for a restart and reset. A spoofer that keeps a slot this way must keep sending, and
+    /// holds it two minutes at most (the slots are bounded: `max_half_open`).
+    pub(crate) fn heard(&mut self, conn: u64, now: Duration) {
+        let timeout = self.setup_timeout;
+        if let Some(h) = self.half_open.get_mut(&conn) {
+            let latest = h.opened + timeout * MAX_SETUP_TIMEOUTS;
+            h.expires = h.expires.max((now + timeout).min(latest));
+        }
     }
 
     /// The connection proved itself (or went away): it is no longer half-open.

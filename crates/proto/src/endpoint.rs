@@ -487,6 +487,10 @@ impl Endpoint {
             self.schedule.touch(ch);
             let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
             if c.tag == h.tag {
+                if h.flags.is_data() && r.quality != Quality::Corrupted {
+                    self.admission.heard(ch.0, now);
+                }
+                let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
                 if c.arrived_from(now, path, datagram.len()) {
                     self.deliver_to_connection(now, ch, path, r);
                 } else if self.take_on_new_path(now, ch, path, r).is_some() {

@@ -365,14 +365,15 @@ proptest::proptest! {
 
     /// The same contract with the rate discovered (docs/rate.md), in the modes that discover
     /// it: the window and the model's pacing changes must never leave a deadline that
-    /// nothing acts on, and every transfer ends and delivers everything. Not yet over 2.4 kb/s
-    /// links or 30 % loss and more: there the first flight, sent at the cap, queues longer
-    /// than the first timeouts, and needless retransmissions outlive the receiver's connection
-    /// (docs/results/rate.md, "Left").
+    /// nothing acts on, and every transfer ends and delivers everything. From 9.6 kb/s; not
+    /// yet over 2.4 kb/s links at random or 30 % loss and more: there the first flight, sent
+    /// at the cap, queues longer than the first timeouts, and needless retransmissions can
+    /// outlive the receiver's set-up (docs/results/rate.md, "Left"; one such case, fixed, is
+    /// `a_slow_first_flight_does_not_outlive_the_receivers_set_up`).
     #[test]
     fn the_deadline_contract_holds_with_a_discovered_rate(
         hybrid in proptest::bool::ANY,
-        rate in proptest::sample::select(vec![64_000u64, 1_000_000, 5_000_000]),
+        rate in proptest::sample::select(vec![9_600u64, 64_000, 1_000_000, 5_000_000]),
         delay_ms in 0u64..2_000,
         mtu in 128usize..1500,
         loss in 0.0f64..0.3,
@@ -397,6 +398,29 @@ proptest::proptest! {
         proptest::prop_assert_eq!(o.sender, Some(CloseOutcome::Finished { confirmed: true }));
         proptest::prop_assert_eq!(o.delivered, size);
     }
+}
+
+/// Found by the property test above over 2.4 kb/s: ten 806-byte TPDUs of the first flight
+/// are 27 s in the bottleneck's queue, the receiver's ECHO waited behind them, the receiver
+/// dropped its half-open connection at its 30 s set-up timeout, and the sender took the new
+/// one the next TPDU opened for a restart and reset. The receiver now keeps a half-open
+/// connection whose peer keeps sending intact data (up to four set-up timeouts).
+#[test]
+fn a_slow_first_flight_does_not_outlive_the_receivers_set_up() {
+    let o = run_sized(
+        Mode::Reliable,
+        2_400,
+        Duration::from_millis(132),
+        806,
+        0.162_812_878_227_388_16,
+        249_914,
+        5_982,
+        Duration::ZERO,
+        RateControl::Discover,
+        &[],
+    );
+    assert_eq!(o.sender, Some(CloseOutcome::Finished { confirmed: true }));
+    assert_eq!(o.delivered, 5_982);
 }
 
 /// A radio's word (`RadioSignal`) at random times: `(time in ms, kind, rate)`; the last
