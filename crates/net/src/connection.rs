@@ -262,6 +262,47 @@ impl Connection {
         Report::new(self.inner.mode, outcome, self.stats())
     }
 
+    /// Waits until the connection has ended, or until nothing the application needs
+    /// remains: only the linger is left (both halves done, our AFINACK sent:
+    /// `aerotp_proto::Endpoint::lingering`), or, with `peer_has_all` (the application read the
+    /// peer's own word that everything we sent arrived, e.g. a receiver's verdict), the
+    /// peer's close is answered even if the acknowledgement of our AFIN is still on its way.
+    /// The report's outcome is then the `Finished` the linger would end with. The endpoint
+    /// keeps answering late retransmissions while it runs, but a command may exit here
+    /// instead of waiting the linger out (at least two outage-probe intervals: about 4 s).
+    pub async fn settled(&self, peer_has_all: bool) -> Report {
+        let closed = self.closed();
+        tokio::pin!(closed);
+        // The driver step whose datagrams (our AFINACK among them) must have left before the
+        // process may exit with the socket.
+        let mut left_with: Option<u64> = None;
+        loop {
+            let done = {
+                let st = self.shared().lock();
+                let done = st.engine.lingering(self.inner.h)
+                    || (peer_has_all && st.engine.close_answered(self.inner.h));
+                if done && left_with.is_none() {
+                    left_with = Some(st.steps_taken);
+                }
+                done && left_with.is_some_and(|n| st.steps_sent >= n)
+            };
+            if done {
+                let confirmed =
+                    aerotp_proto::ErrorControl::for_mode(self.inner.mode).delivers_everything();
+                return Report::new(
+                    self.inner.mode,
+                    CloseOutcome::Finished { confirmed },
+                    self.stats(),
+                );
+            }
+            // No event marks the AFINACK's departure: look again shortly.
+            tokio::select! {
+                r = &mut closed => return r,
+                () = tokio::time::sleep(std::time::Duration::from_millis(2)) => {}
+            }
+        }
+    }
+
     /// No more data from us: the AFIN follows what was written. Returns at once.
     pub fn close(&self) {
         let _ = self.shared().lock().engine.close(self.inner.h);

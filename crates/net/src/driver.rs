@@ -81,6 +81,12 @@ pub(crate) struct State {
     pub(crate) local_addrs: LocalAddrs,
     /// The DSCP each class's datagrams carry (`Endpoint::set_dscp_plan`).
     pub(crate) marks: crate::marks::DscpPlan,
+    /// The driver's steps: how many have taken datagrams from the engine, and the last one
+    /// whose datagrams were all handed to the socket. A datagram the engine counts as sent
+    /// may still be in the driver's hands (it sends outside the lock); what was taken by
+    /// step N has left once `steps_sent >= N` (`Connection::settled` waits for it).
+    pub(crate) steps_taken: u64,
+    pub(crate) steps_sent: u64,
 }
 
 impl State {
@@ -233,7 +239,7 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
     let mut stalled_wakeups = 0u32;
     loop {
         let max_segments = io.max_segments();
-        let (deadline, more, stop) = {
+        let (deadline, more, stop, step) = {
             let mut st = shared.lock();
             let now = shared.now();
             // What has arrived goes in before the timers run: after the thread was descheduled
@@ -247,6 +253,8 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
             // plan is read once per batch too.
             let tap = st.tap.clone().map(|t| (t, wall_clock()));
             let marks = st.marks;
+            st.steps_taken += 1;
+            let step = st.steps_taken;
             loop {
                 // A batch ends with a full train: ended at `BATCH` datagrams exactly, every
                 // second `sendmsg` carried a 21-datagram remainder (64 = 43 + 21 at 1500-byte
@@ -294,9 +302,9 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
                 if stop {
                     st.driver_stopped = true;
                 }
-                (deadline, more, stop)
+                (deadline, more, stop, step)
             } else {
-                (deadline, more, false)
+                (deadline, more, false, step)
             }
         };
         let sent_any = !outbox.is_empty();
@@ -308,6 +316,7 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
             }
         }
         outbox.recycle(trains);
+        shared.lock().steps_sent = step;
         if stop {
             shared.accept.notify_waiters();
             shared.datagram.notify_waiters();

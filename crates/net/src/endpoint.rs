@@ -89,6 +89,8 @@ impl Endpoint {
                 engine_tap: None,
                 local_addrs: LocalAddrs::new(local_addr, io.destinations()),
                 marks: crate::marks::DscpPlan::default(),
+                steps_taken: 0,
+                steps_sent: 0,
             }),
             wake: Notify::new(),
             accept: Notify::new(),

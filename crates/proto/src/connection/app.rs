@@ -74,6 +74,23 @@ impl Connection {
         self.tx.peer_delivered
     }
 
+    /// The peer's AFIN arrived in order and our AFINACK went out: the peer has nothing more
+    /// to wait for from us, unless that AFINACK is lost.
+    pub fn close_answered(&self) -> bool {
+        !self.phase.ended()
+            && self.rx.fin_complete()
+            && !self.due.afinack
+            && self.peer_fin.afinack_sent()
+    }
+
+    /// Both halves are done and only the linger is left: our data and AFIN are acknowledged
+    /// (confirmed, with confirmed delivery) and the peer's close answered. The connection will
+    /// finish as `Finished` when the linger ends, unless something arrives; the linger only
+    /// answers a peer whose AFINACK was lost, so an application may stop waiting here.
+    pub fn lingering(&self) -> bool {
+        self.close_answered() && self.send_done()
+    }
+
     /// No more data from this side: the AFIN follows the queued data.
     pub fn close(&mut self) {
         if !self.tx.fin_requested() {

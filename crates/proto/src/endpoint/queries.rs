@@ -15,6 +15,18 @@ impl Endpoint {
         self.conns.get(&h).map(|c| c.stats())
     }
 
+    /// Whether only the connection's linger is left (see `Connection::lingering`): the
+    /// application has nothing more to wait for.
+    pub fn lingering(&self, h: ConnectionHandle) -> bool {
+        self.conns.get(&h).is_some_and(|c| c.lingering())
+    }
+
+    /// Whether the peer's close is answered (`Connection::close_answered`), our own half
+    /// done or not.
+    pub fn close_answered(&self, h: ConnectionHandle) -> bool {
+        self.conns.get(&h).is_some_and(|c| c.close_answered())
+    }
+
     /// Bytes `read` would return now (delivered in order, not yet read).
     pub fn ready_bytes(&self, h: ConnectionHandle) -> usize {
         self.conns.get(&h).map_or(0, |c| c.ready_bytes())
