@@ -309,7 +309,7 @@ impl Verdict {
 
     pub fn describe(self) -> &'static str {
         match self {
-            Verdict::Verified => "verified (byte count and SHA-256 match)",
+            Verdict::Verified => "byte count and SHA-256 match",
             Verdict::Mismatch => "the receiver's SHA-256 or byte count differs from the sender's",
             Verdict::Incomplete => "bytes are missing at the receiver",
             Verdict::NoDigest => "the stream ended without the sender's digest",

@@ -30,6 +30,7 @@ mod send_cmd;
 mod sim_cmd;
 #[cfg(feature = "dev")]
 mod trace_cmd;
+mod transfer_end;
 
 use clap::{Parser, Subcommand};
 

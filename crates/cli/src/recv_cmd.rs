@@ -19,6 +19,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::time::Instant;
 
 use crate::common::*;
+use crate::transfer_end::store_or_tell;
 
 /// Receive files sent with `aerotp send`. Exit status (with --once, or -o FILE / -o -):
 /// 0 the mode's guarantee was met and the file is complete, 1 local error, 2 bad usage,
@@ -277,7 +278,7 @@ pub async fn receive(
             }
             pb.set_prefix(format!("recv {name}"));
             await_proof(&conn).await?;
-            out = Some(open_output(sink, &name, id).await?);
+            out = Some(store_or_tell(&conn, open_output(sink, &name, id).await).await?);
         }
         // Version 2, and a stream without a readable header (a lossy mode lost its TPDU, but
         // the trailer may have come): the last TRAILER_LEN bytes may be the trailer, so they
@@ -311,7 +312,7 @@ pub async fn receive(
     let (name, expected, version) = parsed.unwrap_or((fallback_name, None, 0));
     if out.is_none() {
         await_proof(&conn).await?;
-        out = Some(open_output(sink, &name, id).await?);
+        out = Some(store_or_tell(&conn, open_output(sink, &name, id).await).await?);
     }
     let mut out = out.expect("opened");
     if !unparsed.is_empty() && write_error.is_none() {
@@ -346,7 +347,7 @@ pub async fn receive(
     }
     if let Some(e) = write_error {
         // The sender learns at once (RST with the reason) instead of sending into the void.
-        abort_and_flush(&conn, &format!("receiver cannot store the data: {e:#}")).await;
+        abort_and_flush(&conn, &crate::transfer_end::store_failed_reason(&e)).await;
         let _ = keep_partial(&mut out).await;
         return Err(e);
     }
@@ -359,30 +360,32 @@ pub async fn receive(
         trailer.as_ref(),
         read_error.is_some(),
     );
+    // The stream is read to its end (or broke): what the file is does not depend on the close.
+    let exit_code = match (&read_error, verdict) {
+        (Some(_), _) => EXIT_BROKEN,
+        (None, Verdict::Verified) => EXIT_OK,
+        (None, Verdict::Incomplete) => EXIT_INCOMPLETE,
+        (None, Verdict::Mismatch | Verdict::NoDigest) => EXIT_CORRUPT,
+        (None, Verdict::WriteFailed) => EXIT_LOCAL,
+    };
+    // The file has its final name before the sender hears the verdict: `send && use-the-file`
+    // never races the rename.
+    let saved = if exit_code == EXIT_OK {
+        commit(&mut out).await
+    } else {
+        keep_partial(&mut out).await
+    };
+    let saved_as = store_or_tell(&conn, saved).await?;
     let report = if read_error.is_none() {
         // Our half carries the verdict (a version-1 sender reads nothing; it costs it nothing).
         let mut w = conn.clone();
         if version >= 2 {
             let _ = w.write_all(&verdict.encode()).await;
         }
-        conn.finish().await
+        conn.close();
+        crate::transfer_end::verdict_acknowledged(&conn).await
     } else {
         conn.finish().await
-    };
-    let exit_code = if read_error.is_some() || !report.guarantee_met {
-        EXIT_BROKEN
-    } else {
-        match verdict {
-            Verdict::Verified => EXIT_OK,
-            Verdict::Incomplete => EXIT_INCOMPLETE,
-            Verdict::Mismatch | Verdict::NoDigest => EXIT_CORRUPT,
-            Verdict::WriteFailed => EXIT_LOCAL,
-        }
-    };
-    let saved_as = if exit_code == EXIT_OK {
-        commit(&mut out).await?
-    } else {
-        keep_partial(&mut out).await?
     };
     Ok(RecvOutcome {
         name,
@@ -504,7 +507,7 @@ pub fn listener_config(
 /// Reports a transfer: with `json`, returns its JSON object for the caller to print (with
 /// `--once` after the capture closed, so that it can carry the capture's figures); otherwise
 /// prints the text line and returns `None`.
-fn report_line(o: &RecvOutcome, json: bool) -> Option<serde_json::Value> {
+fn report_line(o: &RecvOutcome, json: bool, auth: bool) -> Option<serde_json::Value> {
     // On stderr whatever the format: a refused file must never pass unnoticed.
     if o.verdict != Verdict::Verified {
         eprintln!(
@@ -521,14 +524,15 @@ fn report_line(o: &RecvOutcome, json: bool) -> Option<serde_json::Value> {
         v["sha256"] = o.sha256.clone().into();
         v["saved_as"] = o.saved_as.as_ref().map(|p| p.display().to_string()).into();
         v["read_error"] = o.read_error.clone().into();
-        v["verdict"] = format!("{:?}", o.verdict).to_lowercase().into();
+        v["verdict"] = crate::transfer_end::verdict_json(o.verdict, auth).into();
+        v["authenticated"] = auth.into();
         v["sender_sha256"] = o.sender_sha256.clone().into();
         v["exit_code"] = o.exit_code.into();
         Some(v)
     } else {
         let s = &o.report.stats.receiver;
         eprintln!(
-            "received {} ({} of {} bytes) in {:.2} s, {} mode, {}: {} TPDUs, {} corrected, {} lost; goodput {}{}{}",
+            "received {} ({} of {} bytes) in {:.2} s, {} mode, {}: {} TPDUs, {} corrected, {} lost; goodput {}{}{}{}",
             o.name,
             o.bytes,
             o.expected.map_or_else(|| "?".into(), |e| e.to_string()),
@@ -540,6 +544,11 @@ fn report_line(o: &RecvOutcome, json: bool) -> Option<serde_json::Value> {
             s.tpdus_lost,
             human_rate(o.bytes as f64 * 8.0 / o.elapsed.as_secs_f64().max(1e-9)),
             o.saved_as.as_ref().map_or_else(String::new, |p| format!("; saved as {}", p.display())),
+            if o.verdict == Verdict::Verified {
+                format!("; {}", crate::transfer_end::verdict_text(o.verdict, auth))
+            } else {
+                String::new()
+            },
             o.read_error.as_ref().map_or_else(String::new, |e| format!("; error: {e}")),
         );
         None
@@ -682,7 +691,7 @@ async fn serve(
             }
         };
         let sink = sink.clone();
-        let json = args.json;
+        let (json, auth) = (args.json, ep.authenticated());
         let claimed = claimed.clone();
         let (multi, unproven) = (multi.clone(), unproven.clone());
         tasks.spawn(async move {
@@ -700,7 +709,7 @@ async fn serve(
             let r = receive(conn, &sink, &pb).await;
             pb.finish_and_clear();
             match r {
-                Ok(o) => Some((o.exit_code, report_line(&o, json))),
+                Ok(o) => Some((o.exit_code, report_line(&o, json, auth))),
                 Err(e) => {
                     eprintln!("aerotp recv: {e:#}");
                     Some((EXIT_LOCAL, None))

@@ -16,9 +16,13 @@ use tokio::time::Instant;
 use crate::common::*;
 use crate::rate_flags::{rate_or_auto_arg, resolve_rate, RateArg};
 
-/// Send a file to `aerotp recv` over AeroTP. Exit status: 0 the mode's guarantee was met,
-/// 1 local error, 2 bad usage, 3 peer unreachable, 4 connection broke before the guarantee.
+/// Send a file to `aerotp recv` over AeroTP; exits as soon as the receiver's verdict is in.
+/// Exit status: 0 the mode's guarantee was met and the receiver has the file under its name,
+/// 1 local error, 2 bad usage, 3 peer unreachable, 4 connection broke before the guarantee,
+/// 6 the receiver's end-to-end check failed, 7 the receiver could not store the file (its
+/// reason is printed).
 #[derive(Debug, clap::Args)]
+#[command(after_help = crate::transfer_end::SEND_EXIT_HELP)]
 pub struct Args {
     /// File to send, or - for standard input.
     file: String,
@@ -130,6 +134,8 @@ pub enum SendError {
     /// that the receiver keeps what it got as `.partial`.
     #[error("{0}")]
     Input(String),
+    #[error("the receiver could not store the file: {0}")]
+    Store(String),
     #[error(transparent)]
     Local(#[from] anyhow::Error),
 }
@@ -140,6 +146,7 @@ impl SendError {
             SendError::Unreachable(..) => EXIT_UNREACHABLE,
             SendError::Broken(_) | SendError::Silent(_) => EXIT_BROKEN,
             SendError::Input(_) | SendError::Local(_) => EXIT_LOCAL,
+            SendError::Store(_) => crate::transfer_end::EXIT_RECEIVER_STORE,
         }
     }
 }
@@ -280,19 +287,17 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
                 ))
             })?
             .map_err(fail)?;
-        // The transfer ends with the receiver's verdict; what follows is the close handshake
-        // (and our linger for a lost AFINACK), not part of the time the data took.
+        // The transfer ends with the receiver's verdict; what follows is our AFINACK for its
+        // close (the linger after it is the endpoint's business, not the user's wait).
         let done_at = start.elapsed();
-        let report = conn.closed().await;
+        let report = conn.settled(verdict.is_some()).await;
         Ok::<_, SendError>((trailer, verdict, report, done_at))
     };
     let watch = async {
         match tokio::time::timeout(connect_timeout, conn.connected()).await {
             Err(_) => SendError::Unreachable(target, connect_timeout),
-            Ok(Err(o)) => match o {
-                CloseOutcome::IdleTimeout => SendError::Silent(silence),
-                o => SendError::Broken(aerotp_net::outcome_error(&o).to_string()),
-            },
+            Ok(Err(o)) => ended(o, silence)
+                .unwrap_or_else(|o| SendError::Broken(aerotp_net::outcome_error(&o).to_string())),
             Ok(Ok(())) => std::future::pending().await,
         }
     };
@@ -412,10 +417,21 @@ pub fn send_status(out: &SendOutcome) -> (i32, Option<String>) {
 }
 
 fn broken(conn: &Connection, e: std::io::Error, silence: Duration) -> SendError {
-    match conn.outcome() {
-        Some(CloseOutcome::Reset(r)) => SendError::Broken(format!("reset by the receiver: {r}")),
-        Some(CloseOutcome::IdleTimeout) => SendError::Silent(silence),
-        _ => SendError::Broken(e.to_string()),
+    conn.outcome()
+        .map_or(Err(()), |o| ended(o, silence).map_err(drop))
+        .unwrap_or_else(|()| SendError::Broken(e.to_string()))
+}
+
+/// What an unclean end means for the user, if it says more than its I/O error: a receiver that
+/// cannot store the data (its reason), another reset, the silence bound.
+fn ended(o: CloseOutcome, silence: Duration) -> Result<SendError, CloseOutcome> {
+    match o {
+        CloseOutcome::Reset(r) => Ok(match crate::transfer_end::store_failure(&r) {
+            Some(why) => SendError::Store(why.to_owned()),
+            None => SendError::Broken(format!("reset by the receiver: {r}")),
+        }),
+        CloseOutcome::IdleTimeout => Ok(SendError::Silent(silence)),
+        o => Err(o),
     }
 }
 
@@ -666,10 +682,26 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     let out = out?;
     let (code, why) = send_status(&out);
     let digest = hex(&out.sha256);
+    let authenticated = ep.authenticated();
+    // Goodput counts what the receiver confirmed it has, over the time the user waited.
+    let delivered = match out.verdict {
+        Some(Verdict::Verified) => out.bytes,
+        _ => (out
+            .report
+            .stats
+            .peer_delivered
+            .saturating_sub(header.len() as u64))
+        .min(out.bytes),
+    };
     if args.json {
         let mut v = stats_json("send", &name, out.bytes, out.elapsed, &out.report);
+        v["goodput_bps"] = crate::transfer_end::goodput_bps(delivered, out.elapsed).into();
         v["sha256"] = digest.into();
-        v["verdict"] = out.verdict.map(|v| format!("{v:?}").to_lowercase()).into();
+        v["authenticated"] = authenticated.into();
+        v["verdict"] = out
+            .verdict
+            .map(|v| crate::transfer_end::verdict_json(v, authenticated))
+            .into();
         v["exit_code"] = code.into();
         v["class"] = args.class.name().into();
         v["dscp"] = args.marks.dscp.dscp(args.class).to_string().into();
@@ -679,7 +711,7 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         println!("{v}");
     } else {
         eprintln!(
-            "sent {} ({} bytes, SHA-256 {}) in {:.2} s, {} mode, {} class (DSCP {}), {}, receiver: {}: {} TPDUs, {} retransmitted; goodput {}",
+            "sent {} ({} bytes, SHA-256 {}) in {:.2} s, {} mode, {} class (DSCP {}), {}, receiver: {}: {} TPDUs, {} retransmitted; {}",
             name,
             out.bytes,
             digest,
@@ -688,10 +720,13 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
             args.class.name(),
             args.marks.dscp.dscp(args.class),
             outcome_name(&out.report),
-            out.verdict.map_or("no verdict", Verdict::describe),
+            out.verdict.map_or("no verdict", |v| crate::transfer_end::verdict_text(
+                v,
+                authenticated
+            )),
             out.report.stats.sender.tpdus_sent,
             out.report.stats.sender.tpdus_retransmitted,
-            human_rate(out.bytes as f64 * 8.0 / out.elapsed.as_secs_f64().max(1e-9)),
+            crate::transfer_end::goodput_text(delivered, out.elapsed),
         );
     }
     if let Some(why) = why {

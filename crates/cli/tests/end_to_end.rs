@@ -379,9 +379,9 @@ fn a_receiver_that_cannot_store_stops_the_sender_at_once() {
     let send = spawn_send(&file, port, &[]);
     let s = wait_bounded(send.take(), Duration::from_secs(30));
     let r = wait_bounded(recv.take(), Duration::from_secs(10));
-    assert_eq!(s.status.code(), Some(4), "{}", stderr(&s));
+    assert_eq!(s.status.code(), Some(7), "{}", stderr(&s));
     assert!(
-        stderr(&s).contains("cannot store the data"),
+        stderr(&s).contains("the receiver could not store the file: writing the output"),
         "{}",
         stderr(&s)
     );
