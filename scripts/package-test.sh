@@ -23,7 +23,8 @@ esac
 [ ! -e /usr/bin/aerotp ] || fail "/usr/bin/aerotp exists and is not from the package; not touching it"
 getent passwd aerotp >/dev/null && fail "a user aerotp exists already; not touching it"
 # What the package and this test use, installed if missing (Debian package: command).
-declare -A probe=([systemd]=systemd-analyze [binutils]=objdump [man-db]=man [adduser]=adduser)
+declare -A probe=([systemd]=systemd-analyze [binutils]=objdump [man-db]=man [adduser]=adduser
+    [zsh]=zsh [fish]=fish)
 missing=()
 for pkg in "${!probe[@]}"; do
     command -v "${probe[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
@@ -107,10 +108,21 @@ say "/usr/bin/aerotp: $size bytes"
 sections=$(objdump -h /usr/bin/aerotp)
 ! grep -qE '\.(symtab|debug_(info|line|abbrev|str))\b' <<<"$sections" || fail "/usr/bin/aerotp is not stripped"
 man -w aerotp-gw-ingress >/dev/null || fail "man aerotp-gw-ingress not found"
-bash -c 'source /usr/share/bash-completion/completions/aerotp && complete -p aerotp' >/dev/null ||
-    fail "the bash completion does not load"
-if command -v zsh >/dev/null; then zsh -n /usr/share/zsh/vendor-completions/_aerotp || fail "zsh completion"; fi
-if command -v fish >/dev/null; then fish -n /usr/share/fish/vendor_completions.d/aerotp.fish || fail "fish completion"; fi
+# Each shell's completion, loaded from where the package put it, offers the field commands
+# after `aerotp ` and nothing of the development build.
+check_commands() { # $1 shell, $2 its candidates, one a line
+    for c in send recv gw keygen link; do
+        grep -qx -- "$c" <<<"$2" || fail "the $1 completion does not offer $c: $2"
+    done
+    ! grep -qxE 'sim|experiment|trace|demo|bench|lab' <<<"$2" || fail "the $1 completion offers a development command"
+}
+check_commands bash "$(bash -c 'source /usr/share/bash-completion/completions/aerotp
+    COMP_WORDS=(aerotp ""); COMP_CWORD=1; COMP_LINE="aerotp "; COMP_POINT=7
+    _aerotp aerotp "" aerotp; printf "%s\n" "${COMPREPLY[@]}"')"
+check_commands fish "$(fish -c 'complete -C "aerotp "' | cut -f1)"
+[ "$(zsh -fc 'autoload -U compinit; compinit -u -D; print -r -- ${_comps[aerotp]}')" = _aerotp ] ||
+    fail "zsh does not find _aerotp in its vendor-completions"
+zsh -n /usr/share/zsh/vendor-completions/_aerotp || fail "the zsh completion does not parse"
 
 say "user, state and configuration"
 getent passwd aerotp >/dev/null || fail "postinst made no aerotp user"
