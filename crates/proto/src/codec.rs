@@ -151,13 +151,13 @@ impl<'a> Source<'a> {
 
 /// As [`decode`], but the peer's parity is asked for (`hint`) only when the datagram did not
 /// check as received (a lookup per datagram otherwise, for nothing), and each FEC decoding
-/// attempt (its parity given, and whether the peer's parity is known) runs only if `allow`
+/// attempt (its parity given, and the parity the peer is known to use, if any) runs only if `allow`
 /// says so: the endpoint's CPU budget for peers it does not know (`crate::decode_budget`).
 pub fn decode_within(
     source: Source<'_>,
     hint: impl FnOnce() -> Option<u8>,
     scratch: &mut Vec<u8>,
-    mut allow: impl FnMut(u8, bool) -> bool,
+    mut allow: impl FnMut(u8, Option<u8>) -> bool,
 ) -> Result<Received, Undecodable> {
     let datagram = source.datagram();
     let bits = datagram.len() * 8;
@@ -182,7 +182,8 @@ pub fn decode_within(
     // parity the header names is plausible when the header checks, or when it is the one
     // this peer uses (`hint`); from a peer we know, a damaged header naming another parity
     // is junk or a rare strength change (a loss the mode repairs), not worth a decode that
-    // may cost 600 times an ordinary one. Unknown peers: `allow` holds them to a budget.
+    // may cost 600 times an ordinary one. `allow` holds unknown peers to a budget, and a
+    // known peer's attempts above the parity it uses to a budget of its own.
     let hint = hint();
     let declared =
         Header::peek_fec(datagram).filter(|&p| first.is_ok() || hint.is_none() || hint == Some(p));
@@ -191,7 +192,7 @@ pub fn decode_within(
         candidates[1] = None;
     }
     for p in candidates.into_iter().flatten().filter(|&p| p > 0) {
-        if !allow(p, hint.is_some()) {
+        if !allow(p, hint) {
             continue;
         }
         scratch.clear();

@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::admission::{Admission, Key};
-use crate::decode_budget::DecodeBudget;
+use crate::decode_budget::{DecodeBudget, SourceBudgets};
 use crate::table::{table, Table};
 use crate::tombstones::Tombstones;
 
@@ -74,6 +74,8 @@ pub struct Endpoint {
     admission: Admission,
     /// Bounds FEC decoding for peers never heard intact (`crate::decode_budget`).
     decode_budget: DecodeBudget,
+    /// Known peers' decoding above the parity they use, per source (`decode_budget`).
+    source_budgets: SourceBudgets,
     /// Present when `EndpointConfig::link_share` is: paces the connections by class.
     share: Option<crate::link_share::LinkShare>,
     /// With a link share: when the link is free of what this endpoint has sent
@@ -147,6 +149,7 @@ impl Endpoint {
             send_routes,
             recv_routes,
             migrate: crate::migrations::Migrations::new(tables.gen()),
+            source_budgets: SourceBudgets::new(tables.gen()),
             radio: radio::RadioBook::new(tables.gen()),
             stats: EndpointStats::default(),
         }
@@ -453,10 +456,17 @@ impl Endpoint {
         }
         let hints = &self.hints;
         let hint = || hints.get(&remote).copied();
-        // Decoding for a peer never heard intact is charged to the CPU budget.
+        // Decoding for a peer never heard intact is charged to the CPU budget; a known
+        // peer's above the parity it uses, to that source's own budget.
         let (budget, refused) = (&mut self.decode_budget, &mut self.stats.fec_budget_refused);
-        let allow = |p: u8, known: bool| {
-            let ok = known || budget.charge(now, DecodeBudget::cost(datagram.len(), p));
+        let sources = &mut self.source_budgets;
+        let allow = |p: u8, uses: Option<u8>| {
+            let cost = DecodeBudget::cost(datagram.len(), p);
+            let ok = match uses {
+                Some(q) if p <= q => true,
+                Some(_) => sources.charge(remote, now, cost),
+                None => budget.charge(now, cost),
+            };
             *refused += u64::from(!ok);
             ok
         };
