@@ -17,15 +17,23 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// `aerotp recv` on a free loopback port into `dir`; returns it and the port.
+/// `aerotp recv` on a free loopback port into `dir`; returns it and the port. Its stderr is
+/// piped (for a `--once` receiver's one report), or goes to `log` for a long-running one (a
+/// pipe nobody reads fills after a few hundred reports and blocks it).
 fn spawn_recv(dir: &Path, extra: &[&str]) -> (KillOnDrop, u16) {
+    spawn_recv_logged(dir, extra, None)
+}
+
+fn spawn_recv_logged(dir: &Path, extra: &[&str], log: Option<&Path>) -> (KillOnDrop, u16) {
     let port = free_udp().port();
     let recv = bin()
         .args(["recv", "--listen", &format!("127.0.0.1:{port}"), "-o"])
         .arg(format!("{}/", dir.display()))
         .args(extra)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(log.map_or_else(Stdio::piped, |l| {
+            Stdio::from(std::fs::File::create(l).unwrap())
+        }))
         .spawn()
         .unwrap();
     let recv = KillOnDrop::new(recv);
@@ -104,17 +112,18 @@ fn a_paced_send_exits_within_a_round_trip_of_its_verdict() {
 
 /// `send && use-the-file` never races the receiver's rename: the receiver names the file
 /// before it sends its verdict, so the file is there at its final name the instant `send`
-/// exits 0. `AEROTP_RENAME_RUNS` sends (default 100, a few seconds; docs/results/field.md
+/// exits 0. `AEROTP_RENAME_RUNS` sends (default 300, a few seconds; docs/results/field.md
 /// records 1000) to one receiver, each checked at once.
 #[test]
 fn the_file_has_its_final_name_when_send_exits() {
     let runs: usize = std::env::var("AEROTP_RENAME_RUNS")
         .ok()
-        .map_or(100, |v| v.parse().expect("AEROTP_RENAME_RUNS: a count"));
+        .map_or(300, |v| v.parse().expect("AEROTP_RENAME_RUNS: a count"));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("rx");
     std::fs::create_dir(&out).unwrap();
-    let (_recv, port) = spawn_recv(&out, &[]);
+    let log = dir.path().join("recv.log");
+    let (_recv, port) = spawn_recv_logged(&out, &[], Some(&log));
     let t = Instant::now();
     for i in 0..runs {
         let body = format!("run {i}\n");
@@ -123,7 +132,13 @@ fn the_file_has_its_final_name_when_send_exits() {
         let (s, _) = send(&src, port, &[]);
         // At once: nothing between the exit and the look.
         let got = std::fs::read(out.join(format!("f{i}.txt")));
-        assert_eq!(s.status.code(), Some(0), "run {i}: {}", stderr(&s));
+        assert_eq!(
+            s.status.code(),
+            Some(0),
+            "run {i}: {}; receiver: {}",
+            stderr(&s),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
         assert_eq!(
             got.ok().as_deref(),
             Some(body.as_bytes()),
