@@ -51,6 +51,7 @@ pub mod codec;
 pub mod discovery;
 mod fuzz;
 mod session;
+mod spec;
 
 pub use client::{spawn, Client, ClientConfig, Discovery, Target};
 pub use codec::{Mac, StatusCode};
@@ -58,3 +59,4 @@ pub use fuzz::fuzz_parse;
 pub use session::{
     Addresses, Anomaly, Config, Destination, Event, LostReason, Metrics, PeerInfo, Session, Stats,
 };
+pub use spec::{parse_mapping, parse_target, target_text};
