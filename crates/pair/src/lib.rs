@@ -9,9 +9,11 @@
 //! endpoints' timers. An [`Observer`] sees every datagram sent and arriving (taps, counters,
 //! a test's loss filter).
 
+mod dumbbell;
 mod links;
 
 pub use aerotp_link::Delivery;
+pub use dumbbell::{Dumbbell, Flow};
 pub use links::Links;
 
 use aerotp_proto::{Endpoint, PathAddr};

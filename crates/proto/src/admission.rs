@@ -118,8 +118,8 @@ impl Admission {
         );
     }
 
-    /// The peer of the half-open connection `conn` was heard again (an intact data TPDU on
-    /// its key and tag): its set-up time runs from now, up to `MAX_SETUP_TIMEOUTS` set-up
+    /// The peer of the half-open connection `conn` sent it new data (a TPDU it did not have,
+    /// not a resend): its set-up time runs from now, up to `MAX_SETUP_TIMEOUTS` set-up
     /// timeouts from its opening. On a slow link the ECHO waits in the bottleneck's queue
     /// behind the first flight (ten 806-byte TPDUs are 27 s at 2.4 kb/s): dropping the
     /// connection at 30 s made the peer's next TPDU open a new one, and the peer took that

@@ -30,7 +30,6 @@ mod migrate;
 mod ports;
 mod queries;
 mod radio;
-pub use radio::{RadioApplied, RADIO_PEERS};
 mod release;
 mod schedule;
 mod share;
@@ -87,7 +86,7 @@ pub struct Endpoint {
     /// Connections by ports and tag, and peers' new addresses being validated.
     migrate: crate::migrations::Migrations,
     /// What each peer's radio said last (`crate::radio`).
-    radio: radio::RadioBook,
+    radio: crate::radio::RadioBook,
     pub stats: EndpointStats,
 }
 
@@ -150,7 +149,7 @@ impl Endpoint {
             recv_routes,
             migrate: crate::migrations::Migrations::new(tables.gen()),
             source_budgets: SourceBudgets::new(tables.gen()),
-            radio: radio::RadioBook::new(tables.gen()),
+            radio: crate::radio::RadioBook::new(tables.gen()),
             stats: EndpointStats::default(),
         }
     }
@@ -497,12 +496,18 @@ impl Endpoint {
             self.schedule.touch(ch);
             let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
             if c.tag == h.tag {
-                if h.flags.is_data() && r.quality != Quality::Corrupted {
-                    self.admission.heard(ch.0, now);
-                }
-                let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
+                let fresh_before = c.tpdus_received();
                 if c.arrived_from(now, path, datagram.len()) {
                     self.deliver_to_connection(now, ch, path, r);
+                    if self
+                        .conns
+                        .get(&ch)
+                        .is_some_and(|c| c.tpdus_received() > fresh_before)
+                    {
+                        // New data from the peer: a half-open connection's set-up time runs
+                        // on (`Admission::heard`).
+                        self.admission.heard(ch.0, now);
+                    }
                 } else if self.take_on_new_path(now, ch, path, r).is_some() {
                     // The peer's address is the connection's, this host's is not: a path
                     // being opened from another local address, or nothing to take.

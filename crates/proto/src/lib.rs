@@ -47,7 +47,7 @@ pub use connection::{CloseOutcome, ConnectionStats, Role};
 pub use datagram_repair::{datagram_repair, DatagramRoute};
 pub use endpoint::{
     ConnectionHandle, DatagramMsg, Endpoint, EndpointError, EndpointStats, Event, PathAddr, Peer,
-    RadioApplied, Transmit, RADIO_PEERS,
+    Transmit,
 };
 pub use erasure::{
     ErasureChoice, ErasureMode, ErasureRxStats, ErasureSetting, ErasureTxStats, REPAIR_OVERHEAD,
@@ -57,7 +57,7 @@ pub use fec_control::datagram_parity;
 pub use fec_parity::auto_parity;
 pub use link_share::{LinkShareConfig, SharePolicy, TrafficClass, SHARE_PERIOD};
 pub use paths::{PathStats, MAX_PATHS};
-pub use radio::RadioSignal;
+pub use radio::{RadioApplied, RadioSignal, RADIO_PEERS};
 pub use rate::{
     PathRate, RateControl, RatePhase, RateReason, DEFAULT_RATE_CAP_BPS, MIN_RATE_BPS, TRAIN_TPDUS,
 };

@@ -2,6 +2,8 @@
 //! takes it: the runtime maps each DLEP destination to the peer address its paths reach and
 //! passes these to `Endpoint::radio` (docs/dlep.md, "What the engine does with it").
 
+use crate::table::{table, Table};
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// One thing a radio said of the link toward a peer.
@@ -44,4 +46,95 @@ impl RadioSignal {
             RadioSignal::Restart => "restart",
         }
     }
+}
+
+/// Most peers whose radio state is kept: a DLEP modem reports destinations, and a
+/// destination table beyond this is refused by the DLEP side already (docs/dlep.md).
+pub const RADIO_PEERS: usize = 256;
+
+/// What the radio last said of one peer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct RadioState {
+    rate: Option<u64>,
+    latency: Option<Duration>,
+    down: bool,
+    paused: bool,
+}
+
+impl RadioState {
+    /// Takes `signal` in.
+    fn note(&mut self, signal: RadioSignal) {
+        match signal {
+            RadioSignal::Rate(r) => self.rate = Some(r),
+            RadioSignal::RateUnknown => self.rate = None,
+            RadioSignal::Latency(d) => self.latency = Some(d),
+            RadioSignal::Down => self.down = true,
+            RadioSignal::Up => self.down = false,
+            RadioSignal::Pause => self.paused = true,
+            RadioSignal::Restart => self.paused = false,
+        }
+    }
+
+    /// The signals that bring a new path to this state.
+    fn replay(&self) -> impl Iterator<Item = RadioSignal> {
+        [
+            self.rate.map(RadioSignal::Rate),
+            self.latency.map(RadioSignal::Latency),
+            self.down.then_some(RadioSignal::Down),
+            self.paused.then_some(RadioSignal::Pause),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// Every peer's radio state (bounded by `RADIO_PEERS`): the endpoint's, for the paths
+/// opened toward a peer after its radio spoke (`Endpoint::radio`).
+#[derive(Debug)]
+pub(crate) struct RadioBook {
+    peers: Table<IpAddr, RadioState>,
+}
+
+impl RadioBook {
+    pub fn new(seed: u64) -> RadioBook {
+        RadioBook { peers: table(seed) }
+    }
+
+    /// Takes `signal` for `peer` in; false when the book is full of other peers (the signal
+    /// is not kept). A peer back to the default state (up, unpaused, nothing said) is
+    /// forgotten.
+    pub fn note(&mut self, peer: IpAddr, signal: RadioSignal) -> bool {
+        let known = self.peers.contains_key(&peer);
+        if !known && self.peers.len() >= RADIO_PEERS {
+            return false;
+        }
+        let st = self.peers.entry(peer).or_default();
+        st.note(signal);
+        if *st == RadioState::default() {
+            self.peers.remove(&peer);
+        }
+        true
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.peers.is_empty()
+    }
+
+    /// The signals that bring a new path toward `peer` to its radio's state.
+    pub fn replay(&self, peer: IpAddr) -> Vec<RadioSignal> {
+        self.peers
+            .get(&peer)
+            .map(|st| st.replay().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// What `Endpoint::radio` did with a signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RadioApplied {
+    /// Paths of live connections it reached now.
+    pub paths: usize,
+    /// False when the book is full of other peers: the signal was not kept for later paths
+    /// (it still reached the live ones).
+    pub kept: bool,
 }

@@ -77,6 +77,11 @@ impl Connection {
         self.paths.heard_since(t)
     }
 
+    /// TPDUs received that were new (not duplicates, taken in).
+    pub(crate) fn tpdus_received(&self) -> u64 {
+        self.rx.stats.tpdus_received
+    }
+
     pub(crate) fn path_count(&self) -> usize {
         self.paths.len()
     }

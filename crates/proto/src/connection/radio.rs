@@ -45,9 +45,11 @@ impl Connection {
             }
         }
         self.apply_path_rate();
-        // A release makes the timers the hold suppressed due now: they act here, as
-        // `handle_timeout` would have (the driver ran it for `now` already).
-        self.run_loss_timers(now);
+        // A release makes the timers the hold suppressed due now (retransmission, loss, the
+        // suspected-outage pause): they act here, as `handle_timeout` would have (the driver
+        // ran it for `now` already, and a deadline reported in the past is one nothing acts
+        // on). `handle_timeout` acts only on what is due, so it is safe after any signal.
+        self.handle_timeout(now);
     }
 
     /// The radio says path `path`'s destination is down: with another path up it goes down

@@ -3,6 +3,7 @@
 
 use super::{Connection, Role};
 use crate::codec;
+use crate::liveness::Liveness;
 use crate::phase::PeerFin;
 use aerotp_wire::{ControlBody, Flags, Header};
 use std::time::Duration;
@@ -38,6 +39,28 @@ impl Connection {
 
     /// Writes the next datagram into `out` if the pacer allows and something is due.
     pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> bool {
+        let sent = self.next_datagram(now, out);
+        if !sent {
+            self.settle_pause(now);
+        }
+        sent
+    }
+
+    /// What sending did may move the suspected-outage pause into the past: a transmission
+    /// counts toward the share of TPDUs resent, and a connection that is no longer lossy
+    /// pauses after a shorter silence (`pause_after`). `handle_timeout` ran before it, so the
+    /// pause is entered here, where the driver's last `poll_transmit` of a turn sees it, or it
+    /// would be a deadline reported in the past that nothing acts on (the deadline property
+    /// test found it after a radio's pause: a burst of new data after retransmissions).
+    fn settle_pause(&mut self, now: Duration) {
+        if self.liveness == (Liveness::Heard { paused: false })
+            && self.pause_at().is_some_and(|p| now >= p)
+        {
+            self.liveness = Liveness::Heard { paused: true };
+        }
+    }
+
+    fn next_datagram(&mut self, now: Duration, out: &mut Vec<u8>) -> bool {
         if !self.pacer.ready(now) {
             return false;
         }

@@ -70,6 +70,13 @@ const LOSS_GAIN: f64 = 0.5;
 const LOSS_MIN_TPDUS: u64 = 128;
 /// Smallest queueing delay taken for a standing queue (timer and scheduling noise).
 const MIN_QUEUE_THRESHOLD: Duration = Duration::from_millis(5);
+/// Most of the round trip's quarter taken for what a probe queues. Each connection judging a
+/// shared queue by its own round trip was unfair to the short ones: a 640 ms connection
+/// took 160 ms of queue for its probe's and kept it standing, and the 60 ms ones, whose
+/// threshold was 15 ms, stepped down under it (four connections on one 5 Mb/s bottleneck,
+/// round trips 60 to 640 ms: Jain 0.30; with the quarter at most 25 ms, 0.78; 12 ms gave
+/// 0.80 but leaves less room for a link's own jitter; `crates/proto/tests/fairness.rs`).
+const MAX_PROBE_QUEUE: Duration = Duration::from_millis(25);
 
 /// Where the model is in its cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,7 +231,8 @@ impl RateModel {
 
     /// Queueing delay taken for a standing queue: at least `MIN_QUEUE_THRESHOLD`, two and a
     /// half TPDU times at the estimate (one TPDU queued behind another is no standing queue
-    /// on a slow link), and a quarter of the round trip (what one probe queues).
+    /// on a slow link), and a quarter of the round trip (what one probe queues) up to
+    /// `MAX_PROBE_QUEUE`.
     fn queue_threshold(&self) -> Duration {
         let rtt = self.min_rtt().unwrap_or_default();
         let tpdu = self
@@ -234,7 +242,9 @@ impl RateModel {
             .map_or(Duration::ZERO, |b| {
                 Duration::from_secs_f64((2.5 * self.mss as f64 / b).min(60.0))
             });
-        MIN_QUEUE_THRESHOLD.max(tpdu).max(rtt / 4)
+        MIN_QUEUE_THRESHOLD
+            .max(tpdu)
+            .max((rtt / 4).min(MAX_PROBE_QUEUE))
     }
 
     /// Feedback arrived: its sample (if it gave one), the bytes it acknowledged and the
