@@ -88,14 +88,19 @@ pub fn port_arg(s: &str) -> Result<u16, String> {
     }
 }
 
+/// A file-transfer mode (not datagram: it carries messages); a refusal names only these.
 pub fn mode_arg(s: &str) -> Result<Mode, String> {
-    let m: Mode = s.parse()?;
-    if m == Mode::Datagram {
-        return Err("datagram mode carries messages, not files; choose a connection mode \
-                    (reliable, near-reliable, quasi-reliable, hybrid-nack, hybrid-nack-mack, unreliable)"
-            .into());
+    const FILE_MODES: &str =
+        "reliable, near-reliable, quasi-reliable, hybrid-nack, hybrid-nack-mack, unreliable";
+    match s.parse::<Mode>() {
+        Ok(Mode::Datagram) => Err(format!(
+            "datagram mode carries messages, not files; choose one of: {FILE_MODES}"
+        )),
+        Ok(m) => Ok(m),
+        Err(_) => Err(format!(
+            "unknown transfer mode '{s}'; expected one of: {FILE_MODES}"
+        )),
     }
-    Ok(m)
 }
 
 pub fn fec_arg(s: &str) -> Result<FecSetting, String> {

@@ -13,19 +13,20 @@ use anyhow::{Context, Result};
 
 type Writer = QlogWriter<BufWriter<File>>;
 
-/// Checks that `dir` is an existing, writable directory before anything runs: a bad `--qlog`
+/// Creates `dir` if it does not exist yet and checks that it is a writable directory before
+/// anything runs: a bad `--qlog`
 /// stops the command at once and nothing is written (a mistyped path does not become a new
 /// directory).
 pub fn prepare_dir(dir: &Path) -> Result<()> {
     if dir.as_os_str().is_empty() {
-        anyhow::bail!("--qlog: an empty path (give an existing directory for the trace files)");
+        anyhow::bail!("--qlog: an empty path (give a directory for the trace files)");
     }
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "--qlog {}: no such directory (create it first; the trace files go into it)",
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "--qlog {}: cannot create the directory for the trace files",
             dir.display()
-        );
-    }
+        )
+    })?;
     let probe = dir.join(format!(".aerotp-qlog-probe-{}", std::process::id()));
     File::create(&probe)
         .with_context(|| format!("--qlog {}: the directory is not writable", dir.display()))?;

@@ -53,7 +53,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1500, value_parser = crate::common::mtu_arg)]
     mtu: usize,
     /// FEC: off, auto, N (papers' 32-bit words per TPDU, 0-256) or pN (parity bytes per
-    /// codeword). Default: auto for quasi-reliable and the hybrid modes, off otherwise.
+    /// codeword). Default: auto in every mode but unreliable, datagram and udp (off there).
     #[arg(long, value_parser = fec_arg)]
     fec: Option<FecSetting>,
     #[command(flatten)]

@@ -127,6 +127,8 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
     const ERASURE: &[&str] = &["", "1", "0.5", "5", "NaN", "inf", "lots"];
     const SIZE: &[&str] = &["0", "-1", "", "1e400", "huge", "99999999TB"];
     const UNWRITABLE: &[&str] = &["/proc/aerotp/x.out", "/nonexistent-dir/x.out", ""];
+    // `--qlog DIR` creates a missing directory: refused are those that cannot be made.
+    const NO_DIR: &[&str] = &["/proc/aerotp/x.out", "/dev/null/x", ""];
     const CLASS: &[&str] = &["", "urgent", "control,bulk"];
     const DSCP: &[&str] = &[
         "",
@@ -240,7 +242,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         (recv, "--dscp", DSCP),
         (send, "--name", &[""]),
         (send, "--pcap", UNWRITABLE),
-        (send, "--qlog", UNWRITABLE),
+        (send, "--qlog", NO_DIR),
         (send, "--pcap-queue", SIZE),
         (send, "--metrics", ADDR),
         (recv, "--listen", ADDR),
@@ -257,7 +259,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
             &["/proc/", "/nonexistent-dir/", "", "/proc/x"],
         ),
         (recv, "--pcap", UNWRITABLE),
-        (recv, "--qlog", UNWRITABLE),
+        (recv, "--qlog", NO_DIR),
         (recv, "--pcap-queue", SIZE),
         (recv, "--metrics", ADDR),
         (link, "--listen", ADDR),
@@ -282,7 +284,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
             &["", "garbage", "messages,size=0", "messages,interval=NaN"],
         ),
         (sim, "--size", SIZE),
-        (sim, "--qlog", UNWRITABLE),
+        (sim, "--qlog", NO_DIR),
         (sim, "--mtu", COUNT),
         (sim, "--fec", &["-1", "999", ""]),
         (sim, "--mack", COUNT),
@@ -326,7 +328,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
                 &["in.bin", "", "/proc/aerotp-store", "/proc/x/y"],
             ),
             (gw, "--config", &["/nonexistent/gw.toml", ""]),
-            (gw, "--qlog", UNWRITABLE),
+            (gw, "--qlog", NO_DIR),
             (gw, "--erasure", ERASURE),
             (gw, "--max-delay", DUR),
         ]);
