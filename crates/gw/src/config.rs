@@ -14,6 +14,7 @@ use crate::consts::Role;
 use crate::frame::Class;
 
 mod checks;
+mod dlep;
 pub use checks::check_host_port;
 
 /// How a gateway shares its link rate among busy flows (docs/gateway.md §Priorities): the
@@ -103,6 +104,13 @@ pub struct FileConfig {
     pub flows: Vec<FlowSpec>,
     /// Ingress: transparent interception (docs/gateway.md §Transparent interception).
     pub transparent: Option<crate::transparent::TransparentSpec>,
+    /// The radio's DLEP modem to follow (`--dlep`; docs/dlep.md): `ADDR[:PORT]` (port 854
+    /// unless given) or `discover`. Its rates, downs, ups and pauses steer the paths.
+    pub dlep: Option<String>,
+    /// With `dlep`: `MAC=IP` entries, the AeroTP peer each DLEP destination stands for
+    /// (`--dlep-map`), for a modem that reports no IP address for its destinations.
+    #[serde(default)]
+    pub dlep_map: Vec<String>,
 }
 
 impl FileConfig {
@@ -259,6 +267,12 @@ impl FileConfig {
         if self.peer_from.is_none() {
             self.peer_from = other.peer_from;
         }
+        if self.dlep.is_none() {
+            self.dlep = other.dlep;
+        }
+        if self.dlep_map.is_empty() {
+            self.dlep_map = other.dlep_map;
+        }
         self.flows.extend(other.flows);
         self
     }
@@ -335,6 +349,10 @@ pub struct Settings {
     pub max_half_open: usize,
     /// Most AeroTP connections at once, 1 to 65536 (default [`DEFAULT_MAX_CONNECTIONS`]).
     pub max_connections: usize,
+    /// The DLEP session the endpoint follows (`dlep`), if any, started with the endpoint...
+    pub dlep: Option<aerotp_dlep::ClientConfig>,
+    /// ...and the peers its destinations stand for (`dlep_map`).
+    pub dlep_map: aerotp_net::DestinationMap,
 }
 
 /// The TUN path's window when none is given: two seconds of the air link at `rate`, within
@@ -604,6 +622,7 @@ impl FileConfig {
             .map(|f| FileConfig::route(f, fec, erasure))
             .collect::<Result<Vec<_>>>()?;
         let (peer_paths, path_sources) = self.peer_paths()?;
+        let (dlep, dlep_map) = self.dlep()?;
         Ok(Settings {
             peer: self.peer.as_deref().map(|p| addr(p, "peer")).transpose()?,
             peer_paths,
@@ -659,6 +678,8 @@ impl FileConfig {
             setup_timeout: self.setup_timeout()?,
             max_half_open,
             max_connections,
+            dlep,
+            dlep_map,
         })
     }
 }

@@ -222,6 +222,13 @@ pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow:
     if let Some(path) = &settings.key_file {
         aerotp_net::keyfile::watch(&ep, path.clone(), flag.into());
     }
+    if let Some(dlep) = &settings.dlep {
+        // The session runs as long as the endpoint does (docs/dlep.md); a modem that is not
+        // there is retried, and the paths go on as without DLEP meanwhile.
+        let modem = aerotp_dlep::target_text(dlep);
+        tracing::info!(%modem, "following the radio's DLEP session");
+        drop(ep.follow_dlep(dlep.clone(), settings.dlep_map.clone()));
+    }
     Ok(ep)
 }
 
