@@ -127,6 +127,7 @@ fn two_connections_converge_to_equal_shares() {
     let g = r.goodputs(Duration::from_secs(5), Duration::from_secs(20));
     let j = jain(&g);
     let total: f64 = g.iter().sum();
+    eprintln!("two from the start, 5-20 s: Jain {j:.4}, goodputs {g:?}");
     assert!(j >= 0.98, "Jain {j:.3}: {g:?}");
     assert!(total >= 0.9 * 5e6 * 0.96, "together {total:.0} b/s");
 }
@@ -140,6 +141,7 @@ fn a_later_connection_gets_its_share_within_five_seconds() {
     );
     let g = r.goodputs(Duration::from_secs(15), Duration::from_secs(30));
     let j = jain(&g);
+    eprintln!("second at 10 s, 15-30 s: Jain {j:.4}, goodputs {g:?}");
     assert!(
         j >= 0.98,
         "Jain {j:.3} from 5 s after the second started: {g:?}"
@@ -155,5 +157,6 @@ fn four_connections_with_round_trips_from_60_to_640_ms() {
     let r = run(&[Duration::ZERO; 4], &extra, 60);
     let g = r.goodputs(Duration::from_secs(20), Duration::from_secs(60));
     let j = jain(&g);
+    eprintln!("four, round trips 60-640 ms, 20-60 s: Jain {j:.4}, goodputs {g:?}");
     assert!(j >= 0.9, "Jain {j:.3}: {g:?}");
 }

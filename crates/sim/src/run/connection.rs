@@ -161,6 +161,7 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
             .expect("fewer paths than MAX_PATHS (validated)");
     }
 
+    let mut radio = super::radio::RadioFeed::new(s, engine_paths);
     let mut r = result_base(seed);
     let mut written = 0usize;
     let mut closed = false;
@@ -190,6 +191,7 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
 
     loop {
         let now = pair.now;
+        radio.apply(now, &mut pair.a);
         let (a, b) = (&mut pair.a, &mut pair.b);
         // Sending application: releases each message at its time (a request-response client
         // without an interval: when the previous response is in), writes what the send
@@ -294,7 +296,8 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
         // Advance virtual time to the next event.
         let next_message =
             (released < msgs.len() && !(rr && back_to_back)).then(|| msgs[released].0);
-        if pair.advance(&mut watch, next_message, s.cap) != Advance::Moved {
+        let wake = [next_message, radio.next_at()].into_iter().flatten().min();
+        if pair.advance(&mut watch, wake, s.cap) != Advance::Moved {
             break;
         }
     }

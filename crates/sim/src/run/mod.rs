@@ -15,6 +15,7 @@ mod net;
 mod once;
 mod path_watch;
 mod queue;
+mod radio;
 mod result;
 mod tap;
 

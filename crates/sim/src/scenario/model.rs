@@ -47,6 +47,9 @@ pub struct Scenario {
     pub workload: Workload,
     /// With several paths: who spreads the datagrams over them.
     pub striping: Striping,
+    /// A radio beside the sender says each forward link's rate as its trace changes it, as
+    /// a DLEP modem would (`RadioSignal::Rate`, docs/dlep.md). Off by default.
+    pub radio_follows_trace: bool,
 }
 
 /// Who spreads a connection's datagrams over several paths.
@@ -86,6 +89,7 @@ impl Default for Scenario {
             timeline: false,
             workload: Workload::Bulk,
             striping: Striping::Engine,
+            radio_follows_trace: false,
         }
     }
 }

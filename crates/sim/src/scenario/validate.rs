@@ -4,7 +4,7 @@ use aerotp_proto::Mode;
 
 use super::error::SimError;
 use super::mode::SimMode;
-use super::model::{datagram_parity, Scenario, IP_UDP_OVERHEAD};
+use super::model::{datagram_parity, Scenario, Striping, IP_UDP_OVERHEAD};
 use crate::workload::Workload;
 
 impl Scenario {
@@ -28,6 +28,18 @@ impl Scenario {
         }
         if self.mtu <= IP_UDP_OVERHEAD && self.mode == SimMode::Udp {
             return Err(SimError::Config(format!("MTU {} is too small", self.mtu)));
+        }
+        if self.radio_follows_trace
+            && (self.network.paths.len() > 1 && self.striping != Striping::Engine
+                || matches!(self.mode, SimMode::Udp | SimMode::Aero(Mode::Datagram)))
+        {
+            return Err(SimError::Setting {
+                key: "radio".into(),
+                value: "trace".into(),
+                problem: "a radio speaks to an AeroTP connection's paths: it needs a \
+                          connection mode, and one link or the engine's striping"
+                    .into(),
+            });
         }
         self.workload.validate()?;
         if self.workload != Workload::Bulk
