@@ -117,7 +117,7 @@ impl Plan {
 
 /// Which build of the engine runs: the size and modification time of this executable. A
 /// rebuilt binary (a changed engine) does not reuse results of the old one.
-fn build_id() -> &'static str {
+pub(crate) fn build_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
         std::env::current_exe()
@@ -138,12 +138,23 @@ fn build_id() -> &'static str {
 /// the seed, the number of runs and the build of the engine), so a changed plan or engine
 /// never reuses a stale result.
 pub fn point_key(s: &Scenario, seed: u64, runs: usize) -> String {
+    key_of(&point_desc(s, seed, runs), build_id())
+}
+
+/// Everything but the engine's build that decides a point's result.
+pub(crate) fn point_desc(s: &Scenario, seed: u64, runs: usize) -> String {
+    format!("{s:?}|seed={seed}|runs={runs}")
+}
+
+/// The key of a point described by `desc` (`point_desc`) as run by the engine `build`.
+pub(crate) fn key_of(desc: &str, build: &str) -> String {
     let mut h = Sha256::new();
-    h.update(format!("{s:?}|seed={seed}|runs={runs}|build={}", build_id()).as_bytes());
-    h.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    h.update(format!("{desc}|build={build}").as_bytes());
+    hex(&h.finalize()[..16])
+}
+
+pub(crate) fn hex(b: &[u8]) -> String {
+    b.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -10,17 +10,19 @@
 //! file, `spec` the file's raw form, `template` the text templates and expressions, `check`
 //! the headline checks, `grid` the points, `run` running them, `store` the resumable
 //! results, `row` and `join` the rows of results and of other tools, `output` CSV and PNG,
-//! `report` the Markdown report.
+//! `report` the Markdown report, `shard` splitting a run across machines, `merge` joining the shards.
 
 pub mod check;
 pub mod grid;
 pub mod join;
 mod load;
+pub mod merge;
 mod model;
 pub mod output;
 pub mod report;
 pub mod row;
 pub mod run;
+pub mod shard;
 mod spec;
 pub mod store;
 pub mod template;
@@ -28,11 +30,13 @@ pub mod template;
 mod tests;
 
 pub use load::Plan;
+pub use merge::merge;
 pub use model::{
     normalize, numeric, Column, Dim, Experiment, GridKey, Join, PlanError, Plot, Series, Setting,
     Table, Timeline,
 };
 pub use run::{run_plan, Options, Outcome};
+pub use shard::Shard;
 
 /// The seeds plan shipped in bench/plans/, embedded so `aerotp experiment seeds` runs with
 /// no files around.

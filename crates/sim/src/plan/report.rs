@@ -21,6 +21,8 @@ pub struct RunInfo<'a> {
     pub points: usize,
     pub resumed: usize,
     pub joined: &'a [std::path::PathBuf],
+    /// Merged from this many shards (`--shard I/N`); 0: one run.
+    pub shards: usize,
 }
 
 /// A table: one line per series (in order of appearance), one column per x (ascending).
@@ -115,6 +117,13 @@ pub fn report(
         let _ = write!(s, " ({})", factors.join(", "));
     }
     let _ = writeln!(s, ".");
+    if info.shards > 0 {
+        let _ = writeln!(
+            s,
+            "The {} points were run in {} shards (`--shard I/{}`) and merged; the run count is of the merge.",
+            info.points, info.shards, info.shards
+        );
+    }
     if info.resumed > 0 {
         let _ = writeln!(
             s,

@@ -12,8 +12,9 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
-use super::grid::point_key;
+use super::grid::build_id;
 use super::row::{flatten, Row, SIM_SOURCE};
+use super::shard::{point_ids, Manifest, Shard};
 use super::store::Store;
 use super::{join, output, report, Plan};
 use crate::run::{run_once, RunResult};
@@ -47,6 +48,12 @@ pub struct Options {
     pub stop_after: Option<usize>,
     /// Folder the join files are read from instead of the plan's (`seeds --ns3`).
     pub join_dir: Option<PathBuf>,
+    /// Run only this shard's points and write only `points.jsonl` and `shard.json`
+    /// (`--shard I/N`; `shard::merge` joins the shards).
+    pub shard: Option<Shard>,
+    /// The plan was loaded with `--quick` (recorded in a shard's manifest, so that the
+    /// merge loads it the same way).
+    pub quick: bool,
 }
 
 impl Options {
@@ -61,6 +68,8 @@ impl Options {
             fresh: false,
             stop_after: None,
             join_dir: None,
+            shard: None,
+            quick: false,
         }
     }
 }
@@ -79,6 +88,9 @@ pub struct Outcome {
     pub checks: Vec<(String, bool)>,
     /// Stopped before every point was done (`stop_after`); nothing but points.jsonl written.
     pub interrupted: bool,
+    /// The shard this run was (`points` is then the shard's points): only points.jsonl and
+    /// shard.json written.
+    pub shard: Option<Shard>,
 }
 
 /// Done/total with an ETA: a bar on a terminal, plain lines otherwise.
@@ -182,21 +194,35 @@ fn run_in_pool(plan: &Plan, o: &Options) -> anyhow::Result<Outcome> {
     anyhow::ensure!(runs > 0, "--runs must be at least 1");
     let seed = o.seed.unwrap_or(plan.seed);
     let n = plan.len();
-    // Check every point and key it (in parallel: a 10 000-point plan takes a blink).
-    let keys: Vec<String> = (0..n)
-        .into_par_iter()
-        .map(|i| {
-            let p = plan.point(i);
-            let s = plan.scenario(&p)?;
-            Ok(point_key(&s, seed, plan.runs_of(p.experiment, runs)))
-        })
-        .collect::<Result<_, super::PlanError>>()?;
+    // Check every point and key it (in parallel: a 10 000-point plan takes a blink), also
+    // when running one shard: a bad point stops every shard before anything runs.
+    let (keys, plan_id) = point_ids(plan, seed, runs, build_id())?;
+    // The points this run runs: all, or every N-th of a shard.
+    let mine: Vec<usize> = (0..n)
+        .filter(|&i| o.shard.is_none_or(|s| s.has(i)))
+        .collect();
     std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
+    let mut manifest = None;
+    if let Some(sh) = o.shard {
+        let m = Manifest {
+            plan: plan_id,
+            origin: plan.origin.clone(),
+            shard: sh.index,
+            of: sh.count,
+            quick: o.quick,
+            runs,
+            seed,
+            build: build_id().to_owned(),
+            points: mine.len(),
+        };
+        manifest = Some(m.write(&o.out)?);
+    }
     let (store, mut done) = Store::open(&o.out, o.fresh)?;
-    let mut rows: Vec<Option<Row>> = Vec::with_capacity(n);
+    let mut rows: Vec<Option<Row>> = Vec::with_capacity(mine.len());
     let mut todo = Vec::new();
     let (mut total_runs, mut done_runs) = (0, 0);
-    for (i, k) in keys.iter().enumerate() {
+    for (slot, &i) in mine.iter().enumerate() {
+        let k = &keys[i];
         let p = plan.point(i);
         let r = plan.runs_of(p.experiment, runs);
         total_runs += r;
@@ -212,17 +238,17 @@ fn run_in_pool(plan: &Plan, o: &Options) -> anyhow::Result<Outcome> {
             }
             None => {
                 rows.push(None);
-                todo.push(i);
+                todo.push((slot, i));
             }
         }
     }
     drop(done);
-    let resumed = n - todo.len();
+    let resumed = mine.len() - todo.len();
     let meter = Meter::new(o.progress, total_runs, done_runs);
     let rows = Mutex::new(rows);
     let started = AtomicUsize::new(0);
     let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-    todo.par_iter().for_each(|&i| {
+    todo.par_iter().for_each(|&(slot, i)| {
         if o.stop_after
             .is_some_and(|k| started.fetch_add(1, Ordering::SeqCst) >= k)
         {
@@ -258,7 +284,7 @@ fn run_in_pool(plan: &Plan, o: &Options) -> anyhow::Result<Outcome> {
         if let Err(e) = store.append(&keys[i], &row) {
             *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
         }
-        rows.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(row);
+        rows.lock().unwrap_or_else(|e| e.into_inner())[slot] = Some(row);
         meter.add(r);
     });
     meter.finish();
@@ -273,14 +299,50 @@ fn run_in_pool(plan: &Plan, o: &Options) -> anyhow::Result<Outcome> {
             files: vec![o.out.join(super::store::FILE)],
             wall: start.elapsed(),
             sim_runs: 0,
-            points: n,
+            points: mine.len(),
             resumed,
             report: String::new(),
             checks: Vec::new(),
             interrupted: true,
+            shard: o.shard,
         });
     }
-    let mut rows: Vec<Row> = rows.into_iter().flatten().collect();
+    let rows: Vec<Row> = rows.into_iter().flatten().collect();
+    if let Some(m) = manifest {
+        // A shard's CSVs, plots and report would be of a part of the plan: the merge
+        // writes them.
+        return Ok(Outcome {
+            rows,
+            files: vec![o.out.join(super::store::FILE), m],
+            wall: start.elapsed(),
+            sim_runs: new_runs,
+            points: mine.len(),
+            resumed,
+            report: String::new(),
+            checks: Vec::new(),
+            interrupted: false,
+            shard: o.shard,
+        });
+    }
+    finish(plan, o, rows, new_runs, resumed, start, 0)
+}
+
+/// Writes the outputs of a plan whose every point is done (`rows`, in plan order): runs
+/// the timelines, joins the peers' rows, writes the CSVs, plots and report. `new_runs`
+/// runs were simulated for the rows and `resumed` points kept from an earlier run; a
+/// merge of `shards` shards gives their number (0: not a merge).
+pub(super) fn finish(
+    plan: &Plan,
+    o: &Options,
+    mut rows: Vec<Row>,
+    new_runs: usize,
+    resumed: usize,
+    start: Instant,
+    shards: usize,
+) -> anyhow::Result<Outcome> {
+    let runs = o.runs.unwrap_or(plan.runs);
+    let seed = o.seed.unwrap_or(plan.seed);
+    let n = plan.len();
 
     // One run per series kept with its delivery timeline (a handful of runs; rerun each
     // time rather than stored).
@@ -363,6 +425,7 @@ fn run_in_pool(plan: &Plan, o: &Options) -> anyhow::Result<Outcome> {
             points: n,
             resumed,
             joined: &joined,
+            shards,
         },
         &rows,
         &timelines,
@@ -381,5 +444,6 @@ fn run_in_pool(plan: &Plan, o: &Options) -> anyhow::Result<Outcome> {
         report,
         checks,
         interrupted: false,
+        shard: None,
     })
 }

@@ -51,21 +51,7 @@ impl Store {
             let mut text = String::new();
             file.read_to_string(&mut text)
                 .with_context(|| format!("reading {}", path.display()))?;
-            for line in text.lines() {
-                // A line cut short by an interruption does not parse: that point reruns.
-                if let Ok(l) = serde_json::from_str::<Line>(line) {
-                    done.insert(
-                        l.key,
-                        Row {
-                            experiment: l.experiment,
-                            series: l.series,
-                            source: super::row::SIM_SOURCE.into(),
-                            x: l.x,
-                            metrics: l.metrics,
-                        },
-                    );
-                }
-            }
+            done = parse(&text);
             // After a cut line, start the next one on a line of its own.
             if !text.is_empty() && !text.ends_with('\n') {
                 file.seek(SeekFrom::End(0))?;
@@ -78,6 +64,17 @@ impl Store {
             },
             done,
         ))
+    }
+
+    /// The points in `dir/points.jsonl` (none when there is no such file), without opening
+    /// it for writing (the shards of a merge).
+    pub fn read(dir: &Path) -> anyhow::Result<HashMap<String, Row>> {
+        let path = dir.join(FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(parse(&text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(HashMap::new()),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
     }
 
     /// Appends one finished point (one write of one whole line).
@@ -95,6 +92,27 @@ impl Store {
         f.flush()?;
         Ok(())
     }
+}
+
+/// The points of a `points.jsonl` text by key.
+fn parse(text: &str) -> HashMap<String, Row> {
+    let mut done = HashMap::new();
+    for line in text.lines() {
+        // A line cut short by an interruption does not parse: that point reruns.
+        if let Ok(l) = serde_json::from_str::<Line>(line) {
+            done.insert(
+                l.key,
+                Row {
+                    experiment: l.experiment,
+                    series: l.series,
+                    source: super::row::SIM_SOURCE.into(),
+                    x: l.x,
+                    metrics: l.metrics,
+                },
+            );
+        }
+    }
+    done
 }
 
 #[cfg(test)]

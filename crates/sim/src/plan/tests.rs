@@ -261,3 +261,157 @@ fn bad_plans_name_the_file_the_key_and_what_is_accepted() {
     );
     assert!(!out.exists());
 }
+
+/// `--shard I/N` runs every N-th point; the merge of all N shards writes what a single run
+/// writes, byte for byte, and simulates no point again.
+#[test]
+fn three_shards_merged_give_the_single_runs_outputs() {
+    use super::merge::merge;
+    use super::shard::Shard;
+    let whole = tmp("shard-whole");
+    run_plan(&tiny(), &Options::new(whole.clone())).unwrap();
+    let plan_file = tmp("shard-plan").with_extension("toml");
+    std::fs::write(&plan_file, TINY).unwrap();
+    let plan = Plan::load(&plan_file, false).unwrap();
+    let dirs: Vec<PathBuf> = (1..=3).map(|i| tmp(&format!("shard-{i}"))).collect();
+    let mut ran = Vec::new();
+    for (i, d) in dirs.iter().enumerate() {
+        let mut o = Options::new(d.clone());
+        o.shard = Some(Shard {
+            index: i + 1,
+            count: 3,
+        });
+        let r = run_plan(&plan, &o).unwrap();
+        // 6 points: shard 1 has points 0 and 3, shard 2 has 1 and 4, shard 3 has 2 and 5.
+        assert_eq!((r.points, r.sim_runs, r.shard), (2, 4, o.shard));
+        assert!(!d.join("tiny.csv").exists() && d.join("shard.json").exists());
+        ran.extend(r.rows.into_iter().map(|r| (r.series, r.x)));
+    }
+    ran.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    ran.dedup();
+    assert_eq!(ran.len(), 6, "each point in exactly one shard: {ran:?}");
+    let out = tmp("shard-merged");
+    let m = merge(&plan_file, &dirs, &Options::new(out.clone())).unwrap();
+    // Nothing simulated again (the tiny plan has no timeline runs).
+    assert_eq!((m.points, m.sim_runs), (6, 0));
+    assert_eq!(
+        std::fs::read(whole.join("tiny.csv")).unwrap(),
+        std::fs::read(out.join("tiny.csv")).unwrap()
+    );
+    assert_eq!(
+        sha(&whole.join("tiny_goodput.png")),
+        sha(&out.join("tiny_goodput.png"))
+    );
+    assert_eq!(
+        m.checks,
+        run_plan(&tiny(), &Options::new(whole.clone()))
+            .unwrap()
+            .checks
+    );
+    assert!(m.report.contains("run in 3 shards"), "{}", m.report);
+    // The merged folder resumes like a single run's: a run into it simulates nothing.
+    let again = run_plan(&plan, &Options::new(out.clone())).unwrap();
+    assert_eq!((again.resumed, again.sim_runs), (6, 0));
+    assert_eq!(sha(&whole.join("tiny.csv")), sha(&out.join("tiny.csv")));
+
+    // Refused: missing, overlapping, a shard of another plan, of another split, an
+    // unfinished shard, a changed plan file, merging into a shard's folder.
+    let refused = |dirs: &[PathBuf], says: &str| {
+        let o = Options::new(tmp("shard-refused"));
+        let e = format!("{:#}", merge(&plan_file, dirs, &o).unwrap_err());
+        assert!(e.contains(says), "{says}\n→ {e}");
+        assert!(!o.out.exists(), "nothing written on a refusal: {e}");
+    };
+    refused(
+        &dirs[..2],
+        "missing shard 3/3: give the output folders of all 3 shards",
+    );
+    refused(&dirs[..1], "missing shards 2/3, 3/3");
+    refused(
+        &[
+            dirs[0].clone(),
+            dirs[1].clone(),
+            dirs[1].clone(),
+            dirs[2].clone(),
+        ],
+        "overlapping shards: shard 2/3 is both",
+    );
+    let other = tmp("shard-other");
+    let mut o = Options::new(other.clone());
+    o.shard = Some(Shard { index: 3, count: 3 });
+    o.seed = Some(8);
+    run_plan(&plan, &o).unwrap();
+    refused(
+        &[dirs[0].clone(), dirs[1].clone(), other.clone()],
+        "the shards are of different plans",
+    );
+    let other_plan = tmp("shard-other-plan").with_extension("toml");
+    std::fs::write(&other_plan, TINY.replace("1e-4]", "2e-4]")).unwrap();
+    let _ = std::fs::remove_dir_all(&other);
+    let mut o = Options::new(other.clone());
+    o.shard = Some(Shard { index: 3, count: 3 });
+    run_plan(&Plan::load(&other_plan, false).unwrap(), &o).unwrap();
+    refused(
+        &[dirs[0].clone(), dirs[1].clone(), other.clone()],
+        "the shards are of different plans",
+    );
+    let _ = std::fs::remove_dir_all(&other);
+    let mut o = Options::new(other.clone());
+    o.shard = Some(Shard { index: 3, count: 4 });
+    run_plan(&plan, &o).unwrap();
+    refused(
+        &[dirs[0].clone(), dirs[1].clone(), other.clone()],
+        "the shards split the plan differently",
+    );
+    let _ = std::fs::remove_dir_all(&other);
+    let mut o = Options::new(other.clone());
+    o.shard = Some(Shard { index: 3, count: 3 });
+    o.stop_after = Some(1);
+    assert!(run_plan(&plan, &o).unwrap().interrupted);
+    refused(
+        &[dirs[0].clone(), dirs[1].clone(), other.clone()],
+        "is not finished: 1 of its 2 points are not in its points.jsonl",
+    );
+    let e = merge(&other_plan, &dirs, &Options::new(tmp("shard-refused")))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is not the plan the shards ran"), "{e}");
+    let e = merge(&plan_file, &dirs, &Options::new(dirs[0].clone()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is a shard's output folder"), "{e}");
+    refused(
+        std::slice::from_ref(&whole),
+        "no shard.json: not the output folder",
+    );
+    for d in dirs.iter().chain([&whole, &out, &other]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    let _ = std::fs::remove_file(&plan_file);
+    let _ = std::fs::remove_file(&other_plan);
+}
+
+#[test]
+fn shard_values_are_checked() {
+    use super::shard::Shard;
+    assert_eq!("2/3".parse::<Shard>(), Ok(Shard { index: 2, count: 3 }));
+    assert_eq!("1/1".parse::<Shard>(), Ok(Shard { index: 1, count: 1 }));
+    for (bad, says) in [
+        (
+            "0/3",
+            "the shard number must be 1 to 3 (shards count from 1)",
+        ),
+        ("4/3", "the shard number must be 1 to 3"),
+        ("1/0", "the number of shards must be at least 1"),
+        ("x", "`x` is not I/N"),
+        ("1/x", "`1/x` is not I/N"),
+        ("-1/3", "is not I/N"),
+        ("", "is not I/N"),
+    ] {
+        let e = bad.parse::<Shard>().unwrap_err();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+    let s = Shard { index: 2, count: 3 };
+    let mine: Vec<usize> = (0..9).filter(|&i| s.has(i)).collect();
+    assert_eq!(mine, [1, 4, 7]);
+}
