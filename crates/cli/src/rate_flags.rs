@@ -21,19 +21,35 @@ pub fn rate_or_auto_arg(s: &str) -> Result<RateArg, String> {
         .map_err(|e| format!("{e}, or auto to discover the link's rate"))
 }
 
+/// What a command does when neither `--rate` nor `--max-rate` is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateDefault {
+    /// This fixed rate (the simulator: the scenario's links, the papers' set-up).
+    Fixed(u64),
+    /// Discover the rate in the modes that can (reliable, hybrid-nack-mack); the others,
+    /// which have nothing to measure from, send at this fixed rate (`send`: 5 Mb/s).
+    Discover { otherwise: u64 },
+}
+
 /// The rate control and rate (or cap) that `rate_flag` (`--rate` or `--send-rate`, `None`
-/// if not given) and `--max-rate` ask for, `default` being the fixed rate when neither is
-/// given. A mode that cannot discover sends at the cap, so it must be given one; a fixed
-/// rate and a cap together are refused rather than one silently ignored.
+/// if not given) and `--max-rate` ask for, `default` saying what neither given means. A mode
+/// that cannot discover sends at the cap, so it must be given one; a fixed rate and a cap
+/// together are refused rather than one silently ignored.
 pub fn resolve_rate(
     mode: Mode,
     flag: &str,
     rate: Option<RateArg>,
     max_rate: Option<u64>,
-    default: u64,
+    default: RateDefault,
 ) -> anyhow::Result<(RateControl, u64)> {
     match (rate, max_rate) {
-        (None, None) => Ok((RateControl::Fixed, default)),
+        (None, None) => Ok(match default {
+            RateDefault::Fixed(r) => (RateControl::Fixed, r),
+            RateDefault::Discover { .. } if ErrorControl::for_mode(mode).discovers_rate() => {
+                (RateControl::Discover, DEFAULT_RATE_CAP_BPS)
+            }
+            RateDefault::Discover { otherwise } => (RateControl::Fixed, otherwise),
+        }),
         (Some(RateArg::Fixed(r)), None) => Ok((RateControl::Fixed, r)),
         (Some(RateArg::Fixed(_)), Some(_)) => anyhow::bail!(
             "{flag} R fixes the rate and --max-rate R caps a discovered one: give one of them \
@@ -66,7 +82,9 @@ mod tests {
 
     #[test]
     fn fixed_discovered_capped_and_refused() {
-        let r = |mode, rate, max| resolve_rate(mode, "--rate", rate, max, 5_000_000);
+        let r = |mode, rate, max| {
+            resolve_rate(mode, "--rate", rate, max, RateDefault::Fixed(5_000_000))
+        };
         let fixed = Some(RateArg::Fixed(2_000_000));
         let auto = Some(RateArg::Auto);
         assert_eq!(
@@ -102,5 +120,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("give one of them"), "{e}");
+    }
+
+    #[test]
+    fn send_discovers_by_default_where_the_mode_can() {
+        let d = RateDefault::Discover {
+            otherwise: 5_000_000,
+        };
+        for (mode, want) in [
+            (
+                Mode::Reliable,
+                (RateControl::Discover, DEFAULT_RATE_CAP_BPS),
+            ),
+            (
+                Mode::HybridNackMack,
+                (RateControl::Discover, DEFAULT_RATE_CAP_BPS),
+            ),
+            (Mode::NearReliable, (RateControl::Fixed, 5_000_000)),
+            (Mode::QuasiReliable, (RateControl::Fixed, 5_000_000)),
+            (Mode::Unreliable, (RateControl::Fixed, 5_000_000)),
+        ] {
+            assert_eq!(
+                resolve_rate(mode, "--rate", None, None, d).unwrap(),
+                want,
+                "{mode}"
+            );
+        }
+        // Given flags mean what they say whatever the default.
+        let fixed = Some(RateArg::Fixed(2_000_000));
+        assert_eq!(
+            resolve_rate(Mode::Reliable, "--rate", fixed, None, d).unwrap(),
+            (RateControl::Fixed, 2_000_000)
+        );
     }
 }

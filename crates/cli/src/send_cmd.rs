@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
 use crate::common::*;
-use crate::rate_flags::{rate_or_auto_arg, resolve_rate, RateArg};
+use crate::rate_flags::{rate_or_auto_arg, resolve_rate, RateArg, RateDefault};
 
 /// Send a file to `aerotp recv` over AeroTP; exits as soon as the receiver's verdict is in.
 /// Exit status: 0 the mode's guarantee was met and the receiver has the file under its name,
@@ -58,11 +58,12 @@ pub struct Args {
     class: aerotp_proto::TrafficClass,
     #[command(flatten)]
     marks: crate::mark_flags::DscpFlags,
-    /// Sending rate: a fixed rate (the papers' open loop, for a dedicated allocation: set it
-    /// a few per cent under the link's rate), e.g. 5mbit, 10Mbps, 1gbit; or `auto`: AeroTP
-    /// discovers the link's rate from the acknowledgements, blind to corruption and random
-    /// loss, and follows it as it changes (docs/rate.md; modes without acknowledgements
-    /// then send at --max-rate). Default 5mbit.
+    /// Sending rate. `auto` (the default in reliable and hybrid-nack-mack): AeroTP discovers
+    /// the link's rate from the acknowledgements, blind to corruption and random loss, and
+    /// follows it as it changes (docs/rate.md). Or a fixed rate, e.g. 5mbit, 10Mbps, 1gbit
+    /// (the papers' open loop, for a dedicated allocation: set it a few per cent under the
+    /// link's rate). The modes without selective acknowledgements cannot discover: they send
+    /// at --rate R, at --max-rate R with --rate auto, and at 5mbit when neither is given.
     #[arg(long, value_parser = rate_or_auto_arg)]
     rate: Option<RateArg>,
     /// Discover the rate (as --rate auto), never above this: 5mbit, 1gbit.
@@ -521,7 +522,8 @@ pub fn connection_config(
     Ok(cfg)
 }
 
-/// `--rate` when not given: the papers' 5 Mb/s link.
+/// `--rate` when not given, in the modes that cannot discover the rate: the papers' 5 Mb/s
+/// link. The others discover it (docs/rate.md).
 const DEFAULT_SEND_RATE: u64 = 5_000_000;
 
 pub async fn run(args: Args) -> i32 {
@@ -541,7 +543,9 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         "--rate",
         args.rate,
         args.max_rate,
-        DEFAULT_SEND_RATE,
+        RateDefault::Discover {
+            otherwise: DEFAULT_SEND_RATE,
+        },
     )?;
     let mut cfg = connection_config(
         args.mode,

@@ -17,7 +17,7 @@ use aerotp_sim::{
 use anyhow::{bail, Context};
 
 use crate::link_flags::LinkFlags;
-use crate::rate_flags::{resolve_rate, RateArg};
+use crate::rate_flags::{resolve_rate, RateArg, RateDefault};
 
 /// Simulate file transfers over an impaired link in virtual time (deterministic: the same
 /// seed gives the same result).
@@ -40,6 +40,11 @@ pub struct Args {
     /// `--send-rate R`.
     #[arg(long, value_parser = crate::common::rate_arg)]
     max_rate: Option<u64>,
+    /// A radio beside the sender says each forward link's rate whenever its trace changes it
+    /// (and its configured rate at the start), as a DLEP modem says Current Data Rate
+    /// (docs/dlep.md): the path's rate is capped by it at once, fixed or discovered.
+    #[arg(long)]
+    radio_follows_trace: bool,
     /// What the applications do: bulk (the file, default),
     /// messages[,size=200,interval=100ms,count=100|duration=10s],
     /// stream[,rate=1mbit,duration=10s,chunk=1000],
@@ -135,6 +140,7 @@ impl Args {
             topology: self.topology,
             cap: self.cap,
             timeline: false,
+            radio_follows_trace: self.radio_follows_trace,
             workload: self.workload.clone(),
             striping: if self.stripe_below {
                 aerotp_sim::Striping::Below
@@ -150,9 +156,13 @@ impl Args {
                 Some(RateArg::Fixed(r)) => (aerotp_proto::RateControl::Fixed, r),
                 _ => (aerotp_proto::RateControl::Fixed, links),
             },
-            SimMode::Aero(mode) => {
-                resolve_rate(mode, "--send-rate", self.send_rate, self.max_rate, links)?
-            }
+            SimMode::Aero(mode) => resolve_rate(
+                mode,
+                "--send-rate",
+                self.send_rate,
+                self.max_rate,
+                RateDefault::Fixed(links),
+            )?,
         };
         Ok(s)
     }
