@@ -196,7 +196,7 @@ def build(a, d):
     port = 47000
     if a.kind == "aerotp":
         ground = (
-            f"exec {a.aerotp} recv --listen 0.0.0.0:{port} -o - --once "
+            f"exec {a.aerotp} recv --insecure --listen 0.0.0.0:{port} -o - --once "
             f"> {recv_out} 2> {d}/recv.err"
         )
         dests = " ".join(f"--path $AEROTP_GROUND_ADDR_{i}:{port}" for i in range(1, a.paths))
@@ -210,7 +210,7 @@ def build(a, d):
             src = f"date +%s.%N > {d}/air_start; "
             inp = a.file
         air = (
-            f"{src}{a.aerotp} send {inp} --to $AEROTP_GROUND_ADDR_0:{port} {dests} "
+            f"{src}{a.aerotp} send {inp} --insecure --to $AEROTP_GROUND_ADDR_0:{port} {dests} "
             f"--mode reliable --rate {a.rate}bit --mtu {a.mtu} {a.send_args} --json "
             f"> {d}/send.json 2> {d}/send.err"
         )

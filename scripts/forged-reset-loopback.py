@@ -59,10 +59,10 @@ def forge(kind, asp, adp, seq, ts, tag):
     return bytes.fromhex(h)
 
 t0 = time.time()
-recv = subprocess.Popen([AEROTP, "recv", "--listen", f"127.0.0.1:{port}", "-o", d + "/out", "--once"],
+recv = subprocess.Popen([AEROTP, "recv", "--insecure", "--listen", f"127.0.0.1:{port}", "-o", d + "/out", "--once"],
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 time.sleep(0.3)
-send = subprocess.Popen([AEROTP, "send", "--to", f"127.0.0.1:{port}", "--mode", "reliable", "--rate", "20mbit", d + "/file"],
+send = subprocess.Popen([AEROTP, "send", "--insecure", "--to", f"127.0.0.1:{port}", "--mode", "reliable", "--rate", "20mbit", d + "/file"],
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 time.sleep(3.0)
 at = time.time()

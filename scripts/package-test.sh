@@ -151,8 +151,11 @@ run_as_unit() {
 }
 say "the units' command lines, as user aerotp"
 recv_args=$(sed -n 's/^AEROTP_RECV_ARGS=//p' /etc/aerotp/recv.env)
+# The key recv.env names, made as its comment says (recv refuses to start without one).
+aerotp keygen /etc/aerotp/recv.key >/dev/null && chown aerotp:aerotp /etc/aerotp/recv.key
 # shellcheck disable=SC2086 # split on whitespace, as systemd does with $AEROTP_RECV_ARGS
 run_as_unit recv aerotp recv $recv_args
+rm -f /etc/aerotp/recv.key
 run_as_unit egress aerotp gw egress --config /etc/aerotp/egress.toml --listen 127.0.0.1:0 --metrics 127.0.0.1:0
 run_as_unit ingress aerotp gw ingress --config /etc/aerotp/ingress.toml --peer 127.0.0.1:9 --metrics 127.0.0.1:0
 

@@ -459,6 +459,7 @@ pub fn run(args: Args) -> Result<i32> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        let insecure;
         let (role, cfg, (pcap, pcap_queue), qlog_dir) = match args.cmd {
             Cmd::Stats { metrics } => {
                 let addr = tokio::net::lookup_host(&metrics)
@@ -471,16 +472,26 @@ pub fn run(args: Args) -> Result<i32> {
             Cmd::Ingress(mut a) => {
                 let qlog = a.common.qlog.take();
                 let pcap = (a.common.pcap.take(), a.common.pcap_queue);
+                insecure = a.common.key.insecure;
                 (Role::Ingress, a.file_config()?, pcap, qlog)
             }
             Cmd::Egress(mut a) => {
                 let qlog = a.common.qlog.take();
                 let pcap = (a.common.pcap.take(), a.common.pcap_queue);
+                insecure = a.common.key.insecure;
                 (Role::Egress, a.file_config()?, pcap, qlog)
             }
             Cmd::Rules(_) => unreachable!("handled above"),
         };
         let settings = cfg.settings()?;
+        // --insecure and a `key_file` from --config: the key wins, as it is what runs.
+        if insecure && cfg.key_file.is_none() {
+            let cmd = match role {
+                Role::Ingress => "gw ingress",
+                Role::Egress => "gw egress",
+            };
+            eprintln!("{}", crate::key_flags::insecure_warning(cmd));
+        }
         // The capture file exists before the gateway binds its socket: a path that cannot be
         // written is refused (naming the flag) before any datagram is sent.
         let capture = match &pcap {

@@ -566,6 +566,7 @@ pub async fn run(args: Args) -> i32 {
 }
 
 async fn run_inner(args: Args) -> anyhow::Result<i32> {
+    args.key.require("recv")?;
     if args.output.trim().is_empty() {
         anyhow::bail!("-o: empty; give a directory, a file name or - for standard output");
     }

@@ -538,6 +538,7 @@ pub async fn run(args: Args) -> i32 {
 }
 
 async fn run_inner(args: Args) -> Result<i32, SendError> {
+    args.key.require("send")?;
     let (rate_control, rate) = resolve_rate(
         args.mode,
         "--rate",

@@ -88,6 +88,7 @@ fn a_transfer_survives_the_senders_address_changing() {
             &ground,
             &[
                 "recv",
+                "--insecure",
                 "--listen",
                 "0.0.0.0:47000",
                 "--once",
@@ -104,6 +105,7 @@ fn a_transfer_survives_the_senders_address_changing() {
             &air,
             &[
                 "send",
+                "--insecure",
                 "--to",
                 "10.99.0.2:47000",
                 "--mode",

@@ -261,3 +261,166 @@ fn encrypted_transfer_arrives_intact_and_another_key_gets_nowhere() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `aerotp ARGS`, expected to refuse at once: killed (and the test failed) after 10 s.
+fn refused(args: &[&str]) -> Output {
+    let child = bin()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_bounded(child, Duration::from_secs(10)).expect("refused at once, not started")
+}
+
+/// The default posture (docs/security.md): without --key-file and without --insecure,
+/// `send` and `recv` refuse to start, say how to make a key and how to opt out, and touch
+/// nothing: no datagram to the peer, no capture file, nothing in the output directory.
+#[test]
+fn without_a_key_send_and_recv_refuse_to_start_and_write_nothing() {
+    let d = Dir::new("nokey");
+    let input = d.path("in.bin");
+    std::fs::write(&input, b"payload").unwrap();
+    let rx = d.path("rx");
+    std::fs::create_dir(&rx).unwrap();
+    let pcap = d.path("x.pcapng");
+    // A stand-in for the receiver: the refused sender must send it nothing.
+    let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    peer.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let to = peer.local_addr().unwrap().to_string();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let send = refused(&[
+        "send", &input, "--to", &to, "--mode", "reliable", "--pcap", &pcap,
+    ]);
+    let recv = refused(&[
+        "recv",
+        "--listen",
+        &listen,
+        "-o",
+        &format!("{rx}/"),
+        "--pcap",
+        &pcap,
+    ]);
+    for (what, o) in [("send", send), ("recv", recv)] {
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{what}: {e}");
+        for needle in [
+            "--key-file",
+            "aerotp keygen",
+            "copy it to the peer",
+            "--insecure",
+        ] {
+            assert!(e.contains(needle), "{what}: no {needle:?} in: {e}");
+        }
+        assert!(e.starts_with(&format!("aerotp {what}: ")), "{what}: {e}");
+        assert!(!e.contains("not authenticated (--insecure)"), "{what}: {e}");
+    }
+    let mut b = [0u8; 2048];
+    assert!(
+        peer.recv_from(&mut b).is_err(),
+        "the sender sent a datagram"
+    );
+    assert!(!Path::new(&pcap).exists(), "a capture file was written");
+    assert_eq!(
+        std::fs::read_dir(&rx).unwrap().count(),
+        0,
+        "the receiver wrote into its directory"
+    );
+    // A key and --insecure at once is a contradiction the parser refuses.
+    let k = d.path("k.key");
+    assert!(run(&["keygen", &k]).status.success());
+    let o = run(&["recv", "--listen", &listen, "--key-file", &k, "--insecure"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--insecure"), "{}", stderr(&o));
+}
+
+/// One transfer between `send` and `recv` (`recv -o FILE` ends after one file), `extra` given
+/// to both; returns both ends' stderr once the file is there intact.
+fn transfer(d: &Dir, tag: &str, extra: &[&str]) -> (String, String) {
+    let data: Vec<u8> = (0..50_000u32).map(|i| (i * 13 + i / 97) as u8).collect();
+    let input = d.path(&format!("{tag}.in"));
+    std::fs::write(&input, &data).unwrap();
+    let out = d.path(&format!("{tag}.out"));
+    let listen = format!("127.0.0.1:{}", free_port());
+    let recv = bin()
+        .args(["recv", "--listen", &listen, "-o", &out])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let send = bin()
+        .args(["send", &input, "--to", &listen, "--mode", "reliable"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both bounded: an end that overstays is killed and fails the test.
+    let s = wait_bounded(send, Duration::from_secs(60)).expect("send ends");
+    let r = wait_bounded(recv, Duration::from_secs(30)).expect("recv ends");
+    assert!(s.status.success(), "{tag} send: {}", stderr(&s));
+    assert!(r.status.success(), "{tag} recv: {}", stderr(&r));
+    assert_eq!(std::fs::read(&out).unwrap(), data, "{tag}: file not intact");
+    (stderr(&s), stderr(&r))
+}
+
+/// `--insecure` runs, and both ends say on stderr, at start, what it risks; with a key
+/// neither end prints the warning.
+#[test]
+fn insecure_warns_at_both_ends_and_a_key_does_not() {
+    let d = Dir::new("posture");
+    let (s, r) = transfer(&d, "insecure", &["--insecure"]);
+    for (what, e) in [("send", &s), ("recv", &r)] {
+        let first = e.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with(&format!(
+                "aerotp {what}: warning: not authenticated (--insecure)"
+            )) && first.contains("anyone who can reach this port can"),
+            "{what}: the warning is not the first line of stderr: {e}"
+        );
+        assert_eq!(e.matches("not authenticated").count(), 1, "{what}: {e}");
+    }
+    let k = d.path("k.key");
+    assert!(run(&["keygen", &k]).status.success());
+    let (s, r) = transfer(&d, "keyed", &["--key-file", &k]);
+    for (what, e) in [("send", &s), ("recv", &r)] {
+        assert!(!e.contains("not authenticated"), "{what}: {e}");
+        assert!(!e.contains("--insecure"), "{what}: {e}");
+    }
+}
+
+/// The gateways take `--insecure` from the same flags: with it (and no key) a gateway says on
+/// stderr at start what it risks; with a key it does not. (They do not refuse to start
+/// without a key yet: docs/security.md, "Default posture".)
+#[test]
+fn a_gateway_with_insecure_warns_and_with_a_key_does_not() {
+    let d = Dir::new("gw");
+    let k = d.path("k.key");
+    assert!(run(&["keygen", &k]).status.success());
+    let stderr_of = |extra: &[&str]| {
+        let mut child = bin()
+            .args(["gw", "egress", "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "gw egress {extra:?} exited at start"
+        );
+        let _ = child.kill();
+        stderr(&child.wait_with_output().unwrap())
+    };
+    let e = stderr_of(&["--insecure"]);
+    assert!(
+        e.contains("aerotp gw egress: warning: not authenticated (--insecure): anyone who can reach this port can"),
+        "{e}"
+    );
+    let e = stderr_of(&["--key-file", &k]);
+    assert!(!e.contains("not authenticated"), "{e}");
+}

@@ -111,6 +111,7 @@ fn send_and_recv_captures_hold_what_the_runtime_counted_and_decode() {
     let start = now();
     let recv = spawn(&[
         "recv",
+        "--insecure",
         "--listen",
         &listen,
         "-o",
@@ -122,6 +123,7 @@ fn send_and_recv_captures_hold_what_the_runtime_counted_and_decode() {
     std::thread::sleep(Duration::from_millis(300));
     let send = spawn(&[
         "send",
+        "--insecure",
         src.to_str().unwrap(),
         "--to",
         &listen,
@@ -218,6 +220,7 @@ fn link_capture_shows_what_entered_and_left_with_corrupted_beside_original() {
     let (rl, ll) = (format!("127.0.0.1:{rport}"), format!("127.0.0.1:{lport}"));
     let recv = spawn(&[
         "recv",
+        "--insecure",
         "--listen",
         &rl,
         "-o",
@@ -244,6 +247,7 @@ fn link_capture_shows_what_entered_and_left_with_corrupted_beside_original() {
     std::thread::sleep(Duration::from_millis(300));
     let send = spawn(&[
         "send",
+        "--insecure",
         src.to_str().unwrap(),
         "--to",
         &ll,
@@ -361,6 +365,7 @@ fn metrics_during_a_transfer_are_well_formed_and_grow() {
     );
     let recv = spawn(&[
         "recv",
+        "--insecure",
         "--listen",
         &listen,
         "-o",
@@ -373,6 +378,7 @@ fn metrics_during_a_transfer_are_well_formed_and_grow() {
     // 2.5 MB at 10 Mb/s: about 2 s to scrape in.
     let send = spawn(&[
         "send",
+        "--insecure",
         src.to_str().unwrap(),
         "--to",
         &listen,
@@ -474,6 +480,7 @@ fn unwritable_capture_and_busy_metrics_address_fail_before_traffic() {
     expect_error(
         &[
             "send",
+            "--insecure",
             f.to_str().unwrap(),
             "--to",
             &to,
@@ -485,13 +492,14 @@ fn unwritable_capture_and_busy_metrics_address_fail_before_traffic() {
         &msg,
     );
     let l = format!("127.0.0.1:{}", free_udp().port());
-    expect_error(&["recv", "--listen", &l, "--pcap", bad], &msg);
+    expect_error(&["recv", "--insecure", "--listen", &l, "--pcap", bad], &msg);
     expect_error(&["link", "--listen", &l, "--to", &to, "--pcap", bad], &msg);
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let busy = busy.local_addr().unwrap().to_string();
     expect_error(
         &[
             "send",
+            "--insecure",
             f.to_str().unwrap(),
             "--to",
             &to,
@@ -502,7 +510,10 @@ fn unwritable_capture_and_busy_metrics_address_fail_before_traffic() {
         ],
         &format!("--metrics {busy}: cannot listen"),
     );
-    expect_error(&["recv", "--listen", &l, "--metrics", &busy], "--metrics");
+    expect_error(
+        &["recv", "--insecure", "--listen", &l, "--metrics", &busy],
+        "--metrics",
+    );
     let mut b = [0u8; 2048];
     assert!(
         sink.recv_from(&mut b).is_err(),

@@ -88,6 +88,7 @@ fn spawn_recv(port: u16, out: &Path, extra: &[&str]) -> KillOnDrop {
     let child = bin()
         .args([
             "recv",
+            "--insecure",
             "--listen",
             &format!("127.0.0.1:{port}"),
             "-o",
@@ -251,6 +252,7 @@ fn spawn_send(file: &Path, port: u16, extra: &[&str]) -> KillOnDrop {
     let child = bin()
         .args([
             "send",
+            "--insecure",
             file.to_str().unwrap(),
             "--to",
             &format!("127.0.0.1:{port}"),
@@ -364,7 +366,7 @@ fn a_receiver_that_cannot_store_stops_the_sender_at_once() {
     let recv = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "trap '' XFSZ; ulimit -f 4096; exec \"$0\" recv --listen 127.0.0.1:{port} -o '{}/' --once",
+            "trap '' XFSZ; ulimit -f 4096; exec \"$0\" recv --insecure --listen 127.0.0.1:{port} -o '{}/' --once",
             out.path().display()
         ))
         .arg(env!("CARGO_BIN_EXE_aerotp"))
@@ -461,6 +463,7 @@ fn a_transfer_longer_than_the_silence_bound_after_its_last_write_completes() {
     let send = bin()
         .args([
             "send",
+            "--insecure",
             file.to_str().unwrap(),
             "--to",
             &format!("127.0.0.1:{port}"),

@@ -143,6 +143,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
     // Command prefixes that are valid on their own (a bad flag appended must be refused).
     let send: &[&str] = &[
         "send",
+        "--insecure",
         "in.bin",
         "--to",
         "127.0.0.1:9",
@@ -151,7 +152,14 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         "--connect-timeout",
         "1s",
     ];
-    let recv: &[&str] = &["recv", "--listen", "127.0.0.1:0", "-o", "out/"];
+    let recv: &[&str] = &[
+        "recv",
+        "--insecure",
+        "--listen",
+        "127.0.0.1:0",
+        "-o",
+        "out/",
+    ];
     let link: &[&str] = &["link", "--listen", "127.0.0.1:0", "--to", "127.0.0.1:9"];
     let sim: &[&str] = &["sim", "--mode", "reliable", "--runs", "1", "--size", "10kB"];
     let lab: &[&str] = &["lab", "--air", "true"];
@@ -507,6 +515,7 @@ fn too_many_paths_are_refused() {
     std::fs::write(dir.path().join("in.bin"), b"hello").unwrap();
     let mut args: Vec<String> = [
         "send",
+        "--insecure",
         "in.bin",
         "--to",
         "127.0.0.1:9",
@@ -537,6 +546,7 @@ fn a_path_that_repeats_another_is_refused() {
     let send = |extra: &[&str]| {
         let mut args = vec![
             "send",
+            "--insecure",
             "in.bin",
             "--to",
             "127.0.0.1:9",

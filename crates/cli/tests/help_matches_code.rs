@@ -29,7 +29,7 @@ fn offered(err: &str) -> String {
 fn send_mode_never_offers_what_it_refuses() {
     let to = free_udp().to_string();
     for bad in ["nope", "datagram"] {
-        let o = aerotp(&["send", "x", "--to", &to, "--mode", bad]);
+        let o = aerotp(&["send", "--insecure", "x", "--to", &to, "--mode", bad]);
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{bad}: {e}");
         let list = offered(&e);
@@ -72,6 +72,7 @@ fn qlog_creates_a_directory_that_does_not_exist_yet() {
     let to = free_udp().to_string();
     let o = aerotp(&[
         "send",
+        "--insecure",
         "-",
         "--to",
         &to,

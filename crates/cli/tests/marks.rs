@@ -24,6 +24,7 @@ async fn the_sender_and_the_receiver_mark_by_their_class() {
     let send = bin()
         .args([
             "send",
+            "--insecure",
             file.to_str().unwrap(),
             "--to",
             &to,
@@ -47,6 +48,7 @@ async fn the_sender_and_the_receiver_mark_by_their_class() {
     let recv = bin()
         .args([
             "recv",
+            "--insecure",
             "--listen",
             &rport.to_string(),
             "-o",
@@ -85,7 +87,14 @@ fn a_transfer_reports_its_class_and_mark() {
     std::fs::write(&file, random(50_000, 2)).unwrap();
     let port = free_udp();
     let recv = bin()
-        .args(["recv", "--listen", &port.to_string(), "--once", "-o"])
+        .args([
+            "recv",
+            "--insecure",
+            "--listen",
+            &port.to_string(),
+            "--once",
+            "-o",
+        ])
         .arg(dir.path().join("got.bin"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -94,7 +103,13 @@ fn a_transfer_reports_its_class_and_mark() {
     let recv = KillOnDrop::new(recv);
     std::thread::sleep(Duration::from_millis(300));
     let send = bin()
-        .args(["send", file.to_str().unwrap(), "--to", &port.to_string()])
+        .args([
+            "send",
+            "--insecure",
+            file.to_str().unwrap(),
+            "--to",
+            &port.to_string(),
+        ])
         .args([
             "--mode",
             "reliable",

@@ -63,6 +63,7 @@ fn send_spreads_one_connection_over_two_relayed_paths() {
     ]));
     let recv = spawn(bin().args([
         "recv",
+        "--insecure",
         "--listen",
         &addr(server),
         "-o",
@@ -73,6 +74,7 @@ fn send_spreads_one_connection_over_two_relayed_paths() {
     std::thread::sleep(Duration::from_millis(500));
     let send = spawn(bin().args([
         "send",
+        "--insecure",
         file.to_str().unwrap(),
         "--to",
         &addr(p0),

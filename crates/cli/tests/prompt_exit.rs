@@ -27,7 +27,13 @@ fn spawn_recv(dir: &Path, extra: &[&str]) -> (KillOnDrop, u16) {
 fn spawn_recv_logged(dir: &Path, extra: &[&str], log: Option<&Path>) -> (KillOnDrop, u16) {
     let port = free_udp().port();
     let recv = bin()
-        .args(["recv", "--listen", &format!("127.0.0.1:{port}"), "-o"])
+        .args([
+            "recv",
+            "--insecure",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "-o",
+        ])
         .arg(format!("{}/", dir.display()))
         .args(extra)
         .stdout(Stdio::null())
@@ -47,7 +53,7 @@ fn spawn_recv_logged(dir: &Path, extra: &[&str], log: Option<&Path>) -> (KillOnD
 fn send(file: &Path, port: u16, extra: &[&str]) -> (Output, Duration) {
     let t = Instant::now();
     let o = bin()
-        .arg("send")
+        .args(["send", "--insecure"])
         .arg(file)
         .args(["--to", &format!("127.0.0.1:{port}"), "--mode", "reliable"])
         .args(["--connect-timeout", "5s", "--silence-timeout", "10s"])
@@ -189,7 +195,7 @@ fn a_receiver_that_cannot_name_the_file_tells_the_sender_why() {
     std::fs::create_dir(&out).unwrap();
     let (recv, port) = spawn_recv(&out, &["--once"]);
     let sender = bin()
-        .arg("send")
+        .args(["send", "--insecure"])
         .arg(&src)
         .args(["--to", &format!("127.0.0.1:{port}"), "--mode", "reliable"])
         .args(["--rate", "1mbit", "--silence-timeout", "10s"])

@@ -217,6 +217,7 @@ fn send_and_recv_traces_count_what_they_report() {
     let recv = Command::new(env!("CARGO_BIN_EXE_aerotp"))
         .args([
             "recv",
+            "--insecure",
             "--listen",
             &listen,
             "-o",
@@ -234,6 +235,7 @@ fn send_and_recv_traces_count_what_they_report() {
     let send = Command::new(env!("CARGO_BIN_EXE_aerotp"))
         .args([
             "send",
+            "--insecure",
             src.to_str().unwrap(),
             "--to",
             &listen,

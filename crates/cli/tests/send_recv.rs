@@ -62,6 +62,7 @@ fn through_link(
     let recv = bin()
         .args([
             "recv",
+            "--insecure",
             "--listen",
             &format!("127.0.0.1:{rport}"),
             "-o",
@@ -80,6 +81,7 @@ fn through_link(
     let send = bin()
         .args([
             "send",
+            "--insecure",
             src.to_str().unwrap(),
             "--to",
             &format!("127.0.0.1:{lport}"),
@@ -170,6 +172,7 @@ fn several_transfers_at_once_get_their_own_files() {
     let mut recv = bin()
         .args([
             "recv",
+            "--insecure",
             "--listen",
             &format!("127.0.0.1:{rport}"),
             "-o",
@@ -197,6 +200,7 @@ fn several_transfers_at_once_get_their_own_files() {
             bin()
                 .args([
                     "send",
+                    "--insecure",
                     p.to_str().unwrap(),
                     "--to",
                     &format!("127.0.0.1:{rport}"),
@@ -272,18 +276,27 @@ fn bad_flags_are_rejected_with_a_message() {
         ),
     ];
     for (flags, code, needle) in send_cases {
-        let mut args = vec!["send", f, "--to", to];
+        let mut args = vec!["send", "--insecure", f, "--to", to];
         args.extend_from_slice(flags);
         expect_fail(&args, *code, needle);
     }
     expect_fail(
-        &["send", f, "--to", "nowhere", "--mode", "reliable"],
+        &[
+            "send",
+            "--insecure",
+            f,
+            "--to",
+            "nowhere",
+            "--mode",
+            "reliable",
+        ],
         1,
         "--to nowhere",
     );
     expect_fail(
         &[
             "send",
+            "--insecure",
             "/nonexistent/file",
             "--to",
             to,
@@ -303,13 +316,13 @@ fn bad_flags_are_rejected_with_a_message() {
         ),
     ];
     for (flags, code, needle) in recv_cases {
-        let mut args = vec!["recv"];
+        let mut args = vec!["recv", "--insecure"];
         args.extend_from_slice(flags);
         expect_fail(&args, *code, needle);
     }
     let busy = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = busy.local_addr().unwrap().to_string();
-    expect_fail(&["recv", "--listen", &addr], 1, "in use");
+    expect_fail(&["recv", "--insecure", "--listen", &addr], 1, "in use");
 }
 
 #[test]
@@ -324,6 +337,7 @@ fn unreachable_peer_fails_after_the_connect_timeout() {
     expect_fail(
         &[
             "send",
+            "--insecure",
             f.to_str().unwrap(),
             "--to",
             &to,
@@ -346,7 +360,14 @@ fn stdin_to_stdout() {
     let out_dir = tempfile::tempdir().unwrap();
     let out_path = out_dir.path().join("stdout.bin");
     let recv = bin()
-        .args(["recv", "--listen", &format!("[::1]:{rport}"), "-o", "-"])
+        .args([
+            "recv",
+            "--insecure",
+            "--listen",
+            &format!("[::1]:{rport}"),
+            "-o",
+            "-",
+        ])
         .stdout(Stdio::from(std::fs::File::create(&out_path).unwrap()))
         .stderr(Stdio::piped())
         .spawn()
@@ -356,6 +377,7 @@ fn stdin_to_stdout() {
     let mut send = bin()
         .args([
             "send",
+            "--insecure",
             "-",
             "--to",
             &format!("[::1]:{rport}"),
