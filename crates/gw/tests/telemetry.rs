@@ -20,8 +20,9 @@
 //! `AEROTP_TELEMETRY_BER=1e-4` runs it at another bit-error rate, where only integrity is
 //! asserted (nothing altered, nothing dropped by a gateway, every packet delivered or counted).
 //!
-//! Needs root (namespaces, TUN), `python3` with pychapter10 and AcraNetwork
-//! (scripts/telemetry-deps.sh);
+//! Needs root (namespaces, TUN) and the virtual environment tools/telemetry/.venv with
+//! pychapter10 and AcraNetwork (scripts/telemetry-deps.sh makes it; the tools run its
+//! interpreter, never the system Python's; `AEROTP_TELEMETRY_PYTHON` names another one);
 //! fails saying so unless AEROTP_SKIP_LAB=1. Bounded: each replay has a deadline; the lab's
 //! namespaces are removed at the end.
 
@@ -46,6 +47,17 @@ fn tool(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The telemetry tools' interpreter: `AEROTP_TELEMETRY_PYTHON`, else the virtual
+/// environment scripts/telemetry-deps.sh makes (tools/telemetry/.venv).
+fn python() -> String {
+    std::env::var("AEROTP_TELEMETRY_PYTHON").unwrap_or_else(|_| {
+        tool(".venv/bin/python")
+            .to_str()
+            .expect("a UTF-8 path")
+            .to_owned()
+    })
+}
+
 fn lab_available() -> bool {
     if std::env::var("AEROTP_SKIP_LAB").is_ok_and(|v| v == "1") {
         eprintln!("AEROTP_SKIP_LAB=1: telemetry lab test skipped");
@@ -58,15 +70,16 @@ fn lab_available() -> bool {
         "the telemetry lab test needs root (network namespaces, TUN); run as root or set \
          AEROTP_SKIP_LAB=1 to skip it"
     );
-    let ok = Command::new("python3")
+    let ok = Command::new(python())
         .args(["-c", "import chapter10, AcraNetwork"])
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     assert!(
         ok,
-        "python3 with pychapter10 and AcraNetwork not found: run scripts/telemetry-deps.sh (or \
-         AEROTP_SKIP_LAB=1)"
+        "{} with pychapter10 and AcraNetwork not found: run scripts/telemetry-deps.sh (it \
+         makes that virtual environment), or set AEROTP_SKIP_LAB=1",
+        python()
     );
     true
 }
@@ -100,7 +113,7 @@ fn replay(lab: &Lab, gws: [&aerotp_gw::Gateway; 2], dir: &Path, port: u16, strea
     };
     let before = [counts(gws[0]), counts(gws[1])];
     let recv = lab
-        .command(Side::Ground, "python3")
+        .command(Side::Ground, &python())
         .arg(tool(&format!("{stream}.py")))
         .args(["recv", &format!("10.77.0.2:{}", port + 100)])
         .arg(&out)
@@ -111,7 +124,7 @@ fn replay(lab: &Lab, gws: [&aerotp_gw::Gateway; 2], dir: &Path, port: u16, strea
         .expect("recv tool");
     std::thread::sleep(Duration::from_millis(400));
     let send = lab
-        .command(Side::Air, "python3")
+        .command(Side::Air, &python())
         .arg(tool(&format!("{stream}.py")))
         .arg("send")
         .arg(&rec)
@@ -161,7 +174,7 @@ fn chapter10_and_tmns_through_the_gateways_in_every_udp_mode() {
     let dir = tempfile::tempdir().unwrap();
     let w = dir.path();
     for (stream, min_max) in [("ch10", 8_000), ("tmns", 4_000)] {
-        let g = Command::new("python3")
+        let g = Command::new(python())
             .arg(tool(&format!("{stream}.py")))
             .arg("gen")
             .arg(w.join(format!("flight.{stream}")))
