@@ -2,7 +2,9 @@
 # Install what `aerotp lab` and its tests use: iproute2 (`ip netns`, `ip addr`),
 # iputils-ping (ping inside the namespaces), curl and python3 (ad-hoc traffic), and tshark
 # (the Wireshark dissector's test in crates/capture decodes the captures it writes), and
-# nftables (`nft`: `aerotp gw rules` installs the transparent gateway's TPROXY rules).
+# nftables (`nft`: `aerotp gw rules` installs the transparent gateway's TPROXY rules), and
+# prometheus (`promtool check metrics` judges every /metrics exposition in the metrics tests,
+# crates/testkit/src/prom.rs).
 # Idempotent: installs only what is missing; needs root (or sudo) and apt-get.
 set -euo pipefail
 
@@ -13,6 +15,7 @@ declare -A probe=(
     [python3]=python3
     [tshark]=tshark
     [nftables]=nft
+    [prometheus]=promtool
 )
 
 missing=()
@@ -23,7 +26,7 @@ for pkg in "${!probe[@]}"; do
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    echo "lab-deps: iproute2, iputils-ping, curl, python3, tshark, nftables already present"
+    echo "lab-deps: iproute2, iputils-ping, curl, python3, tshark, nftables, prometheus already present"
     exit 0
 fi
 

@@ -37,13 +37,26 @@ pub fn render(ctx: &Ctx) -> String {
         ("udp_lost_total", Kind::Counter, "UDP datagrams the air link lost on their way to this gateway (sequence gaps)", c(&r.udp_lost)),
         ("udp_repairs_sent_total", Kind::Counter, "repair datagrams sent on datagram routes that repair (erasure = RATIO)", ep.datagram_repairs_sent),
         ("udp_rebuilt_total", Kind::Counter, "datagram-route fragments the air link lost and repairs rebuilt at this gateway", ep.datagrams_rebuilt),
-        ("link_rate_bits_per_second", Kind::Gauge, "configured air link rate, bits per second", ctx.settings.rate),
     ];
     for (name, kind, help, v) in gateway {
         let full = format!("aerotp_gw_{name}");
         family(&mut s, &full, kind, help);
         sample(&mut s, &full, &[("role", role)], v);
     }
+    // Prometheus' base unit is bytes (`promtool check metrics` refuses bits).
+    let link = "aerotp_gw_link_rate_bytes_per_second";
+    family(
+        &mut s,
+        link,
+        Kind::Gauge,
+        "configured air link rate, bytes per second",
+    );
+    sample(
+        &mut s,
+        link,
+        &[("role", role)],
+        ctx.settings.rate as f64 / 8.0,
+    );
     let dropped = "aerotp_gw_udp_dropped_total";
     family(
         &mut s,
@@ -82,9 +95,9 @@ const FLOW_FAMILIES: [(&str, Kind, &str); 8] = [
         "bytes sent over AeroTP, resends after a resume included",
     ),
     (
-        "flow_rate_bits_per_second",
+        "flow_rate_bytes_per_second",
         Kind::Gauge,
-        "current rate share, bits per second",
+        "current rate share, bytes per second",
     ),
     (
         "flow_resumes_total",
@@ -117,7 +130,7 @@ fn flow_value(f: &Flow, name: &str) -> Value {
         "flow_delivered_bytes_total" => st[2].into(),
         "flow_sent_bytes_total" => st[3].into(),
         // The pacing rate the endpoint's link share gives the current connection.
-        "flow_rate_bits_per_second" => cs.as_ref().map_or(0, |c| c.rate_bps).into(),
+        "flow_rate_bytes_per_second" => cs.as_ref().map_or(0.0, |c| c.rate_bps as f64 / 8.0).into(),
         "flow_resumes_total" => st[4].into(),
         "flow_srtt_seconds" => cs.as_ref().map_or(0.0, |c| c.srtt.as_secs_f64()).into(),
         _ => cs

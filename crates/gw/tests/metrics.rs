@@ -129,7 +129,7 @@ async fn metrics_parse_are_typed_documented_and_count_udp_in_and_out() {
     for s in [&si, &se] {
         assert_eq!(s.sum("aerotp_gw_udp_dropped_total"), 0.0);
         assert_eq!(s.sum("aerotp_gw_udp_lost_total"), 0.0);
-        assert_eq!(s.sum("aerotp_gw_link_rate_bits_per_second"), 50e6);
+        assert_eq!(s.sum("aerotp_gw_link_rate_bytes_per_second"), 50e6 / 8.0);
     }
     let dropped: Vec<_> = si
         .samples

@@ -87,9 +87,11 @@ pub const CONNECTION_COUNTERS: [ConnCounter; 30] = [
         "Data TPDUs whose checks failed and that FEC repaired.",
         |s| s.receiver.tpdus_corrected,
     ),
-    ("bits_corrected", "Bits FEC flipped back.", |s| {
-        s.receiver.bits_corrected
-    }),
+    (
+        "bit_errors_corrected",
+        "Bit errors FEC corrected (bits flipped back).",
+        |s| s.receiver.bits_corrected,
+    ),
     (
         "tpdus_corrupted",
         "Data TPDUs dropped with a body that failed its CRC after decoding.",

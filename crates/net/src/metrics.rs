@@ -9,8 +9,8 @@
 //! [`Totals`], so a counter never goes down. Per-connection values that go up and down (RTT,
 //! rate, FEC parity) are gauges labelled with the connection. One naming scheme: `aerotp_`,
 //! then `gw_` for a gateway's families, counters end in `_total` (and only they do), units are
-//! spelled out (`_bytes`, `_seconds`, `_bits_per_second`); every name is listed in
-//! docs/stats.md.
+//! spelled out in Prometheus' base units (`_bytes`, `_seconds`, `_bytes_per_second`: never
+//! bits, which `promtool check metrics` refuses); every name is listed in docs/stats.md.
 //!
 //! The HTTP server is written by hand (a few lines over tokio) rather than pulled in from a
 //! web framework: it answers one request per connection, `GET /metrics`, with bounded request
@@ -225,9 +225,9 @@ pub const CONNECTION_GAUGES: [Gauge; 8] = [
         |s| s.rto.as_secs_f64(),
     ),
     (
-        "rate_bits_per_second",
+        "rate_bytes_per_second",
         "Pacing rate of the connection.",
-        |s| s.rate_bps as f64,
+        |s| s.rate_bps as f64 / 8.0,
     ),
     (
         "fec_parity_bytes",

@@ -2,8 +2,16 @@
 //! the tests of both servers (`send|recv --metrics`, the gateways): it panics, naming the line,
 //! on anything a scraper would reject or the naming scheme forbids. Written by hand because the
 //! Prometheus crates parse leniently (their job is to scrape, not to judge the writer).
+//!
+//! Every exposition parsed is also judged by the ecosystem's own linter, `promtool check
+//! metrics` (Debian's `prometheus` package; scripts/lab-deps.sh installs it): once per shape
+//! (families, HELP, TYPE and series; the values aside) per test process. A missing promtool
+//! fails the test, saying how to install it, unless `AEROTP_SKIP_PROMTOOL=1`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
 
 /// One sample line.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,7 +117,67 @@ pub fn parse(text: &str, prefix: &str) -> Exposition {
             value,
         });
     }
+    promtool_once(text);
     x
+}
+
+/// Runs [`promtool_check`] on `text` unless an exposition of the same shape (every line
+/// with the sample values removed) was checked already in this process: a scrape loop
+/// checks each new set of series once, not every scrape.
+fn promtool_once(text: &str) {
+    static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let shape: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with('#') {
+                l
+            } else {
+                l.rsplit_once(' ').map_or(l, |(series, _)| series)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let fresh = SEEN.lock().unwrap_or_else(|e| e.into_inner()).insert(shape);
+    if fresh {
+        promtool_check(text);
+    }
+}
+
+/// `promtool check metrics` on `text`: panics with promtool's findings when it finds any
+/// problem (a parse error or a lint), or when promtool is not installed (Debian package
+/// `prometheus`, scripts/lab-deps.sh) unless `AEROTP_SKIP_PROMTOOL=1`.
+pub fn promtool_check(text: &str) {
+    if std::env::var("AEROTP_SKIP_PROMTOOL").is_ok_and(|v| v == "1") {
+        return;
+    }
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+            "promtool not found: install Debian's `prometheus` package (scripts/lab-deps.sh \
+             does), or set AEROTP_SKIP_PROMTOOL=1 to skip the promtool check"
+        ),
+        Err(e) => panic!("running promtool: {e}"),
+    };
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(text.as_bytes())
+        .expect("writing to promtool");
+    let out = child.wait_with_output().expect("waiting for promtool");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool check metrics ({}): {said}\non:\n{text}",
+        out.status
+    );
 }
 
 /// `k="v",k2="v2"` with `\\`, `\"` and `\n` escapes; panics naming `line` on anything else.
@@ -155,6 +223,8 @@ mod tests {
     #[test]
     fn parses_labels_values_and_types() {
         let x = parse(GOOD, "aerotp_");
+        // promtool agrees (and says nothing).
+        promtool_check(GOOD);
         assert_eq!(x.samples.len(), 3);
         assert_eq!(x.sum("aerotp_x_total"), 7.0);
         assert_eq!(x.samples[0].labels["a"], "q\"z");
@@ -181,5 +251,25 @@ mod tests {
             let r = std::panic::catch_unwind(|| parse(b, "aerotp_"));
             assert!(r.is_err(), "accepted: {b:?}");
         }
+    }
+
+    /// promtool judges what it is given: a name in camelCase (which our parser lets pass)
+    /// is a lint, a broken label a parse error; both fail the check.
+    #[test]
+    fn promtool_judges_what_it_is_given() {
+        if std::env::var("AEROTP_SKIP_PROMTOOL").is_ok_and(|v| v == "1") {
+            return;
+        }
+        let camel = "# HELP aerotp_sentBytes_total x\n# TYPE aerotp_sentBytes_total counter\n\
+            aerotp_sentBytes_total 1\n";
+        let r = std::panic::catch_unwind(|| promtool_check(camel));
+        let e = r.expect_err("promtool accepted a camelCase name");
+        let e = e
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or_default();
+        assert!(e.contains("camelCase"), "{e}");
+        let broken = "# HELP aerotp_g g\n# TYPE aerotp_g gauge\naerotp_g{a=\"1\" 1\n";
+        assert!(std::panic::catch_unwind(|| promtool_check(broken)).is_err());
     }
 }
