@@ -9,7 +9,7 @@
 //! Modules, each importing only those listed before it (no cycle): `consts`, `appsock`, `frame`,
 //! `transparent` (interception: rules, allow/deny, original destination), `config`, `store`, `progress`, `policer`, `dgram`, `sink` (leaves and codecs); `flow` (one TCP
 //! flow); `usertcp` (reliable interception's user-space TCP on a TUN device); `ctx` (what both roles share; the engine's link share paces the flows by class); `udp`, `udpstream` (UDP
-//! flows); `ingress`, `egress` (the roles); `metrics`. `scripts/check-module-cycles.sh`
+//! flows); `ingress`, `egress` (the roles); `metrics`. `scripts/check-module-cycles.py`
 //! checks it.
 
 pub mod appsock;

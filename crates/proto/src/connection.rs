@@ -426,10 +426,6 @@ impl Connection {
         self.finish_with(CloseOutcome::SetupTimeout);
     }
 
-    /// A RETRY (docs/spec.md §9): the listener kept no state for the TPDU sent at `ts_echo`.
-    /// Still setting up, we send again what is unacknowledged (the endpoint has echoed the
-    /// cookie first, so the listener admits it); a RETRY for a TPDU sent after we heard from
-    /// the peer (data, or an outage probe) means it no longer has this connection.
     /// The peer's identifier, from a CHALLENGE or ECHO of a proven address: the first kept.
     pub(crate) fn learn_peer_cid(&mut self, cid: u64) {
         if cid != 0 && self.peer_cid.is_none() {
@@ -437,6 +433,10 @@ impl Connection {
         }
     }
 
+    /// A RETRY (docs/spec.md §9): the listener kept no state for the TPDU sent at `ts_echo`.
+    /// Still setting up, we send again what is unacknowledged (the endpoint has echoed the
+    /// cookie first, so the listener admits it); a RETRY for a TPDU sent after we heard from
+    /// the peer (data, or an outage probe) means it no longer has this connection.
     pub(crate) fn on_retry(&mut self, now: Duration, ts_echo: u32) {
         if self.role != Role::Initiator || self.phase.ended() {
             return;

@@ -561,7 +561,6 @@ impl Sender {
         self.fin_acked = true;
     }
 
-    /// Applies MACK selective entries and runs packet-threshold loss detection.
     /// Time-threshold loss detection: a TPDU sent this long before one that has been
     /// acknowledged is lost (QUIC's rule; catches losses with fewer than three TPDUs behind
     /// them, such as the first data TPDU of a transfer).
