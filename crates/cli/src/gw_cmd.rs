@@ -102,6 +102,8 @@ struct CommonArgs {
     max_connections: Option<usize>,
     #[command(flatten)]
     key: crate::key_flags::KeyFlags,
+    #[command(flatten)]
+    dlep: crate::dlep_flags::DlepArgs,
     /// Write every AeroTP datagram the gateway's socket sends and receives to FILE (pcapng;
     /// interfaces "sent" and "received"; open it with tools/wireshark/aerotp.lua). The file
     /// is created before the socket is bound, so a bad path costs no traffic; it is closed
@@ -368,6 +370,8 @@ impl CommonArgs {
             max_delay: self.max_delay,
             key_file: self.key.key_file,
             encrypt: self.key.encrypt.then_some(true),
+            dlep: self.dlep.dlep_key(),
+            dlep_map: self.dlep.dlep_map_keys(),
             ..FileConfig::default()
         }
     }

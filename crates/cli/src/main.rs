@@ -8,6 +8,7 @@ mod bench_cmd;
 mod common;
 #[cfg(feature = "dev")]
 mod demo_cmd;
+mod dlep_flags;
 mod erasure_flags;
 #[cfg(feature = "dev")]
 mod experiment_cmd;

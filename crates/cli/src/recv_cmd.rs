@@ -65,6 +65,8 @@ pub struct Args {
     #[command(flatten)]
     key: crate::key_flags::KeyFlags,
     #[command(flatten)]
+    dlep: crate::dlep_flags::DlepArgs,
+    #[command(flatten)]
     admission: crate::admission_flags::AdmissionFlags,
 }
 
@@ -618,6 +620,8 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
     args.key.watch(&ep);
     args.marks.apply(&ep);
     ep.listen(args.port, cfg)?;
+    // The radio's session runs as long as the receiver does.
+    let _dlep = args.dlep.start(&ep)?;
     obs.attach(&args.observe, &ep).await?;
     tracing::info!(addr = %ep.local_addr(), port = args.port, "listening");
     let r = serve(&args, &ep, sink, once).await;

@@ -103,6 +103,8 @@ pub struct Args {
     erasure: crate::erasure_flags::ErasureArgs,
     #[command(flatten)]
     key: crate::key_flags::KeyFlags,
+    #[command(flatten)]
+    dlep: crate::dlep_flags::DlepArgs,
 }
 
 /// Lingering after the peer's AFIN (late retransmissions); short, for a prompt exit.
@@ -667,6 +669,7 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
             .map_err(|e| SendError::Local(anyhow::anyhow!("--from {ip}: {e}")))?;
     }
     obs.attach(&args.observe, &ep).await?;
+    let dlep = args.dlep.start(&ep).map_err(SendError::Local)?;
     let header = encode_header(&name, size);
     let pb = progress_bar(size, &format!("send {name}"));
     let out = send_stream(
@@ -682,6 +685,9 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
     )
     .await;
     pb.finish_and_clear();
+    if let Some(t) = dlep {
+        t.abort();
+    }
     // Closed whatever the outcome: the process exits without running destructors.
     let capture = obs.close(&ep, "aerotp send")?;
     let out = out?;

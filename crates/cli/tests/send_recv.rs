@@ -408,3 +408,49 @@ fn stdin_to_stdout() {
         data.len()
     );
 }
+
+#[test]
+fn a_modem_that_is_not_there_costs_the_transfer_nothing() {
+    // --dlep to a port where nothing listens: the client retries in the background and the
+    // path goes on as without DLEP (docs/dlep.md).
+    let data = random(300_000, 17);
+    let modem = aerotp_testkit::free_tcp().to_string();
+    let (recv, send, got) = through_link(
+        "reliable",
+        &data,
+        &["--rate", "5mbit", "--delay", "5ms"],
+        &["--dlep", &modem],
+    );
+    assert_exit(&send, 0, "send with an absent modem");
+    assert_exit(&recv, 0, "recv");
+    assert_eq!(got.as_deref(), Some(&data[..]), "every byte");
+}
+
+#[test]
+fn bad_dlep_flags_are_refused_before_anything_is_sent() {
+    for (args, needle) in [
+        (vec!["--dlep", "modem.local:abc"], "--dlep"),
+        (
+            vec!["--dlep", "127.0.0.1:854", "--dlep-map", "00:11=10.0.0.2"],
+            "--dlep-map",
+        ),
+        (vec!["--dlep-map", "00:11:22:33:44:55=10.0.0.2"], "--dlep"),
+    ] {
+        let o = bin()
+            .args([
+                "send",
+                "--insecure",
+                "/dev/null",
+                "--to",
+                "127.0.0.1:9",
+                "--mode",
+                "reliable",
+            ])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_exit(&o, 2, &format!("{args:?}"));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
