@@ -11,7 +11,17 @@ fn main() {
     println!("cargo:rerun-if-env-changed=GIT_DIR");
     let commit = match std::env::var("AEROTP_BUILD_COMMIT") {
         Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
-        _ => from_git().unwrap_or_else(|| "unknown".to_string()),
+        _ => from_git().unwrap_or_else(|| {
+            // No answer from git (none installed, no repository, or a lock held at that
+            // moment): run again when the repository's state or the sources change, or an
+            // "unknown" once would stay for every later build of this target directory.
+            if let Some(root) = workspace_root() {
+                for watched in [".git/HEAD", ".git/index", "crates", "Cargo.toml"] {
+                    println!("cargo:rerun-if-changed={}", root.join(watched).display());
+                }
+            }
+            "unknown".to_string()
+        }),
     };
     println!("cargo:rustc-env=AEROTP_COMMIT={commit}");
 }
@@ -47,12 +57,17 @@ fn from_git() -> Option<String> {
             println!("cargo:rerun-if-changed={p}");
         }
     }
-    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR")?);
-    if let Some(root) = manifest.parent().and_then(|crates| crates.parent()) {
+    if let Some(root) = workspace_root() {
         for watched in ["crates", "Cargo.toml", "Cargo.lock"] {
             println!("cargo:rerun-if-changed={}", root.join(watched).display());
         }
     }
     let dirty = !git(&["status", "--porcelain", "--untracked-files=no"])?.is_empty();
     Some(if dirty { format!("{hash}-dirty") } else { hash })
+}
+
+/// The workspace's root: two levels above this crate's manifest.
+fn workspace_root() -> Option<PathBuf> {
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR")?);
+    Some(manifest.parent()?.parent()?.to_path_buf())
 }

@@ -600,16 +600,21 @@ impl FileConfig {
         }
     }
 
-    pub fn settings(&self) -> Result<Settings> {
-        let (rate, mtu) = self.rate_and_mtu()?;
-        let (max_half_open, max_connections) = self.admission()?;
-        let policy = match self.priority.as_deref().unwrap_or("weighted") {
+    /// The `priority` key (and `weights`): how the link is shared among the classes.
+    fn policy(&self) -> Result<Policy> {
+        Ok(match self.priority.as_deref().unwrap_or("weighted") {
             "weighted" => Policy::Weighted {
                 weights: self.weights.unwrap_or([8, 4, 1]),
             },
             "strict" => Policy::Strict { floor: 0.02 },
             p => bail!("priority '{p}': give strict or weighted"),
-        };
+        })
+    }
+
+    pub fn settings(&self) -> Result<Settings> {
+        let (rate, mtu) = self.rate_and_mtu()?;
+        let (max_half_open, max_connections) = self.admission()?;
+        let policy = self.policy()?;
         let fec = match &self.fec {
             Some(s) => aerotp_net::FecSetting::parse(s).context("fec (--fec or the `fec` key)")?,
             None => DEFAULT_FEC,
