@@ -11,7 +11,7 @@ use aerotp_proto::Endpoint;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::{Advance, STALL_LIMIT};
+use crate::Advance;
 
 /// One pair: its sender `a`, its receiver `b`, their addresses and `b`'s path back to `a`.
 #[derive(Debug)]
@@ -110,23 +110,16 @@ impl Dumbbell {
     /// When [`STALL_LIMIT`] turns in a row leave time where it was (an engine that reports a
     /// deadline it does not act on).
     pub fn advance(&mut self, wake: Option<Duration>, cap: Duration) -> Advance {
-        let Some(next) = self.next_event(wake) else {
-            return Advance::Idle;
-        };
-        if next > cap {
-            self.now = self.now.max(cap);
-            return Advance::Capped;
-        }
-        if next <= self.now {
-            self.stalled += 1;
-            assert!(
-                self.stalled < STALL_LIMIT,
-                "engine livelock at {:?}: {STALL_LIMIT} turns without time moving",
-                self.now
-            );
-        } else {
-            self.stalled = 0;
-            self.now = next;
+        let next = self.next_event(wake);
+        let flows = &self.flows;
+        if let Some(stop) = crate::move_time(&mut self.now, &mut self.stalled, next, cap, || {
+            let deadlines: Vec<_> = flows
+                .iter()
+                .map(|f| (f.a.poll_timeout(), f.b.poll_timeout()))
+                .collect();
+            format!("the pairs' deadlines {deadlines:?}")
+        }) {
+            return stop;
         }
         let now = self.now;
         while let Some(d) = self.bottleneck.recv_delivery(now) {

@@ -71,6 +71,40 @@ pub enum Advance {
 /// are legitimate (several events at one instant).
 pub const STALL_LIMIT: u32 = 10_000;
 
+/// Jumps `now` to `next` (never back, never past `cap`) for an `advance`: `Some` when there is
+/// nothing to run (no event: `Idle`; beyond the cap: `Capped`, time stopped at the cap).
+/// Counts the turns in a row that leave time where it was.
+///
+/// # Panics
+/// At [`STALL_LIMIT`] such turns, naming what `stuck` says (the engines' deadlines).
+fn move_time(
+    now: &mut Duration,
+    stalled: &mut u32,
+    next: Option<Duration>,
+    cap: Duration,
+    stuck: impl FnOnce() -> String,
+) -> Option<Advance> {
+    let Some(next) = next else {
+        return Some(Advance::Idle);
+    };
+    if next > cap {
+        *now = (*now).max(cap);
+        return Some(Advance::Capped);
+    }
+    if next <= *now {
+        *stalled += 1;
+        assert!(
+            *stalled < STALL_LIMIT,
+            "engine livelock at {now:?}: {STALL_LIMIT} turns without time moving; {}",
+            stuck()
+        );
+    } else {
+        *stalled = 0;
+        *now = next;
+    }
+    None
+}
+
 /// Two endpoints, the links between them and virtual time.
 #[derive(Debug)]
 pub struct Pair {
@@ -248,27 +282,17 @@ impl Pair {
         wake: Option<Duration>,
         cap: Duration,
     ) -> Advance {
-        let Some(next) = self.next_event(wake) else {
-            return Advance::Idle;
-        };
-        if next > cap {
-            self.now = self.now.max(cap);
-            return Advance::Capped;
-        }
-        if next <= self.now {
-            self.stalled += 1;
-            assert!(
-                self.stalled < STALL_LIMIT,
-                "engine livelock at {:?}: {STALL_LIMIT} turns without time moving; \
-                 a's deadline {:?}, b's {:?}, next arrival {:?}",
-                self.now,
-                self.a.poll_timeout(),
-                self.b.poll_timeout(),
-                self.links.next_arrival()
-            );
-        } else {
-            self.stalled = 0;
-            self.now = next;
+        let next = self.next_event(wake);
+        let (a, b, links) = (&self.a, &self.b, &self.links);
+        if let Some(stop) = move_time(&mut self.now, &mut self.stalled, next, cap, || {
+            format!(
+                "a's deadline {:?}, b's {:?}, next arrival {:?}",
+                a.poll_timeout(),
+                b.poll_timeout(),
+                links.next_arrival()
+            )
+        }) {
+            return stop;
         }
         let now = self.now;
         while let Some((i, d)) = self.links.recv_indexed(Dir::Forward, now) {
