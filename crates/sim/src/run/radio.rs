@@ -137,4 +137,30 @@ mod tests {
             assert!(told.wire_bytes_forward <= blind.wire_bytes_forward);
         }
     }
+
+    #[test]
+    fn a_radio_is_refused_where_it_has_no_path_to_speak_to() {
+        use crate::scenario::{SimMode, Striping};
+        let base = Scenario {
+            radio_follows_trace: true,
+            ..steps()
+        };
+        assert!(base.validate().is_ok());
+        let striped = Scenario {
+            network: Network {
+                paths: vec![base.network.paths[0].clone(), base.network.paths[0].clone()],
+                ..base.network.clone()
+            },
+            striping: Striping::Below,
+            ..base.clone()
+        };
+        let udp = Scenario {
+            mode: SimMode::Udp,
+            ..base.clone()
+        };
+        for bad in [striped, udp] {
+            let e = bad.validate().unwrap_err().to_string();
+            assert!(e.contains("radio"), "{e}");
+        }
+    }
 }
