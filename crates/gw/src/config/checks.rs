@@ -116,7 +116,11 @@ impl FileConfig {
                 .ancestors()
                 .find(|a| !a.as_os_str().is_empty() && a.exists())
                 .unwrap_or(std::path::Path::new("."));
-            let probe = dir.join(format!(".aerotp-store-probe-{}", std::process::id()));
+            // Unique per check, not only per process: the checks of two configs can run at once
+            // (threads of one test binary, say) and must not find each other's probe.
+            static PROBE_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let seq = PROBE_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let probe = dir.join(format!(".aerotp-store-probe-{}-{seq}", std::process::id()));
             match std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
