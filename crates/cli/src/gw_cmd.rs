@@ -107,16 +107,17 @@ struct CommonArgs {
     /// Write every AeroTP datagram the gateway's socket sends and receives to FILE (pcapng;
     /// interfaces "sent" and "received"; open it with tools/wireshark/aerotp.lua). The file
     /// is created before the socket is bound, so a bad path costs no traffic; it is closed
-    /// on SIGINT/SIGTERM.
+    /// on SIGINT/SIGTERM. Key `pcap`.
     #[arg(long, value_name = "FILE")]
     pcap: Option<PathBuf>,
     /// Most bytes of capture records waiting for the capture's writer thread; beyond it
-    /// records are dropped and counted, never the data (e.g. 8MiB, 64MB).
-    #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = crate::common::size_arg)]
-    pcap_queue: u64,
+    /// records are dropped and counted, never the data (default 8MiB; e.g. 64MB). Key
+    /// `pcap_queue`.
+    #[arg(long, value_name = "SIZE", value_parser = size_text)]
+    pcap_queue: Option<String>,
     /// Write an event trace to DIR/gw-<role>-<pid>.sqlog (every TPDU of every flow's
     /// connection, the engine's RTT, losses, FEC and state; docs/qlog.md); closed on
-    /// SIGINT/SIGTERM. DIR must exist.
+    /// SIGINT/SIGTERM. DIR is created if missing. Key `qlog`.
     #[arg(long, value_name = "DIR")]
     qlog: Option<PathBuf>,
 }
@@ -272,6 +273,11 @@ struct RulesArgs {
     ipv4_only: bool,
 }
 
+/// `--pcap-queue`: checked by the workspace's size rule now, kept as text for the config.
+fn size_text(s: &str) -> Result<String, String> {
+    crate::common::size_arg(s).map(|_| s.to_string())
+}
+
 fn parse_mark(s: &str) -> Result<u32, String> {
     let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u32::from_str_radix(h, 16),
@@ -372,6 +378,9 @@ impl CommonArgs {
             encrypt: self.key.encrypt.then_some(true),
             dlep: self.dlep.dlep_key(),
             dlep_map: self.dlep.dlep_map_keys(),
+            pcap: self.pcap,
+            pcap_queue: self.pcap_queue,
+            qlog: self.qlog,
             ..FileConfig::default()
         }
     }
@@ -464,7 +473,7 @@ pub fn run(args: Args) -> Result<i32> {
         .build()?;
     rt.block_on(async move {
         let insecure;
-        let (role, cfg, (pcap, pcap_queue), qlog_dir) = match args.cmd {
+        let (role, cfg) = match args.cmd {
             Cmd::Stats { metrics } => {
                 let addr = tokio::net::lookup_host(&metrics)
                     .await?
@@ -473,17 +482,13 @@ pub fn run(args: Args) -> Result<i32> {
                 print!("{}", aerotp_gw::metrics::fetch(addr).await?);
                 return Ok(0);
             }
-            Cmd::Ingress(mut a) => {
-                let qlog = a.common.qlog.take();
-                let pcap = (a.common.pcap.take(), a.common.pcap_queue);
+            Cmd::Ingress(a) => {
                 insecure = a.common.key.insecure;
-                (Role::Ingress, a.file_config()?, pcap, qlog)
+                (Role::Ingress, a.file_config()?)
             }
-            Cmd::Egress(mut a) => {
-                let qlog = a.common.qlog.take();
-                let pcap = (a.common.pcap.take(), a.common.pcap_queue);
+            Cmd::Egress(a) => {
                 insecure = a.common.key.insecure;
-                (Role::Egress, a.file_config()?, pcap, qlog)
+                (Role::Egress, a.file_config()?)
             }
             Cmd::Rules(_) => unreachable!("handled above"),
         };
@@ -498,24 +503,27 @@ pub fn run(args: Args) -> Result<i32> {
         }
         // The capture file exists before the gateway binds its socket: a path that cannot be
         // written is refused (naming the flag) before any datagram is sent.
-        let capture = match &pcap {
+        let capture = match &settings.pcap {
             Some(p) => Some(
-                crate::common::open_capture(p, &aerotp_net::ENDPOINT_INTERFACES, pcap_queue)
-                    .with_context(|| format!("--pcap {}", p.display()))?,
+                crate::common::open_capture(
+                    p,
+                    &aerotp_net::ENDPOINT_INTERFACES,
+                    settings.pcap_queue,
+                )
+                .context("pcap (--pcap or the `pcap` key)")?,
             ),
             None => None,
         };
-        let qlog = match &qlog_dir {
+        let qlog = match &settings.qlog {
             Some(d) => {
                 let vantage = match role {
                     Role::Ingress => aerotp_qlog::Vantage::Client,
                     Role::Egress => aerotp_qlog::Vantage::Server,
                 };
-                Some(std::sync::Arc::new(crate::qlog_tap::LiveQlog::named(
-                    d,
-                    &format!("gw-{role}"),
-                    vantage,
-                )?))
+                Some(std::sync::Arc::new(
+                    crate::qlog_tap::LiveQlog::named(d, &format!("gw-{role}"), vantage)
+                        .context("qlog (--qlog or the `qlog` key)")?,
+                ))
             }
             None => None,
         };

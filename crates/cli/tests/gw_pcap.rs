@@ -171,6 +171,18 @@ fn gateway_captures_hold_the_air_side_and_decode() {
     let dest = sink.local_addr().unwrap().to_string();
     let air = format!("127.0.0.1:{}", free_udp_port());
     let udp_in = format!("127.0.0.1:{}", free_udp_port());
+    // The egress takes its capture and trace from its config file's keys (the ingress from
+    // the flags): the same keys in both (docs/gateway.md).
+    let egress_toml = dir.path().join("egress.toml");
+    std::fs::write(
+        &egress_toml,
+        format!(
+            "pcap = {:?}\npcap_queue = \"16MiB\"\nqlog = {:?}\n",
+            egr_cap.to_str().unwrap(),
+            dir.path().to_str().unwrap()
+        ),
+    )
+    .unwrap();
     let egress = KillOnDrop::spawn(&[
         "gw",
         "egress",
@@ -178,10 +190,8 @@ fn gateway_captures_hold_the_air_side_and_decode() {
         &air,
         "--udp-connect",
         &dest,
-        "--pcap",
-        egr_cap.to_str().unwrap(),
-        "--qlog",
-        dir.path().to_str().unwrap(),
+        "--config",
+        egress_toml.to_str().unwrap(),
     ]);
     let ingress = KillOnDrop::spawn(&[
         "gw",

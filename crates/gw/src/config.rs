@@ -111,6 +111,15 @@ pub struct FileConfig {
     /// (`--dlep-map`), for a modem that reports no IP address for its destinations.
     #[serde(default)]
     pub dlep_map: Vec<String>,
+    /// Capture every AeroTP datagram the gateway sends and receives to this pcapng file
+    /// (`--pcap`; docs/capture.md).
+    pub pcap: Option<PathBuf>,
+    /// Most bytes of capture records waiting for the capture's writer (`--pcap-queue`,
+    /// default 8MiB): beyond it records are dropped and counted, never the data.
+    pub pcap_queue: Option<String>,
+    /// Write an event trace of every flow's connection into this directory (`--qlog`;
+    /// docs/qlog.md).
+    pub qlog: Option<PathBuf>,
 }
 
 impl FileConfig {
@@ -258,7 +267,10 @@ impl FileConfig {
             encrypt,
             setup_timeout,
             max_half_open,
-            max_connections
+            max_connections,
+            pcap,
+            pcap_queue,
+            qlog
         );
         self.allow.extend(other.allow);
         if self.peer_paths.is_empty() {
@@ -353,6 +365,12 @@ pub struct Settings {
     pub dlep: Option<aerotp_dlep::ClientConfig>,
     /// ...and the peers its destinations stand for (`dlep_map`).
     pub dlep_map: aerotp_net::DestinationMap,
+    /// The capture file (`pcap`), opened by the command before the socket is bound...
+    pub pcap: Option<PathBuf>,
+    /// ...with this many bytes of records queued at most (`pcap_queue`).
+    pub pcap_queue: u64,
+    /// The event trace's directory (`qlog`).
+    pub qlog: Option<PathBuf>,
 }
 
 /// The TUN path's window when none is given: two seconds of the air link at `rate`, within
@@ -685,6 +703,9 @@ impl FileConfig {
             max_connections,
             dlep,
             dlep_map,
+            pcap: self.pcap.clone(),
+            pcap_queue: size("pcap_queue", self.pcap_queue.as_deref().unwrap_or("8MiB"))?,
+            qlog: self.qlog.clone(),
         })
     }
 }

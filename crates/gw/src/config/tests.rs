@@ -581,3 +581,45 @@ fn the_dscp_key_is_a_plan_over_the_standard_one() {
         "{e}"
     );
 }
+
+#[test]
+fn capture_and_trace_keys_are_read_from_the_file_and_flags_win() {
+    let file: FileConfig = toml::from_str(
+        "pcap = \"/tmp/gw.pcapng\"\npcap_queue = \"64MB\"\nqlog = \"/tmp/gw-qlog\"\n",
+    )
+    .unwrap();
+    let s = file.clone().settings().unwrap();
+    assert_eq!(
+        s.pcap.as_deref(),
+        Some(std::path::Path::new("/tmp/gw.pcapng"))
+    );
+    assert_eq!(s.pcap_queue, 64_000_000);
+    assert_eq!(
+        s.qlog.as_deref(),
+        Some(std::path::Path::new("/tmp/gw-qlog"))
+    );
+    let flags = FileConfig {
+        pcap: Some("/tmp/flag.pcapng".into()),
+        pcap_queue: Some("1MiB".into()),
+        ..FileConfig::default()
+    };
+    let s = flags.merge(file).settings().unwrap();
+    assert_eq!(
+        s.pcap.as_deref(),
+        Some(std::path::Path::new("/tmp/flag.pcapng"))
+    );
+    assert_eq!(s.pcap_queue, 1 << 20);
+    assert_eq!(
+        s.qlog.as_deref(),
+        Some(std::path::Path::new("/tmp/gw-qlog"))
+    );
+    // Unset: no capture, no trace, the flag's default queue.
+    let s = FileConfig::default().settings().unwrap();
+    assert_eq!((s.pcap, s.pcap_queue, s.qlog), (None, 8 << 20, None));
+    let bad = FileConfig {
+        pcap_queue: Some("lots".into()),
+        ..FileConfig::default()
+    };
+    let e = format!("{:#}", bad.settings().unwrap_err());
+    assert!(e.contains("pcap_queue") && e.contains("lots"), "{e}");
+}
