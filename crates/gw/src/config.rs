@@ -15,6 +15,7 @@ use crate::frame::Class;
 
 mod checks;
 mod dlep;
+mod rate;
 pub use checks::check_host_port;
 
 /// How a gateway shares its link rate among busy flows (docs/gateway.md §Priorities): the
@@ -68,6 +69,8 @@ pub struct FileConfig {
     #[serde(default)]
     pub allow: Vec<String>,
     pub allow_any: Option<bool>,
+    /// The air link's rate: text such as "5mbit", or an integer of bits per second.
+    #[serde(default, deserialize_with = "rate::rate_text")]
     pub rate: Option<String>,
     pub mtu: Option<usize>,
     pub store: Option<PathBuf>,

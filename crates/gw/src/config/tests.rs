@@ -623,3 +623,22 @@ fn capture_and_trace_keys_are_read_from_the_file_and_flags_win() {
     let e = format!("{:#}", bad.settings().unwrap_err());
     assert!(e.contains("pcap_queue") && e.contains("lots"), "{e}");
 }
+
+#[test]
+fn a_rate_key_takes_text_or_an_integer_of_bits_per_second() {
+    let rate =
+        |toml: &str| toml::from_str::<FileConfig>(toml).map(|c| c.settings().map(|s| s.rate));
+    assert_eq!(rate("rate = 5000000").unwrap().unwrap(), 5_000_000);
+    assert_eq!(rate("rate = 4.8e6").unwrap().unwrap(), 4_800_000);
+    assert_eq!(rate("rate = \"4.8mbit\"").unwrap().unwrap(), 4_800_000);
+    // An integer goes through the same checks as the text.
+    let e = format!("{:#}", rate("rate = 500").unwrap().unwrap_err());
+    assert!(e.contains("500") && e.contains("1000 b/s"), "{e}");
+    for bad in ["rate = -5", "rate = 2.5", "rate = true"] {
+        let e = rate(bad).unwrap_err().to_string();
+        assert!(
+            e.contains("rate") && e.contains("integer of bits per second"),
+            "{bad}: {e}"
+        );
+    }
+}
