@@ -444,10 +444,22 @@ fn size(key: &str, s: &str) -> Result<u64> {
     aerotp_link::parse_size(s).map_err(|e| anyhow::anyhow!("{key}: {e}"))
 }
 
+/// A socket address key: `IP:PORT`, `[IPv6]:PORT` or `host:PORT` (resolved now). An address
+/// without a port is refused as such, not as a name that does not resolve.
 fn addr(s: &str, what: &str) -> Result<SocketAddr> {
     use std::net::ToSocketAddrs;
+    let t = s.trim();
+    let bracketed_v6 = t.starts_with('[') && t.ends_with(']');
+    if t.parse::<IpAddr>().is_ok() || bracketed_v6 || (!t.is_empty() && !t.contains(':')) {
+        bail!(
+            "{what} '{s}': no port; give ADDRESS:PORT, e.g. 10.77.0.2:9000 or \
+             [fd77::2]:9000 (a host name with its port: egress.example:9000)"
+        );
+    }
     s.to_socket_addrs()
-        .with_context(|| format!("{what}: cannot resolve '{s}'"))?
+        .with_context(|| {
+            format!("{what}: cannot resolve '{s}'; give IP:PORT or a host name this host can resolve, with its port")
+        })?
         .next()
         .with_context(|| format!("{what}: '{s}' has no address"))
 }

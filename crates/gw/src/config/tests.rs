@@ -642,3 +642,55 @@ fn a_rate_key_takes_text_or_an_integer_of_bits_per_second() {
         );
     }
 }
+
+#[test]
+fn an_address_without_a_port_says_so_with_an_example() {
+    for (key, v) in [
+        ("peer", "127.0.0.1"),
+        ("peer", "egress.example"),
+        ("peer", "::1"),
+        ("peer", "[::1]"),
+        ("listen", "10.77.0.2"),
+        ("metrics", "127.0.0.1"),
+    ] {
+        let c = match key {
+            "peer" => FileConfig {
+                peer: Some(v.into()),
+                ..FileConfig::default()
+            },
+            "listen" => FileConfig {
+                listen: Some(v.into()),
+                ..FileConfig::default()
+            },
+            _ => FileConfig {
+                metrics: Some(v.into()),
+                ..FileConfig::default()
+            },
+        };
+        let e = format!("{:#}", c.settings().unwrap_err());
+        assert!(
+            e.contains(&format!("{key} '{v}': no port")) && e.contains("e.g. 10.77.0.2:9000"),
+            "{key} {v}: {e}"
+        );
+        assert!(!e.contains("cannot resolve"), "{e}");
+    }
+    let flow = FileConfig {
+        flows: vec![FlowSpec {
+            udp_listen: Some("127.0.0.1".into()),
+            ..FlowSpec::default()
+        }],
+        ..FileConfig::default()
+    };
+    let e = format!("{:#}", flow.settings().unwrap_err());
+    assert!(e.contains("udp_listen '127.0.0.1': no port"), "{e}");
+    // With a port, a name that does not resolve is still said to be one.
+    let c = FileConfig {
+        peer: Some("no-such-host.invalid:9000".into()),
+        ..FileConfig::default()
+    };
+    let e = format!("{:#}", c.settings().unwrap_err());
+    assert!(
+        e.contains("cannot resolve 'no-such-host.invalid:9000'"),
+        "{e}"
+    );
+}
