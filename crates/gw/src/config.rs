@@ -659,6 +659,7 @@ impl FileConfig {
             .iter()
             .map(|f| FileConfig::route(f, fec, erasure))
             .collect::<Result<Vec<_>>>()?;
+        checks::check_listen_ports(&routes)?;
         let (peer_paths, path_sources) = self.peer_paths()?;
         let (dlep, dlep_map) = self.dlep()?;
         Ok(Settings {

@@ -694,3 +694,54 @@ fn an_address_without_a_port_says_so_with_an_example() {
         "{e}"
     );
 }
+
+#[test]
+fn two_flows_on_one_listen_port_are_refused_naming_both() {
+    let tcp = |a: &str| FlowSpec {
+        tcp_listen: Some(a.into()),
+        ..FlowSpec::default()
+    };
+    let udp = |a: &str| FlowSpec {
+        udp_listen: Some(a.into()),
+        ..FlowSpec::default()
+    };
+    let with = |flows: Vec<FlowSpec>| {
+        FileConfig {
+            flows,
+            ..FileConfig::default()
+        }
+        .settings()
+    };
+    for (flows, want) in [
+        (
+            vec![
+                tcp("127.0.0.1:5000"),
+                udp("127.0.0.1:5000"),
+                tcp("127.0.0.1:5000"),
+            ],
+            "[[flow]] 1 (tcp_listen 127.0.0.1:5000) and [[flow]] 3 (tcp_listen 127.0.0.1:5000) \
+             both listen on TCP port 5000",
+        ),
+        (
+            vec![udp("0.0.0.0:14550"), udp("127.0.0.1:14550")],
+            "[[flow]] 1 (udp_listen 0.0.0.0:14550) and [[flow]] 2 (udp_listen 127.0.0.1:14550) \
+             both listen on UDP port 14550",
+        ),
+        (
+            vec![tcp("127.0.0.1:8080"), tcp("[::]:8080")],
+            "both listen on TCP port 8080",
+        ),
+    ] {
+        let e = format!("{:#}", with(flows).unwrap_err());
+        assert!(
+            e.contains(want) && e.contains("give each flow its own port"),
+            "{e}"
+        );
+    }
+    // TCP and UDP on one port, two addresses of one port, port 0 (any free port), and an
+    // IPv4 wildcard beside an IPv6 address: each binds.
+    with(vec![tcp("127.0.0.1:5000"), udp("127.0.0.1:5000")]).unwrap();
+    with(vec![tcp("127.0.0.1:5000"), tcp("127.0.0.2:5000")]).unwrap();
+    with(vec![tcp("127.0.0.1:0"), tcp("127.0.0.1:0")]).unwrap();
+    with(vec![tcp("0.0.0.0:5000"), tcp("[::1]:5000")]).unwrap();
+}
