@@ -187,29 +187,57 @@ impl Window {
     }
 }
 
+/// Who sealed a TPDU that verified: the sender endpoint's `instance` and the packet number
+/// it used. Freshness is judged on it (`Auth::is_fresh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sealer {
+    pub instance: u32,
+    pub pn: u64,
+}
+
+/// What this endpoint knows of one sender instance: its replay window, and from which packet
+/// number on its TPDUs are known to be fresh.
+struct Heard {
+    window: Window,
+    /// The packet number of a TPDU of this instance that answered a challenge this endpoint
+    /// made (an ECHO of a cookie it minted): every TPDU the instance sealed after it was
+    /// sealed after this endpoint's challenge, so it is no recording from an earlier life of
+    /// the endpoint. `None` until such an ECHO verified.
+    fresh_after: Option<u64>,
+}
+
 /// Replay windows of the sender instances heard from, bounded by [`REPLAY_PEERS`].
 #[derive(Default)]
 struct ReplayTable {
-    windows: HashMap<u32, Window>,
+    heard: HashMap<u32, Heard>,
     order: VecDeque<u32>,
 }
 
 impl ReplayTable {
     fn seen(&self, instance: u32, pn: u64) -> bool {
-        self.windows.get(&instance).is_some_and(|w| w.seen(pn))
+        self.heard.get(&instance).is_some_and(|h| h.window.seen(pn))
     }
     fn insert(&mut self, instance: u32, pn: u64) {
-        if let Some(w) = self.windows.get_mut(&instance) {
-            w.insert(pn);
+        if let Some(h) = self.heard.get_mut(&instance) {
+            h.window.insert(pn);
             return;
         }
-        if self.windows.len() >= REPLAY_PEERS {
+        if self.heard.len() >= REPLAY_PEERS {
+            // Forgotten with its window goes its freshness: its next connection is
+            // challenged again.
             if let Some(old) = self.order.pop_front() {
-                self.windows.remove(&old);
+                self.heard.remove(&old);
             }
         }
         self.order.push_back(instance);
-        self.windows.insert(instance, Window::new(pn));
+        let window = Window::new(pn);
+        self.heard.insert(
+            instance,
+            Heard {
+                window,
+                fresh_after: None,
+            },
+        );
     }
 }
 
@@ -352,10 +380,30 @@ impl Auth {
         true
     }
 
+    /// Marks `s`'s instance fresh from `s.pn` on: `s` sealed an ECHO of a cookie this
+    /// endpoint minted, so it was sealed after this endpoint's challenge.
+    pub(crate) fn mark_fresh(&mut self, s: Sealer) {
+        if let Some(h) = self.replay.heard.get_mut(&s.instance) {
+            h.fresh_after = Some(h.fresh_after.map_or(s.pn, |f| f.min(s.pn)));
+        }
+    }
+
+    /// Whether `s` was sealed after its instance answered one of this endpoint's challenges:
+    /// then it cannot be a recording of a connection this endpoint heard in an earlier life
+    /// (before a restart, or before the instance was forgotten). A recording made in this
+    /// life is refused by the replay window instead.
+    pub(crate) fn is_fresh(&self, s: Sealer) -> bool {
+        self.replay
+            .heard
+            .get(&s.instance)
+            .and_then(|h| h.fresh_after)
+            .is_some_and(|f| s.pn > f)
+    }
+
     /// Verifies and unwraps `r` (decoded, FEC already applied). On success `r` is the plain
-    /// TPDU the connection expects; on refusal nothing has changed — the replay window is
-    /// updated only after the tag verified.
-    pub(crate) fn open(&mut self, r: &mut Received, from: SocketAddr) -> Result<(), Refusal> {
+    /// TPDU the connection expects and the result says who sealed it; on refusal nothing has
+    /// changed — the replay window is updated only after the tag verified.
+    pub(crate) fn open(&mut self, r: &mut Received, from: SocketAddr) -> Result<Sealer, Refusal> {
         if !r.auth {
             return Err(Refusal::Missing);
         }
@@ -421,7 +469,7 @@ impl Auth {
         }
         r.body = r.body.slice(1 + NONCE_LEN..1 + NONCE_LEN + n);
         r.header.len = n as u16;
-        Ok(())
+        Ok(Sealer { instance, pn })
     }
 
     /// Seals a TPDU the endpoint itself builds (RST, replies without a connection, datagram

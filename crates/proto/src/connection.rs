@@ -421,6 +421,10 @@ impl Connection {
         self.rx.set_unproven(unproven);
     }
 
+    pub(crate) fn is_unproven(&self) -> bool {
+        self.unproven
+    }
+
     /// Closed unproven at the set-up timeout: nothing more is sent to the peer.
     pub(crate) fn setup_timed_out(&mut self) {
         self.finish_with(CloseOutcome::SetupTimeout);

@@ -2,7 +2,7 @@
 //! datagram mode, and multiplexes what the connections send. Sans-IO: the caller passes in
 //! time and datagrams and takes out datagrams and the next timeout.
 
-use crate::auth::{Auth, KeySet, Refusal};
+use crate::auth::{Auth, KeySet, Refusal, Sealer};
 use crate::codec::{self, Quality};
 use crate::config::{ConfigError, ConnectionConfig, EndpointConfig};
 use crate::connection::{ConnEvent, Connection, Role};
@@ -354,7 +354,8 @@ impl Endpoint {
     /// to a proven one; an unproven one is closed (`CloseOutcome::SetupTimeout`) if no proof
     /// comes within `EndpointConfig::setup_timeout`.
     pub fn is_proven(&self, h: ConnectionHandle) -> bool {
-        self.conns.contains_key(&h) && !self.admission.is_half_open(h.0)
+        // A connection closed at its set-up timeout has left the half-open set unproven.
+        self.conns.get(&h).is_some_and(|c| !c.is_unproven()) && !self.admission.is_half_open(h.0)
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -477,9 +478,9 @@ impl Endpoint {
             }
         };
         // Correct first (above), then verify: nothing below sees a TPDU that did not.
-        if !self.authenticate(&mut r, remote) {
+        let Some(sealer) = self.authenticate(&mut r, remote) else {
             return;
-        }
+        };
         if r.parity > 0 && r.quality != Quality::Corrupted {
             if self.hints.len() >= HINT_LIMIT && !self.hints.contains_key(&remote) {
                 self.hints.clear();
@@ -498,7 +499,7 @@ impl Endpoint {
             if c.tag == h.tag {
                 let fresh_before = c.tpdus_received();
                 if c.arrived_from(now, path, datagram.len()) {
-                    self.deliver_to_connection(now, ch, path, r);
+                    self.deliver_to_connection(now, ch, path, r, sealer);
                     if self
                         .conns
                         .get(&ch)
@@ -526,7 +527,7 @@ impl Endpoint {
             return;
         };
         if h.flags.is_echo() || h.flags.is_challenge() {
-            self.admission_without_state(now, path, key, &h, &r);
+            self.admission_without_state(now, path, key, &h, &r, sealer);
             return;
         }
         if let Some(final_ack) = self.tombstones.get(key, h.tag) {
@@ -572,8 +573,12 @@ impl Endpoint {
             self.queue_reset(path, &h, "connection refused: too many connections");
             return;
         }
-        // Proven from the first TPDU: authenticated, or the peer echoed our RETRY's cookie.
-        let proven = self.auth.is_some() || self.admission.take_validated(key, h.tag, now);
+        // Proven from the first TPDU: the peer echoed our RETRY's cookie, or, with a key, its
+        // sender answered one of our challenges before (in this endpoint's life) and sealed
+        // this TPDU after that. An authenticated TPDU alone is no proof: it may be a
+        // recording of a connection heard before a restart (docs/security.md, "Replays").
+        let fresh = matches!((&self.auth, sealer), (Some(a), Some(s)) if a.is_fresh(s));
+        let proven = fresh || self.admission.take_validated(key, h.tag, now);
         if !proven && !self.admission.has_room() {
             // Under load: keep nothing, let the peer prove its address first.
             self.queue_challenge(now, path, &h, true, 0);
@@ -609,19 +614,24 @@ impl Endpoint {
     }
 
     /// Opens `r` when authentication is on; counts and refuses what does not verify, and any
-    /// authenticated TPDU when it is off. True if `r` may go on.
-    fn authenticate(&mut self, r: &mut codec::Received, from: SocketAddr) -> bool {
+    /// authenticated TPDU when it is off. `None`: refused; `Some(None)`: no key, `r` goes on
+    /// as it came; `Some(Some(s))`: verified, sealed by `s`.
+    fn authenticate(
+        &mut self,
+        r: &mut codec::Received,
+        from: SocketAddr,
+    ) -> Option<Option<Sealer>> {
         let Some(a) = &mut self.auth else {
             if r.auth {
                 self.stats.auth_unexpected += 1;
-                return false;
+                return None;
             }
-            return true;
+            return Some(None);
         };
         match a.open(r, from) {
-            Ok(()) => {
+            Ok(s) => {
                 self.stats.auth_verified += 1;
-                true
+                Some(Some(s))
             }
             Err(why) => {
                 let s = &mut self.stats;
@@ -632,7 +642,7 @@ impl Endpoint {
                     Refusal::Missing => &mut s.auth_missing,
                     Refusal::Corrupted => &mut s.auth_corrupted,
                 } += 1;
-                false
+                None
             }
         }
     }

@@ -8,6 +8,7 @@
 
 use super::{ConnectionHandle, Endpoint, PathAddr};
 use crate::admission::Key;
+use crate::auth::Sealer;
 use crate::codec::{self, Quality};
 use crate::connection::Role;
 use aerotp_wire::{Flags, Header};
@@ -22,6 +23,7 @@ impl Endpoint {
         ch: ConnectionHandle,
         path: PathAddr,
         r: codec::Received,
+        sealer: Option<Sealer>,
     ) {
         let h = r.header;
         self.schedule.touch(ch);
@@ -63,6 +65,9 @@ impl Endpoint {
             });
             if let Some(e) = echo {
                 self.admission.settle(ch.0);
+                if let (Some(a), Some(s)) = (&mut self.auth, sealer) {
+                    a.mark_fresh(s);
+                }
                 c.set_unproven(false);
                 c.learn_peer_cid(e.cid);
                 // Heard from the peer like any TPDU (its body is no control structure: the
@@ -89,6 +94,7 @@ impl Endpoint {
         key: Key,
         h: &Header,
         r: &codec::Received,
+        sealer: Option<Sealer>,
     ) {
         if r.quality == Quality::Corrupted {
             self.stats.stray += 1;
@@ -100,6 +106,7 @@ impl Endpoint {
                     .is_ok_and(|e| self.admission.check(now, key, h.tag, h.mode, &e.cookie));
             if valid {
                 self.admission.validate(key, h.tag, now);
+                self.fresh_from(sealer);
             } else {
                 self.stats.cookies_refused += 1;
             }
@@ -155,6 +162,14 @@ impl Endpoint {
         aerotp_wire::Echo { cookie, cid }.emit(&mut body);
         if self.queue_raw(to, h, Flags::ECHO, &body) {
             self.stats.echoes_sent += 1;
+        }
+    }
+
+    /// An ECHO of a cookie this endpoint minted verified: with a key, its sender's later
+    /// TPDUs are fresh (`Auth::is_fresh`) and open connections proven at once.
+    fn fresh_from(&mut self, sealer: Option<Sealer>) {
+        if let (Some(a), Some(s)) = (&mut self.auth, sealer) {
+            a.mark_fresh(s);
         }
     }
 
