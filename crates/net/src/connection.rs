@@ -367,12 +367,33 @@ impl Connection {
         let shared = self.shared();
         let mut st = shared.lock();
         let h = self.inner.h;
+        if let Some(wait) = self.poll_unproven(&mut st, cx) {
+            return wait.map(|r| r.map(|()| None));
+        }
         if let Ok(Some(d)) = st.engine.read_chunk(h) {
             drop(st);
             shared.wake.notify_one();
             return Poll::Ready(Ok(Some(d)));
         }
         self.poll_end(&mut st, cx).map(|r| r.map(|()| None))
+    }
+
+    /// Nothing is read from a connection whose peer has not proven its address — and, with a
+    /// key, that it is no recording of an earlier connection (docs/security.md, "Replays"):
+    /// `Some(Pending)` with the waker registered (the driver wakes it at the proof), or
+    /// `Some(Ready(Err))` if the connection ended unproven. `None`: read on.
+    fn poll_unproven(&self, st: &mut State, cx: &mut Context<'_>) -> Option<Poll<io::Result<()>>> {
+        let s = st.slots.get_mut(&self.inner.h)?;
+        if s.proven {
+            return None;
+        }
+        Some(match &s.outcome {
+            None => {
+                s.read_waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+            Some(o) => Poll::Ready(Err(outcome_error(o))),
+        })
     }
 
     /// Nothing is readable now: EOF, an error, or register the waker.
@@ -514,6 +535,9 @@ impl AsyncRead for Connection {
         let shared = self.shared().clone();
         let mut st = shared.lock();
         let h = self.inner.h;
+        if let Some(wait) = self.poll_unproven(&mut st, cx) {
+            return wait;
+        }
         // Initialise only what the engine has to give: a large, uninitialised read buffer
         // (a gateway flow's) is then not touched, and costs no resident memory, beyond it.
         let want = buf.remaining().min(st.engine.ready_bytes(h));

@@ -179,6 +179,10 @@ impl State {
             if self.engine.is_proven(*h) {
                 s.proven = true;
                 s.status.notify_waiters();
+                // A read held until the proof (`Connection::poll_unproven`) goes on.
+                if let Some(w) = s.read_waker.take() {
+                    w.wake();
+                }
             }
         }
     }
