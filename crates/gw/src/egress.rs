@@ -76,7 +76,14 @@ impl Egress {
         // flows come to their destination's port (any port but the UDP streams'), and confirm
         // what reached the destination (docs/gateway.md §Flow protocol).
         let cfg = ctx.conn_config(Mode::NearReliable, s.fec, s.erasure, Class::Bulk);
-        ctx.ep.listen(UDP_STREAM_PORT, cfg.clone())?;
+        // A UDP stream outlives its client's silence (`udpstream::FLOW_IDLE`).
+        ctx.ep.listen(
+            UDP_STREAM_PORT,
+            aerotp_net::ConnectionConfig {
+                idle_timeout: crate::udpstream::conn_idle_timeout(s.idle_timeout),
+                ..cfg.clone()
+            },
+        )?;
         ctx.ep.listen_any(aerotp_net::ConnectionConfig {
             confirm_delivery: true,
             ..cfg

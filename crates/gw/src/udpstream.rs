@@ -41,8 +41,32 @@ const K_DATA: u8 = 0;
 const K_HELLO: u8 = 1;
 const K_HELLO_ACK: u8 = 2;
 const HELLO_REPEAT: Duration = Duration::from_millis(200);
-/// A flow with no datagram either way for this long is closed.
-const FLOW_IDLE: Duration = Duration::from_secs(120);
+/// A flow with no datagram either way for this long is closed. Two minutes, as a NAT must
+/// keep a UDP mapping (RFC 4787, REQ-5) and Linux conntrack keeps a UDP stream: applications
+/// that poll every minute expect their datagrams to keep one source port at the destination
+/// and a late reply to find its way back, and a flow closed sooner breaks both (the next
+/// datagram opens a new flow, from a new port at the egress). The flow's connection must
+/// outlive it ([`conn_idle_timeout`]).
+pub const FLOW_IDLE: Duration = Duration::from_secs(120);
+
+/// The idle timeout of a stream-mode flow's AeroTP connection, at both gateways, for a
+/// gateway `idle_timeout` of `gateway_idle`: [`FLOW_IDLE`] and then `gateway_idle` more.
+/// Quasi-reliable and unreliable receivers answer no keep-alive, so with the gateway's own
+/// timeout (30 s by default) a client's silence ended the connection first, and the log
+/// blamed the other gateway ("nothing heard from the peer"). This way the flow's own idle
+/// check closes it, saying the client and the destination were silent; the connection's
+/// timeout still ends a flow whose other gateway is gone while datagrams keep coming.
+pub fn conn_idle_timeout(gateway_idle: Duration) -> Duration {
+    FLOW_IDLE + gateway_idle
+}
+
+/// Why an idle flow closed, for its log line.
+fn idle_reason() -> String {
+    format!(
+        "idle: no datagram from the client or from the destination for {} s",
+        FLOW_IDLE.as_secs()
+    )
+}
 
 fn header_check(h: &[u8]) -> u16 {
     aerotp_wire::crc32c(&h[..8]) as u16
@@ -248,8 +272,8 @@ async fn receive(
                         }
                     }
                 }
-                Ok(None) => return "closed by the peer".into(),
-                Err(e) => return format!("AeroTP connection: {e}"),
+                Ok(None) => return "closed by the other gateway".into(),
+                Err(e) => return format!("AeroTP connection to the other gateway: {e}"),
             },
             _ = tick.tick() => {
                 let sent = stats.sent.load(Ordering::Relaxed);
@@ -258,15 +282,17 @@ async fn receive(
                     last = Instant::now();
                 }
                 if last.elapsed() > FLOW_IDLE {
-                    return "idle".into();
+                    return idle_reason();
                 }
             }
         }
     }
 }
 
+/// The closing line of a flow; `who` names the flow's far end as this gateway sees it (the
+/// client at the ingress, the ingress gateway at the egress).
 fn log_end(s: &StreamStats, d: &Deframer, who: &str, end: &str) {
-    tracing::info!(peer = %who, sent = s.sent.load(Ordering::Relaxed),
+    tracing::info!(flow_of = %who, sent = s.sent.load(Ordering::Relaxed),
         received = s.received.load(Ordering::Relaxed), lost = d.lost,
         dropped_full_queue = s.dropped.load(Ordering::Relaxed), skipped_bytes = d.skipped,
         reason = %end, "UDP flow closed");
@@ -410,7 +436,8 @@ impl IngressRoute {
 
     fn open_flow(self: &Arc<Self>, client: SocketAddr) -> Result<Arc<IngressFlow>> {
         let (ctx, route) = (&self.ctx, &self.route);
-        let cfg = ctx.conn_config(route.mode, route.fec, route.erasure, route.class);
+        let mut cfg = ctx.conn_config(route.mode, route.fec, route.erasure, route.class);
+        cfg.idle_timeout = conn_idle_timeout(ctx.settings.idle_timeout);
         let conn = ctx.ep.connect(self.peer, UDP_STREAM_PORT, cfg)?;
         for &p in &ctx.settings.peer_paths {
             crate::ctx::add_path(&conn, p)?;
@@ -441,7 +468,7 @@ impl IngressRoute {
             let end = receive(&f.sender, &mut d, &f.stats, &sink.ctx.clone(), &mut sink).await;
             f.dead.store(true, Ordering::Relaxed);
             f.sender.conn.close();
-            log_end(&f.stats, &d, &client.to_string(), &end);
+            log_end(&f.stats, &d, &format!("client {client}"), &end);
         });
         Ok(f)
     }
@@ -509,7 +536,7 @@ pub async fn egress_flow(ctx: Arc<Ctx>, conn: Connection) {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&id);
-            log_end(&stats, &d, &remote.to_string(), &end);
+            log_end(&stats, &d, &format!("ingress gateway {remote}"), &end);
         }
         Stage::AwaitHello { early } => {
             tracing::info!(%remote, datagrams = early, reason = %end,

@@ -120,3 +120,75 @@ async fn udp_over_reliable() {
         "{got} delivered, {dropped} dropped"
     );
 }
+
+/// One datagram from `client` through the gateways: at the destination `dest` (returns where
+/// from) and its echo back at the client, each within 5 s.
+async fn exchange(mode: &str, client: &UdpSocket, dest: &UdpSocket, i: u8) -> std::net::SocketAddr {
+    let mut buf = vec![0u8; 2048];
+    client.send(&[i; 100]).await.unwrap();
+    let wait = Duration::from_secs(5);
+    let (n, from) = tokio::time::timeout(wait, dest.recv_from(&mut buf))
+        .await
+        .unwrap_or_else(|_| panic!("{mode}: datagram {i} not at the destination"))
+        .unwrap();
+    assert_eq!(&buf[..n], &[i; 100], "{mode}");
+    dest.send_to(&buf[..n], from).await.unwrap();
+    let n = tokio::time::timeout(wait, client.recv(&mut buf))
+        .await
+        .unwrap_or_else(|_| panic!("{mode}: reply {i} not at the client"))
+        .unwrap();
+    assert_eq!(&buf[..n], &[i; 100], "{mode}");
+    from
+}
+
+/// A stream-mode flow outlives its client's silence beyond the gateways' `idle_timeout` (2 s
+/// here) up to `udpstream::FLOW_IDLE`: after 5 s without a datagram either way, the next one
+/// reaches the destination on the same flow (the same source port at the egress, no new
+/// AeroTP connection) and the destination's reply finds the client. Before, the flow's
+/// connection timed out with the gateways' idle timeout and the next datagram came from a
+/// new flow.
+async fn silence(mode: &str) {
+    let dest = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let egress = common::egress(
+        aerotp_gw::config::FileConfig {
+            udp_connect: Some(dest.local_addr().unwrap().to_string()),
+            idle_timeout: Some("2s".into()),
+            ..Default::default()
+        },
+        "5mbit",
+    )
+    .await;
+    let entry = aerotp_testkit::free_udp();
+    let flow = aerotp_gw::config::FlowSpec {
+        udp_listen: Some(entry.to_string()),
+        mode: Some(mode.into()),
+        ..Default::default()
+    };
+    let cfg = aerotp_gw::config::FileConfig {
+        idle_timeout: Some("2s".into()),
+        ..Default::default()
+    };
+    let _ingress = common::ingress(egress.ep.local_addr(), flow, cfg, "5mbit").await;
+    let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    client.connect(entry).await.unwrap();
+    let before = exchange(mode, &client, &dest, 1).await;
+    let proven = egress.ep.stats().proven;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let after = exchange(mode, &client, &dest, 2).await;
+    assert_eq!(
+        before, after,
+        "{mode}: after 5 s of silence the destination sees another source: a new flow"
+    );
+    assert_eq!(
+        egress.ep.stats().proven,
+        proven,
+        "{mode}: a new AeroTP connection after 5 s of silence"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_flow_outlives_its_client_s_silence() {
+    for mode in ["unreliable", "quasi-reliable"] {
+        silence(mode).await;
+    }
+}
