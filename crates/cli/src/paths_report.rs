@@ -45,7 +45,26 @@ pub fn json(s: &ConnectionStats) -> Value {
                 "time_down_s": p.time_down.as_secs_f64(),
                 "downs": p.downs,
                 "probes": p.probes,
+                "radio": radio(p),
             })
         })
         .collect()
+}
+
+/// What path `p`'s radio says now and how often it changed (docs/stats.md, "Paths"; all
+/// zeros and nulls without a radio).
+fn radio(p: &aerotp_proto::PathStats) -> Value {
+    let r = &p.radio;
+    json!({
+        "rate_bps": p.rate.radio_bps,
+        "latency_ms": r.latency.map(|l| l.as_secs_f64() * 1e3),
+        "down": r.down,
+        "paused": r.paused,
+        "rate_changes": r.rate_changes,
+        "latency_changes": r.latency_changes,
+        "downs": r.downs,
+        "ups": r.ups,
+        "pauses": r.pauses,
+        "restarts": r.restarts,
+    })
 }

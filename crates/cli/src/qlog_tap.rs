@@ -7,8 +7,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use aerotp_qlog::schema::RADIO_UPDATED;
 use aerotp_qlog::writer::{WriteStats, DEFAULT_MAX_BYTES};
-use aerotp_qlog::{Observer, QlogWriter, TpduLog, Vantage};
+use aerotp_qlog::{radio_event, Observer, QlogWriter, TpduLog, Vantage};
 use anyhow::{Context, Result};
 
 type Writer = QlogWriter<BufWriter<File>>;
@@ -34,10 +35,18 @@ pub fn prepare_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn create(path: &Path, title: &str, vantage: Vantage) -> Result<Writer> {
+/// A trace file whose event times count from `reference` since the Unix epoch (zero: the
+/// simulator's virtual time).
+fn create(path: &Path, title: &str, vantage: Vantage, reference: Duration) -> Result<Writer> {
     let f = File::create(path).with_context(|| format!("--qlog: creating {}", path.display()))?;
-    QlogWriter::new(BufWriter::new(f), title, vantage, DEFAULT_MAX_BYTES)
-        .with_context(|| format!("--qlog: writing {}", path.display()))
+    QlogWriter::with_reference(
+        BufWriter::new(f),
+        title,
+        vantage,
+        DEFAULT_MAX_BYTES,
+        reference,
+    )
+    .with_context(|| format!("--qlog: writing {}", path.display()))
 }
 
 /// A simulator run's trace: both endpoints, virtual time (`aerotp sim`: feature `dev`).
@@ -55,7 +64,7 @@ pub struct SimQlog {
 impl SimQlog {
     pub fn create(path: PathBuf, title: &str) -> Result<SimQlog> {
         Ok(SimQlog {
-            w: create(&path, title, Vantage::Network)?,
+            w: create(&path, title, Vantage::Network, Duration::ZERO)?,
             tpdus: TpduLog::new(),
             obs: Observer::new(),
             sender: aerotp_sim::addr_sender(),
@@ -138,6 +147,10 @@ enum Msg {
         stats: Box<aerotp_proto::ConnectionStats>,
         state: aerotp_proto::State,
     },
+    Radio {
+        at: Duration,
+        change: aerotp_proto::RadioChange,
+    },
 }
 
 impl Msg {
@@ -145,6 +158,7 @@ impl Msg {
         match self {
             Msg::Datagram { bytes, .. } => bytes.len() + 64,
             Msg::Engine { .. } => std::mem::size_of::<aerotp_proto::ConnectionStats>() + 64,
+            Msg::Radio { .. } => std::mem::size_of::<aerotp_proto::RadioChange>() + 64,
         }
     }
 }
@@ -166,7 +180,9 @@ impl LiveQlog {
     pub fn create(dir: &Path, name: &str, title: &str, vantage: Vantage) -> Result<LiveQlog> {
         use std::sync::atomic::Ordering;
         let path = dir.join(format!("{name}.sqlog"));
-        let mut w = create(&path, title, vantage)?;
+        // Event times count from here; the header says when that was on the wall clock.
+        let epoch = aerotp_net::tap::wall_clock();
+        let mut w = create(&path, title, vantage, epoch)?;
         let (tx, rx) = std::sync::mpsc::channel::<Msg>();
         let queued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let q2 = queued.clone();
@@ -192,6 +208,9 @@ impl LiveQlog {
                             stats,
                             state,
                         } => obs.observe(&mut w, at, "local", conn, &stats, state),
+                        Msg::Radio { at, change } => {
+                            w.event(at, RADIO_UPDATED, radio_event("local", &change))
+                        }
                     };
                     r.with_context(|| format!("--qlog: writing {shown}"))?;
                 }
@@ -204,7 +223,7 @@ impl LiveQlog {
             tx: std::sync::Mutex::new(Some(tx)),
             queued,
             dropped: std::sync::atomic::AtomicU64::new(0),
-            epoch: aerotp_net::tap::wall_clock(),
+            epoch,
             thread: std::sync::Mutex::new(Some(thread)),
             path,
         })
@@ -297,6 +316,13 @@ impl aerotp_net::EngineTap for LiveQlog {
             conn,
             stats: Box::new(stats.clone()),
             state,
+        });
+    }
+
+    fn radio(&self, at: Duration, change: &aerotp_proto::RadioChange) {
+        self.send(Msg::Radio {
+            at: at.saturating_sub(self.epoch),
+            change: *change,
         });
     }
 }

@@ -2,7 +2,7 @@
 //! the connection counters summed over an endpoint's life ([`Totals`]). Plain data, so the
 //! driver can keep them without depending on the exposition (`metrics`).
 
-use aerotp_proto::ConnectionStats;
+use aerotp_proto::{ConnectionStats, PathRadio};
 
 /// Datagrams and bytes the driver moved through its socket.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -149,20 +149,50 @@ pub const CONNECTION_COUNTERS: [ConnCounter; 30] = [
     ),
 ];
 
-/// The connection counters of [`CONNECTION_COUNTERS`], summed.
+/// A kind of radio change (`aerotp_radio_changes_total{kind}`): its label value and where
+/// its count is in a path's [`PathRadio`].
+type RadioKind = (&'static str, fn(&PathRadio) -> u64);
+
+/// The kinds of radio change the engine counts per path (docs/stats.md), in exposition
+/// order: the names of `aerotp_proto::RadioSignal::name`, a rate said and one withdrawn
+/// counted together as `rate`.
+pub const RADIO_CHANGE_KINDS: [RadioKind; 6] = [
+    ("rate", |r| r.rate_changes),
+    ("latency", |r| r.latency_changes),
+    ("down", |r| r.downs),
+    ("up", |r| r.ups),
+    ("pause", |r| r.pauses),
+    ("restart", |r| r.restarts),
+];
+
+/// The connection counters of [`CONNECTION_COUNTERS`], and the radio changes of
+/// [`RADIO_CHANGE_KINDS`] over every path, summed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Totals([u64; CONNECTION_COUNTERS.len()]);
+pub struct Totals {
+    counters: [u64; CONNECTION_COUNTERS.len()],
+    radio: [u64; RADIO_CHANGE_KINDS.len()],
+}
 
 impl Totals {
     pub fn add(&mut self, s: &ConnectionStats) {
-        for (t, (_, _, get)) in self.0.iter_mut().zip(CONNECTION_COUNTERS.iter()) {
+        for (t, (_, _, get)) in self.counters.iter_mut().zip(CONNECTION_COUNTERS.iter()) {
             *t = t.saturating_add(get(s));
+        }
+        for p in &s.paths {
+            for (t, (_, get)) in self.radio.iter_mut().zip(RADIO_CHANGE_KINDS.iter()) {
+                *t = t.saturating_add(get(&p.radio));
+            }
         }
     }
 
     /// The summed counters, in the order of [`CONNECTION_COUNTERS`].
     pub fn values(&self) -> &[u64] {
-        &self.0
+        &self.counters
+    }
+
+    /// The summed radio changes, in the order of [`RADIO_CHANGE_KINDS`].
+    pub fn radio_changes(&self) -> &[u64] {
+        &self.radio
     }
 
     /// The summed counter `name` (a name of [`CONNECTION_COUNTERS`]).
@@ -170,6 +200,6 @@ impl Totals {
         CONNECTION_COUNTERS
             .iter()
             .position(|c| c.0 == name)
-            .map(|i| self.0[i])
+            .map(|i| self.counters[i])
     }
 }

@@ -294,6 +294,7 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
                 }
             }
             st.dispatch(&shared);
+            st.report_radio_changes(now);
             st.show_engine_tap(None);
             let deadline = st.engine.poll_timeout();
             if st.users == 0 {

@@ -2,7 +2,8 @@
 //! router side of `aerotp_dlep` runs beside the endpoint, and each destination event becomes
 //! `aerotp_proto::RadioSignal`s for the peer addresses that destination stands for.
 
-use crate::driver::Shared;
+use crate::driver::{Shared, State};
+use crate::tap::wall_clock;
 use crate::Endpoint;
 use aerotp_dlep::{Destination, Event, Mac};
 use aerotp_proto::{RadioApplied, RadioSignal};
@@ -133,6 +134,36 @@ fn state_of(d: &Destination) -> Vec<RadioSignal> {
     out
 }
 
+impl State {
+    /// Logs the radio changes the engine applied (info level) and hands them to the engine
+    /// tap (`--qlog`), each at the engine's time of the change on the wall clock; `now` is
+    /// the engine's time of this driver step. Every step drains them, so the engine's bound
+    /// (`RADIO_CHANGES_HELD`) is never what loses one.
+    pub(crate) fn report_radio_changes(&mut self, now: Duration) {
+        let wall = wall_clock();
+        while let Some(c) = self.engine.poll_radio_change() {
+            let at = wall.saturating_sub(now.saturating_sub(c.at));
+            let said = match c.signal {
+                RadioSignal::Rate(bps) => format!("rate {bps} b/s"),
+                RadioSignal::Latency(d) => format!("latency {d:?}"),
+                s => s.name().to_owned(),
+            };
+            tracing::info!(
+                connection = c.connection.0,
+                path = c.path,
+                remote = %c.remote,
+                rate_bps = c.rate_bps,
+                rate_reason = c.rate_reason.name(),
+                path_rate_bps = c.path_rate_bps,
+                "radio: {said} in force"
+            );
+            if let Some(t) = &self.engine_tap {
+                t.radio(at, &c);
+            }
+        }
+    }
+}
+
 /// `signal` for `peer` into the engine, and the driver woken to act on it.
 fn apply(shared: &Shared, peer: IpAddr, signal: RadioSignal) -> RadioApplied {
     let now = shared.now();
@@ -149,7 +180,8 @@ impl Endpoint {
 
     /// Runs a DLEP router session with `cfg` (crates/dlep) until the returned task is
     /// aborted or the endpoint is gone: every destination event reaches the engine as radio
-    /// signals (logged at info level), and the modem's session events are logged.
+    /// signals (each change they make to a path logged at info level, traced with `--qlog`
+    /// and counted in the metrics), and the modem's session events are logged.
     pub fn follow_dlep(
         &self,
         cfg: aerotp_dlep::ClientConfig,
@@ -182,7 +214,9 @@ impl Endpoint {
                 }
                 for (peer, signal) in bridge.signals(&ev) {
                     let applied = apply(&shared, peer, signal);
-                    tracing::info!(%peer, ?signal, paths = applied.paths, "radio");
+                    // Every signal, repeats too (a modem restates its destination's whole
+                    // state); the changes in force are logged at info by the driver.
+                    tracing::debug!(%peer, ?signal, paths = applied.paths, "radio signal");
                 }
             }
         })

@@ -49,6 +49,14 @@ pub trait EngineTap: Send + Sync {
         stats: &aerotp_proto::ConnectionStats,
         state: aerotp_proto::State,
     );
+
+    /// A change a radio made to a path, as the engine applied it
+    /// (`aerotp_proto::Endpoint::poll_radio_change`), at `at` since the Unix epoch: the
+    /// engine's time of the change on the wall clock, not the time the driver took it. A tap
+    /// that has no use for radios keeps this default, which forgets it.
+    fn radio(&self, at: Duration, change: &aerotp_proto::RadioChange) {
+        let _ = (at, change);
+    }
 }
 
 /// A shareable tap (cloned into relay configurations, kept by endpoints).

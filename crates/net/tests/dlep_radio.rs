@@ -4,145 +4,42 @@
 //! mapped to 127.0.0.1) while a reliable transfer at a fixed 20 Mb/s runs between two
 //! endpoints on loopback. What the modem says must be in force on the connection: its rate
 //! caps the pacer, its Destination Down stops the data, its Destination Up starts it again,
-//! and every byte arrives.
+//! and every byte arrives. Every change the modem made is reported: to the engine tap (what
+//! `--qlog` writes) at the engine's time of the change, and in the metrics.
 //!
-//! The binary is `$AEROTP_LL_DLEP` if set, else
-//! `${AEROTP_CACHE:-$HOME/.cache/aerotp}/ll-dlep-184e148/bin/Dlep`; this test FAILS (never
-//! skips) when it is missing. The modem helpers are a copy of the minimal part of
-//! crates/dlep/tests/ll_dlep.rs.
+//! The modem is `aerotp_testkit::ll_dlep` (`$AEROTP_LL_DLEP`, else the cache of
+//! scripts/build-ll-dlep.sh); this test FAILS (never skips) when it is missing.
 
-use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aerotp_dlep::{ClientConfig, Mac};
 use aerotp_net::{
     Connection, ConnectionConfig, ConnectionStats, DestinationMap, Endpoint, EndpointConfig, Mode,
 };
-use aerotp_proto::RateReason;
-use aerotp_testkit::{random, sha256};
+use aerotp_proto::{RadioChange, RadioSignal, RateReason};
+use aerotp_testkit::ll_dlep::Modem;
+use aerotp_testkit::{prom, random, sha256};
 use tokio::io::AsyncReadExt;
 
 const MAC: &str = "00:11:22:33:44:55";
 const FIXED_RATE: u64 = 20_000_000;
 
-fn binary() -> PathBuf {
-    let p = match std::env::var_os("AEROTP_LL_DLEP") {
-        Some(p) => PathBuf::from(p),
-        None => {
-            let cache = std::env::var_os("AEROTP_CACHE")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/aerotp")))
-                .expect("neither AEROTP_CACHE nor HOME is set");
-            cache.join("ll-dlep-184e148/bin/Dlep")
-        }
-    };
-    assert!(
-        p.is_file(),
-        "LL-DLEP not found at {} (set AEROTP_LL_DLEP, or run scripts/build-ll-dlep.sh)",
-        p.display()
-    );
-    p
-}
+/// The radio changes the driver hands to the engine tap, with their time on the wall clock.
+#[derive(Default)]
+struct Radios(Mutex<Vec<(Duration, RadioChange)>>);
 
-fn protocol_dir(bin: &Path) -> PathBuf {
-    if let Some(d) = std::env::var_os("AEROTP_LL_DLEP_ETC") {
-        return PathBuf::from(d);
-    }
-    let d = bin
-        .parent()
-        .and_then(Path::parent)
-        .map(|p| p.join("etc/dlep"))
-        .unwrap_or_default();
-    assert!(
-        d.join("dlep-rfc-8175.xml").is_file(),
-        "LL-DLEP protocol configuration not found in {} (set AEROTP_LL_DLEP_ETC)",
-        d.display()
-    );
-    d
-}
+impl aerotp_net::EngineTap for Radios {
+    fn connection(&self, _: Duration, _: u64, _: &ConnectionStats, _: aerotp_proto::State) {}
 
-/// An LL-DLEP modem listening on 127.0.0.1:`port`, heartbeat 1 s, its CLI on our pipe.
-struct Modem {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Modem {
-    fn start(dir: &Path, port: u16) -> Modem {
-        let bin = binary();
-        let etc = protocol_dir(&bin);
-        let config = format!(
-            r#"<?xml version="1.0" ?>
-<config>
-  <params>
-    <local-type>modem</local-type>
-    <discovery-enable>0</discovery-enable>
-    <session-address>127.0.0.1</session-address>
-    <session-port>{port}</session-port>
-    <heartbeat-interval>1</heartbeat-interval>
-    <heartbeat-threshold>2</heartbeat-threshold>
-    <peer-type>ll-dlep-modem</peer-type>
-    <log-file>{log}</log-file>
-    <log-level>2</log-level>
-    <protocol-config-file>{etc}/dlep-rfc-8175.xml</protocol-config-file>
-    <protocol-config-schema>{etc}/protocol-config.xsd</protocol-config-schema>
-  </params>
-</config>
-"#,
-            log = dir.join("dlep-modem.log").display(),
-            etc = etc.display(),
-        );
-        let cfg = dir.join("modem.xml");
-        std::fs::write(&cfg, config).unwrap();
-        let child = Command::new(&bin)
-            .arg("config-file")
-            .arg(&cfg)
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(std::fs::File::create(dir.join("stdout.txt")).unwrap())
-            .stderr(std::fs::File::create(dir.join("stderr.txt")).unwrap())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-        Modem {
-            child,
-            dir: dir.to_path_buf(),
-        }
-    }
-
-    /// One line on the modem's CLI; returns when it is written.
-    fn cli(&mut self, line: &str) -> Instant {
-        let stdin = self.child.stdin.as_mut().expect("stdin");
-        writeln!(stdin, "{line}").expect("modem CLI closed");
-        stdin.flush().unwrap();
-        Instant::now()
-    }
-
-    fn logs(&self) -> String {
-        let tail = |f: &str| {
-            let s = std::fs::read_to_string(self.dir.join(f)).unwrap_or_default();
-            let lines: Vec<_> = s.lines().collect();
-            lines[lines.len().saturating_sub(40)..].join("\n")
-        };
-        format!(
-            "--- LL-DLEP stdout ---\n{}\n--- stderr ---\n{}\n--- log ---\n{}",
-            tail("stdout.txt"),
-            tail("stderr.txt"),
-            tail("dlep-modem.log")
-        )
+    fn radio(&self, at: Duration, change: &RadioChange) {
+        self.0.lock().unwrap().push((at, *change));
     }
 }
 
-impl Drop for Modem {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("{}", self.logs());
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn wall() -> Duration {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap()
 }
 
 fn free_port() -> u16 {
@@ -233,6 +130,10 @@ async fn ll_dlep_steers_a_transfer() {
     let mut map = DestinationMap::default();
     map.insert(MAC.parse::<Mac>().unwrap(), IpAddr::from([127, 0, 0, 1]));
     let follow = client.follow_dlep(dcfg, map);
+    let radios = std::sync::Arc::new(Radios::default());
+    client.set_engine_tap(radios.clone());
+    // The wall-clock time of each modem command, beside the radio change it must make.
+    let mut commands: Vec<(Duration, RadioSignal)> = Vec::new();
 
     let recv = tokio::spawn(async move {
         let mut conn = server.accept().await.unwrap();
@@ -251,6 +152,7 @@ async fn ll_dlep_steers_a_transfer() {
 
     let mut report = Vec::new();
     let t = modem.cli(&format!("dest up {MAC} Current_Data_Rate_Transmit 2000000"));
+    commands.push((wall(), RadioSignal::Rate(2_000_000)));
     let took = until(&conn, t, Duration::from_secs(5), "dest up at 2 Mb/s", |s| {
         s.paths[0].rate.radio_bps == Some(2_000_000) && s.rate_bps <= 2_000_000
     })
@@ -273,6 +175,7 @@ async fn ll_dlep_steers_a_transfer() {
     let t = modem.cli(&format!(
         "dest update {MAC} Current_Data_Rate_Transmit 1000000"
     ));
+    commands.push((wall(), RadioSignal::Rate(1_000_000)));
     let took = until(
         &conn,
         t,
@@ -286,7 +189,23 @@ async fn ll_dlep_steers_a_transfer() {
 
     // Down: the data stops. In force when a data TPDU count holds still for 50 ms (at 1 Mb/s
     // a 1.4 kB TPDU goes every 11 ms).
+    // The metrics say what the radio says: its rate per path, its changes by kind.
+    let m = prom::parse(&client.metrics_source().render(), "aerotp_");
+    let rate_gauge: Vec<_> = m
+        .samples
+        .iter()
+        .filter(|x| x.name == "aerotp_radio_rate_bytes_per_second")
+        .collect();
+    assert_eq!(
+        rate_gauge.len(),
+        1,
+        "one path with a radio rate: {rate_gauge:?}"
+    );
+    assert_eq!(rate_gauge[0].value, 125_000.0, "1 Mb/s in bytes per second");
+    assert_eq!(rate_gauge[0].labels["path"], "0");
+
     let t = modem.cli(&format!("dest down {MAC}"));
+    commands.push((wall(), RadioSignal::Down));
     let mut last = (data_sent(&conn.stats()).0, Instant::now());
     let stopped = loop {
         let n = data_sent(&conn.stats()).0;
@@ -316,6 +235,8 @@ async fn ll_dlep_steers_a_transfer() {
     );
 
     let t = modem.cli(&format!("dest up {MAC} Current_Data_Rate_Transmit 2000000"));
+    commands.push((wall(), RadioSignal::Up));
+    commands.push((wall(), RadioSignal::Rate(2_000_000)));
     let took = until(
         &conn,
         t,
@@ -335,6 +256,52 @@ async fn ll_dlep_steers_a_transfer() {
     assert_eq!(sha256(&got), sha256(&data), "every byte, in order");
     assert!(sender.guarantee_met, "{:?}", sender.outcome);
     assert!(receiver.guarantee_met, "{:?}", receiver.outcome);
+
+    // Every change the modem made reached the engine tap once, in order, after its command
+    // and within a second of it (its time is the engine's, not the driver's next step), with
+    // the rate in force within the radio's. A latency the modem may report is no command's.
+    let changes: Vec<(Duration, RadioChange)> = radios
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, c)| !matches!(c.signal, RadioSignal::Latency(_)))
+        .copied()
+        .collect();
+    let said: Vec<RadioSignal> = changes.iter().map(|(_, c)| c.signal).collect();
+    let asked: Vec<RadioSignal> = commands.iter().map(|c| c.1).collect();
+    assert_eq!(said, asked, "the radio changes the tap saw");
+    for ((at, c), (cmd, _)) in changes.iter().zip(&commands) {
+        assert!(
+            *at + Duration::from_millis(2) >= *cmd && *at < *cmd + Duration::from_secs(1),
+            "{c:?} at {at:?}, its command at {cmd:?}"
+        );
+        if let RadioSignal::Rate(r) = c.signal {
+            assert!(
+                c.rate_bps <= r && c.rate_reason == RateReason::Radio,
+                "{c:?}"
+            );
+        }
+        report.push(("command to the change's engine time", *at - *cmd));
+    }
+    let m = prom::parse(&client.metrics_source().render(), "aerotp_");
+    let kind = |k: &str| {
+        m.samples
+            .iter()
+            .find(|x| x.name == "aerotp_radio_changes_total" && x.labels["kind"] == k)
+            .map(|x| x.value)
+    };
+    assert_eq!(
+        [
+            kind("rate"),
+            kind("down"),
+            kind("up"),
+            kind("pause"),
+            kind("restart")
+        ],
+        [Some(3.0), Some(1.0), Some(1.0), Some(0.0), Some(0.0)],
+        "radio changes by kind, the released connection's kept"
+    );
 
     println!("LL-DLEP -> aerotp_net, modem command written to in force on the connection (stats polled every 5 ms):");
     for (what, d) in &report {

@@ -57,7 +57,9 @@ pub use fec_control::datagram_parity;
 pub use fec_parity::auto_parity;
 pub use link_share::{LinkShareConfig, SharePolicy, TrafficClass, SHARE_PERIOD};
 pub use paths::{PathStats, MAX_PATHS};
-pub use radio::{RadioApplied, RadioSignal, RADIO_PEERS};
+pub use radio::{
+    PathRadio, RadioApplied, RadioChange, RadioSignal, RADIO_CHANGES_HELD, RADIO_PEERS,
+};
 pub use rate::{
     PathRate, RateControl, RatePhase, RateReason, DEFAULT_RATE_CAP_BPS, MIN_RATE_BPS, TRAIN_TPDUS,
 };

@@ -114,6 +114,8 @@ pub struct PathStats {
     pub ber: f64,
     /// What the rate control says of the path (discovered rate, phase, minimum round trip).
     pub rate: crate::rate::PathRate,
+    /// What the path's radio says and how often it changed (its rate is `rate.radio_bps`).
+    pub radio: crate::radio::PathRadio,
 }
 
 #[derive(Debug)]
@@ -154,6 +156,8 @@ struct Path {
     held: bool,
     /// The radio said the destination is down: no probes until it says it is up.
     radio_down: bool,
+    /// What the radio says of the path, and its changes counted (`PathStats::radio`).
+    radio: crate::radio::PathRadio,
 }
 
 impl Path {
@@ -184,6 +188,7 @@ impl Path {
             ber: BerEstimator::new(),
             held: false,
             radio_down: false,
+            radio: crate::radio::PathRadio::default(),
         }
     }
 
@@ -724,6 +729,7 @@ impl Paths {
                     probes: p.probes,
                     ber: p.ber.estimate().unwrap_or(0.0),
                     rate: crate::rate::PathRate::default(),
+                    radio: p.radio,
                 }
             })
             .collect()

@@ -2,8 +2,11 @@
 //! takes it: the runtime maps each DLEP destination to the peer address its paths reach and
 //! passes these to `Endpoint::radio` (docs/dlep.md, "What the engine does with it").
 
+use crate::endpoint_types::ConnectionHandle;
+use crate::rate::RateReason;
 use crate::table::{table, Table};
-use std::net::IpAddr;
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// One thing a radio said of the link toward a peer.
@@ -88,16 +91,113 @@ impl RadioState {
     }
 }
 
+/// What a path's radio says now and how often it changed (`PathStats::radio`,
+/// docs/stats.md). A signal that says what the radio said already (a modem repeats its
+/// destination's whole state at each update) changes nothing and is not counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathRadio {
+    /// The radio's latency to the destination (one way), if it said one.
+    pub latency: Option<Duration>,
+    /// The radio said the destination is down and has not said it is up since.
+    pub down: bool,
+    /// The radio paused the path (RFC 8651) and has not restarted it; a Destination Up
+    /// releases it too, as the engine does (the DLEP side follows an Up with Pause when the
+    /// modem still says a queue is paused).
+    pub paused: bool,
+    /// Times the radio's rate changed (a new rate, or none any more).
+    pub rate_changes: u64,
+    pub latency_changes: u64,
+    pub downs: u64,
+    pub ups: u64,
+    pub pauses: u64,
+    pub restarts: u64,
+}
+
+impl PathRadio {
+    /// Takes `signal` in; whether it changed what the radio says of the path. `rate` is the
+    /// radio's rate before and after the signal (the rate control keeps it, clamped).
+    pub(crate) fn note(&mut self, signal: RadioSignal, rate: (Option<u64>, Option<u64>)) -> bool {
+        let (count, changed) = match signal {
+            RadioSignal::Rate(_) | RadioSignal::RateUnknown => {
+                (&mut self.rate_changes, rate.0 != rate.1)
+            }
+            RadioSignal::Latency(d) => {
+                let changed = self.latency.replace(d) != Some(d);
+                (&mut self.latency_changes, changed)
+            }
+            RadioSignal::Down => (&mut self.downs, !std::mem::replace(&mut self.down, true)),
+            RadioSignal::Up => {
+                // The engine releases the path's hold at Up, a pause's too.
+                self.paused = false;
+                (&mut self.ups, std::mem::replace(&mut self.down, false))
+            }
+            RadioSignal::Pause => (&mut self.pauses, !std::mem::replace(&mut self.paused, true)),
+            RadioSignal::Restart => (
+                &mut self.restarts,
+                std::mem::replace(&mut self.paused, false),
+            ),
+        };
+        if changed {
+            *count += 1;
+        }
+        changed
+    }
+}
+
+/// A change a radio made to one path, as the engine applied it (`Endpoint::poll_radio_change`):
+/// for the runtime's log, qlog trace and metrics. Only what changed the path's radio state
+/// (`PathRadio::note`) is reported, with the engine's own `now`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RadioChange {
+    /// When the engine applied it (its `now`; the caller's clock).
+    pub at: Duration,
+    pub connection: ConnectionHandle,
+    /// The path's index in the connection and its peer address.
+    pub path: usize,
+    pub remote: SocketAddr,
+    pub signal: RadioSignal,
+    /// The connection's pacing rate in force once the change was applied, b/s, and why.
+    pub rate_bps: u64,
+    pub rate_reason: RateReason,
+    /// The path's own pacing rate then (`PathRate::pacing_bps`), b/s.
+    pub path_rate_bps: u64,
+}
+
+/// Most radio changes the endpoint holds for `Endpoint::poll_radio_change`: a runtime drains
+/// them at every step; a caller that never does (the simulator) loses the oldest, counted.
+pub const RADIO_CHANGES_HELD: usize = 1024;
+
 /// Every peer's radio state (bounded by `RADIO_PEERS`): the endpoint's, for the paths
-/// opened toward a peer after its radio spoke (`Endpoint::radio`).
+/// opened toward a peer after its radio spoke (`Endpoint::radio`); and the changes applied
+/// and not yet taken (bounded by `RADIO_CHANGES_HELD`).
 #[derive(Debug)]
 pub(crate) struct RadioBook {
     peers: Table<IpAddr, RadioState>,
+    changes: VecDeque<RadioChange>,
+    /// Changes dropped at the bound, oldest first.
+    pub changes_dropped: u64,
 }
 
 impl RadioBook {
     pub fn new(seed: u64) -> RadioBook {
-        RadioBook { peers: table(seed) }
+        RadioBook {
+            peers: table(seed),
+            changes: VecDeque::new(),
+            changes_dropped: 0,
+        }
+    }
+
+    /// Holds `c` for the caller, the oldest dropped beyond `RADIO_CHANGES_HELD`.
+    pub fn push_change(&mut self, c: RadioChange) {
+        if self.changes.len() >= RADIO_CHANGES_HELD {
+            self.changes.pop_front();
+            self.changes_dropped += 1;
+        }
+        self.changes.push_back(c);
+    }
+
+    pub fn pop_change(&mut self) -> Option<RadioChange> {
+        self.changes.pop_front()
     }
 
     /// Takes `signal` for `peer` in; false when the book is full of other peers (the signal

@@ -8,8 +8,8 @@ mod harness;
 use aerotp_link::{LinkConfig, Path};
 use aerotp_pair::{Advance, Dir, Links, Observer, Pair};
 use aerotp_proto::{
-    CloseOutcome, ConnectionConfig, Endpoint, EndpointConfig, Event, Mode, RadioSignal,
-    RateControl, RateReason,
+    CloseOutcome, ConnectionConfig, Endpoint, EndpointConfig, Event, Mode, RadioChange,
+    RadioSignal, RateControl, RateReason,
 };
 use harness::{addr_a, addr_b, pattern};
 use std::time::Duration;
@@ -49,6 +49,8 @@ struct Run {
     after_signal: Vec<(u64, RateReason)>,
     /// The sender's statistics at its last step before it closed.
     last: aerotp_proto::ConnectionStats,
+    /// The radio changes the sender's endpoint reported (`poll_radio_change`), in order.
+    changes: Vec<RadioChange>,
 }
 
 /// A transfer of `size` bytes from a to b over `bottleneck(link_bps)`, with `signals` given
@@ -88,6 +90,7 @@ fn run(
         pair,
         after_signal: Vec::new(),
         last: aerotp_proto::ConnectionStats::default(),
+        changes: Vec::new(),
     };
     let mut buf = vec![0u8; 65536];
     let mut steps = 0u64;
@@ -100,6 +103,9 @@ fn run(
             assert_eq!(applied.paths, 1, "{s:?} reaches the one path");
             let st = out.pair.a.stats(ch).expect("live connection");
             after_signal.push((st.rate_bps, st.rate_reason));
+        }
+        while let Some(c) = out.pair.a.poll_radio_change() {
+            out.changes.push(c);
         }
         if written < data.len() {
             written += out.pair.a.write(ch, &data[written..]).unwrap_or(0);
@@ -299,6 +305,93 @@ fn a_pause_stops_every_data_tpdu_and_counts_no_loss() {
             );
         }
     }
+}
+
+#[test]
+fn every_radio_change_is_reported_at_the_engine_time_with_the_rate_in_force() {
+    // What the runtime traces (qlog), logs and counts: each signal that changes what the
+    // radio says of the path, at the engine's `now`, with the rate in force once applied; a
+    // repeat (a modem restates its destination's whole state at each update) is none.
+    let ms = Duration::from_millis;
+    let said = [
+        (ms(1000), RadioSignal::Rate(2_000_000)),
+        (ms(1200), RadioSignal::Rate(2_000_000)),
+        (ms(1200), RadioSignal::Latency(ms(15))),
+        (ms(1300), RadioSignal::Latency(ms(15))),
+        (ms(2000), RadioSignal::Pause),
+        (ms(2100), RadioSignal::Pause),
+        (ms(2500), RadioSignal::Restart),
+        (ms(2600), RadioSignal::Restart),
+        (ms(3200), RadioSignal::Down),
+        (ms(3300), RadioSignal::Down),
+        (ms(3400), RadioSignal::Up),
+        (ms(3600), RadioSignal::RateUnknown),
+    ];
+    let r = run(
+        cfg(Mode::Reliable, RateControl::Fixed, 5_000_000),
+        5_000_000,
+        3_000_000,
+        &said,
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.received, 3_000_000);
+    let got: Vec<(Duration, RadioSignal)> = r.changes.iter().map(|c| (c.at, c.signal)).collect();
+    let changes = [0, 2, 4, 6, 8, 10, 11].map(|i| said[i]);
+    assert_eq!(got, changes, "one change per new word, at its time");
+    for c in &r.changes {
+        assert_eq!(c.path, 0);
+        assert_eq!(c.remote, addr_b());
+    }
+    // The rate in force once applied: the radio's 2 Mb/s at once, the configured 5 Mb/s
+    // when it says no rate any more.
+    assert!(r.changes[0].rate_bps <= 2_000_000, "{:?}", r.changes[0]);
+    assert!(
+        r.changes[0].path_rate_bps <= 2_000_000,
+        "{:?}",
+        r.changes[0]
+    );
+    assert_eq!(r.changes[0].rate_reason, RateReason::Radio);
+    assert_eq!(r.changes[6].rate_bps, 5_000_000, "{:?}", r.changes[6]);
+    assert_eq!(r.changes[6].rate_reason, RateReason::Fixed);
+    let radio = r.last.paths[0].radio;
+    assert_eq!(
+        (
+            radio.rate_changes,
+            radio.latency_changes,
+            radio.pauses,
+            radio.restarts
+        ),
+        (2, 1, 1, 1)
+    );
+    assert_eq!((radio.downs, radio.ups), (1, 1));
+    assert_eq!((radio.down, radio.paused), (false, false));
+    assert_eq!(radio.latency, Some(ms(15)));
+    assert_eq!(r.last.paths[0].rate.radio_bps, None);
+    assert_eq!(r.pair.a.radio_changes_dropped(), 0);
+}
+
+#[test]
+fn a_radio_state_said_before_the_connection_is_reported_when_it_reaches_its_path() {
+    // The endpoint keeps what the radio said for paths opened later: applied when the
+    // connection opens, and reported then (time zero here), not at the signal.
+    let r = run(
+        cfg(Mode::Reliable, RateControl::Fixed, 5_000_000),
+        2_000_000,
+        200_000,
+        &[(Duration::ZERO, RadioSignal::Rate(1_000_000))],
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.received, 200_000);
+    assert_eq!(r.changes.len(), 1, "{:?}", r.changes);
+    let c = r.changes[0];
+    assert_eq!(
+        (c.at, c.signal),
+        (Duration::ZERO, RadioSignal::Rate(1_000_000))
+    );
+    assert!(
+        c.rate_bps <= 1_000_000 && c.rate_reason == RateReason::Radio,
+        "{c:?}"
+    );
 }
 
 /// Two 2 Mb/s paths (10.0.i.1 → 10.0.i.2); the radio of path 1 says its destination is down

@@ -25,5 +25,8 @@ pub const FEC_UPDATED: &str = "aerotp:fec_strength_updated";
 pub const STATE_UPDATED: &str = "aerotp:connection_state_updated";
 /// The connection suspected an outage (the peer went silent).
 pub const OUTAGE: &str = "aerotp:outage_detected";
+/// A radio (DLEP) changed what it says of a path: a rate, a latency, down, up, pause,
+/// restart; with the rate in force once the engine applied it.
+pub const RADIO_UPDATED: &str = "aerotp:radio_updated";
 /// The writer reached its byte bound: later events were not written.
 pub const TRUNCATED: &str = "aerotp:trace_truncated";

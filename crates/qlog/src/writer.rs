@@ -53,8 +53,23 @@ pub struct QlogWriter<W: Write> {
 
 impl<W: Write> QlogWriter<W> {
     /// Writes the header record: `title` (e.g. the command line), the vantage point, and the
-    /// schema. `max_bytes` bounds the whole file (at least 4 KiB).
+    /// schema. `max_bytes` bounds the whole file (at least 4 KiB). Event times are from a
+    /// reference of 0 (the simulator's virtual time).
     pub fn new(out: W, title: &str, vantage: Vantage, max_bytes: u64) -> std::io::Result<Self> {
+        QlogWriter::with_reference(out, title, vantage, max_bytes, Duration::ZERO)
+    }
+
+    /// As [`QlogWriter::new`], event times counted from `reference` since the Unix epoch
+    /// (a runtime trace: its start on the wall clock), written in the header as
+    /// `reference_time` in milliseconds, so a trace's events can be set beside other clocks
+    /// of the same host (bench/dlep-steps.py: the modem's commands).
+    pub fn with_reference(
+        out: W,
+        title: &str,
+        vantage: Vantage,
+        max_bytes: u64,
+        reference: Duration,
+    ) -> std::io::Result<Self> {
         let mut w = QlogWriter {
             out,
             max_bytes: max_bytes.max(4096),
@@ -62,13 +77,19 @@ impl<W: Write> QlogWriter<W> {
             truncated: false,
             line: Vec::with_capacity(512),
         };
+        // 0 as before for a trace without a wall-clock reference (the simulator's).
+        let reference_ms = if reference.is_zero() {
+            json!(0)
+        } else {
+            json!(reference.as_secs_f64() * 1e3)
+        };
         let header = json!({
             "qlog_version": QLOG_VERSION,
             "qlog_format": "JSON-SEQ",
             "title": title,
             "trace": {
                 "vantage_point": { "type": vantage.name() },
-                "common_fields": { "time_format": "relative", "reference_time": 0 },
+                "common_fields": { "time_format": "relative", "reference_time": reference_ms },
                 "event_schemas": [SCHEMA_URI],
             },
         });

@@ -1,11 +1,13 @@
 //! Helpers for the workspace's integration tests, written once: a child process that is killed
 //! when dropped and waited for with a bound, free loopback ports, bounded polling,
 //! reproducible incompressible data, SHA-256, and a strict parser of the Prometheus text that
-//! `aerotp send|recv --metrics` and the gateways serve ([`prom`]).
+//! `aerotp send|recv --metrics` and the gateways serve ([`prom`]), and MIT-LL's LL-DLEP as a
+//! modem ([`ll_dlep`]).
 //!
 //! Dev-only (`publish = false`): used from `[dev-dependencies]`, never by a shipped crate. Every
 //! wait here has a time bound and panics naming what it waited for, so a failing test ends.
 
+pub mod ll_dlep;
 pub mod nat;
 pub mod probe;
 pub mod prom;

@@ -7,12 +7,15 @@ use crate::radio::RadioSignal;
 use std::time::Duration;
 
 impl Connection {
-    /// What a radio said of path `path` (an index into the connection's paths).
-    pub(crate) fn radio(&mut self, now: Duration, path: usize, signal: RadioSignal) {
+    /// What a radio said of path `path` (an index into the connection's paths); whether it
+    /// changed what the radio says of the path (`crate::radio::PathRadio::note`: a modem
+    /// repeats its destination's whole state, and a repeat is applied but is no change).
+    pub(crate) fn radio(&mut self, now: Duration, path: usize, signal: RadioSignal) -> bool {
         if path >= self.paths.len() {
-            return;
+            return false;
         }
         self.clock = self.clock.max(now);
+        let rate_before = self.rate.radio_rate(path);
         match signal {
             RadioSignal::Rate(bps) => self.rate.set_radio_rate(now, path, Some(bps)),
             RadioSignal::RateUnknown => self.rate.set_radio_rate(now, path, None),
@@ -50,6 +53,18 @@ impl Connection {
         // ran it for `now` already, and a deadline reported in the past is one nothing acts
         // on). `handle_timeout` acts only on what is due, so it is safe after any signal.
         self.handle_timeout(now);
+        let rate = (rate_before, self.rate.radio_rate(path));
+        self.paths.note_radio(path, signal, rate)
+    }
+
+    /// What is in force after a radio change: the connection's pacing rate and why, and
+    /// path `path`'s own pacing rate (b/s).
+    pub(crate) fn radio_in_force(&self, path: usize) -> (u64, crate::rate::RateReason, u64) {
+        (
+            self.pacer.rate(),
+            self.rate_reason(),
+            self.path_rate(path).pacing_bps,
+        )
     }
 
     /// The radio says path `path`'s destination is down: with another path up it goes down

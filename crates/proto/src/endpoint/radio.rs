@@ -4,7 +4,7 @@
 //! cap).
 
 use super::{ConnectionHandle, Endpoint};
-use crate::radio::{RadioApplied, RadioSignal};
+use crate::radio::{RadioApplied, RadioChange, RadioSignal};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -58,12 +58,42 @@ impl Endpoint {
         let paths = c.paths_toward(peer);
         for &i in &paths {
             for &s in signals {
-                c.radio(now, i, s);
+                if !c.radio(now, i, s) {
+                    continue;
+                }
+                let (rate_bps, rate_reason, path_rate_bps) = c.radio_in_force(i);
+                let Some(remote) = c.path_addrs().nth(i).map(|a| a.remote) else {
+                    continue;
+                };
+                self.radio.push_change(RadioChange {
+                    at: now,
+                    connection: h,
+                    path: i,
+                    remote,
+                    signal: s,
+                    rate_bps,
+                    rate_reason,
+                    path_rate_bps,
+                });
             }
         }
         if !paths.is_empty() {
             self.schedule.touch(h);
         }
         paths.len()
+    }
+}
+
+impl Endpoint {
+    /// The next radio change the engine applied to a path (oldest first): for the caller's
+    /// log, trace and metrics. At most `crate::radio::RADIO_CHANGES_HELD` wait; beyond, the
+    /// oldest are dropped and counted (`radio_changes_dropped`).
+    pub fn poll_radio_change(&mut self) -> Option<RadioChange> {
+        self.radio.pop_change()
+    }
+
+    /// Radio changes dropped because nobody took them in time (`poll_radio_change`).
+    pub fn radio_changes_dropped(&self) -> u64 {
+        self.radio.changes_dropped
     }
 }

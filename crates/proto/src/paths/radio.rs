@@ -60,6 +60,19 @@ impl Paths {
 }
 
 impl Paths {
+    /// Takes `signal` into path `i`'s radio record (`PathRadio::note`, `rate` the radio's
+    /// rate before and after it); whether it changed what the radio says of the path.
+    pub fn note_radio(
+        &mut self,
+        i: usize,
+        signal: crate::radio::RadioSignal,
+        rate: (Option<u64>, Option<u64>),
+    ) -> bool {
+        self.list
+            .get_mut(i)
+            .is_some_and(|p| p.radio.note(signal, rate))
+    }
+
     /// The radio said the destination of path `i` is down and has not said it is up since.
     pub fn is_radio_down(&self, i: usize) -> bool {
         self.list.get(i).is_some_and(|p| p.radio_down)
