@@ -745,3 +745,32 @@ fn two_flows_on_one_listen_port_are_refused_naming_both() {
     with(vec![tcp("127.0.0.1:0"), tcp("127.0.0.1:0")]).unwrap();
     with(vec![tcp("0.0.0.0:5000"), tcp("[::1]:5000")]).unwrap();
 }
+
+#[test]
+fn the_sample_and_packaged_configs_stay_under_the_link_rate_they_name() {
+    // The sample and the packaged configs are for a 5 Mb/s air link: a fixed rate must stay a
+    // few per cent under it (`--help`, docs/gateway.md §Priorities), never at it.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for file in [
+        "docs/gw/gateway.toml",
+        "packaging/etc/ingress.toml",
+        "packaging/etc/egress.toml",
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        // Commented keys too (the sample's egress part).
+        let keys: String = text
+            .lines()
+            .map(|l| format!("{}\n", l.trim_start_matches("# ")))
+            .filter(|l| l.starts_with("rate"))
+            .collect();
+        assert!(!keys.is_empty(), "{file} sets no rate");
+        for line in keys.lines() {
+            let c: FileConfig = toml::from_str(line).unwrap();
+            let rate = c.settings().unwrap().rate;
+            assert!(
+                (4_500_000..=4_900_000).contains(&rate),
+                "{file}: {line}: not a few per cent under 5 Mb/s"
+            );
+        }
+    }
+}
