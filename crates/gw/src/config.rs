@@ -659,7 +659,7 @@ impl FileConfig {
             .iter()
             .map(|f| FileConfig::route(f, fec, erasure))
             .collect::<Result<Vec<_>>>()?;
-        checks::check_listen_ports(&routes)?;
+        FileConfig::check_listen_ports(&routes)?;
         let (peer_paths, path_sources) = self.peer_paths()?;
         let (dlep, dlep_map) = self.dlep()?;
         Ok(Settings {
@@ -726,5 +726,7 @@ impl FileConfig {
     }
 }
 
+#[cfg(test)]
+mod keys_tests;
 #[cfg(test)]
 mod tests;

@@ -60,19 +60,20 @@ pub fn check_host_port(key: &str, s: &str) -> Result<()> {
 /// (`0.0.0.0:P` takes `127.0.0.1:P` too; `[::]:P` takes both families). Found when the
 /// configuration is read, naming both flows, rather than as a bare "Address already in use"
 /// from the second bind.
-pub(super) fn check_listen_ports(routes: &[super::Route]) -> Result<()> {
-    let key = |r: &super::Route| match r.kind {
-        super::FlowKind::Tcp => "tcp_listen",
-        super::FlowKind::Udp => "udp_listen",
-    };
-    for (i, a) in routes.iter().enumerate() {
-        for (j, b) in routes.iter().enumerate().skip(i + 1) {
-            let (la, lb) = (a.local, b.local);
-            let covers = la.ip() == lb.ip()
-                || la.ip().is_unspecified() && (la.is_ipv6() || lb.is_ipv4())
-                || lb.ip().is_unspecified() && (lb.is_ipv6() || la.is_ipv4());
-            if a.kind == b.kind && la.port() != 0 && la.port() == lb.port() && covers {
-                bail!(
+impl FileConfig {
+    pub(super) fn check_listen_ports(routes: &[super::Route]) -> Result<()> {
+        let key = |r: &super::Route| match r.kind {
+            super::FlowKind::Tcp => "tcp_listen",
+            super::FlowKind::Udp => "udp_listen",
+        };
+        for (i, a) in routes.iter().enumerate() {
+            for (j, b) in routes.iter().enumerate().skip(i + 1) {
+                let (la, lb) = (a.local, b.local);
+                let covers = la.ip() == lb.ip()
+                    || la.ip().is_unspecified() && (la.is_ipv6() || lb.is_ipv4())
+                    || lb.ip().is_unspecified() && (lb.is_ipv6() || la.is_ipv4());
+                if a.kind == b.kind && la.port() != 0 && la.port() == lb.port() && covers {
+                    bail!(
                     "[[flow]] {} ({} {la}) and [[flow]] {} ({} {lb}) both listen on {} port {}: \
                      one of them could not bind it; give each flow its own port (or one flow \
                      per address, none of them a wildcard such as 0.0.0.0)",
@@ -83,10 +84,11 @@ pub(super) fn check_listen_ports(routes: &[super::Route]) -> Result<()> {
                     a.kind.name(),
                     la.port()
                 );
+                }
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Highest `rate` accepted: far above any air link; beyond it a rate is a typo.
