@@ -107,8 +107,10 @@ impl Egress {
                     let udp = conn.local_port() == UDP_STREAM_PORT
                         || matches!(conn.mode(), Mode::QuasiReliable | Mode::Unreliable);
                     if udp {
-                        // Telemetry goes on at once (0-RTT): a UDP flow keeps no file and the
-                        // engine bounds how many unproven ones exist.
+                        // No flow record or store for a UDP flow; its datagrams go to the
+                        // destination once the connection is proven (reads wait for the proof:
+                        // a replayed command must not reach its destination again,
+                        // docs/security.md, "Replays").
                         crate::udpstream::egress_flow(me.ctx.clone(), conn).await;
                         return;
                     }
