@@ -156,8 +156,12 @@ aerotp keygen /etc/aerotp/recv.key >/dev/null && chown aerotp:aerotp /etc/aerotp
 # shellcheck disable=SC2086 # split on whitespace, as systemd does with $AEROTP_RECV_ARGS
 run_as_unit recv aerotp recv $recv_args
 rm -f /etc/aerotp/recv.key
+# The key both gateway configs name, made as their comment says (they refuse to start
+# without one).
+aerotp keygen /etc/aerotp/gw.key >/dev/null && chown aerotp:aerotp /etc/aerotp/gw.key
 run_as_unit egress aerotp gw egress --config /etc/aerotp/egress.toml --listen 127.0.0.1:0 --metrics 127.0.0.1:0
 run_as_unit ingress aerotp gw ingress --config /etc/aerotp/ingress.toml --peer 127.0.0.1:9 --metrics 127.0.0.1:0
+rm -f /etc/aerotp/gw.key
 
 say "dpkg -r (configuration, state and user stay)"
 dpkg -r aerotp

@@ -376,6 +376,7 @@ impl CommonArgs {
             max_delay: self.max_delay,
             key_file: self.key.key_file,
             encrypt: self.key.encrypt.then_some(true),
+            insecure: self.key.insecure.then_some(true),
             dlep: self.dlep.dlep_key(),
             dlep_map: self.dlep.dlep_map_keys(),
             pcap: self.pcap,
@@ -472,7 +473,6 @@ pub fn run(args: Args) -> Result<i32> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let insecure;
         let (role, cfg) = match args.cmd {
             Cmd::Stats { metrics } => {
                 let addr = tokio::net::lookup_host(&metrics)
@@ -482,24 +482,16 @@ pub fn run(args: Args) -> Result<i32> {
                 print!("{}", aerotp_gw::metrics::fetch(addr).await?);
                 return Ok(0);
             }
-            Cmd::Ingress(a) => {
-                insecure = a.common.key.insecure;
-                (Role::Ingress, a.file_config()?)
-            }
-            Cmd::Egress(a) => {
-                insecure = a.common.key.insecure;
-                (Role::Egress, a.file_config()?)
-            }
+            Cmd::Ingress(a) => (Role::Ingress, a.file_config()?),
+            Cmd::Egress(a) => (Role::Egress, a.file_config()?),
             Cmd::Rules(_) => unreachable!("handled above"),
         };
         let settings = cfg.settings()?;
-        // --insecure and a `key_file` from --config: the key wins, as it is what runs.
-        if insecure && cfg.key_file.is_none() {
-            let cmd = match role {
-                Role::Ingress => "gw ingress",
-                Role::Egress => "gw egress",
-            };
-            eprintln!("{}", crate::key_flags::insecure_warning(cmd));
+        // A key, or the user's word that none is wanted (then said on stderr), before any
+        // file, socket or store is opened.
+        settings.require_key(role)?;
+        if settings.insecure {
+            eprintln!("{}", crate::key_flags::insecure_warning(&format!("gw {role}")));
         }
         // The capture file exists before the gateway binds its socket: a path that cannot be
         // written is refused (naming the flag) before any datagram is sent.

@@ -18,8 +18,9 @@ pub struct KeyFlags {
     pub encrypt: bool,
     /// Run without a key: nothing is authenticated, so anyone who can reach the port can
     /// send, answer, alter or reset a transfer, and the digest only catches accidents, not
-    /// forgeries. A warning says so on stderr at start. `send` and `recv` refuse to start
-    /// without --key-file or --insecure (docs/security.md, "Default posture").
+    /// forgeries. A warning says so on stderr at start. `send`, `recv` and the gateways
+    /// (key `insecure = true`) refuse to start without --key-file or --insecure
+    /// (docs/security.md, "Default posture").
     #[arg(long, conflicts_with_all = ["key_file", "encrypt"])]
     pub insecure: bool,
 }

@@ -392,14 +392,61 @@ fn insecure_warns_at_both_ends_and_a_key_does_not() {
     }
 }
 
-/// The gateways take `--insecure` from the same flags: with it (and no key) a gateway says on
-/// stderr at start what it risks; with a key it does not. (They do not refuse to start
-/// without a key yet: docs/security.md, "Default posture".)
+/// The gateways' default posture, as `send` and `recv`'s: without a key file and without
+/// `--insecure` (or `insecure = true` in the config) `gw ingress` and `gw egress` refuse to
+/// start, say how to make the key and where both gateways read it, and open nothing (no
+/// capture file, no datagram to the peer, no custody store); with `--insecure` or the key
+/// they run, and the first says on stderr what it risks; a key file and insecure together
+/// are refused.
 #[test]
-fn a_gateway_with_insecure_warns_and_with_a_key_does_not() {
+fn a_gateway_needs_a_key_or_insecure_and_warns_when_insecure() {
     let d = Dir::new("gw");
     let k = d.path("k.key");
     assert!(run(&["keygen", &k]).status.success());
+    let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    peer.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let to = peer.local_addr().unwrap().to_string();
+    let (pcap, store) = (d.path("gw.pcapng"), d.path("store"));
+    let udp_in = format!("127.0.0.1:{}", free_port());
+    let ingress: &[&str] = &[
+        "gw",
+        "ingress",
+        "--peer",
+        &to,
+        "--udp-listen",
+        &udp_in,
+        "--store",
+        &store,
+        "--pcap",
+        &pcap,
+    ];
+    let listen = format!("127.0.0.1:{}", free_port());
+    let egress: &[&str] = &["gw", "egress", "--listen", &listen, "--pcap", &pcap];
+    for args in [ingress, egress] {
+        let o = refused(args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
+        for needle in [
+            "no key_file",
+            "aerotp keygen",
+            "--key-file",
+            "--insecure",
+            "insecure = true",
+        ] {
+            assert!(e.contains(needle), "{args:?}: no {needle:?} in: {e}");
+        }
+        assert!(!e.contains("not authenticated (--insecure)"), "{e}");
+    }
+    // The ingress was refused before it sent anything, captured or made its store.
+    let mut b = [0u8; 2048];
+    assert!(
+        peer.recv_from(&mut b).is_err(),
+        "the ingress sent a datagram"
+    );
+    assert!(!Path::new(&pcap).exists(), "a capture file was written");
+    assert!(!Path::new(&store).exists(), "a custody store was made");
+    // Runs (for 1.5 s) with what it is given; returns its stderr.
     let stderr_of = |extra: &[&str]| {
         let mut child = bin()
             .args(["gw", "egress", "--listen", "127.0.0.1:0"])
@@ -416,11 +463,33 @@ fn a_gateway_with_insecure_warns_and_with_a_key_does_not() {
         let _ = child.kill();
         stderr(&child.wait_with_output().unwrap())
     };
-    let e = stderr_of(&["--insecure"]);
-    assert!(
-        e.contains("aerotp gw egress: warning: not authenticated (--insecure): anyone who can reach this port can"),
-        "{e}"
-    );
+    let insecure_toml = d.path("insecure.toml");
+    std::fs::write(&insecure_toml, "insecure = true\n").unwrap();
+    for extra in [&["--insecure"][..], &["--config", &insecure_toml]] {
+        let e = stderr_of(extra);
+        assert!(
+            e.contains("aerotp gw egress: warning: not authenticated (--insecure): anyone who can reach this port can"),
+            "{extra:?}: {e}"
+        );
+    }
     let e = stderr_of(&["--key-file", &k]);
     assert!(!e.contains("not authenticated"), "{e}");
+    // A key in the file and --insecure on the command line: refused, naming both.
+    let keyed_toml = d.path("keyed.toml");
+    std::fs::write(&keyed_toml, format!("key_file = {k:?}\n")).unwrap();
+    let o = refused(&[
+        "gw",
+        "egress",
+        "--listen",
+        &listen,
+        "--config",
+        &keyed_toml,
+        "--insecure",
+    ]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("insecure") && e.contains("key_file") && e.contains("both set"),
+        "{e}"
+    );
 }

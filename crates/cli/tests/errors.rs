@@ -163,15 +163,17 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
     let link: &[&str] = &["link", "--listen", "127.0.0.1:0", "--to", "127.0.0.1:9"];
     let sim: &[&str] = &["sim", "--mode", "reliable", "--runs", "1", "--size", "10kB"];
     let lab: &[&str] = &["lab", "--air", "true"];
+    // Keyless: the bad value, not the missing key, must be what stops them.
     let ingress: &[&str] = &[
         "gw",
         "ingress",
+        "--insecure",
         "--peer",
         "127.0.0.1:9",
         "--bind",
         "127.0.0.1:0",
     ];
-    let egress: &[&str] = &["gw", "egress", "--listen", "127.0.0.1:0"];
+    let egress: &[&str] = &["gw", "egress", "--insecure", "--listen", "127.0.0.1:0"];
     let bench: &[&str] = &["bench", "loopback", "--size", "1MB", "--no-quic"];
     let link_flags: &[(&str, &[&str])] = &[
         ("--rate", RATE),
@@ -379,6 +381,7 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
     let flow: &[&str] = &[
         "gw",
         "ingress",
+        "--insecure",
         "--peer",
         "127.0.0.1:9",
         "--bind",
@@ -603,6 +606,7 @@ fn a_route_on_an_address_the_host_lacks_is_refused_saying_what_to_do() {
         let (code, err) = aerotp(&[
             "gw",
             "ingress",
+            "--insecure",
             "--peer",
             "127.0.0.1:9",
             "--bind",

@@ -186,6 +186,7 @@ fn gateway_captures_hold_the_air_side_and_decode() {
     let egress = KillOnDrop::spawn(&[
         "gw",
         "egress",
+        "--insecure",
         "--listen",
         &air,
         "--udp-connect",
@@ -196,6 +197,7 @@ fn gateway_captures_hold_the_air_side_and_decode() {
     let ingress = KillOnDrop::spawn(&[
         "gw",
         "ingress",
+        "--insecure",
         "--peer",
         &air,
         "--udp-listen",
@@ -335,6 +337,7 @@ fn a_capture_path_that_cannot_be_written_is_refused_before_traffic() {
         &[
             "gw",
             "ingress",
+            "--insecure",
             "--peer",
             &to,
             "--udp-listen",
@@ -349,6 +352,7 @@ fn a_capture_path_that_cannot_be_written_is_refused_before_traffic() {
         &[
             "gw",
             "egress",
+            "--insecure",
             "--listen",
             &air,
             "--udp-connect",

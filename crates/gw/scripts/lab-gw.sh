@@ -28,6 +28,7 @@ mkdir -p "$W/srv" "$W/store" "$W/out"
 head -c $((MB * 1000000)) /dev/urandom > "$W/srv/blob"
 cat > "$W/ingress.toml" <<TOML
 peer = "10.77.0.2:9000"
+insecure = true   # keyless in the lab namespaces, as docs/results/gw.md was measured
 rate = "$RATE"
 store = "$W/store"
 metrics = "127.0.0.1:9464"
@@ -88,7 +89,7 @@ mkdir -p "$W/store-eg"
 start_egress() {
   RUST_LOG=${RUST_LOG:-info} ip netns exec "$GROUND" "$AEROTP" gw egress --listen 10.77.0.2:9000 \
     --tcp-connect 10.77.0.2:8000 --allow 10.77.0.2:7000 --allow 10.77.0.2:7001 --rate "$RATE" \
-    --store "$W/store-eg" --metrics 127.0.0.1:9465 --fec "$GW_FEC" >>"$W/egress.log" 2>&1 &
+    --store "$W/store-eg" --metrics 127.0.0.1:9465 --fec "$GW_FEC" --insecure >>"$W/egress.log" 2>&1 &
   EG=$!
 }
 start_egress

@@ -93,10 +93,10 @@ app() { ip netns exec "$APP" "$@"; }
 mkdir -p "$W/srv" "$W/store-eg" "$W/store-in"
 MAXC=$((N + BULK + UDP + 64))
 RUST_LOG=${GW_LOG:-warn} ip netns exec "$GROUND" "$AEROTP" gw egress --listen 10.77.0.2:9000 --allow-any \
-  --rate "$GW_RATE" --store "$W/store-eg" --max-connections "$MAXC" >"$W/egress.log" 2>&1 &
+  --rate "$GW_RATE" --store "$W/store-eg" --max-connections "$MAXC" --insecure >"$W/egress.log" 2>&1 &
 EG=$!
 RUST_LOG=${GW_LOG:-warn} ip netns exec "$AIR" "$AEROTP" gw ingress --peer 10.77.0.2:9000 --rate "$GW_RATE" \
-  "${ING_ARGS[@]}" --store "$W/store-in" --max-connections "$MAXC" \
+  "${ING_ARGS[@]}" --store "$W/store-in" --max-connections "$MAXC" --insecure \
   ${WINDOW:+--window "$WINDOW"} >"$W/ingress.log" 2>&1 &
 ING=$!
 SRV=""

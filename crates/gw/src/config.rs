@@ -15,6 +15,7 @@ use crate::frame::Class;
 
 mod checks;
 mod dlep;
+mod posture;
 mod rate;
 pub use checks::check_host_port;
 
@@ -96,6 +97,10 @@ pub struct FileConfig {
     pub key_file: Option<PathBuf>,
     /// With `key_file`: encrypt TPDU bodies as well.
     pub encrypt: Option<bool>,
+    /// Run without a key (`--insecure`): nothing between the gateways is authenticated. A
+    /// gateway refuses to start with neither this nor `key_file` (docs/security.md,
+    /// "Default posture").
+    pub insecure: Option<bool>,
     /// How long an accepted connection may stay unproven (docs/security.md), e.g. 30s.
     pub setup_timeout: Option<String>,
     /// Most unproven connections at once; beyond it new peers get a RETRY (default 128).
@@ -268,6 +273,7 @@ impl FileConfig {
             transparent,
             key_file,
             encrypt,
+            insecure,
             setup_timeout,
             max_half_open,
             max_connections,
@@ -356,6 +362,8 @@ pub struct Settings {
     pub key_file: Option<PathBuf>,
     /// Encrypt TPDU bodies (only with `key_file`).
     pub encrypt: bool,
+    /// No key, and the user said so (`insecure`): [`Settings::require_key`] lets it start.
+    pub insecure: bool,
     /// Address validation of accepted connections (docs/security.md, "Half-open
     /// connections"): set-up timeout, 1 s to 10 min (default 30 s)...
     pub setup_timeout: Duration,
@@ -714,6 +722,7 @@ impl FileConfig {
                 .map_err(|e| anyhow::anyhow!(e))?,
             key_file: self.key_file.clone(),
             encrypt: self.encrypt()?,
+            insecure: self.insecure()?,
             setup_timeout: self.setup_timeout()?,
             max_half_open,
             max_connections,

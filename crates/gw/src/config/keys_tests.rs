@@ -195,3 +195,74 @@ fn the_sample_and_packaged_configs_stay_under_the_link_rate_they_name() {
         }
     }
 }
+
+#[test]
+fn a_gateway_needs_a_key_file_or_insecure_and_not_both() {
+    for role in [Role::Ingress, Role::Egress] {
+        let e = format!(
+            "{:#}",
+            FileConfig::default()
+                .settings()
+                .unwrap()
+                .require_key(role)
+                .unwrap_err()
+        );
+        for needle in [
+            "no key_file",
+            "aerotp keygen /etc/aerotp/gw.key",
+            "--key-file",
+            "key_file = \"/etc/aerotp/gw.key\"",
+            "--insecure",
+            "insecure = true",
+        ] {
+            assert!(e.contains(needle), "{role}: no {needle:?} in {e}");
+        }
+        let other = if role == Role::Ingress {
+            "egress"
+        } else {
+            "ingress"
+        };
+        assert!(
+            e.contains(&format!("copy it to the {other} gateway")),
+            "{e}"
+        );
+    }
+    let insecure: FileConfig = toml::from_str("insecure = true\n").unwrap();
+    let s = insecure.clone().settings().unwrap();
+    assert!(s.insecure);
+    s.require_key(Role::Ingress).unwrap();
+    let keyed: FileConfig = toml::from_str("key_file = \"/etc/aerotp/gw.key\"\n").unwrap();
+    let s = keyed.clone().settings().unwrap();
+    assert!(!s.insecure);
+    s.require_key(Role::Egress).unwrap();
+    // Both (a flag over a file, say): refused, naming both, not one silently ignored.
+    let e = format!("{:#}", insecure.merge(keyed).settings().unwrap_err());
+    assert!(
+        e.contains("insecure")
+            && e.contains("key_file /etc/aerotp/gw.key")
+            && e.contains("both set"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_sample_and_packaged_configs_authenticate_with_a_key_under_etc_aerotp() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for (file, role) in [
+        ("docs/gw/gateway.toml", Role::Ingress),
+        ("packaging/etc/ingress.toml", Role::Ingress),
+        ("packaging/etc/egress.toml", Role::Egress),
+    ] {
+        let s = FileConfig::load(&root.join(file))
+            .unwrap()
+            .settings()
+            .unwrap();
+        assert_eq!(
+            s.key_file.as_deref(),
+            Some(std::path::Path::new("/etc/aerotp/gw.key")),
+            "{file}"
+        );
+        assert!(!s.insecure, "{file}");
+        s.require_key(role).unwrap();
+    }
+}
