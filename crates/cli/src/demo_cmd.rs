@@ -1,8 +1,10 @@
 //! `aerotp demo`: one process, no root, no arguments. A receiver, an emulated 5 Mb/s lossy link
 //! (aerotp-emu relay: BER 1e-5, 10 ms, a 1 s outage) and a sender over loopback UDP; a 3 Mb/s
-//! PCM-like telemetry stream of 1 MB in three AeroTP modes, then as plain UDP through the same
-//! link; prints what each delivered.
+//! PCM-like telemetry stream of 1 MB in three AeroTP modes (quasi-reliable with two erasure
+//! delay bounds), then as plain UDP through the same link; prints what each delivered, what
+//! became of the TPDUs the link lost, and what each word of its tables means.
 
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -101,14 +103,73 @@ fn link() -> LinkConfig {
     }
 }
 
+/// One transfer of the demo: the name its rows carry and what it shows.
+struct Run {
+    name: &'static str,
+    mode: Mode,
+    /// The erasure delay bound both ends use (the mode's default, 500 ms, when `None`).
+    max_delay: Option<Duration>,
+    what: &'static str,
+}
+
+/// The AeroTP transfers, in the order they run (plain UDP follows). The last: quasi-reliable
+/// with a delay bound longer than the outage, so the repairs sent once the receiver reports
+/// the outage can rebuild it (with the default 500 ms bound none can arrive in time for a 1 s
+/// outage).
+const RUNS: [Run; 4] = [
+    Run {
+        name: "reliable",
+        mode: Mode::Reliable,
+        max_delay: None,
+        what: "resends whatever the link lost until every byte is there (acknowledged by MACKs)",
+    },
+    Run {
+        name: "hybrid-nack-mack",
+        mode: Mode::HybridNackMack,
+        max_delay: None,
+        what: "the same, and the receiver asks at once (NACK) for what it finds missing or damaged",
+    },
+    Run {
+        name: "quasi-reliable 0.5 s",
+        mode: Mode::QuasiReliable,
+        max_delay: None,
+        what:
+            "never resends: repair TPDUs rebuild lost ones if they come within 0.5 s (the default)",
+    },
+    Run {
+        name: "quasi-reliable 3 s",
+        mode: Mode::QuasiReliable,
+        max_delay: Some(Duration::from_secs(3)),
+        what: "the same with a 3 s bound (--max-delay 3s), longer than the outage",
+    },
+];
+
+const UDP_NAME: &str = "plain UDP";
+const UDP_WHAT: &str = "the same frames as UDP datagrams through the same link: no error control";
+
+/// Reed-Solomon codewords in a full TPDU: a 1500-byte datagram less the IP and UDP headers,
+/// in codewords of at most 255 bytes (docs/fec.md, "Layout").
+const CODEWORDS: usize = (1500 - 28usize).div_ceil(255);
+
+/// What became of the TPDUs the link lost or damaged, from the sender's and receiver's
+/// counters.
+struct Fate {
+    resent: u64,
+    rebuilt: u64,
+    never: u64,
+    corrected: u64,
+    parity: u8,
+}
+
 struct Row {
-    name: String,
+    name: &'static str,
     bytes: usize,
     intact: bool,
-    sha_match: bool,
     goodput: f64,
     delay: Option<Duration>,
-    extra: String,
+    /// AeroTP runs; plain UDP says what arrived in `note` instead.
+    fate: Option<Fate>,
+    note: String,
 }
 
 /// Writes the telemetry at the source rate into `w`.
@@ -146,9 +207,9 @@ async fn start_relay(
     Ok((addr, tx, h))
 }
 
-/// One AeroTP transfer in `mode`; `max_delay`: the erasure delay bound both ends use (the
-/// mode's default, 500 ms, when `None`).
-async fn aerotp_mode(mode: Mode, max_delay: Option<Duration>, data: &[u8]) -> anyhow::Result<Row> {
+/// One AeroTP transfer as `run` says.
+async fn aerotp_mode(run: &Run, data: &[u8]) -> anyhow::Result<Row> {
+    let (mode, max_delay) = (run.mode, run.max_delay);
     let lo: SocketAddr = "127.0.0.1:0".parse()?;
     let server = Endpoint::bind(lo, EndpointConfig::default())?;
     let erasure = max_delay.map(|d| aerotp_proto::ErasureSetting {
@@ -195,23 +256,21 @@ async fn aerotp_mode(mode: Mode, max_delay: Option<Duration>, data: &[u8]) -> an
     let _ = relay.await;
     let last = got.arrivals.last().map_or(start, |a| a.1);
     let sha_match = Sha256::digest(&got.data) == Sha256::digest(data);
+    let rx = &got.report.stats.receiver;
     Ok(Row {
-        name: match max_delay {
-            Some(d) => format!("{} {}s", mode.name(), d.as_secs()),
-            None => mode.name().into(),
-        },
+        name: run.name,
         bytes: got.data.len(),
         intact: got.data.len() == data.len() && sha_match,
-        sha_match,
         goodput: got.data.len() as f64 * 8.0 / (last - start).as_secs_f64().max(1e-9),
         delay: mean_delay(&got.data, &got.arrivals, start),
-        extra: format!(
-            "{} retx, {} corrected, {} lost, FEC p={}",
-            sent.report.stats.sender.tpdus_retransmitted,
-            got.report.stats.receiver.tpdus_corrected,
-            got.report.stats.receiver.tpdus_lost,
-            sent.report.stats.fec_parity
-        ),
+        fate: Some(Fate {
+            resent: sent.report.stats.sender.tpdus_retransmitted,
+            rebuilt: rx.tpdus_rebuilt,
+            never: rx.tpdus_lost,
+            corrected: rx.tpdus_corrected,
+            parity: sent.report.stats.fec_parity,
+        }),
+        note: String::new(),
     })
 }
 
@@ -265,14 +324,14 @@ async fn plain_udp(data: &[u8]) -> anyhow::Result<Row> {
         .filter(|f| f.len() >= 8 && f[..4] != SYNC)
         .count();
     Ok(Row {
-        name: "plain UDP".into(),
+        name: UDP_NAME,
         bytes: got.len(),
         intact: got.len() == data.len() && sha_match,
-        sha_match,
         goodput: got.len() as f64 * 8.0 / (last - start).as_secs_f64().max(1e-9),
         delay: mean_delay(&got, &arrivals, start),
-        extra: format!(
-            "{} of {} datagrams arrived, {damaged} frames with a damaged sync word",
+        fate: None,
+        note: format!(
+            "{} of {} datagrams arrived; {damaged} frames with a damaged sync word",
             arrivals.len(),
             data.len().div_ceil(per)
         ),
@@ -300,46 +359,144 @@ pub fn run(_args: Args) -> i32 {
 async fn demo() -> anyhow::Result<bool> {
     let data = telemetry(SIZE);
     println!(
-        "AeroTP demo: 1 MiB of PCM-like telemetry generated at 3 Mb/s, over an emulated 5 Mb/s link\n\
-         (10 ms delay, BER 1e-5, 1 s outage 0.8 s after start) on loopback UDP.\n"
+        "AeroTP demo: 1 MiB of PCM-like telemetry generated at 3 Mb/s, sent over an emulated 5 Mb/s\n\
+         link (10 ms delay, bit-error rate 1e-5, a 1 s outage 0.8 s after the start) on loopback UDP,\n\
+         five times:\n"
     );
-    let mut rows = Vec::new();
-    // The last row: quasi-reliable with an erasure delay bound longer than the outage, so the
-    // repairs sent once the receiver reports the outage can rebuild it (with the default
-    // 500 ms bound no repair can arrive in time for a 1 s outage).
-    let runs = [
-        (Mode::Reliable, None),
-        (Mode::HybridNackMack, None),
-        (Mode::QuasiReliable, None),
-        (Mode::QuasiReliable, Some(Duration::from_secs(3))),
-    ];
-    for (mode, max_delay) in runs {
-        eprintln!("running {mode} ...");
-        rows.push(aerotp_mode(mode, max_delay, &data).await?);
+    for r in &RUNS {
+        println!("  {:<22}{}", r.name, r.what);
     }
-    eprintln!("running plain UDP ...");
-    rows.push(plain_udp(&data).await?);
+    println!("  {UDP_NAME:<22}{UDP_WHAT}");
     println!(
-        "{:<20} {:>16} {:>7} {:>8} {:>12} {:>12}  details",
-        "transfer", "bytes delivered", "intact", "SHA-256", "goodput", "mean delay"
+        "Every AeroTP transfer also protects each TPDU with its own Reed-Solomon code (FEC), as\n\
+         strong as the bit-error rate calls for (--fec auto).\n"
     );
-    for r in &rows {
-        println!(
-            "{:<20} {:>16} {:>7} {:>8} {:>12} {:>12}  {}",
+    let total = RUNS.len() + 1;
+    let mut rows = Vec::new();
+    for (i, run) in RUNS.iter().enumerate() {
+        eprintln!("running {}/{total}: {} ...", i + 1, run.name);
+        rows.push(aerotp_mode(run, &data).await?);
+    }
+    eprintln!("running {total}/{total}: {UDP_NAME} ...");
+    rows.push(plain_udp(&data).await?);
+    print!("{}", report(&rows));
+    // The fully reliable modes must have delivered everything.
+    Ok(rows.iter().take(2).all(|r| r.intact))
+}
+
+/// The two tables and what their words mean.
+fn report(rows: &[Row]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:<22}{:>16}{:>8}{:>12}{:>12}",
+        "transfer", "bytes delivered", "intact", "goodput", "mean delay"
+    );
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "{:<22}{:>16}{:>8}{:>12}{:>12}",
             r.name,
             format!("{}/{}", r.bytes, SIZE),
             if r.intact { "yes" } else { "no" },
-            if r.sha_match { "match" } else { "differ" },
             human_rate(r.goodput),
             r.delay.map_or_else(
                 || "-".into(),
                 |d| format!("{:.0} ms", d.as_secs_f64() * 1e3)
             ),
-            r.extra
         );
     }
-    println!("\ngoodput = bytes delivered / time from the source's start to the last arrival;");
-    println!("mean delay = arrival at the receiving application - generation at the source, per intact frame.");
-    // The fully reliable modes must have delivered everything.
-    Ok(rows.iter().take(2).all(|r| r.intact))
+    let _ = writeln!(
+        o,
+        "\nintact: every byte, in order, with the SHA-256 of what was sent;\n\
+         goodput: bytes delivered / time from the source's start to the last arrival;\n\
+         mean delay: arrival at the receiving application - generation at the source, per intact frame.\n"
+    );
+    let _ = writeln!(
+        o,
+        "What became of the TPDUs (AeroTP's packets) that the link lost or damaged:\n"
+    );
+    let _ = writeln!(
+        o,
+        "{:<22}{:>8}{:>9}{:>7}{:>11}{:>7}",
+        "transfer", "resent", "rebuilt", "never", "corrected", "FEC p"
+    );
+    let mut parities = Vec::new();
+    for r in rows {
+        let Some(f) = &r.fate else {
+            let _ = writeln!(o, "{:<22}{}", r.name, r.note);
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "{:<22}{:>8}{:>9}{:>7}{:>11}{:>7}",
+            r.name, f.resent, f.rebuilt, f.never, f.corrected, f.parity
+        );
+        if !parities.contains(&f.parity) {
+            parities.push(f.parity);
+        }
+    }
+    parities.sort_unstable();
+    let _ = writeln!(
+        o,
+        "\nresent:    TPDUs the sender sent again, lost or not acknowledged in time (ARQ);\n\
+         \x20          quasi-reliable resends only the TPDU that closes the transfer, if its answer is late\n\
+         rebuilt:   lost TPDUs the receiver rebuilt from repair TPDUs (erasure coding across TPDUs)\n\
+         never:     lost TPDUs given up on: the data around each hole is delivered without it\n\
+         corrected: TPDUs that arrived with bit errors, repaired by their own FEC\n\
+         FEC p:     Reed-Solomon parity bytes per codeword at the end of the transfer, chosen per mode\n\
+         \x20          for the bit-error rate; a full TPDU is {CODEWORDS} codewords of at most 255 bytes:"
+    );
+    for p in parities {
+        let _ = writeln!(o, "           {}", parity_meaning(p));
+    }
+    o
+}
+
+/// What FEC strength `p` costs and corrects in a full TPDU.
+fn parity_meaning(p: u8) -> String {
+    if p == 0 {
+        return "p=0: no FEC: a TPDU with a bit error fails its check and counts as lost".into();
+    }
+    let fixes = p / 2;
+    let bytes = if fixes == 1 { "byte" } else { "bytes" };
+    if fixes == 0 {
+        return format!(
+            "p={p}: {} parity bytes per TPDU that detect a wrong byte but correct none",
+            p as usize * CODEWORDS
+        );
+    }
+    format!(
+        "p={p}: {} parity bytes per TPDU; corrects up to {fixes} wrong {bytes} in each codeword",
+        p as usize * CODEWORDS
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_run_has_its_own_name() {
+        let mut names: Vec<&str> = RUNS.iter().map(|r| r.name).chain([UDP_NAME]).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), RUNS.len() + 1, "{names:?}");
+        assert!(names.iter().all(|n| n.len() < 22), "{names:?}");
+    }
+
+    #[test]
+    fn parity_meaning_counts_the_codewords_of_a_full_tpdu() {
+        assert_eq!(CODEWORDS, 6);
+        assert_eq!(
+            parity_meaning(2),
+            "p=2: 12 parity bytes per TPDU; corrects up to 1 wrong byte in each codeword"
+        );
+        assert_eq!(
+            parity_meaning(4),
+            "p=4: 24 parity bytes per TPDU; corrects up to 2 wrong bytes in each codeword"
+        );
+        assert!(parity_meaning(1).contains("correct none"));
+        assert!(parity_meaning(0).starts_with("p=0: no FEC"));
+    }
 }
