@@ -4,7 +4,11 @@ rate 5 -> 1 -> 2.5 -> 5 Mb/s at 4, 12 and 20 s, while MIT-LL's LL-DLEP, driven i
 each rate as its destination's Current Data Rate (Transmit); `aerotp send --dlep` follows it
 (issue 38's figure; docs/results/dlep.md). Prints the transfer's time against the ideal 27.0 s
 (80 Mbit over the trace's capacity at the payload share of a full datagram), the wire bytes the
-relay saw forward and its queueing delay.
+relay saw forward and its queueing delay; with the modem, the sender's --qlog trace gives, for
+each rate step the modem announces, the time from writing the command to LL-DLEP's CLI to the
+engine's `aerotp:radio_updated` event of the new rate in force (its time on the wall clock
+through the header's reference_time), against the sender's smoothed round trip then (the
+latest `aerotp:metrics_updated` before it).
 
     scripts/build-ll-dlep.sh                  # once
     cargo build --release -p aerotp
@@ -15,6 +19,7 @@ stopped on exit; every wait is bounded.
 """
 
 import argparse
+import glob
 import json
 import os
 import signal
@@ -44,6 +49,36 @@ def free_udp():
         return s.getsockname()[1]
 
 
+def radio_in_force(qlog_dir, commands):
+    """For each (wall-clock s, rate) command: (ms from the command to the trace's first
+    radio_updated event saying that rate after it, the smoothed RTT in ms then, the pacing
+    rate in force b/s)."""
+    files = glob.glob(os.path.join(qlog_dir, "send-*.sqlog"))
+    if len(files) != 1:
+        raise SystemExit(f"expected one send trace in {qlog_dir}: {files}")
+    with open(files[0], "rb") as f:
+        records = [json.loads(r) for r in f.read().split(b"\x1e") if r.strip()]
+    ref_ms = records[0]["trace"]["common_fields"]["reference_time"]
+    if not ref_ms:
+        raise SystemExit("the trace has no wall-clock reference_time")
+    out = []
+    for at_s, r in commands:
+        cmd_ms = at_s * 1e3
+        srtt = None
+        for e in records[1:]:
+            if e["name"] == "aerotp:metrics_updated":
+                srtt = e["data"]["smoothed_rtt_ms"]
+                continue
+            d = e["data"]
+            if (e["name"] == "aerotp:radio_updated" and d["signal"] == "rate"
+                    and d.get("radio_rate_bps") == r and ref_ms + e["time"] >= cmd_ms - 2):
+                out.append((ref_ms + e["time"] - cmd_ms, srtt, d["rate_bps"]))
+                break
+        else:
+            raise SystemExit(f"no radio_updated event of {r} b/s after its command")
+    return out
+
+
 def one_run(aerotp, binary, etc, work, n, rate, dlep):
     src = os.path.join(work, "f10")
     if not os.path.exists(src):
@@ -69,17 +104,21 @@ def one_run(aerotp, binary, etc, work, n, rate, dlep):
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append(link)
         t0 = time.monotonic()
+        commands = []  # (wall-clock s, rate) of each step, taken as its command is written
         if dlep:
             def drive():
                 for at, r in STEPS:
                     time.sleep(max(0.0, t0 + at - time.monotonic()))
                     modem.cli(f"dest update {MAC} Current_Data_Rate_Transmit {r}")
+                    commands.append((time.time(), r))
             threading.Thread(target=drive, daemon=True).start()
         time.sleep(0.3)
         cmd = [aerotp, "send", "--insecure", src, "--to", f"127.0.0.1:{lport}", "--mode",
                "reliable", "--rate", rate, "--json"]
+        qlog = os.path.join(work, f"qlog{n}")
         if dlep:
-            cmd += ["--dlep", f"127.0.0.1:{mport}", "--dlep-map", f"{MAC}=127.0.0.1"]
+            cmd += ["--dlep", f"127.0.0.1:{mport}", "--dlep-map", f"{MAC}=127.0.0.1",
+                    "--qlog", qlog]
         start = time.monotonic()
         send = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
         took = time.monotonic() - t0
@@ -91,7 +130,14 @@ def one_run(aerotp, binary, etc, work, n, rate, dlep):
         fwd = stats["paths"][0]["forward"] if "paths" in stats else stats["forward"]
         q = fwd["queue_delay"]
         sj = json.loads(send.stdout.strip().splitlines()[-1])
+        steps = radio_in_force(qlog, commands) if dlep else []
+        if dlep and len(steps) != len(STEPS):
+            raise SystemExit(f"{len(steps)} of {len(STEPS)} steps announced during the run")
         return {
+            "in_force_ms": [round(s[0], 3) for s in steps],
+            "srtt_ms": [s[1] for s in steps],
+            "in_force_over_srtt": [round(s[0] / s[1], 4) if s[1] else None for s in steps],
+            "rate_in_force_bps": [s[2] for s in steps],
             "send_s": time.monotonic() - start,
             "from_trace_start_s": took,
             "time_over_ideal": took / IDEAL_S,
@@ -129,6 +175,12 @@ def main():
     for k in ["time_over_ideal", "wire_forward_mb", "queue_p99_ms", "queue_max_ms", "drops"]:
         vals = sorted(r[k] for r in rows)
         print(f"median {k}: {vals[len(vals) // 2]:.3f}")
+    if not a.no_dlep:
+        for i, (at, r) in enumerate(STEPS):
+            for k in ["in_force_ms", "srtt_ms", "in_force_over_srtt"]:
+                vals = sorted(row[k][i] for row in rows)
+                print(f"step {i + 1} ({r / 1e6:g} Mb/s at {at:g} s) median {k}: "
+                      f"{vals[len(vals) // 2]:.4f}")
 
 
 if __name__ == "__main__":
