@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::font::ensure_font;
@@ -46,9 +47,34 @@ fn fmt_x(v: f64, sci: bool) -> String {
     }
 }
 
-/// Draws `chart` to a PNG at `path` (1000 × 620 px).
+/// Width and height of every chart, in pixels.
+pub const SIZE: (u32, u32) = (1000, 620);
+
+/// Draws `chart` to a PNG at `path` ([`SIZE`]).
 pub fn draw(path: &Path, chart: &Chart) -> anyhow::Result<()> {
     ensure_font();
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    paint(&root, chart)?;
+    root.present()?;
+    Ok(())
+}
+
+/// The pixels [`draw`] would write for `chart`: RGB, row by row, [`SIZE`].
+pub fn draw_rgb(chart: &Chart) -> anyhow::Result<Vec<u8>> {
+    ensure_font();
+    let mut buf = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut buf, SIZE).into_drawing_area();
+        paint(&root, chart)?;
+        root.present()?;
+    }
+    Ok(buf)
+}
+
+fn paint<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
     let pts = || chart.series.iter().flat_map(|s| s.points.iter().copied());
     let (mut x0, mut x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (x, _)| {
         (a.min(x), b.max(x))
@@ -70,9 +96,8 @@ pub fn draw(path: &Path, chart: &Chart) -> anyhow::Result<()> {
     if !chart.y_from_zero {
         y0 -= pad;
     }
-    let root = BitMapBackend::new(path, (1000, 620)).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut c = ChartBuilder::on(&root)
+    let mut c = ChartBuilder::on(root)
         .caption(chart.title, ("sans-serif", 24))
         .margin(18)
         .x_label_area_size(55)
@@ -93,6 +118,9 @@ pub fn draw(path: &Path, chart: &Chart) -> anyhow::Result<()> {
             }
         })
         .draw()?;
+    // A series drawn over an earlier one it matches would hide it: drawn dashed with hollow
+    // markers instead, and named in the legend as the same, so both show.
+    let over = covered(&chart.series, (y1 - y0) / 250.0);
     for (i, s) in chart.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let style = ShapeStyle {
@@ -100,25 +128,39 @@ pub fn draw(path: &Path, chart: &Chart) -> anyhow::Result<()> {
             filled: true,
             stroke_width: if s.peer { 1 } else { 2 },
         };
-        let anno = c.draw_series(LineSeries::new(s.points.clone(), style))?;
-        anno.label(s.name.clone()).legend(move |(x, y)| {
-            PathElement::new(
-                vec![(x, y), (x + 20, y)],
-                ShapeStyle {
-                    color: color.to_rgba(),
-                    filled: true,
-                    stroke_width: 3,
-                },
-            )
-        });
+        let legend_style = ShapeStyle {
+            color: color.to_rgba(),
+            filled: true,
+            stroke_width: 3,
+        };
+        let Some((j, exact)) = over[i] else {
+            let anno = c.draw_series(LineSeries::new(s.points.clone(), style))?;
+            anno.label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], legend_style));
+            if s.peer {
+                c.draw_series(
+                    s.points
+                        .iter()
+                        .map(|&p| TriangleMarker::new(p, 5, color.filled())),
+                )?;
+            } else {
+                c.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+            }
+            continue;
+        };
+        let anno = c.draw_series(DashedLineSeries::new(s.points.clone(), 9, 9, style))?;
+        let same = if exact { "=" } else { "≈" };
+        anno.label(format!("{} ({same} {})", s.name, chart.series[j].name))
+            .legend(move |(x, y)| {
+                EmptyElement::at((x, y))
+                    + PathElement::new(vec![(0, 0), (7, 0)], legend_style)
+                    + PathElement::new(vec![(13, 0), (20, 0)], legend_style)
+            });
+        let ring = color.stroke_width(2);
         if s.peer {
-            c.draw_series(
-                s.points
-                    .iter()
-                    .map(|&p| TriangleMarker::new(p, 5, color.filled())),
-            )?;
+            c.draw_series(s.points.iter().map(|&p| TriangleMarker::new(p, 9, ring)))?;
         } else {
-            c.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+            c.draw_series(s.points.iter().map(|&p| Circle::new(p, 6, ring)))?;
         }
     }
     c.configure_series_labels()
@@ -131,6 +173,53 @@ pub fn draw(path: &Path, chart: &Chart) -> anyhow::Result<()> {
             SeriesLabelPosition::UpperRight
         })
         .draw()?;
-    root.present()?;
     Ok(())
+}
+
+/// For each series, the first earlier one it would be drawn over, and whether exactly: the same
+/// x values and every y within `tol` (about two pixels) of the other's.
+fn covered(series: &[Series], tol: f64) -> Vec<Option<(usize, bool)>> {
+    let matches = |a: &Series, b: &Series| {
+        a.points.len() == b.points.len()
+            && a.points
+                .iter()
+                .zip(&b.points)
+                .all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() <= tol)
+    };
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let j = series[..i].iter().position(|e| matches(e, s))?;
+            Some((j, series[j].points == s.points))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(points: &[(f64, f64)]) -> Series {
+        Series {
+            name: String::new(),
+            points: points.to_vec(),
+            peer: false,
+        }
+    }
+
+    #[test]
+    fn covered_names_the_first_earlier_series_within_the_tolerance() {
+        let a = s(&[(0.0, 1.0), (1.0, 2.0)]);
+        let near = s(&[(0.0, 1.005), (1.0, 2.0)]);
+        let far = s(&[(0.0, 1.5), (1.0, 2.0)]);
+        let other_x = s(&[(0.0, 1.0), (2.0, 2.0)]);
+        let shorter = s(&[(0.0, 1.0)]);
+        let got = covered(&[a.clone(), far, a, near, other_x, shorter], 0.01);
+        assert_eq!(
+            got,
+            vec![None, None, Some((0, true)), Some((0, false)), None, None]
+        );
+        assert_eq!(covered(&[], 0.01), vec![]);
+    }
 }

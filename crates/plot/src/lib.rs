@@ -15,7 +15,7 @@ pub mod palette;
 pub mod timeseq;
 
 pub use category::{lines, xy};
-pub use chart::{draw, Chart, Series};
+pub use chart::{draw, draw_rgb, Chart, Series};
 pub use font::ensure_font;
 pub use palette::PALETTE;
 pub use timeseq::{draw_timeseq, Mark, Marks, TimeSeq};
