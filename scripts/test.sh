@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what the tests need, then formatting, lints,
-# every Rust test (engine, simulator, runtime, lab in network namespaces) and the ns-3 peers'
-# self-check. Run from anywhere; needs root for the lab tests (set AEROTP_SKIP_LAB=1 to skip
-# them explicitly) and network access to crates.io, PyPI and Debian for the first run.
+# every Rust test (engine, simulator, runtime, lab in network namespaces), the README's
+# examples and the ns-3 peers' self-check. Run from anywhere; needs root for the lab tests
+# (set AEROTP_SKIP_LAB=1 to skip them explicitly) and network access to crates.io, PyPI and
+# Debian for the first run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,6 +81,13 @@ if ! cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$test_log"; then
         echo "flaky: $target failed once and passed on its re-run (first run's output above)"
     done
 fi
+
+step "README examples: every sh block of README.md, verbatim, in a throwaway copy of the tree"
+# scripts/readme-examples.sh: its self-test first (a failing, a slow and an unmet block fail
+# it), then README.md with the debug build as `aerotp`; the block that needs root is skipped
+# with AEROTP_SKIP_LAB=1, as the lab tests are.
+bash scripts/readme-examples.sh --self-test
+bash scripts/readme-examples.sh
 
 if [ "${AEROTP_SKIP_PACKAGE:-0}" != "1" ]; then
     step "Debian package of the field binary: build, dpkg -i, run, systemd-analyze verify, purge"
