@@ -244,4 +244,27 @@ fn a_modems_changes_are_in_the_trace_the_log_the_metrics_and_the_json() {
             assert_eq!(d["rate_reason"], "radio", "{d}");
         }
     }
+
+    // `aerotp trace` counts them among the engine's totals.
+    let trace = Command::new(env!("CARGO_BIN_EXE_aerotp"))
+        .args(["trace", "--json", "--no-plot"])
+        .arg(
+            std::fs::read_dir(&qlog)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path(),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(trace.status.code(), Some(0), "{trace:?}");
+    let summary: Value = serde_json::from_slice(&trace.stdout).expect("trace --json");
+    let counted = summary["engine"]["local"]["radio_changes"].as_u64();
+    let latencies = radio_events(&qlog).1.len() - events.len();
+    assert_eq!(
+        counted,
+        Some((commands.len() + latencies) as u64),
+        "{summary}"
+    );
 }

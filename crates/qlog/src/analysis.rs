@@ -67,6 +67,8 @@ pub struct EngineTotals {
     pub rebuilt_from_repairs: u64,
     pub outages: u64,
     pub fec_changes: u64,
+    /// Changes a radio (DLEP) made to a path (`aerotp:radio_updated`).
+    pub radio_changes: u64,
     pub last_smoothed_rtt_ms: Option<f64>,
 }
 
@@ -120,7 +122,7 @@ impl fmt::Display for Summary {
         for (at, e) in &self.engine {
             writeln!(
                 f,
-                "engine `{at}`: {} retransmissions queued, {} timeouts, {} holes given up, {} TPDUs corrected by FEC, {} rebuilt from repairs, {} outages, {} FEC changes, last smoothed RTT {}",
+                "engine `{at}`: {} retransmissions queued, {} timeouts, {} holes given up, {} TPDUs corrected by FEC, {} rebuilt from repairs, {} outages, {} FEC changes, {} radio changes, last smoothed RTT {}",
                 e.retransmissions_queued,
                 e.timeouts,
                 e.holes_given_up,
@@ -128,6 +130,7 @@ impl fmt::Display for Summary {
                 e.rebuilt_from_repairs,
                 e.outages,
                 e.fec_changes,
+                e.radio_changes,
                 e.last_smoothed_rtt_ms.map_or("-".into(), |x| format!("{x:.1} ms"))
             )?;
         }
@@ -226,6 +229,7 @@ pub fn analyse(
             }
             OUTAGE => s.engine.entry(at).or_default().outages += 1,
             FEC_UPDATED => s.engine.entry(at).or_default().fec_changes += 1,
+            RADIO_UPDATED => s.engine.entry(at).or_default().radio_changes += 1,
             METRICS_UPDATED => {
                 let e = s.engine.entry(at).or_default();
                 e.last_smoothed_rtt_ms = d
