@@ -78,8 +78,7 @@ fn known(t: &str) -> bool {
 
 #[test]
 fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
-    if !aerotp_testkit::tshark::present() {
-        eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+    if !aerotp_testkit::tshark::required("the dissector test") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -252,8 +251,7 @@ fn every_mode_decodes_in_tshark_and_checks_agree_with_the_parser() {
 
 #[test]
 fn a_flipped_header_bit_shows_a_failed_check_and_odd_ports_are_found() {
-    if !aerotp_testkit::tshark::present() {
-        eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+    if !aerotp_testkit::tshark::required("the dissector test") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -392,8 +390,7 @@ fn authenticated_exchange(encrypt: bool) -> Vec<(bool, Vec<u8>)> {
 
 #[test]
 fn authenticated_tpdus_show_key_id_nonce_and_tag_and_say_they_are_unverified() {
-    if !aerotp_testkit::tshark::present() {
-        eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+    if !aerotp_testkit::tshark::required("the dissector test") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -473,8 +470,7 @@ fn authenticated_tpdus_show_key_id_nonce_and_tag_and_say_they_are_unverified() {
 
 #[test]
 fn a_gateway_flow_s_open_record_is_decoded_and_its_bytes_follow() {
-    if !aerotp_testkit::tshark::present() {
-        eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+    if !aerotp_testkit::tshark::required("the dissector test") {
         return;
     }
     use aerotp_wire::{emit_tpdu, Flags, Header};
@@ -530,8 +526,7 @@ fn a_gateway_flow_s_open_record_is_decoded_and_its_bytes_follow() {
 /// dissector names it so; any other TPDU's stays the sender's clock.
 #[test]
 fn a_reset_shows_its_echoed_timestamp() {
-    if !aerotp_testkit::tshark::present() {
-        eprintln!("SKIPPED: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+    if !aerotp_testkit::tshark::required("the dissector test") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -172,8 +172,7 @@ fn send_and_recv_captures_hold_what_the_runtime_counted_and_decode() {
         arrived.len(),
         sent_by_sender.len()
     );
-    if !tshark::present() {
-        eprintln!("SKIPPED (dissector part): tshark is not installed (bash scripts/lab-deps.sh installs it)");
+    if !tshark::required("the capture's dissector part") {
         return;
     }
     for f in [&sp, &rp] {
@@ -322,15 +321,13 @@ fn link_capture_shows_what_entered_and_left_with_corrupted_beside_original() {
     // Forward in: client → listening socket; forward out: relay → receiver.
     assert!(ins.iter().any(|p| p.dst.port() == lport));
     assert!(outs.iter().any(|p| p.dst.port() == rport));
-    if tshark::present() {
+    if tshark::required("the link capture's dissector part") {
         let rows = tshark_rows(&lp);
         assert_eq!(rows.len(), packets.len());
         let bad = rows.iter().filter(|r| r[0] == "1" && r[3] == "bad").count();
         assert!(bad > 0, "the dissector shows no failed CRC on \"out\"");
         assert!(rows.iter().all(|r| r[4].is_empty()), "malformed packets");
         assert!(rows.iter().filter(|r| r[0] == "0").all(|r| r[3] == "good"));
-    } else {
-        eprintln!("SKIPPED (dissector part): tshark is not installed");
     }
 }
 

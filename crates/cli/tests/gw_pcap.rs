@@ -70,10 +70,6 @@ fn wait_bounded(child: Child, limit: Duration) -> Output {
     }
 }
 
-fn tshark_present() -> bool {
-    Command::new("tshark").arg("--version").output().is_ok()
-}
-
 /// tshark with the dissector: (frame interface, protocols, AeroTP type, malformed) per packet.
 fn tshark_rows(file: &Path) -> Vec<Vec<String>> {
     let lua = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/aerotp.lua");
@@ -241,8 +237,7 @@ fn gateway_captures_hold_the_air_side_and_decode() {
         let (sent, received) = trace_datagrams(dir.path(), role);
         assert_eq!(sent + received, w, "{role} trace against its capture");
     }
-    if !tshark_present() {
-        eprintln!("SKIPPED tshark decoding: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+    if !aerotp_testkit::tshark::required("the gateway captures' tshark decoding") {
         return;
     }
     let (ip, ep) = (decode_all(&ing_cap), decode_all(&egr_cap));
@@ -288,8 +283,7 @@ fn bench_loopback_capture_holds_every_datagram_and_decodes() {
     const LEAST: u64 = 2_000_000 / 1500;
     assert!(w > LEAST, "{w} packets: {err}");
     assert!(err.contains(" 0 records dropped"), "{err}");
-    if !tshark_present() {
-        eprintln!("SKIPPED tshark decoding: tshark is not installed (bash scripts/lab-deps.sh installs it)");
+    if !aerotp_testkit::tshark::required("the gateway captures' tshark decoding") {
         return;
     }
     let per = decode_all(&cap);

@@ -4,10 +4,27 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Whether tshark is installed (`scripts/lab-deps.sh` installs it); tests skip their dissector
-/// part, saying so, when it is not.
+/// Whether tshark is installed (`scripts/lab-deps.sh` installs it).
 pub fn present() -> bool {
     Command::new("tshark").arg("--version").output().is_ok()
+}
+
+/// For a test's dissector part: true if tshark is installed. Without it the test fails — a
+/// check that silently does nothing on a machine missing a tool passes where it should not —
+/// unless `AEROTP_SKIP_TSHARK=1` says to skip (then it says so on stderr and returns false).
+/// `scripts/test.sh` installs tshark before the tests run.
+pub fn required(what: &str) -> bool {
+    if present() {
+        return true;
+    }
+    if std::env::var("AEROTP_SKIP_TSHARK").is_ok_and(|v| v == "1") {
+        eprintln!("AEROTP_SKIP_TSHARK=1: {what} skipped (tshark is not installed)");
+        return false;
+    }
+    panic!(
+        "{what} needs tshark, which is not installed: run bash scripts/lab-deps.sh (as root), \
+         or set AEROTP_SKIP_TSHARK=1 to skip it"
+    );
 }
 
 /// The dissector's path (this crate sits at `crates/testkit` of the workspace).
