@@ -69,10 +69,16 @@ pub fn check_emitted(dg: &[u8], mtu: usize) {
             "parity trailer of the wrong length"
         );
     }
-    if t.header.flags.is_repair() {
+    check_body(t.header.flags, t.body);
+}
+
+/// Checks a TPDU body the engine wrote (plain, or the clear body inside an envelope): a
+/// repair header and symbol, a CHALLENGE, an ECHO or a control body, as its flags say; data
+/// bodies are the application's.
+pub fn check_body(flags: aerotp_wire::Flags, b: &[u8]) {
+    if flags.is_repair() {
         // docs/spec.md §7: an 18-byte repair header (code 1 or 2, reserved 0) and exactly
         // `symbol_bytes` of symbol.
-        let b = t.body;
         assert!(b.len() >= 18, "repair TPDU shorter than its header");
         assert!(
             matches!(b[0], 1 | 2) && b[1] == 0,
@@ -81,13 +87,13 @@ pub fn check_emitted(dg: &[u8], mtu: usize) {
         );
         let sym = u16::from_be_bytes([b[16], b[17]]) as usize;
         assert_eq!(b.len(), 18 + sym, "repair symbol of the wrong length");
-    } else if t.header.flags.is_challenge() {
+    } else if flags.is_challenge() {
         // docs/spec.md §9: kind 0 or 1, the echoed timestamp, a 16-byte cookie.
-        aerotp_wire::Challenge::parse(t.body).expect("the engine sent a bad CHALLENGE");
-    } else if t.header.flags.is_echo() {
-        aerotp_wire::Echo::parse(t.body).expect("the engine sent a bad ECHO");
-    } else if !t.header.flags.is_data() {
-        ControlBody::parse(t.header.flags, t.body).expect("the engine sent a bad control body");
+        aerotp_wire::Challenge::parse(b).expect("the engine sent a bad CHALLENGE");
+    } else if flags.is_echo() {
+        aerotp_wire::Echo::parse(b).expect("the engine sent a bad ECHO");
+    } else if !flags.is_data() {
+        ControlBody::parse(flags, b).expect("the engine sent a bad control body");
     }
 }
 

@@ -14,12 +14,14 @@
 //! | [`target_fec_decode`] | `aerotp_fec::decode` on raw bytes and on encoded, damaged TPDUs |
 //! | [`target_proto_codec`] | the engine's datagram decode path (`Endpoint::handle_datagram`) |
 //! | [`target_proto_endpoint`] | a script of datagrams, time jumps and application calls into two endpoints |
+//! | [`target_proto_endpoint_keyed`] | the same with a pre-shared key (or none), an attacker who records, replays (also to a restarted endpoint), forges and sends high parity |
 //! | [`target_gw_frame`] | the gateway's `Hello::read` and `Frame::read` |
 //! | [`target_gw_store`] | the custody store's on-disk records (`DiskLog::open`, `read_at`) |
 
 mod alloc;
 pub mod endpoint;
 mod gw;
+pub mod keyed;
 mod packet;
 mod script;
 pub mod seeds;
@@ -27,6 +29,7 @@ pub mod seeds;
 pub use alloc::{heap_live_bytes, CountingAlloc};
 pub use endpoint::{run_endpoint_script, target_proto_endpoint, ScriptSummary};
 pub use gw::{target_gw_frame, target_gw_store};
+pub use keyed::{run_keyed_script, target_proto_endpoint_keyed, KeyedSummary};
 pub(crate) use packet::addr;
 pub use packet::build_datagram;
 
@@ -48,6 +51,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("fec_decode", target_fec_decode),
     ("proto_codec", target_proto_codec),
     ("proto_endpoint", target_proto_endpoint),
+    ("proto_endpoint_keyed", target_proto_endpoint_keyed),
     ("gw_frame", target_gw_frame),
     ("gw_store", target_gw_store),
 ];

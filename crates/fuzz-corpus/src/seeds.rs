@@ -231,6 +231,117 @@ fn endpoint_scripts() -> Vec<Vec<u8>> {
     out
 }
 
+/// One round of the keyed scripts' honest transfer: A writes 3000 bytes on its first
+/// connection, both directions are delivered as they are, 5 ms pass, B reads.
+fn keyed_round(s: &mut Vec<u8>) {
+    s.extend_from_slice(&[6, 0, 0x0B, 0xB8]); // A writes 3000 bytes
+    s.push(5); // pump
+    s.extend_from_slice(&[4, 15]);
+    s.extend_from_slice(&[0x0F; 16]); // deliver up to 16 to B as they are
+    s.extend_from_slice(&[2, 1, 5]); // 5 ms
+    s.push(5);
+    s.extend_from_slice(&[3, 15]);
+    s.extend_from_slice(&[0x0F; 16]); // and to A
+    s.extend_from_slice(&[9, 0, 0]); // B reads its first connection, chunked
+}
+
+/// Seeds of `proto_endpoint_keyed`, by kind: `transfer` (a 36 kB transfer A → B, then A
+/// closes), `replay` (the same, then B restarts with A cut off and the attacker replays the
+/// whole recording to the new B), `live` (a restart with A still there, which writes on),
+/// `forged` (keyless and keyed forged RST and AFIN from recordings, in window) and
+/// `parity` (high-parity datagrams from A's address during the transfer). Each in the six
+/// connected modes; options byte: bit 0 no key, bit 1 encrypt.
+pub fn keyed_scripts() -> Vec<(&'static str, Vec<u8>)> {
+    let mut out = Vec::new();
+    for kind in ["transfer", "replay", "live", "forged", "parity"] {
+        for mode in 0..6u8 {
+            let opts = match (kind, mode % 3) {
+                ("forged", 0) => 1, // keyless
+                (_, 0) => 2,        // keyed, encrypted
+                (_, 1) => 0,        // keyed, in clear
+                _ => 2 | (1 << 2),  // encrypted, max_half_open 4
+            };
+            let mut s = vec![mode, mode % 3, mode % 3, opts];
+            s.extend((1..=12u8).map(|i| i.wrapping_mul(17).wrapping_add(mode))); // A's nonce seed
+            s.extend((1..=12u8).map(|i| i.wrapping_mul(29).wrapping_add(mode))); // B's
+            for round in 0..12u8 {
+                keyed_round(&mut s);
+                if kind == "forged" && round == 6 {
+                    // From recording 5 and 9: a RST (0x40) and an AFIN (0x02), fields
+                    // changed (flags, sequence number near the recorded one), into A from
+                    // B's address and into B from A's.
+                    // (Flags, sequence number and a new body: a RST's reason, an AFIN's none.)
+                    let mut rst = Vec::new();
+                    ControlBody {
+                        reset: Some("forged".into()),
+                        ..Default::default()
+                    }
+                    .emit(&mut rst)
+                    .expect("a RST body");
+                    // Keyed, the body goes into a sealed-looking envelope: key id 3, encrypted,
+                    // the recorded nonce moved ahead by 7, a tag of 0xAA.
+                    let envelope: &[u8] = if opts & 1 == 0 {
+                        &[3, 1, 0, 7, 0xAA]
+                    } else {
+                        &[]
+                    };
+                    s.extend_from_slice(&[1, 1, 0, 0, 5, 19, 0x40, 17, rst.len() as u8]);
+                    s.extend_from_slice(&rst);
+                    s.extend_from_slice(envelope);
+                    s.extend_from_slice(&[1, 1, 0, 0, 7, 19, 0x40, 16, rst.len() as u8]);
+                    s.extend_from_slice(&rst);
+                    s.extend_from_slice(envelope);
+                    s.extend_from_slice(&[1, 0, 0, 0, 9, 19, 0x02, 16, 0]);
+                    s.extend_from_slice(envelope);
+                }
+                if kind == "parity" && round % 3 == 1 {
+                    // Parity 254, 64 and 16 on recorded datagrams of A's, some damaged.
+                    s.extend_from_slice(&[13, 253, 0, round, 3]);
+                    s.extend_from_slice(&[13, 63, 0, round + 1, 0]);
+                    s.extend_from_slice(&[13, 15, 0, round + 2, 7]);
+                }
+            }
+            match kind {
+                "replay" => {
+                    s.extend_from_slice(&[14, 1]); // B restarts, A is cut off
+                    for start in (0..512u16).step_by(16) {
+                        let [hi, lo] = start.to_be_bytes();
+                        // 16 recorded datagrams from `start`, each into its destination.
+                        s.extend_from_slice(&[12, hi, lo, 0x0F, 0]);
+                        s.push(5);
+                        s.extend_from_slice(&[3, 15]);
+                        s.extend_from_slice(&[0x0F; 16]);
+                        s.extend_from_slice(&[9, 0, 0, 9, 1, 0]);
+                        s.extend_from_slice(&[2, 1, 20]);
+                    }
+                    s.extend_from_slice(&[2, 3, 0, 10]); // 10 s: past the set-up timeout
+                }
+                "live" => {
+                    s.extend_from_slice(&[14, 0]); // B restarts, A carries on
+                    for round in 0..6u8 {
+                        keyed_round(&mut s);
+                        // and the attacker replays what A sent before
+                        s.extend_from_slice(&[12, 0, round * 8, 0x07, 0]);
+                    }
+                }
+                _ => {}
+            }
+            s.extend_from_slice(&[10, 0, 0]); // A closes its first connection
+            for _ in 0..6 {
+                s.extend_from_slice(&[5, 4, 15]);
+                s.extend_from_slice(&[0x0F; 16]);
+                s.extend_from_slice(&[3, 15]);
+                s.extend_from_slice(&[0x0F; 16]);
+                s.extend_from_slice(&[9, 0, 0]);
+                s.extend_from_slice(&[2, 2, 0, 200]); // 200 ms
+            }
+            s.extend_from_slice(&[2, 3, 0, 200]); // 200 s: idle timeouts
+            out.push((kind, s));
+        }
+    }
+    out
+}
+
 fn gw_streams() -> Vec<Vec<u8>> {
     let open = Open {
         class: Class::Telemetry,
@@ -356,6 +467,10 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
         ("fec_decode", fec_seeds),
         ("proto_codec", codec),
         ("proto_endpoint", endpoint_scripts()),
+        (
+            "proto_endpoint_keyed",
+            keyed_scripts().into_iter().map(|(_, s)| s).collect(),
+        ),
         ("gw_frame", gw_streams()),
         ("gw_store", store_scripts()),
     ]

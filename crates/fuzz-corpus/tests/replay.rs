@@ -50,6 +50,7 @@ fn every_target_has_a_replay_test() {
             "fec_decode",
             "proto_codec",
             "proto_endpoint",
+            "proto_endpoint_keyed",
             "gw_frame",
             "gw_store"
         ]
@@ -79,6 +80,10 @@ fn proto_codec() {
 #[test]
 fn proto_endpoint() {
     replay("proto_endpoint");
+}
+#[test]
+fn proto_endpoint_keyed() {
+    replay("proto_endpoint_keyed");
 }
 #[test]
 fn gw_frame() {

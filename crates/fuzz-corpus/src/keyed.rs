@@ -1,0 +1,1052 @@
+//! The keyed endpoint target (issue 39): two endpoints with a pre-shared key (or, one input
+//! bit, none), an honest transfer from A to B over a link the script controls, and an
+//! on-path attacker that records every datagram on the link and
+//!
+//! * replays any of them later, into their destination, from their own source or another
+//!   address, one by one or as a GRO train — also after B has been replaced by a fresh
+//!   endpoint with the same key (a "restart"; one bit of the restart cuts A off the network
+//!   for good, so that everything B's new life hears from A's address is a replay);
+//! * forges TPDUs: recorded ones with header fields (RST, AFIN, sequence number, timestamp),
+//!   envelope or body changed and every check (HEC, CRC-32C, parity) recomputed, or built from
+//!   nothing with a sealed-looking envelope; keyless, that is a blind-but-in-window forger of
+//!   RSTs and AFINs (`reset_guard`);
+//! * sends datagrams with high parity (up to 254) from A's address: recorded ones re-encoded,
+//!   or forged, which cost FEC decoding before anything can refuse them (`decode_budget`).
+//!
+//! Invariants checked after every step, besides "no panic":
+//! * the deadline contract and the bounds of `proto_endpoint` (well-formed TPDUs within the
+//!   MTU — with a key each sealed with the endpoint's key id, in clear or encrypted as
+//!   configured, its clear body parsing; chunks within a TPDU body; `write` takes
+//!   `min(len, writable)`; connections, events and heap bounded);
+//! * **no connection is proven on B by replays**: a connection B accepted is proven
+//!   (`Endpoint::is_proven`) only if a datagram A sent in B's current life, with that
+//!   connection's ports and tag, reached B. After a restart that cut A off, nothing on B is
+//!   ever proven. A proven connection's peer is A's address (no replay from elsewhere moves
+//!   or proves it), and once proven it stays proven;
+//! * bytes B's application reads are counted as proven only when read from a connection that
+//!   is proven at that moment and passes the check above (`KeyedSummary`);
+//! * with a key, the counters account for every datagram: `datagrams_in = undecodable +
+//!   auth_verified + auth_dropped()`; without one, nothing is verified or refused but what
+//!   carries an AUTH bit (`auth_unexpected`).
+
+use crate::endpoint::{check_body, drain_events};
+use crate::packet::{addr, build_datagram};
+use crate::script::Script;
+use aerotp_fec as fec;
+use aerotp_proto::{
+    max_body, AuthConfig, AuthKey, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig,
+    EndpointStats, FecSetting, KeySet, Mode, KEY_LEN,
+};
+use aerotp_wire::{
+    crc32c, parse_tpdu_any, Envelope, Flags, Header, AUTH_OVERHEAD, HEADER_LEN, NONCE_LEN,
+    OVERHEAD, TAG_LEN,
+};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const PORT: u16 = 7000;
+const MAX_CONNECTIONS: usize = 6;
+const MAX_EVENTS: usize = 256;
+const MAX_DATAGRAMS: usize = 16;
+/// Datagrams the link holds per direction (a full link drops).
+const LINK_QUEUE: usize = 256;
+/// Datagrams the attacker's recording keeps (a ring: the oldest go first).
+const RECORDED: usize = 1024;
+const DRAIN_LIMIT: usize = 4096;
+const CATCH_UP_ROUNDS: usize = 8;
+const MAX_STEPS: usize = 20_000;
+/// Lives of B per script (restarts bound the work an input can ask for).
+const MAX_LIVES: u32 = 16;
+const SEND_BUFFER: usize = 64 << 10;
+const RECV_WINDOW: u32 = 64;
+const FIXED_HEAP: usize = 8 << 20;
+/// Largest datagram the high-parity step builds (parity 254 on a few hundred protected bytes
+/// already takes tens of kB; decoding cost grows with it).
+const HIGH_PARITY_MAX: usize = 8 << 10;
+const KEY_ID: u8 = 3;
+const SECRET: [u8; KEY_LEN] = [0x5C; KEY_LEN];
+/// Short enough that the script's time jumps reach it.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn a_addr() -> SocketAddr {
+    addr(1, 9000)
+}
+fn b_addr() -> SocketAddr {
+    addr(2, 9000)
+}
+
+/// (source port, destination port, tag) of a TPDU: which connection it speaks for.
+type ConnKey = (u16, u16, u8);
+
+/// A datagram on the link or in the attacker's recording.
+#[derive(Clone)]
+struct Sent {
+    from: SocketAddr,
+    /// Sent by A (to B); otherwise by B (to A).
+    by_a: bool,
+    /// B's life in which it was sent.
+    life: u32,
+    /// Its header's ports and tag, read when it was sent.
+    key: Option<ConnKey>,
+    dg: Vec<u8>,
+}
+
+fn key_of(dg: &[u8]) -> Option<ConnKey> {
+    Header::parse_any(dg)
+        .ok()
+        .map(|(h, _)| (h.src_port, h.dst_port, h.tag))
+}
+
+/// A TPDU as the engine would put it on the wire: header (with the AUTH bit when `auth`),
+/// body (an envelope when `auth`), CRC-32C, then `h.fec` parity — every check a receiver makes
+/// before it verifies the tag passes.
+fn emit_any(mut h: Header, auth: bool, body: &[u8]) -> Vec<u8> {
+    if !auth {
+        return build_datagram(h, body);
+    }
+    let Ok(len) = u16::try_from(body.len()) else {
+        return Vec::new();
+    };
+    h.len = len;
+    let plain = |h: &Header| {
+        let mut out = h.to_bytes_auth().to_vec();
+        out.extend_from_slice(body);
+        out.extend_from_slice(&crc32c(body).to_be_bytes());
+        out
+    };
+    let mut out = plain(&h);
+    if h.fec > 0 && fec::encode(h.fec, &mut out).is_err() {
+        h.fec = 0;
+        out = plain(&h);
+    }
+    out
+}
+
+/// Checks a datagram a keyed endpoint sent: an authenticated TPDU within `mtu`, CRC-32C and
+/// parity trailer exact, an envelope sealed with [`KEY_ID`], encrypted as configured, and
+/// (in clear) a body that parses as its flags say.
+pub fn check_sealed(dg: &[u8], mtu: usize, encrypt: bool) {
+    assert!(
+        dg.len() <= mtu,
+        "sent {} bytes over the MTU {mtu}",
+        dg.len()
+    );
+    let (t, auth) = parse_tpdu_any(dg).expect("the engine sent a TPDU that does not parse");
+    assert!(auth, "a keyed endpoint sent a TPDU without the AUTH bit");
+    let n = t.body.len();
+    let crc = &dg[HEADER_LEN + n..HEADER_LEN + n + 4];
+    assert_eq!(
+        crc,
+        crc32c(t.body).to_be_bytes(),
+        "the engine sent a sealed TPDU with a bad CRC"
+    );
+    let protected = OVERHEAD + n;
+    if t.header.fec == 0 {
+        assert_eq!(dg.len(), protected, "bytes after the CRC without FEC");
+    } else {
+        let l = fec::Layout::for_datagram(dg.len(), t.header.fec)
+            .expect("parity trailer does not match the announced FEC");
+        assert_eq!(
+            l.protected_len, protected,
+            "parity trailer of the wrong length"
+        );
+    }
+    let env = Envelope::parse(t.body).expect("a sealed TPDU without a whole envelope");
+    assert_eq!(
+        env.key_id, KEY_ID,
+        "sealed with a key id the endpoint lacks"
+    );
+    assert_eq!(env.encrypted, encrypt, "encryption other than configured");
+    assert_eq!(env.body.len(), n - AUTH_OVERHEAD);
+    if !encrypt {
+        check_body(t.header.flags, env.body);
+    }
+}
+
+fn endpoint_config(
+    keyed: Option<bool>,
+    nonce_seed: [u8; NONCE_LEN],
+    half_open: usize,
+) -> EndpointConfig {
+    // `..default()`: see the same in `endpoint.rs`.
+    #[allow(clippy::needless_update)]
+    EndpointConfig {
+        max_connections: MAX_CONNECTIONS,
+        max_events: MAX_EVENTS,
+        max_datagrams: MAX_DATAGRAMS,
+        auth: keyed.map(|encrypt| AuthConfig {
+            keys: KeySet {
+                current: AuthKey::new(KEY_ID, SECRET).expect("a valid key id"),
+                previous: None,
+            },
+            encrypt,
+            nonce_seed,
+        }),
+        setup_timeout: SETUP_TIMEOUT,
+        max_half_open: half_open,
+        ..EndpointConfig::default()
+    }
+}
+
+/// What a keyed script did, so tests can check that the seeds reach the states they are for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyedSummary {
+    pub steps: usize,
+    /// Lives of B after the first (restarts).
+    pub restarts: u32,
+    /// Connections B accepted, over all its lives, and those of them seen proven.
+    pub b_accepted: usize,
+    pub b_proven: usize,
+    /// Connections B accepted after a restart that cut A off (replays and forgeries only).
+    pub b_accepted_after_cut: usize,
+    /// Application bytes B read from connections proven at the time, and from unproven ones.
+    pub b_read_proven: usize,
+    pub b_read_unproven: usize,
+    pub a_read: usize,
+    /// Recorded datagrams the attacker replayed, and B's refusals of replays (all lives).
+    pub replayed: usize,
+    pub b_auth_replayed: u64,
+    /// TPDUs B verified (all lives): a replay to a restarted B verifies (it forgot the window).
+    pub b_auth_verified: u64,
+    /// FEC decodes B skipped for the decode budgets (all lives).
+    pub b_fec_budget_refused: u64,
+    /// RSTs the connections still held at the end challenged, and AFINACKs they took for an
+    /// AFIN never sent (no key: `reset_guard`; `ConnectionStats::resets`).
+    pub resets_challenged: u64,
+    pub forged_fins: u64,
+}
+
+struct World {
+    a: Endpoint,
+    b: Endpoint,
+    a_hs: Vec<ConnectionHandle>,
+    b_hs: Vec<ConnectionHandle>,
+    /// Connections B opened itself (proven by construction).
+    b_own: Vec<ConnectionHandle>,
+    /// Connections of B seen proven (once proven, stays proven).
+    b_seen_proven: Vec<ConnectionHandle>,
+    /// All connections B accepted in this life, counted once.
+    b_known: Vec<ConnectionHandle>,
+    to_a: VecDeque<Sent>,
+    to_b: VecDeque<Sent>,
+    recorded: Vec<Sent>,
+    next_record: usize,
+    /// Ports and tags of datagrams A sent in B's current life that reached B.
+    live: Vec<ConnKey>,
+    now: Duration,
+    cfg: ConnectionConfig,
+    keyed: Option<bool>,
+    half_open: usize,
+    b_nonce: [u8; NONCE_LEN],
+    life: u32,
+    /// A is off the network (since a restart that cut it off).
+    a_cut: bool,
+    out: Vec<u8>,
+    sum: KeyedSummary,
+    /// B's counters of its earlier lives.
+    b_past: EndpointStats,
+}
+
+fn push(q: &mut VecDeque<Sent>, s: Sent) {
+    if q.len() < LINK_QUEUE {
+        q.push_back(s);
+    }
+}
+
+impl World {
+    fn new_b(&self) -> Endpoint {
+        // Each life its own nonce seed and endpoint seed (the cookie secret), as a restarted
+        // process draws them from the OS.
+        let mut n = self.b_nonce;
+        for (i, x) in self.life.to_be_bytes().iter().enumerate() {
+            n[i] ^= x.wrapping_mul(0x9D);
+            n[4 + i] ^= *x;
+        }
+        let mut b = Endpoint::new(
+            endpoint_config(self.keyed, n, self.half_open),
+            12 + 0x1_0000 * u64::from(self.life),
+        );
+        b.listen(PORT, self.cfg.clone()).expect("valid listener");
+        b
+    }
+
+    fn mtu_body(&self) -> usize {
+        let room = if self.keyed.is_some() {
+            self.cfg.mtu - AUTH_OVERHEAD
+        } else {
+            self.cfg.mtu
+        };
+        max_body(room, 0)
+    }
+
+    fn check_out(&self, dg: &[u8]) {
+        match self.keyed {
+            Some(encrypt) => check_sealed(dg, self.cfg.mtu, encrypt),
+            None => crate::endpoint::check_emitted(dg, self.cfg.mtu),
+        }
+    }
+
+    fn record(&mut self, s: &Sent) {
+        if self.recorded.len() < RECORDED {
+            self.recorded.push(s.clone());
+        } else {
+            self.recorded[self.next_record] = s.clone();
+            self.next_record = (self.next_record + 1) % RECORDED;
+        }
+    }
+
+    /// What A and B send at `now` goes on the link (and into the recording), checked.
+    fn pump(&mut self) -> bool {
+        let mut complete = true;
+        for side_a in [true, false] {
+            let mut n = 0;
+            loop {
+                self.out.clear();
+                let ep = if side_a { &mut self.a } else { &mut self.b };
+                let Some(t) = ep.poll_transmit(self.now, &mut self.out) else {
+                    break;
+                };
+                assert_eq!(t.len, self.out.len());
+                self.check_out(&self.out);
+                n += 1;
+                if n >= DRAIN_LIMIT {
+                    complete = false;
+                    break;
+                }
+                let (peer, me) = if side_a {
+                    (b_addr(), a_addr())
+                } else {
+                    (a_addr(), b_addr())
+                };
+                // A cut off sends into nothing; what goes to other addresses (challenges of
+                // addresses the attacker spoofed) is the attacker's and not replayed here.
+                if t.remote != peer || (side_a && self.a_cut) {
+                    continue;
+                }
+                let s = Sent {
+                    from: me,
+                    by_a: side_a,
+                    life: self.life,
+                    key: key_of(&self.out),
+                    dg: self.out.clone(),
+                };
+                self.record(&s);
+                push(
+                    if side_a {
+                        &mut self.to_b
+                    } else {
+                        &mut self.to_a
+                    },
+                    s,
+                );
+            }
+        }
+        complete
+    }
+
+    fn advance(&mut self) {
+        for round in 0..=CATCH_UP_ROUNDS {
+            self.a.handle_timeout(self.now);
+            self.b.handle_timeout(self.now);
+            if !self.pump() {
+                return;
+            }
+            let late = [self.a.poll_timeout(), self.b.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .find(|&t| t <= self.now);
+            match late {
+                None => return,
+                Some(t) => assert!(
+                    round < CATCH_UP_ROUNDS,
+                    "deadline {t:?} at or before now {:?} survives {} rounds of \
+                     handle_timeout and poll_transmit: a driver would spin",
+                    self.now,
+                    CATCH_UP_ROUNDS + 1
+                ),
+            }
+        }
+    }
+
+    fn handle(hs: &[ConnectionHandle], sel: u8) -> Option<ConnectionHandle> {
+        (!hs.is_empty()).then(|| hs[usize::from(sel) % hs.len()])
+    }
+
+    /// Hands `items` to B (or A), one by one or as GRO trains per source, noting which of
+    /// A's datagrams of this life reached B.
+    fn arrive(&mut self, to_b: bool, items: Vec<(SocketAddr, Sent)>, as_train: bool) {
+        if !to_b && self.a_cut {
+            return;
+        }
+        if to_b {
+            for (_, s) in &items {
+                if s.by_a && s.life == self.life {
+                    if let Some(k) = s.key {
+                        if !self.live.contains(&k) {
+                            self.live.push(k);
+                        }
+                    }
+                }
+            }
+        }
+        let ep = if to_b { &mut self.b } else { &mut self.a };
+        if !as_train {
+            for (from, s) in &items {
+                ep.handle_datagram(self.now, *from, &s.dg);
+            }
+            return;
+        }
+        for group in items.chunk_by(|x, y| x.0 == y.0) {
+            let stride = group[0].1.dg.len();
+            let buf: Vec<u8> = group
+                .iter()
+                .flat_map(|(_, s)| s.dg.iter().copied())
+                .collect();
+            ep.handle_train(self.now, group[0].0, &bytes::Bytes::from(buf), stride);
+        }
+    }
+
+    /// Up to 16 datagrams from one direction of the link, each lost, damaged, duplicated or
+    /// taken out of order as the script says (as in `proto_endpoint`).
+    fn deliver(&mut self, s: &mut Script, to_b: bool) {
+        let first = s.u8();
+        let n = first % 16 + 1;
+        let as_train = first & 0x80 != 0;
+        let hows = s.bytes(usize::from(n));
+        let mut items = Vec::new();
+        for &how in hows {
+            let q = if to_b { &mut self.to_b } else { &mut self.to_a };
+            let item = if how & 0x10 != 0 {
+                q.pop_back()
+            } else {
+                q.pop_front()
+            };
+            let Some(mut it) = item else { break };
+            match how & 0x0F {
+                0 => continue,
+                1 if !it.dg.is_empty() => {
+                    let pos = usize::from(s.u16()) % it.dg.len();
+                    it.dg[pos] ^= s.u8() | 1;
+                }
+                2 => push(q, it.clone()),
+                _ => {}
+            }
+            items.push((it.from, it));
+        }
+        self.arrive(to_b, items, as_train);
+    }
+
+    /// An address the attacker spoofs (or owns).
+    fn attacker_addr(sel: u8) -> SocketAddr {
+        addr(3 + sel % 2, 9000 + u16::from(sel >> 1))
+    }
+
+    /// Replays a run of recorded datagrams into their destination, from their own source or
+    /// an address of the attacker's, one by one or as trains.
+    fn replay(&mut self, s: &mut Script) {
+        let start = usize::from(s.u16());
+        let how = s.u8();
+        let spoof = s.u8();
+        if self.recorded.is_empty() {
+            return;
+        }
+        let n = usize::from(how % 16) + 1;
+        let as_train = how & 0x80 != 0;
+        let elsewhere = how & 0x40 != 0;
+        let mut to_b = Vec::new();
+        let mut to_a = Vec::new();
+        for i in 0..n {
+            let r = self.recorded[(start + i) % self.recorded.len()].clone();
+            let from = if elsewhere {
+                Self::attacker_addr(spoof)
+            } else {
+                r.from
+            };
+            self.sum.replayed += 1;
+            if r.by_a {
+                to_b.push((from, r));
+            } else {
+                to_a.push((from, r));
+            }
+        }
+        self.arrive(true, to_b, as_train);
+        self.arrive(false, to_a, as_train);
+    }
+
+    /// The `pick`-th (modulo their number) recorded datagram sent by A (`by_a`) or by B.
+    fn pick_recorded(&self, by_a: bool, pick: usize) -> Option<Vec<u8>> {
+        let n = self.recorded.iter().filter(|r| r.by_a == by_a).count();
+        (n > 0).then(|| {
+            self.recorded
+                .iter()
+                .filter(|r| r.by_a == by_a)
+                .nth(pick % n)
+                .map(|r| r.dg.clone())
+                .expect("n of them")
+        })
+    }
+
+    /// The ports, tag and mode of one of `ep`'s connections, as its peer would send them.
+    fn conn_header(
+        ep: &Endpoint,
+        hs: &[ConnectionHandle],
+        sel: u8,
+    ) -> Option<(u16, u16, u8, Mode)> {
+        Self::handle(hs, sel)
+            .and_then(|h| ep.peer(h))
+            .map(|p| (p.remote_port, p.local_port, p.tag, p.mode))
+    }
+
+    /// A forged TPDU: a recorded one with fields changed, or one from nothing; every check
+    /// before the tag recomputed. Returns (to B, from, datagram).
+    fn forge(&mut self, s: &mut Script) -> (bool, SocketAddr, Vec<u8>) {
+        let sel = s.u8();
+        let to_b = sel & 1 == 0;
+        let from = match (sel >> 1) % 4 {
+            0 | 1 => {
+                if to_b {
+                    a_addr()
+                } else {
+                    b_addr()
+                }
+            }
+            _ => Self::attacker_addr(sel >> 3),
+        };
+        let base = s.u8();
+        let pick = usize::from(s.u16());
+        // A recording of a datagram that went the same way (so its ports and tag are those
+        // of a connection of the endpoint it is forged into).
+        let recorded = (base < 160)
+            .then(|| self.pick_recorded(to_b, pick))
+            .flatten();
+        let parsed = recorded.as_deref().and_then(|d| {
+            parse_tpdu_any(d)
+                .ok()
+                .map(|(t, auth)| (t.header, t.body.to_vec(), auth))
+        });
+        let (mut h, mut body, mut auth) =
+            match parsed {
+                Some(x) => x,
+                None => {
+                    let (ep, hs) = if to_b {
+                        (&self.b, &self.b_hs)
+                    } else {
+                        (&self.a, &self.a_hs)
+                    };
+                    let (src_port, dst_port, tag, mode) = Self::conn_header(ep, hs, base)
+                        .unwrap_or((s.u16(), PORT, s.u8(), self.cfg.mode));
+                    let h = Header {
+                        mode,
+                        flags: Flags(s.u8()),
+                        src_port,
+                        dst_port,
+                        seq: u32::from(s.u16()),
+                        timestamp: s.u32(),
+                        fec: 0,
+                        tag,
+                        len: 0,
+                    };
+                    (h, Vec::new(), self.keyed.is_some())
+                }
+            };
+        let m = s.u8();
+        if m & 1 != 0 {
+            // RST 0x40, AFIN 0x02, ASYN 0x01, CHALLENGE/ECHO combinations: any flags.
+            h.flags = Flags(s.u8());
+        }
+        if m & 2 != 0 {
+            // Near the recorded number: in the window of a blind forger who guesses well.
+            h.seq = h.seq.wrapping_add(u32::from(s.u8())).wrapping_sub(16);
+        }
+        if m & 4 != 0 {
+            h.timestamp = s.u32();
+        }
+        if m & 8 != 0 && !body.is_empty() {
+            let pos = usize::from(s.u16()) % body.len();
+            body[pos] ^= s.u8() | 1;
+        }
+        if m & 16 != 0 || parsed_is_empty(&body, auth) {
+            // A new body: with the AUTH bit a sealed-looking envelope (key byte, a nonce of
+            // A's instance or any, the script's bytes, a tag), else the script's bytes.
+            let n = usize::from(s.u8());
+            let text = s.bytes(n).to_vec();
+            body = if auth {
+                let mut e = vec![Envelope::key_byte(s.u8() & 0x7F, s.u8() & 1 == 1)];
+                let mut nonce = [0u8; NONCE_LEN];
+                let theirs = recorded
+                    .as_deref()
+                    .and_then(|r| r.get(HEADER_LEN + 1..HEADER_LEN + 1 + NONCE_LEN));
+                if let Some(r) = theirs {
+                    // The instance of the recorded sender, a packet number ahead: a forgery
+                    // that must not move the replay window.
+                    nonce.copy_from_slice(r);
+                    nonce[11] = nonce[11].wrapping_add(s.u8());
+                    nonce[8] = nonce[8].wrapping_add(s.u8());
+                } else {
+                    for (x, y) in nonce.iter_mut().zip(s.bytes(NONCE_LEN)) {
+                        *x = *y;
+                    }
+                }
+                e.extend_from_slice(&nonce);
+                e.extend_from_slice(&text);
+                e.extend(std::iter::repeat_n(s.u8(), TAG_LEN));
+                e
+            } else {
+                text
+            };
+        }
+        if m & 32 != 0 {
+            h.fec = s.u8() % 64;
+        }
+        if m & 64 != 0 {
+            // Without the AUTH bit to a keyed endpoint, or with it to a keyless one.
+            auth = !auth;
+        }
+        if m & 128 != 0 {
+            h.tag = h.tag.wrapping_add(1);
+        }
+        (to_b, from, emit_any(h, auth, &body))
+    }
+
+    /// A datagram with parity up to 254 from A's address into B: a recorded one of A's
+    /// re-encoded (the header's FEC byte is authenticated, so it no longer verifies) or a
+    /// forged one, optionally damaged within what the parity corrects.
+    fn high_parity(&mut self, s: &mut Script) -> Vec<u8> {
+        let mut p = 1 + s.u8() % 254;
+        let pick = usize::from(s.u16());
+        let damage = s.u8();
+        let base = self.pick_recorded(true, pick).and_then(|r| {
+            parse_tpdu_any(&r)
+                .ok()
+                .map(|(t, auth)| (t.header, t.body.to_vec(), auth))
+        });
+        let (mut h, body, auth) = base.unwrap_or_else(|| {
+            let h = Header {
+                mode: self.cfg.mode,
+                flags: Flags::ASYN,
+                src_port: s.u16(),
+                dst_port: PORT,
+                seq: 0,
+                timestamp: 0,
+                fec: 0,
+                tag: s.u8(),
+                len: 0,
+            };
+            let mut body = vec![Envelope::key_byte(KEY_ID, true)];
+            body.extend_from_slice(s.bytes(64));
+            body.resize(body.len().max(AUTH_OVERHEAD), 0);
+            (h, body, self.keyed.is_some())
+        });
+        let protected = OVERHEAD + body.len();
+        while p > 1
+            && fec::Layout::for_protected(protected, p)
+                .map_or(true, |l| l.datagram_len() > HIGH_PARITY_MAX)
+        {
+            p /= 2;
+        }
+        h.fec = p;
+        let mut dg = emit_any(h, auth, &body);
+        // Damage the parity can correct: up to p/2 bytes, so decoding runs in full.
+        for i in 0..usize::from(damage % 8).min(usize::from(p / 2)) {
+            if dg.is_empty() {
+                break;
+            }
+            let pos = (usize::from(damage) * 131 + i * 977) % dg.len();
+            dg[pos] ^= 0xA5;
+        }
+        dg
+    }
+
+    fn write(&mut self, s: &mut Script, on_a: bool) {
+        let (ep, hs) = if on_a {
+            (&mut self.a, &self.a_hs)
+        } else {
+            (&mut self.b, &self.b_hs)
+        };
+        let sel = s.u8();
+        let n = usize::from(s.u16()) % (16 << 10);
+        let Some(h) = Self::handle(hs, sel) else {
+            return;
+        };
+        let data: Vec<u8> = (0..n).map(|i| (i * 7) as u8).collect();
+        let room = ep.writable(h);
+        if let Ok(w) = ep.write(h, &data) {
+            assert_eq!(w, n.min(room), "write took {w} of {n} with room for {room}");
+        }
+        assert!(ep.writable(h) <= SEND_BUFFER, "send buffer over its size");
+    }
+
+    fn read(&mut self, s: &mut Script, on_a: bool) {
+        let sel = s.u8();
+        let chunked = s.u8() & 1 == 0;
+        let limit = self.mtu_body();
+        let Some(h) = Self::handle(if on_a { &self.a_hs } else { &self.b_hs }, sel) else {
+            return;
+        };
+        for _ in 0..256 {
+            let ep = if on_a { &mut self.a } else { &mut self.b };
+            let n = if chunked {
+                match ep.read_chunk(h) {
+                    Ok(Some(d)) => {
+                        assert!(
+                            d.data.len() <= limit,
+                            "delivered a {}-byte chunk: no TPDU body can exceed {limit} bytes \
+                             at the MTU {}",
+                            d.data.len(),
+                            self.cfg.mtu
+                        );
+                        d.data.len()
+                    }
+                    _ => break,
+                }
+            } else {
+                let mut buf = [0u8; 4096];
+                match ep.read(h, &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                }
+            };
+            if on_a {
+                self.sum.a_read += n;
+            } else if self.b.is_proven(h) {
+                // Counted as proven only after the same check as every step's.
+                self.check_proven(h);
+                self.sum.b_read_proven += n;
+            } else {
+                self.sum.b_read_unproven += n;
+            }
+        }
+    }
+
+    fn lifecycle(&mut self, s: &mut Script) {
+        let sel = s.u8();
+        let on_a = sel & 1 == 0;
+        let (ep, hs) = if on_a {
+            (&mut self.a, &mut self.a_hs)
+        } else {
+            (&mut self.b, &mut self.b_hs)
+        };
+        let Some(h) = Self::handle(hs, sel >> 1) else {
+            return;
+        };
+        match s.u8() % 3 {
+            0 => {
+                let _ = ep.close(h);
+            }
+            1 => {
+                let _ = ep.abort(h, "script abort");
+            }
+            _ => {
+                ep.release(h);
+                hs.retain(|x| *x != h);
+                if !on_a {
+                    self.b_own.retain(|x| *x != h);
+                    self.b_seen_proven.retain(|x| *x != h);
+                }
+            }
+        }
+    }
+
+    fn connect(&mut self, s: &mut Script) {
+        let sel = s.u8();
+        let mut cfg = self.cfg.clone();
+        cfg.mode = Mode::ALL[usize::from(sel >> 1) % (Mode::ALL.len() - 1)];
+        if sel & 1 == 0 {
+            if let Ok(h) = self.a.connect(self.now, b_addr(), PORT, cfg) {
+                self.a_hs.push(h);
+            }
+        } else if let Ok(h) = self.b.connect(self.now, a_addr(), PORT, cfg) {
+            self.b_hs.push(h);
+            self.b_own.push(h);
+        }
+    }
+
+    /// B is replaced by a fresh endpoint with the same key (its connections, replay windows
+    /// and freshness marks gone); what is in flight to it may arrive at the new one.
+    fn restart(&mut self, s: &mut Script) {
+        let how = s.u8();
+        if self.life + 1 >= MAX_LIVES {
+            return;
+        }
+        self.life += 1;
+        self.sum.restarts += 1;
+        self.a_cut |= how & 1 == 1;
+        if how & 2 != 0 {
+            self.to_b.clear();
+        }
+        add_stats(&mut self.b_past, &self.b.stats);
+        self.b = self.new_b();
+        self.b_hs.clear();
+        self.b_own.clear();
+        self.b_seen_proven.clear();
+        self.b_known.clear();
+        self.live.clear();
+    }
+
+    /// A proven connection of B's is one A (not a recording) spoke for in this life, from
+    /// A's address.
+    fn check_proven(&self, h: ConnectionHandle) {
+        if self.b_own.contains(&h) {
+            return;
+        }
+        let Some(p) = self.b.peer(h) else { return };
+        assert!(
+            !self.a_cut || self.life == 0,
+            "B (life {}) proved connection {:?} (ports {}→{}, tag {}) after a restart that cut \
+             A off: only replays and forgeries reached it",
+            self.life,
+            h,
+            p.remote_port,
+            p.local_port,
+            p.tag
+        );
+        assert!(
+            self.live.contains(&(p.remote_port, p.local_port, p.tag)),
+            "B (life {}) proved connection {:?} (ports {}→{}, tag {}) though no datagram A \
+             sent in this life for it reached B: a replay proved it",
+            self.life,
+            h,
+            p.remote_port,
+            p.local_port,
+            p.tag
+        );
+        assert_eq!(
+            p.remote,
+            a_addr(),
+            "B proved a connection whose peer is the attacker's address"
+        );
+    }
+
+    fn check_bounds(&mut self, heap_base: Option<isize>) {
+        drain_events(&mut self.a, &mut self.a_hs);
+        drain_events(&mut self.b, &mut self.b_hs);
+        for h in self.b_hs.clone() {
+            if self.b_own.contains(&h) {
+                continue;
+            }
+            if !self.b_known.contains(&h) {
+                self.b_known.push(h);
+                self.sum.b_accepted += 1;
+                if self.a_cut && self.life > 0 {
+                    self.sum.b_accepted_after_cut += 1;
+                }
+            }
+            if self.b.is_proven(h) {
+                self.check_proven(h);
+                if !self.b_seen_proven.contains(&h) {
+                    self.b_seen_proven.push(h);
+                    self.sum.b_proven += 1;
+                }
+            } else {
+                assert!(
+                    !self.b_seen_proven.contains(&h) || self.b.state(h).is_none(),
+                    "B's connection {h:?} was proven and is no longer"
+                );
+            }
+        }
+        for h in &self.a_hs {
+            if self.a.is_proven(*h) {
+                if let Some(p) = self.a.peer(*h) {
+                    assert_eq!(
+                        p.remote,
+                        b_addr(),
+                        "A proved a connection whose peer is the attacker's address"
+                    );
+                }
+            }
+        }
+        for ep in [&self.a, &self.b] {
+            assert!(ep.connection_count() <= MAX_CONNECTIONS);
+            assert!(ep.paths_pending() <= ep.connection_count() * aerotp_proto::MAX_PATHS);
+            let st = &ep.stats;
+            if self.keyed.is_some() {
+                assert_eq!(
+                    st.datagrams_in,
+                    st.undecodable + st.auth_verified + st.auth_dropped(),
+                    "a keyed endpoint's counters miss datagrams: {st:?}"
+                );
+            } else {
+                assert_eq!(
+                    st.auth_verified + st.auth_dropped(),
+                    st.auth_unexpected,
+                    "a keyless endpoint verified or refused for other reasons: {st:?}"
+                );
+            }
+        }
+        if let (Some(base), Some(now)) = (heap_base, crate::heap_live_bytes()) {
+            let per_conn = SEND_BUFFER + RECV_WINDOW as usize * self.cfg.mtu;
+            let recorded: usize = self.recorded.iter().map(|r| r.dg.capacity() + 64).sum();
+            let bound = 2 * MAX_CONNECTIONS * per_conn + FIXED_HEAP + recorded;
+            let used = now - base;
+            assert!(
+                used <= bound as isize,
+                "heap grew by {used} bytes, over the bound of {bound} \
+                 ({MAX_CONNECTIONS} connections × (send buffer {SEND_BUFFER} + window \
+                 {RECV_WINDOW} × MTU {}) per endpoint + {FIXED_HEAP} fixed + {recorded} \
+                 recorded)",
+                self.cfg.mtu
+            );
+        }
+    }
+}
+
+/// Whether a forged body must be built (an authenticated TPDU needs an envelope).
+fn parsed_is_empty(body: &[u8], auth: bool) -> bool {
+    auth && body.len() < AUTH_OVERHEAD
+}
+
+fn add_stats(sum: &mut EndpointStats, s: &EndpointStats) {
+    sum.auth_replayed += s.auth_replayed;
+    sum.auth_verified += s.auth_verified;
+    sum.fec_budget_refused += s.fec_budget_refused;
+}
+
+/// See the module documentation.
+pub fn target_proto_endpoint_keyed(data: &[u8]) {
+    run_keyed_script(data);
+}
+
+/// Runs one keyed script (see the module documentation), checking every invariant.
+///
+/// The input: mode, MTU, FEC, a byte of options (bit 0: no key; bit 1: encrypt; bits 2–3:
+/// `max_half_open` 1, 4 or 128), A's nonce seed (12 bytes), B's (12 bytes; each later life of
+/// B varies it), then steps.
+pub fn run_keyed_script(data: &[u8]) -> KeyedSummary {
+    let heap_base = crate::heap_live_bytes();
+    let mut s = Script::new(data);
+    let mode = Mode::ALL[usize::from(s.u8()) % (Mode::ALL.len() - 1)];
+    let mtu = [256, 576, 1500][usize::from(s.u8()) % 3];
+    let fec = [FecSetting::Off, FecSetting::Parity(8), FecSetting::Auto][usize::from(s.u8()) % 3];
+    let opts = s.u8();
+    let keyed = (opts & 1 == 0).then_some(opts & 2 != 0);
+    let half_open = [1, 4, 128, 128][usize::from(opts >> 2) % 4];
+    let mut a_nonce = [0u8; NONCE_LEN];
+    a_nonce.iter_mut().for_each(|x| *x = s.u8());
+    let mut b_nonce = [0u8; NONCE_LEN];
+    b_nonce.iter_mut().for_each(|x| *x = s.u8());
+    if b_nonce[..4] == a_nonce[..4] {
+        // Two endpoints sharing a key need distinct instances (docs/security.md, "Nonces").
+        b_nonce[0] ^= 0x80;
+    }
+    let cfg = ConnectionConfig {
+        mtu,
+        fec,
+        send_buffer: Some(SEND_BUFFER),
+        recv_window: RECV_WINDOW,
+        idle_timeout: Duration::from_secs(120),
+        close_timeout: Duration::from_secs(10),
+        ..ConnectionConfig::with_mode(mode)
+    };
+    cfg.validate().expect("the target's own config is valid");
+    let a = Endpoint::new(endpoint_config(keyed, a_nonce, half_open), 11);
+    let mut w = World {
+        b: Endpoint::new(EndpointConfig::default(), 0),
+        a,
+        a_hs: Vec::new(),
+        b_hs: Vec::new(),
+        b_own: Vec::new(),
+        b_seen_proven: Vec::new(),
+        b_known: Vec::new(),
+        to_a: VecDeque::new(),
+        to_b: VecDeque::new(),
+        recorded: Vec::new(),
+        next_record: 0,
+        live: Vec::new(),
+        now: Duration::ZERO,
+        cfg: cfg.clone(),
+        keyed,
+        half_open,
+        b_nonce,
+        life: 0,
+        a_cut: false,
+        out: Vec::new(),
+        sum: KeyedSummary::default(),
+        b_past: EndpointStats::default(),
+    };
+    w.b = w.new_b();
+    w.a.listen(PORT, cfg.clone()).expect("valid listener");
+    let ha = w.a.connect(w.now, b_addr(), PORT, cfg);
+    w.a_hs.extend(ha);
+    let mut steps = 0;
+    while !s.is_empty() && steps < MAX_STEPS {
+        steps += 1;
+        match s.u8() % 15 {
+            0 => {
+                let sel = s.u8();
+                let n = usize::from(s.u16()) % 2048;
+                let dg = s.bytes(n).to_vec();
+                let (to_b, from) = match sel % 4 {
+                    0 => (true, a_addr()),
+                    1 => (false, b_addr()),
+                    2 => (true, World::attacker_addr(sel >> 2)),
+                    _ => (false, World::attacker_addr(sel >> 2)),
+                };
+                let ep = if to_b { &mut w.b } else { &mut w.a };
+                ep.handle_datagram(w.now, from, &dg);
+            }
+            1 => {
+                let (to_b, from, dg) = w.forge(&mut s);
+                let ep = if to_b { &mut w.b } else { &mut w.a };
+                ep.handle_datagram(w.now, from, &dg);
+            }
+            2 => {
+                let k = s.u8();
+                w.now += match k % 4 {
+                    0 => Duration::from_micros(u64::from(s.u8())),
+                    1 => Duration::from_millis(u64::from(s.u8())),
+                    2 => Duration::from_millis(u64::from(s.u16())),
+                    _ => Duration::from_secs(u64::from(s.u16() % 3600)),
+                };
+                w.advance();
+            }
+            3 => w.deliver(&mut s, false),
+            4 => w.deliver(&mut s, true),
+            5 => {
+                w.pump();
+            }
+            6 => w.write(&mut s, true),
+            7 => w.write(&mut s, false),
+            8 => w.read(&mut s, true),
+            9 => w.read(&mut s, false),
+            10 => w.lifecycle(&mut s),
+            11 => w.connect(&mut s),
+            12 => w.replay(&mut s),
+            13 => {
+                let dg = w.high_parity(&mut s);
+                w.b.handle_datagram(w.now, a_addr(), &dg);
+            }
+            _ => w.restart(&mut s),
+        }
+        w.check_bounds(heap_base);
+    }
+    for _ in 0..64 {
+        let next = [w.a.poll_timeout(), w.b.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        let Some(t) = next else { break };
+        w.now = w.now.max(t);
+        w.advance();
+        const ALL_AS_THEY_ARE: [u8; 17] = [
+            15, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F,
+            0x0F, 0x0F,
+        ];
+        w.deliver(&mut Script::new(&ALL_AS_THEY_ARE), true);
+        w.deliver(&mut Script::new(&ALL_AS_THEY_ARE), false);
+        w.check_bounds(heap_base);
+    }
+    add_stats(&mut w.b_past, &w.b.stats);
+    let mut sum = w.sum;
+    for (ep, hs) in [(&w.a, &w.a_hs), (&w.b, &w.b_hs)] {
+        for r in hs.iter().filter_map(|h| ep.stats(*h)).map(|c| c.resets) {
+            sum.resets_challenged += r.challenged;
+            sum.forged_fins += r.forged_fins;
+        }
+    }
+    sum.steps = steps;
+    sum.b_auth_replayed = w.b_past.auth_replayed;
+    sum.b_auth_verified = w.b_past.auth_verified;
+    sum.b_fec_budget_refused = w.b_past.fec_budget_refused;
+    sum
+}
