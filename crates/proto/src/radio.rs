@@ -26,7 +26,8 @@ pub enum RadioSignal {
     /// resent on them); the last path up is held instead, and the connection's outage rules
     /// (silence, probes) apply once its peer falls silent.
     Down,
-    /// Destination Up: the path is probed at once (the answer brings it up) and released.
+    /// Destination Up: the path is probed at once (the answer brings it up) and released,
+    /// unless the radio paused it (that waits for `Restart`).
     Up,
     /// RFC 8651 Pause: no new data, repair or retransmission on the path until `Restart`. What
     /// is in flight is still the modem's to send: no loss is counted for the pause, and the
@@ -100,9 +101,8 @@ pub struct PathRadio {
     pub latency: Option<Duration>,
     /// The radio said the destination is down and has not said it is up since.
     pub down: bool,
-    /// The radio paused the path (RFC 8651) and has not restarted it; a Destination Up
-    /// releases it too, as the engine does (the DLEP side follows an Up with Pause when the
-    /// modem still says a queue is paused).
+    /// The radio paused the path (RFC 8651) and has not restarted it (a Destination Up does
+    /// not: the DLEP side follows an Up with Restart or Pause as the modem's queues say).
     pub paused: bool,
     /// Times the radio's rate changed (a new rate, or none any more).
     pub rate_changes: u64,
@@ -126,11 +126,7 @@ impl PathRadio {
                 (&mut self.latency_changes, changed)
             }
             RadioSignal::Down => (&mut self.downs, !std::mem::replace(&mut self.down, true)),
-            RadioSignal::Up => {
-                // The engine releases the path's hold at Up, a pause's too.
-                self.paused = false;
-                (&mut self.ups, std::mem::replace(&mut self.down, false))
-            }
+            RadioSignal::Up => (&mut self.ups, std::mem::replace(&mut self.down, false)),
             RadioSignal::Pause => (&mut self.pauses, !std::mem::replace(&mut self.paused, true)),
             RadioSignal::Restart => (
                 &mut self.restarts,

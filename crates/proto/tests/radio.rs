@@ -371,6 +371,41 @@ fn every_radio_change_is_reported_at_the_engine_time_with_the_rate_in_force() {
 }
 
 #[test]
+fn a_destination_up_does_not_release_a_pause() {
+    // RFC 8651's pause is the modem's queue's, and only its Restart ends it: a Destination Up
+    // meanwhile (the DLEP side sends one for every destination the modem announces) neither
+    // lets data go nor counts as a change of what the radio says.
+    let ms = Duration::from_millis;
+    let (pause, up, restart) = (ms(1000), ms(1500), ms(2500));
+    let r = run(
+        cfg(Mode::Reliable, RateControl::Fixed, 2_000_000),
+        2_500_000,
+        1_000_000,
+        &[
+            (pause, RadioSignal::Pause),
+            (up, RadioSignal::Up),
+            (restart, RadioSignal::Restart),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.received, 1_000_000);
+    let during = r
+        .watch
+        .data_sent
+        .iter()
+        .filter(|&&t| t > pause && t < restart)
+        .count();
+    assert_eq!(during, 0, "data TPDUs sent while paused");
+    let got: Vec<(Duration, RadioSignal)> = r.changes.iter().map(|c| (c.at, c.signal)).collect();
+    assert_eq!(
+        got,
+        [(pause, RadioSignal::Pause), (restart, RadioSignal::Restart)]
+    );
+    let radio = r.last.paths[0].radio;
+    assert_eq!((radio.pauses, radio.restarts, radio.ups), (1, 1, 0));
+}
+
+#[test]
 fn a_radio_state_said_before_the_connection_is_reported_when_it_reaches_its_path() {
     // The endpoint keeps what the radio said for paths opened later: applied when the
     // connection opens, and reported then (time zero here), not at the signal.

@@ -45,11 +45,12 @@ impl Paths {
         }
     }
 
-    /// The radio says path `i`'s destination is up: no longer held, and if the path is down
-    /// its probe is due at once (the answer brings it up).
+    /// The radio says path `i`'s destination is up: no longer held (unless the radio paused
+    /// it: that waits for its Restart), and if the path is down its probe is due at once (the
+    /// answer brings it up).
     pub fn set_radio_up(&mut self, now: Duration, i: usize) {
         if let Some(p) = self.list.get_mut(i) {
-            p.held = false;
+            p.held = p.radio.paused;
             p.radio_down = false;
             if !p.up {
                 p.probe_due = true;
