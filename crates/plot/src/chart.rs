@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -71,31 +72,14 @@ pub fn draw_rgb(chart: &Chart) -> anyhow::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The plot area of [`paint`]'s chart: numeric x and y.
+type Plot<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
 fn paint<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
 {
-    let pts = || chart.series.iter().flat_map(|s| s.points.iter().copied());
-    let (mut x0, mut x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (x, _)| {
-        (a.min(x), b.max(x))
-    });
-    let (mut y0, mut y1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (_, y)| {
-        (a.min(y), b.max(y))
-    });
-    if !x0.is_finite() {
-        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
-    }
-    if x1 <= x0 {
-        x1 = x0 + 1.0;
-    }
-    if chart.y_from_zero {
-        y0 = y0.min(0.0);
-    }
-    let pad = ((y1 - y0) * 0.05).max(1e-9);
-    y1 += pad;
-    if !chart.y_from_zero {
-        y0 -= pad;
-    }
+    let ((x0, x1), (y0, y1)) = axis_ranges(chart);
     root.fill(&WHITE)?;
     let mut c = ChartBuilder::on(root)
         .caption(chart.title, ("sans-serif", 24))
@@ -123,44 +107,9 @@ where
     let over = covered(&chart.series, (y1 - y0) / 250.0);
     for (i, s) in chart.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let style = ShapeStyle {
-            color: color.to_rgba(),
-            filled: true,
-            stroke_width: if s.peer { 1 } else { 2 },
-        };
-        let legend_style = ShapeStyle {
-            color: color.to_rgba(),
-            filled: true,
-            stroke_width: 3,
-        };
-        let Some((j, exact)) = over[i] else {
-            let anno = c.draw_series(LineSeries::new(s.points.clone(), style))?;
-            anno.label(s.name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], legend_style));
-            if s.peer {
-                c.draw_series(
-                    s.points
-                        .iter()
-                        .map(|&p| TriangleMarker::new(p, 5, color.filled())),
-                )?;
-            } else {
-                c.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
-            }
-            continue;
-        };
-        let anno = c.draw_series(DashedLineSeries::new(s.points.clone(), 9, 9, style))?;
-        let same = if exact { "=" } else { "≈" };
-        anno.label(format!("{} ({same} {})", s.name, chart.series[j].name))
-            .legend(move |(x, y)| {
-                EmptyElement::at((x, y))
-                    + PathElement::new(vec![(0, 0), (7, 0)], legend_style)
-                    + PathElement::new(vec![(13, 0), (20, 0)], legend_style)
-            });
-        let ring = color.stroke_width(2);
-        if s.peer {
-            c.draw_series(s.points.iter().map(|&p| TriangleMarker::new(p, 9, ring)))?;
-        } else {
-            c.draw_series(s.points.iter().map(|&p| Circle::new(p, 6, ring)))?;
+        match over[i] {
+            None => draw_plain(&mut c, s, color)?,
+            Some((j, exact)) => draw_over(&mut c, s, color, &chart.series[j].name, exact)?,
         }
     }
     c.configure_series_labels()
@@ -173,6 +122,103 @@ where
             SeriesLabelPosition::UpperRight
         })
         .draw()?;
+    Ok(())
+}
+
+/// The x and y ranges of `chart`'s axes: the data's, a unit square when there is none, y
+/// padded by 5 % (not below 0 when it starts there).
+fn axis_ranges(chart: &Chart) -> ((f64, f64), (f64, f64)) {
+    let pts = || chart.series.iter().flat_map(|s| s.points.iter().copied());
+    let (mut x0, mut x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (x, _)| {
+        (a.min(x), b.max(x))
+    });
+    let (mut y0, mut y1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (_, y)| {
+        (a.min(y), b.max(y))
+    });
+    if !x0.is_finite() {
+        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    if chart.y_from_zero {
+        y0 = y0.min(0.0);
+    }
+    let pad = ((y1 - y0) * 0.05).max(1e-9);
+    y1 += pad;
+    if !chart.y_from_zero {
+        y0 -= pad;
+    }
+    ((x0, x1), (y0, y1))
+}
+
+/// The line of a series (thinner for a peer), in the legend as a solid line.
+fn series_style(s: &Series, color: RGBColor) -> (ShapeStyle, ShapeStyle) {
+    let line = ShapeStyle {
+        color: color.to_rgba(),
+        filled: true,
+        stroke_width: if s.peer { 1 } else { 2 },
+    };
+    let legend = ShapeStyle {
+        color: color.to_rgba(),
+        filled: true,
+        stroke_width: 3,
+    };
+    (line, legend)
+}
+
+/// A series no earlier one hides: a solid line with filled markers (triangles for a peer).
+fn draw_plain<'a, DB: DrawingBackend + 'a>(
+    c: &mut Plot<'a, DB>,
+    s: &Series,
+    color: RGBColor,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let (style, legend_style) = series_style(s, color);
+    let anno = c.draw_series(LineSeries::new(s.points.clone(), style))?;
+    anno.label(s.name.clone())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], legend_style));
+    if s.peer {
+        c.draw_series(
+            s.points
+                .iter()
+                .map(|&p| TriangleMarker::new(p, 5, color.filled())),
+        )?;
+    } else {
+        c.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    }
+    Ok(())
+}
+
+/// A series drawn over the earlier `other`: dashed, with larger hollow markers so the one
+/// under it shows through, named in the legend as equal (`=`) or close (`≈`) to it.
+fn draw_over<'a, DB: DrawingBackend + 'a>(
+    c: &mut Plot<'a, DB>,
+    s: &Series,
+    color: RGBColor,
+    other: &str,
+    exact: bool,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let (style, legend_style) = series_style(s, color);
+    let anno = c.draw_series(DashedLineSeries::new(s.points.clone(), 9, 9, style))?;
+    let same = if exact { "=" } else { "≈" };
+    anno.label(format!("{} ({same} {other})", s.name))
+        .legend(move |(x, y)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (7, 0)], legend_style)
+                + PathElement::new(vec![(13, 0), (20, 0)], legend_style)
+        });
+    let ring = color.stroke_width(2);
+    if s.peer {
+        c.draw_series(s.points.iter().map(|&p| TriangleMarker::new(p, 9, ring)))?;
+    } else {
+        c.draw_series(s.points.iter().map(|&p| Circle::new(p, 6, ring)))?;
+    }
     Ok(())
 }
 
