@@ -5,7 +5,11 @@
 //! overhead_bytes, setup_delay_s (means over runs), and retransmissions,
 //! spurious_retransmissions, wire_bytes_forward, wire_bytes_reverse, ceiling_bps,
 //! message_delay, queue_delay{n,p50,p99,max,mean} (seconds, at the forward bottleneck) and
-//! queue_drops. See docs/simulator.md.
+//! queue_drops. With `--senders N` (several senders on the same links) it adds `senders`
+//! (each sender's goodput_bps, delivered_bytes, start_s, finish_s, ...) and `jain`. See
+//! docs/simulator.md.
+
+mod senders;
 
 use std::time::{Duration, Instant};
 
@@ -101,6 +105,8 @@ pub struct Args {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    senders: senders::SendersArgs,
 }
 
 fn mode_arg(s: &str) -> Result<SimMode, String> {
@@ -165,6 +171,18 @@ impl Args {
             )?,
         };
         Ok(s)
+    }
+
+    /// Several senders to run, or `None` for one; what cannot be combined with them.
+    fn sender_spec(&self, s: &Scenario) -> Result<Option<aerotp_sim::Senders>, String> {
+        self.senders.spec(
+            s,
+            &[
+                ("--pcap", self.pcap.is_some()),
+                ("--qlog", self.qlog.is_some()),
+                ("--timeline", self.timeline.is_some()),
+            ],
+        )
     }
 }
 
@@ -305,6 +323,17 @@ pub fn execute(args: &Args) -> anyhow::Result<String> {
     if let Err(e) = s.validate() {
         bail!("{e}");
     }
+    if let Some(spec) = args.sender_spec(&s).map_err(anyhow::Error::msg)? {
+        let t = Instant::now();
+        let sum =
+            aerotp_sim::run_many_senders(&s, &spec, args.runs, args.seed).context("simulation")?;
+        let wall = t.elapsed();
+        return Ok(if args.json {
+            format!("{}\n", senders::to_json(&sum, wall))
+        } else {
+            table(&sum.total, wall) + &senders::table(&sum)
+        });
+    }
     // Created before anything runs: an unwritable file stops the command at once.
     let capture = match &args.pcap {
         Some(p) => Some(
@@ -417,6 +446,13 @@ fn write_qlogs(
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // Senders that cannot be combined with the rest of the command line are a usage error
+    // (exit 2, as clap's own); a scenario that cannot be built is reported by `execute`.
+    if let Ok(s) = args.scenario() {
+        if let Err(e) = args.sender_spec(&s) {
+            clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, format!("{e}\n")).exit();
+        }
+    }
     print!("{}", execute(&args)?);
     Ok(())
 }

@@ -76,3 +76,75 @@ fn sim_rejects_bad_flags_with_a_message() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn sim_senders_prints_each_sender_and_jain() {
+    let out = aerotp(&[
+        "sim",
+        "--mode",
+        "reliable",
+        "--send-rate",
+        "auto",
+        "--senders",
+        "2",
+        "--sender-start",
+        "0s,1s",
+        "--settle",
+        "1s",
+        "--size",
+        "2MB",
+        "--runs",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).expect("one object");
+    assert_eq!(v["complete_runs"], 2, "{v}");
+    assert_eq!(v["delivered_bytes"].as_f64(), Some(4e6), "{v}");
+    let senders = v["senders"].as_array().expect("senders");
+    assert_eq!(senders.len(), 2, "{v}");
+    assert_eq!(senders[1]["start_s"].as_f64(), Some(1.0), "{v}");
+    for s in senders {
+        for k in ["goodput_bps", "delivered_bytes", "start_s", "finish_s"] {
+            assert!(s[k].as_f64().is_some(), "{k}: {s}");
+        }
+    }
+    // Measured from 1 s after the second start (2 s) to the first finish.
+    assert_eq!(v["jain_from_s"].as_f64(), Some(2.0), "{v}");
+    let j = v["jain"].as_f64().expect("an interval with both active");
+    assert!(j > 0.5 && j <= 1.0, "{v}");
+}
+
+#[test]
+fn sim_senders_refuses_what_it_cannot_run_with_exit_2() {
+    let base = ["sim", "--mode", "reliable", "--size", "50kB", "--runs", "1"];
+    for (extra, needle) in [
+        (&["--senders", "0"][..], "at least 1 sender"),
+        (&["--senders", "65"][..], "1 to 64"),
+        (
+            &["--senders", "2", "--sender-start", "0s"][..],
+            "one per sender",
+        ),
+        (&["--sender-delay", "10ms"][..], "--senders 2 or more"),
+        (&["--senders", "2", "--workload", "messages"][..], "bulk"),
+        (
+            &["--senders", "2", "--pcap", "/tmp/never.pcapng"][..],
+            "--pcap",
+        ),
+    ] {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let out = aerotp(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+    }
+    let out = aerotp(&["sim", "--mode", "udp", "--senders", "3", "--runs", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("mode udp"), "{err}");
+}

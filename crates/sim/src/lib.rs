@@ -5,7 +5,8 @@
 //! for bit. [`run_many`] spreads the runs of a point over all cores (rayon) and summarises
 //! them. The `plan` module runs experiments written as plan files (grids of scenarios: CSV,
 //! PNG, report; docs/experiments.md); `experiment::seeds` runs the papers' experiments, the
-//! shipped plan bench/plans/seeds.toml.
+//! shipped plan bench/plans/seeds.toml. [`run_many_senders`] runs several senders over the
+//! same links (fairness).
 //! How it works and what each metric means: `docs/simulator.md`.
 //!
 //! ```
@@ -25,6 +26,7 @@
 
 mod ceiling;
 pub mod experiment;
+mod fairness;
 pub mod plan;
 mod run;
 mod scenario;
@@ -32,12 +34,14 @@ mod summary;
 mod workload;
 
 pub use ceiling::{ceiling_bps, ceiling_bps_over};
+pub use fairness::{run_many_senders, summarize_senders, SenderSummary, SendersSummary};
 pub use run::{
-    addr_sender, mix_seed, run_once, run_once_tapped, PathRun, RunResult, Tap, TapPoint,
+    addr_sender, jain, mix_seed, run_once, run_once_tapped, run_shared, PathRun, RunResult,
+    SenderRun, SharedRun, Tap, TapPoint,
 };
 pub use scenario::{
-    datagram_parity, parse_size, Scenario, SimError, SimMode, Striping, Topology, ENGINE_KEYS,
-    IP_UDP_OVERHEAD, LINK_KEY_FORMS,
+    datagram_parity, parse_size, Scenario, Senders, SimError, SimMode, Striping, Topology,
+    ENGINE_KEYS, IP_UDP_OVERHEAD, LINK_KEY_FORMS, MAX_SENDERS,
 };
 pub use summary::{
     run_many, run_seed, summarize, transfer_span, PathStates, Percentiles, Stat, Summary,

@@ -1,7 +1,6 @@
 //! An AeroTP connection run: the sender's endpoint connects to the receiver's listening
 //! endpoint, the applications write and read the workload, the loop advances virtual time.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use aerotp_link::mix_seed;
@@ -13,7 +12,7 @@ use super::copies::{tag_of, usable, Copies, DATA_TAG};
 use super::net::{forward_outages, links};
 use super::path_watch::{PathRun, PathWatch};
 use super::queue::record_queues;
-use super::result::{close_name, finish_common, result_base, secs, RunResult};
+use super::result::{close_name, engine_figures, finish_common, result_base, secs, RunResult};
 use super::tap::{
     addr_receiver, addr_sender, path_addrs, tap_datagram, tap_engines, Dir, Tap, TapPoint, PORT,
 };
@@ -316,45 +315,7 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
     let all = intact && server_got == data.len() && client_got == responses.len();
     r.complete = all && (!s.mode.is_fully_reliable() || confirmed);
     r.spurious_retransmissions = watch.copies.spurious();
-    if let Some(st) = a.stats(ch) {
-        r.retransmissions = st.sender.tpdus_retransmitted;
-        r.fec_parity = st.fec_parity;
-        r.repairs_sent = st.erasure_tx.repairs_sent;
-        r.data_tpdus = st.sender.tpdus_sent
-            - st.sender.tpdus_retransmitted.min(st.sender.tpdus_sent)
-            - st.sender.asyn_copies.min(st.sender.tpdus_sent);
-    }
-    if let Some(h) = rx.handle {
-        if let Some(st) = b.stats(h) {
-            r.tpdus_corrected = st.receiver.tpdus_corrected;
-            r.tpdus_lost = st.receiver.tpdus_lost;
-            r.wire_lost = st.receiver.wire_lost;
-            r.tpdus_rebuilt = st.receiver.tpdus_rebuilt;
-        }
-        // One-way delay per TPDU: join first-send times and in-order delivery times.
-        let sent: HashMap<u64, Duration> = a
-            .send_trace(ch)
-            .map(|t| t.iter().copied().collect())
-            .unwrap_or_default();
-        if let Some(trace) = b.delivery_trace(h) {
-            let (mut sum, mut n, mut max) = (0.0, 0u64, 0.0f64);
-            for &(seq, at, bytes) in trace {
-                if bytes == 0 {
-                    continue;
-                }
-                if let Some(&t0) = sent.get(&seq) {
-                    let d = secs(at.saturating_sub(t0));
-                    sum += d;
-                    max = max.max(d);
-                    n += 1;
-                }
-            }
-            if n > 0 {
-                r.mean_delay_s = Some(sum / n as f64);
-                r.max_delay_s = Some(max);
-            }
-        }
-    }
+    engine_figures(&mut r, a, ch, b, rx.handle);
     if let Some(w) = &watch.paths {
         r.paths = (0..s.network.paths.len())
             .map(|i| {
@@ -376,22 +337,22 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
 
 /// The receiving endpoint's connection as the driver sees it.
 #[derive(Default)]
-struct RxState {
-    handle: Option<ConnectionHandle>,
+pub(super) struct RxState {
+    pub(super) handle: Option<ConnectionHandle>,
     /// Connections accepted after `handle` (another incarnation opened by the peer's TPDUs
     /// after the listener dropped an unproven one); a few at most.
     later: std::collections::VecDeque<ConnectionHandle>,
     /// The receiving application has closed its side.
-    closed: bool,
+    pub(super) closed: bool,
     /// The engine reported the connection closed.
-    closed_event: bool,
+    pub(super) closed_event: bool,
 }
 
 impl RxState {
     /// Takes the receiver's events: the accept (set-up delay) and the close. Returns whether
     /// the application moved to another connection because the one it read closed before
     /// its peer was proven.
-    fn events(&mut self, b: &mut Endpoint, now: Duration, r: &mut RunResult) -> bool {
+    pub(super) fn events(&mut self, b: &mut Endpoint, now: Duration, r: &mut RunResult) -> bool {
         let mut moved = false;
         while let Some(e) = b.poll_event() {
             match e {

@@ -5,7 +5,8 @@
 //! of run, `net` the paths between the endpoints, `copies` the spurious-retransmission
 //! bookkeeping, `app` the applications' bytes, `result` what a run measured, `tap` the
 //! endpoints' addresses and the capture hook, `path_watch` the sender's path states against
-//! the links' outages, `queue` what the links' queues did.
+//! the links' outages, `queue` what the links' queues did, `shared` several senders over the
+//! same links.
 
 mod app;
 mod connection;
@@ -17,6 +18,7 @@ mod path_watch;
 mod queue;
 mod radio;
 mod result;
+mod shared;
 mod tap;
 
 /// Independent seeds from one seed and a stream number (the one definition lives in
@@ -25,4 +27,5 @@ pub use aerotp_link::mix_seed;
 pub use once::{run_once, run_once_tapped};
 pub use path_watch::PathRun;
 pub use result::RunResult;
+pub use shared::{jain, run_shared, SenderRun, SharedRun};
 pub use tap::{addr_sender, Tap, TapPoint};

@@ -1,10 +1,11 @@
 //! What one run measured ([`RunResult`]) and the bookkeeping every driver shares: the empty
 //! result, the figures derived at the end, how the sender's connection ended.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use aerotp_link::DelayHistogram;
-use aerotp_proto::CloseOutcome;
+use aerotp_proto::{CloseOutcome, ConnectionHandle, Endpoint};
 
 use super::path_watch::PathRun;
 use serde::Serialize;
@@ -154,4 +155,59 @@ pub(super) fn finish_common(
             r.goodput_bps = r.delivered_bytes as f64 * 8.0 / secs(l - f);
         }
     }
+}
+
+/// Fills what the two engines counted of a connection: the sender's retransmissions, parity,
+/// repairs and new data TPDUs from `a`'s connection `ch`; the receiver's corrections and
+/// losses from `b`'s connection `rx` (if accepted), and the one-way delay per TPDU (first
+/// send joined with in-order delivery by TPDU number). Returns the number of TPDUs the mean
+/// delay is over.
+pub(super) fn engine_figures(
+    r: &mut RunResult,
+    a: &Endpoint,
+    ch: ConnectionHandle,
+    b: &Endpoint,
+    rx: Option<ConnectionHandle>,
+) -> u64 {
+    if let Some(st) = a.stats(ch) {
+        r.retransmissions = st.sender.tpdus_retransmitted;
+        r.fec_parity = st.fec_parity;
+        r.repairs_sent = st.erasure_tx.repairs_sent;
+        r.data_tpdus = st.sender.tpdus_sent
+            - st.sender.tpdus_retransmitted.min(st.sender.tpdus_sent)
+            - st.sender.asyn_copies.min(st.sender.tpdus_sent);
+    }
+    let Some(h) = rx else {
+        return 0;
+    };
+    if let Some(st) = b.stats(h) {
+        r.tpdus_corrected = st.receiver.tpdus_corrected;
+        r.tpdus_lost = st.receiver.tpdus_lost;
+        r.wire_lost = st.receiver.wire_lost;
+        r.tpdus_rebuilt = st.receiver.tpdus_rebuilt;
+    }
+    // One-way delay per TPDU: join first-send times and in-order delivery times.
+    let sent: HashMap<u64, Duration> = a
+        .send_trace(ch)
+        .map(|t| t.iter().copied().collect())
+        .unwrap_or_default();
+    let (mut sum, mut n, mut max) = (0.0, 0u64, 0.0f64);
+    if let Some(trace) = b.delivery_trace(h) {
+        for &(seq, at, bytes) in trace {
+            if bytes == 0 {
+                continue;
+            }
+            if let Some(&t0) = sent.get(&seq) {
+                let d = secs(at.saturating_sub(t0));
+                sum += d;
+                max = max.max(d);
+                n += 1;
+            }
+        }
+        if n > 0 {
+            r.mean_delay_s = Some(sum / n as f64);
+            r.max_delay_s = Some(max);
+        }
+    }
+    n
 }
