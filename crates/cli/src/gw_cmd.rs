@@ -52,17 +52,27 @@ struct CommonArgs {
     /// `max_delay`, also per `[[flow]]`.
     #[arg(long, value_name = "DURATION")]
     max_delay: Option<String>,
-    /// Air link rate shared by the flows (e.g. 5mbit), counted with each datagram's IPv4/UDP
-    /// headers. Set it a few per cent under the link's rate (and, on a radio with framing of
-    /// its own, under it by that framing's share too): at exactly the link's rate a queue a
-    /// burst leaves at the link never drains, and every class waits in it.
-    #[arg(long)]
+    /// auto (the default): each flow whose mode can (reliable) discovers the link's rate
+    /// under its class's share of --max-rate; the others are paced at that share. Or a
+    /// fixed rate R the flows share (e.g. 4.8mbit; a dedicated allocation), counted with each
+    /// datagram's IPv4/UDP headers: set it a few per cent under the link's rate (and under
+    /// a radio's own framing's share too): at exactly the link's rate a queue a burst leaves
+    /// at the link never drains, and every class waits in it. Key `rate` (docs/gateway.md
+    /// §Rate).
+    #[arg(long, value_name = "auto|R")]
     rate: Option<String>,
+    /// Cap of the discovered rates, shared by class as a fixed rate is (default 5mbit):
+    /// near-reliable, quasi-reliable, unreliable and datagram flows, which cannot discover,
+    /// are paced at their share of it, so keep it a few per cent under the link's top rate.
+    /// Not with a fixed --rate. Key `max_rate`.
+    #[arg(long, value_name = "R")]
+    max_rate: Option<String>,
     /// Largest AeroTP datagram, bytes (larger UDP datagrams are fragmented).
     #[arg(long)]
     mtu: Option<usize>,
     /// Reliable (end-to-end) flows: bytes read ahead of the destination's confirmation
-    /// (default 256 KiB; through --transparent-tun two seconds of --rate, 256 KiB to 16 MiB).
+    /// (default 256 KiB; through --transparent-tun two seconds of --rate, or of --max-rate
+    /// when the rate is discovered, 256 KiB to 16 MiB).
     #[arg(long)]
     window: Option<String>,
     /// Serve Prometheus metrics over HTTP here (docs/stats.md).
@@ -361,6 +371,7 @@ impl CommonArgs {
     fn file_config(self) -> FileConfig {
         FileConfig {
             rate: self.rate,
+            max_rate: self.max_rate,
             mtu: self.mtu,
             window: self.window,
             metrics: self.metrics,
@@ -384,6 +395,25 @@ impl CommonArgs {
             qlog: self.qlog,
             ..FileConfig::default()
         }
+    }
+}
+
+/// The rate in force and why, as the gateway says it at start.
+fn rate_line(s: &aerotp_gw::config::Settings) -> String {
+    let r = aerotp_link::format_rate(s.rate);
+    match s.rate_control {
+        aerotp_gw::config::RateControl::Fixed => {
+            format!("rate {r} fixed (rate), shared by class")
+        }
+        aerotp_gw::config::RateControl::Discover => format!(
+            "rate discovered by reliable flows under their class's share of {r} (max_rate{}); \
+             flows in other modes are paced at their share of it",
+            if s.rate == aerotp_gw::config::DEFAULT_CAP_BPS {
+                ", default: give it for a faster link"
+            } else {
+                ""
+            }
+        ),
     }
 }
 
@@ -491,7 +521,10 @@ pub fn run(args: Args) -> Result<i32> {
         // file, socket or store is opened.
         settings.require_key(role)?;
         if settings.insecure {
-            eprintln!("{}", crate::key_flags::insecure_warning(&format!("gw {role}")));
+            eprintln!(
+                "{}",
+                crate::key_flags::insecure_warning(&format!("gw {role}"))
+            );
         }
         // The capture file exists before the gateway binds its socket: a path that cannot be
         // written is refused (naming the flag) before any datagram is sent.
@@ -519,6 +552,7 @@ pub fn run(args: Args) -> Result<i32> {
             }
             None => None,
         };
+        let rate = rate_line(&settings);
         let gw = aerotp_gw::start(role, settings).await?;
         crate::qlog_tap::attach_taps(
             &gw.ep,
@@ -528,6 +562,7 @@ pub fn run(args: Args) -> Result<i32> {
             qlog.as_ref(),
         );
         eprintln!("aerotp gw {role}: AeroTP on {}", gw.ep.local_addr());
+        eprintln!("aerotp gw {role}: {rate}");
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}

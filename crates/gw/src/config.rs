@@ -18,6 +18,7 @@ mod dlep;
 mod posture;
 mod rate;
 pub use checks::check_host_port;
+pub use rate::{RateControl, DEFAULT_CAP_BPS};
 
 /// How a gateway shares its link rate among busy flows (docs/gateway.md §Priorities): the
 /// engine's link share does it.
@@ -70,9 +71,13 @@ pub struct FileConfig {
     #[serde(default)]
     pub allow: Vec<String>,
     pub allow_any: Option<bool>,
-    /// The air link's rate: text such as "5mbit", or an integer of bits per second.
+    /// A fixed rate the flows share: text such as "5mbit", or an integer of bits per second;
+    /// "auto" (or unset): discovered (docs/gateway.md §Rate).
     #[serde(default, deserialize_with = "rate::rate_text")]
     pub rate: Option<String>,
+    /// The cap of a discovered rate (`--max-rate`), as `rate` is written; default 5 Mb/s.
+    #[serde(default, deserialize_with = "rate::rate_text")]
+    pub max_rate: Option<String>,
     pub mtu: Option<usize>,
     pub store: Option<PathBuf>,
     pub store_capacity: Option<String>,
@@ -257,6 +262,7 @@ impl FileConfig {
             udp_connect,
             allow_any,
             rate,
+            max_rate,
             mtu,
             store,
             store_capacity,
@@ -334,7 +340,12 @@ pub struct Settings {
     pub udp_connect: Option<String>,
     pub allow: Vec<String>,
     pub allow_any: bool,
+    /// The fixed rate, or the cap of the discovered ones (`rate_control`): the total the
+    /// endpoint's link share divides among the classes, b/s with IP/UDP headers.
     pub rate: u64,
+    /// Fixed (`rate`), or discovered by each flow's connection that can (reliable) under
+    /// its share of `rate`; the others pace at that share.
+    pub rate_control: RateControl,
     pub mtu: usize,
     pub store: Option<PathBuf>,
     pub store_capacity: u64,
@@ -384,7 +395,8 @@ pub struct Settings {
     pub qlog: Option<PathBuf>,
 }
 
-/// The TUN path's window when none is given: two seconds of the air link at `rate`, within
+/// The TUN path's window when none is given: two seconds of the air link at `rate` (with a
+/// discovered rate, of its cap: the link is at most that fast, so the window covers it), within
 /// 256 KiB–16 MiB. The source learns of a byte only once the destination has it, so a window
 /// under the link's rate × the end-to-end round trip caps the flow: at 250 ms one way and
 /// 5 Mb/s, 256 KiB held an upload to 65 % of the ceiling and 1 MiB to 79 % (docs/results/gw.md,
@@ -608,18 +620,8 @@ impl FileConfig {
         })
     }
 
-    /// The rate and MTU keys, checked.
-    fn rate_and_mtu(&self) -> Result<(u64, usize)> {
-        let rate = match &self.rate {
-            Some(r) => aerotp_link::parse_rate(r).map_err(|e| anyhow::anyhow!("rate: {e}"))?,
-            None => 5_000_000,
-        };
-        if rate < 1000 {
-            bail!(
-                "rate {}: {rate} b/s is below the lowest the engine paces at, 1000 b/s (1kbit)",
-                self.rate.as_deref().unwrap_or_default()
-            );
-        }
+    /// The MTU key, checked.
+    fn mtu(&self) -> Result<usize> {
         let mtu = self.mtu.unwrap_or(1400);
         if !MTU_RANGE.contains(&mtu) {
             bail!(
@@ -628,7 +630,7 @@ impl FileConfig {
                 MTU_RANGE.end()
             );
         }
-        Ok((rate, mtu))
+        Ok(mtu)
     }
 
     /// The `encrypt` key, which needs a key file.
@@ -652,22 +654,29 @@ impl FileConfig {
         })
     }
 
-    pub fn settings(&self) -> Result<Settings> {
-        let (rate, mtu) = self.rate_and_mtu()?;
-        let (max_half_open, max_connections) = self.admission()?;
-        let policy = self.policy()?;
-        let fec = match &self.fec {
-            Some(s) => aerotp_net::FecSetting::parse(s).context("fec (--fec or the `fec` key)")?,
-            None => DEFAULT_FEC,
-        };
-        self.check_inputs(rate, mtu)?;
-        let erasure = erasure_choice(&self.erasure, &self.max_delay, ErasureChoice::default(), "")?;
+    /// Every `[[flow]]` (and the flags' flow) validated, no two on one listen port.
+    fn routes(&self, fec: aerotp_net::FecSetting, erasure: ErasureChoice) -> Result<Vec<Route>> {
         let routes = self
             .flows
             .iter()
             .map(|f| FileConfig::route(f, fec, erasure))
             .collect::<Result<Vec<_>>>()?;
         FileConfig::check_listen_ports(&routes)?;
+        Ok(routes)
+    }
+
+    pub fn settings(&self) -> Result<Settings> {
+        let (rate_control, rate) = self.rate_setting()?;
+        let mtu = self.mtu()?;
+        let (max_half_open, max_connections) = self.admission()?;
+        let policy = self.policy()?;
+        let fec = match &self.fec {
+            Some(s) => aerotp_net::FecSetting::parse(s).context("fec (--fec or the `fec` key)")?,
+            None => DEFAULT_FEC,
+        };
+        self.check_inputs(mtu)?;
+        let erasure = erasure_choice(&self.erasure, &self.max_delay, ErasureChoice::default(), "")?;
+        let routes = self.routes(fec, erasure)?;
         let (peer_paths, path_sources) = self.peer_paths()?;
         let (dlep, dlep_map) = self.dlep()?;
         Ok(Settings {
@@ -685,6 +694,7 @@ impl FileConfig {
             allow: self.allow.clone(),
             allow_any: self.allow_any.unwrap_or(false),
             rate,
+            rate_control,
             mtu,
             store: self.store.clone(),
             store_capacity: size(

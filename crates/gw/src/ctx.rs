@@ -296,7 +296,11 @@ impl Ctx {
         class: Class,
     ) -> ConnectionConfig {
         let mut c = ConnectionConfig::with_mode(mode);
+        // The fixed rate or the cap; the endpoint's link share then paces the connection at
+        // its class's share of it, and a discovering one (reliable) finds the link's rate
+        // under that share.
         c.rate_bps = self.settings.rate;
+        c.rate_control = self.settings.rate_control;
         c.class = class;
         c.mtu = self.settings.mtu;
         c.fec = fec;

@@ -49,7 +49,7 @@ pub fn render(ctx: &Ctx) -> String {
         &mut s,
         link,
         Kind::Gauge,
-        "configured air link rate, bytes per second",
+        "air link rate the flows share: the fixed rate, or the cap of discovered ones, bytes per second",
     );
     sample(
         &mut s,

@@ -198,3 +198,43 @@ fn flow_flags_without_a_flow_and_file_keys_of_the_other_role_are_errors() {
     let e = format!("{:#}", a.file_config().unwrap_err());
     assert!(e.contains("`peer`") && e.contains("ingress"), "{e}");
 }
+
+#[test]
+fn rate_flags_reach_the_settings_and_the_start_line_says_which() {
+    use aerotp_gw::config::{RateControl, DEFAULT_CAP_BPS};
+    let egress = |extra: &[&str]| {
+        let mut v = vec!["egress", "--listen", "127.0.0.1:0"];
+        v.extend_from_slice(extra);
+        match parse(&v).unwrap().cmd {
+            Cmd::Egress(a) => a.file_config().and_then(|c| c.settings()),
+            _ => panic!("egress"),
+        }
+    };
+    let s = egress(&[]).unwrap();
+    assert_eq!(
+        (s.rate_control, s.rate),
+        (RateControl::Discover, DEFAULT_CAP_BPS)
+    );
+    assert!(
+        rate_line(&s).starts_with("rate discovered by reliable flows under their class's share of 5mbit (max_rate, default"),
+        "{}",
+        rate_line(&s)
+    );
+    let s = egress(&["--max-rate", "8mbit"]).unwrap();
+    assert_eq!((s.rate_control, s.rate), (RateControl::Discover, 8_000_000));
+    assert!(
+        rate_line(&s).contains("share of 8mbit (max_rate);"),
+        "{}",
+        rate_line(&s)
+    );
+    let s = egress(&["--rate", "auto", "--max-rate", "2mbit"]).unwrap();
+    assert_eq!((s.rate_control, s.rate), (RateControl::Discover, 2_000_000));
+    let s = egress(&["--rate", "4.8mbit"]).unwrap();
+    assert_eq!((s.rate_control, s.rate), (RateControl::Fixed, 4_800_000));
+    assert_eq!(rate_line(&s), "rate 4800kbit fixed (rate), shared by class");
+    let e = format!(
+        "{:#}",
+        egress(&["--rate", "4.8mbit", "--max-rate", "8mbit"]).unwrap_err()
+    );
+    assert!(e.contains("give one of them"), "{e}");
+}

@@ -1,6 +1,6 @@
 //! Checks of the gateway keys that [`FileConfig::settings`] does not parse itself:
-//! destinations and allow-list entries (`host:port`), weights, the window, the store and the
-//! rate's upper end. Every error names the key (the flag is the key with `--` and `-`), the
+//! destinations and allow-list entries (`host:port`), weights, the window and the store (the
+//! rate's are `rate.rs`'s). Every error names the key (the flag is the key with `--` and `-`), the
 //! value and what is accepted.
 
 use std::net::SocketAddr;
@@ -91,18 +91,12 @@ impl FileConfig {
     }
 }
 
-/// Highest `rate` accepted: far above any air link; beyond it a rate is a typo.
-const MAX_RATE: u64 = 100_000_000_000;
-
 impl FileConfig {
     /// The checks of the keys [`FileConfig::settings`] does not parse itself: destinations,
-    /// allow-list entries, weights, the window, the store and the rate's upper end. Every
+    /// allow-list entries, weights, the window and the store. Every
     /// error names the key (the flag is the key with `--` and `-`), the value and what is
     /// accepted, so a gateway never starts with a setting it cannot honour.
-    pub(super) fn check_inputs(&self, rate: u64, mtu: usize) -> Result<()> {
-        if rate > MAX_RATE {
-            bail!("rate {rate} b/s: give at most 100gbit");
-        }
+    pub(super) fn check_inputs(&self, mtu: usize) -> Result<()> {
         for (key, v) in [
             ("tcp_connect", &self.tcp_connect),
             ("udp_connect", &self.udp_connect),
