@@ -279,8 +279,41 @@ fn rlc_peer(w: usize, repairs: usize) -> (f64, f64) {
 
 fn main() {
     let a = Args::parse();
+    let channels = chosen_channels(&a);
     let n = a.delay_symbols;
-    let slot_ms = 1400.0 * 8.0 / 5e6 * 1e3;
+    println!(
+        "delay bound {n} wire symbols ({:.0} ms at 5 Mb/s, 1400 B); {} sources per recovery run, seed {}",
+        n as f64 * SLOT_MS,
+        a.symbols,
+        a.seed
+    );
+    println!();
+    println!(
+        "| channel | ratio (n/k) | k | code | link loss | residual | recovered delay median / p99 / max (symbols) | max delay at 5 Mb/s (ms) | enc+dec Gb/s (1400 B, median of {}) |",
+        a.runs
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let th = std::thread::Builder::new().stack_size(64 << 20);
+    th.spawn(move || {
+        recovery_table(&a, channels);
+        if a.no_cpu {
+            return;
+        }
+        controller_table();
+        peer_table();
+    })
+    .unwrap()
+    .join()
+    .unwrap();
+}
+
+/// One wire symbol's time at 5 Mb/s, 1400 B, in ms.
+const SLOT_MS: f64 = 1400.0 * 8.0 / 5e6 * 1e3;
+
+/// The loss channels `--channels` names, in table order; exits on a bad `--channels` or
+/// `--ratios`.
+fn chosen_channels(a: &Args) -> Vec<(&'static str, LossModel)> {
+    let n = a.delay_symbols;
     let channels = [
         ("iid 2 %", LossModel::iid(0.02)),
         ("iid 10 %", LossModel::iid(0.10)),
@@ -298,116 +331,143 @@ fn main() {
             std::process::exit(1);
         }
     }
-    let channels: Vec<(&str, LossModel)> = channels
+    channels
         .into_iter()
         .zip(["iid2", "iid10", "ge"])
         .filter(|(_, id)| a.channels.iter().any(|c| c == id))
         .map(|(c, _)| c)
-        .collect();
-    let ratios = a.ratios.clone();
-    println!("delay bound {n} wire symbols ({:.0} ms at 5 Mb/s, 1400 B); {} sources per recovery run, seed {}", n as f64 * slot_ms, a.symbols, a.seed);
-    println!();
-    println!("| channel | ratio (n/k) | k | code | link loss | residual | recovered delay median / p99 / max (symbols) | max delay at 5 Mb/s (ms) | enc+dec Gb/s (1400 B, median of {}) |", a.runs);
-    println!("|---|---|---|---|---|---|---|---|---|");
-    let th = std::thread::Builder::new().stack_size(64 << 20);
-    th
-        .spawn(move || {
-            let small = pool(0, 64, a.seed);
-            let full = pool(1400, 1400, a.seed);
-            for (name, model) in channels {
-                for &q in &ratios {
-                    let k = (n as f64 / q).round() as usize;
-                    for code in [Code::Rs, Code::Rlc] {
-                        let mut o = run(code, model, k, n, a.symbols, &small, a.seed);
-                        let mut gbps = vec![f64::NAN];
-                        for i in 0..if a.no_cpu { 0 } else { a.runs } {
-                            if i == 0 {
-                                gbps.clear();
-                            }
-                            let t0 = thread_cpu();
-                            let c = run(code, model, k, n, a.cpu_symbols, &full, a.seed + 100 + i as u64);
-                            let t = (thread_cpu() - t0).as_secs_f64();
-                            gbps.push(c.bytes as f64 * 8.0 / t / 1e9);
-                        }
-                        let name_c = if code == Code::Rs { "RS" } else { "RLC" };
-                        let mx = o.delays.iter().copied().max().unwrap_or(0);
-                        let line = format!(
-                            "| {name} | {:.3} | {k} | {name_c} | {:.4} | {:.2e} | {} / {} / {mx} | {:.0} | {} |",
-                            n as f64 / k as f64,
-                            o.lost as f64 / o.sent as f64,
-                            o.residual(),
-                            pct(&mut o.delays, 0.5),
-                            pct(&mut o.delays, 0.99),
-                            mx as f64 * slot_ms,
-                            if a.no_cpu {
-                                "–".to_string()
-                            } else {
-                                format!("{:.2}", median(gbps))
-                            },
-                        );
-                        println!("{line}");
-                    }
-                    if a.no_cpu {
-                        continue;
-                    }
-                    let mut rq = Vec::new();
-                    for i in 0..a.runs {
-                        let (b, t) = run_raptorq(model, k, n, a.cpu_symbols, a.seed + 200 + i as u64);
-                        rq.push(b as f64 * 8.0 / t / 1e9);
-                    }
-                    println!(
-                        "| {name} | {:.3} | {k} | RaptorQ | | (near-MDS, as RS) | | | {:.2}  |",
-                        n as f64 / k as f64,
-                        median(rq)
-                    );
-                }
+        .collect()
+}
+
+/// The recovery table's rows: per channel and ratio, RS and RLC (recovery, delay, CPU) and
+/// RaptorQ (CPU only).
+fn recovery_table(a: &Args, channels: Vec<(&str, LossModel)>) {
+    let n = a.delay_symbols;
+    let small = pool(0, 64, a.seed);
+    let full = pool(1400, 1400, a.seed);
+    for (name, model) in channels {
+        for &q in &a.ratios {
+            let k = (n as f64 / q).round() as usize;
+            for code in [Code::Rs, Code::Rlc] {
+                code_row(a, name, model, code, k, (&small, &full));
             }
             if a.no_cpu {
-                return;
+                continue;
             }
-            println!();
-            println!("Strength controller (aerotp_erasure::control) on the same models, 500 ms, 5 Mb/s, 1400 B:");
-            println!();
-            println!("| channel | target | block n | sources k | repairs r | ratio | predicted residual (block code) | meets |");
-            println!("|---|---|---|---|---|---|---|---|");
-            for (name, loss, burst, target) in [
-                ("iid 2 %", 0.02, 1.0 / 0.98, 1e-4),
-                ("iid 10 %", 0.10, 1.0 / 0.9, 1e-4),
-                ("GE 3 %, burst 10", 0.03, 10.0, 1e-3),
-                ("clean", 0.0, 1.0, 1e-4),
-            ] {
-                let c = StrengthController::new(ControllerConfig {
-                    target_residual: target,
-                    ..Default::default()
-                })
-                .unwrap();
-                let s = c
-                    .choose(&LinkReport {
-                        rate_bps: 5e6,
-                        symbol_bytes: 1400,
-                        loss_rate: loss,
-                        mean_burst: burst,
-                    })
-                    .unwrap();
-                println!(
-                    "| {name} | {target:.0e} | {} | {} | {} | {:.3} | {:.2e} | {} |",
-                    s.block, s.sources, s.repairs, s.ratio, s.predicted_residual, s.meets_target
-                );
+            let mut rq = Vec::new();
+            for i in 0..a.runs {
+                let (b, t) = run_raptorq(model, k, n, a.cpu_symbols, a.seed + 200 + i as u64);
+                rq.push(b as f64 * 8.0 / t / 1e9);
             }
-            #[cfg(feature = "cu-fec")]
-            {
-                println!();
-                println!("| window (1400 B) | this crate's RLC repair encoding Gb/s | cu-fec 1.3 Gb/s | ratio |");
-                println!("|---|---|---|---|");
-                for w in [50usize, 200] {
-                    let (ours, theirs) = rlc_peer(w, 2000 / (w / 50));
-                    println!("| {w} | {ours:.2} | {theirs:.2} | {:.1}x |", ours / theirs);
-                }
-            }
-            #[cfg(not(feature = "cu-fec"))]
-            println!("\n(cu-fec comparison skipped: run with `--features cu-fec`)");
+            println!(
+                "| {name} | {:.3} | {k} | RaptorQ | | (near-MDS, as RS) | | | {:.2}  |",
+                n as f64 / k as f64,
+                median(rq)
+            );
+        }
+    }
+}
+
+/// One code's row: a recovery run on the small payloads, then (unless `--no-cpu`) the CPU
+/// runs on the full ones.
+fn code_row(
+    a: &Args,
+    name: &str,
+    model: LossModel,
+    code: Code,
+    k: usize,
+    (small, full): (&[Vec<u8>], &[Vec<u8>]),
+) {
+    let n = a.delay_symbols;
+    let mut o = run(code, model, k, n, a.symbols, small, a.seed);
+    let mut gbps = vec![f64::NAN];
+    for i in 0..if a.no_cpu { 0 } else { a.runs } {
+        if i == 0 {
+            gbps.clear();
+        }
+        let t0 = thread_cpu();
+        let c = run(
+            code,
+            model,
+            k,
+            n,
+            a.cpu_symbols,
+            full,
+            a.seed + 100 + i as u64,
+        );
+        let t = (thread_cpu() - t0).as_secs_f64();
+        gbps.push(c.bytes as f64 * 8.0 / t / 1e9);
+    }
+    let name_c = if code == Code::Rs { "RS" } else { "RLC" };
+    let mx = o.delays.iter().copied().max().unwrap_or(0);
+    let line = format!(
+        "| {name} | {:.3} | {k} | {name_c} | {:.4} | {:.2e} | {} / {} / {mx} | {:.0} | {} |",
+        n as f64 / k as f64,
+        o.lost as f64 / o.sent as f64,
+        o.residual(),
+        pct(&mut o.delays, 0.5),
+        pct(&mut o.delays, 0.99),
+        mx as f64 * SLOT_MS,
+        if a.no_cpu {
+            "–".to_string()
+        } else {
+            format!("{:.2}", median(gbps))
+        },
+    );
+    println!("{line}");
+}
+
+/// What the strength controller chooses on the same models.
+fn controller_table() {
+    println!();
+    println!(
+        "Strength controller (aerotp_erasure::control) on the same models, 500 ms, 5 Mb/s, 1400 B:"
+    );
+    println!();
+    println!(
+        "| channel | target | block n | sources k | repairs r | ratio | predicted residual (block code) | meets |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (name, loss, burst, target) in [
+        ("iid 2 %", 0.02, 1.0 / 0.98, 1e-4),
+        ("iid 10 %", 0.10, 1.0 / 0.9, 1e-4),
+        ("GE 3 %, burst 10", 0.03, 10.0, 1e-3),
+        ("clean", 0.0, 1.0, 1e-4),
+    ] {
+        let c = StrengthController::new(ControllerConfig {
+            target_residual: target,
+            ..Default::default()
         })
-        .unwrap()
-        .join()
         .unwrap();
+        let s = c
+            .choose(&LinkReport {
+                rate_bps: 5e6,
+                symbol_bytes: 1400,
+                loss_rate: loss,
+                mean_burst: burst,
+            })
+            .unwrap();
+        println!(
+            "| {name} | {target:.0e} | {} | {} | {} | {:.3} | {:.2e} | {} |",
+            s.block, s.sources, s.repairs, s.ratio, s.predicted_residual, s.meets_target
+        );
+    }
+}
+
+/// This crate's RLC repair encoding against cu-fec's (with `--features cu-fec`).
+fn peer_table() {
+    #[cfg(feature = "cu-fec")]
+    {
+        println!();
+        println!(
+            "| window (1400 B) | this crate's RLC repair encoding Gb/s | cu-fec 1.3 Gb/s | ratio |"
+        );
+        println!("|---|---|---|---|");
+        for w in [50usize, 200] {
+            let (ours, theirs) = rlc_peer(w, 2000 / (w / 50));
+            println!("| {w} | {ours:.2} | {theirs:.2} | {:.1}x |", ours / theirs);
+        }
+    }
+    #[cfg(not(feature = "cu-fec"))]
+    println!("\n(cu-fec comparison skipped: run with `--features cu-fec`)");
 }

@@ -115,6 +115,15 @@ impl RepairHeader {
             seed: u32_at(12),
             symbol_bytes: u16_at(16),
         };
+        h.check()?;
+        Ok(h)
+    }
+
+    /// The fields' rules, once read: a span of at least one symbol, symbols holding the length
+    /// prefix, and each code's own (Reed-Solomon: an index below a non-zero total, even
+    /// symbols, no seed; RLC: no total).
+    fn check(&self) -> Result<(), Error> {
+        let h = self;
         if h.span == 0 {
             return Err(Error::Header {
                 field: "span",
@@ -129,7 +138,7 @@ impl RepairHeader {
                 accepted: "at least the 2-byte length prefix",
             });
         }
-        match code {
+        match h.code {
             CodeKind::ReedSolomon => {
                 if h.repair_total == 0 || h.repair_index >= h.repair_total {
                     return Err(Error::Header {
@@ -163,7 +172,7 @@ impl RepairHeader {
                 }
             }
         }
-        Ok(h)
+        Ok(())
     }
 }
 
