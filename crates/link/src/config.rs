@@ -336,45 +336,17 @@ impl LinkConfig {
             validate_burst(ge)?;
         }
         if let Some(r) = &self.random_outage {
-            if r.mean_up.is_zero() {
-                return Err(LinkError::config(
-                    "random_outage.mean_up",
-                    "is 0; give the mean time the link stays up, e.g. \"3min\"",
-                ));
-            }
-            // The schedule is generated period by period: sub-microsecond periods would
-            // make a long run cost billions of draws, and are not a link property anyway.
-            if r.mean_up < MIN_PERIOD {
-                return Err(LinkError::config(
-                    "random_outage.mean_up",
-                    format!(
-                        "is {:?}; it must be at least 1us (e.g. \"3min\")",
-                        r.mean_up
-                    ),
-                ));
-            }
-            if !r.down_min.is_zero() && r.down_min < MIN_PERIOD {
-                return Err(LinkError::config(
-                    "random_outage.down_min",
-                    format!(
-                        "is {:?}; it must be at least 1us (e.g. \"45s\")",
-                        r.down_min
-                    ),
-                ));
-            }
-            if r.down_min.is_zero() || r.down_max < r.down_min {
-                return Err(LinkError::config(
-                    "random_outage.down_min",
-                    format!(
-                        "and down_max are {:?} and {:?}; need 0 < down_min <= down_max (e.g. \"45s\" and \"50s\")",
-                        r.down_min, r.down_max
-                    ),
-                ));
-            }
+            validate_random_outage(r)?;
         }
         if let Some(t) = &self.trace {
             t.validate()?;
         }
+        self.validate_scheduled_outages()
+    }
+
+    /// Outages at given times and periodic ones: each of positive length and ending within
+    /// the clock's range; a periodic one shorter than its period.
+    fn validate_scheduled_outages(&self) -> Result<(), LinkError> {
         for o in &self.outages {
             if o.duration.is_zero() {
                 return Err(LinkError::config(
@@ -407,6 +379,49 @@ impl LinkConfig {
     }
 }
 
+/// Random outages: a positive mean up time and a down range `0 < down_min <= down_max`, none
+/// under 1 us.
+fn validate_random_outage(r: &RandomOutage) -> Result<(), LinkError> {
+    if r.mean_up.is_zero() {
+        return Err(LinkError::config(
+            "random_outage.mean_up",
+            "is 0; give the mean time the link stays up, e.g. \"3min\"",
+        ));
+    }
+    // The schedule is generated period by period: sub-microsecond periods would
+    // make a long run cost billions of draws, and are not a link property anyway.
+    if r.mean_up < MIN_PERIOD {
+        return Err(LinkError::config(
+            "random_outage.mean_up",
+            format!(
+                "is {:?}; it must be at least 1us (e.g. \"3min\")",
+                r.mean_up
+            ),
+        ));
+    }
+    if !r.down_min.is_zero() && r.down_min < MIN_PERIOD {
+        return Err(LinkError::config(
+            "random_outage.down_min",
+            format!(
+                "is {:?}; it must be at least 1us (e.g. \"45s\")",
+                r.down_min
+            ),
+        ));
+    }
+    if r.down_min.is_zero() || r.down_max < r.down_min {
+        return Err(LinkError::config(
+            "random_outage.down_min",
+            format!(
+                "and down_max are {:?} and {:?}; need 0 < down_min <= down_max (e.g. \"45s\" and \"50s\")",
+                r.down_min, r.down_max
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A Gilbert-Elliott burst model: probabilities in range and exactly one way of giving the
+/// sojourns in each state (per-packet transition probabilities, mean packets or mean time).
 fn validate_burst(ge: &GilbertElliott) -> Result<(), LinkError> {
     probability("burst.loss_bad", ge.loss_bad, true)?;
     probability("burst.loss_good", ge.loss_good, true)?;
@@ -438,54 +453,66 @@ fn validate_burst(ge: &GilbertElliott) -> Result<(), LinkError> {
         }
     }
     if packets {
-        for (field, v) in [
-            ("burst.good_packets", ge.good_packets),
-            ("burst.bad_packets", ge.bad_packets),
-        ] {
-            match v {
-                Some(n) if n.is_finite() && n >= 1.0 => {}
-                Some(n) => {
-                    return Err(LinkError::config(
-                        field,
-                        format!("is {n}; a mean sojourn in packets must be at least 1"),
-                    ))
-                }
-                None => {
-                    return Err(LinkError::config(
-                        field,
-                        "is missing; give good_packets and bad_packets together",
-                    ))
-                }
+        validate_mean_packets(ge)?;
+    }
+    if timed {
+        validate_mean_times(ge)?;
+    }
+    Ok(())
+}
+
+/// Sojourns as mean packets: both given, each at least one packet.
+fn validate_mean_packets(ge: &GilbertElliott) -> Result<(), LinkError> {
+    for (field, v) in [
+        ("burst.good_packets", ge.good_packets),
+        ("burst.bad_packets", ge.bad_packets),
+    ] {
+        match v {
+            Some(n) if n.is_finite() && n >= 1.0 => {}
+            Some(n) => {
+                return Err(LinkError::config(
+                    field,
+                    format!("is {n}; a mean sojourn in packets must be at least 1"),
+                ))
+            }
+            None => {
+                return Err(LinkError::config(
+                    field,
+                    "is missing; give good_packets and bad_packets together",
+                ))
             }
         }
     }
-    if timed {
-        for (field, v) in [
-            ("burst.good_time", ge.good_time),
-            ("burst.bad_time", ge.bad_time),
-        ] {
-            match v {
-                Some(d) if d >= MIN_PERIOD => {}
-                Some(d) if !d.is_zero() => {
-                    return Err(LinkError::config(
-                        field,
-                        format!(
-                            "is {d:?}; a mean sojourn must be at least 1us (e.g. \"2s\", \"50ms\")"
-                        ),
-                    ))
-                }
-                Some(_) => {
-                    return Err(LinkError::config(
-                        field,
-                        "is 0; a mean sojourn must be positive (e.g. \"2s\", \"50ms\")",
-                    ))
-                }
-                None => {
-                    return Err(LinkError::config(
-                        field,
-                        "is missing; give good_time and bad_time together",
-                    ))
-                }
+    Ok(())
+}
+
+/// Sojourns as mean times: both given, each at least 1 us.
+fn validate_mean_times(ge: &GilbertElliott) -> Result<(), LinkError> {
+    for (field, v) in [
+        ("burst.good_time", ge.good_time),
+        ("burst.bad_time", ge.bad_time),
+    ] {
+        match v {
+            Some(d) if d >= MIN_PERIOD => {}
+            Some(d) if !d.is_zero() => {
+                return Err(LinkError::config(
+                    field,
+                    format!(
+                        "is {d:?}; a mean sojourn must be at least 1us (e.g. \"2s\", \"50ms\")"
+                    ),
+                ))
+            }
+            Some(_) => {
+                return Err(LinkError::config(
+                    field,
+                    "is 0; a mean sojourn must be positive (e.g. \"2s\", \"50ms\")",
+                ))
+            }
+            None => {
+                return Err(LinkError::config(
+                    field,
+                    "is missing; give good_time and bad_time together",
+                ))
             }
         }
     }

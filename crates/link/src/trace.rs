@@ -109,100 +109,10 @@ impl Trace {
                 "is empty; it needs a header line such as time_s,rate_bps,delay_ms,ber,loss",
             )
         })?;
-        let cols: Vec<&str> = header.split(',').map(str::trim).collect();
-        const KNOWN: [&str; 5] = ["time_s", "rate_bps", "delay_ms", "ber", "loss"];
-        for (i, c) in cols.iter().enumerate() {
-            if !KNOWN.contains(c) {
-                return Err(bad(
-                    origin,
-                    hline,
-                    format!("unknown column {c:?}; the columns are time_s (required), rate_bps, delay_ms, ber, loss"),
-                ));
-            }
-            if cols[..i].contains(c) {
-                return Err(bad(origin, hline, format!("column {c:?} appears twice")));
-            }
-        }
-        if !cols.contains(&"time_s") {
-            return Err(bad(
-                origin,
-                hline,
-                "has no time_s column (seconds since the link's epoch)",
-            ));
-        }
+        let cols = columns(origin, hline, header)?;
         let mut rows: Vec<TraceRow> = Vec::new();
         for (n, line) in lines {
-            let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-            if cells.len() != cols.len() {
-                return Err(bad(
-                    origin,
-                    n,
-                    format!(
-                        "has {} cells; the header has {} columns",
-                        cells.len(),
-                        cols.len()
-                    ),
-                ));
-            }
-            let mut row = TraceRow::default();
-            for (c, v) in cols.iter().zip(&cells) {
-                if v.is_empty() {
-                    if *c == "time_s" {
-                        return Err(bad(origin, n, "time_s is empty; every row needs a time"));
-                    }
-                    continue;
-                }
-                let x: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|x: &f64| x.is_finite())
-                    .ok_or_else(|| bad(origin, n, format!("{c} {v:?} is not a number")))?;
-                match *c {
-                    "time_s" | "delay_ms" => {
-                        if !(0.0..=1e9).contains(&x) {
-                            return Err(bad(
-                                origin,
-                                n,
-                                format!("{c} {v} must be between 0 and 1e9"),
-                            ));
-                        }
-                        let d = if *c == "time_s" {
-                            Duration::from_secs_f64(x)
-                        } else {
-                            Duration::from_secs_f64(x / 1e3)
-                        };
-                        if *c == "time_s" {
-                            row.at = d;
-                        } else {
-                            row.delay = Some(d);
-                        }
-                    }
-                    "rate_bps" => {
-                        if !(1.0..=1e12).contains(&x) || x.fract() != 0.0 {
-                            return Err(bad(
-                                origin,
-                                n,
-                                format!(
-                                    "rate_bps {v} must be a whole number of bit/s in [1, 1e12]"
-                                ),
-                            ));
-                        }
-                        row.rate_bps = Some(x as u64);
-                    }
-                    "ber" => {
-                        if !(0.0..1.0).contains(&x) {
-                            return Err(bad(origin, n, format!("ber {v} must be in [0, 1)")));
-                        }
-                        row.ber = Some(x);
-                    }
-                    _ => {
-                        if !(0.0..=1.0).contains(&x) {
-                            return Err(bad(origin, n, format!("loss {v} must be in [0, 1]")));
-                        }
-                        row.loss = Some(x);
-                    }
-                }
-            }
+            let row = parse_row(origin, n, &cols, line)?;
             if let Some(prev) = rows.last() {
                 if row.at <= prev.at {
                     return Err(bad(
@@ -360,6 +270,117 @@ impl Trace {
         }
         Ok(())
     }
+}
+
+/// The columns a trace's header line (`hline`) names: known ones, each once, `time_s` among
+/// them.
+fn columns<'a>(origin: &str, hline: usize, header: &'a str) -> Result<Vec<&'a str>, LinkError> {
+    let cols: Vec<&str> = header.split(',').map(str::trim).collect();
+    const KNOWN: [&str; 5] = ["time_s", "rate_bps", "delay_ms", "ber", "loss"];
+    for (i, c) in cols.iter().enumerate() {
+        if !KNOWN.contains(c) {
+            return Err(bad(
+                origin,
+                hline,
+                format!("unknown column {c:?}; the columns are time_s (required), rate_bps, delay_ms, ber, loss"),
+            ));
+        }
+        if cols[..i].contains(c) {
+            return Err(bad(origin, hline, format!("column {c:?} appears twice")));
+        }
+    }
+    if !cols.contains(&"time_s") {
+        return Err(bad(
+            origin,
+            hline,
+            "has no time_s column (seconds since the link's epoch)",
+        ));
+    }
+    Ok(cols)
+}
+
+/// One row of a trace (line `n`): a cell per column, empty cells keeping the configured value
+/// (all but `time_s`).
+fn parse_row(origin: &str, n: usize, cols: &[&str], line: &str) -> Result<TraceRow, LinkError> {
+    let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+    if cells.len() != cols.len() {
+        return Err(bad(
+            origin,
+            n,
+            format!(
+                "has {} cells; the header has {} columns",
+                cells.len(),
+                cols.len()
+            ),
+        ));
+    }
+    let mut row = TraceRow::default();
+    for (c, v) in cols.iter().zip(&cells) {
+        if v.is_empty() {
+            if *c == "time_s" {
+                return Err(bad(origin, n, "time_s is empty; every row needs a time"));
+            }
+            continue;
+        }
+        let x: f64 = v
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite())
+            .ok_or_else(|| bad(origin, n, format!("{c} {v:?} is not a number")))?;
+        set_cell(&mut row, origin, n, c, v, x)?;
+    }
+    Ok(row)
+}
+
+/// Column `c` of `row` from its cell `v` (the number `x`), within the column's range.
+fn set_cell(
+    row: &mut TraceRow,
+    origin: &str,
+    n: usize,
+    c: &str,
+    v: &str,
+    x: f64,
+) -> Result<(), LinkError> {
+    match c {
+        "time_s" | "delay_ms" => {
+            if !(0.0..=1e9).contains(&x) {
+                return Err(bad(origin, n, format!("{c} {v} must be between 0 and 1e9")));
+            }
+            let d = if c == "time_s" {
+                Duration::from_secs_f64(x)
+            } else {
+                Duration::from_secs_f64(x / 1e3)
+            };
+            if c == "time_s" {
+                row.at = d;
+            } else {
+                row.delay = Some(d);
+            }
+        }
+        "rate_bps" => {
+            if !(1.0..=1e12).contains(&x) || x.fract() != 0.0 {
+                return Err(bad(
+                    origin,
+                    n,
+                    format!("rate_bps {v} must be a whole number of bit/s in [1, 1e12]"),
+                ));
+            }
+            row.rate_bps = Some(x as u64);
+        }
+        "ber" => {
+            if !(0.0..1.0).contains(&x) {
+                return Err(bad(origin, n, format!("ber {v} must be in [0, 1)")));
+            }
+            row.ber = Some(x);
+        }
+        _ => {
+            if !(0.0..=1.0).contains(&x) {
+                return Err(bad(origin, n, format!("loss {v} must be in [0, 1]")));
+            }
+            row.loss = Some(x);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

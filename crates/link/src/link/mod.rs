@@ -186,76 +186,23 @@ impl Link {
         let len = packet.len() as u64;
         self.stats.offered_packets += 1;
         self.stats.offered_bytes += len;
-
-        // 1. Drop-tail queue, occupancy measured at `now`.
-        self.drain_backlog(now);
-        if self.backlog.len() >= self.config.queue_packets as usize
-            || self.backlog_bytes + len > self.config.queue_bytes
-        {
-            self.stats.dropped_queue_packets += 1;
-            self.stats.dropped_queue_bytes += len;
-            return Offer::Dropped(DropReason::QueueFull);
+        // The steps run in a fixed order, and each draws from the one random stream in a
+        // fixed order: a seed gives the same run whatever the packets are.
+        if let Some(reason) = self.refused(now, len) {
+            return Offer::Dropped(reason);
         }
-        if self.in_flight.len() >= self.config.max_in_flight as usize {
-            self.stats.dropped_in_flight_limit += 1;
-            return Offer::Dropped(DropReason::InFlightLimit);
-        }
-
-        // 2. FIFO serialisation. The trace row in force when the transmission starts gives
-        // the rate, delay, BER and loss for the whole packet.
-        let tx_start = now.max(self.tx_free);
-        self.stats.queue_delay.record(tx_start - now);
-        let row = self.trace_row(tx_start).copied().unwrap_or_default();
-        let rate = row.rate_bps.unwrap_or(self.config.rate_bps);
-        let tx_end = tx_start + self.serialisation_time_rate(packet.len(), rate);
-        self.tx_free = tx_end;
-        self.backlog.push_back((tx_end, len));
-        self.backlog_bytes += len;
-
-        // 3. Losses, in a fixed order. The burst chain advances for every transmitted
-        // packet so that its timing does not depend on the other loss processes.
-        let (burst_lost, burst_bad) = self.burst_step(tx_start);
-        let reason = if self.overlaps_outage_advancing(tx_start, tx_end) {
-            Some(LossReason::Outage)
-        } else if burst_lost {
-            Some(LossReason::Burst)
-        } else {
-            let loss = row.loss.unwrap_or(self.config.loss);
-            if loss > 0.0 && self.rng.gen_bool(loss) {
-                Some(LossReason::Random)
-            } else {
-                None
-            }
-        };
-        if let Some(reason) = reason {
+        let (tx_start, tx_end, row) = self.serialise(now, len);
+        let (lost, burst_bad) = self.loss(tx_start, tx_end, &row);
+        if let Some(reason) = lost {
             return self.lose(reason, len);
         }
-
-        // 4. Bit flips over virtual header + packet, at the BER in force: the burst state's
-        // own BER if it has one, else the trace's, else the configured one.
-        let base_ber = row.ber.unwrap_or(self.config.ber);
-        let ber = match (self.config.burst, burst_bad) {
-            (Some(ge), Some(true)) => ge.ber_bad.unwrap_or(base_ber),
-            (Some(ge), Some(false)) => ge.ber_good.unwrap_or(base_ber),
-            _ => base_ber,
-        };
+        let ber = self.ber_in_force(&row, burst_bad);
         let flipped_bits = match self.flip_bits(&mut packet, ber) {
             Some(n) => n,
             None => return self.lose(LossReason::HeaderCorrupt, len),
         };
-
-        // 5. Propagation delay and jitter.
-        let mut arrival = tx_end + row.delay.unwrap_or(self.config.delay);
-        if !self.config.jitter.is_zero() {
-            let j = self.rng.gen_range(0..=self.config.jitter.as_nanos() as u64);
-            arrival += Duration::from_nanos(j);
-        }
-        if !self.config.allow_reorder {
-            arrival = arrival.max(self.last_arrival);
-        }
-        self.last_arrival = self.last_arrival.max(arrival);
-
-        // 6. Duplication (only if there is room under max_in_flight for the copy).
+        let arrival = self.arrival(tx_end, &row);
+        // Step 6, duplication (only if there is room under max_in_flight for the copy).
         let duplicated = self.config.duplicate > 0.0
             && self.rng.gen_bool(self.config.duplicate)
             && self.in_flight.len() + 2 <= self.config.max_in_flight as usize;
@@ -269,6 +216,91 @@ impl Link {
             flipped_bits,
             duplicated,
         }
+    }
+
+    /// Step 1, the drop-tail queue, occupancy measured at `now`: why a packet of `len` bytes
+    /// is refused, if it is (counted).
+    fn refused(&mut self, now: Duration, len: u64) -> Option<DropReason> {
+        self.drain_backlog(now);
+        if self.backlog.len() >= self.config.queue_packets as usize
+            || self.backlog_bytes + len > self.config.queue_bytes
+        {
+            self.stats.dropped_queue_packets += 1;
+            self.stats.dropped_queue_bytes += len;
+            return Some(DropReason::QueueFull);
+        }
+        if self.in_flight.len() >= self.config.max_in_flight as usize {
+            self.stats.dropped_in_flight_limit += 1;
+            return Some(DropReason::InFlightLimit);
+        }
+        None
+    }
+
+    /// Step 2, FIFO serialisation: when the packet's transmission starts and ends, and the
+    /// trace row in force at its start, which gives the rate, delay, BER and loss for the
+    /// whole packet.
+    fn serialise(&mut self, now: Duration, len: u64) -> (Duration, Duration, TraceRow) {
+        let tx_start = now.max(self.tx_free);
+        self.stats.queue_delay.record(tx_start - now);
+        let row = self.trace_row(tx_start).copied().unwrap_or_default();
+        let rate = row.rate_bps.unwrap_or(self.config.rate_bps);
+        let tx_end = tx_start + self.serialisation_time_rate(len as usize, rate);
+        self.tx_free = tx_end;
+        self.backlog.push_back((tx_end, len));
+        self.backlog_bytes += len;
+        (tx_start, tx_end, row)
+    }
+
+    /// Step 3, losses, in a fixed order (outage, burst, random): why the packet is lost, if
+    /// it is, and the burst chain's state (bad or not) when there is one. The chain advances
+    /// for every transmitted packet so that its timing does not depend on the other loss
+    /// processes.
+    fn loss(
+        &mut self,
+        tx_start: Duration,
+        tx_end: Duration,
+        row: &TraceRow,
+    ) -> (Option<LossReason>, Option<bool>) {
+        let (burst_lost, burst_bad) = self.burst_step(tx_start);
+        let reason = if self.overlaps_outage_advancing(tx_start, tx_end) {
+            Some(LossReason::Outage)
+        } else if burst_lost {
+            Some(LossReason::Burst)
+        } else {
+            let loss = row.loss.unwrap_or(self.config.loss);
+            if loss > 0.0 && self.rng.gen_bool(loss) {
+                Some(LossReason::Random)
+            } else {
+                None
+            }
+        };
+        (reason, burst_bad)
+    }
+
+    /// Step 4, the BER bits are flipped at (over virtual header + packet): the burst state's
+    /// own BER if it has one, else the trace's, else the configured one.
+    fn ber_in_force(&self, row: &TraceRow, burst_bad: Option<bool>) -> f64 {
+        let base_ber = row.ber.unwrap_or(self.config.ber);
+        match (self.config.burst, burst_bad) {
+            (Some(ge), Some(true)) => ge.ber_bad.unwrap_or(base_ber),
+            (Some(ge), Some(false)) => ge.ber_good.unwrap_or(base_ber),
+            _ => base_ber,
+        }
+    }
+
+    /// Step 5, the arrival time: end of transmission plus propagation delay and jitter, never
+    /// before the last arrival unless reordering is allowed.
+    fn arrival(&mut self, tx_end: Duration, row: &TraceRow) -> Duration {
+        let mut arrival = tx_end + row.delay.unwrap_or(self.config.delay);
+        if !self.config.jitter.is_zero() {
+            let j = self.rng.gen_range(0..=self.config.jitter.as_nanos() as u64);
+            arrival += Duration::from_nanos(j);
+        }
+        if !self.config.allow_reorder {
+            arrival = arrival.max(self.last_arrival);
+        }
+        self.last_arrival = self.last_arrival.max(arrival);
+        arrival
     }
 
     /// Next packet whose arrival time is ≤ `now` (impairments already applied), in

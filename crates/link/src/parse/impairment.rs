@@ -237,6 +237,43 @@ pub const RANDOM_OUTAGE_FORMS: &str =
 e.g. up=3min,down=45s-50s (up for an exponential time of mean 3 min, then down 45 to 50 s); \
 down=45s means exactly 45 s; dir=both (default) drops both directions of every path together";
 
+/// A random outage's `down` value: `MIN-MAX` or one duration (`MIN` = `MAX`), both positive
+/// and `MIN <= MAX`.
+fn down_range(what: &'static str, input: &str, v: &str) -> Result<(Duration, Duration), LinkError> {
+    let (lo, hi) = match v.split_once('-') {
+        Some((lo, hi)) => (
+            positive_duration(what, input, "down (MIN)", lo.trim())?,
+            positive_duration(what, input, "down (MAX)", hi.trim())?,
+        ),
+        None => {
+            let d = positive_duration(what, input, "down", v)?;
+            (d, d)
+        }
+    };
+    if hi < lo {
+        return Err(LinkError::parse(
+            what,
+            input,
+            format!("`down` {v}: MIN must not exceed MAX (e.g. down=45s-50s)"),
+        ));
+    }
+    Ok((lo, hi))
+}
+
+/// A `dir` value: which directions an outage takes down.
+fn outage_scope(what: &'static str, input: &str, v: &str) -> Result<OutageScope, LinkError> {
+    match v {
+        "both" => Ok(OutageScope::Both),
+        "forward" => Ok(OutageScope::Forward),
+        "reverse" => Ok(OutageScope::Reverse),
+        other => Err(LinkError::parse(
+            what,
+            input,
+            format!("`dir` {other:?} is not both, forward or reverse"),
+        )),
+    }
+}
+
 /// Parses random outages from their command-line form:
 /// `up=MEAN,down=MIN-MAX[,seed=N][,dir=both|forward|reverse]` (`mean_up=` is accepted for
 /// `up=`, and `down=D` means `down=D-D`). `dir=both` is a path-level outage (one schedule for
@@ -259,26 +296,7 @@ pub fn parse_random_outage(input: &str) -> Result<(RandomOutage, OutageScope), L
                 }
                 up = Some(positive_duration(WHAT, input, k, v)?);
             }
-            "down" => {
-                let (lo, hi) = match v.split_once('-') {
-                    Some((lo, hi)) => (
-                        positive_duration(WHAT, input, "down (MIN)", lo.trim())?,
-                        positive_duration(WHAT, input, "down (MAX)", hi.trim())?,
-                    ),
-                    None => {
-                        let d = positive_duration(WHAT, input, k, v)?;
-                        (d, d)
-                    }
-                };
-                if hi < lo {
-                    return Err(LinkError::parse(
-                        WHAT,
-                        input,
-                        format!("`down` {v}: MIN must not exceed MAX (e.g. down=45s-50s)"),
-                    ));
-                }
-                down = Some((lo, hi));
-            }
+            "down" => down = Some(down_range(WHAT, input, v)?),
             "seed" => {
                 seed = Some(v.parse::<u64>().map_err(|_| {
                     LinkError::parse(
@@ -288,20 +306,7 @@ pub fn parse_random_outage(input: &str) -> Result<(RandomOutage, OutageScope), L
                     )
                 })?)
             }
-            "dir" => {
-                scope = match v {
-                    "both" => OutageScope::Both,
-                    "forward" => OutageScope::Forward,
-                    "reverse" => OutageScope::Reverse,
-                    other => {
-                        return Err(LinkError::parse(
-                            WHAT,
-                            input,
-                            format!("`dir` {other:?} is not both, forward or reverse"),
-                        ))
-                    }
-                }
-            }
+            "dir" => scope = outage_scope(WHAT, input, v)?,
             other => {
                 return Err(LinkError::parse(
                     WHAT,
