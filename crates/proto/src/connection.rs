@@ -19,6 +19,7 @@ use crate::reset_guard::{self, ResetGuard, ResetStats};
 use crate::rtt::RttEstimator;
 use crate::sender::{Sender, SenderStats};
 use crate::state::{transition, Action, State, StateEvent};
+use crate::tpdu_size::TpduSizer;
 use aerotp_wire::{Ack, ControlBody, Flags, Header, Mode};
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -29,6 +30,7 @@ mod radio;
 mod rate;
 mod reset;
 mod timers;
+mod tpdu;
 mod transmit;
 
 /// Whether a TPDU is an outage PROBE: a control TPDU whose only part is an empty NACK
@@ -160,6 +162,8 @@ pub struct Connection {
     /// Resets a blind attacker cannot forge (`reset`).
     guard: ResetGuard,
     stats_wire: ConnectionStats,
+    /// The outages seen and the size new TPDUs are cut at (`crate::tpdu_size`).
+    tpdu: TpduSizer,
 }
 
 const EVENT_LIMIT: usize = 64;
@@ -253,6 +257,7 @@ impl Connection {
             send_trace: if cfg.trace { Some(Vec::new()) } else { None },
             guard: ResetGuard::default(),
             stats_wire: ConnectionStats::default(),
+            tpdu: TpduSizer::new(now),
             cfg,
         }
     }
@@ -505,6 +510,7 @@ impl Connection {
                 (self.heard_gap * 7 + gap) / 8
             };
             self.heard_gaps = self.heard_gaps.saturating_add(1);
+            self.tpdu.on_gap(gap);
         }
         self.last_heard = now;
         self.clock = self.clock.max(now);

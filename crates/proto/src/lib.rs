@@ -38,6 +38,7 @@ mod sender;
 mod state;
 mod table;
 mod tombstones;
+mod tpdu_size;
 
 pub use aerotp_wire::{Mode, AUTH_OVERHEAD};
 pub use auth::{AuthConfig, AuthError, AuthKey, KeySet, KEY_LEN, REPLAY_PEERS, REPLAY_WINDOW};

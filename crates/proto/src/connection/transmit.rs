@@ -189,6 +189,7 @@ impl Connection {
             return false;
         }
         let max_body = self.max_body();
+        let max_body = self.new_tpdu_body(now, max_body);
         let asyn = self.role == Role::Initiator;
         let paths = &mut self.paths;
         let Some(o) = self
