@@ -235,6 +235,13 @@ fn rs_section(trials: usize) {
 }
 
 fn crate_section() {
+    crate_speed_table();
+    crate_edge_case_table();
+}
+
+/// The `reed-solomon` crate against this one on the same code and layout: identical parity,
+/// encode and decode speeds.
+fn crate_speed_table() {
     println!("### `reed-solomon` crate 0.2.1 vs this crate (same code, same layout)\n");
     println!("| p | parity identical | crate enc MB/s | ours enc MB/s | crate dec MB/s | ours dec MB/s |");
     println!("|---|---|---|---|---|---|");
@@ -269,10 +276,12 @@ fn crate_section() {
         println!("| {p} | {same} | {ce:.0} | {oe:.0} | {cd:.0} | {od:.0} |");
     }
     println!();
-    println!("Edge cases (one codeword unless said; \"ok\" = corrected to the sent word):\n");
-    println!("| case | reed-solomon crate | this crate |");
-    println!("|---|---|---|");
-    let cases: Vec<(&str, u8, usize, Vec<usize>)> = vec![
+}
+
+/// Edge cases of the code (errors only in parity, shortened and odd codes, exactly `t` and
+/// one more than `t` errors): (name, parity bytes, data bytes, error positions).
+fn edge_cases() -> Vec<(&'static str, u8, usize, Vec<usize>)> {
+    vec![
         (
             "p=8, 4 errors all in parity",
             8,
@@ -311,11 +320,18 @@ fn crate_section() {
             200,
             (0..9).map(|i| i * 20).collect(),
         ),
-    ];
+    ]
+}
+
+/// What each decoder makes of [`edge_cases`]: corrected, refused, miscorrected or panicked.
+fn crate_edge_case_table() {
+    println!("Edge cases (one codeword unless said; \"ok\" = corrected to the sent word):\n");
+    println!("| case | reed-solomon crate | this crate |");
+    println!("|---|---|---|");
     // The crate's panics are caught and reported in the table; keep their messages out.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    for (name, p, k, errs) in cases {
+    for (name, p, k, errs) in edge_cases() {
         let mut rng = Pcg64::seed_from_u64(k as u64);
         let data: Vec<u8> = (0..k).map(|_| rng.gen()).collect();
         let mut sent = data.clone();
@@ -377,86 +393,134 @@ fn ldpc_section(trials: usize) {
     ];
     for (code, name) in codes {
         for dec in [LdpcDecoder::BitFlip, LdpcDecoder::MinSum] {
-            let nb = code.n() / 8;
-            let kb = code.k() / 8;
-            let cws = MTU / nb;
-            let l = cws * kb;
-            let t = cws * nb;
-            print!(
-                "| {name} | {} | {}/{} | {cws} | {l} | {t} | {:.1} % |",
-                match dec {
-                    LdpcDecoder::BitFlip => "bit-flip",
-                    LdpcDecoder::MinSum => "min-sum",
-                },
-                code.k(),
-                code.n(),
-                100.0 * (t - l) as f64 / t as f64
-            );
-            let mut rng = Pcg64::seed_from_u64(code.n() as u64);
-            let data: Vec<u8> = (0..l).map(|_| rng.gen()).collect();
-            let enc_tpdu = |data: &[u8]| {
-                let mut out = vec![0u8; t];
-                for c in 0..cws {
-                    code.copy_encode(&data[c * kb..(c + 1) * kb], &mut out[c * nb..(c + 1) * nb]);
-                }
-                out
-            };
-            let mut out = vec![0u8; code.output_len()];
-            let mut wbf = vec![0u8; code.decode_bf_working_len()];
-            let mut llrs = vec![0i8; code.n()];
-            let mut wms = vec![0i8; code.decode_ms_working_len()];
-            let mut wms8 = vec![0u8; code.decode_ms_working_u8_len()];
-            let mut dec_tpdu = |rx: &[u8], data: &[u8]| -> bool {
-                let mut all = true;
-                for c in 0..cws {
-                    let cw = &rx[c * nb..(c + 1) * nb];
-                    let ok = match dec {
-                        LdpcDecoder::BitFlip => code.decode_bf(cw, &mut out, &mut wbf, 50).0,
-                        LdpcDecoder::MinSum => {
-                            code.hard_to_llrs(cw, &mut llrs);
-                            code.decode_ms(&llrs, &mut out, &mut wms, &mut wms8, 50).0
-                        }
-                    };
-                    all &= ok && out[..kb] == data[c * kb..(c + 1) * kb];
-                }
-                all
-            };
-            let sent = enc_tpdu(&data);
-            for ber in BERS {
-                let mut fails = 0;
-                for _ in 0..trials {
-                    let mut rx = sent.clone();
-                    if flip_bits(&mut rx, ber, &mut rng) == 0 {
-                        continue;
-                    }
-                    if !dec_tpdu(&rx, &data) {
-                        fails += 1;
-                    }
-                }
-                print!(" {} |", rate(fails, trials));
-            }
-            let iters = 300;
-            let t0 = Cpu::now();
-            for _ in 0..iters {
-                black_box(enc_tpdu(black_box(&data)));
-            }
-            let enc_s = t0.secs();
-            let mut rx = sent.clone();
-            flip_bits(&mut rx, 1e-4, &mut rng);
-            let t0 = Cpu::now();
-            for _ in 0..iters {
-                black_box(dec_tpdu(black_box(&rx), &data));
-            }
-            let dec_s = t0.secs();
-            println!(
-                " {:.1} | {:.1} | {:.0} |",
-                mbps(l * iters, enc_s),
-                mbps(l * iters, dec_s),
-                dec_s / iters as f64 * 1e6
-            );
+            ldpc_row(code, name, dec, trials);
         }
     }
     println!();
+}
+
+/// A TPDU of as many codewords of `code` as fit the MTU, with the decoder's working buffers.
+struct LdpcTpdu {
+    code: LDPCCode,
+    dec: LdpcDecoder,
+    /// Codewords per TPDU, and each one's length and data length in bytes.
+    cws: usize,
+    nb: usize,
+    kb: usize,
+    out: Vec<u8>,
+    wbf: Vec<u8>,
+    llrs: Vec<i8>,
+    wms: Vec<i8>,
+    wms8: Vec<u8>,
+}
+
+impl LdpcTpdu {
+    fn new(code: LDPCCode, dec: LdpcDecoder) -> LdpcTpdu {
+        let nb = code.n() / 8;
+        LdpcTpdu {
+            code,
+            dec,
+            cws: MTU / nb,
+            nb,
+            kb: code.k() / 8,
+            out: vec![0u8; code.output_len()],
+            wbf: vec![0u8; code.decode_bf_working_len()],
+            llrs: vec![0i8; code.n()],
+            wms: vec![0i8; code.decode_ms_working_len()],
+            wms8: vec![0u8; code.decode_ms_working_u8_len()],
+        }
+    }
+
+    /// Protected bytes per TPDU.
+    fn data_len(&self) -> usize {
+        self.cws * self.kb
+    }
+
+    /// Bytes on the wire per TPDU.
+    fn wire_len(&self) -> usize {
+        self.cws * self.nb
+    }
+
+    fn encode(&self, data: &[u8]) -> Vec<u8> {
+        let (nb, kb) = (self.nb, self.kb);
+        let mut out = vec![0u8; self.wire_len()];
+        for c in 0..self.cws {
+            self.code
+                .copy_encode(&data[c * kb..(c + 1) * kb], &mut out[c * nb..(c + 1) * nb]);
+        }
+        out
+    }
+
+    /// Whether every codeword of `rx` decodes to its part of `data`.
+    fn decodes(&mut self, rx: &[u8], data: &[u8]) -> bool {
+        let (nb, kb) = (self.nb, self.kb);
+        let mut all = true;
+        for c in 0..self.cws {
+            let cw = &rx[c * nb..(c + 1) * nb];
+            let ok = match self.dec {
+                LdpcDecoder::BitFlip => self.code.decode_bf(cw, &mut self.out, &mut self.wbf, 50).0,
+                LdpcDecoder::MinSum => {
+                    self.code.hard_to_llrs(cw, &mut self.llrs);
+                    self.code
+                        .decode_ms(&self.llrs, &mut self.out, &mut self.wms, &mut self.wms8, 50)
+                        .0
+                }
+            };
+            all &= ok && self.out[..kb] == data[c * kb..(c + 1) * kb];
+        }
+        all
+    }
+}
+
+/// One code and decoder: its shape, TPDU failure rates at each BER, encode and decode speed.
+fn ldpc_row(code: LDPCCode, name: &str, dec: LdpcDecoder, trials: usize) {
+    let mut tpdu = LdpcTpdu::new(code, dec);
+    let (cws, l, t) = (tpdu.cws, tpdu.data_len(), tpdu.wire_len());
+    print!(
+        "| {name} | {} | {}/{} | {cws} | {l} | {t} | {:.1} % |",
+        match dec {
+            LdpcDecoder::BitFlip => "bit-flip",
+            LdpcDecoder::MinSum => "min-sum",
+        },
+        code.k(),
+        code.n(),
+        100.0 * (t - l) as f64 / t as f64
+    );
+    let mut rng = Pcg64::seed_from_u64(code.n() as u64);
+    let data: Vec<u8> = (0..l).map(|_| rng.gen()).collect();
+    let sent = tpdu.encode(&data);
+    for ber in BERS {
+        let mut fails = 0;
+        for _ in 0..trials {
+            let mut rx = sent.clone();
+            if flip_bits(&mut rx, ber, &mut rng) == 0 {
+                continue;
+            }
+            if !tpdu.decodes(&rx, &data) {
+                fails += 1;
+            }
+        }
+        print!(" {} |", rate(fails, trials));
+    }
+    let iters = 300;
+    let t0 = Cpu::now();
+    for _ in 0..iters {
+        black_box(tpdu.encode(black_box(&data)));
+    }
+    let enc_s = t0.secs();
+    let mut rx = sent.clone();
+    flip_bits(&mut rx, 1e-4, &mut rng);
+    let t0 = Cpu::now();
+    for _ in 0..iters {
+        black_box(tpdu.decodes(black_box(&rx), &data));
+    }
+    let dec_s = t0.secs();
+    println!(
+        " {:.1} | {:.1} | {:.0} |",
+        mbps(l * iters, enc_s),
+        mbps(l * iters, dec_s),
+        dec_s / iters as f64 * 1e6
+    );
 }
 
 fn main() {

@@ -244,8 +244,24 @@ pub(crate) fn decode_remainder(n: usize, rem: &[u8], fixes: &mut Vec<Fix>) -> Re
     if syndromes(rem, &mut s) {
         return Ok(0);
     }
+    // The classic three steps: where the errors may be (the locator's degree is their
+    // count), which positions they are at, and their values, checked against the syndromes.
+    let (lambda, l) = error_locator(&s, p).ok_or(())?;
+    let (roots, nroots) = error_positions(&lambda, l, n).ok_or(())?;
+    let start = fixes.len();
+    if error_values(&lambda, l, &roots[..nroots], n, p, &mut s, fixes).is_none() {
+        // Nothing of a failed decode is applied.
+        fixes.truncate(start);
+        return Err(());
+    }
+    Ok(nroots)
+}
 
-    // Berlekamp–Massey: error locator Lambda(x), ascending coefficients.
+/// Berlekamp–Massey over the `p` syndromes `s`: the error locator Lambda(x) (ascending
+/// coefficients) and its degree `l`, or `None` when more errors than the code corrects
+/// (`2l > p`) or a malformed locator show the word cannot be decoded.
+#[inline]
+fn error_locator(s: &[u8; 256], p: usize) -> Option<([u8; 256], usize)> {
     let mut lambda = [0u8; 256];
     let mut prev = [0u8; 256];
     lambda[0] = 1;
@@ -284,9 +300,16 @@ pub(crate) fn decode_remainder(n: usize, rem: &[u8], fixes: &mut Vec<Fix>) -> Re
         }
     }
     if 2 * l > p || l == 0 || lambda[l] == 0 || lambda[l + 1..].iter().any(|&c| c != 0) {
-        return Err(());
+        return None;
     }
+    Some((lambda, l))
+}
 
+/// Chien search: the exponents `e` (position `n - 1 - e`) of the `l` roots of `lambda` among
+/// the `n` positions of the word, or `None` when fewer than `l` are there (the errors are not
+/// all inside the word: it cannot be decoded).
+#[inline]
+fn error_positions(lambda: &[u8; 256], l: usize, n: usize) -> Option<([usize; 128], usize)> {
     // Chien search over the n existing positions: position k has exponent e = n-1-k, locator
     // X = alpha^e; it is in error iff Lambda(X^-1) = 0. terms[i] = Lambda_i * alpha^(-e*i).
     // Terms kept as logarithms (LOG_ZERO for a zero coefficient); step i adds 255 - i.
@@ -320,10 +343,23 @@ pub(crate) fn decode_remainder(n: usize, rem: &[u8], fixes: &mut Vec<Fix>) -> Re
             }
         }
     }
-    if nroots != l {
-        return Err(());
-    }
+    (nroots == l).then_some((roots, nroots))
+}
 
+/// Forney: the value of the error at each of `roots`, pushed to `fixes`, each removed from
+/// the syndromes `s` as it is found; `None` (fixes partly pushed) when a value comes out zero
+/// or undefined, or when the syndromes are not all cleared at the end: the word was not
+/// within the code's reach after all.
+#[inline]
+fn error_values(
+    lambda: &[u8; 256],
+    l: usize,
+    roots: &[usize],
+    n: usize,
+    p: usize,
+    s: &mut [u8; 256],
+    fixes: &mut Vec<Fix>,
+) -> Option<()> {
     // Forney (first consecutive root 0): Y = X * Omega(X^-1) / Lambda'(X^-1),
     // Omega = S(x) Lambda(x) mod x^p.
     let mut omega = [0u8; 256];
@@ -334,8 +370,7 @@ pub(crate) fn decode_remainder(n: usize, rem: &[u8], fixes: &mut Vec<Fix>) -> Re
         }
         *om = acc;
     }
-    let start = fixes.len();
-    for &e in &roots[..nroots] {
+    for &e in roots {
         let x_inv_log = (255 - e % 255) % 255; // log of X^-1
         let x_inv = EXP[x_inv_log];
         let eval = |poly: &[u8]| poly.iter().rev().fold(0u8, |a, &c| gf::mul(a, x_inv) ^ c);
@@ -350,13 +385,11 @@ pub(crate) fn decode_remainder(n: usize, rem: &[u8], fixes: &mut Vec<Fix>) -> Re
             i += 2;
         }
         if der == 0 {
-            fixes.truncate(start);
-            return Err(());
+            return None;
         }
         let y = gf::mul(gf::pow_alpha(e), gf::div(om, der));
         if y == 0 {
-            fixes.truncate(start);
-            return Err(());
+            return None;
         }
         // Re-check: remove this error's contribution from every syndrome.
         let ly = LOG[y as usize] as usize;
@@ -369,10 +402,9 @@ pub(crate) fn decode_remainder(n: usize, rem: &[u8], fixes: &mut Vec<Fix>) -> Re
         });
     }
     if s[..p].iter().any(|&v| v != 0) {
-        fixes.truncate(start);
-        return Err(());
+        return None;
     }
-    Ok(nroots)
+    Some(())
 }
 
 #[cfg(test)]
