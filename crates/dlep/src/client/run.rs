@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, timeout, Instant};
@@ -88,13 +89,7 @@ async fn session(ctx: &mut Ctx, stream: TcpStream) -> Result<bool, Stop> {
         (ctx.cfg.session.heartbeat_interval.saturating_mul(2)).max(Duration::from_secs(1));
     let mut eof = false;
     loop {
-        while let Some(bytes) = s.poll_transmit() {
-            match timeout(write_limit, wr.write_all(&bytes)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => s.handle_io_error(format!("write: {e}")),
-                Err(_) => s.handle_io_error(format!("write stalled for {write_limit:?}")),
-            }
-        }
+        transmit(&mut s, &mut wr, write_limit).await;
         came_up |= s.is_up();
         if gone {
             // Nobody will read them: without this the loop would spin on a closed channel.
@@ -133,22 +128,55 @@ async fn session(ctx: &mut Ctx, stream: TcpStream) -> Result<bool, Stop> {
                 (quit, gone) = (true, true);
                 s.close(ctx.now());
             }
-            c = ctx.commands.recv(), if !quit => match c {
-                Some(Command::LinkCharacteristics { mac, current_rate_tx, latency_us }) => {
-                    if !s.request_link_characteristics(mac, current_rate_tx, latency_us) {
-                        tracing::debug!("DLEP: link characteristics request for {mac} not sent (no such destination)");
-                    }
-                }
-                Some(Command::Shutdown) | None => {
-                    quit = true;
-                    s.close(ctx.now());
-                }
-            },
+            c = ctx.commands.recv(), if !quit => quit = on_command(&mut s, c, ctx.now()),
         }
     }
     let _ = timeout(Duration::from_millis(200), wr.shutdown()).await;
-    // The session's last events (SessionLost above all) reach the consumer before anything
-    // else happens.
+    last_events(ctx, &mut s, quit).await?;
+    if quit {
+        return Err(Stop::Quit);
+    }
+    Ok(came_up)
+}
+
+/// Writes what the session has to send; a write that fails or stalls past `write_limit` is
+/// the session's to handle (it ends).
+async fn transmit(s: &mut Session, wr: &mut OwnedWriteHalf, write_limit: Duration) {
+    while let Some(bytes) = s.poll_transmit() {
+        match timeout(write_limit, wr.write_all(&bytes)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => s.handle_io_error(format!("write: {e}")),
+            Err(_) => s.handle_io_error(format!("write stalled for {write_limit:?}")),
+        }
+    }
+}
+
+/// A command from the client's owner (`None`: the owner is gone); true when the session is
+/// to end.
+fn on_command(s: &mut Session, c: Option<Command>, now: Duration) -> bool {
+    match c {
+        Some(Command::LinkCharacteristics {
+            mac,
+            current_rate_tx,
+            latency_us,
+        }) => {
+            if !s.request_link_characteristics(mac, current_rate_tx, latency_us) {
+                tracing::debug!(
+                    "DLEP: link characteristics request for {mac} not sent (no such destination)"
+                );
+            }
+            false
+        }
+        Some(Command::Shutdown) | None => {
+            s.close(now);
+            true
+        }
+    }
+}
+
+/// The session's last events (SessionLost above all) reach the consumer before anything else
+/// happens; when quitting, only those the channel has room for.
+async fn last_events(ctx: &mut Ctx, s: &mut Session, quit: bool) -> Result<(), Stop> {
     while let Some(e) = s.poll_event() {
         if quit {
             let _ = ctx.events.try_send(e);
@@ -167,8 +195,5 @@ async fn session(ctx: &mut Ctx, stream: TcpStream) -> Result<bool, Stop> {
             }
         }
     }
-    if quit {
-        return Err(Stop::Quit);
-    }
-    Ok(came_up)
+    Ok(())
 }

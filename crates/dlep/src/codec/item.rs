@@ -170,141 +170,17 @@ fn prefix(v: &ItemView<'_>, p: u8, max: u8) -> Result<u8, ParseError> {
 impl DataItem {
     /// Reads one item's value. Unknown types are never an error.
     pub fn parse(v: ItemView<'_>) -> Result<DataItem, ParseError> {
-        let b = v.value;
-        Ok(match v.ty {
-            id::STATUS => {
-                if b.is_empty() {
-                    return Err(ParseError::BadLength {
-                        ty: v.ty,
-                        len: 0,
-                        expected: "at least 1",
-                    });
-                }
-                DataItem::Status {
-                    code: StatusCode(b[0]),
-                    text: text(&b[1..]),
-                }
+        // By the items' roles in RFC 8175 (and its extensions); each group answers `None` for
+        // a type that is not its own.
+        let groups: [ItemGroup; 4] = [session_item, destination_item, metric_item, extension_item];
+        for group in groups {
+            if let Some(item) = group(&v)? {
+                return Ok(item);
             }
-            id::IPV4_CONNECTION_POINT => {
-                let port = match b.len() {
-                    5 => None,
-                    7 => Some(u16::from_be_bytes([b[5], b[6]])),
-                    _ => return Err(bad(&v, "5 or 7")),
-                };
-                DataItem::Ipv4ConnectionPoint {
-                    tls: flag(b[0]),
-                    addr: v4(&b[1..]),
-                    port,
-                }
-            }
-            id::IPV6_CONNECTION_POINT => {
-                let port = match b.len() {
-                    17 => None,
-                    19 => Some(u16::from_be_bytes([b[17], b[18]])),
-                    _ => return Err(bad(&v, "17 or 19")),
-                };
-                DataItem::Ipv6ConnectionPoint {
-                    tls: flag(b[0]),
-                    addr: v6(&b[1..]),
-                    port,
-                }
-            }
-            id::PEER_TYPE => {
-                if b.is_empty() {
-                    return Err(bad(&v, "at least 1"));
-                }
-                DataItem::PeerType {
-                    secured: flag(b[0]),
-                    description: text(&b[1..]),
-                }
-            }
-            id::HEARTBEAT_INTERVAL => {
-                exact(&v, 4, "4")?;
-                DataItem::HeartbeatInterval(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-            }
-            id::EXTENSIONS_SUPPORTED => {
-                if !b.len().is_multiple_of(2) {
-                    return Err(bad(&v, "a multiple of 2"));
-                }
-                DataItem::ExtensionsSupported(
-                    b.chunks_exact(2)
-                        .map(|c| u16::from_be_bytes([c[0], c[1]]))
-                        .collect(),
-                )
-            }
-            id::MAC_ADDRESS => DataItem::MacAddress(Mac::from_slice(b).ok_or(bad(&v, "6 or 8"))?),
-            id::IPV4_ADDRESS => {
-                exact(&v, 5, "5")?;
-                DataItem::Ipv4Address {
-                    add: flag(b[0]),
-                    addr: v4(&b[1..]),
-                }
-            }
-            id::IPV6_ADDRESS => {
-                exact(&v, 17, "17")?;
-                DataItem::Ipv6Address {
-                    add: flag(b[0]),
-                    addr: v6(&b[1..]),
-                }
-            }
-            id::IPV4_ATTACHED_SUBNET => {
-                exact(&v, 6, "6")?;
-                DataItem::Ipv4AttachedSubnet {
-                    add: flag(b[0]),
-                    addr: v4(&b[1..]),
-                    prefix: prefix(&v, b[5], 32)?,
-                }
-            }
-            id::IPV6_ATTACHED_SUBNET => {
-                exact(&v, 18, "18")?;
-                DataItem::Ipv6AttachedSubnet {
-                    add: flag(b[0]),
-                    addr: v6(&b[1..]),
-                    prefix: prefix(&v, b[17], 128)?,
-                }
-            }
-            id::MAX_DATA_RATE_RX => DataItem::MaxDataRateRx(u64_of(&v)?),
-            id::MAX_DATA_RATE_TX => DataItem::MaxDataRateTx(u64_of(&v)?),
-            id::CURRENT_DATA_RATE_RX => DataItem::CurrentDataRateRx(u64_of(&v)?),
-            id::CURRENT_DATA_RATE_TX => DataItem::CurrentDataRateTx(u64_of(&v)?),
-            id::LATENCY => DataItem::Latency(u64_of(&v)?),
-            id::RESOURCES => DataItem::Resources(percent(&v, "resources")?),
-            id::RELATIVE_LINK_QUALITY_RX => {
-                DataItem::RelativeLinkQualityRx(percent(&v, "relative link quality")?)
-            }
-            id::RELATIVE_LINK_QUALITY_TX => {
-                DataItem::RelativeLinkQualityTx(percent(&v, "relative link quality")?)
-            }
-            id::MTU => {
-                exact(&v, 2, "2")?;
-                DataItem::Mtu(u16::from_be_bytes([b[0], b[1]]))
-            }
-            id::QUEUE_PARAMETERS => DataItem::QueueParameters(QueueParameters::parse(b)?),
-            id::PAUSE | id::RESTART => {
-                if b.is_empty() {
-                    return Err(bad(&v, "at least 1"));
-                }
-                if v.ty == id::PAUSE {
-                    DataItem::Pause(b.to_vec())
-                } else {
-                    DataItem::Restart(b.to_vec())
-                }
-            }
-            id::LATENCY_RANGE => {
-                exact(&v, 16, "16")?;
-                let mut hi = [0u8; 8];
-                let mut lo = [0u8; 8];
-                hi.copy_from_slice(&b[..8]);
-                lo.copy_from_slice(&b[8..]);
-                DataItem::LatencyRange {
-                    max: u64::from_be_bytes(hi),
-                    min: u64::from_be_bytes(lo),
-                }
-            }
-            ty => DataItem::Unknown {
-                ty,
-                value: b.to_vec(),
-            },
+        }
+        Ok(DataItem::Unknown {
+            ty: v.ty,
+            value: v.value.to_vec(),
         })
     }
 
@@ -354,22 +230,19 @@ impl DataItem {
     }
 
     fn emit_value(&self, out: &mut Vec<u8>) -> Result<(), EmitError> {
-        let fl = |b: bool| u8::from(b);
         match self {
             DataItem::Status { code, text } => {
                 out.push(code.0);
                 out.extend_from_slice(text.as_bytes());
             }
             DataItem::Ipv4ConnectionPoint { tls, addr, port } => {
-                out.push(fl(*tls));
-                out.extend_from_slice(&addr.octets());
+                emit_flagged(out, *tls, &addr.octets());
                 if let Some(p) = port {
                     out.extend_from_slice(&p.to_be_bytes());
                 }
             }
             DataItem::Ipv6ConnectionPoint { tls, addr, port } => {
-                out.push(fl(*tls));
-                out.extend_from_slice(&addr.octets());
+                emit_flagged(out, *tls, &addr.octets());
                 if let Some(p) = port {
                     out.extend_from_slice(&p.to_be_bytes());
                 }
@@ -377,10 +250,7 @@ impl DataItem {
             DataItem::PeerType {
                 secured,
                 description,
-            } => {
-                out.push(fl(*secured));
-                out.extend_from_slice(description.as_bytes());
-            }
+            } => emit_flagged(out, *secured, description.as_bytes()),
             DataItem::HeartbeatInterval(ms) => out.extend_from_slice(&ms.to_be_bytes()),
             DataItem::ExtensionsSupported(ids) => {
                 for e in ids {
@@ -388,24 +258,16 @@ impl DataItem {
                 }
             }
             DataItem::MacAddress(m) => out.extend_from_slice(m.as_bytes()),
-            DataItem::Ipv4Address { add, addr } => {
-                out.push(fl(*add));
-                out.extend_from_slice(&addr.octets());
-            }
-            DataItem::Ipv6Address { add, addr } => {
-                out.push(fl(*add));
-                out.extend_from_slice(&addr.octets());
-            }
+            DataItem::Ipv4Address { add, addr } => emit_flagged(out, *add, &addr.octets()),
+            DataItem::Ipv6Address { add, addr } => emit_flagged(out, *add, &addr.octets()),
             DataItem::Ipv4AttachedSubnet { add, addr, prefix } => {
                 check_prefix(*prefix, 32)?;
-                out.push(fl(*add));
-                out.extend_from_slice(&addr.octets());
+                emit_flagged(out, *add, &addr.octets());
                 out.push(*prefix);
             }
             DataItem::Ipv6AttachedSubnet { add, addr, prefix } => {
                 check_prefix(*prefix, 128)?;
-                out.push(fl(*add));
-                out.extend_from_slice(&addr.octets());
+                emit_flagged(out, *add, &addr.octets());
                 out.push(*prefix);
             }
             DataItem::MaxDataRateRx(r)
@@ -415,15 +277,7 @@ impl DataItem {
             | DataItem::Latency(r) => out.extend_from_slice(&r.to_be_bytes()),
             DataItem::Resources(p)
             | DataItem::RelativeLinkQualityRx(p)
-            | DataItem::RelativeLinkQualityTx(p) => {
-                if *p > 100 {
-                    return Err(EmitError::OutOfRange {
-                        what: "percentage",
-                        value: (*p).into(),
-                    });
-                }
-                out.push(*p);
-            }
+            | DataItem::RelativeLinkQualityTx(p) => out.push(check_percent(*p)?),
             DataItem::Mtu(m) => out.extend_from_slice(&m.to_be_bytes()),
             DataItem::QueueParameters(q) => q.emit_value(out)?,
             DataItem::Pause(q) | DataItem::Restart(q) => {
@@ -445,12 +299,197 @@ impl DataItem {
     }
 }
 
+/// Reads the items of one group (`None`: a type of another group).
+type ItemGroup = fn(&ItemView<'_>) -> Result<Option<DataItem>, ParseError>;
+
+/// The session's own items: status, connection points, peer type, heartbeat, extensions;
+/// `None` for a type of another group.
+fn session_item(v: &ItemView<'_>) -> Result<Option<DataItem>, ParseError> {
+    let b = v.value;
+    Ok(Some(match v.ty {
+        id::STATUS => {
+            if b.is_empty() {
+                return Err(ParseError::BadLength {
+                    ty: v.ty,
+                    len: 0,
+                    expected: "at least 1",
+                });
+            }
+            DataItem::Status {
+                code: StatusCode(b[0]),
+                text: text(&b[1..]),
+            }
+        }
+        id::IPV4_CONNECTION_POINT => {
+            let port = match b.len() {
+                5 => None,
+                7 => Some(u16::from_be_bytes([b[5], b[6]])),
+                _ => return Err(bad(v, "5 or 7")),
+            };
+            DataItem::Ipv4ConnectionPoint {
+                tls: flag(b[0]),
+                addr: v4(&b[1..]),
+                port,
+            }
+        }
+        id::IPV6_CONNECTION_POINT => {
+            let port = match b.len() {
+                17 => None,
+                19 => Some(u16::from_be_bytes([b[17], b[18]])),
+                _ => return Err(bad(v, "17 or 19")),
+            };
+            DataItem::Ipv6ConnectionPoint {
+                tls: flag(b[0]),
+                addr: v6(&b[1..]),
+                port,
+            }
+        }
+        id::PEER_TYPE => {
+            if b.is_empty() {
+                return Err(bad(v, "at least 1"));
+            }
+            DataItem::PeerType {
+                secured: flag(b[0]),
+                description: text(&b[1..]),
+            }
+        }
+        id::HEARTBEAT_INTERVAL => {
+            exact(v, 4, "4")?;
+            DataItem::HeartbeatInterval(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        }
+        id::EXTENSIONS_SUPPORTED => {
+            if !b.len().is_multiple_of(2) {
+                return Err(bad(v, "a multiple of 2"));
+            }
+            DataItem::ExtensionsSupported(
+                b.chunks_exact(2)
+                    .map(|c| u16::from_be_bytes([c[0], c[1]]))
+                    .collect(),
+            )
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// A destination's identity: its MAC, addresses and attached subnets; `None` for a type of
+/// another group.
+fn destination_item(v: &ItemView<'_>) -> Result<Option<DataItem>, ParseError> {
+    let b = v.value;
+    Ok(Some(match v.ty {
+        id::MAC_ADDRESS => DataItem::MacAddress(Mac::from_slice(b).ok_or(bad(v, "6 or 8"))?),
+        id::IPV4_ADDRESS => {
+            exact(v, 5, "5")?;
+            DataItem::Ipv4Address {
+                add: flag(b[0]),
+                addr: v4(&b[1..]),
+            }
+        }
+        id::IPV6_ADDRESS => {
+            exact(v, 17, "17")?;
+            DataItem::Ipv6Address {
+                add: flag(b[0]),
+                addr: v6(&b[1..]),
+            }
+        }
+        id::IPV4_ATTACHED_SUBNET => {
+            exact(v, 6, "6")?;
+            DataItem::Ipv4AttachedSubnet {
+                add: flag(b[0]),
+                addr: v4(&b[1..]),
+                prefix: prefix(v, b[5], 32)?,
+            }
+        }
+        id::IPV6_ATTACHED_SUBNET => {
+            exact(v, 18, "18")?;
+            DataItem::Ipv6AttachedSubnet {
+                add: flag(b[0]),
+                addr: v6(&b[1..]),
+                prefix: prefix(v, b[17], 128)?,
+            }
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// Link metrics: data rates, latency, resources, link quality, MTU; `None` for a type of
+/// another group.
+fn metric_item(v: &ItemView<'_>) -> Result<Option<DataItem>, ParseError> {
+    let b = v.value;
+    Ok(Some(match v.ty {
+        id::MAX_DATA_RATE_RX => DataItem::MaxDataRateRx(u64_of(v)?),
+        id::MAX_DATA_RATE_TX => DataItem::MaxDataRateTx(u64_of(v)?),
+        id::CURRENT_DATA_RATE_RX => DataItem::CurrentDataRateRx(u64_of(v)?),
+        id::CURRENT_DATA_RATE_TX => DataItem::CurrentDataRateTx(u64_of(v)?),
+        id::LATENCY => DataItem::Latency(u64_of(v)?),
+        id::RESOURCES => DataItem::Resources(percent(v, "resources")?),
+        id::RELATIVE_LINK_QUALITY_RX => {
+            DataItem::RelativeLinkQualityRx(percent(v, "relative link quality")?)
+        }
+        id::RELATIVE_LINK_QUALITY_TX => {
+            DataItem::RelativeLinkQualityTx(percent(v, "relative link quality")?)
+        }
+        id::MTU => {
+            exact(v, 2, "2")?;
+            DataItem::Mtu(u16::from_be_bytes([b[0], b[1]]))
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// The extensions' items: queue parameters, pause and restart, latency range; `None` for a
+/// type of another group.
+fn extension_item(v: &ItemView<'_>) -> Result<Option<DataItem>, ParseError> {
+    let b = v.value;
+    Ok(Some(match v.ty {
+        id::QUEUE_PARAMETERS => DataItem::QueueParameters(QueueParameters::parse(b)?),
+        id::PAUSE | id::RESTART => {
+            if b.is_empty() {
+                return Err(bad(v, "at least 1"));
+            }
+            if v.ty == id::PAUSE {
+                DataItem::Pause(b.to_vec())
+            } else {
+                DataItem::Restart(b.to_vec())
+            }
+        }
+        id::LATENCY_RANGE => {
+            exact(v, 16, "16")?;
+            let mut hi = [0u8; 8];
+            let mut lo = [0u8; 8];
+            hi.copy_from_slice(&b[..8]);
+            lo.copy_from_slice(&b[8..]);
+            DataItem::LatencyRange {
+                max: u64::from_be_bytes(hi),
+                min: u64::from_be_bytes(lo),
+            }
+        }
+        _ => return Ok(None),
+    }))
+}
+
 fn bad(v: &ItemView<'_>, expected: &'static str) -> ParseError {
     ParseError::BadLength {
         ty: v.ty,
         len: v.value.len(),
         expected,
     }
+}
+
+/// A one-byte flag (TLS, secured, add/drop) and the value it qualifies.
+fn emit_flagged(out: &mut Vec<u8>, flag: bool, rest: &[u8]) {
+    out.push(u8::from(flag));
+    out.extend_from_slice(rest);
+}
+
+/// A percentage (resources, link quality): 0 to 100.
+fn check_percent(p: u8) -> Result<u8, EmitError> {
+    if p > 100 {
+        return Err(EmitError::OutOfRange {
+            what: "percentage",
+            value: p.into(),
+        });
+    }
+    Ok(p)
 }
 
 fn check_prefix(p: u8, max: u8) -> Result<(), EmitError> {

@@ -49,10 +49,69 @@ impl Digest {
             }),
             ..Digest::default()
         };
-        let mac = d.mac;
-        let max_lat = u64::try_from(cfg.max_latency.as_micros()).unwrap_or(u64::MAX);
+        let limits = Limits {
+            mac: d.mac,
+            max_latency_us: u64::try_from(cfg.max_latency.as_micros()).unwrap_or(u64::MAX),
+            max_rate_bps: cfg.max_rate_bps,
+            ll_latency_range,
+        };
+        // Implausible rates are reported as found, the other anomalies after every item: the
+        // order the session has always reported them in.
+        let mut later = Vec::new();
+        for it in items {
+            if !d.take_session_item(it) && !d.take_address(it) {
+                d.take_metric(it, &limits, anomalies, &mut later);
+            }
+        }
+        anomalies.append(&mut later);
+        d
+    }
+
+    /// An item about the session or the destination's queues; false for any other.
+    fn take_session_item(&mut self, it: &DataItem) -> bool {
+        match it {
+            DataItem::Status { code, text } => self.status = Some((*code, text.clone())),
+            DataItem::HeartbeatInterval(ms) => self.heartbeat_ms = Some(*ms),
+            DataItem::PeerType { description, .. } => self.peer_type = Some(description.clone()),
+            DataItem::ExtensionsSupported(e) => self.extensions = Some(e.clone()),
+            DataItem::Pause(q) => self.pause.extend_from_slice(q),
+            DataItem::Restart(q) => self.restart.extend_from_slice(q),
+            DataItem::QueueParameters(q) => self.queues = Some(q.clone()),
+            _ => return false,
+        }
+        true
+    }
+
+    /// An address or subnet added or dropped; false for any other item.
+    fn take_address(&mut self, it: &DataItem) -> bool {
+        let change = match it {
+            DataItem::Ipv4Address { add, addr } => AddrChange::V4(*add, *addr),
+            DataItem::Ipv6Address { add, addr } => AddrChange::V6(*add, *addr),
+            DataItem::Ipv4AttachedSubnet { add, addr, prefix } => {
+                AddrChange::V4Net(*add, *addr, *prefix)
+            }
+            DataItem::Ipv6AttachedSubnet { add, addr, prefix } => {
+                AddrChange::V6Net(*add, *addr, *prefix)
+            }
+            _ => return false,
+        };
+        self.addresses.push(change);
+        true
+    }
+
+    /// A link metric, kept when plausible; an implausible one is an anomaly instead (a rate's
+    /// in `anomalies`, the others' in `later`).
+    fn take_metric(
+        &mut self,
+        it: &DataItem,
+        limits: &Limits,
+        anomalies: &mut Vec<Anomaly>,
+        later: &mut Vec<Anomaly>,
+    ) {
+        let mac = limits.mac;
+        let m = &mut self.metrics;
         let mut rate = |slot: &mut Option<u64>, ty: u16, v: u64| {
-            if v == 0 || v > cfg.max_rate_bps {
+            if v == 0 || v > limits.max_rate_bps {
                 anomalies.push(Anomaly::Implausible {
                     mac,
                     item: ty,
@@ -62,83 +121,70 @@ impl Digest {
                 *slot = Some(v);
             }
         };
-        let latency_range = |d: &mut Digest, max: u64, min: u64, anomalies: &mut Vec<_>| {
-            if min > max || max > max_lat {
-                anomalies.push(Anomaly::Implausible {
-                    mac,
-                    item: item::LATENCY_RANGE,
-                    value: max,
-                });
-            } else {
-                d.metrics.latency_range_us = Some((min, max));
+        match it {
+            DataItem::MaxDataRateRx(v) => rate(&mut m.max_rate_rx, item::MAX_DATA_RATE_RX, *v),
+            DataItem::MaxDataRateTx(v) => rate(&mut m.max_rate_tx, item::MAX_DATA_RATE_TX, *v),
+            DataItem::CurrentDataRateRx(v) => {
+                rate(&mut m.current_rate_rx, item::CURRENT_DATA_RATE_RX, *v)
             }
-        };
-        // Anomalies found outside the `rate` closure (which holds `anomalies`).
-        let mut later = Vec::new();
-        for it in items {
-            let m = &mut d.metrics;
-            match it {
-                DataItem::Status { code, text } => d.status = Some((*code, text.clone())),
-                DataItem::HeartbeatInterval(ms) => d.heartbeat_ms = Some(*ms),
-                DataItem::PeerType { description, .. } => d.peer_type = Some(description.clone()),
-                DataItem::ExtensionsSupported(e) => d.extensions = Some(e.clone()),
-                DataItem::MaxDataRateRx(v) => rate(&mut m.max_rate_rx, item::MAX_DATA_RATE_RX, *v),
-                DataItem::MaxDataRateTx(v) => rate(&mut m.max_rate_tx, item::MAX_DATA_RATE_TX, *v),
-                DataItem::CurrentDataRateRx(v) => {
-                    rate(&mut m.current_rate_rx, item::CURRENT_DATA_RATE_RX, *v)
-                }
-                DataItem::CurrentDataRateTx(v) => {
-                    rate(&mut m.current_rate_tx, item::CURRENT_DATA_RATE_TX, *v)
-                }
-                DataItem::Latency(v) if *v > max_lat => later.push(Anomaly::Implausible {
+            DataItem::CurrentDataRateTx(v) => {
+                rate(&mut m.current_rate_tx, item::CURRENT_DATA_RATE_TX, *v)
+            }
+            DataItem::Latency(v) if *v > limits.max_latency_us => {
+                later.push(Anomaly::Implausible {
                     mac,
                     item: item::LATENCY,
                     value: *v,
-                }),
-                DataItem::Latency(v) => m.latency_us = Some(*v),
-                DataItem::Resources(v) => m.resources = Some(*v),
-                DataItem::RelativeLinkQualityRx(v) => m.rlq_rx = Some(*v),
-                DataItem::RelativeLinkQualityTx(v) => m.rlq_tx = Some(*v),
-                DataItem::Mtu(0) => later.push(Anomaly::Implausible {
-                    mac,
-                    item: item::MTU,
-                    value: 0,
-                }),
-                DataItem::Mtu(v) => m.mtu = Some(*v),
-                DataItem::LatencyRange { max, min } => {
-                    latency_range(&mut d, *max, *min, &mut later)
-                }
-                DataItem::Unknown { ty, value }
-                    if ll_latency_range
-                        && *ty == item::LL_DLEP_LATENCY_RANGE
-                        && value.len() == 16 =>
-                {
-                    let max = u64::from_be_bytes(value[..8].try_into().unwrap_or([0; 8]));
-                    let min = u64::from_be_bytes(value[8..].try_into().unwrap_or([0; 8]));
-                    latency_range(&mut d, max, min, &mut later)
-                }
-                DataItem::Ipv4Address { add, addr } => {
-                    d.addresses.push(AddrChange::V4(*add, *addr))
-                }
-                DataItem::Ipv6Address { add, addr } => {
-                    d.addresses.push(AddrChange::V6(*add, *addr))
-                }
-                DataItem::Ipv4AttachedSubnet { add, addr, prefix } => {
-                    d.addresses.push(AddrChange::V4Net(*add, *addr, *prefix))
-                }
-                DataItem::Ipv6AttachedSubnet { add, addr, prefix } => {
-                    d.addresses.push(AddrChange::V6Net(*add, *addr, *prefix))
-                }
-                DataItem::Pause(q) => d.pause.extend_from_slice(q),
-                DataItem::Restart(q) => d.restart.extend_from_slice(q),
-                DataItem::QueueParameters(q) => d.queues = Some(q.clone()),
-                // Connection points belong to Peer Offer; the MAC was taken above; anything
-                // else is an extension this side does not interpret.
-                _ => {}
+                })
             }
+            DataItem::Latency(v) => m.latency_us = Some(*v),
+            DataItem::Resources(v) => m.resources = Some(*v),
+            DataItem::RelativeLinkQualityRx(v) => m.rlq_rx = Some(*v),
+            DataItem::RelativeLinkQualityTx(v) => m.rlq_tx = Some(*v),
+            DataItem::Mtu(0) => later.push(Anomaly::Implausible {
+                mac,
+                item: item::MTU,
+                value: 0,
+            }),
+            DataItem::Mtu(v) => m.mtu = Some(*v),
+            DataItem::LatencyRange { max, min } => limits.latency_range(m, *max, *min, later),
+            DataItem::Unknown { ty, value }
+                if limits.ll_latency_range
+                    && *ty == item::LL_DLEP_LATENCY_RANGE
+                    && value.len() == 16 =>
+            {
+                let max = u64::from_be_bytes(value[..8].try_into().unwrap_or([0; 8]));
+                let min = u64::from_be_bytes(value[8..].try_into().unwrap_or([0; 8]));
+                limits.latency_range(m, max, min, later)
+            }
+            // Connection points belong to Peer Offer; the MAC was taken first; anything else
+            // is an extension this side does not interpret.
+            _ => {}
         }
-        anomalies.append(&mut later);
-        d
+    }
+}
+
+/// What makes a metric plausible, and whom an anomaly names.
+struct Limits {
+    mac: Option<Mac>,
+    max_latency_us: u64,
+    max_rate_bps: u64,
+    /// LL-DLEP's private latency-range item reads as RFC 8757's.
+    ll_latency_range: bool,
+}
+
+impl Limits {
+    /// A latency range, kept when `min <= max <= max_latency_us`.
+    fn latency_range(&self, m: &mut Metrics, max: u64, min: u64, later: &mut Vec<Anomaly>) {
+        if min > max || max > self.max_latency_us {
+            later.push(Anomaly::Implausible {
+                mac: self.mac,
+                item: item::LATENCY_RANGE,
+                value: max,
+            });
+        } else {
+            m.latency_range_us = Some((min, max));
+        }
     }
 }
 

@@ -154,23 +154,7 @@ impl Session {
                 LostReason::InitRejected { status, text },
             );
         }
-        let interval = match d.heartbeat_ms {
-            Some(ms) => Duration::from_millis(ms.into()),
-            None => {
-                self.anomaly(Anomaly::MissingItem {
-                    message: m.ty,
-                    item: item::HEARTBEAT_INTERVAL,
-                });
-                Duration::ZERO
-            }
-        };
-        // A modem that sends no heartbeats is still watched, at our own interval: a silent
-        // modem must not keep a dead session up forever.
-        self.peer_interval = if interval.is_zero() {
-            self.cfg.heartbeat_interval
-        } else {
-            interval
-        };
+        let interval = self.peer_heartbeat(m, d.heartbeat_ms);
         let mut addresses = Addresses::default();
         if !apply_addresses(&mut addresses, &d.addresses, self.cfg.max_addresses) {
             self.anomaly(Anomaly::TooManyAddresses { mac: None });
@@ -200,6 +184,29 @@ impl Session {
                 queues: d.pause,
             });
         }
+    }
+
+    /// The heartbeat interval the modem announced in `m` (zero if it sends none, or did not
+    /// say: an anomaly), and the interval its silence is judged by from now on.
+    fn peer_heartbeat(&mut self, m: &Message, heartbeat_ms: Option<u32>) -> Duration {
+        let interval = match heartbeat_ms {
+            Some(ms) => Duration::from_millis(ms.into()),
+            None => {
+                self.anomaly(Anomaly::MissingItem {
+                    message: m.ty,
+                    item: item::HEARTBEAT_INTERVAL,
+                });
+                Duration::ZERO
+            }
+        };
+        // A modem that sends no heartbeats is still watched, at our own interval: a silent
+        // modem must not keep a dead session up forever.
+        self.peer_interval = if interval.is_zero() {
+            self.cfg.heartbeat_interval
+        } else {
+            interval
+        };
+        interval
     }
 
     fn on_session_update(&mut self, m: &Message) {
