@@ -178,88 +178,125 @@ async fn receiver(
     rate: u64,
     clock: Clock,
     report: mpsc::UnboundedSender<(u32, f64)>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     ready: std::sync::mpsc::SyncSender<Result<(), String>>,
 ) -> Result<(), String> {
-    // The first data of a connection: `(index, delay)` once a whole block has arrived.
-    let first = move |buf: &[u8], first_at: Instant| -> Option<(u32, f64)> {
-        let (i, sent_ns) = decode(buf.get(..BLOCK)?)?;
-        let sent = clock.epoch + Duration::from_nanos(sent_ns);
-        Some((i, first_at.saturating_duration_since(sent).as_secs_f64()))
-    };
+    let rx = Receiving { clock, report };
     match kind {
         Kind::Tcp => {
-            let l = match tokio::net::TcpListener::bind(addr).await {
-                Ok(l) => l,
-                Err(e) => {
-                    let _ = ready.send(Err(e.to_string()));
-                    return Err(e.to_string());
-                }
-            };
-            let _ = ready.send(Ok(()));
-            loop {
-                let (mut s, _) = tokio::select! {
-                    a = l.accept() => a.map_err(|e| e.to_string())?,
-                    _ = stop.changed() => return Ok(()),
-                };
-                let report = report.clone();
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut first_at = None;
-                    let mut b = [0u8; 2048];
-                    while buf.len() < BLOCK {
-                        match timeout(Duration::from_secs(60), s.read(&mut b)).await {
-                            Ok(Ok(n)) if n > 0 => {
-                                first_at.get_or_insert_with(Instant::now);
-                                buf.extend_from_slice(&b[..n]);
-                            }
-                            _ => return,
-                        }
-                    }
-                    if let Some(r) = first_at.and_then(|t| first(&buf, t)) {
-                        let _ = report.send(r);
-                    }
-                });
-            }
+            let l = tokio::net::TcpListener::bind(addr).await;
+            tcp_receiver(bound(l, &ready)?, rx, stop).await
         }
         Kind::Aero(mode) => {
             let ep = aerotp_net::Endpoint::bind(addr, EndpointConfig::default()).and_then(|ep| {
                 ep.listen(aerotp_net::DEFAULT_PORT, aero_cfg(mode, rate))?;
                 Ok(ep)
             });
-            let ep = match ep {
-                Ok(ep) => ep,
-                Err(e) => {
-                    let _ = ready.send(Err(e.to_string()));
-                    return Err(e.to_string());
-                }
-            };
-            let _ = ready.send(Ok(()));
-            loop {
-                let c = tokio::select! {
-                    c = ep.accept() => c.ok_or("AeroTP endpoint stopped")?,
-                    _ = stop.changed() => return Ok(()),
-                };
-                let report = report.clone();
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut first_at = None;
-                    while buf.len() < BLOCK {
-                        match timeout(Duration::from_secs(60), c.read_chunk()).await {
-                            Ok(Ok(Some(d))) => {
-                                first_at.get_or_insert_with(Instant::now);
-                                buf.extend_from_slice(&d.data);
-                            }
-                            _ => return,
-                        }
-                    }
-                    if let Some(r) = first_at.and_then(|t| first(&buf, t)) {
-                        let _ = report.send(r);
-                    }
-                    c.abort("trial done");
-                });
-            }
+            aero_receiver(bound(ep, &ready)?, rx, stop).await
         }
+    }
+}
+
+/// The receiver's socket or endpoint, once bound; the set-up waiting on `ready` hears either
+/// way.
+fn bound<T, E: ToString>(
+    r: Result<T, E>,
+    ready: &std::sync::mpsc::SyncSender<Result<(), String>>,
+) -> Result<T, String> {
+    match r {
+        Ok(v) => {
+            let _ = ready.send(Ok(()));
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e.to_string()));
+            Err(e.to_string())
+        }
+    }
+}
+
+/// What a receiver does with each connection's first block.
+#[derive(Clone)]
+struct Receiving {
+    clock: Clock,
+    /// `(index, delay)` of each connection's first whole block.
+    report: mpsc::UnboundedSender<(u32, f64)>,
+}
+
+impl Receiving {
+    /// Reports a connection's first block (`buf`, whose first bytes came at `first_at`): its
+    /// index and how long after it was sent it began to arrive.
+    fn first_block(&self, buf: &[u8], first_at: Option<Instant>) {
+        let first = |first_at: Instant| -> Option<(u32, f64)> {
+            let (i, sent_ns) = decode(buf.get(..BLOCK)?)?;
+            let sent = self.clock.epoch + Duration::from_nanos(sent_ns);
+            Some((i, first_at.saturating_duration_since(sent).as_secs_f64()))
+        };
+        if let Some(r) = first_at.and_then(first) {
+            let _ = self.report.send(r);
+        }
+    }
+}
+
+/// Accepts TCP connections until told to `stop`, each read on its own task until its first
+/// block is in.
+async fn tcp_receiver(
+    l: tokio::net::TcpListener,
+    rx: Receiving,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), String> {
+    loop {
+        let (mut s, _) = tokio::select! {
+            a = l.accept() => a.map_err(|e| e.to_string())?,
+            _ = stop.changed() => return Ok(()),
+        };
+        let rx = rx.clone();
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let mut first_at = None;
+            let mut b = [0u8; 2048];
+            while buf.len() < BLOCK {
+                match timeout(Duration::from_secs(60), s.read(&mut b)).await {
+                    Ok(Ok(n)) if n > 0 => {
+                        first_at.get_or_insert_with(Instant::now);
+                        buf.extend_from_slice(&b[..n]);
+                    }
+                    _ => return,
+                }
+            }
+            rx.first_block(&buf, first_at);
+        });
+    }
+}
+
+/// Accepts AeroTP connections until told to `stop`, each read on its own task until its
+/// first block is in, then closed.
+async fn aero_receiver(
+    ep: aerotp_net::Endpoint,
+    rx: Receiving,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), String> {
+    loop {
+        let c = tokio::select! {
+            c = ep.accept() => c.ok_or("AeroTP endpoint stopped")?,
+            _ = stop.changed() => return Ok(()),
+        };
+        let rx = rx.clone();
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let mut first_at = None;
+            while buf.len() < BLOCK {
+                match timeout(Duration::from_secs(60), c.read_chunk()).await {
+                    Ok(Ok(Some(d))) => {
+                        first_at.get_or_insert_with(Instant::now);
+                        buf.extend_from_slice(&d.data);
+                    }
+                    _ => return,
+                }
+            }
+            rx.first_block(&buf, first_at);
+            c.abort("trial done");
+        });
     }
 }
 

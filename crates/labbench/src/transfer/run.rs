@@ -51,26 +51,8 @@ pub fn run(lab: &Lab, proto: Proto, spec: Spec) -> Result<Outcome> {
     let clock = Clock::new();
     let plan = Plan::new(spec.size, proto.block());
     let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<Option<Arc<Vec<u8>>>>>(1);
-    let g = ground(lab, spec.port);
-    let a = air_any(lab);
-    // Several paths: both ends on the wildcard address (module `aero`), the sender given
-    // the ground's other addresses.
-    let multi = !spec.extra_paths.is_empty();
-    let listen = if multi {
-        SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), spec.port)
-    } else {
-        g
-    };
-    let a = if multi {
-        SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), 0)
-    } else {
-        a
-    };
-    let extra: Vec<SocketAddr> = spec
-        .extra_paths
-        .iter()
-        .map(|&ip| SocketAddr::new(ip, spec.port))
-        .collect();
+    let ends = Ends::of(lab, &spec);
+    let (listen, g, a, extra) = (ends.listen, ends.ground, ends.air, ends.extra);
     let cap = spec.cap;
     let rate = spec.rate_bps;
     let timeline = spec.timeline;
@@ -96,6 +78,41 @@ pub fn run(lab: &Lab, proto: Proto, spec: Spec) -> Result<Outcome> {
     let r = receiver
         .join()
         .map_err(|_| anyhow!("receiver thread panicked"))?;
+    Ok(outcome(proto, &spec, s, r))
+}
+
+/// Where a transfer's ends are: the receiver's listening address, the ground address the
+/// sender sends to, the sender's own, and the ground's other addresses (extra paths).
+struct Ends {
+    listen: SocketAddr,
+    ground: SocketAddr,
+    air: SocketAddr,
+    extra: Vec<SocketAddr>,
+}
+
+impl Ends {
+    fn of(lab: &Lab, spec: &Spec) -> Ends {
+        let ground = ground(lab, spec.port);
+        // Several paths: both ends on the wildcard address (module `aero`), the sender given
+        // the ground's other addresses.
+        let multi = !spec.extra_paths.is_empty();
+        let any = |port| SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), port);
+        Ends {
+            listen: if multi { any(spec.port) } else { ground },
+            ground,
+            air: if multi { any(0) } else { air_any(lab) },
+            extra: spec
+                .extra_paths
+                .iter()
+                .map(|&ip| SocketAddr::new(ip, spec.port))
+                .collect(),
+        }
+    }
+}
+
+/// The transfer's outcome from what each end saw: complete when every byte arrived, and for
+/// a reliable stream (not UDP) only when the digests match too.
+fn outcome(proto: Proto, spec: &Spec, s: SendResult, r: RecvResult) -> Outcome {
     let sha_ok = match s.digest {
         Some(d) => r.sink.complete() && r.sink.digest() == d,
         None => false,
@@ -121,7 +138,7 @@ pub fn run(lab: &Lab, proto: Proto, spec: Spec) -> Result<Outcome> {
             .join("; "),
         ),
     };
-    Ok(Outcome {
+    Outcome {
         protocol: proto.name(),
         size: spec.size,
         delivered: r.sink.delivered,
@@ -135,7 +152,7 @@ pub fn run(lab: &Lab, proto: Proto, spec: Spec) -> Result<Outcome> {
         error,
         aero,
         arrivals: r.sink.arrivals,
-    })
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
