@@ -165,78 +165,11 @@ pub fn analyse(
             .and_then(Value::as_str)
             .unwrap_or("local")
             .to_owned();
-        let t = r.time_ms / 1e3;
         match r.name.as_str() {
-            TPDU_SENT => {
-                let side = sides.entry(at).or_default();
-                match d.get("kind").and_then(Value::as_str) {
-                    Some("data") => {
-                        let wire = d
-                            .pointer("/header/seq")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(0) as u32;
-                        let seq = aerotp_wire::expand_seq(side.highest, wire);
-                        side.highest = side.highest.max(seq);
-                        side.first_data_ms.get_or_insert(r.time_ms);
-                        side.last_data_ms = r.time_ms;
-                        if d.get("asyn_copy").and_then(Value::as_bool) == Some(true) {
-                            side.asyn_copies += 1;
-                        } else if d.get("retransmission").and_then(Value::as_bool) == Some(true) {
-                            side.data_retx += 1;
-                            side.retx.push((t, seq as f64));
-                        } else {
-                            side.data_first += 1;
-                            side.data_bytes_first += d
-                                .pointer("/header/len")
-                                .and_then(Value::as_u64)
-                                .unwrap_or(0);
-                            side.first.push((t, seq as f64));
-                        }
-                    }
-                    Some("repair") => {
-                        side.repairs_sent += 1;
-                        side.repairs.push((t, side.highest as f64));
-                    }
-                    Some("control") => side.control_sent += 1,
-                    _ => {}
-                }
-            }
-            TPDU_RECEIVED => {
-                let side = sides.entry(at).or_default();
-                if d.get("error").is_some() {
-                    side.undecodable_received += 1;
-                } else if d.get("kind").and_then(Value::as_str) == Some("control") {
-                    side.control_received += 1;
-                    let cum = d
-                        .pointer("/frames/mack/cum")
-                        .or_else(|| d.pointer("/frames/ack/cum"))
-                        .and_then(Value::as_u64);
-                    if let Some(c) = cum {
-                        side.acked.push((t, c as f64));
-                    }
-                }
-            }
-            LOSS_DETECTED => {
-                let e = s.engine.entry(at).or_default();
-                e.retransmissions_queued += u(d, "retransmissions_queued");
-                e.timeouts += u(d, "timeouts");
-                e.holes_given_up += u(d, "holes_given_up");
-            }
-            TPDUS_RECOVERED => {
-                let e = s.engine.entry(at).or_default();
-                e.fec_corrected += u(d, "fec_corrected");
-                e.rebuilt_from_repairs += u(d, "rebuilt_from_repairs");
-            }
-            OUTAGE => s.engine.entry(at).or_default().outages += 1,
-            FEC_UPDATED => s.engine.entry(at).or_default().fec_changes += 1,
-            RADIO_UPDATED => s.engine.entry(at).or_default().radio_changes += 1,
-            METRICS_UPDATED => {
-                let e = s.engine.entry(at).or_default();
-                e.last_smoothed_rtt_ms = d
-                    .get("smoothed_rtt_ms")
-                    .and_then(Value::as_f64)
-                    .or(e.last_smoothed_rtt_ms);
-            }
+            TPDU_SENT => sides.entry(at).or_default().on_sent(d, r.time_ms),
+            TPDU_RECEIVED => sides.entry(at).or_default().on_received(d, r.time_ms),
+            LOSS_DETECTED | TPDUS_RECOVERED | OUTAGE | FEC_UPDATED | RADIO_UPDATED
+            | METRICS_UPDATED => s.engine.entry(at).or_default().count(&r.name, d),
             STATE_UPDATED => {
                 let c = d.get("connection").and_then(Value::as_u64).unwrap_or(0);
                 let new = d.get("new").and_then(Value::as_str).unwrap_or("?");
@@ -249,68 +182,164 @@ pub fn analyse(
     if t1 >= t0 {
         s.duration_s = (t1 - t0) / 1e3;
     }
+    // The chart and the sending figures are those of the endpoint that sent the most data.
     let main = sides
         .iter()
         .max_by_key(|(_, v)| v.data_first + v.data_retx + v.asyn_copies)
         .map(|(k, _)| k.clone());
-    if let Some(k) = main {
-        let side = sides.remove(&k).unwrap_or_default();
-        s.sender = k;
-        s.data_tpdus_first = side.data_first;
-        s.data_tpdus_retransmitted = side.data_retx;
-        s.asyn_copies = side.asyn_copies;
-        s.data_bytes_first = side.data_bytes_first;
-        s.repairs_sent = side.repairs_sent;
-        s.control_sent = side.control_sent;
-        s.control_received = side.control_received;
-        s.undecodable_received =
-            side.undecodable_received + sides.values().map(|x| x.undecodable_received).sum::<u64>();
-        if let Some(f) = side.first_data_ms {
-            let span = (side.last_data_ms - f) / 1e3;
-            if span > 0.0 {
-                s.send_rate_bps = side.data_bytes_first as f64 * 8.0 / span;
-            }
-        }
+    let Some(k) = main else {
         if let Some(p) = png {
-            let chart = TimeSeq {
-                title,
-                marks: vec![
-                    Marks {
-                        name: "data sent".into(),
-                        mark: Mark::Dot,
-                        colour: 0,
-                        points: side.first.points,
-                    },
-                    Marks {
-                        name: "cumulative ACK received".into(),
-                        mark: Mark::Step,
-                        colour: 2,
-                        points: side.acked.points,
-                    },
-                    Marks {
-                        name: "repair TPDU sent".into(),
-                        mark: Mark::Dot,
-                        colour: 1,
-                        points: side.repairs.points,
-                    },
-                    Marks {
-                        name: "retransmission".into(),
-                        mark: Mark::Cross,
-                        colour: 3,
-                        points: side.retx.points,
-                    },
-                ],
-            };
-            draw_timeseq(p, &chart)?;
+            draw_timeseq(
+                p,
+                &TimeSeq {
+                    title,
+                    marks: Vec::new(),
+                },
+            )?;
         }
-    } else if let Some(p) = png {
-        draw_timeseq(
-            p,
-            &TimeSeq {
-                title,
-                marks: Vec::new(),
-            },
-        )?;
+        return Ok(s);
+    };
+    let side = sides.remove(&k).unwrap_or_default();
+    s.sender = k;
+    // Undecodable datagrams count wherever they arrived.
+    let undecodable_elsewhere = sides.values().map(|x| x.undecodable_received).sum::<u64>();
+    side.summarise(&mut s, undecodable_elsewhere);
+    if let Some(p) = png {
+        draw_timeseq(p, &side.chart(title))?;
     }
     Ok(s)
+}
+
+impl Side {
+    /// A `tpdu_sent` event of this endpoint, at `time_ms`.
+    fn on_sent(&mut self, d: &Value, time_ms: f64) {
+        let t = time_ms / 1e3;
+        match d.get("kind").and_then(Value::as_str) {
+            Some("data") => {
+                let wire = d
+                    .pointer("/header/seq")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0) as u32;
+                let seq = aerotp_wire::expand_seq(self.highest, wire);
+                self.highest = self.highest.max(seq);
+                self.first_data_ms.get_or_insert(time_ms);
+                self.last_data_ms = time_ms;
+                if d.get("asyn_copy").and_then(Value::as_bool) == Some(true) {
+                    self.asyn_copies += 1;
+                } else if d.get("retransmission").and_then(Value::as_bool) == Some(true) {
+                    self.data_retx += 1;
+                    self.retx.push((t, seq as f64));
+                } else {
+                    self.data_first += 1;
+                    self.data_bytes_first += d
+                        .pointer("/header/len")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0);
+                    self.first.push((t, seq as f64));
+                }
+            }
+            Some("repair") => {
+                self.repairs_sent += 1;
+                // Drawn at the highest sequence number sent so far: what it protects.
+                self.repairs.push((t, self.highest as f64));
+            }
+            Some("control") => self.control_sent += 1,
+            _ => {}
+        }
+    }
+
+    /// A `tpdu_received` event of this endpoint, at `time_ms`: the cumulative acknowledgement
+    /// (MACK or ACK) a control TPDU carries goes on the chart.
+    fn on_received(&mut self, d: &Value, time_ms: f64) {
+        if d.get("error").is_some() {
+            self.undecodable_received += 1;
+        } else if d.get("kind").and_then(Value::as_str) == Some("control") {
+            self.control_received += 1;
+            let cum = d
+                .pointer("/frames/mack/cum")
+                .or_else(|| d.pointer("/frames/ack/cum"))
+                .and_then(Value::as_u64);
+            if let Some(c) = cum {
+                self.acked.push((time_ms / 1e3, c as f64));
+            }
+        }
+    }
+
+    /// The summary's sending figures, from this endpoint (the sender).
+    fn summarise(&self, s: &mut Summary, undecodable_elsewhere: u64) {
+        s.data_tpdus_first = self.data_first;
+        s.data_tpdus_retransmitted = self.data_retx;
+        s.asyn_copies = self.asyn_copies;
+        s.data_bytes_first = self.data_bytes_first;
+        s.repairs_sent = self.repairs_sent;
+        s.control_sent = self.control_sent;
+        s.control_received = self.control_received;
+        s.undecodable_received = self.undecodable_received + undecodable_elsewhere;
+        if let Some(f) = self.first_data_ms {
+            let span = (self.last_data_ms - f) / 1e3;
+            if span > 0.0 {
+                s.send_rate_bps = self.data_bytes_first as f64 * 8.0 / span;
+            }
+        }
+    }
+
+    /// The time-sequence chart of this endpoint's sending.
+    fn chart(self, title: &str) -> TimeSeq<'_> {
+        TimeSeq {
+            title,
+            marks: vec![
+                Marks {
+                    name: "data sent".into(),
+                    mark: Mark::Dot,
+                    colour: 0,
+                    points: self.first.points,
+                },
+                Marks {
+                    name: "cumulative ACK received".into(),
+                    mark: Mark::Step,
+                    colour: 2,
+                    points: self.acked.points,
+                },
+                Marks {
+                    name: "repair TPDU sent".into(),
+                    mark: Mark::Dot,
+                    colour: 1,
+                    points: self.repairs.points,
+                },
+                Marks {
+                    name: "retransmission".into(),
+                    mark: Mark::Cross,
+                    colour: 3,
+                    points: self.retx.points,
+                },
+            ],
+        }
+    }
+}
+
+impl EngineTotals {
+    /// An engine event `name` of this endpoint: its deltas summed, the last RTT kept.
+    fn count(&mut self, name: &str, d: &Value) {
+        match name {
+            LOSS_DETECTED => {
+                self.retransmissions_queued += u(d, "retransmissions_queued");
+                self.timeouts += u(d, "timeouts");
+                self.holes_given_up += u(d, "holes_given_up");
+            }
+            TPDUS_RECOVERED => {
+                self.fec_corrected += u(d, "fec_corrected");
+                self.rebuilt_from_repairs += u(d, "rebuilt_from_repairs");
+            }
+            OUTAGE => self.outages += 1,
+            FEC_UPDATED => self.fec_changes += 1,
+            RADIO_UPDATED => self.radio_changes += 1,
+            METRICS_UPDATED => {
+                self.last_smoothed_rtt_ms = d
+                    .get("smoothed_rtt_ms")
+                    .and_then(Value::as_f64)
+                    .or(self.last_smoothed_rtt_ms);
+            }
+            _ => {}
+        }
+    }
 }
