@@ -2,7 +2,9 @@
 //! neither `rate` nor `max_rate` carries a reliable TCP flow through the link relay that
 //! `aerotp link` runs (`aerotp_emu`), 2 Mb/s and 10 ms each way, under the default 5 Mb/s
 //! cap, at 90 % of the link's ceiling or more (the link's rate × the payload share of a full
-//! datagram), without flooding the link's queue the way pacing at the cap would.
+//! datagram), without flooding the link's queue the way pacing at the cap would; and with
+//! the cap under the link, a control flow beside a discovering bulk upload keeps its round
+//! trip within twice its idle one.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -145,4 +147,113 @@ async fn a_gateway_pair_without_a_rate_fills_the_link_and_not_its_queue() {
             && f.offered_bytes as f64 > 1.05 * BYTES as f64,
         "pacing at the cap did not flood the 2 Mb/s link: the test shows nothing"
     );
+}
+
+/// A TCP echo of 200-byte messages (the control flow's destination).
+async fn echo() -> SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let a = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut b = [0u8; 200];
+        while s.read_exact(&mut b).await.is_ok() {
+            s.write_all(&b).await.unwrap();
+        }
+    });
+    a
+}
+
+/// Round trips of a 200-byte control message every 100 ms through a gateway pair with
+/// `max_rate` (`None`: not given) over the 2 Mb/s link: the median of 10 before a reliable
+/// bulk upload starts, and the 50 measured during it, sorted.
+async fn control_round_trips(max_rate: Option<&str>) -> (Duration, Vec<Duration>) {
+    let (bulk_dest, _bulk) = sink().await;
+    let echo = echo().await;
+    let keys = |c: aerotp_gw::config::FileConfig| aerotp_gw::config::FileConfig {
+        max_rate: max_rate.map(String::from),
+        ..c
+    };
+    let egress = aerotp_gw::config::FileConfig {
+        listen: Some("127.0.0.1:0".into()),
+        allow_any: Some(true),
+        ..Default::default()
+    };
+    let egress = aerotp_gw::start(aerotp_gw::Role::Egress, keys(egress).settings().unwrap())
+        .await
+        .unwrap();
+    let link = LinkConfig {
+        rate_bps: LINK_BPS,
+        delay: Duration::from_millis(10),
+        ..LinkConfig::default()
+    };
+    let mut rc =
+        aerotp_emu::RelayConfig::new("127.0.0.1:0".parse().unwrap(), egress.ep.local_addr(), link);
+    rc.stats_interval = None;
+    let relay = aerotp_emu::Relay::bind(rc).await.unwrap();
+    let air = relay.local_addr().unwrap();
+    let relay = tokio::spawn(relay.run(std::future::pending::<()>()));
+    let (bulk_in, control_in) = (aerotp_testkit::free_tcp(), aerotp_testkit::free_tcp());
+    let flow = |l: SocketAddr, d: SocketAddr, class: &str| aerotp_gw::config::FlowSpec {
+        tcp_listen: Some(l.to_string()),
+        dest: Some(d.to_string()),
+        mode: Some("reliable".into()),
+        class: Some(class.into()),
+        ..Default::default()
+    };
+    let ingress = aerotp_gw::config::FileConfig {
+        peer: Some(air.to_string()),
+        flows: vec![
+            flow(bulk_in, bulk_dest, "bulk"),
+            flow(control_in, echo, "control"),
+        ],
+        ..Default::default()
+    };
+    let ingress = aerotp_gw::start(aerotp_gw::Role::Ingress, keys(ingress).settings().unwrap())
+        .await
+        .unwrap();
+    let mut c = tokio::net::TcpStream::connect(control_in).await.unwrap();
+    let mut msg = [7u8; 200];
+    let mut rtts = Vec::new();
+    for i in 0..60 {
+        if i == 10 {
+            // 4 MB: busy for the whole measurement (16 s at 2 Mb/s).
+            tokio::spawn(async move {
+                let mut s = tokio::net::TcpStream::connect(bulk_in).await.unwrap();
+                s.write_all(&vec![1u8; 4_000_000]).await.unwrap();
+                s.shutdown().await.unwrap();
+            });
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        let t = Instant::now();
+        c.write_all(&msg).await.unwrap();
+        c.read_exact(&mut msg).await.unwrap();
+        rtts.push(t.elapsed());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    relay.abort();
+    drop((ingress, egress));
+    let mut idle = rtts[..10].to_vec();
+    idle.sort();
+    let mut load = rtts[10..].to_vec();
+    load.sort();
+    (idle[5], load)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cap_under_the_link_holds_a_control_flow_within_twice_idle_beside_an_upload() {
+    for max_rate in [Some("1.9mbit"), None] {
+        let (idle, load) = control_round_trips(max_rate).await;
+        let (p50, p90) = (load[load.len() / 2], load[load.len() * 9 / 10]);
+        eprintln!(
+            "max_rate {max_rate:?}: control round trip idle {idle:?}; beside the upload p50 \
+             {p50:?}, p90 {p90:?}, max {:?}",
+            load[load.len() - 1]
+        );
+        // Under the link, the endpoint's joint pacing binds and sends the control class
+        // first. Above it (the default cap on this 2 Mb/s link) the queue is the link's,
+        // shared by every class: measured, not bounded (docs/gateway.md §Rate).
+        if max_rate.is_some() {
+            assert!(p90 <= idle * 2, "p90 {p90:?} against {idle:?} idle");
+        }
+    }
 }
