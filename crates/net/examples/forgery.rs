@@ -203,11 +203,66 @@ async fn transfer(a: &Args, flood: Option<(u64, bool)>) -> anyhow::Result<Outcom
     let mut lcfg = ConnectionConfig::with_mode(Mode::Reliable);
     lcfg.rate_bps = a.rate;
     lcfg.idle_timeout = Duration::from_secs(60);
-    // The receiver runs on a thread and runtime of its own, as on another host: the flood
-    // costs it, not the sender.
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let (server_cfg, listen_cfg) = (cfg(&key)?, lcfg.clone());
-    let receiver = std::thread::spawn(move || {
+    let receiver = spawn_receiver(lo, cfg(&key)?, lcfg.clone(), addr_tx);
+    let target = addr_rx.recv()?;
+    let client = Endpoint::bind(lo, cfg(&key)?)?;
+    let spy = Arc::new(Spy::default());
+    client.set_tap(spy.clone());
+    let mut conn = client.connect(target, 1, lcfg)?;
+    let size = a.size;
+    // The flood, from its own thread and socket, once the spy has seen the connection.
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU64::new(0));
+    let flood_rate = a.flood_rate;
+    let flooder = flood.map(|(count, rst_only)| {
+        let (spy, stop, sent) = (spy.clone(), stop.clone(), sent.clone());
+        std::thread::spawn(move || {
+            flood_forgeries(&spy, &stop, target, (count, rst_only, flood_rate), &sent)
+        })
+    });
+    send_pattern(&mut conn, size).await?;
+    let report = conn.finish().await;
+    let (got, ok, secs, es, _datagrams_in) = tokio::task::spawn_blocking(move || receiver.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the receiver thread panicked"))??;
+    stop.store(true, Ordering::Relaxed);
+    if let Some(f) = flooder {
+        let _ = tokio::task::spawn_blocking(move || f.join()).await;
+    }
+    let client_sent = client.io_counters().datagrams_sent;
+    Ok(Outcome {
+        goodput_bps: got as f64 * 8.0 / secs,
+        intact: ok && got == size,
+        confirmed: report.guarantee_met,
+        forged_sent: sent.load(Ordering::Relaxed),
+        auth_dropped: es.auth_dropped(),
+        verified: es.auth_verified,
+        genuine_sent: client_sent,
+        by_reason: format!(
+            "missing {} failed {} unknown_key {} replayed {} corrupted {}",
+            es.auth_missing,
+            es.auth_failed,
+            es.auth_unknown_key,
+            es.auth_replayed,
+            es.auth_corrupted
+        ),
+    })
+}
+
+/// What the receiver saw: bytes, whether every one was the sender's pattern, seconds from
+/// the first, its endpoint's counters and the datagrams its socket read.
+type Received = (u64, bool, f64, aerotp_net::EndpointStats, u64);
+
+/// The receiver, on a thread and runtime of its own, as on another host: the flood costs it,
+/// not the sender. It sends its address on `addr_tx` once listening.
+fn spawn_receiver(
+    lo: SocketAddr,
+    server_cfg: EndpointConfig,
+    listen_cfg: ConnectionConfig,
+    addr_tx: std::sync::mpsc::Sender<SocketAddr>,
+) -> std::thread::JoinHandle<anyhow::Result<Received>> {
+    std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -238,57 +293,57 @@ async fn transfer(a: &Args, flood: Option<(u64, bool)>) -> anyhow::Result<Outcom
             let datagrams_in = server.io_counters().datagrams_received;
             anyhow::Ok((got, ok, secs, es, datagrams_in))
         })
-    });
-    let target = addr_rx.recv()?;
-    let client = Endpoint::bind(lo, cfg(&key)?)?;
-    let spy = Arc::new(Spy::default());
-    client.set_tap(spy.clone());
-    let conn = client.connect(target, 1, lcfg)?;
-    let size = a.size;
-    // The flood, from its own thread and socket, once the spy has seen the connection.
-    let stop = Arc::new(AtomicBool::new(false));
-    let sent = Arc::new(AtomicU64::new(0));
-    let flood_rate = a.flood_rate;
-    let flooder = flood.map(|(count, rst_only)| {
-        let (spy, stop, sent) = (spy.clone(), stop.clone(), sent.clone());
-        std::thread::spawn(move || {
-            let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-            let t0 = Instant::now();
-            let seen = loop {
-                if let Some(h) = *spy.0.lock().unwrap() {
-                    break Some(h);
-                }
-                if t0.elapsed() > Duration::from_secs(10) || stop.load(Ordering::Relaxed) {
-                    break None;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            };
-            let Some(seen) = seen else { return };
-            let pool = forgeries(seen, 3, rst_only);
-            let mut n = 0u64;
-            let t0 = Instant::now();
-            while n < count && !stop.load(Ordering::Relaxed) {
-                // Paced in bursts of 100: sleep until the schedule catches up.
-                if flood_rate > 0 && n.is_multiple_of(100) {
-                    let due = Duration::from_secs_f64(n as f64 / flood_rate as f64);
-                    if let Some(w) = due.checked_sub(t0.elapsed()) {
-                        std::thread::sleep(w);
-                    }
-                }
-                if sock
-                    .send_to(&pool[(n as usize) % pool.len()], target)
-                    .is_ok()
-                {
-                    n += 1;
-                }
+    })
+}
+
+/// Sends forgeries made from the first header the spy saw to `target`, `count` of them (only
+/// RSTs if `rst_only`) at `flood_rate` a second (0: as fast as it can), until `stop`; the
+/// number sent goes to `sent`.
+fn flood_forgeries(
+    spy: &Spy,
+    stop: &AtomicBool,
+    target: SocketAddr,
+    (count, rst_only, flood_rate): (u64, bool, u64),
+    sent: &AtomicU64,
+) {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let t0 = Instant::now();
+    let seen = loop {
+        if let Some(h) = *spy.0.lock().unwrap() {
+            break Some(h);
+        }
+        if t0.elapsed() > Duration::from_secs(10) || stop.load(Ordering::Relaxed) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let Some(seen) = seen else { return };
+    let pool = forgeries(seen, 3, rst_only);
+    let mut n = 0u64;
+    let t0 = Instant::now();
+    while n < count && !stop.load(Ordering::Relaxed) {
+        // Paced in bursts of 100: sleep until the schedule catches up.
+        if flood_rate > 0 && n.is_multiple_of(100) {
+            let due = Duration::from_secs_f64(n as f64 / flood_rate as f64);
+            if let Some(w) = due.checked_sub(t0.elapsed()) {
+                std::thread::sleep(w);
             }
-            sent.store(n, Ordering::Relaxed);
-        })
-    });
+        }
+        if sock
+            .send_to(&pool[(n as usize) % pool.len()], target)
+            .is_ok()
+        {
+            n += 1;
+        }
+    }
+    sent.store(n, Ordering::Relaxed);
+}
+
+/// Writes `size` bytes of the pattern the receiver checks.
+async fn send_pattern(conn: &mut aerotp_net::Connection, size: u64) -> anyhow::Result<()> {
+    use tokio::io::AsyncWriteExt;
     let mut buf = vec![0u8; 1 << 20];
     let mut off = 0u64;
-    let mut conn = conn;
-    use tokio::io::AsyncWriteExt;
     while off < size {
         let n = (size - off).min(buf.len() as u64) as usize;
         for (i, b) in buf[..n].iter_mut().enumerate() {
@@ -297,32 +352,7 @@ async fn transfer(a: &Args, flood: Option<(u64, bool)>) -> anyhow::Result<Outcom
         conn.write_all(&buf[..n]).await?;
         off += n as u64;
     }
-    let report = conn.finish().await;
-    let (got, ok, secs, es, _datagrams_in) = tokio::task::spawn_blocking(move || receiver.join())
-        .await?
-        .map_err(|_| anyhow::anyhow!("the receiver thread panicked"))??;
-    stop.store(true, Ordering::Relaxed);
-    if let Some(f) = flooder {
-        let _ = tokio::task::spawn_blocking(move || f.join()).await;
-    }
-    let client_sent = client.io_counters().datagrams_sent;
-    Ok(Outcome {
-        goodput_bps: got as f64 * 8.0 / secs,
-        intact: ok && got == size,
-        confirmed: report.guarantee_met,
-        forged_sent: sent.load(Ordering::Relaxed),
-        auth_dropped: es.auth_dropped(),
-        verified: es.auth_verified,
-        genuine_sent: client_sent,
-        by_reason: format!(
-            "missing {} failed {} unknown_key {} replayed {} corrupted {}",
-            es.auth_missing,
-            es.auth_failed,
-            es.auth_unknown_key,
-            es.auth_replayed,
-            es.auth_corrupted
-        ),
-    })
+    Ok(())
 }
 
 fn pattern(i: u64) -> u8 {

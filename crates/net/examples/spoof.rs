@@ -23,6 +23,42 @@ fn source(i: u64) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::from(n), 0))
 }
 
+/// The `i`-th spoofed ASYN: a new connection's opening TPDU, each from its own port and tag.
+fn spoofed_asyn(i: u64) -> Header {
+    Header {
+        mode: Mode::Reliable,
+        flags: Flags::ASYN,
+        src_port: 1 + (i % 60_000) as u16,
+        dst_port: aerotp_net::DEFAULT_PORT,
+        seq: 0,
+        timestamp: i as u32,
+        fec: 0,
+        tag: 1 + (i % 255) as u8,
+        len: 0,
+    }
+}
+
+/// `aerotp recv` listening on `listen`, writing into `out`, its output discarded.
+fn start_receiver(
+    bin: &str,
+    listen: &str,
+    out: &std::path::Path,
+) -> std::io::Result<std::process::Child> {
+    Command::new(bin)
+        .args(["recv", "--listen", listen, "-o"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+}
+
+/// The names of the files in `dir`.
+fn file_names(dir: &std::path::Path) -> std::io::Result<Vec<String>> {
+    std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect()
+}
+
 fn main() -> anyhow::Result<()> {
     let asyns = count_flag("--asyns", 100_000);
     let file_mb = count_flag("--file-mb", 8);
@@ -36,12 +72,7 @@ fn main() -> anyhow::Result<()> {
     std::fs::write(&input, &data)?;
     let port = UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port();
     let listen = format!("127.0.0.1:{port}");
-    let mut recv = Command::new(&bin)
-        .args(["recv", "--listen", &listen, "-o"])
-        .arg(out_dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
+    let mut recv = start_receiver(&bin, &listen, out_dir.path())?;
     std::thread::sleep(Duration::from_millis(500));
     let (idle_hwm, _) = memory_kb(recv.id());
     // An ASYN with 200 bytes of data, as a sender's first TPDU.
@@ -64,19 +95,8 @@ fn main() -> anyhow::Result<()> {
                     .spawn()?,
             );
         }
-        let h = Header {
-            mode: Mode::Reliable,
-            flags: Flags::ASYN,
-            src_port: 1 + (i % 60_000) as u16,
-            dst_port: aerotp_net::DEFAULT_PORT,
-            seq: 0,
-            timestamp: i as u32,
-            fec: 0,
-            tag: 1 + (i % 255) as u8,
-            len: 0,
-        };
         dgram.clear();
-        emit_tpdu(h, &body, &mut dgram)?;
+        emit_tpdu(spoofed_asyn(i), &body, &mut dgram)?;
         let s = UdpSocket::bind(source(i))?;
         s.send_to(&dgram, &listen)?;
     }
@@ -88,9 +108,7 @@ fn main() -> anyhow::Result<()> {
     let alive = recv.try_wait()?.is_none();
     let _ = recv.kill();
     let _ = recv.wait();
-    let names: Vec<String> = std::fs::read_dir(out_dir.path())?
-        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
-        .collect::<Result<_, _>>()?;
+    let names = file_names(out_dir.path())?;
     let intact = names == ["real.bin"]
         && std::fs::read(out_dir.path().join("real.bin")).is_ok_and(|d| d == data);
     if !sender.status.success() {

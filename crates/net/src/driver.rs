@@ -252,65 +252,15 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
             receive(&io, &mut st, &mut rbuf, now);
             st.engine.handle_timeout(now);
             st.dispatch(&shared);
-            let mut more = false;
-            // One clock reading per batch: the datagrams of a batch leave together. The DSCP
-            // plan is read once per batch too.
-            let tap = st.tap.clone().map(|t| (t, wall_clock()));
-            let marks = st.marks;
             st.steps_taken += 1;
             let step = st.steps_taken;
-            loop {
-                // A batch ends with a full train: ended at `BATCH` datagrams exactly, every
-                // second `sendmsg` carried a 21-datagram remainder (64 = 43 + 21 at 1500-byte
-                // datagrams, 65,000 bytes a train), a third of the calls for a fifth of the
-                // data (docs/results/loopback.md, "Full trains").
-                if outbox.datagrams >= BATCH && !outbox.last_has_room(max_segments) {
-                    more = true;
-                    break;
-                }
-                // The engine encodes straight into the train the datagram leaves in.
-                let engine = &mut st.engine;
-                let Some(((remote, src, tos), dgram)) = outbox.fill(max_segments, |train| {
-                    engine
-                        .poll_transmit(now, train)
-                        .map(|t| (t.remote, t.local, marks.tos(t.class)))
-                }) else {
-                    break;
-                };
-                st.io.datagrams_sent += 1;
-                st.io.bytes_sent += dgram.len() as u64;
-                if let Some((tap, at)) = &tap {
-                    let local = st.local_addrs.named(remote, src);
-                    tap.marked_datagram(TAP_SENT, *at, (local, remote, tos), dgram);
-                }
-            }
-            if st.local_addrs.chooses() {
-                // The engine's choice of local address (its path's), else pinned, learned or
-                // routing's (`crate::sources`).
-                for t in &mut outbox.trains {
-                    if t.src.is_none() {
-                        t.src = st.local_addrs.source(t.dest);
-                    }
-                }
-            }
+            let more = fill_batch(&mut st, &mut outbox, max_segments, now);
             st.dispatch(&shared);
             st.report_radio_changes(now);
             st.show_engine_tap(None);
             let deadline = st.engine.poll_timeout();
-            if st.users == 0 {
-                let since = *unused_since.get_or_insert_with(Instant::now);
-                // Detach what is left: released when it closes.
-                for s in st.slots.values_mut() {
-                    s.detached = true;
-                }
-                let stop = st.engine.connection_count() == 0 || since.elapsed() > DRAIN_LIMIT;
-                if stop {
-                    st.driver_stopped = true;
-                }
-                (deadline, more, stop, step)
-            } else {
-                (deadline, more, false, step)
-            }
+            let stop = stop_when_unused(&mut st, &mut unused_since);
+            (deadline, more, stop, step)
         };
         let sent_any = !outbox.is_empty();
         let trains = outbox.take();
@@ -331,36 +281,13 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
             tokio::task::yield_now().await;
             continue;
         }
-        // The engine's contract (`proto::Endpoint::poll_timeout`, checked by the property test
-        // `crates/proto/tests/deadlines.rs` and the `proto_endpoint` fuzz target): after
-        // `handle_timeout(now)` and draining `poll_transmit(now)`, the deadline is later than
-        // `now`. A deadline that has passed since is work due, so the loop runs again at once.
-        // Only a broken contract makes it wake again and again with nothing sent: that is a
-        // bug, reported loudly, and the loop backs off instead of spinning a core.
-        let mut wake_at = deadline.map(|d| shared.epoch + d);
-        if let Some(t) = wake_at {
-            if t <= Instant::now() && !sent_any {
-                stalled_wakeups += 1;
-                if stalled_wakeups == STALL_REPORT {
-                    let st = shared.lock();
-                    tracing::error!(
-                        deadline = ?deadline,
-                        now = ?shared.now(),
-                        connections = st.engine.connection_count(),
-                        "engine bug: it keeps reporting a deadline that has passed without acting on it ({STALL_REPORT} wake-ups with nothing sent); backing off 1 ms per wake-up. Please report this with a --qlog trace"
-                    );
-                }
-                if stalled_wakeups >= STALL_REPORT {
-                    wake_at = Some(Instant::now() + Duration::from_millis(1));
-                }
-            } else {
-                stalled_wakeups = 0;
-            }
-        }
-        if unused_since.is_some() {
-            let limit = Instant::now() + Duration::from_millis(100);
-            wake_at = Some(wake_at.map_or(limit, |t| t.min(limit)));
-        }
+        let wake_at = wake_time(
+            &shared,
+            deadline,
+            sent_any,
+            &mut stalled_wakeups,
+            unused_since.is_some(),
+        );
         tokio::select! {
             // Arrivals first when several branches are ready (see `receive` above).
             biased;
@@ -379,6 +306,116 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut io: udp::UdpIo) {
             _ = shared.wake.notified() => {}
         }
     }
+}
+
+/// Fills `outbox` with what the engine sends at `now`, up to a batch; true when the batch
+/// is full and the engine may have more.
+fn fill_batch(
+    st: &mut State,
+    outbox: &mut udp::Outbox,
+    max_segments: usize,
+    now: Duration,
+) -> bool {
+    let mut more = false;
+    // One clock reading per batch: the datagrams of a batch leave together. The DSCP plan is
+    // read once per batch too.
+    let tap = st.tap.clone().map(|t| (t, wall_clock()));
+    let marks = st.marks;
+    loop {
+        // A batch ends with a full train: ended at `BATCH` datagrams exactly, every
+        // second `sendmsg` carried a 21-datagram remainder (64 = 43 + 21 at 1500-byte
+        // datagrams, 65,000 bytes a train), a third of the calls for a fifth of the
+        // data (docs/results/loopback.md, "Full trains").
+        if outbox.datagrams >= BATCH && !outbox.last_has_room(max_segments) {
+            more = true;
+            break;
+        }
+        // The engine encodes straight into the train the datagram leaves in.
+        let engine = &mut st.engine;
+        let Some(((remote, src, tos), dgram)) = outbox.fill(max_segments, |train| {
+            engine
+                .poll_transmit(now, train)
+                .map(|t| (t.remote, t.local, marks.tos(t.class)))
+        }) else {
+            break;
+        };
+        st.io.datagrams_sent += 1;
+        st.io.bytes_sent += dgram.len() as u64;
+        if let Some((tap, at)) = &tap {
+            let local = st.local_addrs.named(remote, src);
+            tap.marked_datagram(TAP_SENT, *at, (local, remote, tos), dgram);
+        }
+    }
+    if st.local_addrs.chooses() {
+        // The engine's choice of local address (its path's), else pinned, learned or
+        // routing's (`crate::sources`).
+        for t in &mut outbox.trains {
+            if t.src.is_none() {
+                t.src = st.local_addrs.source(t.dest);
+            }
+        }
+    }
+    more
+}
+
+/// With no application handle left: detaches the connections still there (each released
+/// when it closes) and says whether the driver stops, when none is left or after
+/// [`DRAIN_LIMIT`] of draining.
+fn stop_when_unused(st: &mut State, unused_since: &mut Option<Instant>) -> bool {
+    if st.users != 0 {
+        return false;
+    }
+    let since = *unused_since.get_or_insert_with(Instant::now);
+    for s in st.slots.values_mut() {
+        s.detached = true;
+    }
+    let stop = st.engine.connection_count() == 0 || since.elapsed() > DRAIN_LIMIT;
+    if stop {
+        st.driver_stopped = true;
+    }
+    stop
+}
+
+/// When the loop wakes next without arrivals: at the engine's `deadline`, and at least every
+/// 100 ms while `draining` (to notice the last connection go).
+fn wake_time(
+    shared: &Shared,
+    deadline: Option<Duration>,
+    sent_any: bool,
+    stalled_wakeups: &mut u32,
+    draining: bool,
+) -> Option<Instant> {
+    // The engine's contract (`proto::Endpoint::poll_timeout`, checked by the property test
+    // `crates/proto/tests/deadlines.rs` and the `proto_endpoint` fuzz target): after
+    // `handle_timeout(now)` and draining `poll_transmit(now)`, the deadline is later than
+    // `now`. A deadline that has passed since is work due, so the loop runs again at once.
+    // Only a broken contract makes it wake again and again with nothing sent: that is a
+    // bug, reported loudly, and the loop backs off instead of spinning a core.
+    let mut wake_at = deadline.map(|d| shared.epoch + d);
+    if let Some(t) = wake_at {
+        if t <= Instant::now() && !sent_any {
+            *stalled_wakeups += 1;
+            if *stalled_wakeups == STALL_REPORT {
+                let st = shared.lock();
+                tracing::error!(
+                    deadline = ?deadline,
+                    now = ?shared.now(),
+                    connections = st.engine.connection_count(),
+                    "engine bug: it keeps reporting a deadline that has passed without acting on it ({STALL_REPORT} wake-ups with nothing sent); backing off 1 ms per wake-up. Please report this with a --qlog trace"
+                );
+            }
+            if *stalled_wakeups >= STALL_REPORT {
+                wake_at = Some(Instant::now() + Duration::from_millis(1));
+            }
+        } else {
+            *stalled_wakeups = 0;
+        }
+    }
+    if draining {
+        let limit = Instant::now() + Duration::from_millis(100);
+        wake_at = Some(wake_at.map_or(limit, |t| t.min(limit)));
+    }
+    wake_at
 }
 
 /// Feeds the engine what the socket holds without waiting, up to [`RECV_BATCH`] datagrams.

@@ -164,8 +164,52 @@ pub const CONNECTION_GAUGES: [Gauge; 8] = [
 /// The exposition text of a snapshot.
 pub fn render(s: &Snapshot) -> String {
     let mut out = String::with_capacity(8192);
+    let endpoint = socket_counters(s)
+        .into_iter()
+        .chain(admission_counters(&s.endpoint))
+        .chain(datagram_and_path_counters(s));
+    for (name, help, v) in endpoint {
+        counter(&mut out, name, help, v);
+    }
+    for (i, (name, help, _)) in CONNECTION_COUNTERS.iter().enumerate() {
+        counter(
+            &mut out,
+            name,
+            &format!("{help} Summed over connections."),
+            s.totals.values()[i],
+        );
+    }
+    gauge(
+        &mut out,
+        "connections",
+        "Connections the engine holds (open, closing, or closed and not yet released).",
+        s.connections as f64,
+    );
+    for (name, help, get) in CONNECTION_GAUGES {
+        let full = format!("aerotp_{name}");
+        family(&mut out, &full, Kind::Gauge, help);
+        for c in &s.live {
+            let (h, remote) = (c.handle.0.to_string(), c.remote.to_string());
+            let labels = [
+                ("connection", h.as_str()),
+                ("remote", remote.as_str()),
+                ("mode", c.mode.name()),
+            ];
+            sample(&mut out, &full, &labels, get(&c.stats));
+        }
+    }
+    let live = s.live.iter().map(|c| (c.handle, c.mode, &c.stats));
+    crate::radio_metrics::render(&mut out, &s.totals, live);
+    out
+}
+
+/// A counter family of the endpoint: name, help, value.
+type Counter = (&'static str, &'static str, u64);
+
+/// The UDP socket's traffic, and what the engine could not decode or place.
+fn socket_counters(s: &Snapshot) -> Vec<Counter> {
     let e = &s.endpoint;
-    let endpoint = [
+    vec![
         (
             "udp_datagrams_sent",
             "Datagrams the endpoint handed to its UDP socket.",
@@ -221,6 +265,13 @@ pub fn render(s: &Snapshot) -> String {
             "Connection attempts refused with RST.",
             e.refused,
         ),
+    ]
+}
+
+/// Admission and authentication: tags checked, challenges, cookies, set-up timeouts and the
+/// FEC budget of unknown peers (docs/security.md).
+fn admission_counters(e: &EndpointStats) -> Vec<Counter> {
+    vec![
         (
             "auth_verified",
             "Authenticated TPDUs whose tag verified (docs/security.md).",
@@ -291,6 +342,13 @@ pub fn render(s: &Snapshot) -> String {
             "FEC decoding attempts skipped: unknown peers over their CPU budget.",
             e.fec_budget_refused,
         ),
+    ]
+}
+
+/// Datagram mode and its repairs, paths and migrations, connections opened and closed.
+fn datagram_and_path_counters(s: &Snapshot) -> Vec<Counter> {
+    let e = &s.endpoint;
+    vec![
         (
             "datagram_messages_delivered",
             "Datagram-mode messages delivered.",
@@ -356,40 +414,7 @@ pub fn render(s: &Snapshot) -> String {
             "Connections that ended, with any outcome.",
             s.closed,
         ),
-    ];
-    for (name, help, v) in endpoint {
-        counter(&mut out, name, help, v);
-    }
-    for (i, (name, help, _)) in CONNECTION_COUNTERS.iter().enumerate() {
-        counter(
-            &mut out,
-            name,
-            &format!("{help} Summed over connections."),
-            s.totals.values()[i],
-        );
-    }
-    gauge(
-        &mut out,
-        "connections",
-        "Connections the engine holds (open, closing, or closed and not yet released).",
-        s.connections as f64,
-    );
-    for (name, help, get) in CONNECTION_GAUGES {
-        let full = format!("aerotp_{name}");
-        family(&mut out, &full, Kind::Gauge, help);
-        for c in &s.live {
-            let (h, remote) = (c.handle.0.to_string(), c.remote.to_string());
-            let labels = [
-                ("connection", h.as_str()),
-                ("remote", remote.as_str()),
-                ("mode", c.mode.name()),
-            ];
-            sample(&mut out, &full, &labels, get(&c.stats));
-        }
-    }
-    let live = s.live.iter().map(|c| (c.handle, c.mode, &c.stats));
-    crate::radio_metrics::render(&mut out, &s.totals, live);
-    out
+    ]
 }
 
 /// Extra metric families appended to the endpoint's (e.g. a capture's dropped records).

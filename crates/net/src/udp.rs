@@ -384,37 +384,71 @@ mod sys {
             } else {
                 None
             };
+        write_control(&mut msg, &mut cmsg, seg, src, tos, tos_option(dest))?;
+        // SAFETY: every pointer in `msg` refers to a live buffer of the stated length.
+        let r = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, 0) };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The socket option that sets the TOS byte of datagrams to `dest`.
+    fn tos_option(dest: SocketAddr) -> (libc::c_int, libc::c_int) {
         // An IPv4 peer of an IPv6 socket (an IPv4-mapped address) is sent to by the IPv4
         // stack, which reads IP_TOS; a native IPv6 peer takes IPV6_TCLASS.
-        let mark = match dest {
+        match dest {
             SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none() => {
                 (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
             }
             _ => (libc::IPPROTO_IP, libc::IP_TOS),
-        };
-        // SAFETY (the block): the sizes below are CMSG_SPACE of the payloads written, their
-        // sum is at most 24 + 40 + 16 bytes, within `cmsg` (128 bytes, 8-byte aligned, zeroed);
+        }
+    }
+
+    /// The control space (CMSG_SPACE of each) of a segment size if `seg`, a source address
+    /// if `src` and a TOS byte if `tos` is not 0.
+    fn control_len(seg: bool, src: Option<IpAddr>, tos: u8) -> usize {
+        // SAFETY: CMSG_SPACE only computes a length.
+        let space = |len: usize| unsafe { libc::CMSG_SPACE(len as u32) } as usize;
+        let mut total = 0;
+        if seg {
+            total += space(size_of::<u16>());
+        }
+        match src {
+            Some(IpAddr::V4(_)) => total += space(size_of::<libc::in_pktinfo>()),
+            Some(IpAddr::V6(_)) => total += space(size_of::<libc::in6_pktinfo>()),
+            None => {}
+        }
+        if tos != 0 {
+            total += space(size_of::<libc::c_int>());
+        }
+        total
+    }
+
+    /// Writes the control messages of one `sendmsg` into `cmsg` and points `msg` at them: the
+    /// segment size (`seg`), the source address (`src`) and the TOS byte (`tos`, with the
+    /// option `mark`), each only when there is one. `msg` then refers to `cmsg`, which must
+    /// stay in place until the call.
+    fn write_control(
+        msg: &mut libc::msghdr,
+        cmsg: &mut CmsgBuf,
+        seg: Option<u16>,
+        src: Option<IpAddr>,
+        tos: u8,
+        mark: (libc::c_int, libc::c_int),
+    ) -> io::Result<()> {
+        let total = control_len(seg.is_some(), src, tos);
+        // SAFETY (the block): `total` is CMSG_SPACE of the payloads written, at most
+        // 24 + 40 + 16 bytes, within `cmsg` (128 bytes, 8-byte aligned, zeroed);
         // CMSG_FIRSTHDR / CMSG_NXTHDR of a msghdr whose control length covers the messages
         // written so far return headers within that space, each payload written unaligned
         // within its message.
         unsafe {
-            let space = |len: usize| libc::CMSG_SPACE(len as u32) as usize;
-            let mut total = 0;
-            if seg.is_some() {
-                total += space(size_of::<u16>());
-            }
-            match src {
-                Some(IpAddr::V4(_)) => total += space(size_of::<libc::in_pktinfo>()),
-                Some(IpAddr::V6(_)) => total += space(size_of::<libc::in6_pktinfo>()),
-                None => {}
-            }
-            if tos != 0 {
-                total += space(size_of::<libc::c_int>());
-            }
             if total > 0 {
                 msg.msg_control = cmsg.as_mut_ptr().cast();
                 msg.msg_controllen = total as _;
-                let mut c = libc::CMSG_FIRSTHDR(&msg);
+                let mut c = libc::CMSG_FIRSTHDR(msg);
                 let room = |c: *mut libc::cmsghdr| {
                     if c.is_null() {
                         Err(io::Error::other("control messages do not fit (a bug)"))
@@ -428,7 +462,7 @@ mod sys {
                     (*c).cmsg_type = libc::UDP_SEGMENT;
                     (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
                     std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
-                    c = libc::CMSG_NXTHDR(&msg, c);
+                    c = libc::CMSG_NXTHDR(msg, c);
                 }
                 match src {
                     Some(IpAddr::V4(ip)) => {
@@ -453,7 +487,7 @@ mod sys {
                 }
                 if tos != 0 {
                     if src.is_some() {
-                        c = libc::CMSG_NXTHDR(&msg, c);
+                        c = libc::CMSG_NXTHDR(msg, c);
                     }
                     c = room(c)?;
                     (*c).cmsg_level = mark.0;
@@ -466,13 +500,7 @@ mod sys {
                 }
             }
         }
-        // SAFETY: every pointer in `msg` refers to a live buffer of the stated length.
-        let r = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, 0) };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
+        Ok(())
     }
 
     /// One `recvmsg` into `buf` (written, never read: it need not be initialised), with
