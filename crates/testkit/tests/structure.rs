@@ -12,7 +12,8 @@
 //! an unlisted one is over, when a listed one grows past its recorded size, and when a listed
 //! one is gone or back within the limit (remove its entry: the list only shrinks).
 //! `AEROTP_STRUCTURE_BLESS=1 cargo test -p aerotp-testkit --test structure` rewrites the list
-//! from the tree; split instead of blessing growth.
+//! from the tree (`AEROTP_STRUCTURE_ROOT=DIR`: from the tree at DIR); split instead of blessing
+//! growth.
 //!
 //! Read from the source text as rustfmt lays it out (an item ends at the first `}` line at its
 //! own indentation), like the crates' own structure tests.
@@ -30,8 +31,13 @@ const STRUCT_CRATES: [&str; 2] = ["crates/proto/", "crates/gw/"];
 const NOT_SPLIT: &str = "Not split:";
 const ALLOWLIST: &str = "structure-allowlist.txt";
 
+/// The tree checked: the workspace, or `AEROTP_STRUCTURE_ROOT` (e.g. an export of a commit,
+/// to bless the list for what is committed while the working tree holds other work).
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    match std::env::var_os("AEROTP_STRUCTURE_ROOT") {
+        Some(root) => PathBuf::from(root),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+    }
 }
 
 /// Kind of an item over its limit: a function (size in lines) or a struct (in fields).
