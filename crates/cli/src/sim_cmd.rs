@@ -324,15 +324,7 @@ pub fn execute(args: &Args) -> anyhow::Result<String> {
         bail!("{e}");
     }
     if let Some(spec) = args.sender_spec(&s).map_err(anyhow::Error::msg)? {
-        let t = Instant::now();
-        let sum =
-            aerotp_sim::run_many_senders(&s, &spec, args.runs, args.seed).context("simulation")?;
-        let wall = t.elapsed();
-        return Ok(if args.json {
-            format!("{}\n", senders::to_json(&sum, wall))
-        } else {
-            table(&sum.total, wall) + &senders::table(&sum)
-        });
+        return execute_senders(args, &s, &spec);
     }
     // Created before anything runs: an unwritable file stops the command at once.
     let capture = match &args.pcap {
@@ -414,6 +406,22 @@ pub fn execute(args: &Args) -> anyhow::Result<String> {
         }
     }
     Ok(out)
+}
+
+/// Runs several senders on the scenario's links (`--senders N`); the text it prints.
+fn execute_senders(
+    args: &Args,
+    s: &Scenario,
+    spec: &aerotp_sim::Senders,
+) -> anyhow::Result<String> {
+    let t = Instant::now();
+    let sum = aerotp_sim::run_many_senders(s, spec, args.runs, args.seed).context("simulation")?;
+    let wall = t.elapsed();
+    Ok(if args.json {
+        format!("{}\n", senders::to_json(&sum, wall))
+    } else {
+        table(&sum.total, wall) + &senders::table(&sum)
+    })
 }
 
 /// Runs every run again with the trace hook (same scenario and seeds: the same runs).

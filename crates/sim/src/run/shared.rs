@@ -219,6 +219,65 @@ impl Flow {
             net.send(Dir::Reverse, now, buf.clone(), sender);
         }
     }
+
+    /// Sender i of `senders` and its receiver, listening with `listen`.
+    fn new(
+        s: &Scenario,
+        senders: &Senders,
+        i: usize,
+        seed: u64,
+        listen: &aerotp_proto::ConnectionConfig,
+    ) -> Flow {
+        let k = i as u64;
+        let mut b = Endpoint::new(EndpointConfig::default(), mix_seed(seed, 301 + 2 * k));
+        b.listen(PORT, listen.clone()).expect("validated config");
+        Flow {
+            a: Endpoint::new(EndpointConfig::default(), mix_seed(seed, 300 + 2 * k)),
+            b,
+            start: senders.starts[i],
+            delay: senders.delays[i],
+            data: payload(s.size, mix_seed(seed, 200 + k)),
+            ch: None,
+            written: 0,
+            closed: false,
+            sender_close: None,
+            rx: RxState::default(),
+            got: 0,
+            intact: true,
+            r: result_base(seed),
+            deliveries: Vec::new(),
+            first_send: None,
+            last_delivery: None,
+            copies: Copies::default(),
+            retx_seen: 0,
+            to_links: VecDeque::new(),
+            from_links: VecDeque::new(),
+        }
+    }
+
+    /// The end of the run for this pair: whether its file arrived, what its engines counted.
+    /// Returns the number of TPDUs its mean delay is over.
+    fn conclude(&mut self, s: &Scenario) -> u64 {
+        let confirmed = matches!(
+            self.sender_close,
+            Some(CloseOutcome::Finished { confirmed: true })
+        );
+        self.r.complete = self.intact
+            && self.got == self.data.len()
+            && (!s.mode.is_fully_reliable() || confirmed);
+        self.r.sender_close = self
+            .sender_close
+            .as_ref()
+            .map(close_name)
+            .unwrap_or_default();
+        let n = match self.ch {
+            Some(ch) => engine_figures(&mut self.r, &self.a, ch, &self.b, self.rx.handle),
+            None => 0,
+        };
+        self.r.spurious_retransmissions = self.copies.spurious();
+        finish_common(&mut self.r, self.first_send, self.last_delivery);
+        n
+    }
 }
 
 /// Runs the senders of `senders` over the links of `s` with `seed`. The scenario and the
@@ -240,34 +299,7 @@ pub fn run_shared(s: &Scenario, senders: &Senders, seed: u64) -> SharedRun {
         ..cfg.clone()
     };
     let mut flows: Vec<Flow> = (0..senders.count())
-        .map(|i| {
-            let k = i as u64;
-            let mut b = Endpoint::new(EndpointConfig::default(), mix_seed(seed, 301 + 2 * k));
-            b.listen(PORT, listen_cfg.clone())
-                .expect("validated config");
-            Flow {
-                a: Endpoint::new(EndpointConfig::default(), mix_seed(seed, 300 + 2 * k)),
-                b,
-                start: senders.starts[i],
-                delay: senders.delays[i],
-                data: payload(s.size, mix_seed(seed, 200 + k)),
-                ch: None,
-                written: 0,
-                closed: false,
-                sender_close: None,
-                rx: RxState::default(),
-                got: 0,
-                intact: true,
-                r: result_base(seed),
-                deliveries: Vec::new(),
-                first_send: None,
-                last_delivery: None,
-                copies: Copies::default(),
-                retx_seen: 0,
-                to_links: VecDeque::new(),
-                from_links: VecDeque::new(),
-            }
-        })
+        .map(|i| Flow::new(s, senders, i, seed, &listen_cfg))
         .collect();
     let mut net = links(s, seed);
     let mut buf = Vec::with_capacity(1 << 16);
@@ -310,37 +342,65 @@ pub fn run_shared(s: &Scenario, senders: &Senders, seed: u64) -> SharedRun {
             stalled = 0;
             now = next;
         }
-        while let Some(d) = net.recv(Dir::Forward, now) {
-            let i = ((d.tag >> SENDER_SHIFT) & SENDER_MASK) as usize;
-            let Some(f) = flows.get_mut(i) else { continue };
-            let (seq, copy) = (d.tag as u32, (d.tag >> 48) as u16);
-            if d.tag & DATA_TAG != 0
-                && f.copies.needs_check(seq, copy)
-                && usable(&d.packet, (d.tag >> 40) as u8, &mut scratch)
-            {
-                f.copies.arrived_intact(seq, copy);
-            }
-            f.b.handle_datagram(now, path_addrs(i).0, &d.packet);
-        }
-        while let Some(d) = net.recv(Dir::Reverse, now) {
-            let i = ((d.tag >> SENDER_SHIFT) & SENDER_MASK) as usize;
-            let Some(f) = flows.get_mut(i) else { continue };
-            if f.delay.is_zero() {
-                f.a.handle_datagram(now, path_addrs(i).1, &d.packet);
-            } else {
-                f.from_links.push_back((now + f.delay, d.packet));
-            }
-        }
-        for (i, f) in flows.iter_mut().enumerate() {
-            while f.from_links.front().is_some_and(|d| d.0 <= now) {
-                let (_, packet) = f.from_links.pop_front().expect("a front");
-                f.a.handle_datagram(now, path_addrs(i).1, &packet);
-            }
-            f.a.handle_timeout(now);
-            f.b.handle_timeout(now);
-        }
+        deliver(&mut flows, &mut net, now, &mut scratch);
     }
     finish(s, senders, flows, &net, now, seed)
+}
+
+/// Hands every endpoint what has arrived by `now` (a sender's feedback after its extra
+/// delay) and runs the timers.
+fn deliver(flows: &mut [Flow], net: &mut Links, now: Duration, scratch: &mut Vec<u8>) {
+    while let Some(d) = net.recv(Dir::Forward, now) {
+        let i = ((d.tag >> SENDER_SHIFT) & SENDER_MASK) as usize;
+        let Some(f) = flows.get_mut(i) else { continue };
+        let (seq, copy) = (d.tag as u32, (d.tag >> 48) as u16);
+        if d.tag & DATA_TAG != 0
+            && f.copies.needs_check(seq, copy)
+            && usable(&d.packet, (d.tag >> 40) as u8, scratch)
+        {
+            f.copies.arrived_intact(seq, copy);
+        }
+        f.b.handle_datagram(now, path_addrs(i).0, &d.packet);
+    }
+    while let Some(d) = net.recv(Dir::Reverse, now) {
+        let i = ((d.tag >> SENDER_SHIFT) & SENDER_MASK) as usize;
+        let Some(f) = flows.get_mut(i) else { continue };
+        if f.delay.is_zero() {
+            f.a.handle_datagram(now, path_addrs(i).1, &d.packet);
+        } else {
+            f.from_links.push_back((now + f.delay, d.packet));
+        }
+    }
+    for (i, f) in flows.iter_mut().enumerate() {
+        while f.from_links.front().is_some_and(|d| d.0 <= now) {
+            let (_, packet) = f.from_links.pop_front().expect("a front");
+            f.a.handle_datagram(now, path_addrs(i).1, &packet);
+        }
+        f.a.handle_timeout(now);
+        f.b.handle_timeout(now);
+    }
+}
+
+/// Adds one pair's counts to the run's: sums, the largest parity and delay.
+fn add_to(t: &mut RunResult, r: &RunResult) {
+    t.complete &= r.complete;
+    t.delivered_bytes += r.delivered_bytes;
+    t.wire_bytes_forward += r.wire_bytes_forward;
+    t.wire_bytes_reverse += r.wire_bytes_reverse;
+    t.datagrams_sent += r.datagrams_sent;
+    t.retransmissions += r.retransmissions;
+    t.spurious_retransmissions += r.spurious_retransmissions;
+    t.tpdus_corrected += r.tpdus_corrected;
+    t.tpdus_lost += r.tpdus_lost;
+    t.wire_lost += r.wire_lost;
+    t.tpdus_rebuilt += r.tpdus_rebuilt;
+    t.repairs_sent += r.repairs_sent;
+    t.data_tpdus += r.data_tpdus;
+    t.fec_parity = t.fec_parity.max(r.fec_parity);
+    t.max_delay_s = match (t.max_delay_s, r.max_delay_s) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    };
 }
 
 /// The figures of each sender, of all together, and the fairness between them.
@@ -361,40 +421,8 @@ fn finish(
     let mut deliveries = Vec::with_capacity(flows.len());
     let mut runs = Vec::with_capacity(flows.len());
     for mut f in flows {
-        let confirmed = matches!(
-            f.sender_close,
-            Some(CloseOutcome::Finished { confirmed: true })
-        );
-        f.r.complete =
-            f.intact && f.got == f.data.len() && (!s.mode.is_fully_reliable() || confirmed);
-        f.r.sender_close = f.sender_close.as_ref().map(close_name).unwrap_or_default();
-        let n = match f.ch {
-            Some(ch) => engine_figures(&mut f.r, &f.a, ch, &f.b, f.rx.handle),
-            None => 0,
-        };
-        f.r.spurious_retransmissions = f.copies.spurious();
-        finish_common(&mut f.r, f.first_send, f.last_delivery);
-        let setup = f.r.setup_delay_s.map(|t| t - secs(f.start));
-        setups.extend(setup);
-        let t = &mut total;
-        t.complete &= f.r.complete;
-        t.delivered_bytes += f.r.delivered_bytes;
-        t.wire_bytes_forward += f.r.wire_bytes_forward;
-        t.wire_bytes_reverse += f.r.wire_bytes_reverse;
-        t.datagrams_sent += f.r.datagrams_sent;
-        t.retransmissions += f.r.retransmissions;
-        t.spurious_retransmissions += f.r.spurious_retransmissions;
-        t.tpdus_corrected += f.r.tpdus_corrected;
-        t.tpdus_lost += f.r.tpdus_lost;
-        t.wire_lost += f.r.wire_lost;
-        t.tpdus_rebuilt += f.r.tpdus_rebuilt;
-        t.repairs_sent += f.r.repairs_sent;
-        t.data_tpdus += f.r.data_tpdus;
-        t.fec_parity = t.fec_parity.max(f.r.fec_parity);
-        t.max_delay_s = match (t.max_delay_s, f.r.max_delay_s) {
-            (Some(x), Some(y)) => Some(x.max(y)),
-            (x, y) => x.or(y),
-        };
+        let n = f.conclude(s);
+        add_to(&mut total, &f.r);
         if let Some(d) = f.r.mean_delay_s {
             delay_sum += d * n as f64;
             delay_n += n;
@@ -410,6 +438,8 @@ fn finish(
             (true, Some(at)) => at,
             _ => now,
         });
+        let setup = f.r.setup_delay_s.map(|t| t - secs(f.start));
+        setups.extend(setup);
         runs.push(SenderRun {
             start_s: secs(f.start),
             extra_delay_s: secs(f.delay),
@@ -435,23 +465,33 @@ fn finish(
     // Every sender is active from the last start to the first finish.
     let from = senders.last_start() + senders.settle;
     let to = ends.into_iter().min().unwrap_or(now);
-    let mut jain_interval = None;
-    let mut index = None;
-    if to > from {
-        let span = secs(to - from);
-        for (r, d) in runs.iter_mut().zip(&deliveries) {
-            let bytes = delivered_by(d, to) - delivered_by(d, from);
-            r.share_bps = Some(bytes as f64 * 8.0 / span);
-        }
-        jain_interval = Some((secs(from), secs(to)));
-        index = jain(&runs.iter().filter_map(|r| r.share_bps).collect::<Vec<_>>());
-    }
+    let (jain_interval, index) = fairness(&mut runs, &deliveries, from, to);
     SharedRun {
         total,
         senders: runs,
         jain_interval,
         jain: index,
     }
+}
+
+/// Each sender's share of (`from`, `to`] (its receiver's reads then, from `deliveries`), the
+/// interval in seconds and Jain's index of the shares; nothing if the interval is empty.
+fn fairness(
+    runs: &mut [SenderRun],
+    deliveries: &[Vec<(Duration, u64)>],
+    from: Duration,
+    to: Duration,
+) -> (Option<(f64, f64)>, Option<f64>) {
+    if to <= from {
+        return (None, None);
+    }
+    let span = secs(to - from);
+    for (r, d) in runs.iter_mut().zip(deliveries) {
+        let bytes = delivered_by(d, to) - delivered_by(d, from);
+        r.share_bps = Some(bytes as f64 * 8.0 / span);
+    }
+    let shares: Vec<f64> = runs.iter().filter_map(|r| r.share_bps).collect();
+    (Some((secs(from), secs(to))), jain(&shares))
 }
 
 #[cfg(test)]
