@@ -30,17 +30,21 @@
 //!   auth_verified + auth_dropped()`; without one, nothing is verified or refused but what
 //!   carries an AUTH bit (`auth_unexpected`).
 
-use crate::endpoint::{check_body, drain_events};
-use crate::packet::{addr, build_datagram};
+mod attack;
+mod checks;
+
+pub use attack::check_sealed;
+
+use attack::{emit_any, parsed_is_empty};
+
+use crate::packet::addr;
 use crate::script::Script;
-use aerotp_fec as fec;
 use aerotp_proto::{
     max_body, AuthConfig, AuthKey, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig,
     EndpointStats, FecSetting, KeySet, Mode, KEY_LEN,
 };
 use aerotp_wire::{
-    crc32c, parse_tpdu_any, Envelope, Flags, Header, AUTH_OVERHEAD, HEADER_LEN, NONCE_LEN,
-    OVERHEAD, TAG_LEN,
+    parse_tpdu_any, Envelope, Flags, Header, AUTH_OVERHEAD, HEADER_LEN, NONCE_LEN, TAG_LEN,
 };
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -97,72 +101,6 @@ fn key_of(dg: &[u8]) -> Option<ConnKey> {
     Header::parse_any(dg)
         .ok()
         .map(|(h, _)| (h.src_port, h.dst_port, h.tag))
-}
-
-/// A TPDU as the engine would put it on the wire: header (with the AUTH bit when `auth`),
-/// body (an envelope when `auth`), CRC-32C, then `h.fec` parity — every check a receiver makes
-/// before it verifies the tag passes.
-fn emit_any(mut h: Header, auth: bool, body: &[u8]) -> Vec<u8> {
-    if !auth {
-        return build_datagram(h, body);
-    }
-    let Ok(len) = u16::try_from(body.len()) else {
-        return Vec::new();
-    };
-    h.len = len;
-    let plain = |h: &Header| {
-        let mut out = h.to_bytes_auth().to_vec();
-        out.extend_from_slice(body);
-        out.extend_from_slice(&crc32c(body).to_be_bytes());
-        out
-    };
-    let mut out = plain(&h);
-    if h.fec > 0 && fec::encode(h.fec, &mut out).is_err() {
-        h.fec = 0;
-        out = plain(&h);
-    }
-    out
-}
-
-/// Checks a datagram a keyed endpoint sent: an authenticated TPDU within `mtu`, CRC-32C and
-/// parity trailer exact, an envelope sealed with [`KEY_ID`], encrypted as configured, and
-/// (in clear) a body that parses as its flags say.
-pub fn check_sealed(dg: &[u8], mtu: usize, encrypt: bool) {
-    assert!(
-        dg.len() <= mtu,
-        "sent {} bytes over the MTU {mtu}",
-        dg.len()
-    );
-    let (t, auth) = parse_tpdu_any(dg).expect("the engine sent a TPDU that does not parse");
-    assert!(auth, "a keyed endpoint sent a TPDU without the AUTH bit");
-    let n = t.body.len();
-    let crc = &dg[HEADER_LEN + n..HEADER_LEN + n + 4];
-    assert_eq!(
-        crc,
-        crc32c(t.body).to_be_bytes(),
-        "the engine sent a sealed TPDU with a bad CRC"
-    );
-    let protected = OVERHEAD + n;
-    if t.header.fec == 0 {
-        assert_eq!(dg.len(), protected, "bytes after the CRC without FEC");
-    } else {
-        let l = fec::Layout::for_datagram(dg.len(), t.header.fec)
-            .expect("parity trailer does not match the announced FEC");
-        assert_eq!(
-            l.protected_len, protected,
-            "parity trailer of the wrong length"
-        );
-    }
-    let env = Envelope::parse(t.body).expect("a sealed TPDU without a whole envelope");
-    assert_eq!(
-        env.key_id, KEY_ID,
-        "sealed with a key id the endpoint lacks"
-    );
-    assert_eq!(env.encrypted, encrypt, "encryption other than configured");
-    assert_eq!(env.body.len(), n - AUTH_OVERHEAD);
-    if !encrypt {
-        check_body(t.header.flags, env.body);
-    }
 }
 
 fn endpoint_config(
@@ -441,227 +379,6 @@ impl World {
         self.arrive(to_b, items, as_train);
     }
 
-    /// An address the attacker spoofs (or owns).
-    fn attacker_addr(sel: u8) -> SocketAddr {
-        addr(3 + sel % 2, 9000 + u16::from(sel >> 1))
-    }
-
-    /// Replays a run of recorded datagrams into their destination, from their own source or
-    /// an address of the attacker's, one by one or as trains.
-    fn replay(&mut self, s: &mut Script) {
-        let start = usize::from(s.u16());
-        let how = s.u8();
-        let spoof = s.u8();
-        if self.recorded.is_empty() {
-            return;
-        }
-        let n = usize::from(how % 16) + 1;
-        let as_train = how & 0x80 != 0;
-        let elsewhere = how & 0x40 != 0;
-        let mut to_b = Vec::new();
-        let mut to_a = Vec::new();
-        for i in 0..n {
-            let r = self.recorded[(start + i) % self.recorded.len()].clone();
-            let from = if elsewhere {
-                Self::attacker_addr(spoof)
-            } else {
-                r.from
-            };
-            self.sum.replayed += 1;
-            if r.by_a {
-                to_b.push((from, r));
-            } else {
-                to_a.push((from, r));
-            }
-        }
-        self.arrive(true, to_b, as_train);
-        self.arrive(false, to_a, as_train);
-    }
-
-    /// The `pick`-th (modulo their number) recorded datagram sent by A (`by_a`) or by B.
-    fn pick_recorded(&self, by_a: bool, pick: usize) -> Option<Vec<u8>> {
-        let n = self.recorded.iter().filter(|r| r.by_a == by_a).count();
-        (n > 0).then(|| {
-            self.recorded
-                .iter()
-                .filter(|r| r.by_a == by_a)
-                .nth(pick % n)
-                .map(|r| r.dg.clone())
-                .expect("n of them")
-        })
-    }
-
-    /// The ports, tag and mode of one of `ep`'s connections, as its peer would send them.
-    fn conn_header(
-        ep: &Endpoint,
-        hs: &[ConnectionHandle],
-        sel: u8,
-    ) -> Option<(u16, u16, u8, Mode)> {
-        Self::handle(hs, sel)
-            .and_then(|h| ep.peer(h))
-            .map(|p| (p.remote_port, p.local_port, p.tag, p.mode))
-    }
-
-    /// A forged TPDU: a recorded one with fields changed, or one from nothing; every check
-    /// before the tag recomputed. Returns (to B, from, datagram).
-    fn forge(&mut self, s: &mut Script) -> (bool, SocketAddr, Vec<u8>) {
-        let sel = s.u8();
-        let to_b = sel & 1 == 0;
-        let from = match (sel >> 1) % 4 {
-            0 | 1 => {
-                if to_b {
-                    a_addr()
-                } else {
-                    b_addr()
-                }
-            }
-            _ => Self::attacker_addr(sel >> 3),
-        };
-        let base = s.u8();
-        let pick = usize::from(s.u16());
-        // A recording of a datagram that went the same way (so its ports and tag are those
-        // of a connection of the endpoint it is forged into).
-        let recorded = (base < 160)
-            .then(|| self.pick_recorded(to_b, pick))
-            .flatten();
-        let parsed = recorded.as_deref().and_then(|d| {
-            parse_tpdu_any(d)
-                .ok()
-                .map(|(t, auth)| (t.header, t.body.to_vec(), auth))
-        });
-        let (mut h, mut body, mut auth) =
-            match parsed {
-                Some(x) => x,
-                None => {
-                    let (ep, hs) = if to_b {
-                        (&self.b, &self.b_hs)
-                    } else {
-                        (&self.a, &self.a_hs)
-                    };
-                    let (src_port, dst_port, tag, mode) = Self::conn_header(ep, hs, base)
-                        .unwrap_or((s.u16(), PORT, s.u8(), self.cfg.mode));
-                    let h = Header {
-                        mode,
-                        flags: Flags(s.u8()),
-                        src_port,
-                        dst_port,
-                        seq: u32::from(s.u16()),
-                        timestamp: s.u32(),
-                        fec: 0,
-                        tag,
-                        len: 0,
-                    };
-                    (h, Vec::new(), self.keyed.is_some())
-                }
-            };
-        let m = s.u8();
-        if m & 1 != 0 {
-            // RST 0x40, AFIN 0x02, ASYN 0x01, CHALLENGE/ECHO combinations: any flags.
-            h.flags = Flags(s.u8());
-        }
-        if m & 2 != 0 {
-            // Near the recorded number: in the window of a blind forger who guesses well.
-            h.seq = h.seq.wrapping_add(u32::from(s.u8())).wrapping_sub(16);
-        }
-        if m & 4 != 0 {
-            h.timestamp = s.u32();
-        }
-        if m & 8 != 0 && !body.is_empty() {
-            let pos = usize::from(s.u16()) % body.len();
-            body[pos] ^= s.u8() | 1;
-        }
-        if m & 16 != 0 || parsed_is_empty(&body, auth) {
-            // A new body: with the AUTH bit a sealed-looking envelope (key byte, a nonce of
-            // A's instance or any, the script's bytes, a tag), else the script's bytes.
-            let n = usize::from(s.u8());
-            let text = s.bytes(n).to_vec();
-            body = if auth {
-                let mut e = vec![Envelope::key_byte(s.u8() & 0x7F, s.u8() & 1 == 1)];
-                let mut nonce = [0u8; NONCE_LEN];
-                let theirs = recorded
-                    .as_deref()
-                    .and_then(|r| r.get(HEADER_LEN + 1..HEADER_LEN + 1 + NONCE_LEN));
-                if let Some(r) = theirs {
-                    // The instance of the recorded sender, a packet number ahead: a forgery
-                    // that must not move the replay window.
-                    nonce.copy_from_slice(r);
-                    nonce[11] = nonce[11].wrapping_add(s.u8());
-                    nonce[8] = nonce[8].wrapping_add(s.u8());
-                } else {
-                    for (x, y) in nonce.iter_mut().zip(s.bytes(NONCE_LEN)) {
-                        *x = *y;
-                    }
-                }
-                e.extend_from_slice(&nonce);
-                e.extend_from_slice(&text);
-                e.extend(std::iter::repeat_n(s.u8(), TAG_LEN));
-                e
-            } else {
-                text
-            };
-        }
-        if m & 32 != 0 {
-            h.fec = s.u8() % 64;
-        }
-        if m & 64 != 0 {
-            // Without the AUTH bit to a keyed endpoint, or with it to a keyless one.
-            auth = !auth;
-        }
-        if m & 128 != 0 {
-            h.tag = h.tag.wrapping_add(1);
-        }
-        (to_b, from, emit_any(h, auth, &body))
-    }
-
-    /// A datagram with parity up to 254 from A's address into B: a recorded one of A's
-    /// re-encoded (the header's FEC byte is authenticated, so it no longer verifies) or a
-    /// forged one, optionally damaged within what the parity corrects.
-    fn high_parity(&mut self, s: &mut Script) -> Vec<u8> {
-        let mut p = 1 + s.u8() % 254;
-        let pick = usize::from(s.u16());
-        let damage = s.u8();
-        let base = self.pick_recorded(true, pick).and_then(|r| {
-            parse_tpdu_any(&r)
-                .ok()
-                .map(|(t, auth)| (t.header, t.body.to_vec(), auth))
-        });
-        let (mut h, body, auth) = base.unwrap_or_else(|| {
-            let h = Header {
-                mode: self.cfg.mode,
-                flags: Flags::ASYN,
-                src_port: s.u16(),
-                dst_port: PORT,
-                seq: 0,
-                timestamp: 0,
-                fec: 0,
-                tag: s.u8(),
-                len: 0,
-            };
-            let mut body = vec![Envelope::key_byte(KEY_ID, true)];
-            body.extend_from_slice(s.bytes(64));
-            body.resize(body.len().max(AUTH_OVERHEAD), 0);
-            (h, body, self.keyed.is_some())
-        });
-        let protected = OVERHEAD + body.len();
-        while p > 1
-            && fec::Layout::for_protected(protected, p)
-                .map_or(true, |l| l.datagram_len() > HIGH_PARITY_MAX)
-        {
-            p /= 2;
-        }
-        h.fec = p;
-        let mut dg = emit_any(h, auth, &body);
-        // Damage the parity can correct: up to p/2 bytes, so decoding runs in full.
-        for i in 0..usize::from(damage % 8).min(usize::from(p / 2)) {
-            if dg.is_empty() {
-                break;
-            }
-            let pos = (usize::from(damage) * 131 + i * 977) % dg.len();
-            dg[pos] ^= 0xA5;
-        }
-        dg
-    }
-
     fn write(&mut self, s: &mut Script, on_a: bool) {
         let (ep, hs) = if on_a {
             (&mut self.a, &self.a_hs)
@@ -788,127 +505,116 @@ impl World {
         self.live.clear();
     }
 
-    /// A proven connection of B's is one A (not a recording) spoke for in this life, from
-    /// A's address.
-    fn check_proven(&self, h: ConnectionHandle) {
-        if self.b_own.contains(&h) {
-            return;
-        }
-        let Some(p) = self.b.peer(h) else { return };
-        assert!(
-            !self.a_cut || self.life == 0,
-            "B (life {}) proved connection {:?} (ports {}→{}, tag {}) after a restart that cut \
-             A off: only replays and forgeries reached it",
-            self.life,
-            h,
-            p.remote_port,
-            p.local_port,
-            p.tag
-        );
-        assert!(
-            self.live.contains(&(p.remote_port, p.local_port, p.tag)),
-            "B (life {}) proved connection {:?} (ports {}→{}, tag {}) though no datagram A \
-             sent in this life for it reached B: a replay proved it",
-            self.life,
-            h,
-            p.remote_port,
-            p.local_port,
-            p.tag
-        );
-        assert!(
-            has_path(&self.b, h, a_addr()),
-            "B proved connection {h:?} (peer {}) with no path at A's address",
-            p.remote
-        );
-    }
-
-    fn check_bounds(&mut self, heap_base: Option<isize>) {
-        drain_events(&mut self.a, &mut self.a_hs);
-        drain_events(&mut self.b, &mut self.b_hs);
-        for h in self.b_hs.clone() {
-            if self.b_own.contains(&h) {
-                continue;
-            }
-            if !self.b_known.contains(&h) {
-                self.b_known.push(h);
-                self.sum.b_accepted += 1;
-                if self.a_cut && self.life > 0 {
-                    self.sum.b_accepted_after_cut += 1;
+    /// A forged TPDU: a recorded one with fields changed, or one from nothing; every check
+    /// before the tag recomputed. Returns (to B, from, datagram).
+    fn forge(&mut self, s: &mut Script) -> (bool, SocketAddr, Vec<u8>) {
+        let sel = s.u8();
+        let to_b = sel & 1 == 0;
+        let from = match (sel >> 1) % 4 {
+            0 | 1 => {
+                if to_b {
+                    a_addr()
+                } else {
+                    b_addr()
                 }
             }
-            if self.b.is_proven(h) {
-                self.check_proven(h);
-                if !self.b_seen_proven.contains(&h) {
-                    self.b_seen_proven.push(h);
-                    self.sum.b_proven += 1;
-                    if self.b.peer(h).is_some_and(|p| p.remote != a_addr()) {
-                        // Finding K1 (docs/results/fuzz.md): proven by A's ECHO on a path it
-                        // added, while its first address is the one a replay came from.
-                        self.sum.b_proven_elsewhere += 1;
+            _ => Self::attacker_addr(sel >> 3),
+        };
+        let base = s.u8();
+        let pick = usize::from(s.u16());
+        // A recording of a datagram that went the same way (so its ports and tag are those
+        // of a connection of the endpoint it is forged into).
+        let recorded = (base < 160)
+            .then(|| self.pick_recorded(to_b, pick))
+            .flatten();
+        let parsed = recorded.as_deref().and_then(|d| {
+            parse_tpdu_any(d)
+                .ok()
+                .map(|(t, auth)| (t.header, t.body.to_vec(), auth))
+        });
+        let (mut h, mut body, mut auth) =
+            match parsed {
+                Some(x) => x,
+                None => {
+                    let (ep, hs) = if to_b {
+                        (&self.b, &self.b_hs)
+                    } else {
+                        (&self.a, &self.a_hs)
+                    };
+                    let (src_port, dst_port, tag, mode) = Self::conn_header(ep, hs, base)
+                        .unwrap_or((s.u16(), PORT, s.u8(), self.cfg.mode));
+                    let h = Header {
+                        mode,
+                        flags: Flags(s.u8()),
+                        src_port,
+                        dst_port,
+                        seq: u32::from(s.u16()),
+                        timestamp: s.u32(),
+                        fec: 0,
+                        tag,
+                        len: 0,
+                    };
+                    (h, Vec::new(), self.keyed.is_some())
+                }
+            };
+        let m = s.u8();
+        if m & 1 != 0 {
+            // RST 0x40, AFIN 0x02, ASYN 0x01, CHALLENGE/ECHO combinations: any flags.
+            h.flags = Flags(s.u8());
+        }
+        if m & 2 != 0 {
+            // Near the recorded number: in the window of a blind forger who guesses well.
+            h.seq = h.seq.wrapping_add(u32::from(s.u8())).wrapping_sub(16);
+        }
+        if m & 4 != 0 {
+            h.timestamp = s.u32();
+        }
+        if m & 8 != 0 && !body.is_empty() {
+            let pos = usize::from(s.u16()) % body.len();
+            body[pos] ^= s.u8() | 1;
+        }
+        if m & 16 != 0 || parsed_is_empty(&body, auth) {
+            // A new body: with the AUTH bit a sealed-looking envelope (key byte, a nonce of
+            // A's instance or any, the script's bytes, a tag), else the script's bytes.
+            let n = usize::from(s.u8());
+            let text = s.bytes(n).to_vec();
+            body = if auth {
+                let mut e = vec![Envelope::key_byte(s.u8() & 0x7F, s.u8() & 1 == 1)];
+                let mut nonce = [0u8; NONCE_LEN];
+                let theirs = recorded
+                    .as_deref()
+                    .and_then(|r| r.get(HEADER_LEN + 1..HEADER_LEN + 1 + NONCE_LEN));
+                if let Some(r) = theirs {
+                    // The instance of the recorded sender, a packet number ahead: a forgery
+                    // that must not move the replay window.
+                    nonce.copy_from_slice(r);
+                    nonce[11] = nonce[11].wrapping_add(s.u8());
+                    nonce[8] = nonce[8].wrapping_add(s.u8());
+                } else {
+                    for (x, y) in nonce.iter_mut().zip(s.bytes(NONCE_LEN)) {
+                        *x = *y;
                     }
                 }
+                e.extend_from_slice(&nonce);
+                e.extend_from_slice(&text);
+                e.extend(std::iter::repeat_n(s.u8(), TAG_LEN));
+                e
             } else {
-                assert!(
-                    !self.b_seen_proven.contains(&h) || self.b.state(h).is_none(),
-                    "B's connection {h:?} was proven and is no longer"
-                );
-            }
+                text
+            };
         }
-        for &h in &self.a_hs {
-            if self.a.is_proven(h) && self.a.state(h).is_some() {
-                assert!(
-                    has_path(&self.a, h, b_addr()),
-                    "A proved connection {h:?} (peer {:?}) with no path at B's address",
-                    self.a.peer(h).map(|p| p.remote)
-                );
-            }
+        if m & 32 != 0 {
+            h.fec = s.u8() % 64;
         }
-        for ep in [&self.a, &self.b] {
-            assert!(ep.connection_count() <= MAX_CONNECTIONS);
-            assert!(ep.paths_pending() <= ep.connection_count() * aerotp_proto::MAX_PATHS);
-            let st = &ep.stats;
-            if self.keyed.is_some() {
-                assert_eq!(
-                    st.datagrams_in,
-                    st.undecodable + st.auth_verified + st.auth_dropped(),
-                    "a keyed endpoint's counters miss datagrams: {st:?}"
-                );
-            } else {
-                assert_eq!(
-                    st.auth_verified + st.auth_dropped(),
-                    st.auth_unexpected,
-                    "a keyless endpoint verified or refused for other reasons: {st:?}"
-                );
-            }
+        if m & 64 != 0 {
+            // Without the AUTH bit to a keyed endpoint, or with it to a keyless one.
+            auth = !auth;
         }
-        if let (Some(base), Some(now)) = (heap_base, crate::heap_live_bytes()) {
-            let per_conn = SEND_BUFFER + RECV_WINDOW as usize * self.cfg.mtu;
-            let recorded: usize = self.recorded.iter().map(|r| r.dg.capacity() + 64).sum();
-            let bound = 2 * MAX_CONNECTIONS * per_conn + FIXED_HEAP + recorded;
-            let used = now - base;
-            assert!(
-                used <= bound as isize,
-                "heap grew by {used} bytes, over the bound of {bound} \
-                 ({MAX_CONNECTIONS} connections × (send buffer {SEND_BUFFER} + window \
-                 {RECV_WINDOW} × MTU {}) per endpoint + {FIXED_HEAP} fixed + {recorded} \
-                 recorded)",
-                self.cfg.mtu
-            );
+        if m & 128 != 0 {
+            h.tag = h.tag.wrapping_add(1);
         }
+        (to_b, from, emit_any(h, auth, &body))
     }
-}
-
-/// Whether connection `h` of `ep` has a path to `addr` (its first address or one it added).
-fn has_path(ep: &Endpoint, h: ConnectionHandle, addr: SocketAddr) -> bool {
-    ep.peer(h).is_some_and(|p| p.remote == addr)
-        || ep
-            .stats(h)
-            .is_some_and(|s| s.paths.iter().any(|p| p.remote == addr))
-}
-
-/// Whether a forged body must be built (an authenticated TPDU needs an envelope).
-fn parsed_is_empty(body: &[u8], auth: bool) -> bool {
-    auth && body.len() < AUTH_OVERHEAD
 }
 
 fn add_stats(sum: &mut EndpointStats, s: &EndpointStats) {
