@@ -21,9 +21,9 @@
 //! * **no connection is proven on B by replays**: a connection B accepted is proven
 //!   (`Endpoint::is_proven`) only if a datagram A sent in B's current life, with that
 //!   connection's ports and tag, reached B. After a restart that cut A off, nothing on B is
-//!   ever proven. A proven connection has a path at A's address (the one that proved it; its
-//!   first address may be another, finding K1 in docs/results/fuzz.md, counted in
-//!   `KeyedSummary::b_proven_elsewhere`), and once proven it stays proven;
+//!   ever proven. A proven connection has A's address as its address (finding K1 in
+//!   docs/results/fuzz.md, fixed: it kept the address a replay opened it from, with A's as
+//!   a second path), and once proven it stays proven;
 //! * bytes B's application reads are counted as proven only when read from a connection that
 //!   is proven at that moment and passes the check above (`KeyedSummary`);
 //! * with a key, the counters account for every datagram: `datagrams_in = undecodable +
@@ -32,10 +32,11 @@
 
 mod attack;
 mod checks;
+mod datagram;
 
 pub use attack::check_sealed;
 
-use attack::{emit_any, parsed_is_empty};
+use datagram::{emit_any, parsed_is_empty};
 
 use crate::packet::addr;
 use crate::script::Script;
@@ -137,9 +138,6 @@ pub struct KeyedSummary {
     /// Connections B accepted, over all its lives, and those of them seen proven.
     pub b_accepted: usize,
     pub b_proven: usize,
-    /// Of `b_proven`, those whose first address (`Peer::remote`) is not A's: opened by a
-    /// datagram from another address, proven by A's ECHO on a path added (finding K1).
-    pub b_proven_elsewhere: usize,
     /// Connections B accepted after a restart that cut A off (replays and forgeries only).
     pub b_accepted_after_cut: usize,
     /// Application bytes B read from connections proven at the time, and from unproven ones.

@@ -1,9 +1,10 @@
 //! The attacker's datagrams of the keyed target: forgeries from recordings or from nothing,
 //! high-parity datagrams, and the check of what a keyed endpoint sends.
 
+use super::datagram::emit_any;
 use super::{World, HIGH_PARITY_MAX, KEY_ID, PORT};
 use crate::endpoint::check_body;
-use crate::packet::{addr, build_datagram};
+use crate::packet::addr;
 use crate::script::Script;
 use aerotp_fec as fec;
 use aerotp_proto::{ConnectionHandle, Endpoint, Mode};
@@ -11,31 +12,6 @@ use aerotp_wire::{
     crc32c, parse_tpdu_any, Envelope, Flags, Header, AUTH_OVERHEAD, HEADER_LEN, OVERHEAD,
 };
 use std::net::SocketAddr;
-
-/// A TPDU as the engine would put it on the wire: header (with the AUTH bit when `auth`),
-/// body (an envelope when `auth`), CRC-32C, then `h.fec` parity — every check a receiver makes
-/// before it verifies the tag passes.
-pub(super) fn emit_any(mut h: Header, auth: bool, body: &[u8]) -> Vec<u8> {
-    if !auth {
-        return build_datagram(h, body);
-    }
-    let Ok(len) = u16::try_from(body.len()) else {
-        return Vec::new();
-    };
-    h.len = len;
-    let plain = |h: &Header| {
-        let mut out = h.to_bytes_auth().to_vec();
-        out.extend_from_slice(body);
-        out.extend_from_slice(&crc32c(body).to_be_bytes());
-        out
-    };
-    let mut out = plain(&h);
-    if h.fec > 0 && fec::encode(h.fec, &mut out).is_err() {
-        h.fec = 0;
-        out = plain(&h);
-    }
-    out
-}
 
 /// Checks a datagram a keyed endpoint sent: an authenticated TPDU within `mtu`, CRC-32C and
 /// parity trailer exact, an envelope sealed with [`KEY_ID`], encrypted as configured, and
@@ -76,11 +52,6 @@ pub fn check_sealed(dg: &[u8], mtu: usize, encrypt: bool) {
     if !encrypt {
         check_body(t.header.flags, env.body);
     }
-}
-
-/// Whether a forged body must be built (an authenticated TPDU needs an envelope).
-pub(super) fn parsed_is_empty(body: &[u8], auth: bool) -> bool {
-    auth && body.len() < AUTH_OVERHEAD
 }
 
 impl World {

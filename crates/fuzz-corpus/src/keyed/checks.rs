@@ -68,11 +68,13 @@ impl World {
                 if !self.b_seen_proven.contains(&h) {
                     self.b_seen_proven.push(h);
                     self.sum.b_proven += 1;
-                    if self.b.peer(h).is_some_and(|p| p.remote != a_addr()) {
-                        // Finding K1 (docs/results/fuzz.md): proven by A's ECHO on a path it
-                        // added, while its first address is the one a replay came from.
-                        self.sum.b_proven_elsewhere += 1;
-                    }
+                    // Finding K1 (docs/results/fuzz.md), fixed: proven by A's ECHO, the
+                    // connection's address is A's, not the one a replay opened it from.
+                    assert!(
+                        self.b.peer(h).is_none_or(|p| p.remote == a_addr()),
+                        "B's connection {h:?} was proven by A but its address is {:?}",
+                        self.b.peer(h).map(|p| p.remote)
+                    );
                 }
             } else {
                 assert!(

@@ -118,7 +118,7 @@ impl Endpoint {
                     }
                     self.stats.proven += 1;
                 }
-                self.adopt_path(now, ch, path);
+                self.adopt_path(now, ch, path, half_open);
                 self.schedule.touch(ch);
                 if let Some(c) = self.conns.get_mut(&ch) {
                     c.learn_peer_cid(e.cid);
@@ -248,8 +248,12 @@ impl Endpoint {
     /// The peer proved it receives at `addr`. It becomes another path of the connection if
     /// this end asked for it (`add_path`), or if the peer was still heard on the paths it
     /// has after `addr` appeared (the peer sends on several); otherwise the peer moved, and
-    /// the path it has been silent on longest goes to `addr` (docs/spec.md §9).
-    fn adopt_path(&mut self, now: Duration, ch: ConnectionHandle, addr: PathAddr) {
+    /// the path it has been silent on longest goes to `addr` (docs/spec.md §9). With
+    /// `move_only` it always moves: the connection's own addresses proved nothing (a
+    /// half-open connection proven at `addr`; kept as its first path, an address a spoofed
+    /// ASYN came from stayed the connection's when the real peer's ECHO of a cookie for the
+    /// same ports and tag proved it: fuzz finding K1, docs/results/fuzz.md).
+    fn adopt_path(&mut self, now: Duration, ch: ConnectionHandle, addr: PathAddr, move_only: bool) {
         let proven = self.migrate.proven(ch, addr);
         let asked = self.migrate.asked_for(ch);
         let Some(c) = self.conns.get_mut(&ch) else {
@@ -262,7 +266,7 @@ impl Endpoint {
             Some(p) => p.asked || c.heard_since(p.started),
             None => c.heard_since(now.saturating_sub(c.rto())),
         };
-        if another && c.add_path(now, addr).is_some() {
+        if !move_only && another && c.add_path(now, addr).is_some() {
             self.by_key
                 .insert((addr.remote, c.local_port, c.remote_port), ch);
             self.stats.paths_added += 1;
