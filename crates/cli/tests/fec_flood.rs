@@ -8,62 +8,19 @@
 //! (`cargo test -p aerotp --test fec_flood -- --nocapture`, recorded in
 //! docs/results/security.md).
 
+use aerotp_testkit::relay::Relay;
+use aerotp_testkit::{free_tcp, free_udp, KillOnDrop};
 use aerotp_wire::{crc32c, Header};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_aerotp"))
-}
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("aerotp-flood-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_udp() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn free_tcp() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The sender's header as last seen, turned into a datagram naming parity 254 whose 1275
@@ -87,81 +44,12 @@ fn spoofed(h: &Header, authed: bool) -> Vec<u8> {
     out
 }
 
-/// Relay between the sender and the receiver that injects spoofed datagrams at `per_second`
-/// (changed between runs) from the address the receiver knows the sender by.
-struct Relay {
-    front: SocketAddr,
-    per_second: Arc<AtomicU32>,
-    injected: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Relay {
-    fn start(receiver: SocketAddr) -> Relay {
-        let front = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let up = UdpSocket::bind("127.0.0.1:0").unwrap();
-        front.set_nonblocking(true).unwrap();
-        up.set_nonblocking(true).unwrap();
-        let addr = front.local_addr().unwrap();
-        let per_second = Arc::new(AtomicU32::new(0));
-        let injected = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (rate, inj, st) = (per_second.clone(), injected.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            let (mut sender, mut last): (Option<SocketAddr>, Option<(Header, bool)>) = (None, None);
-            let mut buf = vec![0u8; 65536];
-            let t0 = Instant::now();
-            let mut next = Instant::now();
-            while !st.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(300) {
-                let mut idle = true;
-                while let Ok((n, from)) = front.recv_from(&mut buf) {
-                    idle = false;
-                    sender = Some(from);
-                    if let Ok(h) = Header::parse_any(&buf[..n]) {
-                        last = Some(h);
-                    }
-                    let _ = up.send_to(&buf[..n], receiver);
-                }
-                while let Ok((n, _)) = up.recv_from(&mut buf) {
-                    idle = false;
-                    if let Some(s) = sender {
-                        let _ = front.send_to(&buf[..n], s);
-                    }
-                }
-                let r = rate.load(Ordering::Relaxed);
-                if r > 0 && Instant::now() >= next {
-                    if let Some((h, authed)) = &last {
-                        let _ = up.send_to(&spoofed(h, *authed), receiver);
-                        inj.fetch_add(1, Ordering::Relaxed);
-                    }
-                    next += Duration::from_secs(1) / r;
-                    if next < Instant::now() {
-                        next = Instant::now();
-                    }
-                }
-                if idle {
-                    std::thread::sleep(Duration::from_micros(200));
-                }
-            }
-        });
-        Relay {
-            front: addr,
-            per_second,
-            injected,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+/// The relay's forgery: the sender's last datagram's header, parity 254 (`None` before the
+/// sender sent anything that parses).
+fn forge(last: &[u8]) -> Option<Vec<u8>> {
+    Header::parse_any(last)
+        .ok()
+        .map(|(h, authed)| spoofed(&h, authed))
 }
 
 /// One GET /metrics: how long until the whole answer was read.
@@ -194,7 +82,7 @@ const SIZE: usize = 5_000_000;
 /// Sends the file through the relay at `per_second` spoofed datagrams a second: (wall time
 /// of the send, worst and p99 metrics latency, injected).
 fn run(
-    d: &Dir,
+    d: &Path,
     relay: &Relay,
     key: &[&str],
     metrics: &str,
@@ -205,13 +93,13 @@ fn run(
         .map(|i| (i * 31 + i / 4099) as u8)
         .collect();
     let name = format!("f{n}.bin");
-    let input = d.path(&name);
+    let input = d.join(&name).to_str().unwrap().to_owned();
     std::fs::write(&input, &data).unwrap();
-    relay.per_second.store(per_second, Ordering::Relaxed);
-    let before = relay.injected.load(Ordering::Relaxed);
+    relay.inject_per_second(per_second);
+    let before = relay.injected();
     let busy = Arc::new(AtomicBool::new(true));
     let sc = scraper(metrics.to_owned(), busy.clone());
-    let to = relay.front.to_string();
+    let to = relay.front().to_string();
     let mut args = vec![
         "send", &input, "--to", &to, "--mode", "reliable", "--rate", "20mbit",
     ];
@@ -220,14 +108,14 @@ fn run(
     let o = bin().args(&args).output().unwrap();
     let wall = t.elapsed();
     busy.store(false, Ordering::Relaxed);
-    relay.per_second.store(0, Ordering::Relaxed);
+    relay.inject_per_second(0);
     let mut lat = sc.join().unwrap();
     assert!(
         o.status.success(),
         "send at {per_second}/s: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let out = d.path(&format!("rx/{name}"));
+    let out = d.join("rx").join(&name);
     let t = Instant::now();
     while std::fs::read(&out).ok().as_deref() != Some(&data[..]) {
         assert!(
@@ -242,20 +130,16 @@ fn run(
         .get(lat.len().saturating_sub(1) * 99 / 100)
         .copied()
         .unwrap_or_default();
-    (
-        wall,
-        worst,
-        p99,
-        relay.injected.load(Ordering::Relaxed) - before,
-    )
+    (wall, worst, p99, relay.injected() - before)
 }
 
 #[test]
 fn spoofed_maximal_parity_floods_cost_the_transfer_little_keyed_or_not() {
-    let d = Dir::new("fec");
-    let keyfile = d.path("k.key");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let keyfile = d.join("k.key").to_str().unwrap().to_owned();
     assert!(bin().args(["keygen", &keyfile]).status().unwrap().success());
-    std::fs::create_dir_all(d.path("rx")).unwrap();
+    std::fs::create_dir_all(d.join("rx")).unwrap();
     println!("figure: key  spoofed/s  injected  goodput_vs_clean  metrics_p99_ms  metrics_max_ms");
     let mut n = 0;
     for keyed in [false, true] {
@@ -264,9 +148,8 @@ fn spoofed_maximal_parity_floods_cost_the_transfer_little_keyed_or_not() {
         } else {
             vec!["--insecure"]
         };
-        let listen = format!("127.0.0.1:{}", free_udp());
-        let metrics = format!("127.0.0.1:{}", free_tcp());
-        let rx = d.path("rx");
+        let (listen, metrics) = (free_udp().to_string(), free_tcp().to_string());
+        let rx = d.join("rx").to_str().unwrap().to_owned();
         let mut args = vec![
             "recv",
             "--listen",
@@ -277,7 +160,7 @@ fn spoofed_maximal_parity_floods_cost_the_transfer_little_keyed_or_not() {
             &metrics,
         ];
         args.extend_from_slice(&key);
-        let _recv = KillOnDrop(
+        let _recv = KillOnDrop::new(
             bin()
                 .args(&args)
                 .stdout(Stdio::null())
@@ -290,12 +173,12 @@ fn spoofed_maximal_parity_floods_cost_the_transfer_little_keyed_or_not() {
             assert!(t.elapsed() < Duration::from_secs(10), "recv serves metrics");
             std::thread::sleep(Duration::from_millis(50));
         }
-        let relay = Relay::start(listen.parse().unwrap());
-        let clean = Arc::new(Mutex::new(None::<Duration>));
+        let relay = Relay::start(listen.parse().unwrap(), false, Some(Box::new(forge)));
+        let mut clean: Option<Duration> = None;
         for per_second in [0, 40, 400] {
             n += 1;
-            let (wall, worst, p99, injected) = run(&d, &relay, &key, &metrics, per_second, n);
-            let c = *clean.lock().unwrap().get_or_insert(wall);
+            let (wall, worst, p99, injected) = run(d, &relay, &key, &metrics, per_second, n);
+            let c = *clean.get_or_insert(wall);
             let ratio = c.as_secs_f64() / wall.as_secs_f64();
             println!(
                 "figure: {:<4} {per_second:>9}  {injected:>8}  {ratio:>16.3}  {:>14.1}  {:>14.1}",

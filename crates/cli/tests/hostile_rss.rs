@@ -5,43 +5,14 @@
 //! The receiver's peak resident set (VmHWM) stays within 64 MB and the real file arrives
 //! intact (`cargo test -p aerotp --test hostile_rss -- --nocapture` prints the figure).
 
+use aerotp_testkit::{free_udp, KillOnDrop};
 use aerotp_wire::{emit_tpdu, Flags, Header, Mode};
 use std::net::UdpSocket;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_aerotp"))
-}
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("aerotp-hostile-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Peak resident set of process `pid` in bytes (`VmHWM`).
@@ -96,16 +67,12 @@ fn script(i: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn thirty_two_hostile_peers_keep_a_keyless_receiver_within_64_mb() {
-    let d = Dir::new("rss");
-    let rx = d.path("rx");
+    let d = tempfile::tempdir().unwrap();
+    let path = |name: &str| d.path().join(name).to_str().unwrap().to_owned();
+    let rx = path("rx");
     std::fs::create_dir_all(&rx).unwrap();
-    let port = UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let recv = KillOnDrop(
+    let listen = free_udp().to_string();
+    let recv = KillOnDrop::new(
         bin()
             .args(["recv", "--listen", &listen, "-o", &rx, "--insecure"])
             .stdout(Stdio::null())
@@ -114,13 +81,13 @@ fn thirty_two_hostile_peers_keep_a_keyless_receiver_within_64_mb() {
             .unwrap(),
     );
     std::thread::sleep(Duration::from_millis(300));
-    let idle = peak_rss(recv.0.id());
+    let idle = peak_rss(recv.id());
 
     // The real transfer, beside the attack.
     let data: Vec<u8> = (0..5_000_000u32).map(|i| (i * 7 + i / 509) as u8).collect();
-    let input = d.path("real.bin");
+    let input = path("real.bin");
     std::fs::write(&input, &data).unwrap();
-    let real = KillOnDrop(
+    let real = KillOnDrop::new(
         bin()
             .args([
                 "send",
@@ -160,21 +127,12 @@ fn thirty_two_hostile_peers_keep_a_keyless_receiver_within_64_mb() {
             std::thread::sleep(Duration::from_micros(300));
         }
     }
-    let o = {
-        let mut real = real;
-        let t = Instant::now();
-        while real.0.try_wait().unwrap().is_none() {
-            assert!(t.elapsed() < Duration::from_secs(60), "the real send ends");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let mut e = String::new();
-        if let Some(mut s) = real.0.stderr.take() {
-            use std::io::Read;
-            let _ = s.read_to_string(&mut e);
-        }
-        (real.0.wait().unwrap(), e)
-    };
-    assert!(o.0.success(), "the real send: {}", o.1);
+    let o = aerotp_testkit::wait_bounded(real.take(), Duration::from_secs(60));
+    assert!(
+        o.status.success(),
+        "the real send: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let t = Instant::now();
     let out = std::path::Path::new(&rx).join("real.bin");
     while std::fs::read(&out).ok().as_deref() != Some(&data[..]) {
@@ -184,7 +142,7 @@ fn thirty_two_hostile_peers_keep_a_keyless_receiver_within_64_mb() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let peak = peak_rss(recv.0.id());
+    let peak = peak_rss(recv.id());
     println!(
         "figure: {HOSTILE} hostile peers sent {sent} TPDUs ({:.1} MB); recv peak RSS {:.1} MB \
          (idle {:.1} MB); the real 5 MB intact",

@@ -5,13 +5,14 @@
 //! another port than the first: the first one's tasks keep its socket in this process; the
 //! attacker sends wherever the egress listens.)
 
-use std::net::{SocketAddr, UdpSocket as StdUdp};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aerotp_gw::config::{FileConfig, FlowSpec};
 use aerotp_net::keyfile::{self, WriteMode};
+use aerotp_testkit::relay::Relay;
 use aerotp_testkit::{free_tcp, free_udp, random};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -49,68 +50,6 @@ async fn destinations(seen: Arc<Seen>) -> (SocketAddr, SocketAddr) {
     addrs
 }
 
-/// A relay between the ingress and the egress recording what the ingress sends; the egress
-/// knows the ingress by the relay's upstream socket.
-struct Recorder {
-    front: SocketAddr,
-    upstream: Arc<StdUdp>,
-    recorded: Arc<Mutex<Vec<Vec<u8>>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Recorder {
-    fn start(egress: SocketAddr) -> Recorder {
-        let front = StdUdp::bind("127.0.0.1:0").unwrap();
-        let up = Arc::new(StdUdp::bind("127.0.0.1:0").unwrap());
-        front.set_nonblocking(true).unwrap();
-        up.set_nonblocking(true).unwrap();
-        let front_addr = front.local_addr().unwrap();
-        let recorded = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (u, rec, st) = (up.clone(), recorded.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            let mut ingress: Option<SocketAddr> = None;
-            let mut buf = vec![0u8; 65536];
-            let t0 = Instant::now();
-            while !st.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(120) {
-                let mut idle = true;
-                while let Ok((n, from)) = front.recv_from(&mut buf) {
-                    idle = false;
-                    ingress = Some(from);
-                    rec.lock().unwrap().push(buf[..n].to_vec());
-                    let _ = u.send_to(&buf[..n], egress);
-                }
-                while let Ok((n, _)) = u.recv_from(&mut buf) {
-                    idle = false;
-                    if let Some(i) = ingress {
-                        let _ = front.send_to(&buf[..n], i);
-                    }
-                }
-                if idle {
-                    std::thread::sleep(Duration::from_micros(200));
-                }
-            }
-        });
-        Recorder {
-            front: front_addr,
-            upstream: up,
-            recorded,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn stop(mut self) -> (Vec<Vec<u8>>, Arc<StdUdp>) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
-        let rec = std::mem::take(&mut *self.recorded.lock().unwrap());
-        (rec, self.upstream.clone())
-    }
-}
-
 fn egress_config(key: &std::path::Path, tcp: SocketAddr, udp: SocketAddr) -> FileConfig {
     FileConfig {
         listen: Some(free_udp().to_string()),
@@ -146,10 +85,11 @@ async fn a_recorded_keyed_flow_replayed_to_a_fresh_egress_reaches_no_destination
     let egress = aerotp_gw::start(aerotp_gw::Role::Egress, eg_cfg.settings().unwrap())
         .await
         .unwrap();
-    let rec = Recorder::start(egress.ep.local_addr());
+    // The attacker on the path between the gateways, recording what the ingress sends.
+    let rec = Relay::start(egress.ep.local_addr(), true, None);
     let (tcp_entry, udp_entry) = (free_tcp(), free_udp());
     let in_cfg = FileConfig {
-        peer: Some(rec.front.to_string()),
+        peer: Some(rec.front().to_string()),
         rate: Some("40mbit".into()),
         key_file: Some(key.clone()),
         flows: vec![

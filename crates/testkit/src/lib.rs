@@ -2,7 +2,7 @@
 //! when dropped and waited for with a bound, free loopback ports, bounded polling,
 //! reproducible incompressible data, SHA-256, and a strict parser of the Prometheus text that
 //! `aerotp send|recv --metrics` and the gateways serve ([`prom`]), and MIT-LL's LL-DLEP as a
-//! modem ([`ll_dlep`]).
+//! modem ([`ll_dlep`]), and an on-path relay that records, replays and forges ([`relay`]).
 //!
 //! Dev-only (`publish = false`): used from `[dev-dependencies]`, never by a shipped crate. Every
 //! wait here has a time bound and panics naming what it waited for, so a failing test ends.
@@ -11,6 +11,7 @@ pub mod ll_dlep;
 pub mod nat;
 pub mod probe;
 pub mod prom;
+pub mod relay;
 pub mod tos;
 pub mod tshark;
 pub mod udp_buffer;
