@@ -49,16 +49,25 @@ pub fn protocol_dir(bin: &Path) -> PathBuf {
     d
 }
 
-/// An LL-DLEP modem listening on 127.0.0.1:`port`, heartbeat 1 s, its CLI on our pipe.
+/// An LL-DLEP modem listening on 127.0.0.1:`port`, heartbeat 1 s, its CLI on our pipe; with
+/// a discovery port, it also answers Peer Discovery on [`GROUP`] on the loopback interface.
 #[derive(Debug)]
 pub struct Modem {
     child: Child,
     dir: PathBuf,
 }
 
+/// The multicast group LL-DLEP's own loopback example (config/modem_lo.xml) uses.
+pub const GROUP: [u8; 4] = [225, 0, 0, 117];
+
 impl Modem {
     /// Starts it in `dir` (its configuration, log and output files go there).
     pub fn start(dir: &Path, port: u16) -> Modem {
+        Modem::start_with(dir, port, None)
+    }
+
+    /// As [`Modem::start`], answering Peer Discovery on `discovery_port` if given.
+    pub fn start_with(dir: &Path, port: u16, discovery_port: Option<u16>) -> Modem {
         let bin = binary();
         let etc = protocol_dir(&bin);
         let config = format!(
@@ -66,7 +75,7 @@ impl Modem {
 <config>
   <params>
     <local-type>modem</local-type>
-    <discovery-enable>0</discovery-enable>
+    {discovery}
     <session-address>127.0.0.1</session-address>
     <session-port>{port}</session-port>
     <heartbeat-interval>1</heartbeat-interval>
@@ -79,6 +88,15 @@ impl Modem {
   </params>
 </config>
 "#,
+            discovery = match discovery_port {
+                None => "<discovery-enable>0</discovery-enable>".to_string(),
+                Some(p) => format!(
+                    "<discovery-enable>1</discovery-enable>\n    <discovery-iface>lo</discovery-iface>\n    \
+                     <discovery-port>{p}</discovery-port>\n    \
+                     <discovery-mcast-address>{}</discovery-mcast-address>",
+                    std::net::Ipv4Addr::from(GROUP)
+                ),
+            },
             log = dir.join("dlep-modem.log").display(),
             etc = etc.display(),
         );
@@ -107,6 +125,12 @@ impl Modem {
         Instant::now()
     }
 
+    /// Kills it now (a modem that vanishes mid-session).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// The last 40 lines of its stdout, stderr and log.
     pub fn logs(&self) -> String {
         let tail = |f: &str| {
@@ -128,7 +152,6 @@ impl Drop for Modem {
         if std::thread::panicking() {
             eprintln!("{}", self.logs());
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
