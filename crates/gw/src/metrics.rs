@@ -69,6 +69,10 @@ pub fn render(ctx: &Ctx) -> String {
         sample(&mut s, dropped, &labels, r.dropped(reason));
     }
     per_flow(&mut s, role, &flows);
+    // The radio's word on the air link (`--dlep`), as the endpoints show it (docs/stats.md).
+    let snapshot = ctx.ep.metrics_source().snapshot();
+    let radio = aerotp_net::metrics::render_radio(&snapshot, "aerotp_gw_", &[("role", role)]);
+    s.push_str(&radio);
     s
 }
 

@@ -138,6 +138,19 @@ async fn metrics_parse_are_typed_documented_and_count_udp_in_and_out() {
         .map(|s| s.labels["reason"].clone())
         .collect();
     assert!(dropped.len() >= 6 && dropped.contains(&"queue_full".to_string()));
+    // The radio's families as the endpoints show them: every kind at 0 without a modem.
+    for s in [&si, &se] {
+        let kinds = s
+            .samples
+            .iter()
+            .filter(|x| x.name == "aerotp_gw_radio_changes_total")
+            .count();
+        assert!(
+            kinds >= 6,
+            "radio change kinds in the gateway's metrics: {kinds}"
+        );
+        assert_eq!(s.sum("aerotp_gw_radio_changes_total"), 0.0);
+    }
     assert_eq!(si.sum("aerotp_gw_flows_opened_total"), 1.0);
     assert_eq!(si.sum("aerotp_gw_flows_active"), 1.0);
     assert_eq!(si.sum("aerotp_gw_flow_confirmed_bytes_total"), 10.0);

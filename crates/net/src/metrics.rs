@@ -162,6 +162,16 @@ pub const CONNECTION_GAUGES: [Gauge; 8] = [
 ];
 
 /// The exposition text of a snapshot.
+/// The radio's families alone (docs/stats.md "Radio"), named `prefix` + `radio_…` with the
+/// `extra` labels first, for an exposition of its own that shows an endpoint's radio changes
+/// (a gateway's: `aerotp_gw_radio_…{role}`).
+pub fn render_radio(s: &Snapshot, prefix: &str, extra: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    let live = s.live.iter().map(|c| (c.handle, c.mode, &c.stats));
+    crate::radio_metrics::render(&mut out, prefix, extra, &s.totals, live);
+    out
+}
+
 pub fn render(s: &Snapshot) -> String {
     let mut out = String::with_capacity(8192);
     let endpoint = socket_counters(s)
@@ -199,7 +209,7 @@ pub fn render(s: &Snapshot) -> String {
         }
     }
     let live = s.live.iter().map(|c| (c.handle, c.mode, &c.stats));
-    crate::radio_metrics::render(&mut out, &s.totals, live);
+    crate::radio_metrics::render(&mut out, "aerotp_", &[], &s.totals, live);
     out
 }
 
