@@ -16,6 +16,7 @@
 //!   (per connection: send buffer plus receive window × MTU; plus fixed tables), when the
 //!   [`crate::CountingAlloc`] is installed.
 
+use crate::deadline::TwoEnds;
 use crate::packet::{addr, build_datagram};
 use crate::script::Script;
 use aerotp_fec as fec;
@@ -36,9 +37,6 @@ const LINK_QUEUE: usize = 256;
 /// Most datagrams taken from one endpoint at one instant before the step gives up checking
 /// the deadline (the pacer bounds bursts far below this).
 const DRAIN_LIMIT: usize = 4096;
-/// Catch-up rounds of `handle_timeout` allowed after a jump before a deadline that stays at
-/// or before `now` counts as a livelock.
-const CATCH_UP_ROUNDS: usize = 8;
 /// Most script steps per input (inputs are at most a few kB, so this is never the limit in
 /// practice; it bounds the loop regardless).
 const MAX_STEPS: usize = 20_000;
@@ -194,31 +192,6 @@ impl World {
             }
         }
         complete
-    }
-
-    /// Jumps both endpoints to `now` and checks the deadline contract.
-    fn advance(&mut self) {
-        for round in 0..=CATCH_UP_ROUNDS {
-            self.a.handle_timeout(self.now);
-            self.b.handle_timeout(self.now);
-            if !self.pump() {
-                return;
-            }
-            let late = [self.a.poll_timeout(), self.b.poll_timeout()]
-                .into_iter()
-                .flatten()
-                .find(|&t| t <= self.now);
-            match late {
-                None => return,
-                Some(t) => assert!(
-                    round < CATCH_UP_ROUNDS,
-                    "deadline {t:?} at or before now {:?} survives {} rounds of \
-                     handle_timeout and poll_transmit: a driver would spin",
-                    self.now,
-                    CATCH_UP_ROUNDS + 1
-                ),
-            }
-        }
     }
 
     fn handle(hs: &[ConnectionHandle], sel: u8) -> Option<ConnectionHandle> {
@@ -657,5 +630,14 @@ pub fn run_endpoint_script(data: &[u8]) -> ScriptSummary {
         b_read: w.b_read,
         a_datagrams_in: w.a.stats.datagrams_in,
         b_datagrams_in: w.b.stats.datagrams_in,
+    }
+}
+
+impl TwoEnds for World {
+    fn ends(&mut self) -> (&mut Endpoint, &mut Endpoint, Duration) {
+        (&mut self.a, &mut self.b, self.now)
+    }
+    fn pump_link(&mut self) -> bool {
+        self.pump()
     }
 }

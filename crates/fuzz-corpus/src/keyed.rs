@@ -38,6 +38,7 @@ pub use attack::check_sealed;
 
 use datagram::{emit_any, parsed_is_empty};
 
+use crate::deadline::TwoEnds;
 use crate::packet::addr;
 use crate::script::Script;
 use aerotp_proto::{
@@ -60,7 +61,6 @@ const LINK_QUEUE: usize = 256;
 /// Datagrams the attacker's recording keeps (a ring: the oldest go first).
 const RECORDED: usize = 1024;
 const DRAIN_LIMIT: usize = 4096;
-const CATCH_UP_ROUNDS: usize = 8;
 const MAX_STEPS: usize = 20_000;
 /// Lives of B per script (restarts bound the work an input can ask for).
 const MAX_LIVES: u32 = 16;
@@ -283,30 +283,6 @@ impl World {
             }
         }
         complete
-    }
-
-    fn advance(&mut self) {
-        for round in 0..=CATCH_UP_ROUNDS {
-            self.a.handle_timeout(self.now);
-            self.b.handle_timeout(self.now);
-            if !self.pump() {
-                return;
-            }
-            let late = [self.a.poll_timeout(), self.b.poll_timeout()]
-                .into_iter()
-                .flatten()
-                .find(|&t| t <= self.now);
-            match late {
-                None => return,
-                Some(t) => assert!(
-                    round < CATCH_UP_ROUNDS,
-                    "deadline {t:?} at or before now {:?} survives {} rounds of \
-                     handle_timeout and poll_transmit: a driver would spin",
-                    self.now,
-                    CATCH_UP_ROUNDS + 1
-                ),
-            }
-        }
     }
 
     fn handle(hs: &[ConnectionHandle], sel: u8) -> Option<ConnectionHandle> {
@@ -768,4 +744,13 @@ pub fn run_keyed_script(data: &[u8]) -> KeyedSummary {
     sum.b_auth_verified = w.b_past.auth_verified;
     sum.b_fec_budget_refused = w.b_past.fec_budget_refused;
     sum
+}
+
+impl TwoEnds for World {
+    fn ends(&mut self) -> (&mut Endpoint, &mut Endpoint, Duration) {
+        (&mut self.a, &mut self.b, self.now)
+    }
+    fn pump_link(&mut self) -> bool {
+        self.pump()
+    }
 }

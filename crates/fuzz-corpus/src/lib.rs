@@ -19,6 +19,7 @@
 //! | [`target_gw_store`] | the custody store's on-disk records (`DiskLog::open`, `read_at`) |
 
 mod alloc;
+mod deadline;
 pub mod endpoint;
 mod gw;
 pub mod keyed;
