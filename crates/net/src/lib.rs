@@ -26,6 +26,8 @@ use std::time::Duration;
 use aerotp_proto as proto;
 use proto::EndpointError;
 
+#[cfg(target_os = "linux")]
+pub mod cmsg;
 mod connection;
 mod counters;
 mod driver;

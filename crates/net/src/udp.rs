@@ -322,18 +322,15 @@ pub(crate) struct Read {
 #[cfg(target_os = "linux")]
 mod sys {
     use std::io;
-    use std::mem::{size_of, size_of_val, zeroed, MaybeUninit};
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    use std::mem::{zeroed, MaybeUninit};
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
     use std::os::fd::AsRawFd;
 
     use socket2::SockAddr;
     use tokio::net::UdpSocket;
 
     use super::Read;
-
-    /// Control-message space, 8-byte aligned: room for a segment size or GRO `int` and an
-    /// IPv6 packet-info message (24 + 40 bytes), with some to spare.
-    type CmsgBuf = [u64; 16];
+    use crate::cmsg::{Control, Message};
 
     /// Asks for the destination address of every datagram read (`IP_PKTINFO`,
     /// `IPV6_RECVPKTINFO`).
@@ -369,7 +366,6 @@ mod sys {
             iov_base: buf.as_ptr() as *mut libc::c_void,
             iov_len: buf.len(),
         };
-        let mut cmsg: CmsgBuf = [0; 16];
         // SAFETY: an all-zero msghdr is valid (no name, no iovecs, no control).
         let mut msg: libc::msghdr = unsafe { zeroed() };
         msg.msg_name = addr.as_ptr() as *mut libc::c_void;
@@ -384,7 +380,8 @@ mod sys {
             } else {
                 None
             };
-        write_control(&mut msg, &mut cmsg, seg, src, tos, tos_option(dest))?;
+        let mut control = control(seg, src, tos, dest)?;
+        control.attach(&mut msg);
         // SAFETY: every pointer in `msg` refers to a live buffer of the stated length.
         let r = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, 0) };
         if r < 0 {
@@ -394,124 +391,48 @@ mod sys {
         }
     }
 
-    /// The socket option that sets the TOS byte of datagrams to `dest`.
-    fn tos_option(dest: SocketAddr) -> (libc::c_int, libc::c_int) {
-        // An IPv4 peer of an IPv6 socket (an IPv4-mapped address) is sent to by the IPv4
-        // stack, which reads IP_TOS; a native IPv6 peer takes IPV6_TCLASS.
-        match dest {
-            SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none() => {
-                (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
-            }
-            _ => (libc::IPPROTO_IP, libc::IP_TOS),
-        }
-    }
-
-    /// The control space (CMSG_SPACE of each) of a segment size if `seg`, a source address
-    /// if `src` and a TOS byte if `tos` is not 0.
-    fn control_len(seg: bool, src: Option<IpAddr>, tos: u8) -> usize {
-        // SAFETY: CMSG_SPACE only computes a length.
-        let space = |len: usize| unsafe { libc::CMSG_SPACE(len as u32) } as usize;
-        let mut total = 0;
-        if seg {
-            total += space(size_of::<u16>());
-        }
-        match src {
-            Some(IpAddr::V4(_)) => total += space(size_of::<libc::in_pktinfo>()),
-            Some(IpAddr::V6(_)) => total += space(size_of::<libc::in6_pktinfo>()),
-            None => {}
-        }
-        if tos != 0 {
-            total += space(size_of::<libc::c_int>());
-        }
-        total
-    }
-
-    /// Writes the control messages of one `sendmsg` into `cmsg` and points `msg` at them: the
-    /// segment size (`seg`), the source address (`src`) and the TOS byte (`tos`, with the
-    /// option `mark`), each only when there is one. `msg` then refers to `cmsg`, which must
-    /// stay in place until the call.
-    fn write_control(
-        msg: &mut libc::msghdr,
-        cmsg: &mut CmsgBuf,
+    /// The control messages of one `sendmsg`: the segment size (`seg`), the source address
+    /// (`src`) and the TOS byte (`tos`), each only when there is one.
+    fn control(
         seg: Option<u16>,
         src: Option<IpAddr>,
         tos: u8,
-        mark: (libc::c_int, libc::c_int),
-    ) -> io::Result<()> {
-        let total = control_len(seg.is_some(), src, tos);
-        // SAFETY (the block): `total` is CMSG_SPACE of the payloads written, at most
-        // 24 + 40 + 16 bytes, within `cmsg` (128 bytes, 8-byte aligned, zeroed);
-        // CMSG_FIRSTHDR / CMSG_NXTHDR of a msghdr whose control length covers the messages
-        // written so far return headers within that space, each payload written unaligned
-        // within its message.
-        unsafe {
-            if total > 0 {
-                msg.msg_control = cmsg.as_mut_ptr().cast();
-                msg.msg_controllen = total as _;
-                let mut c = libc::CMSG_FIRSTHDR(msg);
-                let room = |c: *mut libc::cmsghdr| {
-                    if c.is_null() {
-                        Err(io::Error::other("control messages do not fit (a bug)"))
-                    } else {
-                        Ok(c)
-                    }
-                };
-                if let Some(seg) = seg {
-                    c = room(c)?;
-                    (*c).cmsg_level = libc::SOL_UDP;
-                    (*c).cmsg_type = libc::UDP_SEGMENT;
-                    (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
-                    std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
-                    c = libc::CMSG_NXTHDR(msg, c);
-                }
-                match src {
-                    Some(IpAddr::V4(ip)) => {
-                        c = room(c)?;
-                        let mut info: libc::in_pktinfo = zeroed();
-                        info.ipi_spec_dst.s_addr = u32::from_ne_bytes(ip.octets());
-                        (*c).cmsg_level = libc::IPPROTO_IP;
-                        (*c).cmsg_type = libc::IP_PKTINFO;
-                        (*c).cmsg_len = libc::CMSG_LEN(size_of_val(&info) as u32) as _;
-                        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast(), info);
-                    }
-                    Some(IpAddr::V6(ip)) => {
-                        c = room(c)?;
-                        let mut info: libc::in6_pktinfo = zeroed();
-                        info.ipi6_addr.s6_addr = ip.octets();
-                        (*c).cmsg_level = libc::IPPROTO_IPV6;
-                        (*c).cmsg_type = libc::IPV6_PKTINFO;
-                        (*c).cmsg_len = libc::CMSG_LEN(size_of_val(&info) as u32) as _;
-                        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast(), info);
-                    }
-                    None => {}
-                }
-                if tos != 0 {
-                    if src.is_some() {
-                        c = libc::CMSG_NXTHDR(msg, c);
-                    }
-                    c = room(c)?;
-                    (*c).cmsg_level = mark.0;
-                    (*c).cmsg_type = mark.1;
-                    (*c).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as u32) as _;
-                    std::ptr::write_unaligned(
-                        libc::CMSG_DATA(c).cast::<libc::c_int>(),
-                        libc::c_int::from(tos),
-                    );
-                }
-            }
+        dest: SocketAddr,
+    ) -> io::Result<Control> {
+        let mut c = Control::new();
+        if let Some(seg) = seg {
+            c.push(&Message::Segment(seg))?;
         }
-        Ok(())
+        match src {
+            Some(IpAddr::V4(local)) => c.push(&Message::PacketInfoV4 {
+                ifindex: 0,
+                local,
+                dest: Ipv4Addr::UNSPECIFIED,
+            })?,
+            Some(IpAddr::V6(addr)) => c.push(&Message::PacketInfoV6 { addr, ifindex: 0 })?,
+            None => {}
+        }
+        if tos != 0 {
+            // An IPv4 peer of an IPv6 socket (an IPv4-mapped address) is sent to by the IPv4
+            // stack, which reads IP_TOS; a native IPv6 peer takes IPV6_TCLASS.
+            c.push(&match dest {
+                SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none() => {
+                    Message::TrafficClass(tos)
+                }
+                _ => Message::Tos(tos),
+            })?;
+        }
+        Ok(c)
     }
 
     /// One `recvmsg` into `buf` (written, never read: it need not be initialised), with
     /// the GRO segment size and the destination address if reported.
     pub(super) fn recv(s: &UdpSocket, buf: &mut [MaybeUninit<u8>]) -> io::Result<Read> {
-        let mut cmsg: CmsgBuf = [0; 16];
+        let mut control = Control::new();
         let fd = s.as_raw_fd();
         // SAFETY: `try_init` hands us storage for any socket address and its length; every
-        // pointer in `msg` refers to a live buffer of the stated length; the control messages
-        // are walked with the CMSG macros within `msg_controllen`.
-        let ((n, stride, to, truncated), from) = unsafe {
+        // pointer in `msg` refers to a live buffer of the stated length.
+        let ((n, msg), from) = unsafe {
             SockAddr::try_init(|storage, len| {
                 let mut iov = libc::iovec {
                     iov_base: buf.as_mut_ptr().cast(),
@@ -522,40 +443,26 @@ mod sys {
                 msg.msg_namelen = *len;
                 msg.msg_iov = &mut iov;
                 msg.msg_iovlen = 1;
-                msg.msg_control = cmsg.as_mut_ptr().cast();
-                msg.msg_controllen = size_of_val(&cmsg) as _;
+                control.attach_space(&mut msg);
                 let r = libc::recvmsg(fd, &mut msg, 0);
                 if r < 0 {
                     return Err(io::Error::last_os_error());
                 }
                 *len = msg.msg_namelen;
-                let n = r as usize;
-                let mut stride = n;
-                let mut to = None;
-                let mut c = libc::CMSG_FIRSTHDR(&msg);
-                while !c.is_null() {
-                    let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
-                    if level == libc::SOL_UDP && kind == libc::UDP_GRO {
-                        let v = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
-                        if v > 0 {
-                            stride = v as usize;
-                        }
-                    } else if level == libc::IPPROTO_IP && kind == libc::IP_PKTINFO {
-                        let info: libc::in_pktinfo =
-                            std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                        to = Some(IpAddr::V4(Ipv4Addr::from(
-                            info.ipi_addr.s_addr.to_ne_bytes(),
-                        )));
-                    } else if level == libc::IPPROTO_IPV6 && kind == libc::IPV6_PKTINFO {
-                        let info: libc::in6_pktinfo =
-                            std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                        to = Some(IpAddr::V6(Ipv6Addr::from(info.ipi6_addr.s6_addr)));
-                    }
-                    c = libc::CMSG_NXTHDR(&msg, c);
-                }
-                Ok((n, stride, to, msg.msg_flags & libc::MSG_TRUNC != 0))
+                Ok((r as usize, msg))
             })?
         };
+        let truncated = msg.msg_flags & libc::MSG_TRUNC != 0;
+        let mut stride = n;
+        let mut to = None;
+        for m in control.received(&msg) {
+            match m {
+                Message::Gro(v) if v > 0 => stride = v as usize,
+                Message::PacketInfoV4 { dest, .. } => to = Some(IpAddr::V4(dest)),
+                Message::PacketInfoV6 { addr, .. } => to = Some(IpAddr::V6(addr)),
+                _ => {}
+            }
+        }
         if truncated {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
