@@ -6,8 +6,8 @@
 //!
 //! Each hostile peer opens a connection with an ASYN and never reads (so never answers a
 //! CHALLENGE: its address stays unproven), then sends its TPDUs with one `sendmsg` per 64 of
-//! them carrying a `UDP_SEGMENT` control message ([`send_train`]; the driver's own GSO send is
-//! private to `aerotp_net`): the segment is one TPDU. Two kinds of train:
+//! them carrying a `UDP_SEGMENT` control message ([`send_train`], built by `aerotp_net::cmsg`
+//! as the driver's own GSO send is): the segment is one TPDU. Two kinds of train:
 //!
 //! - *plain*: 25-byte TPDUs (a 1-byte body, no parity), 1,600 B a train. The driver copies
 //!   such a read out of its buffer (a train under half its 64 kB buffer is never handed over
@@ -29,6 +29,7 @@
 //! (docs/results/security.md). The receiver's own counters (`--metrics`, scraped at the end
 //! and printed) show how many hostile TPDUs it took in and refused for memory.
 
+use aerotp_net::cmsg;
 use aerotp_testkit::{free_tcp, free_udp, KillOnDrop};
 use aerotp_wire::{emit_tpdu, Flags, Header, Mode};
 use std::io::{self, Read, Write};
@@ -61,51 +62,14 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_aerotp"))
 }
 
-/// One `sendmsg` of `buf` to `dest` with a `UDP_SEGMENT` control message of `segment` bytes:
-/// the kernel sends `buf` as datagrams of `segment` bytes, the last possibly shorter (GSO), as
-/// the driver's own send does (`aerotp_net`'s `udp::sys::send`, private to it).
+/// One `sendmsg` of `buf` to `dest` with a `UDP_SEGMENT` control message of `segment` bytes
+/// (`aerotp_net::cmsg`, as the driver's own GSO send): the kernel sends `buf` as datagrams of
+/// `segment` bytes, the last possibly shorter.
 fn send_train(s: &UdpSocket, dest: SocketAddr, buf: &[u8], segment: usize) -> io::Result<()> {
-    let SocketAddr::V4(d) = dest else {
-        panic!("an IPv4 loopback destination")
-    };
-    let addr = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: d.port().to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes(d.ip().octets()),
-        },
-        sin_zero: [0; 8],
-    };
+    let mut control = cmsg::Control::new();
     let segment = u16::try_from(segment).expect("a segment under 64 kB");
-    let mut iov = libc::iovec {
-        iov_base: buf.as_ptr() as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // Room for one control message of a u16, 8-byte aligned (CMSG_SPACE(2) is 24 bytes).
-    let mut control = [0u64; 4];
-    // SAFETY: an all-zero msghdr is valid; every pointer in it refers to a live buffer of the
-    // stated length; CMSG_FIRSTHDR of a control space of CMSG_SPACE(2) bytes is its start,
-    // where the one header and its u16 fit.
-    let r = unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_name = &addr as *const libc::sockaddr_in as *mut libc::c_void;
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = libc::CMSG_SPACE(2) as _;
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_UDP;
-        (*c).cmsg_type = libc::UDP_SEGMENT;
-        (*c).cmsg_len = libc::CMSG_LEN(2) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), segment);
-        libc::sendmsg(s.as_raw_fd(), &msg, 0)
-    };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    control.push(&cmsg::Message::Segment(segment))?;
+    cmsg::sendmsg(s, &dest.into(), buf, &control).map(|_| ())
 }
 
 /// Peak resident set of process `pid` in bytes (`VmHWM`).
@@ -377,9 +341,15 @@ fn kernel_coalesces_gso_trains() {
             .flat_map(|s| tpdu(0, s, 1, fec))
             .collect();
         send_train(&tx, rx.local_addr().unwrap(), &buf, segment).unwrap();
-        let mut got = vec![0u8; 65_536];
-        let (n, _) = rx.recv_from(&mut got).unwrap();
+        let (mut got, mut control) = (vec![0u8; 65_536], cmsg::Control::new());
+        let n = cmsg::recvmsg_into(&rx, &mut got, &mut control).unwrap().len;
         assert_eq!(n, SEGMENTS * segment, "one read, the whole train");
+        let gro: Vec<_> = control.messages().collect();
+        assert_eq!(
+            gro,
+            [cmsg::Message::Gro(segment as i32)],
+            "its segment size"
+        );
         assert_eq!(&got[..n], &buf[..]);
         assert_eq!(
             n >= HANDED_OVER,
