@@ -24,8 +24,8 @@
 //! How GRO trains were verified (Linux 6.18, loopback): [`kernel_coalesces_gso_trains`]
 //! checks in every run that a socket with `UDP_GRO` reads one such `sendmsg` as one train
 //! (1,600 B and 64,832 B, segment size in the `UDP_GRO` control message); and by hand,
-//! `strace -f -e trace=recvmsg -p $(pidof aerotp)` on the test's `recv` showed reads of 1600
-//! and 64832 bytes with `cmsg_type=UDP_GRO` of 25 and 1013 from the hostile ports
+//! `strace -f -e trace=recvmsg -p PID` on the test's `recv` showed reads of 1,600 and 64,832
+//! bytes from the hostile ports with `cmsg_level=SOL_UDP, cmsg_type=0x68` (`UDP_GRO`)
 //! (docs/results/security.md). The receiver's own counters (`--metrics`, scraped at the end
 //! and printed) show how many hostile TPDUs it took in and refused for memory.
 
@@ -365,7 +365,7 @@ fn gso_trains_of_tiny_bodies_from_half_the_hostile_peers_keep_recv_within_64_mb(
     run(false);
 }
 
-/// Misses the figure at the time of writing (about 71 MB, docs/results/security.md): a 1-byte
+/// Misses the figure at the time of writing (median 70.4 MB, docs/results/security.md): a 1-byte
 /// body held out of order keeps about 160 B resident and is charged 65 B. Run it with
 /// `--ignored`; the `#[ignore]` goes when the engine's charge covers what a tiny body keeps.
 #[test]
