@@ -14,12 +14,16 @@
 //! layout against libc's `CMSG_*` macros). The header is libc's `cmsghdr`, read and written
 //! whole, so its field widths are the C library's.
 //!
-//! Build: [`Control::push`] each message, then [`Control::attach`] to the `msghdr`. Read:
-//! [`Control::attach_space`] before `recvmsg`, [`Control::received`] after.
+//! Send: [`Control::push`] each message, then [`sendmsg`]. Receive: [`recvmsg`], then
+//! [`Control::messages`]. These two are the only `sendmsg`/`recvmsg` calls of the runtime,
+//! the gateway and the test kit.
 
 use std::io;
-use std::mem::{size_of, zeroed};
+use std::mem::{size_of, zeroed, MaybeUninit};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::AsRawFd;
+
+use socket2::SockAddr;
 
 /// Bytes of control space a [`Control`] holds: a segment size or GRO `int`, an IPv6
 /// packet-info message (24 + 40 bytes) and a TOS `int`, or an `IPV6_ORIGDSTADDR` (a
@@ -130,32 +134,121 @@ impl Control {
         Ok(())
     }
 
+    /// The messages pushed, or those [`recvmsg`] received (see [`parse`]).
+    pub fn messages(&self) -> Messages<'_> {
+        parse(self.as_bytes())
+    }
+
     /// Points `msg` at the messages pushed (no control at all if none). `msg` then refers to
-    /// this value, which must stay in place until the call.
-    pub fn attach(&mut self, msg: &mut libc::msghdr) {
+    /// this value, which must stay in place until the call; the kernel only reads it.
+    fn attach(&self, msg: &mut libc::msghdr) {
         if self.len == 0 {
             msg.msg_control = std::ptr::null_mut();
             msg.msg_controllen = 0;
         } else {
-            msg.msg_control = self.bytes.as_mut_ptr().cast();
+            msg.msg_control = self.bytes.as_ptr() as *mut libc::c_void;
             msg.msg_controllen = self.len as _;
         }
     }
 
-    /// Points `msg` at the whole space, for `recvmsg` to fill; then read [`Control::received`].
-    pub fn attach_space(&mut self, msg: &mut libc::msghdr) {
+    /// Points `msg` at the whole space, for `recvmsg` to fill; then [`Control::received`].
+    fn attach_space(&mut self, msg: &mut libc::msghdr) {
         self.len = 0;
         msg.msg_control = self.bytes.as_mut_ptr().cast();
         msg.msg_controllen = SPACE as _;
     }
 
-    /// The messages `recvmsg` left in the space (the first `msg_controllen` bytes, at most
-    /// [`SPACE`]).
+    /// Takes the length of the messages `recvmsg` left in the space (`msg_controllen`, at
+    /// most [`SPACE`]).
     #[allow(clippy::unnecessary_cast)] // msg_controllen is a size_t or a socklen_t by libc
-    pub fn received(&mut self, msg: &libc::msghdr) -> Messages<'_> {
+    fn received(&mut self, msg: &libc::msghdr) {
         self.len = (msg.msg_controllen as usize).min(SPACE);
-        parse(self.as_bytes())
     }
+}
+
+/// One `sendmsg` of `buf` to `dest` with the messages of `control`; the bytes sent.
+pub fn sendmsg(
+    socket: &impl AsRawFd,
+    dest: &SockAddr,
+    buf: &[u8],
+    control: &Control,
+) -> io::Result<usize> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid (no name, no iovecs, no control).
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_name = dest.as_ptr() as *mut libc::c_void;
+    msg.msg_namelen = dest.len();
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    control.attach(&mut msg);
+    // SAFETY: every pointer in `msg` refers to a live buffer of the stated length, which the
+    // kernel only reads.
+    let r = unsafe { libc::sendmsg(socket.as_raw_fd(), &msg, 0) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// What one [`recvmsg`] returned.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// Bytes written at the start of the buffer.
+    pub len: usize,
+    /// The sender.
+    pub from: SockAddr,
+    /// `msg_flags` (e.g. `MSG_TRUNC`: the datagram was longer than the buffer).
+    pub flags: libc::c_int,
+}
+
+/// One `recvmsg` into `buf` (written, never read: it need not be initialised), its control
+/// messages into `control` (read them with [`Control::messages`]).
+pub fn recvmsg(
+    socket: &impl AsRawFd,
+    buf: &mut [MaybeUninit<u8>],
+    control: &mut Control,
+) -> io::Result<Received> {
+    let fd = socket.as_raw_fd();
+    // SAFETY: `try_init` hands us storage for any socket address and its length; every
+    // pointer in `msg` refers to a live buffer of the stated length.
+    let ((len, flags), from) = unsafe {
+        SockAddr::try_init(|storage, name_len| {
+            let mut iov = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            };
+            let mut msg: libc::msghdr = zeroed();
+            msg.msg_name = storage.cast();
+            msg.msg_namelen = *name_len;
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            control.attach_space(&mut msg);
+            let r = libc::recvmsg(fd, &mut msg, 0);
+            if r < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            *name_len = msg.msg_namelen;
+            control.received(&msg);
+            Ok((r as usize, msg.msg_flags))
+        })?
+    };
+    Ok(Received { len, from, flags })
+}
+
+/// [`recvmsg`] into an initialised buffer.
+pub fn recvmsg_into(
+    socket: &impl AsRawFd,
+    buf: &mut [u8],
+    control: &mut Control,
+) -> io::Result<Received> {
+    // SAFETY: `[u8]` and `[MaybeUninit<u8>]` have the same layout; `recvmsg` only writes
+    // initialised bytes into it, so `buf` stays initialised.
+    let buf = unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) };
+    recvmsg(socket, buf, control)
 }
 
 fn size_of_hdr() -> usize {

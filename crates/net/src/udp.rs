@@ -322,7 +322,7 @@ pub(crate) struct Read {
 #[cfg(target_os = "linux")]
 mod sys {
     use std::io;
-    use std::mem::{zeroed, MaybeUninit};
+    use std::mem::MaybeUninit;
     use std::net::{IpAddr, Ipv4Addr, SocketAddr};
     use std::os::fd::AsRawFd;
 
@@ -330,7 +330,7 @@ mod sys {
     use tokio::net::UdpSocket;
 
     use super::Read;
-    use crate::cmsg::{Control, Message};
+    use crate::cmsg::{self, Control, Message};
 
     /// Asks for the destination address of every datagram read (`IP_PKTINFO`,
     /// `IPV6_RECVPKTINFO`).
@@ -361,17 +361,6 @@ mod sys {
         buf: &[u8],
         segment: usize,
     ) -> io::Result<()> {
-        let addr = SockAddr::from(dest);
-        let mut iov = libc::iovec {
-            iov_base: buf.as_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
-        // SAFETY: an all-zero msghdr is valid (no name, no iovecs, no control).
-        let mut msg: libc::msghdr = unsafe { zeroed() };
-        msg.msg_name = addr.as_ptr() as *mut libc::c_void;
-        msg.msg_namelen = addr.len();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
         let seg =
             if segment > 0 && segment < buf.len() {
                 Some(u16::try_from(segment).map_err(|_| {
@@ -380,15 +369,8 @@ mod sys {
             } else {
                 None
             };
-        let mut control = control(seg, src, tos, dest)?;
-        control.attach(&mut msg);
-        // SAFETY: every pointer in `msg` refers to a live buffer of the stated length.
-        let r = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, 0) };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
+        let control = control(seg, src, tos, dest)?;
+        cmsg::sendmsg(s, &SockAddr::from(dest), buf, &control).map(|_| ())
     }
 
     /// The control messages of one `sendmsg`: the segment size (`seg`), the source address
@@ -429,33 +411,11 @@ mod sys {
     /// the GRO segment size and the destination address if reported.
     pub(super) fn recv(s: &UdpSocket, buf: &mut [MaybeUninit<u8>]) -> io::Result<Read> {
         let mut control = Control::new();
-        let fd = s.as_raw_fd();
-        // SAFETY: `try_init` hands us storage for any socket address and its length; every
-        // pointer in `msg` refers to a live buffer of the stated length.
-        let ((n, msg), from) = unsafe {
-            SockAddr::try_init(|storage, len| {
-                let mut iov = libc::iovec {
-                    iov_base: buf.as_mut_ptr().cast(),
-                    iov_len: buf.len(),
-                };
-                let mut msg: libc::msghdr = zeroed();
-                msg.msg_name = storage.cast();
-                msg.msg_namelen = *len;
-                msg.msg_iov = &mut iov;
-                msg.msg_iovlen = 1;
-                control.attach_space(&mut msg);
-                let r = libc::recvmsg(fd, &mut msg, 0);
-                if r < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                *len = msg.msg_namelen;
-                Ok((r as usize, msg))
-            })?
-        };
-        let truncated = msg.msg_flags & libc::MSG_TRUNC != 0;
+        let r = cmsg::recvmsg(s, buf, &mut control)?;
+        let (n, from, truncated) = (r.len, r.from, r.flags & libc::MSG_TRUNC != 0);
         let mut stride = n;
         let mut to = None;
-        for m in control.received(&msg) {
+        for m in control.messages() {
             match m {
                 Message::Gro(v) if v > 0 => stride = v as usize,
                 Message::PacketInfoV4 { dest, .. } => to = Some(IpAddr::V4(dest)),

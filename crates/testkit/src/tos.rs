@@ -1,14 +1,13 @@
 //! A UDP socket that reads the IPv4 TOS / IPv6 traffic-class byte of every datagram
 //! (`IP_RECVTOS`, `IPV6_RECVTCLASS`): how tests see the DSCP marks AeroTP puts on the wire.
-//! Linux only.
+//! The control messages are read by `aerotp_net::cmsg`. Linux only.
 #![cfg(target_os = "linux")]
 
 use std::io;
-use std::mem::{size_of_val, zeroed};
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
+use aerotp_net::cmsg::{self, Control, Message};
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
@@ -61,46 +60,15 @@ pub async fn read_marked(s: &UdpSocket, limit: Duration) -> Marked {
 
 fn recv(s: &UdpSocket) -> io::Result<Marked> {
     let mut data = vec![0u8; 65_536];
-    let mut cmsg = [0u64; 16];
-    // SAFETY: `try_init` hands us storage for any socket address and its length; an all-zero
-    // msghdr is valid; every pointer in `msg` refers to a live buffer of the stated length;
-    // control messages are walked with the CMSG macros within `msg_controllen`.
-    let (tos, from) = unsafe {
-        socket2::SockAddr::try_init(|name, name_len| {
-            let mut iov = libc::iovec {
-                iov_base: data.as_mut_ptr().cast(),
-                iov_len: data.len(),
-            };
-            let mut msg: libc::msghdr = zeroed();
-            msg.msg_name = name.cast();
-            msg.msg_namelen = *name_len;
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = cmsg.as_mut_ptr().cast();
-            msg.msg_controllen = size_of_val(&cmsg) as _;
-            let n = libc::recvmsg(s.as_raw_fd(), &mut msg, 0);
-            if n < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            *name_len = msg.msg_namelen;
-            data.truncate(n as usize);
-            let mut tos = None;
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                let at = libc::CMSG_DATA(c);
-                match ((*c).cmsg_level, (*c).cmsg_type) {
-                    (libc::IPPROTO_IP, libc::IP_TOS) => tos = Some(*at),
-                    (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => {
-                        tos = Some(std::ptr::read_unaligned(at.cast::<libc::c_int>()) as u8)
-                    }
-                    _ => {}
-                }
-                c = libc::CMSG_NXTHDR(&msg, c);
-            }
-            Ok(tos)
-        })?
-    };
-    let from = from
+    let mut control = Control::new();
+    let r = cmsg::recvmsg_into(s, &mut data, &mut control)?;
+    data.truncate(r.len);
+    let tos = control.messages().fold(None, |tos, m| match m {
+        Message::Tos(t) | Message::TrafficClass(t) => Some(t),
+        _ => tos,
+    });
+    let from = r
+        .from
         .as_socket()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP sender"))?;
     Ok(Marked { data, tos, from })

@@ -5,15 +5,16 @@
 //! steers to it whatever their destination; the accepted socket's local address is the
 //! original destination. UDP: a socket with `IP_TRANSPARENT` and `IP_RECVORIGDSTADDR`
 //! (`IPV6_…`) gets each datagram's original destination in an `IP_ORIGDSTADDR`
-//! (`IPV6_ORIGDSTADDR`) control message (`recvmsg`; neither std, tokio nor socket2 parse
-//! control messages, so that part uses libc). An IPv6 socket is IPv6-only: each family has
-//! its own socket, so addresses never arrive IPv4-mapped.
+//! (`IPV6_ORIGDSTADDR`) control message, read by `aerotp_net::cmsg` (`recvmsg`). An IPv6
+//! socket is IPv6-only: each family has its own socket, so addresses never arrive
+//! IPv4-mapped.
 
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV6};
 use std::os::fd::AsRawFd;
 
-use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use aerotp_net::cmsg::{self, Control, Message};
+use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 use tokio::net::{TcpListener, UdpSocket};
 
@@ -65,10 +66,7 @@ pub fn tcp_listener(addr: SocketAddr) -> io::Result<TcpListener> {
 /// An accepted intercepted connection's original destination: its local address (for IPv6
 /// without flow label or scope, as for datagrams).
 pub fn tcp_orig(s: &tokio::net::TcpStream) -> io::Result<SocketAddr> {
-    Ok(match s.local_addr()? {
-        SocketAddr::V6(a) => SocketAddr::V6(SocketAddrV6::new(*a.ip(), a.port(), 0, 0)),
-        a => a,
-    })
+    Ok(plain(s.local_addr()?))
 }
 
 /// A UDP socket that receives TPROXY-steered datagrams with their original destination.
@@ -108,97 +106,44 @@ pub async fn recv_orig(
     sock: &UdpSocket,
     buf: &mut [u8],
 ) -> io::Result<(usize, SocketAddr, Option<SocketAddr>)> {
-    sock.async_io(Interest::READABLE, || {
-        recvmsg_orig(SockRef::from(sock), buf)
-    })
-    .await
+    sock.async_io(Interest::READABLE, || recvmsg_orig(sock, buf))
+        .await
 }
 
 fn recvmsg_orig(
-    sock: SockRef<'_>,
+    sock: &UdpSocket,
     buf: &mut [u8],
 ) -> io::Result<(usize, SocketAddr, Option<SocketAddr>)> {
-    // Room for one IP(V6)_ORIGDSTADDR (a sockaddr_in6 at most) and slack for any other.
-    let mut control = [0u64; 16];
-    // SAFETY: zeroed sockaddr_storage / msghdr are valid "empty" values.
-    let mut from: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: as above.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&mut from as *mut libc::sockaddr_storage).cast();
-    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control);
-    // SAFETY: every pointer in `msg` points at a live buffer of the length it states.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let sender = match i32::from(from.ss_family) {
-        libc::AF_INET => {
-            // SAFETY: the kernel wrote a sockaddr_in (family AF_INET) into the storage,
-            // which is large and aligned enough for any socket address.
-            v4(unsafe { &*(&from as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() })
-        }
-        libc::AF_INET6 => {
-            // SAFETY: as above, a sockaddr_in6.
-            v6(unsafe { &*(&from as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() })
-        }
-        f => {
-            return Err(io::Error::other(format!(
-                "datagram from an address of family {f}, neither IPv4 nor IPv6"
-            )))
-        }
-    };
-    let mut orig = None;
-    // SAFETY: the CMSG macros walk the control buffer the kernel filled, within
-    // msg_controllen; the data of an IP_ORIGDSTADDR message is a sockaddr_in, of an
-    // IPV6_ORIGDSTADDR one a sockaddr_in6, read unaligned.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            let (level, ty) = ((*c).cmsg_level, (*c).cmsg_type);
-            if level == libc::SOL_IP && ty == libc::IP_ORIGDSTADDR {
-                let sa: libc::sockaddr_in =
-                    std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::sockaddr_in>());
-                orig = Some(v4(&sa));
-            } else if level == libc::SOL_IPV6 && ty == libc::IPV6_ORIGDSTADDR {
-                let sa: libc::sockaddr_in6 =
-                    std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::sockaddr_in6>());
-                orig = Some(v6(&sa));
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
-    Ok((n as usize, sender, orig))
-}
-
-fn v4(sa: &libc::sockaddr_in) -> SocketAddr {
-    SocketAddr::V4(SocketAddrV4::new(
-        Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr)),
-        u16::from_be(sa.sin_port),
-    ))
+    let mut control = Control::new();
+    let r = cmsg::recvmsg_into(sock, buf, &mut control)?;
+    let sender = r.from.as_socket().map(plain).ok_or_else(|| {
+        io::Error::other(format!(
+            "datagram from an address of family {}, neither IPv4 nor IPv6",
+            r.from.family()
+        ))
+    })?;
+    let orig = control
+        .messages()
+        .filter_map(|m| match m {
+            Message::OrigDst(a) => Some(plain(a)),
+            _ => None,
+        })
+        .last();
+    Ok((r.len, sender, orig))
 }
 
 /// The address without flow label or scope: a destination's text must be the same whatever
 /// interface it was reached on (link-local destinations are never intercepted).
-fn v6(sa: &libc::sockaddr_in6) -> SocketAddr {
-    SocketAddr::V6(SocketAddrV6::new(
-        Ipv6Addr::from(sa.sin6_addr.s6_addr),
-        u16::from_be(sa.sin6_port),
-        0,
-        0,
-    ))
+fn plain(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(a) => SocketAddr::V6(SocketAddrV6::new(*a.ip(), a.port(), 0, 0)),
+        a => a,
+    }
 }
 
 /// The longest text of a destination of `addr`'s family (`SocketAddr`'s `Display`, as the
 /// datagram fragment header carries it): `255.255.255.255:65535`, or a full IPv6 address in
-/// brackets with a port (no scope: `v6` drops it).
+/// brackets with a port (no scope: `plain` drops it).
 pub fn longest_dest_text(addr: SocketAddr) -> usize {
     match addr {
         SocketAddr::V4(_) => "255.255.255.255:65535".len(),

@@ -166,7 +166,8 @@ fn a_control_length_past_the_space_is_clamped() {
     // SAFETY: an all-zero msghdr is valid.
     let mut msg: libc::msghdr = unsafe { zeroed() };
     msg.msg_controllen = (SPACE * 4) as _;
-    assert_eq!(c.received(&msg).collect::<Vec<_>>(), vec![Message::Tos(4)]);
+    c.received(&msg);
+    assert_eq!(c.messages().collect::<Vec<_>>(), vec![Message::Tos(4)]);
 }
 
 /// The kernel writes and reads these messages as the module does: a datagram sent with a
@@ -206,45 +207,16 @@ fn the_kernel_reads_what_is_written_and_writes_what_is_read() {
         }
         let dest = socket2::SockAddr::from(rx.local_addr().unwrap());
         let payload = *b"marked";
-        let mut iov = libc::iovec {
-            iov_base: payload.as_ptr() as *mut libc::c_void,
-            iov_len: payload.len(),
-        };
-        // SAFETY: an all-zero msghdr is valid; every pointer refers to a live buffer of the
-        // stated length.
-        let sent = unsafe {
-            let mut msg: libc::msghdr = zeroed();
-            msg.msg_name = dest.as_ptr() as *mut libc::c_void;
-            msg.msg_namelen = dest.len();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            c.attach(&mut msg);
-            libc::sendmsg(std::os::fd::AsRawFd::as_raw_fd(&tx), &msg, 0)
-        };
-        assert_eq!(
-            sent,
-            payload.len() as isize,
-            "{}",
-            io::Error::last_os_error()
-        );
+        assert_eq!(sendmsg(&tx, &dest, &payload, &c).unwrap(), payload.len());
         rx.set_read_timeout(Some(std::time::Duration::from_secs(5)))
             .unwrap();
         let mut buf = [0u8; 64];
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
         let mut back = Control::new();
-        // SAFETY: as above.
-        let (n, msg) = unsafe {
-            let mut msg: libc::msghdr = zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            back.attach_space(&mut msg);
-            (libc::recvmsg(fd, &mut msg, 0), msg)
-        };
-        assert_eq!(n, payload.len() as isize, "{}", io::Error::last_os_error());
-        let got: Vec<Message> = back.received(&msg).collect();
+        let r = recvmsg_into(&rx, &mut buf, &mut back).unwrap();
+        assert_eq!(&buf[..r.len], &payload);
+        assert_eq!(r.from.as_socket(), Some(tx.local_addr().unwrap()));
+        assert_eq!(r.flags & libc::MSG_TRUNC, 0);
+        let got: Vec<Message> = back.messages().collect();
         let (to, mark) = got.iter().fold((None, None), |(to, mark), m| match *m {
             Message::PacketInfoV4 { dest, .. } => (Some(std::net::IpAddr::V4(dest)), mark),
             Message::PacketInfoV6 { addr, .. } => (Some(std::net::IpAddr::V6(addr)), mark),
