@@ -127,6 +127,13 @@ impl aerotp_sim::Tap for SimQlog {
         let r = self.obs.observe(&mut self.w, at, side, conn, stats, state);
         self.keep(r);
     }
+
+    fn radio(&mut self, side: &str, change: &aerotp_proto::RadioChange) {
+        let r = self
+            .w
+            .event(change.at, RADIO_UPDATED, radio_event(side, change));
+        self.keep(r);
+    }
 }
 
 /// Bytes of datagram copies and snapshots a runtime trace may have queued for its writer

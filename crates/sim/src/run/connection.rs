@@ -190,7 +190,7 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
 
     loop {
         let now = pair.now;
-        radio.apply(now, &mut pair.a);
+        radio.apply(now, &mut pair.a, &mut watch.tap);
         let (a, b) = (&mut pair.a, &mut pair.b);
         // Sending application: releases each message at its time (a request-response client
         // without an interval: when the previous response is in), writes what the send

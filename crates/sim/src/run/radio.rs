@@ -3,7 +3,7 @@
 //! The announcements are the link's own trace rows, at their times, so the figure is the
 //! engine's answer to a radio that is exactly right and on time.
 
-use super::tap::{addr_receiver, path_addrs};
+use super::tap::{addr_receiver, path_addrs, tap_radio, Tap};
 use crate::scenario::Scenario;
 use aerotp_proto::{Endpoint, RadioSignal};
 use std::net::IpAddr;
@@ -58,8 +58,10 @@ impl RadioFeed {
         RadioFeed { events, next: 0 }
     }
 
-    /// Says what is due by `now` to the sender's endpoint.
-    pub fn apply(&mut self, now: Duration, sender: &mut Endpoint) {
+    /// Says what is due by `now` to the sender's endpoint, then shows `tap` every change the
+    /// sender's engine applied since the last call (these, and those replayed to a path
+    /// added since, at the engine's time of each: `--qlog` writes them).
+    pub fn apply(&mut self, now: Duration, sender: &mut Endpoint, tap: &mut Option<&mut dyn Tap>) {
         while let Some(&(at, peer, rate)) = self.events.get(self.next) {
             if at > now {
                 break;
@@ -67,6 +69,7 @@ impl RadioFeed {
             sender.radio(now, peer, RadioSignal::Rate(rate));
             self.next += 1;
         }
+        tap_radio(tap, "sender", sender);
     }
 
     /// When the next announcement is due.
@@ -136,6 +139,68 @@ mod tests {
             }
             assert!(told.wire_bytes_forward <= blind.wire_bytes_forward);
         }
+    }
+
+    /// Keeps the radio changes a run shows its tap.
+    #[derive(Default)]
+    struct Radios(Vec<(String, aerotp_proto::RadioChange)>);
+
+    impl crate::run::tap::Tap for Radios {
+        fn datagram(
+            &mut self,
+            _: crate::run::tap::TapPoint,
+            _: Duration,
+            _: std::net::SocketAddr,
+            _: std::net::SocketAddr,
+            _: &[u8],
+        ) {
+        }
+        fn radio(&mut self, side: &str, change: &aerotp_proto::RadioChange) {
+            self.0.push((side.to_owned(), *change));
+        }
+    }
+
+    #[test]
+    fn the_tap_sees_each_rate_the_radio_puts_in_force_at_its_time() {
+        use aerotp_proto::{RadioSignal, RateReason};
+        let s = Scenario {
+            radio_follows_trace: true,
+            ..steps()
+        };
+        let mut tap = Radios::default();
+        let r = crate::run::run_once_tapped(&s, 1, &mut tap);
+        assert!(r.complete);
+        let said: Vec<(Duration, RadioSignal)> =
+            tap.0.iter().map(|(_, c)| (c.at, c.signal)).collect();
+        // The 5 Mb/s said at 0 reaches the connection when it opens (at 0 too); then the
+        // trace's steps, each at its row's time.
+        let rate = |b| RadioSignal::Rate(b);
+        assert_eq!(
+            said,
+            [
+                (Duration::ZERO, rate(5_000_000)),
+                (Duration::from_secs(2), rate(1_000_000)),
+                (Duration::from_secs(6), rate(5_000_000)),
+            ],
+            "{:?}",
+            tap.0
+        );
+        for (side, c) in &tap.0 {
+            assert_eq!(side, "sender");
+            assert_eq!(c.path, 0, "{c:?}");
+            let RadioSignal::Rate(said) = c.signal else {
+                unreachable!()
+            };
+            assert!(c.rate_bps <= said, "{c:?}");
+            // The scenario's fixed 5 Mb/s is the radio's 5 Mb/s: the radio binds below it.
+            if said < 5_000_000 {
+                assert_eq!(c.rate_reason, RateReason::Radio, "{c:?}");
+            }
+            assert_eq!(c.remote, crate::run::tap::addr_receiver(), "{c:?}");
+        }
+        // Without a tap the changes are taken all the same (none held to the engine's bound).
+        let untapped = run_once(&s, 1);
+        assert_eq!(untapped.elapsed_s, r.elapsed_s);
     }
 
     #[test]

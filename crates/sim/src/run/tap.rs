@@ -57,6 +57,25 @@ pub trait Tap {
         _state: aerotp_proto::State,
     ) {
     }
+
+    /// A change a radio made to one of `side`'s paths (`--radio-follows-trace`), at the
+    /// engine's time of it (`aerotp_proto::RadioChange::at`; `--qlog` writes it as the
+    /// runtime's traces do). Captures ignore it.
+    fn radio(&mut self, _side: &str, _change: &aerotp_proto::RadioChange) {}
+}
+
+/// Takes the radio changes `ep` applied since the last call and shows them to the tap, if
+/// any, as `side`'s (taken either way, so the engine never holds them to its bound).
+pub(super) fn tap_radio(
+    tap: &mut Option<&mut dyn Tap>,
+    side: &str,
+    ep: &mut aerotp_proto::Endpoint,
+) {
+    while let Some(c) = ep.poll_radio_change() {
+        if let Some(t) = tap.as_deref_mut() {
+            t.radio(side, &c);
+        }
+    }
 }
 
 /// Shows the tap, if any, both endpoints' connections after a step.
