@@ -206,8 +206,11 @@ fn destination_down_and_up_on_one_of_two_paths() {
     let (path0, path1) = (format!("127.0.0.1:{p0}"), format!("{PATH1_IP}:{p1}"));
     let server = format!("127.0.0.1:{server}");
     let metrics = format!("127.0.0.1:{}", free_tcp().port());
-    let _link = spawn(&[
+    let pcap = dir.path().join("link.pcapng");
+    let link = spawn(&[
         "link",
+        "--pcap",
+        pcap.to_str().unwrap(),
         "--scenario",
         scenario.to_str().unwrap(),
         "--listen",
@@ -298,12 +301,17 @@ fn destination_down_and_up_on_one_of_two_paths() {
     assert_eq!(j["guarantee_met"], true, "{j}");
 
     let f = measure(&qlog, &path1, t_down, t_up);
+    let relay_lost = relay_losses(link, &pcap);
+    assert_eq!(
+        relay_lost, 0,
+        "the relay lost datagrams: nothing may be lost"
+    );
     let path1_srtt = paths[1]["srtt_ms"].as_f64().unwrap_or(0.0);
     println!(
         "down: command -> path 1 down (engine) {:.2} ms; data TPDUs while down: path 1 {}, \
          path 0 {:.2} Mb/s; up: command -> up (engine) {:.2} ms, -> first data on path 1 {:.2} ms; \
          smoothed RTT then {:.1} ms (path 1's at the end {:.1} ms); retransmitted {} ({} within \
-         100 ms of the down; --json {}); receiver: wire_lost {}; goodput {:.2} Mb/s",
+         100 ms of the down; --json {}); receiver: wire_lost {}; relay: {} lost; goodput {:.2} Mb/s",
         f.down_ms,
         f.path1_while_down,
         f.path0_mbps_while_down,
@@ -315,6 +323,7 @@ fn destination_down_and_up_on_one_of_two_paths() {
         f.retransmitted_at_down,
         j["tpdus_retransmitted"],
         rj["wire_lost"],
+        relay_lost,
         j["goodput_bps"].as_f64().unwrap_or(0.0) / 1e6,
     );
     // (a) at the signal, not at the silence timeout (margin for a loaded machine).
@@ -331,6 +340,34 @@ fn destination_down_and_up_on_one_of_two_paths() {
     // (c) back within the round trip (margin: 3 round trips + 50 ms).
     assert!(f.srtt_ms > 15.0, "the relay's 2 x 10 ms: {f:?}");
     assert!(f.first_data_ms < 3.0 * f.srtt_ms + 50.0, "{f:?}");
+}
+
+/// Stops the relay (SIGINT closes its capture) and counts the datagrams that entered its
+/// emulated links and never left them, both directions (each interface `NAME in` against
+/// `NAME out`).
+fn relay_losses(link: KillOnDrop, pcap: &Path) -> u64 {
+    let st = Command::new("kill")
+        .args(["-INT", &link.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    wait_bounded(link.take(), Duration::from_secs(20));
+    let (names, packets) = aerotp_capture::read_capture(pcap).expect("the relay's capture");
+    let count = |name: &str| {
+        let i = names.iter().position(|n| n == name);
+        packets
+            .iter()
+            .filter(|p| Some(p.iface as usize) == i)
+            .count() as u64
+    };
+    let ins: Vec<&String> = names.iter().filter(|n| n.ends_with(" in")).collect();
+    assert_eq!(ins.len(), 2, "two paths (each both directions): {names:?}");
+    ins.iter()
+        .map(|n| {
+            let out = format!("{} out", n.trim_end_matches(" in"));
+            count(n).saturating_sub(count(&out))
+        })
+        .sum()
 }
 
 /// The last line of a `--json` stdout.
