@@ -24,7 +24,12 @@ pub struct Tun {
 fn ifreq(name: &str) -> libc::ifreq {
     // SAFETY: ifreq is a plain C struct/union for which all-zero bytes are valid.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes()) {
+    // The last byte stays the terminating zero (names are at most IFNAMSIZ - 1 bytes).
+    for (dst, src) in req
+        .ifr_name
+        .iter_mut()
+        .zip(name.bytes().take(libc::IFNAMSIZ - 1))
+    {
         *dst = src as libc::c_char;
     }
     req
@@ -40,6 +45,29 @@ pub(crate) fn check_name(name: &str) -> io::Result<()> {
                 libc::IFNAMSIZ - 1
             ),
         ));
+    }
+    Ok(())
+}
+
+/// Runs `call` (ioctls returning < 0 on error) with an `ifreq` naming interface `name` and a
+/// datagram socket of the calling thread's namespace, which is closed after; the error of the
+/// call that failed.
+fn interface_ioctl(
+    name: &str,
+    call: impl FnOnce(libc::c_int, &mut libc::ifreq) -> libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: a plain socket call; the descriptor is closed below.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut req = ifreq(name);
+    let r = call(s, &mut req);
+    let e = io::Error::last_os_error();
+    // SAFETY: s is the socket opened above.
+    unsafe { libc::close(s) };
+    if r < 0 {
+        return Err(e);
     }
     Ok(())
 }
@@ -93,32 +121,32 @@ impl Tun {
     /// `ip link set NAME up`, by ioctl (in the calling thread's namespace, which must be the
     /// device's).
     pub fn set_up(&self) -> io::Result<()> {
-        // SAFETY: a plain socket call; the descriptor is closed below.
-        let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-        if s < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut req = ifreq(&self.name);
-        // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write one `struct ifreq` on an open
-        // socket.
-        let r = unsafe {
-            if libc::ioctl(s, libc::SIOCGIFFLAGS, &mut req) < 0 {
-                -1
-            } else {
+        interface_ioctl(&self.name, |s, req| {
+            // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write one `struct ifreq` on an open
+            // socket.
+            unsafe {
+                if libc::ioctl(s, libc::SIOCGIFFLAGS, &mut *req) < 0 {
+                    return -1;
+                }
                 req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-                libc::ioctl(s, libc::SIOCSIFFLAGS, &mut req)
+                libc::ioctl(s, libc::SIOCSIFFLAGS, &mut *req)
             }
-        };
-        let e = io::Error::last_os_error();
-        // SAFETY: s is the socket opened above.
-        unsafe { libc::close(s) };
-        if r < 0 {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("setting {} up: {e}", self.name),
-            ));
-        }
-        Ok(())
+        })
+        .map_err(|e| io::Error::new(e.kind(), format!("setting {} up: {e}", self.name)))
+    }
+
+    /// Sets the device's transmit queue — the packets the kernel holds for the reader — to
+    /// `packets` (`ip link set NAME txqueuelen`; the default is 500), by ioctl in the calling
+    /// thread's namespace. A reader that is sometimes slow (the gateway on a busy host, while
+    /// a source sends a whole window at once) needs more: each packet the queue drops is a
+    /// loss to the sender.
+    pub fn set_queue_len(&self, packets: u32) -> io::Result<()> {
+        interface_ioctl(&self.name, |s, req| {
+            req.ifr_ifru.ifru_metric = packets.min(i32::MAX as u32) as libc::c_int;
+            // SAFETY: SIOCSIFTXQLEN reads one `struct ifreq` (the length in its int member,
+            // which `ifru_metric` is) on an open socket.
+            unsafe { libc::ioctl(s, libc::SIOCSIFTXQLEN, &mut *req) }
+        })
     }
 
     /// Reads one IP packet into `buf`; `WouldBlock` when none is queued.

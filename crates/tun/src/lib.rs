@@ -3,9 +3,13 @@
 //! depends on the other: a layer-3 TUN device ([`Tun`]) and the Internet checksum
 //! ([`checksum`], RFC 1071, with the TCP/UDP pseudo-header).
 //!
-//! Modules, each importing only those listed before it: `checksum`, `device`.
+//! [`AsyncTun`] is the device registered with tokio (the gateway's).
+//!
+//! Modules, each importing only those listed before it: `checksum`, `device`, `async_tun`.
 
+mod async_tun;
 pub mod checksum;
 mod device;
 
+pub use async_tun::AsyncTun;
 pub use device::Tun;

@@ -5,8 +5,9 @@
 //!
 //! Modules, each importing only those listed before it: `packet` (IPv4/IPv6 + TCP parsing
 //! and building), `reasm` (a connection's out-of-order bytes), `stamps` (the timestamps a
-//! connection echoes), `dsack` (the duplicates it reports), `tun` (the device), `tcb` (one
-//! connection). This module runs the device:
+//! connection echoes), `dsack` (the duplicates it reports), `tcb` (one connection). The
+//! device is `aerotp_tun::AsyncTun` (`IFF_TUN | IFF_NO_PI`, shared with the lab), which this
+//! module runs:
 //! it demultiplexes segments to connections, answers SYNs (a refused destination with RST)
 //! and segments of unknown connections (RST), and hands each new connection to the ingress
 //! through [`Accept`] as its SYN arrives: the SYN is answered once the flow's AeroTP
@@ -18,16 +19,15 @@ pub mod packet;
 pub mod reasm;
 pub mod stamps;
 pub mod tcb;
-pub mod tun;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::flow::{Flow, UserSink};
+use aerotp_tun::AsyncTun;
 use packet::{Out, Segment, ACK, RST, SYN};
-use tcb::{Conn, Event, Table, Tuple};
-use tun::Tun;
+use tcb::{Conn, Event, Table, Tuple, Wire};
 
 /// Makes the flow of a new connection from `src` to `dst` (its SYN held) whose source side
 /// is `sink`, and starts carrying it; `None` refuses it (the source is reset). The flow calls
@@ -100,18 +100,18 @@ impl UserTcp {
     /// Creates the TUN device (errors say what is missing: root, the tun module) and starts
     /// serving it.
     pub fn start(s: Settings) -> std::io::Result<UserTcp> {
-        let tun = Tun::create(&s.device)?;
+        let tun = AsyncTun::create(&s.device)?;
         let queue = queue_len(s.window);
         if let Err(e) = tun.set_queue_len(queue) {
             // Not fatal: the default queue works, bursts from the sources may overflow it.
-            tracing::warn!(device = %tun.name, queue, error = %e, "cannot lengthen the TUN device's queue");
+            tracing::warn!(device = %tun.name(), queue, error = %e, "cannot lengthen the TUN device's queue");
         }
         let tun = Arc::new(tun);
         let table: Arc<Table> = Arc::default();
         let counters: Arc<Counters> = Arc::default();
         let pool = reasm::Pool::new(reasm::POOL_BYTES);
         let me = UserTcp {
-            device: tun.name.clone(),
+            device: tun.name().to_owned(),
             table: table.clone(),
             counters: counters.clone(),
             held: pool.clone(),
@@ -157,7 +157,7 @@ fn iss(t: &Tuple) -> u32 {
 }
 
 async fn serve(
-    tun: Arc<Tun>,
+    tun: Arc<AsyncTun>,
     s: Settings,
     table: Arc<Table>,
     counters: Arc<Counters>,
@@ -168,7 +168,7 @@ async fn serve(
         let n = match tun.recv(&mut buf).await {
             Ok(n) => n,
             Err(e) => {
-                tracing::warn!(device = %tun.name, error = %e, "TUN read failed; retrying in 100 ms");
+                tracing::warn!(device = %tun.name(), error = %e, "TUN read failed; retrying in 100 ms");
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 continue;
             }
@@ -205,7 +205,7 @@ async fn serve(
                     counters.refused.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(from = %seg.src, dest = %seg.dst, full,
                         "intercepted TCP connection refused (reset)");
-                    tun.send(&rst_for(&seg));
+                    Wire::send(&*tun, &rst_for(&seg));
                     continue;
                 }
                 let c = Arc::new(Conn::hold(
@@ -223,7 +223,7 @@ async fn serve(
                 new_flow(&c, &s, &counters);
                 tokio::spawn(tcb::drive(c, table.clone()));
             }
-            None if !seg.has(RST) => tun.send(&rst_for(&seg)),
+            None if !seg.has(RST) => Wire::send(&*tun, &rst_for(&seg)),
             None => {}
         }
     }

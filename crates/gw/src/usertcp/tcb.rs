@@ -38,8 +38,8 @@ use super::dsack::Dups;
 use super::packet::{self, Out, Segment, ACK, FIN, PSH, RST, SYN};
 use super::reasm::{Inserted, Pool, Reasm};
 use super::stamps::Stamps;
-use super::tun::Tun;
 use crate::flow::{Flow, UserSink};
+use aerotp_tun::AsyncTun;
 
 /// Our window-scale shift (offered when the source offers scaling).
 pub const WSCALE: u8 = 7;
@@ -61,9 +61,12 @@ pub trait Wire: Send + Sync + std::fmt::Debug {
     fn send(&self, packet: &[u8]);
 }
 
-impl Wire for Tun {
+/// The ingress's TUN device. A full queue drops the segment: TCP resends.
+impl Wire for AsyncTun {
     fn send(&self, packet: &[u8]) {
-        Tun::send(self, packet)
+        if let Err(e) = AsyncTun::send(self, packet) {
+            tracing::debug!(error = %e, "TUN write dropped a segment");
+        }
     }
 }
 
