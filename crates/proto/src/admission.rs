@@ -211,6 +211,32 @@ impl Admission {
         c
     }
 
+    /// Whether `cookie` proves the half-open connection `conn`: made for this peer and
+    /// connection since the connection opened, however long ago, as the slot itself is
+    /// bounded (`heard`: at most `MAX_SETUP_TIMEOUTS` set-up timeouts). On a slow link the
+    /// ECHO waits in the bottleneck's queue behind the first flight: at 2.4 kb/s ten
+    /// 1500-byte TPDUs are 50 s, and a cookie good for the 30 s set-up timeout expired on
+    /// the way every time, so the connection was never proven.
+    pub(crate) fn check_half_open(
+        &self,
+        conn: u64,
+        now: Duration,
+        key: Key,
+        tag: u8,
+        mode: Mode,
+        cookie: &[u8; COOKIE_LEN],
+    ) -> bool {
+        let Some(h) = self.half_open.get(&conn) else {
+            return false;
+        };
+        let t = u32::from_be_bytes([cookie[0], cookie[1], cookie[2], cookie[3]]);
+        let opened = (h.opened.as_secs() & 0xFFFF_FFFF) as u32;
+        let now_s = (now.as_secs() & 0xFFFF_FFFF) as u32;
+        // Minted in the opening's second or later, and not in the future.
+        t.wrapping_sub(opened) <= now_s.wrapping_sub(opened)
+            && self.mac_matches(t, key, tag, mode, cookie)
+    }
+
     /// Whether `cookie` is one this endpoint made for this peer and connection, no older than
     /// the set-up timeout.
     pub(crate) fn check(
@@ -228,6 +254,18 @@ impl Admission {
         if u64::from(age) > self.setup_timeout.as_secs() + 1 {
             return false;
         }
+        self.mac_matches(t, key, tag, mode, cookie)
+    }
+
+    /// Whether `cookie`'s MAC is this endpoint's for time `t`, this peer and connection.
+    fn mac_matches(
+        &self,
+        t: u32,
+        key: Key,
+        tag: u8,
+        mode: Mode,
+        cookie: &[u8; COOKIE_LEN],
+    ) -> bool {
         let mac = self.mac(t, key, tag, mode);
         // Constant time: a forger learns nothing from how long the comparison took.
         let diff = mac.as_ref()[..MAC_LEN]
@@ -291,6 +329,46 @@ mod tests {
         // Another endpoint's secret makes other cookies.
         let b = Admission::new([4; 32], Duration::from_secs(30), 2);
         assert!(!b.check(now, key(1), 7, Mode::Reliable, &c));
+    }
+
+    #[test]
+    fn a_half_open_connection_takes_its_cookies_from_its_opening_on_however_late() {
+        let mut a = admission();
+        let opened = Duration::from_millis(2_900);
+        a.open(5, opened);
+        let first = a.cookie(opened, key(1), 7, Mode::Reliable);
+        // The ECHO waited 55 s behind a first flight at 2.4 kb/s: past the set-up timeout,
+        // still the slot's own cookie.
+        let late = opened + Duration::from_secs(55);
+        assert!(!a.check(late, key(1), 7, Mode::Reliable, &first));
+        assert!(a.check_half_open(5, late, key(1), 7, Mode::Reliable, &first));
+        // The same second as the opening, a later re-challenge's cookie, and nothing else.
+        let next = a.cookie(
+            opened + Duration::from_millis(200),
+            key(1),
+            7,
+            Mode::Reliable,
+        );
+        assert!(a.check_half_open(
+            5,
+            opened + Duration::from_millis(300),
+            key(1),
+            7,
+            Mode::Reliable,
+            &next
+        ));
+        let before = a.cookie(opened - Duration::from_secs(2), key(1), 7, Mode::Reliable);
+        assert!(!a.check_half_open(5, late, key(1), 7, Mode::Reliable, &before));
+        let future = a.cookie(late + Duration::from_secs(5), key(1), 7, Mode::Reliable);
+        assert!(!a.check_half_open(5, late, key(1), 7, Mode::Reliable, &future));
+        assert!(!a.check_half_open(5, late, key(2), 7, Mode::Reliable, &first));
+        assert!(!a.check_half_open(6, late, key(1), 7, Mode::Reliable, &first));
+        let mut bad = first;
+        bad[5] ^= 1;
+        assert!(!a.check_half_open(5, late, key(1), 7, Mode::Reliable, &bad));
+        // A settled or expired slot proves nothing more.
+        a.settle(5);
+        assert!(!a.check_half_open(5, late, key(1), 7, Mode::Reliable, &first));
     }
 
     #[test]

@@ -60,8 +60,9 @@ impl Endpoint {
             let key = (c.remote(), c.local_port, c.remote_port);
             let echo = aerotp_wire::Echo::parse(&r.body).ok().filter(|e| {
                 intact
-                    && self.admission.is_half_open(ch.0)
-                    && self.admission.check(now, key, h.tag, c.mode(), &e.cookie)
+                    && self
+                        .admission
+                        .check_half_open(ch.0, now, key, h.tag, c.mode(), &e.cookie)
             });
             if let Some(e) = echo {
                 self.admission.settle(ch.0);
