@@ -732,15 +732,22 @@ impl Sender {
     /// one way). So only the oldest unacknowledged TPDU is resent — a probe, as RFC 8985's
     /// tail-loss probe and RFC 6298's backed-off first timeout do — and the other overdue
     /// transmissions are re-armed from `now`; the caller backs the timeout off. The first
-    /// acknowledgement then gives a sample and the normal rules take over.
-    pub fn on_timeout_before_sample(&mut self, now: Duration, rto: Duration) -> usize {
+    /// acknowledgement then gives a sample and the normal rules take over. With `lowest`
+    /// (a discovered rate) the probe is the lowest-numbered TPDU in flight rather than the
+    /// oldest (`Lanes::expire_oldest`).
+    pub fn on_timeout_before_sample(
+        &mut self,
+        now: Duration,
+        rto: Duration,
+        lowest: bool,
+    ) -> usize {
         // One timer for the whole flight until the first sample: everything still in flight
         // waits a full (backed-off) timeout from this probe, not from its own sending time,
         // or the TPDUs would expire one by one, a TPDU time apart.
         let (entries, base) = (&self.entries, self.base);
         let Some(oldest) = self
             .lanes
-            .expire_oldest(now, rto, |t| current(entries, base, t.seq, t.tx))
+            .expire_oldest(now, rto, lowest, |t| current(entries, base, t.seq, t.tx))
         else {
             return 0;
         };

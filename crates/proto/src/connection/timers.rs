@@ -392,7 +392,9 @@ impl Connection {
         let fired = if self.rtt.has_sample() && !self.liveness.paused() {
             self.tx.on_timeout(now, self.rtt.rto())
         } else {
-            self.tx.on_timeout_before_sample(now, self.rtt.rto())
+            let lowest = self.rate.discovers();
+            self.tx
+                .on_timeout_before_sample(now, self.rtt.rto(), lowest)
         };
         if fired > 0 {
             self.rtt.on_timeouts(now);

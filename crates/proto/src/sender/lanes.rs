@@ -354,13 +354,21 @@ impl Lanes {
         }
     }
 
-    /// Before the first round-trip sample: the oldest current transmission over all paths,
-    /// taken out if older than `rto`, and every other transmission re-armed from `now` (see
-    /// `Sender::on_timeout_before_sample`).
+    /// Before the first round-trip sample: once the oldest current transmission over all
+    /// paths is older than `rto`, it is taken out (the probe) — or with `lowest` the
+    /// lowest-numbered current one — and every other transmission re-armed from `now` (see
+    /// `Sender::on_timeout_before_sample`). With a discovered rate the first flight goes at
+    /// the cap and may stand in a slow bottleneck's queue for tens of seconds: the oldest, as
+    /// the probe goes to the back of the flight, resent it one TPDU per timeout (ASYN, then
+    /// TPDU 1, 2, ...), and each needless copy, acknowledged, made the TPDUs sent before it
+    /// look lost (2.4 kb/s: ten needless resends, a queue of 80 s). TCP's first timeouts
+    /// resend the SYN, or the first unacknowledged segment. A fixed rate keeps the oldest
+    /// (its figures in docs/results/ were measured so).
     pub fn expire_oldest(
         &mut self,
         now: Duration,
         rto: Duration,
+        lowest: bool,
         current: impl Fn(Transmission) -> bool,
     ) -> Option<u64> {
         for l in &mut self.list {
@@ -368,25 +376,34 @@ impl Lanes {
                 l.flight.pop_front();
             }
         }
-        let (i, oldest, due) = self
+        let due = self
             .list
             .iter()
             .enumerate()
-            .filter_map(|(i, l)| {
-                let x = *l.flight.front()?;
-                Some((i, x, x.at + self.rto(i, rto)))
-            })
-            .min_by_key(|(_, _, due)| *due)?;
+            .filter_map(|(i, l)| Some(l.flight.front()?.at + self.rto(i, rto)))
+            .min()?;
         if due > now {
             return None;
         }
-        self.list[i].flight.pop_front();
+        let in_flight = self
+            .list
+            .iter()
+            .enumerate()
+            .flat_map(|(i, l)| l.flight.iter().enumerate().map(move |(at, x)| (i, at, *x)));
+        let (i, at, probe) = if lowest {
+            in_flight.min_by_key(|(_, _, x)| x.seq)?
+        } else {
+            in_flight
+                .filter(|(_, at, _)| *at == 0)
+                .min_by_key(|(i, _, x)| x.at + self.rto(*i, rto))?
+        };
+        self.list[i].flight.remove(at);
         for l in &mut self.list {
             for x in l.flight.iter_mut() {
                 x.at = now;
             }
         }
-        Some(oldest.seq)
+        Some(probe.seq)
     }
 
     /// Everything in flight on `path`, taken out (the path went down): appended to `lost`.

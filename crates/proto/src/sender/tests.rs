@@ -177,6 +177,34 @@ fn timeout_retransmits_old_unacked_only() {
     assert!(s.has_retransmission());
 }
 
+/// The probes of the timeouts before the first round-trip sample, `n` of them, one second
+/// apart (timeout 100 ms): which TPDU each resent.
+fn first_probes(lowest: bool, n: u64) -> Vec<u64> {
+    let mut s = sender(Mode::Reliable);
+    send_n(&mut s, 4);
+    (1..=n)
+        .map(|i| {
+            let now = Duration::from_secs(i);
+            assert_eq!(
+                s.on_timeout_before_sample(now, Duration::from_millis(100), lowest),
+                1
+            );
+            let o = s.next_outgoing(now, 100, true, &mut |_| 0).unwrap();
+            assert!(o.retransmission);
+            o.seq
+        })
+        .collect()
+}
+
+#[test]
+fn a_discovering_sender_probes_its_first_flight_with_the_lowest_tpdu_only() {
+    // With a discovered rate the flight may only be queued: resend the first TPDU again
+    // and again, as TCP resends its SYN, not the flight one TPDU per timeout.
+    assert_eq!(first_probes(true, 4), vec![0, 0, 0, 0]);
+    // A fixed rate resends the oldest transmission each time (docs/results/ measured so).
+    assert_eq!(first_probes(false, 4), vec![0, 1, 2, 3]);
+}
+
 #[test]
 fn window_limits_new_data() {
     let mut s = Sender::new(
