@@ -35,6 +35,11 @@ impl WindowedMax {
         (!self.empty).then_some(self.kept[0].value)
     }
 
+    /// Changes how long a value is kept, from the next update on.
+    pub fn set_window(&mut self, window: u64) {
+        self.window = window;
+    }
+
     /// Forgets everything and starts from `value` at `at`.
     pub fn reset(&mut self, at: u64, value: f64) {
         self.kept = [Kept { at, value }; 3];
@@ -92,6 +97,10 @@ impl WindowedMin {
 
     pub fn update(&mut self, at: u64, value: f64) {
         self.0.update(at, -value);
+    }
+
+    pub fn set_window(&mut self, window: u64) {
+        self.0.set_window(window);
     }
 }
 

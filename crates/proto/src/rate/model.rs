@@ -37,8 +37,12 @@ pub const TRAIN_TPDUS: u64 = 10;
 /// little more than one; at 30 % loss a cycle without a clean probe let it fall to the
 /// drain phase's rate).
 const BW_WINDOW_ROUNDS: u64 = 16;
-/// How long a minimum round trip is trusted (BBR's 10 s).
+/// How long a minimum round trip is trusted (BBR's 10 s), and at least this many of it: on a
+/// 2.4 kb/s link one round trip is 6 s or more (a TPDU's serialisation is 5 s), and with 10 s
+/// the minimum aged out behind the first flight's queue and rose with it, round trip after
+/// round trip, so that queue never showed (60 kB took 426 s, 33 needless resends).
 const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+const MIN_RTT_WINDOW_RTTS: u32 = 16;
 /// Pacing gain while growing: the rate doubles per round trip.
 const STARTUP_GAIN: f64 = 2.0;
 /// Growth below this factor per round trip is a plateau.
@@ -273,6 +277,9 @@ impl RateModel {
         if let Some(rtt) = s.rtt {
             self.min_rtt
                 .update(now.as_micros() as u64, rtt.as_micros() as f64);
+            let window =
+                MIN_RTT_WINDOW.max(self.min_rtt().unwrap_or_default() * MIN_RTT_WINDOW_RTTS);
+            self.min_rtt.set_window(window.as_micros() as u64);
         }
         let bw = self.departure_rate(&s);
         if s.prior_delivered >= self.round_end_delivered {
@@ -334,8 +341,12 @@ impl RateModel {
         match self.phase {
             RatePhase::Train => {}
             RatePhase::Growth => {
-                // Growth filled the link: the queue is the growth's own.
-                if stood >= min && self.round > 1 {
+                // Growth filled the link: the queue is the growth's own. Also in the first
+                // flight's round: a queue that stands a whole round trip then means the
+                // first flight alone overfilled the path, so its dispersion measured the
+                // bottleneck and doubling only adds queue (2.4 kb/s, 650 ms each way: 60 kB
+                // took 364 s waiting for a second round behind that queue, 276 s so).
+                if stood >= min {
                     self.phase = RatePhase::Drain;
                 }
             }

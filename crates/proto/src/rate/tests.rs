@@ -261,3 +261,38 @@ fn lying_feedback_cannot_raise_the_rate_past_the_cap() {
     let (bps, reason) = r.pacing(|_| true);
     assert_eq!((bps, reason), (2_000_000, RateReason::Capped));
 }
+
+/// A 2.4 kb/s satellite channel, 650 ms each way: the first flight (ten TPDUs at the cap) is
+/// 47 s of queue on its own. Growth must stop in the first flight's round, when that queue
+/// has stood a round trip, and the minimum round trip must not age out behind the queue:
+/// with BBR's 10 s it rose with the queue round trip after round trip, and the estimate never
+/// met a standing queue (the engine then resent into a queue of 80 s and never finished).
+#[test]
+fn a_satellite_channel_is_found_without_doubling_into_the_first_flights_queue() {
+    let l = Link {
+        steps: vec![(Duration::ZERO, 2400.0)],
+        delay: 650 * MS,
+        loss: 0.0,
+        queue: 150_000,
+    };
+    let secs = 400;
+    let o = l.run(secs);
+    let share = o.delivered as f64 * 8.0 / (2400.0 * secs as f64);
+    let est = *o.estimate.last().unwrap();
+    let p99 = o.p99_queue();
+    eprintln!("2.4 kb/s: share {share:.3}, estimate {est:.0}, queue p99 {p99:?}");
+    assert!(share > 0.9, "delivered {share:.3} of the link\n{}", o.trace);
+    assert!(
+        (0.9 * 2400.0..=1.15 * 2400.0).contains(&est),
+        "estimate {est:.0}\n{}",
+        o.trace
+    );
+    // Past the first flight's own queue, the queue is that of a TPDU or two.
+    let late: Vec<Duration> = o.queue_delays[o.queue_delays.len() / 2..].to_vec();
+    let worst = late.iter().max().copied().unwrap_or_default();
+    assert!(
+        worst < Duration::from_secs(20),
+        "queue {worst:?} in the second half\n{}",
+        o.trace
+    );
+}
