@@ -365,11 +365,10 @@ fn gso_trains_of_tiny_bodies_from_half_the_hostile_peers_keep_recv_within_64_mb(
     run(false);
 }
 
-/// Misses the figure at the time of writing (median 70.4 MB, docs/results/security.md): a 1-byte
-/// body held out of order keeps about 160 B resident and is charged 65 B. Run it with
-/// `--ignored`; the `#[ignore]` goes when the engine's charge covers what a tiny body keeps.
+/// The harsher mix: every hostile peer sends trains of 1-byte bodies. It missed the figure
+/// (median 70.4 MB) while a held 1-byte body was charged 65 B for about 160 B resident; the
+/// engine's `reorder_budget::SLOT_OVERHEAD` now charges that.
 #[test]
-#[ignore = "recv peaks near 71 MB > 64 MB: a held 1-byte body costs ~160 B, charged 65 B (issue 39)"]
 fn gso_trains_of_tiny_bodies_from_all_32_hostile_peers_keep_recv_within_64_mb() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     run(true);

@@ -28,7 +28,7 @@ pub const UNPROVEN_RECV_BYTES: usize = 1 << 20;
 
 /// Bytes a buffered TPDU is counted for beside its body: the map entry and slot that hold it
 /// (about 60 bytes), so that the bounds bound memory, not only payload.
-pub const SLOT_OVERHEAD: usize = 64;
+pub const SLOT_OVERHEAD: usize = 160;
 
 /// What a TPDU with a body of `len` bytes costs the reorder buffer.
 pub fn tpdu_cost(len: usize) -> usize {

@@ -23,6 +23,11 @@ impl Receiver {
         self.ready_bytes + self.ready.len() * SLOT_OVERHEAD
     }
 
+    /// Bytes of bodies delivered in order and not yet read.
+    pub fn unread_bytes(&self) -> usize {
+        self.ready_bytes
+    }
+
     /// All the receive memory this connection is charged for now.
     pub fn charged_bytes(&self) -> usize {
         self.held_bytes + self.unread_charge()
@@ -66,15 +71,17 @@ impl Receiver {
 
     /// `body` (of the TPDU numbered `wire_seq`) as it is to be kept: a slice of a shared
     /// receive buffer (`shared`, a GRO train) stays one only when it is delivered at once to
-    /// an application that keeps up (at most `SLICE_UNREAD_BYTES` unread) on a proven
+    /// an application that keeps up (at most `SLICE_UNREAD_BYTES` of bodies unread) on a proven
     /// connection — the hot path, no copy. Otherwise it is copied out, so that what a
     /// connection holds for long (out of order, unread, unproven) is charged for what it keeps
     /// resident; a slice kept pins at most 64 times its size (`codec::SHARED_MIN_BODY`), for
     /// at most `SLICE_UNREAD_BYTES` per connection.
     pub fn resident(&self, wire_seq: u32, body: Bytes, shared: bool) -> Bytes {
         let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
+        // Body bytes, not the charge: a whole train (64 kB) delivered to a reader that keeps
+        // up stays slices whatever the bookkeeping is charged at.
         let keep =
-            seq == self.expected && !self.unproven && self.unread_charge() < SLICE_UNREAD_BYTES;
+            seq == self.expected && !self.unproven && self.unread_bytes() < SLICE_UNREAD_BYTES;
         if shared && !keep {
             Bytes::copy_from_slice(&body)
         } else {

@@ -354,7 +354,7 @@ fn a_shared_body_held_for_long_is_copied_out_of_its_buffer() {
     r.set_unproven(false);
     // An application that lags: beyond SLICE_UNREAD_BYTES unread, copies.
     let mut seq = 0u32;
-    while r.unread_charge() < super::memory::SLICE_UNREAD_BYTES {
+    while r.unread_bytes() < super::memory::SLICE_UNREAD_BYTES {
         let b = r.resident(seq, body(), true);
         assert!(inside(&b));
         r.on_data(ms(1), seq, 0, b, false);
