@@ -26,6 +26,12 @@ step "system packages for the lab tests"
 if [ "${AEROTP_SKIP_LAB:-0}" != "1" ]; then
     bash scripts/lab-deps.sh
     bash scripts/telemetry-deps.sh
+    if [ "$(id -u)" -eq 0 ] && ! command -v sudo >/dev/null 2>&1; then
+        # README.md's package block says `sudo dpkg -i`, and the README step runs it verbatim
+        # (as root, where a container often has no sudo).
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends sudo
+    fi
 elif ! command -v tshark >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
     # The dissector test needs tshark even when the lab tests are skipped.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
@@ -82,16 +88,22 @@ if ! cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$test_log"; then
     done
 fi
 
-step "README examples: every sh block of README.md, verbatim, in a throwaway copy of the tree"
+step "README examples: every sh block of README.md, verbatim, as on a fresh clone"
 # scripts/readme-examples.sh: its self-test first (a failing, a slow and an unmet block fail
-# it), then README.md with the debug build as `aerotp`; the block that needs root is skipped
-# with AEROTP_SKIP_LAB=1, as the lab tests are.
+# it; the markers do what it says), then README.md with the debug build as `aerotp`. The
+# quick start (`cargo run --release -p aerotp -- demo`) and the install blocks (`cargo
+# install`, into a throwaway root; scripts/package.sh, dpkg -i, dpkg --purge) run in this
+# tree, so they make the suite's two release builds, default and field, in target/: the
+# package step below finds both done. The quick start's scripts/test.sh line is this script:
+# checked to be what .ci/run runs, not run again. Blocks that need root are skipped with
+# AEROTP_SKIP_LAB=1, as the lab tests are.
 bash scripts/readme-examples.sh --self-test
 bash scripts/readme-examples.sh
 
 if [ "${AEROTP_SKIP_PACKAGE:-0}" != "1" ]; then
     step "Debian package of the field binary: build, dpkg -i, run, systemd-analyze verify, purge"
     # docs/packaging.md; as root (dpkg -i on this machine). AEROTP_SKIP_PACKAGE=1 skips it.
+    # Its scripts/package.sh reuses the README step's field build (cargo finds it fresh).
     bash scripts/package-test.sh
 fi
 
