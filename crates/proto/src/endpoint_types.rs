@@ -2,7 +2,7 @@
 //! transmit instructions, errors and the endpoint's own counters.
 
 use crate::config::ConfigError;
-use crate::connection::CloseOutcome;
+use crate::close_outcome::CloseOutcome;
 use std::net::{IpAddr, SocketAddr};
 use thiserror::Error;
 
