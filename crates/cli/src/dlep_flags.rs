@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use aerotp_dlep::{ClientConfig, Mac};
 use aerotp_net::{DestinationMap, Endpoint};
+use aerotp_proto::RadioTarget;
 
 /// The `--dlep` flags of `send`, `recv` and the gateways.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -26,8 +27,16 @@ pub struct DlepArgs {
     /// With --dlep: the DLEP destination MAC stands for the AeroTP peer at IP (repeatable;
     /// several IPs for one MAC are all its). Needed when the modem reports no IP address for
     /// its destinations, or not the one AeroTP sends to. MAC as aa:bb:cc:dd:ee:ff, IP
-    /// without a port, e.g. --dlep-map 00:11:22:33:44:55=10.0.0.2.
-    #[arg(long = "dlep-map", value_name = "MAC=IP", value_parser = mapping_arg, requires = "dlep")]
+    /// without a port, e.g. --dlep-map 00:11:22:33:44:55=10.0.0.2. With @LOCAL the modem is
+    /// the radio of this host's address LOCAL: its word steers only the paths toward IP that
+    /// leave from LOCAL (two radios on two local addresses reaching one peer address), e.g.
+    /// --dlep-map 00:11:22:33:44:55=10.0.0.2@10.0.1.1.
+    #[arg(
+        long = "dlep-map",
+        value_name = "MAC=IP[@LOCAL]",
+        value_parser = mapping_arg,
+        requires = "dlep"
+    )]
     pub dlep_map: Vec<Mapping>,
 }
 
@@ -36,6 +45,8 @@ pub struct DlepArgs {
 pub struct Mapping {
     pub mac: Mac,
     pub ip: IpAddr,
+    /// The local address whose radio the modem is (`@LOCAL`): only the paths from it.
+    pub local: Option<IpAddr>,
 }
 
 fn target_arg(s: &str) -> Result<ClientConfig, String> {
@@ -43,7 +54,11 @@ fn target_arg(s: &str) -> Result<ClientConfig, String> {
 }
 
 fn mapping_arg(s: &str) -> Result<Mapping, String> {
-    aerotp_dlep::parse_mapping(s).map(|(mac, ip)| Mapping { mac, ip })
+    DestinationMap::parse_entry(s).map(|(mac, t)| Mapping {
+        mac,
+        ip: t.peer,
+        local: t.local,
+    })
 }
 
 impl DlepArgs {
@@ -51,7 +66,13 @@ impl DlepArgs {
     pub fn map(&self) -> DestinationMap {
         let mut map = DestinationMap::default();
         for m in &self.dlep_map {
-            map.insert(m.mac, m.ip);
+            map.insert_target(
+                m.mac,
+                RadioTarget {
+                    peer: m.ip,
+                    local: m.local,
+                },
+            );
         }
         map
     }
@@ -80,7 +101,10 @@ impl DlepArgs {
     pub fn dlep_map_keys(&self) -> Vec<String> {
         self.dlep_map
             .iter()
-            .map(|m| format!("{}={}", m.mac, m.ip))
+            .map(|m| match m.local {
+                Some(l) => format!("{}={}@{l}", m.mac, m.ip),
+                None => format!("{}={}", m.mac, m.ip),
+            })
             .collect()
     }
 }
@@ -135,6 +159,8 @@ mod tests {
             "00:11:22:33:44:55=10.0.0.2",
             "--dlep-map",
             "00:11:22:33:44:66=fe80::2",
+            "--dlep-map",
+            "00:11:22:33:44:77=10.9.0.2@10.0.1.1",
         ])
         .unwrap();
         assert_eq!(
@@ -143,16 +169,27 @@ mod tests {
                 Mapping {
                     mac: Mac::eui48([0, 0x11, 0x22, 0x33, 0x44, 0x55]),
                     ip: IpAddr::from([10, 0, 0, 2]),
+                    local: None,
                 },
                 Mapping {
                     mac: Mac::eui48([0, 0x11, 0x22, 0x33, 0x44, 0x66]),
                     ip: "fe80::2".parse().unwrap(),
+                    local: None,
+                },
+                Mapping {
+                    mac: Mac::eui48([0, 0x11, 0x22, 0x33, 0x44, 0x77]),
+                    ip: IpAddr::from([10, 9, 0, 2]),
+                    local: Some(IpAddr::from([10, 0, 1, 1])),
                 },
             ]
         );
         assert_eq!(
             a.dlep_map_keys(),
-            ["00:11:22:33:44:55=10.0.0.2", "00:11:22:33:44:66=fe80::2"]
+            [
+                "00:11:22:33:44:55=10.0.0.2",
+                "00:11:22:33:44:66=fe80::2",
+                "00:11:22:33:44:77=10.9.0.2@10.0.1.1"
+            ]
         );
         // The keys read back to the same flags (the gateways' path).
         let again = parse(&[
@@ -162,6 +199,8 @@ mod tests {
             &a.dlep_map_keys()[0],
             "--dlep-map",
             &a.dlep_map_keys()[1],
+            "--dlep-map",
+            &a.dlep_map_keys()[2],
         ])
         .unwrap();
         assert_eq!(again.dlep, a.dlep);
@@ -195,6 +234,18 @@ mod tests {
         assert!(e.contains("'10.0.0' is not an IP address"), "{e}");
         let e = parse(&["--dlep", "discover", "--dlep-map", "10.0.0.2"]).unwrap_err();
         assert!(e.contains("give MAC=IP"), "{e}");
+        let e = parse(&[
+            "--dlep",
+            "discover",
+            "--dlep-map",
+            "00:11:22:33:44:55=10.0.0.2@eth1",
+        ])
+        .unwrap_err();
+        assert!(e.contains("--dlep-map <MAC=IP[@LOCAL]>"), "{e}");
+        assert!(
+            e.contains("the local address 'eth1' is not an IP address"),
+            "{e}"
+        );
         // A mapping means nothing without a modem to follow.
         let e = parse(&["--dlep-map", "00:11:22:33:44:55=10.0.0.2"]).unwrap_err();
         assert!(e.contains("--dlep <ADDR[:PORT]|discover>"), "{e}");

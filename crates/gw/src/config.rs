@@ -121,7 +121,9 @@ pub struct FileConfig {
     /// unless given) or `discover`. Its rates, downs, ups and pauses steer the paths.
     pub dlep: Option<String>,
     /// With `dlep`: `MAC=IP` entries, the AeroTP peer each DLEP destination stands for
-    /// (`--dlep-map`), for a modem that reports no IP address for its destinations.
+    /// (`--dlep-map`), for a modem that reports no IP address for its destinations;
+    /// `MAC=IP@LOCAL` when the modem is the radio of this host's address LOCAL (only the
+    /// paths from LOCAL toward IP).
     #[serde(default)]
     pub dlep_map: Vec<String>,
     /// Capture every AeroTP datagram the gateway sends and receives to this pcapng file

@@ -1,12 +1,13 @@
 //! A DLEP modem's word into the engine (docs/dlep.md, "What the engine does with it"): the
 //! router side of `aerotp_dlep` runs beside the endpoint, and each destination event becomes
-//! `aerotp_proto::RadioSignal`s for the peer addresses that destination stands for.
+//! `aerotp_proto::RadioSignal`s for the peer addresses (and, when the mapping says, the local
+//! address whose radio it is: `aerotp_proto::RadioTarget`) that destination stands for.
 
 use crate::driver::{Shared, State};
 use crate::tap::wall_clock;
 use crate::Endpoint;
 use aerotp_dlep::{Destination, Event, Mac};
-use aerotp_proto::{RadioApplied, RadioSignal};
+use aerotp_proto::{RadioApplied, RadioSignal, RadioTarget};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -15,23 +16,71 @@ use std::time::Duration;
 const MAX_DESTINATIONS: usize = 1024;
 
 /// Which peer addresses a DLEP destination stands for: the configured mapping first (a
-/// modem that reports no layer-3 address, or one that is not the AeroTP peer's), else the
-/// addresses the modem reports for it.
+/// modem that reports no layer-3 address, or one that is not the AeroTP peer's, or a radio
+/// that is one of several local addresses' toward one peer address), else the addresses the
+/// modem reports for it (every path toward them, whatever its local address).
 #[derive(Debug, Clone, Default)]
 pub struct DestinationMap {
-    configured: HashMap<Mac, Vec<IpAddr>>,
+    configured: HashMap<Mac, Vec<RadioTarget>>,
 }
 
 impl DestinationMap {
-    /// `mac` stands for `peer` (several calls add several addresses).
+    /// `mac` stands for `peer`, every path toward it (several calls add several addresses).
     pub fn insert(&mut self, mac: Mac, peer: IpAddr) {
+        self.insert_target(mac, RadioTarget::peer(peer));
+    }
+
+    /// `mac` stands for the paths `target` names: toward its peer and, when it names one,
+    /// from its local address only.
+    pub fn insert_target(&mut self, mac: Mac, target: RadioTarget) {
         let v = self.configured.entry(mac).or_default();
-        if !v.contains(&peer) {
-            v.push(peer);
+        if !v.contains(&target) {
+            v.push(target);
         }
     }
 
-    fn peers_of(&self, d: &Destination) -> Vec<IpAddr> {
+    /// One mapping as `--dlep-map` and the gateways' `dlep_map` key give it: `MAC=IP` (every
+    /// path toward IP) or `MAC=IP@LOCAL` (only the paths toward IP from this host's address
+    /// LOCAL: the modem is the radio of LOCAL). The errors say what is wrong and what is
+    /// expected.
+    pub fn parse_entry(s: &str) -> Result<(Mac, RadioTarget), String> {
+        let (mapping, local) = match s.split_once('@') {
+            Some((m, l)) => (m, Some(l.trim())),
+            None => (s, None),
+        };
+        let (mac, peer) = aerotp_dlep::parse_mapping(mapping).map_err(|e| {
+            if local.is_some() {
+                format!("'{s}': {e}")
+            } else {
+                e
+            }
+        })?;
+        let Some(l) = local else {
+            return Ok((mac, RadioTarget::peer(peer)));
+        };
+        let local = l.parse::<IpAddr>().map_err(|_| {
+            format!(
+                "'{s}': the local address '{l}' is not an IP address: after @ give this \
+                 host's address whose radio the modem is (the local address of the path it \
+                 steers), without a port, e.g. 00:11:22:33:44:55=10.0.0.2@10.0.1.1"
+            )
+        })?;
+        if local.is_unspecified() || local.is_multicast() {
+            return Err(format!(
+                "'{s}': {local} is not a local address a path leaves from: give this host's \
+                 address on that radio's link"
+            ));
+        }
+        if local.is_ipv4() != peer.is_ipv4() {
+            return Err(format!(
+                "'{s}': the local address {local} and the peer {peer} are not of one family: \
+                 no path goes from one to the other"
+            ));
+        }
+        Ok((mac, RadioTarget::on(local, peer)))
+    }
+
+    fn targets_of(&self, d: &Destination) -> Vec<RadioTarget> {
         if let Some(v) = self.configured.get(&d.mac) {
             return v.clone();
         }
@@ -40,16 +89,18 @@ impl DestinationMap {
             .iter()
             .map(|&ip| IpAddr::from(ip))
             .chain(a.ipv6.iter().map(|&ip| IpAddr::from(ip)))
+            .map(RadioTarget::peer)
             .collect()
     }
 }
 
-/// Turns DLEP events into radio signals per peer address; remembers which addresses each
-/// destination stood for, so its Down, Pause and Restart reach them.
+/// Turns DLEP events into radio signals per target (peer address, and local address when
+/// mapped so); remembers which targets each destination stood for, so its Down, Pause and
+/// Restart reach them.
 #[derive(Debug, Default)]
 pub struct RadioBridge {
     map: DestinationMap,
-    up: HashMap<Mac, Vec<IpAddr>>,
+    up: HashMap<Mac, Vec<RadioTarget>>,
 }
 
 impl RadioBridge {
@@ -60,12 +111,12 @@ impl RadioBridge {
         }
     }
 
-    /// The signals `event` means, each for one peer address.
-    pub fn signals(&mut self, event: &Event) -> Vec<(IpAddr, RadioSignal)> {
+    /// The signals `event` means, each for one target.
+    pub fn signals(&mut self, event: &Event) -> Vec<(RadioTarget, RadioSignal)> {
         let mut out = Vec::new();
         match event {
             Event::DestinationUp(d) | Event::DestinationUpdate(d) => {
-                let peers = self.map.peers_of(d);
+                let peers = self.map.targets_of(d);
                 let fresh = matches!(event, Event::DestinationUp(_));
                 for &p in &peers {
                     if fresh {
@@ -98,7 +149,7 @@ impl RadioBridge {
                 if queues.is_empty() {
                     return out;
                 }
-                let peers: Vec<IpAddr> = match mac {
+                let peers: Vec<RadioTarget> = match mac {
                     Some(m) => self.up.get(m).cloned().unwrap_or_default(),
                     None => self.up.values().flatten().copied().collect(),
                 };
@@ -164,10 +215,10 @@ impl State {
     }
 }
 
-/// `signal` for `peer` into the engine, and the driver woken to act on it.
-fn apply(shared: &Shared, peer: IpAddr, signal: RadioSignal) -> RadioApplied {
+/// `signal` for `target` into the engine, and the driver woken to act on it.
+fn apply(shared: &Shared, target: RadioTarget, signal: RadioSignal) -> RadioApplied {
     let now = shared.now();
-    let applied = shared.lock().engine.radio(now, peer, signal);
+    let applied = shared.lock().engine.radio_on(now, target, signal);
     shared.wake.notify_one();
     applied
 }
@@ -175,7 +226,13 @@ fn apply(shared: &Shared, peer: IpAddr, signal: RadioSignal) -> RadioApplied {
 impl Endpoint {
     /// What a radio said of the link toward `peer` (`aerotp_proto::Endpoint::radio`).
     pub fn radio(&self, peer: IpAddr, signal: RadioSignal) -> RadioApplied {
-        apply(self.shared(), peer, signal)
+        apply(self.shared(), RadioTarget::peer(peer), signal)
+    }
+
+    /// What a radio said of the paths `target` names (`aerotp_proto::Endpoint::radio_on`):
+    /// toward its peer and, when it names one, from its local address only.
+    pub fn radio_on(&self, target: RadioTarget, signal: RadioSignal) -> RadioApplied {
+        apply(self.shared(), target, signal)
     }
 
     /// Runs a DLEP router session with `cfg` (crates/dlep) until the returned task is
@@ -212,11 +269,11 @@ impl Endpoint {
                     }
                     _ => {}
                 }
-                for (peer, signal) in bridge.signals(&ev) {
-                    let applied = apply(&shared, peer, signal);
+                for (target, signal) in bridge.signals(&ev) {
+                    let applied = apply(&shared, target, signal);
                     // Every signal, repeats too (a modem restates its destination's whole
                     // state); the changes in force are logged at info by the driver.
-                    tracing::debug!(%peer, ?signal, paths = applied.paths, "radio signal");
+                    tracing::debug!(%target, ?signal, paths = applied.paths, "radio signal");
                 }
             }
         })
@@ -247,7 +304,7 @@ mod tests {
 
     #[test]
     fn a_destination_reaches_its_reported_or_configured_address() {
-        let peer = IpAddr::from(Ipv4Addr::new(10, 0, 0, 2));
+        let peer = RadioTarget::peer(IpAddr::from(Ipv4Addr::new(10, 0, 0, 2)));
         let mut b = RadioBridge::new(DestinationMap::default());
         let s = b.signals(&Event::DestinationUp(dest(
             1,
@@ -287,6 +344,7 @@ mod tests {
         let other = IpAddr::from(Ipv4Addr::new(192, 168, 1, 9));
         let mut map = DestinationMap::default();
         map.insert(Mac::from_slice(&[2, 0, 0, 0, 0, 7]).unwrap(), other);
+        let other = RadioTarget::peer(other);
         let mut b = RadioBridge::new(map);
         let s = b.signals(&Event::DestinationUpdate(dest(7, None, None)));
         assert_eq!(s[0], (other, RadioSignal::RateUnknown));
@@ -295,5 +353,69 @@ mod tests {
             destinations: vec![Mac::from_slice(&[2, 0, 0, 0, 0, 7]).unwrap()],
         });
         assert_eq!(lost, vec![(other, RadioSignal::Down)]);
+    }
+
+    #[test]
+    fn a_mapping_may_name_the_local_address_whose_radio_the_modem_is() {
+        let peer = IpAddr::from(Ipv4Addr::new(10, 9, 0, 2));
+        let local = IpAddr::from(Ipv4Addr::new(10, 0, 1, 1));
+        let mac = Mac::from_slice(&[2, 0, 0, 0, 0, 1]).unwrap();
+        let (m, t) = DestinationMap::parse_entry("02:00:00:00:00:01=10.9.0.2@10.0.1.1").unwrap();
+        assert_eq!((m, t), (mac, RadioTarget::on(local, peer)));
+        let (_, t) = DestinationMap::parse_entry("02:00:00:00:00:01=10.9.0.2").unwrap();
+        assert_eq!(t, RadioTarget::peer(peer));
+        let (_, t) = DestinationMap::parse_entry("02:00:00:00:00:01 = fe80::2 @ fe80::1").unwrap();
+        assert_eq!(t.local, Some("fe80::1".parse().unwrap()));
+
+        for (bad, says) in [
+            (
+                "02:00:00:00:00:01=10.9.0.2@",
+                "the local address '' is not an IP address",
+            ),
+            (
+                "02:00:00:00:00:01=10.9.0.2@eth0",
+                "the local address 'eth0'",
+            ),
+            (
+                "02:00:00:00:00:01=10.9.0.2@10.0.1.1:9000",
+                "is not an IP address",
+            ),
+            (
+                "02:00:00:00:00:01=10.9.0.2@0.0.0.0",
+                "not a local address a path leaves",
+            ),
+            ("02:00:00:00:00:01=10.9.0.2@fe80::1", "not of one family"),
+            ("02:00:00:00:00=10.9.0.2@10.0.1.1", "the MAC address"),
+            ("02:00:00:00:00:01=x@10.0.1.1", "'x' is not an IP address"),
+        ] {
+            let e = DestinationMap::parse_entry(bad).unwrap_err();
+            assert!(e.contains(says) && e.contains(bad), "{bad}: {e}");
+        }
+
+        // The modem's destination reaches only that local address's paths, Down included.
+        let mut map = DestinationMap::default();
+        map.insert_target(mac, t);
+        map.insert_target(mac, RadioTarget::on(local, peer));
+        let mut b = RadioBridge::new(map);
+        let s = b.signals(&Event::DestinationUp(dest(
+            1,
+            Some(Ipv4Addr::new(10, 9, 0, 2)),
+            None,
+        )));
+        assert!(
+            s.iter().all(|(t, _)| t.local.is_some()),
+            "the mapping, not the reported address: {s:?}"
+        );
+        let down = b.signals(&Event::DestinationDown { mac });
+        assert_eq!(
+            down,
+            vec![
+                (
+                    RadioTarget::on("fe80::1".parse().unwrap(), "fe80::2".parse().unwrap()),
+                    RadioSignal::Down
+                ),
+                (RadioTarget::on(local, peer), RadioSignal::Down),
+            ]
+        );
     }
 }

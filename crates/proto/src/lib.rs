@@ -59,7 +59,7 @@ pub use fec_parity::auto_parity;
 pub use link_share::{LinkShareConfig, SharePolicy, TrafficClass, SHARE_PERIOD};
 pub use paths::{PathStats, MAX_PATHS};
 pub use radio::{
-    PathRadio, RadioApplied, RadioChange, RadioSignal, RADIO_CHANGES_HELD, RADIO_PEERS,
+    PathRadio, RadioApplied, RadioChange, RadioSignal, RadioTarget, RADIO_CHANGES_HELD, RADIO_PEERS,
 };
 pub use rate::{
     PathRate, RateControl, RatePhase, RateReason, DEFAULT_RATE_CAP_BPS, MIN_RATE_BPS, TRAIN_TPDUS,

@@ -52,7 +52,41 @@ impl RadioSignal {
     }
 }
 
-/// Most peers whose radio state is kept: a DLEP modem reports destinations, and a
+/// Which paths a radio's word is for (`Endpoint::radio_on`): those toward `peer` (their
+/// remote IP address) and, when `local` is given, only those from this host's address `local`
+/// (`PathAddr::local`): the radio of that local address. Two radios on two local addresses
+/// reaching one peer address each speak for their own path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RadioTarget {
+    pub peer: IpAddr,
+    pub local: Option<IpAddr>,
+}
+
+impl RadioTarget {
+    /// Every path toward `peer`, whatever its local address.
+    pub fn peer(peer: IpAddr) -> RadioTarget {
+        RadioTarget { peer, local: None }
+    }
+
+    /// The paths toward `peer` from this host's address `local`.
+    pub fn on(local: IpAddr, peer: IpAddr) -> RadioTarget {
+        RadioTarget {
+            peer,
+            local: Some(local),
+        }
+    }
+}
+
+impl std::fmt::Display for RadioTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.local {
+            Some(l) => write!(f, "{}@{l}", self.peer),
+            None => write!(f, "{}", self.peer),
+        }
+    }
+}
+
+/// Most targets (peers, or peers from one local address) whose radio state is kept: a DLEP modem reports destinations, and a
 /// destination table beyond this is refused by the DLEP side already (docs/dlep.md).
 pub const RADIO_PEERS: usize = 256;
 
@@ -163,12 +197,12 @@ pub struct RadioChange {
 /// them at every step; a caller that never does (the simulator) loses the oldest, counted.
 pub const RADIO_CHANGES_HELD: usize = 1024;
 
-/// Every peer's radio state (bounded by `RADIO_PEERS`): the endpoint's, for the paths
-/// opened toward a peer after its radio spoke (`Endpoint::radio`); and the changes applied
+/// Every target's radio state (bounded by `RADIO_PEERS`): the endpoint's, for the paths
+/// opened toward a peer after its radio spoke (`Endpoint::radio`, `Endpoint::radio_on`); and the changes applied
 /// and not yet taken (bounded by `RADIO_CHANGES_HELD`).
 #[derive(Debug)]
 pub(crate) struct RadioBook {
-    peers: Table<IpAddr, RadioState>,
+    peers: Table<RadioTarget, RadioState>,
     changes: VecDeque<RadioChange>,
     /// Changes dropped at the bound, oldest first.
     pub changes_dropped: u64,
@@ -196,10 +230,10 @@ impl RadioBook {
         self.changes.pop_front()
     }
 
-    /// Takes `signal` for `peer` in; false when the book is full of other peers (the signal
-    /// is not kept). A peer back to the default state (up, unpaused, nothing said) is
-    /// forgotten.
-    pub fn note(&mut self, peer: IpAddr, signal: RadioSignal) -> bool {
+    /// Takes `signal` for `peer` (a target) in; false when the book is full of other targets
+    /// (the signal is not kept). A target back to the default state (up, unpaused, nothing
+    /// said) is forgotten.
+    pub fn note(&mut self, peer: RadioTarget, signal: RadioSignal) -> bool {
         let known = self.peers.contains_key(&peer);
         if !known && self.peers.len() >= RADIO_PEERS {
             return false;
@@ -216,8 +250,8 @@ impl RadioBook {
         self.peers.is_empty()
     }
 
-    /// The signals that bring a new path toward `peer` to its radio's state.
-    pub fn replay(&self, peer: IpAddr) -> Vec<RadioSignal> {
+    /// The signals that bring a new path toward target `peer` to its radio's state.
+    pub fn replay(&self, peer: RadioTarget) -> Vec<RadioSignal> {
         self.peers
             .get(&peer)
             .map(|st| st.replay().collect())
@@ -225,12 +259,12 @@ impl RadioBook {
     }
 }
 
-/// What `Endpoint::radio` did with a signal.
+/// What `Endpoint::radio` (or `radio_on`) did with a signal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RadioApplied {
     /// Paths of live connections it reached now.
     pub paths: usize,
-    /// False when the book is full of other peers: the signal was not kept for later paths
+    /// False when the book is full of other targets: the signal was not kept for later paths
     /// (it still reached the live ones).
     pub kept: bool,
 }

@@ -437,12 +437,58 @@ fn two_paths_with_radio(
     up: Duration,
     size: usize,
 ) -> (usize, Vec<(Duration, bool, u64)>) {
+    let r = two_radios(down, up, size, false);
+    let trace = r
+        .trace
+        .iter()
+        .map(|t| (t.at, t.up[1], t.offered[1]))
+        .collect();
+    (r.received, trace)
+}
+
+/// What `two_radios` saw at one turn: each path up and the datagrams offered to its forward
+/// link so far.
+#[derive(Debug, Clone, Copy)]
+struct Turn {
+    at: Duration,
+    up: [bool; 2],
+    offered: [u64; 2],
+}
+
+struct TwoRadios {
+    received: usize,
+    trace: Vec<Turn>,
+    /// How many paths each radio signal reached (`RadioApplied::paths`).
+    reached: Vec<usize>,
+}
+
+/// Two 2 Mb/s paths; the radio of path 1 says its destination is down at `down` and up at
+/// `up`. Without `one_peer` each path has its own addresses (10.0.i.1 → 10.0.i.2) and the
+/// radio names path 1's peer address; with it, a's two local addresses 10.0.i.1 reach b's one
+/// address 10.9.0.2 and the radio names the peer and its local address 10.0.1.1
+/// (`RadioTarget::on`).
+fn two_radios(down: Duration, up: Duration, size: usize, one_peer: bool) -> TwoRadios {
     use aerotp_pair::Quiet;
+    use aerotp_proto::{PathAddr, RadioTarget};
     let addrs = |i: u8| {
+        let b = if one_peer {
+            [10, 9, 0, 2]
+        } else {
+            [10, 0, i, 2]
+        };
         (
             std::net::SocketAddr::from(([10, 0, i, 1], 9000)),
-            std::net::SocketAddr::from(([10, 0, i, 2], 9000)),
+            std::net::SocketAddr::from((b, 9000)),
         )
+    };
+    let path_addr = |i: u8| {
+        let (a, b) = addrs(i);
+        PathAddr::new(one_peer.then_some(a.ip()), b)
+    };
+    let target = if one_peer {
+        RadioTarget::on(addrs(1).0.ip(), addrs(1).1.ip())
+    } else {
+        RadioTarget::peer(addrs(1).1.ip())
     };
     let path = |s| (Path::new(vec![bottleneck(2_000_000)], s).unwrap(), 1);
     let mut pair = Pair::new(
@@ -453,12 +499,18 @@ fn two_paths_with_radio(
         addrs(0).1,
     );
     pair.set_paths(vec![addrs(0), addrs(1)]);
+    if one_peer {
+        pair.tell_local_addresses();
+    }
     let c = cfg(Mode::Reliable, RateControl::Fixed, 3_000_000);
     pair.b.listen(7, c.clone()).unwrap();
-    let ch = pair.a.connect(Duration::ZERO, addrs(0).1, 7, c).unwrap();
+    let ch = pair
+        .a
+        .connect_from(Duration::ZERO, path_addr(0), 7, None, c)
+        .unwrap();
     let data = pattern(size, 9);
     let (mut written, mut closed, mut rx, mut received) = (0, false, None, 0usize);
-    let mut trace = Vec::new();
+    let (mut trace, mut reached) = (Vec::new(), Vec::new());
     let mut buf = vec![0u8; 65536];
     let mut pending = vec![(down, RadioSignal::Down), (up, RadioSignal::Up)];
     let mut done = false;
@@ -468,7 +520,7 @@ fn two_paths_with_radio(
         let now = pair.now;
         while let Some(i) = pending.iter().position(|&(at, _)| at <= now) {
             let (_, s) = pending.remove(i);
-            pair.a.radio(now, addrs(1).1.ip(), s);
+            reached.push(pair.a.radio_on(now, target, s).paths);
         }
         if written < data.len() {
             written += pair.a.write(ch, &data[written..]).unwrap_or(0);
@@ -479,7 +531,7 @@ fn two_paths_with_radio(
         }
         while let Some(e) = pair.a.poll_event() {
             match e {
-                Event::Connected(h) => pair.a.add_path(now, h, addrs(1).1).unwrap(),
+                Event::Connected(h) => pair.a.add_path(now, h, path_addr(1)).unwrap(),
                 Event::Closed(..) => done = true,
                 _ => {}
             }
@@ -498,16 +550,24 @@ fn two_paths_with_radio(
             }
         }
         if let Some(st) = pair.a.stats(ch) {
-            let up1 = st.paths.get(1).is_some_and(|p| p.up);
-            let offered = pair.links.paths(Dir::Forward)[1].stats().offered_packets;
-            trace.push((now, up1, offered));
+            let up = |i: usize| st.paths.get(i).is_some_and(|p| p.up);
+            let offered = |i: usize| pair.links.paths(Dir::Forward)[i].stats().offered_packets;
+            trace.push(Turn {
+                at: now,
+                up: [up(0), up(1)],
+                offered: [offered(0), offered(1)],
+            });
         }
         let wake = pending.iter().map(|&(at, _)| at).min();
         if pair.step(&mut Quiet, wake, Duration::MAX) != Advance::Moved {
             break;
         }
     }
-    (received, trace)
+    TwoRadios {
+        received,
+        trace,
+        reached,
+    }
 }
 
 #[test]
@@ -566,4 +626,123 @@ fn a_destination_down_takes_its_path_down_at_once_and_up_brings_it_back() {
         "down at {down:?}: path 1 down at {:?}; up at {up:?}: path 1 up at {back:?}",
         first_after.0
     );
+}
+
+#[test]
+fn two_radios_toward_one_peer_address_each_speak_for_their_own_path() {
+    // a's two local addresses (two radios) reach b's one address: the radio of local
+    // address 10.0.1.1 says its destination is down, then up. Only that path goes down; the
+    // other keeps carrying; Up brings it back.
+    let (down, up) = (Duration::from_secs(2), Duration::from_secs(4));
+    let size = 3_000_000;
+    let r = two_radios(down, up, size, true);
+    assert_eq!(
+        r.received, size,
+        "every byte, over the other path meanwhile"
+    );
+    assert_eq!(
+        r.reached,
+        [1, 1],
+        "each signal reaches the one path it names"
+    );
+    let before = r.trace.iter().rev().find(|t| t.at < down).expect("turns");
+    assert!(
+        before.up == [true, true] && before.offered[1] > 100,
+        "both paths up and carrying before the radio spoke: {before:?}"
+    );
+    let first_after = r.trace.iter().find(|t| t.at >= down).expect("turns");
+    assert!(
+        first_after.up == [true, false] && first_after.at < down + Duration::from_millis(50),
+        "only path 1 down at once: {first_after:?}"
+    );
+    let during: Vec<&Turn> = r
+        .trace
+        .iter()
+        .filter(|t| t.at >= down && t.at < up)
+        .collect();
+    let (first, last) = (during[0], during[during.len() - 1]);
+    assert!(
+        during.iter().all(|t| t.up[0]),
+        "path 0 stays up while the radio of path 1 says down: {:?}",
+        during.iter().find(|t| !t.up[0])
+    );
+    assert_eq!(
+        first.offered[1], last.offered[1],
+        "datagrams sent on the path its radio called down"
+    );
+    // 2 s at 2 Mb/s is about 330 datagrams of 1.5 kB: the other path carries on.
+    assert!(
+        last.offered[0] > first.offered[0] + 200,
+        "path 0 kept carrying: {first:?} -> {last:?}"
+    );
+    let back = r
+        .trace
+        .iter()
+        .find(|t| t.at >= up && t.up[1] && t.offered[1] > last.offered[1])
+        .expect("path 1 up and carrying again");
+    assert!(back.at <= up + Duration::from_millis(200), "{back:?}");
+    let after = r
+        .trace
+        .iter()
+        .rev()
+        .find(|t| t.at < up + Duration::from_secs(1));
+    assert!(
+        after.is_some_and(|t| t.offered[1] > last.offered[1] + 50),
+        "path 1 carries data again: {after:?}"
+    );
+}
+
+#[test]
+fn a_radio_state_kept_for_one_local_address_reaches_only_the_paths_from_it() {
+    use aerotp_proto::{PathAddr, RadioTarget};
+    use std::net::{IpAddr, SocketAddr};
+    // Said before any connection: kept per target, replayed to the path it names when the
+    // path opens, and to no other.
+    let peer = SocketAddr::from(([10, 9, 0, 2], 9000));
+    let (l0, l1) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 1, 1]));
+    let mut a = Endpoint::new(EndpointConfig::default(), 1);
+    let applied = a.radio_on(
+        Duration::ZERO,
+        RadioTarget::on(l1, peer.ip()),
+        RadioSignal::Pause,
+    );
+    assert!(applied.kept && applied.paths == 0, "{applied:?}");
+    let c = cfg(Mode::Reliable, RateControl::Fixed, 1_000_000);
+    let h0 = a
+        .connect_from(
+            Duration::ZERO,
+            PathAddr::new(Some(l0), peer),
+            7,
+            None,
+            c.clone(),
+        )
+        .unwrap();
+    let h1 = a
+        .connect_from(Duration::ZERO, PathAddr::new(Some(l1), peer), 7, None, c)
+        .unwrap();
+    assert!(
+        !a.stats(h0).unwrap().paths[0].radio.paused,
+        "l0's path untouched"
+    );
+    assert!(
+        a.stats(h1).unwrap().paths[0].radio.paused,
+        "l1's path paused"
+    );
+    // A peer-wide word reaches both; the local one then restarts l1's path alone.
+    let applied = a.radio(Duration::ZERO, peer.ip(), RadioSignal::Rate(500_000));
+    assert_eq!(applied.paths, 2);
+    let applied = a.radio_on(
+        Duration::ZERO,
+        RadioTarget::on(l1, peer.ip()),
+        RadioSignal::Restart,
+    );
+    assert_eq!(applied.paths, 1);
+    assert!(!a.stats(h1).unwrap().paths[0].radio.paused);
+    // A local address no path has reaches nothing.
+    let other = RadioTarget::on(IpAddr::from([10, 0, 7, 1]), peer.ip());
+    assert_eq!(
+        a.radio_on(Duration::ZERO, other, RadioSignal::Down).paths,
+        0
+    );
+    assert_eq!(other.to_string(), "10.9.0.2@10.0.7.1");
 }

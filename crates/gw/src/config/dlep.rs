@@ -16,9 +16,9 @@ impl FileConfig {
     )> {
         let mut map = aerotp_net::DestinationMap::default();
         for entry in &self.dlep_map {
-            let (mac, ip) = aerotp_dlep::parse_mapping(entry)
+            let (mac, target) = aerotp_net::DestinationMap::parse_entry(entry)
                 .map_err(|e| anyhow::anyhow!("dlep_map (--dlep-map or the `dlep_map` key): {e}"))?;
-            map.insert(mac, ip);
+            map.insert_target(mac, target);
         }
         let Some(target) = &self.dlep else {
             if !self.dlep_map.is_empty() {
@@ -57,10 +57,12 @@ mod tests {
             r#"
 listen = "127.0.0.1:0"
 dlep = "192.0.2.1"
-dlep_map = ["00:11:22:33:44:55=10.77.1.2", "00:11:22:33:44:66=10.77.2.2"]
+dlep_map = ["00:11:22:33:44:55=10.77.1.2", "00:11:22:33:44:66=10.77.2.2@10.77.2.1"]
 "#,
         )
         .unwrap();
+        let map = format!("{:?}", s.dlep_map);
+        assert!(map.contains("local: Some(10.77.2.1)"), "{map}");
         let cfg = s.dlep.unwrap();
         assert_eq!(
             cfg.target,
@@ -133,6 +135,15 @@ dlep_map = ["00:11:22:33:44:55=10.77.1.2", "00:11:22:33:44:66=10.77.2.2"]
             load("dlep = \"discover\"\ndlep_map = [\"00:11:22:33:44:55=x\"]").unwrap_err()
         );
         assert!(e.contains("'x' is not an IP address"), "{e}");
+        let e = format!(
+            "{:#}",
+            load("dlep = \"discover\"\ndlep_map = [\"00:11:22:33:44:55=10.0.0.2@lan0\"]")
+                .unwrap_err()
+        );
+        assert!(
+            e.contains("dlep_map") && e.contains("the local address 'lan0' is not an IP address"),
+            "{e}"
+        );
         let e = format!(
             "{:#}",
             load("dlep_map = [\"00:11:22:33:44:55=10.0.0.2\"]").unwrap_err()

@@ -80,9 +80,10 @@ impl Connection {
         }
     }
 
-    /// The indices of the paths whose peer address is `peer`.
-    pub(crate) fn paths_toward(&self, peer: std::net::IpAddr) -> Vec<usize> {
-        self.paths.toward(peer)
+    /// The indices of the paths `target` names: those whose peer address is its peer and,
+    /// when it names a local address, whose local address is that one.
+    pub(crate) fn paths_toward(&self, target: crate::radio::RadioTarget) -> Vec<usize> {
+        self.paths.toward(target.peer, target.local)
     }
 
     /// Whether the radio holds every path that is up: nothing but control may go.

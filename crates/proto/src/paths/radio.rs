@@ -19,10 +19,15 @@ impl Paths {
         up.peek().is_some() && up.all(|p| p.held)
     }
 
-    /// The paths whose peer address is `peer` (a radio names a destination by address).
-    pub fn toward(&self, peer: IpAddr) -> Vec<usize> {
+    /// The paths whose peer address is `peer` (a radio names a destination by address)
+    /// and, when `local` is given, whose local address is `local` (the radio of that local
+    /// address: a path whose local address the driver does not say is not its).
+    pub fn toward(&self, peer: IpAddr, local: Option<IpAddr>) -> Vec<usize> {
         (0..self.list.len())
-            .filter(|&i| self.list[i].addr.remote.ip() == peer)
+            .filter(|&i| {
+                let a = self.list[i].addr;
+                a.remote.ip() == peer && local.is_none_or(|l| a.local == Some(l))
+            })
             .collect()
     }
 
