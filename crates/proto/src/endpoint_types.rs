@@ -1,8 +1,8 @@
 //! What an endpoint hands its caller: connection handles, events, datagram-mode messages,
 //! transmit instructions, errors and the endpoint's own counters.
 
-use crate::config::ConfigError;
 use crate::close_outcome::CloseOutcome;
+use crate::config::ConfigError;
 use std::net::{IpAddr, SocketAddr};
 use thiserror::Error;
 
