@@ -331,21 +331,12 @@ fn link_capture_shows_what_entered_and_left_with_corrupted_beside_original() {
     }
 }
 
-/// One scrape with a plain HTTP/1.1 GET (std only): the body, or `None` if nothing listens.
+/// One scrape: the body, or `None` if nothing listens; a 200 in the exposition's type.
 fn scrape(addr: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut s =
-        std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(2))
-            .ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut b = String::new();
-    s.read_to_string(&mut b).ok()?;
-    let (head, body) = b.split_once("\r\n\r\n")?;
+    let (head, body) = prom::get(addr)?;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(head.contains("text/plain; version=0.0.4"), "{head}");
-    Some(body.to_owned())
+    Some(body)
 }
 
 #[test]

@@ -7,10 +7,12 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aerotp_testkit::ll_dlep::Modem;
-use aerotp_testkit::{free_tcp, free_udp, prom, random, wait_bounded, wait_until, KillOnDrop};
+use aerotp_testkit::{
+    free_tcp, free_udp, prom, random, wait_bounded, wait_until, wall_ms, KillOnDrop,
+};
 use serde_json::Value;
 
 const MAC: &str = "00:11:22:33:44:55";
@@ -27,27 +29,9 @@ fn spawn(args: &[&str]) -> KillOnDrop {
     )
 }
 
-/// Milliseconds since the Unix epoch.
-fn wall_ms() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-        * 1e3
-}
-
-/// One scrape (std only): the body, or `None` if nothing answers.
+/// One scrape: the body, or `None` if nothing answers.
 fn scrape(addr: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut s =
-        std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(2))
-            .ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut b = String::new();
-    s.read_to_string(&mut b).ok()?;
-    Some(b.split_once("\r\n\r\n")?.1.to_owned())
+    prom::get(addr).map(|(_, body)| body)
 }
 
 /// The radio rate gauge's one sample, bytes per second, once the metrics answer with one.

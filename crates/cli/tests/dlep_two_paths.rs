@@ -22,10 +22,10 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aerotp_testkit::ll_dlep::Modem;
-use aerotp_testkit::{free_tcp, free_udp, prom, random, sha256, wait_bounded, KillOnDrop};
+use aerotp_testkit::{free_tcp, free_udp, prom, random, sha256, wait_bounded, wall_ms, KillOnDrop};
 use serde_json::Value;
 
 const MAC: &str = "00:11:22:33:44:55";
@@ -44,27 +44,10 @@ fn spawn(args: &[&str]) -> KillOnDrop {
     )
 }
 
-/// Milliseconds since the Unix epoch.
-fn wall_ms() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-        * 1e3
-}
-
 /// The sender's wire bytes so far from its `--metrics`, or `None` while nothing answers.
 fn wire_bytes_sent(addr: &str) -> Option<f64> {
-    use std::io::{Read, Write};
-    let mut s =
-        std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(2))
-            .ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut b = String::new();
-    s.read_to_string(&mut b).ok()?;
-    let m = prom::parse(b.split_once("\r\n\r\n")?.1, "aerotp_");
+    let (_, body) = prom::get(addr)?;
+    let m = prom::parse(&body, "aerotp_");
     Some(m.sum("aerotp_connection_wire_bytes_sent_total"))
 }
 

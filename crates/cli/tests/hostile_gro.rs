@@ -30,9 +30,9 @@
 //! and printed) show how many hostile TPDUs it took in and refused for memory.
 
 use aerotp_net::cmsg;
-use aerotp_testkit::{free_tcp, free_udp, KillOnDrop};
+use aerotp_testkit::{free_tcp, free_udp, peak_rss, prom, KillOnDrop};
 use aerotp_wire::{emit_tpdu, Flags, Header, Mode};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
@@ -70,18 +70,6 @@ fn send_train(s: &UdpSocket, dest: SocketAddr, buf: &[u8], segment: usize) -> io
     let segment = u16::try_from(segment).expect("a segment under 64 kB");
     control.push(&cmsg::Message::Segment(segment))?;
     cmsg::sendmsg(s, &dest.into(), buf, &control).map(|_| ())
-}
-
-/// Peak resident set of process `pid` in bytes (`VmHWM`).
-fn peak_rss(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = s
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .expect("VmHWM in /proc/PID/status");
-    kb * 1024
 }
 
 /// Hostile peer `i`'s TPDU `seq` (0 is its ASYN) with a body of `len` bytes and `fec` parity
@@ -232,12 +220,7 @@ fn attack(listen: SocketAddr, mix_all: bool) -> (u64, u64) {
 
 /// The sum of every sample of each family in `names` in one GET /metrics from `addr`.
 fn scrape(addr: &str, names: &[&str]) -> Vec<f64> {
-    let mut s = TcpStream::connect(addr).expect("the metrics server answers");
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).unwrap();
+    let (_, body) = prom::get(addr).expect("the metrics server answers");
     names
         .iter()
         .map(|n| {

@@ -5,7 +5,7 @@
 //! The receiver's peak resident set (VmHWM) stays within 64 MB and the real file arrives
 //! intact (`cargo test -p aerotp --test hostile_rss -- --nocapture` prints the figure).
 
-use aerotp_testkit::{free_udp, KillOnDrop};
+use aerotp_testkit::{free_udp, peak_rss, KillOnDrop};
 use aerotp_wire::{emit_tpdu, Flags, Header, Mode};
 use std::net::UdpSocket;
 use std::process::{Command, Stdio};
@@ -13,18 +13,6 @@ use std::time::{Duration, Instant};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_aerotp"))
-}
-
-/// Peak resident set of process `pid` in bytes (`VmHWM`).
-fn peak_rss(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = s
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .expect("VmHWM in /proc/PID/status");
-    kb * 1024
 }
 
 /// The AeroTP port `recv` accepts on by default (`--port`).

@@ -59,6 +59,27 @@ pub fn flip_bits(buf: &mut [u8], ber: f64, rng: &mut impl Rng) -> usize {
     }
 }
 
+/// Peak resident set of process `pid` in bytes (`VmHWM` of `/proc/PID/status`).
+pub fn peak_rss(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
+    let kb: u64 = s
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kb * 1024
+}
+
+/// Milliseconds since the Unix epoch (to line commands up with other processes' logs).
+pub fn wall_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_secs_f64()
+        * 1e3
+}
+
 /// SHA-256 of `data`.
 pub fn sha256(data: &[u8]) -> [u8; 32] {
     Sha256::digest(data).into()

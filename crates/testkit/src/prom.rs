@@ -9,7 +9,7 @@
 //! fails the test, saying how to install it, unless `AEROTP_SKIP_PROMTOOL=1`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
@@ -210,6 +210,22 @@ fn labels_of(mut s: &str, line: &str) -> BTreeMap<String, String> {
         };
     }
     m
+}
+
+/// One `GET /metrics` (HTTP/1.1, `Connection: close`; std only) from `addr`: the status line
+/// and headers, and the body; `None` if nothing answers within 2 s or the answer is cut.
+pub fn get(addr: &str) -> Option<(String, String)> {
+    let addr: std::net::SocketAddr = addr.parse().ok()?;
+    let mut s =
+        std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut b = String::new();
+    s.read_to_string(&mut b).ok()?;
+    let (head, body) = b.split_once("\r\n\r\n")?;
+    Some((head.to_owned(), body.to_owned()))
 }
 
 #[cfg(test)]
