@@ -204,7 +204,7 @@ impl Admission {
 
     /// The cookie for this peer and connection at `now`.
     pub(crate) fn cookie(&self, now: Duration, key: Key, tag: u8, mode: Mode) -> [u8; COOKIE_LEN] {
-        let t = (now.as_secs() & 0xFFFF_FFFF) as u32;
+        let t = cookie_clock(now);
         let mut c = [0u8; COOKIE_LEN];
         c[..4].copy_from_slice(&t.to_be_bytes());
         c[4..].copy_from_slice(&self.mac(t, key, tag, mode).as_ref()[..MAC_LEN]);
@@ -229,11 +229,9 @@ impl Admission {
         let Some(h) = self.half_open.get(&conn) else {
             return false;
         };
-        let t = u32::from_be_bytes([cookie[0], cookie[1], cookie[2], cookie[3]]);
-        let opened = (h.opened.as_secs() & 0xFFFF_FFFF) as u32;
-        let now_s = (now.as_secs() & 0xFFFF_FFFF) as u32;
+        let (t, opened) = (minted(cookie), cookie_clock(h.opened));
         // Minted in the opening's second or later, and not in the future.
-        t.wrapping_sub(opened) <= now_s.wrapping_sub(opened)
+        t.wrapping_sub(opened) <= cookie_clock(now).wrapping_sub(opened)
             && self.mac_matches(t, key, tag, mode, cookie)
     }
 
@@ -247,10 +245,9 @@ impl Admission {
         mode: Mode,
         cookie: &[u8; COOKIE_LEN],
     ) -> bool {
-        let t = u32::from_be_bytes([cookie[0], cookie[1], cookie[2], cookie[3]]);
-        let now_s = (now.as_secs() & 0xFFFF_FFFF) as u32;
+        let t = minted(cookie);
         // The clock wraps after 136 years; an age "from the future" is as bad as a stale one.
-        let age = now_s.wrapping_sub(t);
+        let age = cookie_clock(now).wrapping_sub(t);
         if u64::from(age) > self.setup_timeout.as_secs() + 1 {
             return false;
         }
@@ -295,6 +292,16 @@ impl Admission {
         ctx.update(&[tag, mode as u8]);
         ctx.sign()
     }
+}
+
+/// The cookies' clock: the listener's seconds, in 32 bits (wrapping after 136 years).
+fn cookie_clock(t: Duration) -> u32 {
+    (t.as_secs() & 0xFFFF_FFFF) as u32
+}
+
+/// When `cookie` says it was minted, on the cookies' clock.
+fn minted(cookie: &[u8; COOKIE_LEN]) -> u32 {
+    u32::from_be_bytes([cookie[0], cookie[1], cookie[2], cookie[3]])
 }
 
 #[cfg(test)]
