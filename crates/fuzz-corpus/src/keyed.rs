@@ -23,7 +23,8 @@
 //!   connection's ports and tag, reached B. After a restart that cut A off, nothing on B is
 //!   ever proven. A proven connection has A's address as its address (finding K1 in
 //!   docs/results/fuzz.md, fixed: it kept the address a replay opened it from, with A's as
-//!   a second path), and once proven it stays proven;
+//!   a second path; and K2, fixed: a copy of A's fresh first TPDU from another address
+//!   opened it there proven at once), and once proven it stays proven;
 //! * bytes B's application reads are counted as proven only when read from a connection that
 //!   is proven at that moment and passes the check above (`KeyedSummary`);
 //! * with a key, the counters account for every datagram: `datagrams_in = undecodable +

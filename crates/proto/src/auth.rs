@@ -204,6 +204,11 @@ struct Heard {
     /// sealed after this endpoint's challenge, so it is no recording from an earlier life of
     /// the endpoint. `None` until such an ECHO verified.
     fresh_after: Option<u64>,
+    /// The address the latest such ECHO proved (its cookie is bound to it): a fresh TPDU
+    /// proves a connection only from there. The mark says when a TPDU was sealed, not where
+    /// it came from: from any other address it may be a copy an on-path attacker sent first
+    /// (fuzz finding K2, docs/results/fuzz.md).
+    fresh_at: Option<SocketAddr>,
 }
 
 /// Replay windows of the sender instances heard from, bounded by [`REPLAY_PEERS`].
@@ -236,6 +241,7 @@ impl ReplayTable {
             Heard {
                 window,
                 fresh_after: None,
+                fresh_at: None,
             },
         );
     }
@@ -380,24 +386,26 @@ impl Auth {
         true
     }
 
-    /// Marks `s`'s instance fresh from `s.pn` on: `s` sealed an ECHO of a cookie this
-    /// endpoint minted, so it was sealed after this endpoint's challenge.
-    pub(crate) fn mark_fresh(&mut self, s: Sealer) {
+    /// Marks `s`'s instance fresh from `s.pn` on, at `at`: `s` sealed an ECHO of a cookie
+    /// this endpoint minted for `at`, so it was sealed after this endpoint's challenge, by
+    /// an instance that receives at `at`.
+    pub(crate) fn mark_fresh(&mut self, s: Sealer, at: SocketAddr) {
         if let Some(h) = self.replay.heard.get_mut(&s.instance) {
             h.fresh_after = Some(h.fresh_after.map_or(s.pn, |f| f.min(s.pn)));
+            h.fresh_at = Some(at);
         }
     }
 
-    /// Whether `s` was sealed after its instance answered one of this endpoint's challenges:
-    /// then it cannot be a recording of a connection this endpoint heard in an earlier life
-    /// (before a restart, or before the instance was forgotten). A recording made in this
-    /// life is refused by the replay window instead.
-    pub(crate) fn is_fresh(&self, s: Sealer) -> bool {
+    /// Whether `s` was sealed after its instance answered one of this endpoint's challenges,
+    /// and came from the address that answer proved: then it cannot be a recording of a
+    /// connection this endpoint heard in an earlier life (before a restart, or before the
+    /// instance was forgotten), nor a copy raced in from an address that proved nothing. A
+    /// recording made in this life is refused by the replay window instead.
+    pub(crate) fn is_fresh(&self, s: Sealer, from: SocketAddr) -> bool {
         self.replay
             .heard
             .get(&s.instance)
-            .and_then(|h| h.fresh_after)
-            .is_some_and(|f| s.pn > f)
+            .is_some_and(|h| h.fresh_at == Some(from) && h.fresh_after.is_some_and(|f| s.pn > f))
     }
 
     /// Verifies and unwraps `r` (decoded, FEC already applied). On success `r` is the plain

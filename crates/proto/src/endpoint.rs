@@ -574,10 +574,10 @@ impl Endpoint {
             return;
         }
         // Proven from the first TPDU: the peer echoed our RETRY's cookie, or, with a key, its
-        // sender answered one of our challenges before (in this endpoint's life) and sealed
-        // this TPDU after that. An authenticated TPDU alone is no proof: it may be a
-        // recording of a connection heard before a restart (docs/security.md, "Replays").
-        let fresh = matches!((&self.auth, sealer), (Some(a), Some(s)) if a.is_fresh(s));
+        // sender answered one of our challenges before (in this endpoint's life) from this
+        // address and sealed this TPDU after that. An authenticated TPDU alone is no proof: it
+        // may be a recording (docs/security.md, "Replays") or a copy sent from elsewhere (K2).
+        let fresh = matches!((&self.auth, sealer), (Some(a), Some(s)) if a.is_fresh(s, remote));
         let proven = fresh || self.admission.take_validated(key, h.tag, now);
         if !proven && !self.admission.has_room() {
             // Under load: keep nothing, let the peer prove its address first.

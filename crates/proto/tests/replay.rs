@@ -41,11 +41,13 @@ fn ccfg() -> ConnectionConfig {
     }
 }
 
-/// Two endpoints joined by a 5 ms wire each way; `a_to_b` records every datagram A sent.
+/// Two endpoints joined by a 5 ms wire each way; `a_to_b` records every datagram A sent,
+/// `elsewhere` what B sent to addresses other than A's (nobody there answers).
 struct Wire {
     now: Duration,
     in_flight: Vec<(Duration, bool, Vec<u8>)>,
     a_to_b: Vec<Vec<u8>>,
+    elsewhere: Vec<(SocketAddr, Vec<u8>)>,
 }
 
 const ONE_WAY: Duration = Duration::from_millis(5);
@@ -56,6 +58,7 @@ impl Wire {
             now: Duration::ZERO,
             in_flight: Vec::new(),
             a_to_b: Vec::new(),
+            elsewhere: Vec::new(),
         }
     }
 
@@ -77,11 +80,14 @@ impl Wire {
                 buf.clear();
                 while let Some(t) = e.poll_transmit(self.now, &mut buf) {
                     let d = buf[buf.len() - t.len..].to_vec();
+                    buf.clear();
                     if to_b {
                         self.a_to_b.push(d.clone());
+                    } else if t.remote != addr_a() {
+                        self.elsewhere.push((t.remote, d));
+                        continue;
                     }
                     self.in_flight.push((self.now + ONE_WAY, to_b, d));
-                    buf.clear();
                 }
             }
             let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.in_flight)
@@ -247,5 +253,117 @@ fn a_recorded_keyed_transfer_replayed_to_a_restarted_receiver_is_never_proven() 
     assert!(
         proven_at_once,
         "and 0-RTT is back for the sender's next connection"
+    );
+}
+
+/// Fuzz finding K2 (docs/results/fuzz.md): a sender's later connection is proven at once only
+/// from the address its instance proved. An on-path attacker copies the first TPDU of A's
+/// second connection and sends it from its own address first: B holds that connection
+/// half-open there and sends it nothing but challenges; A's own TPDUs, the original refused as
+/// a replay, get the connection proven at A's address, and the transfer completes.
+#[test]
+fn a_fresh_first_tpdu_raced_in_from_another_address_proves_nothing_there() {
+    let x: SocketAddr = "10.0.0.3:4000".parse().unwrap();
+    let (mut a, mut b) = (keyed(1), keyed(2));
+    b.listen(7, ccfg()).unwrap();
+    let mut w = Wire::new();
+    assert!(
+        !transfer(&mut w, &mut a, &mut b, 40_000),
+        "the first connection pays one challenge (A's instance now fresh at its address)"
+    );
+    while b.poll_event().is_some() {}
+
+    let data: Vec<u8> = (0..20_000).map(|i| (i * 11 + 5) as u8).collect();
+    let tx = a.connect(w.now, addr_b(), 7, ccfg()).unwrap();
+    let mut written = a.write(tx, &data).unwrap();
+    let mut first = Vec::new();
+    let t = a.poll_transmit(w.now, &mut first).expect("A's first TPDU");
+    assert_eq!(t.remote, addr_b());
+    // The attacker's copy, from X, reaches B before the original (still on the wire).
+    b.handle_datagram(w.now, x, &first);
+    w.in_flight.push((w.now + ONE_WAY, true, first));
+    let raced = match b.poll_event() {
+        Some(Event::Accepted(h)) => h,
+        e => panic!("B accepts the copy (held until proven): {e:?}"),
+    };
+    assert_eq!(b.peer(raced).map(|p| p.remote), Some(x));
+    assert!(
+        !b.is_proven(raced),
+        "a fresh TPDU from an address A never answered at proves nothing: {:?}",
+        b.stats
+    );
+
+    let mut rx: Vec<(ConnectionHandle, Vec<u8>)> = vec![(raced, Vec::new())];
+    let mut raced_proven = false;
+    w.run(&mut a, &mut b, Duration::from_secs(20), |a, b| {
+        if written < data.len() {
+            written += a.write(tx, &data[written..]).unwrap_or(0);
+            if written == data.len() {
+                a.close(tx).unwrap();
+            }
+        }
+        while a.poll_event().is_some() {}
+        while let Some(e) = b.poll_event() {
+            if let Event::Accepted(h) = e {
+                rx.push((h, Vec::new()));
+            }
+        }
+        let at_x = b.peer(raced).is_some_and(|p| p.remote == x);
+        raced_proven |= at_x && b.is_proven(raced);
+        let mut buf = vec![0u8; 65536];
+        for (h, got) in &mut rx {
+            while b.is_proven(*h) {
+                match b.read(*h, &mut buf) {
+                    Ok(n @ 1..) => got.extend_from_slice(&buf[..n]),
+                    _ => break,
+                }
+            }
+        }
+        rx.iter().any(|(_, got)| got.len() == data.len())
+    });
+    assert!(
+        !raced_proven,
+        "B proved the connection while its address was X"
+    );
+    let (carrier, _) = rx
+        .iter()
+        .find(|(_, got)| *got == data)
+        .unwrap_or_else(|| panic!("the transfer arrived whole by {:?}: {:?}", w.now, b.stats));
+    assert_eq!(
+        b.peer(*carrier).map(|p| p.remote),
+        Some(addr_a()),
+        "the connection that carried it is at A's address"
+    );
+    assert!(b.stats.auth_replayed >= 1, "A's original was the replay");
+    // The copy's connection, never answered at X, goes at its set-up timeout.
+    let mut timed_out = false;
+    w.run(&mut a, &mut b, Duration::from_secs(10), |a, b| {
+        while a.poll_event().is_some() {}
+        while let Some(e) = b.poll_event() {
+            timed_out |= matches!(e, Event::Closed(h, CloseOutcome::SetupTimeout) if h == raced);
+        }
+        raced_proven |= b.is_proven(raced);
+        timed_out
+    });
+    assert!(
+        timed_out && !raced_proven,
+        "the connection at X ends unproven at its set-up timeout: {:?}",
+        b.stats
+    );
+    // To X: the challenges of the half-open connection and its acknowledgement of the copy,
+    // as to any address an unproven first TPDU came from; nothing else of the connection.
+    let flags: Vec<_> = w
+        .elsewhere
+        .iter()
+        .map(|(to, d)| (*to, aerotp_wire::Header::parse_any(d).unwrap().0.flags))
+        .collect();
+    assert!(
+        flags.iter().all(|(to, _)| *to == x),
+        "B sent only to A and X: {flags:?}"
+    );
+    let others = flags.iter().filter(|(_, f)| !f.is_challenge()).count();
+    assert!(
+        others <= 1 && flags.len() > others,
+        "B sent X challenges and at most the acknowledgement of the copy: {flags:?}"
     );
 }

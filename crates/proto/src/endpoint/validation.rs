@@ -67,7 +67,7 @@ impl Endpoint {
             if let Some(e) = echo {
                 self.admission.settle(ch.0);
                 if let (Some(a), Some(s)) = (&mut self.auth, sealer) {
-                    a.mark_fresh(s);
+                    a.mark_fresh(s, key.0);
                 }
                 c.set_unproven(false);
                 c.learn_peer_cid(e.cid);
@@ -107,7 +107,7 @@ impl Endpoint {
                     .is_ok_and(|e| self.admission.check(now, key, h.tag, h.mode, &e.cookie));
             if valid {
                 self.admission.validate(key, h.tag, now);
-                self.fresh_from(sealer);
+                self.fresh_from(sealer, key.0);
             } else {
                 self.stats.cookies_refused += 1;
             }
@@ -166,11 +166,11 @@ impl Endpoint {
         }
     }
 
-    /// An ECHO of a cookie this endpoint minted verified: with a key, its sender's later
-    /// TPDUs are fresh (`Auth::is_fresh`) and open connections proven at once.
-    fn fresh_from(&mut self, sealer: Option<Sealer>) {
+    /// An ECHO of a cookie this endpoint minted for `at` verified: with a key, its sender's
+    /// later TPDUs from `at` are fresh (`Auth::is_fresh`) and open connections proven at once.
+    fn fresh_from(&mut self, sealer: Option<Sealer>, at: std::net::SocketAddr) {
         if let (Some(a), Some(s)) = (&mut self.auth, sealer) {
-            a.mark_fresh(s);
+            a.mark_fresh(s, at);
         }
     }
 
