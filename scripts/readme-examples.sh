@@ -350,7 +350,10 @@ fi
     exit 2
 }
 mkdir "$work/bin"
-ln -s "$(cd "$(dirname "$AEROTP_BIN")" && pwd)/$(basename "$AEROTP_BIN")" "$work/bin/aerotp"
+# A copy, not a link: a block may rebuild target/debug/aerotp with other features (the
+# install block's scripts/package.sh runs a field build with `--features assets` to write the
+# man pages), and the blocks after it must still run the binary the README describes.
+cp "$AEROTP_BIN" "$work/bin/aerotp"
 
 # What a fresh clone holds: the tracked files as they are in the working tree.
 mkdir "$work/clone"
