@@ -119,17 +119,19 @@ impl Admission {
     }
 
     /// The peer of the half-open connection `conn` sent it new data (a TPDU it did not have,
-    /// not a resend): its set-up time runs from now, up to `MAX_SETUP_TIMEOUTS` set-up
-    /// timeouts from its opening. On a slow link the ECHO waits in the bottleneck's queue
-    /// behind the first flight (ten 806-byte TPDUs are 27 s at 2.4 kb/s): dropping the
-    /// connection at 30 s made the peer's next TPDU open a new one, and the peer took that
-    /// for a restart and reset. A spoofer that keeps a slot this way must keep sending, and
-    /// holds it two minutes at most (the slots are bounded: `max_half_open`).
-    pub(crate) fn heard(&mut self, conn: u64, now: Duration) {
+    /// not a resend): the slot is kept to its bound, `MAX_SETUP_TIMEOUTS` set-up timeouts
+    /// from its opening. Its data has been acknowledged, and the peer has freed it: dropping
+    /// the slot loses that data for good, so the peer's next TPDU opens a new connection that
+    /// the peer must take for a restart, and reset. On a slow link the ECHO waits in the
+    /// bottleneck's queue behind the first flight (ten 1500-byte TPDUs are 50 s at 2.4 kb/s),
+    /// and an Iridium call drop (45-50 s) between two of its TPDUs outlasted the 30 s set-up
+    /// time that each new TPDU used to restart: the ECHO arrived at 72 s, the slot had gone at
+    /// 47 s. A spoofer holds a slot this way two minutes at most with two TPDUs, where one
+    /// costs it 30 s; the slots are bounded (`max_half_open`, then RETRYs that keep no state).
+    pub(crate) fn heard(&mut self, conn: u64) {
         let timeout = self.setup_timeout;
         if let Some(h) = self.half_open.get_mut(&conn) {
-            let latest = h.opened + timeout * MAX_SETUP_TIMEOUTS;
-            h.expires = h.expires.max((now + timeout).min(latest));
+            h.expires = h.expires.max(h.opened + timeout * MAX_SETUP_TIMEOUTS);
         }
     }
 

@@ -505,9 +505,9 @@ impl Endpoint {
                         .get(&ch)
                         .is_some_and(|c| c.tpdus_received() > fresh_before)
                     {
-                        // New data from the peer: a half-open connection's set-up time runs
-                        // on (`Admission::heard`).
-                        self.admission.heard(ch.0, now);
+                        // New data from the peer: a half-open connection is kept to its bound
+                        // (`Admission::heard`).
+                        self.admission.heard(ch.0);
                     }
                 } else if self.take_on_new_path(now, ch, path, r).is_some() {
                     // The peer's address is the connection's, this host's is not: a path
