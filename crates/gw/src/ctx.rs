@@ -325,7 +325,7 @@ impl Ctx {
             SessionEnd::Complete => {
                 self.reg.flows_completed.fetch_add(1, Ordering::Relaxed);
                 let st = flow.lock();
-                tracing::info!(flow = %fid(flow.id), sent = st.end, received = st.in_delivered,
+                tracing::info!(flow = %fid(flow.id), sent = st.end(), received = st.in_delivered,
                     secs = flow.started.elapsed().as_secs_f64(), "flow complete");
             }
             SessionEnd::Reset(r) | SessionEnd::Broken(r) => {

@@ -17,11 +17,16 @@
 //! * `state` ([`Locked`], a std mutex): [`FlowState`], the offsets and flags every one of
 //!   them reads and moves and the current session's connection, beside the role's own
 //!   parts: the confirmation rule ([`Locked::confirmable`]) reads what was written and what
-//!   the destination acknowledged at once. Short critical sections, never held across an
+//!   the destination acknowledged at once. The custody range is there, once ([`Range`]:
+//!   `base..end`, `fin`), moved only by the flow's custody methods ([`Flow::take_read`],
+//!   [`Flow::take_source`], [`Flow::take_eof`], [`Flow::confirm`], [`Flow::release_budget`]),
+//!   each after the store took its part, the range's methods charging or releasing the
+//!   gateway's [`Budget`] in the same step. Short critical sections, never held across an
 //!   await. Changes are announced on the `changed` watch.
 //! * `custody` (a std mutex): the bytes held until the peer confirms them, appended by the
-//!   reader, read by the session, trimmed by confirmations; its own lock because store I/O
-//!   runs under it (on a blocking thread for a disk custody).
+//!   reader (through those methods), read by the session, trimmed by confirmations; its own
+//!   lock because store I/O runs under it (on a blocking thread for a disk custody), never
+//!   taken while `state` is held.
 //! * the egress's delivery record (with a store: [`Record`], in [`EgressParts`], its own
 //!   lock because a `pwrite` or `fdatasync` runs under it): written by the TCP writer
 //!   around each write, by the reader (`REVERSE`) and by the egress (`COMPLETE`). Its
@@ -33,8 +38,9 @@
 //! `state`. A session taking over waits for the one it supersedes on `state.conn` and the
 //! watch ([`Flow::take_over`]), not on a lock of its own.
 
+mod range;
+
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
@@ -45,48 +51,18 @@ use crate::frame::Class;
 use crate::progress::{self, Progress, ProgressLog, Record};
 pub use crate::sink::UserSink;
 use crate::store::Custody;
+pub use range::{Budget, Range};
 
 /// Most bytes of the peer's direction queued for a flow's TCP writer (the flow's window,
 /// capped: a disk-custody flow's window is unbounded).
 const OUT_MAX: u64 = 4 << 20;
 
-/// Bytes held in custody across all flows of a gateway (the store's bound).
-#[derive(Debug)]
-pub struct Budget {
-    pub capacity: u64,
-    pub held: AtomicU64,
-    pub changed: watch::Sender<u64>,
-}
-
-impl Budget {
-    pub fn new(capacity: u64) -> Arc<Budget> {
-        Arc::new(Budget {
-            capacity,
-            held: AtomicU64::new(0),
-            changed: watch::channel(0).0,
-        })
-    }
-    pub fn free(&self) -> u64 {
-        self.capacity
-            .saturating_sub(self.held.load(Ordering::Relaxed))
-    }
-    fn release(&self, n: u64) {
-        if n > 0 {
-            self.held.fetch_sub(n, Ordering::Relaxed);
-            self.changed.send_modify(|v| *v += 1);
-        }
-    }
-}
-
 /// The mutable state of a flow that both roles use.
 #[derive(Debug)]
 pub struct FlowState {
-    /// Confirmed by the peer (custody released below it).
-    pub base: u64,
-    /// Read from our TCP side.
-    pub end: u64,
-    /// Our TCP side reached EOF (`end` is final).
-    pub fin: bool,
+    /// The custody range (`base..end`, `fin`) and its budget charge, moved only by the flow's
+    /// custody methods ([`Range`]).
+    range: Range,
     /// The peer has shut its TCP write half after all our bytes.
     pub peer_fin: bool,
     /// Bytes of the peer's direction written to our TCP socket.
@@ -102,6 +78,25 @@ pub struct FlowState {
     pub conn: Option<Connection>,
     /// The task reading our TCP socket into custody (aborted on reset).
     reader_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl FlowState {
+    /// The custody range.
+    pub fn range(&self) -> &Range {
+        &self.range
+    }
+    /// Confirmed by the peer (custody released below it).
+    pub fn base(&self) -> u64 {
+        self.range.base()
+    }
+    /// Read from our TCP side.
+    pub fn end(&self) -> u64 {
+        self.range.end()
+    }
+    /// Our TCP side reached EOF (`end` is final).
+    pub fn fin(&self) -> bool {
+        self.range.fin()
+    }
 }
 
 /// Egress, reliable flow: of the bytes written to the destination (`in_delivered`), what
@@ -294,7 +289,6 @@ pub struct Flow {
     pub started: Instant,
     state: Mutex<Locked>,
     custody: Mutex<Custody>,
-    budget: Arc<Budget>,
     /// Most bytes this flow holds (window).
     window: u64,
     pub(crate) changed: watch::Sender<u64>,
@@ -322,9 +316,6 @@ pub enum SessionEnd {
 impl Flow {
     pub fn new(init: FlowInit, role: FlowRole, budget: Arc<Budget>) -> Arc<Flow> {
         let custody_mode = init.custody.is_disk();
-        budget
-            .held
-            .fetch_add(init.end - init.base, Ordering::Relaxed);
         Arc::new(Flow {
             id: init.id,
             class: init.class,
@@ -333,9 +324,7 @@ impl Flow {
             started: Instant::now(),
             state: Mutex::new(Locked {
                 st: FlowState {
-                    base: init.base,
-                    end: init.end,
-                    fin: init.fin,
+                    range: Range::new(init.base, init.end, init.fin, budget),
                     peer_fin: false,
                     in_delivered: 0,
                     in_fin: false,
@@ -348,7 +337,6 @@ impl Flow {
                 role,
             }),
             custody: Mutex::new(init.custody),
-            budget,
             window: init.window,
             changed: watch::channel(0).0,
             out: OnceLock::new(),
@@ -394,19 +382,48 @@ impl Flow {
         self.changed.send_modify(|v| *v += 1);
     }
 
-    /// The most bytes the source may have in custody now: the window's and the store's room.
-    pub(crate) fn room(&self, held: u64) -> u64 {
-        self.window.saturating_sub(held).min(self.budget.free())
-    }
-
-    /// `n` more bytes held in custody against the gateway's budget.
-    pub(crate) fn hold(&self, n: u64) {
-        self.budget.held.fetch_add(n, Ordering::Relaxed);
+    /// The most bytes the source may add to custody now (the window's and the store's room;
+    /// `None`: the flow was reset).
+    pub(crate) fn room(&self) -> Option<u64> {
+        let st = self.lock();
+        st.reset.is_none().then(|| st.range.room(self.window))
     }
 
     /// The budget's change notifications (a reader waiting for room follows them).
     pub(crate) fn budget_changes(&self) -> watch::Receiver<u64> {
-        self.budget.changed.subscribe()
+        self.lock().range.budget_changes()
+    }
+
+    /// Takes bytes read from our TCP socket into custody: the store, then the range (and
+    /// its budget charge). Disk custody appends (and fsyncs) on a blocking thread.
+    pub(crate) async fn take_read(self: &Arc<Self>, data: Vec<u8>) -> Result<(), String> {
+        let n = data.len() as u64;
+        let res = if self.custody_mode {
+            let me = self.clone();
+            tokio::task::spawn_blocking(move || me.custody().append(&data))
+                .await
+                .unwrap_or_else(|e| Err(io::Error::other(e)))
+        } else {
+            self.custody().append(&data)
+        };
+        res.map_err(|e| format!("store error: {e}"))?;
+        self.lock().range.took(n);
+        Ok(())
+    }
+
+    /// Our TCP socket reached EOF: `end` is final, in the store (on a blocking thread) and
+    /// then in the range.
+    pub(crate) async fn take_eof(self: &Arc<Self>) -> Result<(), String> {
+        let me = self.clone();
+        match tokio::task::spawn_blocking(move || me.custody().set_fin()).await {
+            Ok(Ok(())) => {
+                self.lock().range.finish();
+                self.bump();
+                Ok(())
+            }
+            Ok(Err(e)) => Err(format!("store error: {e}")),
+            Err(e) => Err(format!("store task: {e}")),
+        }
     }
 
     /// The TCP writer's queue bound, in bytes.
@@ -467,14 +484,14 @@ impl Flow {
     /// the budget have room for; returns how many (the rest is not acknowledged to the source,
     /// which sends it again).
     pub fn take_source(&self, data: &[u8]) -> usize {
-        let held = {
+        let room = {
             let st = self.lock();
-            if st.reset.is_some() || st.fin {
+            if st.reset.is_some() || st.fin() {
                 return 0;
             }
-            st.end - st.base
+            st.range.room(self.window)
         };
-        let n = data.len().min(self.room(held) as usize);
+        let n = data.len().min(room as usize);
         if n == 0 {
             return 0;
         }
@@ -482,8 +499,7 @@ impl Flow {
             self.reset(format!("custody error: {e}"), true);
             return 0;
         }
-        self.hold(n as u64);
-        self.lock().end += n as u64;
+        self.lock().range.took(n as u64);
         self.bump();
         n
     }
@@ -491,10 +507,10 @@ impl Flow {
     /// User-space TCP: the source's FIN, after every byte it sent.
     pub fn source_fin(&self) {
         let mut st = self.lock();
-        if st.fin || st.reset.is_some() {
+        if st.fin() || st.reset.is_some() {
             return;
         }
-        st.fin = true;
+        st.range.finish();
         drop(st);
         let _ = self.custody().set_fin();
         self.bump();
@@ -502,9 +518,7 @@ impl Flow {
 
     /// No TCP socket any more (restored after a restart): reverse bytes are discarded.
     pub fn detach_tcp_source(&self) {
-        let mut st = self.lock();
-        st.fin = true;
-        drop(st);
+        self.lock().range.finish();
         let _ = self.custody().set_fin();
         self.bump();
     }
@@ -529,12 +543,7 @@ impl Flow {
 
     /// Releases the flow's share of the store budget (flow finished or reset).
     pub fn release_budget(&self) {
-        let st = self.lock();
-        let held = st.end - st.base;
-        drop(st);
-        self.budget.release(held);
-        let mut st = self.lock();
-        st.base = st.end;
+        self.lock().range.release();
     }
 
     /// Removes the flow's on-disk store.
@@ -553,7 +562,7 @@ impl Flow {
     pub(crate) async fn confirm(self: &Arc<Self>, to: u64, fin: bool) -> Result<(), String> {
         let (old, end) = {
             let st = self.lock();
-            (st.base, st.end)
+            (st.base(), st.end())
         };
         if to > end || (fin && to != end) {
             return Err(format!("peer confirmed {to} beyond {end}"));
@@ -568,10 +577,7 @@ impl Flow {
                 self.custody().trim(to)
             };
             r.map_err(|e| format!("store error: {e}"))?;
-            let mut st = self.lock();
-            st.base = st.base.max(to);
-            drop(st);
-            self.budget.release(to - old);
+            self.lock().range.confirmed(to);
         }
         if fin {
             self.lock().peer_fin = true;
@@ -582,7 +588,7 @@ impl Flow {
 
     /// Peer's view at a (re)start of a session: it has `delivered` of our bytes.
     pub async fn peer_has(self: &Arc<Self>, delivered: u64, fin: bool) -> Result<(), String> {
-        let base = self.lock().base;
+        let base = self.lock().base();
         if delivered < base {
             return Err(format!(
                 "peer has {delivered} bytes but {base} were confirmed: peer lost its state"
@@ -606,7 +612,7 @@ impl Flow {
 
     /// Flow complete on our side: everything confirmed both ways.
     pub(crate) fn complete(st: &Locked) -> bool {
-        st.fin && st.peer_fin && st.base == st.end && st.confirmable().1
+        st.fin() && st.peer_fin && st.range.held() == 0 && st.confirmable().1
     }
 
     /// Egress, flow following the destination's acknowledgements ([`DestAcked`]): the

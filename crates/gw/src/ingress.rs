@@ -654,7 +654,7 @@ async fn first_bytes(flow: &Arc<Flow>) {
     let mut rx = flow.changed.subscribe();
     let spoke = |f: &Flow| {
         let st = f.lock();
-        st.end > st.base || st.fin || st.reset.is_some()
+        st.range().held() > 0 || st.fin() || st.reset.is_some()
     };
     let _ = tokio::time::timeout(OPEN_WAIT, async {
         while !spoke(flow) {

@@ -124,7 +124,13 @@ const FLOW_FAMILIES: [(&str, Kind, &str); 8] = [
 fn flow_value(f: &Flow, name: &str) -> Value {
     let (st, conn) = {
         let st = f.lock();
-        let v = [st.end, st.base, st.in_delivered, st.bytes_sent, st.resumes];
+        let v = [
+            st.end(),
+            st.base(),
+            st.in_delivered,
+            st.bytes_sent,
+            st.resumes,
+        ];
         (v, st.conn.clone())
     };
     let cs = conn.map(|c| c.stats());

@@ -128,9 +128,9 @@ fn next_action(
     } else if confirmed != Some(st.confirmable()) {
         let (d, f) = st.confirmable();
         Action::Confirm(d, f)
-    } else if next < st.end {
-        Action::Data(next, ((st.end - next) as usize).min(MAX_DATA))
-    } else if st.fin && !fin_sent {
+    } else if next < st.end() {
+        Action::Data(next, ((st.end() - next) as usize).min(MAX_DATA))
+    } else if st.fin() && !fin_sent {
         Action::Fin
     } else if fin_sent && Flow::complete(st) {
         Action::Done
@@ -225,7 +225,7 @@ async fn send_data(
     let last = {
         let mut st = flow.lock();
         st.bytes_sent += d.len() as u64;
-        st.fin && next == st.end
+        st.fin() && next == st.end()
     };
     let out = if prefix.is_empty() {
         d

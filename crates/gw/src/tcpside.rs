@@ -104,14 +104,7 @@ async fn room_to_read(
     loop {
         brx.borrow_and_update();
         frx.borrow_and_update();
-        let held = {
-            let st = flow.lock();
-            if st.reset.is_some() {
-                return None;
-            }
-            st.end - st.base
-        };
-        let room = flow.room(held);
+        let room = flow.room()?;
         if room > 0 {
             return Some(room);
         }
@@ -143,7 +136,7 @@ async fn read_tcp(flow: Arc<Flow>, mut r: OwnedReadHalf) {
             take_eof(&flow).await;
             return;
         }
-        if let Some(rec) = record.as_ref().filter(|_| flow.lock().end == 0) {
+        if let Some(rec) = record.as_ref().filter(|_| flow.lock().end() == 0) {
             // Before the destination's first bytes can leave: an egress restart must know
             // that this conversation has a reverse direction it cannot replay.
             if let Err(e) = rec.persist(|p| p.flags |= progress::REVERSE).await {
@@ -151,21 +144,10 @@ async fn read_tcp(flow: Arc<Flow>, mut r: OwnedReadHalf) {
                 return;
             }
         }
-        let data = buf[..n].to_vec();
-        let res = if flow.custody_mode {
-            let me = flow.clone();
-            tokio::task::spawn_blocking(move || me.custody().append(&data))
-                .await
-                .unwrap_or_else(|e| Err(io::Error::other(e)))
-        } else {
-            flow.custody().append(&data)
-        };
-        if let Err(e) = res {
-            flow.reset(format!("store error: {e}"), true);
+        if let Err(e) = flow.take_read(buf[..n].to_vec()).await {
+            flow.reset(e, true);
             return;
         }
-        flow.hold(n as u64);
-        flow.lock().end += n as u64;
         if eof {
             // The bytes and the EOF in one change, so the session sends them together.
             take_eof(&flow).await;
@@ -177,18 +159,9 @@ async fn read_tcp(flow: Arc<Flow>, mut r: OwnedReadHalf) {
 
 /// Our TCP side reached EOF: `end` is final (recorded in the custody store).
 async fn take_eof(flow: &Arc<Flow>) {
-    let res = {
-        let me = flow.clone();
-        tokio::task::spawn_blocking(move || me.custody().set_fin()).await
-    };
-    match res {
-        Ok(Ok(())) => {
-            flow.lock().fin = true;
-            flow.bump();
-            tracing::debug!(flow = %format!("{:016x}", flow.id), "TCP EOF");
-        }
-        Ok(Err(e)) => flow.reset(format!("store error: {e}"), true),
-        Err(e) => flow.reset(format!("store task: {e}"), true),
+    match flow.take_eof().await {
+        Ok(()) => tracing::debug!(flow = %format!("{:016x}", flow.id), "TCP EOF"),
+        Err(e) => flow.reset(e, true),
     }
 }
 

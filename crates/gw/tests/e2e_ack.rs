@@ -244,7 +244,7 @@ fn cut(air_ns: &str, on: bool) {
 
 /// Ingress flows' bytes taken from sources (the sum of `end`).
 fn ingress_taken(gw: &Gateway) -> u64 {
-    gw.reg.snapshot().iter().map(|f| f.lock().end).sum()
+    gw.reg.snapshot().iter().map(|f| f.lock().end()).sum()
 }
 
 /// One 4 MB transfer with the link cut for 3 s after the first 1 MB, sampled every 10 ms.

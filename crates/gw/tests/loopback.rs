@@ -131,7 +131,7 @@ async fn broken_connection_resumes_without_loss_or_duplicates() {
         for f in ingress.reg.snapshot() {
             let (base, end) = {
                 let st = f.lock();
-                (st.base, st.end)
+                (st.base(), st.end())
             };
             if base > 0 && base < end {
                 if let Some(c) = f.connection() {

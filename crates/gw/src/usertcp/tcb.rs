@@ -395,7 +395,7 @@ impl Tcb {
         match &self.flow {
             Some(f) => {
                 let st = f.lock();
-                (st.base.min(self.taken), st.peer_fin && self.fin_in)
+                (st.base().min(self.taken), st.peer_fin && self.fin_in)
             }
             None => (0, false),
         }

@@ -158,16 +158,16 @@ async fn bytes_are_forwarded_at_once_and_acknowledged_only_when_confirmed() {
     let (c, flow, cap) = open();
     let data = vec![7u8; 1000];
     give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK | PSH, &data));
-    assert_eq!(flow.lock().end, 1000, "taken into the flow at once");
+    assert_eq!(flow.lock().end(), 1000, "taken into the flow at once");
     // Nothing acknowledged beyond the SYN: the egress has confirmed nothing.
     assert!(cap.take().iter().all(|s| s.1 == IRS.wrapping_add(1)));
     // A resend of the same bytes: answered with where we stand, not taken twice.
     give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK | PSH, &data));
-    assert_eq!(flow.lock().end, 1000);
+    assert_eq!(flow.lock().end(), 1000);
     assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1), ACK, 0)]);
     // A segment beyond a gap is not taken.
     give(&c, &seg(IRS.wrapping_add(2001), ISS + 1, ACK, &data));
-    assert_eq!(flow.lock().end, 1000);
+    assert_eq!(flow.lock().end(), 1000);
     cap.take();
     // The egress confirms 600: exactly that is acknowledged.
     flow.confirm(600, false).await.unwrap();
@@ -175,7 +175,7 @@ async fn bytes_are_forwarded_at_once_and_acknowledged_only_when_confirmed() {
     assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(601), ACK, 0)]);
     // The FIN: taken, acknowledged only once the egress confirmed the end.
     give(&c, &seg(IRS.wrapping_add(1001), ISS + 1, ACK | FIN, &[]));
-    assert!(flow.lock().fin);
+    assert!(flow.lock().fin());
     flow.confirm(1000, false).await.unwrap();
     c.pump();
     assert_eq!(cap.take(), vec![(ISS + 1, IRS.wrapping_add(1001), ACK, 0)]);
@@ -209,8 +209,8 @@ async fn segments_beyond_a_hole_are_kept_sacked_and_taken_when_it_fills() {
         );
     }
     give(&c, &seg(at(4000), ISS + 1, ACK | FIN, &d));
-    assert_eq!(flow.lock().end, 0, "nothing beyond the hole taken yet");
-    assert!(!flow.lock().fin);
+    assert_eq!(flow.lock().end(), 0, "nothing beyond the hole taken yet");
+    assert!(!flow.lock().fin());
     assert_eq!(pool.used(), 4000, "each byte held once");
     let acks = cap.take_sack();
     assert!(acks.iter().all(|(_, b)| !b.is_empty()), "{acks:?}");
@@ -221,8 +221,8 @@ async fn segments_beyond_a_hole_are_kept_sacked_and_taken_when_it_fills() {
     );
     // The hole fills: everything after it is taken at once, then the FIN.
     give(&c, &seg(at(0), ISS + 1, ACK, &d));
-    assert_eq!(flow.lock().end, 5000);
-    assert!(flow.lock().fin, "the FIN that came out of order");
+    assert_eq!(flow.lock().end(), 5000);
+    assert!(flow.lock().fin(), "the FIN that came out of order");
     assert_eq!(pool.used(), 0);
     // Still acknowledged only as confirmed, and no block left to report.
     flow.confirm(2000, false).await.unwrap();
@@ -237,7 +237,7 @@ async fn without_sack_offered_nothing_is_reported_but_the_bytes_are_kept() {
     give(&c, &seg(at(1000), ISS + 1, ACK, &[1u8; 1000]));
     assert!(cap.take_sack().iter().all(|(_, b)| b.is_empty()));
     give(&c, &seg(at(0), ISS + 1, ACK, &[1u8; 1000]));
-    assert_eq!(flow.lock().end, 2000);
+    assert_eq!(flow.lock().end(), 2000);
 }
 
 #[tokio::test]
@@ -258,11 +258,11 @@ async fn held_bytes_stay_within_the_window_and_the_pool() {
     assert_eq!(pool.used(), 1000);
     give(&c, &seg(at(0), ISS + 1, ACK, &[1u8; 1000]));
     assert_eq!(
-        flow2.lock().end,
+        flow2.lock().end(),
         2000,
         "the hole and the segment held; the rest resent"
     );
-    assert_eq!(flow.lock().end, 0);
+    assert_eq!(flow.lock().end(), 0);
 }
 
 #[tokio::test]
@@ -274,7 +274,7 @@ async fn the_window_bounds_what_is_taken_and_a_rst_resets_the_flow() {
     give(&c, &seg(IRS.wrapping_add(1), ISS + 1, ACK, &big));
     give(&c, &seg(IRS.wrapping_add(40_001), ISS + 1, ACK, &big));
     assert_eq!(
-        flow.lock().end,
+        flow.lock().end(),
         65_536,
         "no more than the window unconfirmed"
     );
@@ -357,7 +357,7 @@ async fn timestamps_a_hole_filled_by_a_retransmission_echoes_the_retransmission(
     // [0,1000) lost on the source's side; [1000,2000) at 210 kept; the resend at 500 fills.
     give(&c, &seg_ts(at(1000), ISS + 1, ACK, &d, true, ts(210)));
     give(&c, &seg_ts(at(0), ISS + 1, ACK, &d, true, ts(500)));
-    assert_eq!(flow.lock().end, 2000);
+    assert_eq!(flow.lock().end(), 2000);
     cap.take();
     flow.confirm(2000, false).await.unwrap();
     c.pump();
@@ -552,7 +552,7 @@ async fn a_held_syn_is_answered_once_the_connection_is_up_and_not_before() {
         ),
     );
     assert_eq!(
-        flow.lock().end,
+        flow.lock().end(),
         100,
         "the flow made at the SYN takes the bytes"
     );
