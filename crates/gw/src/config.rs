@@ -17,7 +17,6 @@ mod checks;
 mod dlep;
 mod posture;
 mod rate;
-pub use checks::check_host_port;
 pub use rate::{RateControl, DEFAULT_CAP_BPS};
 
 /// How a gateway shares its link rate among busy flows (docs/gateway.md §Priorities): the
@@ -50,7 +49,7 @@ pub struct FlowSpec {
 }
 
 /// Peer addresses and the local address each path to them leaves from.
-pub type PathSources = Vec<(SocketAddr, IpAddr)>;
+pub(crate) type PathSources = Vec<(SocketAddr, IpAddr)>;
 
 /// Everything a gateway reads from its TOML file.
 #[derive(Debug, Clone, Default, Deserialize)]

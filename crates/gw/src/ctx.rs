@@ -1,6 +1,6 @@
 //! What both gateway roles share: the settings, the AeroTP endpoint (which shares the link by class), the
 //! custody budget and the registry of flows and counters. The roles themselves live in
-//! [`crate::ingress`] and [`crate::egress`]; this module imports neither.
+//! `crate::ingress` and `crate::egress`; this module imports neither.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -162,7 +162,7 @@ impl Registry {
     /// Counts a dropped datagram and logs why: the first drop of a reason at once, then at
     /// most one line per reason every 10 s with the number of drops it stands for, so a flood
     /// cannot flood the log too.
-    pub fn drop_udp(&self, reason: DropReason, detail: &dyn fmt::Display) {
+    pub(crate) fn drop_udp(&self, reason: DropReason, detail: &dyn fmt::Display) {
         self.udp_dropped.fetch_add(1, Ordering::Relaxed);
         self.udp_dropped_by[reason as usize].fetch_add(1, Ordering::Relaxed);
         let i = reason as usize;
@@ -192,7 +192,10 @@ pub struct Ctx {
 
 /// Binds the gateway's AeroTP endpoint on `addr`, authenticated when the settings name a key
 /// file (read and checked now; then followed, so a rotated key is taken without a restart).
-pub fn bind_endpoint(settings: &Settings, addr: std::net::SocketAddr) -> anyhow::Result<Endpoint> {
+pub(crate) fn bind_endpoint(
+    settings: &Settings,
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<Endpoint> {
     let mut cfg = aerotp_net::EndpointConfig {
         setup_timeout: settings.setup_timeout,
         max_half_open: settings.max_half_open,
@@ -258,7 +261,7 @@ impl Ctx {
 
     /// The MTU left for a TPDU before authentication adds its envelope (the whole MTU
     /// without a key): what a datagram-mode fragment must fit.
-    pub fn sealed_mtu(&self) -> usize {
+    pub(crate) fn sealed_mtu(&self) -> usize {
         if self.ep.authenticated() {
             self.settings
                 .mtu
@@ -320,12 +323,12 @@ impl Ctx {
     /// Counts a TCP flow's end, releases its budget and records, forgets it.
     /// `remove_store`: the ingress's custody store of the flow goes too (unless a broken
     /// custody flow keeps it for the next start).
-    pub fn finish_flow(&self, flow: &Arc<Flow>, end: &SessionEnd, remove_store: bool) {
+    pub(crate) fn finish_flow(&self, flow: &Arc<Flow>, end: &SessionEnd, remove_store: bool) {
         match end {
             SessionEnd::Complete => {
                 self.reg.flows_completed.fetch_add(1, Ordering::Relaxed);
                 let st = flow.lock();
-                tracing::info!(flow = %fid(flow.id), sent = st.end(), received = st.in_delivered,
+                tracing::info!(flow = %fid(flow.id), sent = st.end(), received = st.in_delivered(),
                     secs = flow.started.elapsed().as_secs_f64(), "flow complete");
             }
             SessionEnd::Reset(r) | SessionEnd::Broken(r) => {
@@ -354,7 +357,7 @@ impl Ctx {
 }
 
 /// A fresh flow id: time, process id and a counter, spread over 64 bits.
-pub fn new_flow_id() -> u64 {
+pub(crate) fn new_flow_id() -> u64 {
     static N: AtomicU64 = AtomicU64::new(0);
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -366,6 +369,6 @@ pub fn new_flow_id() -> u64 {
 }
 
 /// A flow id as the logs and metrics print it.
-pub fn fid(id: u64) -> String {
+pub(crate) fn fid(id: u64) -> String {
     format!("{id:016x}")
 }

@@ -181,11 +181,8 @@ impl Egress {
         let rebooted = f.meta.boot_id != progress::boot_id();
         let role = FlowRole::Egress(EgressParts::restored(f.log, f.progress, rebooted));
         let flow = Flow::new(init, role, self.ctx.budget.clone());
-        {
-            let mut st = flow.lock();
-            st.in_delivered = f.progress.written;
-            st.in_fin = f.progress.flags & progress::IN_FIN != 0;
-        }
+        flow.lock()
+            .restore_written(f.progress.written, f.progress.flags & progress::IN_FIN != 0);
         self.ctx.reg.insert(&flow);
         self.expire_unresumed(flow, 0);
     }
@@ -197,7 +194,7 @@ impl Egress {
             tokio::time::sleep(ctx.settings.resume_timeout).await;
             let stale = {
                 let st = flow.lock();
-                st.resumes == resumes && st.conn.is_none()
+                st.resumes() == resumes && st.conn().is_none()
             };
             if stale && ctx.reg.get(flow.id).is_some() {
                 flow.reset("no resume within the resume timeout".into(), false);
@@ -314,7 +311,7 @@ impl Egress {
             }
         }
         self.ctx.reg.resumes.fetch_add(1, Ordering::Relaxed);
-        f.lock().resumes += 1;
+        f.lock().resumed();
         tracing::info!(flow = %fid(f.id), "flow resumed");
         Some(f)
     }
@@ -455,7 +452,7 @@ impl Egress {
             in_skip,
             in_base: delivered,
         };
-        let my_resumes = flow.lock().resumes;
+        let my_resumes = flow.lock().resumes();
         let end = run_session(flow.clone(), conn, reader, off, prefix).await;
         match &end {
             SessionEnd::Complete => {
@@ -476,7 +473,7 @@ impl Egress {
             SessionEnd::Reset(_) => {}
         }
         // A newer session may have taken over while this one ended.
-        if flow.lock().resumes == my_resumes {
+        if flow.lock().resumes() == my_resumes {
             self.ctx.finish_flow(&flow, &end, false);
         }
     }

@@ -39,6 +39,7 @@
 //! watch ([`Flow::take_over`]), not on a lock of its own.
 
 mod range;
+mod state;
 
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -52,52 +53,11 @@ use crate::progress::{self, Progress, ProgressLog, Record};
 pub use crate::sink::UserSink;
 use crate::store::Custody;
 pub use range::{Budget, Range};
+pub use state::FlowState;
 
 /// Most bytes of the peer's direction queued for a flow's TCP writer (the flow's window,
 /// capped: a disk-custody flow's window is unbounded).
 const OUT_MAX: u64 = 4 << 20;
-
-/// The mutable state of a flow that both roles use.
-#[derive(Debug)]
-pub struct FlowState {
-    /// The custody range (`base..end`, `fin`) and its budget charge, moved only by the flow's
-    /// custody methods ([`Range`]).
-    range: Range,
-    /// The peer has shut its TCP write half after all our bytes.
-    pub peer_fin: bool,
-    /// Bytes of the peer's direction written to our TCP socket.
-    pub in_delivered: u64,
-    /// The peer's FIN was received and our TCP write half shut.
-    pub in_fin: bool,
-    /// The flow is aborted; the reason, and whether the peer still has to be told.
-    pub reset: Option<(String, bool)>,
-    /// Bytes sent on the AeroTP connections (including resends after a resume).
-    pub bytes_sent: u64,
-    pub resumes: u64,
-    /// The connection of the current session (aborted on take-over), if any.
-    pub conn: Option<Connection>,
-    /// The task reading our TCP socket into custody (aborted on reset).
-    reader_task: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl FlowState {
-    /// The custody range.
-    pub fn range(&self) -> &Range {
-        &self.range
-    }
-    /// Confirmed by the peer (custody released below it).
-    pub fn base(&self) -> u64 {
-        self.range.base()
-    }
-    /// Read from our TCP side.
-    pub fn end(&self) -> u64 {
-        self.range.end()
-    }
-    /// Our TCP side reached EOF (`end` is final).
-    pub fn fin(&self) -> bool {
-        self.range.fin()
-    }
-}
 
 /// Egress, reliable flow: of the bytes written to the destination (`in_delivered`), what
 /// its TCP acknowledged. Only this is confirmed to the peer, so the source behind the
@@ -314,7 +274,7 @@ pub enum SessionEnd {
 }
 
 impl Flow {
-    pub fn new(init: FlowInit, role: FlowRole, budget: Arc<Budget>) -> Arc<Flow> {
+    pub(crate) fn new(init: FlowInit, role: FlowRole, budget: Arc<Budget>) -> Arc<Flow> {
         let custody_mode = init.custody.is_disk();
         Arc::new(Flow {
             id: init.id,
@@ -323,17 +283,7 @@ impl Flow {
             custody_mode,
             started: Instant::now(),
             state: Mutex::new(Locked {
-                st: FlowState {
-                    range: Range::new(init.base, init.end, init.fin, budget),
-                    peer_fin: false,
-                    in_delivered: 0,
-                    in_fin: false,
-                    reset: None,
-                    bytes_sent: 0,
-                    resumes: 0,
-                    conn: None,
-                    reader_task: None,
-                },
+                st: FlowState::new(Range::new(init.base, init.end, init.fin, budget)),
                 role,
             }),
             custody: Mutex::new(init.custody),

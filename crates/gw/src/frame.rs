@@ -16,13 +16,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// First byte of an [`Open`] record: the protocol and its version (`AGW1`'s framed protocol
 /// began with `A`, 0x41, so an old peer's stream is refused, not misread).
-pub const OPEN_KIND: u8 = 0xA2;
+pub(crate) const OPEN_KIND: u8 = 0xA2;
 /// First byte of a [`Resumed`] record.
-pub const RESUMED_KIND: u8 = 0xA3;
+pub(crate) const RESUMED_KIND: u8 = 0xA3;
 /// Bytes of a [`Resumed`] record.
 pub const RESUMED_LEN: usize = 10;
 /// Largest piece the writer takes from custody at once.
-pub const MAX_DATA: usize = 16 * 1024;
+pub(crate) const MAX_DATA: usize = 16 * 1024;
 /// Longest destination host name in an [`Open`] record.
 pub const MAX_NAME: usize = 255;
 /// Largest [`Open`] record: kind, flags, class, flow id, in_delivered, name length, name, port.

@@ -635,7 +635,7 @@ impl Ingress {
         }
         if resume {
             self.ctx.reg.resumes.fetch_add(1, Ordering::Relaxed);
-            flow.lock().resumes += 1;
+            flow.lock().resumed();
             tracing::info!(flow = %fid(flow.id), from = delivered, "flow resumed");
         }
         match run_session(flow.clone(), conn, reader, off, prefix).await {
@@ -654,7 +654,7 @@ async fn first_bytes(flow: &Arc<Flow>) {
     let mut rx = flow.changed.subscribe();
     let spoke = |f: &Flow| {
         let st = f.lock();
-        st.range().held() > 0 || st.fin() || st.reset.is_some()
+        st.range().held() > 0 || st.fin() || st.reset().is_some()
     };
     let _ = tokio::time::timeout(OPEN_WAIT, async {
         while !spoke(flow) {

@@ -11,28 +11,35 @@
 //! flow); `usertcp` (reliable interception's user-space TCP on a TUN device); `ctx` (what both roles share; the engine's link share paces the flows by class); `udp`, `udpstream` (UDP
 //! flows); `ingress`, `egress` (the roles); `metrics`. `scripts/check-module-cycles.py`
 //! checks it.
+//!
+//! The public API is what the CLI (`aerotp gw`) uses: [`start`], [`Gateway`], [`Role`], the
+//! settings (`config`), interception's specs (`transparent`) and `metrics::fetch`; `frame`,
+//! `store` and `progress` (records the fuzz corpus parses, a store the restart tests edit) and
+//! `ctx` (the registry the integration tests read) stay public too. Every other module is
+//! `pub(crate)`: a flow's state (`flow::FlowState`) is read through getters and moved only
+//! through its methods.
 
-pub mod appsock;
+pub(crate) mod appsock;
 pub mod config;
-pub mod consts;
+pub(crate) mod consts;
 pub mod ctx;
-pub mod dgram;
-pub mod egress;
-pub mod flow;
+pub(crate) mod dgram;
+pub(crate) mod egress;
+pub(crate) mod flow;
 pub mod frame;
-pub mod ingress;
+pub(crate) mod ingress;
 pub mod metrics;
-pub mod policer;
+pub(crate) mod policer;
 pub mod progress;
-pub mod session;
-pub mod sink;
+pub(crate) mod session;
+pub(crate) mod sink;
 pub mod store;
-pub mod tcpside;
+pub(crate) mod tcpside;
 pub mod transparent;
-pub mod tunroutes;
-pub mod udp;
-pub mod udpstream;
-pub mod usertcp;
+pub(crate) mod tunroutes;
+pub(crate) mod udp;
+pub(crate) mod udpstream;
+pub(crate) mod usertcp;
 
 pub use config::{FileConfig, Settings};
 pub use ctx::{Ctx, Role};

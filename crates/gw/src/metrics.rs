@@ -127,11 +127,11 @@ fn flow_value(f: &Flow, name: &str) -> Value {
         let v = [
             st.end(),
             st.base(),
-            st.in_delivered,
-            st.bytes_sent,
-            st.resumes,
+            st.in_delivered(),
+            st.bytes_sent(),
+            st.resumes(),
         ];
-        (v, st.conn.clone())
+        (v, st.conn().cloned())
     };
     let cs = conn.map(|c| c.stats());
     match name {

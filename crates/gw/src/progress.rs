@@ -30,9 +30,9 @@ const MAGIC: &[u8; 4] = b"AGWP";
 const SLOT: usize = 64;
 
 /// Flag: the ingress's FIN was delivered (the destination's write half was shut).
-pub const IN_FIN: u8 = 1;
+pub(crate) const IN_FIN: u8 = 1;
 /// Flag: the destination sent bytes back (the reverse direction is not empty).
-pub const REVERSE: u8 = 2;
+pub(crate) const REVERSE: u8 = 2;
 /// Flag: the flow completed.
 pub const COMPLETE: u8 = 4;
 
@@ -78,7 +78,7 @@ impl Progress {
     }
 
     /// Bytes in doubt: the process died between the intent and the written record.
-    pub fn in_doubt(&self) -> Option<(u64, u64)> {
+    pub(crate) fn in_doubt(&self) -> Option<(u64, u64)> {
         (self.intent != self.written).then_some((self.written, self.intent))
     }
 }
@@ -115,7 +115,7 @@ impl EgressMeta {
 }
 
 /// This host's boot id (changes at every boot); empty if the kernel does not say.
-pub fn boot_id() -> String {
+pub(crate) fn boot_id() -> String {
     fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_owned())
         .unwrap_or_default()
@@ -331,7 +331,7 @@ pub fn restore_all(root: &Path) -> io::Result<Vec<Result<Found, (PathBuf, io::Er
 /// Completed flows whose records are kept (a resume after a lost final confirmation), oldest
 /// first, at most `cap`: pushing more deletes the oldest record.
 #[derive(Debug, Default)]
-pub struct Completed {
+pub(crate) struct Completed {
     pub order: VecDeque<(u64, Option<ProgressLog>)>,
     pub delivered: std::collections::HashMap<u64, u64>,
 }

@@ -75,7 +75,7 @@ pub async fn run_session(
     prefix: Vec<u8>,
 ) -> SessionEnd {
     debug_assert!(prefix.is_empty() || prefix.len() as u64 == off.out_skip);
-    flow.lock().conn = Some(conn.clone());
+    flow.lock().set_conn(conn.clone());
     let sent = Sent {
         next: AtomicU64::new(off.out_base),
         fin: AtomicBool::new(false),
@@ -119,7 +119,7 @@ fn next_action(
     confirmed: Option<(u64, bool)>,
     fin_sent: bool,
 ) -> Result<Action, SessionEnd> {
-    Ok(if let Some((r, tell)) = &st.reset {
+    Ok(if let Some((r, tell)) = st.reset() {
         if *tell {
             Action::Reset(r.clone())
         } else {
@@ -224,7 +224,7 @@ async fn send_data(
     sent.next.store(next, Ordering::Release);
     let last = {
         let mut st = flow.lock();
-        st.bytes_sent += d.len() as u64;
+        st.sent(d.len() as u64);
         st.fin() && next == st.end()
     };
     let out = if prefix.is_empty() {
@@ -334,7 +334,7 @@ async fn ended(
             return SessionEnd::Broken(e);
         }
     }
-    if let Some((r, _)) = &flow.lock().reset {
+    if let Some((r, _)) = flow.lock().reset() {
         return SessionEnd::Reset(r.clone());
     }
     match outcome {

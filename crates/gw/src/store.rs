@@ -1,5 +1,5 @@
 //! Custody of the bytes a gateway has taken from its TCP side and the peer has not yet
-//! confirmed: in memory ([`Custody::Mem`]) or in the crash-safe store ([`DiskLog`]): per flow a
+//! confirmed: in memory (`Custody::Mem`) or in the crash-safe store ([`DiskLog`]): per flow a
 //! directory of fsync'd append-only segment files, the confirmed offset and the FIN offset
 //! (docs/gateway.md §Custody store).
 
@@ -10,7 +10,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// A new segment file is started once the last one holds this many bytes.
-pub const SEGMENT_BYTES: u64 = 4 << 20;
+pub(crate) const SEGMENT_BYTES: u64 = 4 << 20;
 
 /// What a flow's store says about it (written once, at creation).
 #[derive(Debug, Clone, PartialEq)]
@@ -249,7 +249,7 @@ impl DiskLog {
     }
 
     /// Records the end of the source's stream.
-    pub fn set_fin(&mut self) -> io::Result<()> {
+    pub(crate) fn set_fin(&mut self) -> io::Result<()> {
         let end = self.end();
         write_durable(&self.dir, "fin", end.to_string().as_bytes())
     }
@@ -280,7 +280,7 @@ pub fn restore_all(root: &Path) -> io::Result<Vec<Result<Restored, (PathBuf, io:
 
 /// Where a flow's unconfirmed outbound bytes live.
 #[derive(Debug)]
-pub enum Custody {
+pub(crate) enum Custody {
     /// Bytes from `base` on.
     Mem {
         base: u64,
@@ -297,7 +297,7 @@ impl Custody {
         }
     }
 
-    pub fn is_disk(&self) -> bool {
+    pub(crate) fn is_disk(&self) -> bool {
         matches!(self, Custody::Disk(_))
     }
 
@@ -340,7 +340,7 @@ impl Custody {
         }
     }
 
-    pub fn set_fin(&mut self) -> io::Result<()> {
+    pub(crate) fn set_fin(&mut self) -> io::Result<()> {
         match self {
             Custody::Mem { .. } => Ok(()),
             Custody::Disk(d) => d.set_fin(),

@@ -203,7 +203,7 @@ impl Writer {
             self.changed.borrow_and_update();
             let (reset, unacked) = {
                 let st = flow.lock();
-                (st.reset.is_some(), st.unacked())
+                (st.reset().is_some(), st.unacked())
             };
             if reset {
                 break Stop::Reset;
@@ -260,7 +260,7 @@ impl Writer {
 
     /// Writes the peer's bytes from flow offset `at`, those the socket does not have yet.
     async fn write_at(&mut self, sink: &mut Sink, at: u64, d: &[u8]) -> Result<(), Stop> {
-        let done = self.flow()?.lock().in_delivered;
+        let done = self.flow()?.lock().in_delivered();
         if at > done {
             return Err(Stop::Error(format!(
                 "peer's bytes from {at} but {done} were written: a gap"
@@ -286,7 +286,7 @@ impl Writer {
             let flow = self.flow()?;
             if let Some(rec) = &self.record {
                 // Intent just before the syscall, written just after.
-                let from = flow.lock().in_delivered;
+                let from = flow.lock().in_delivered();
                 let to = from + (d.len() - pos) as u64;
                 let intent = move |p: &mut progress::Progress| {
                     p.written = from;
@@ -301,11 +301,7 @@ impl Writer {
                 Err(e) => return Err(Stop::Error(format!("TCP write error: {e}"))),
             };
             pos += n;
-            let done = {
-                let mut st = flow.lock();
-                st.in_delivered += n as u64;
-                st.in_delivered
-            };
+            let done = { flow.lock().wrote(n as u64) };
             if self.follows_acks {
                 note_acked(&flow, w);
             } else if let Some(rec) = &self.record {
@@ -334,7 +330,7 @@ impl Writer {
                     if r.is_err() {
                         return Err(Stop::Gone);
                     }
-                    if self.flow()?.lock().reset.is_some() {
+                    if self.flow()?.lock().reset().is_some() {
                         return Err(Stop::Reset);
                     }
                 }
@@ -354,7 +350,7 @@ impl Writer {
             tokio::pin!(room);
             room.as_mut().enable();
             let flow = self.flow()?;
-            if flow.lock().reset.is_some() {
+            if flow.lock().reset().is_some() {
                 return Err(Stop::Reset);
             }
             let n = u.push(&d[pos..]);
@@ -371,7 +367,7 @@ impl Writer {
                 continue;
             }
             pos += n;
-            flow.lock().in_delivered += n as u64;
+            flow.lock().wrote(n as u64);
             flow.bump();
         }
         Ok(())
@@ -391,7 +387,7 @@ impl Writer {
                 .await
                 .map_err(Stop::Error)?;
         }
-        flow.lock().in_fin = true;
+        flow.lock().wrote_fin();
         flow.bump();
         if self.follows_acks {
             if let Sink::Kernel(w) = sink {
@@ -480,7 +476,7 @@ mod tests {
         // Confirmable once the destination's TCP acknowledged the bytes and the FIN.
         let acked = |f: &Flow| f.lock().egress().and_then(|e| e.acked()).unwrap();
         until("FIN acknowledged", || acked(&f).in_fin_acked).await;
-        assert_eq!(f.lock().in_delivered, 12);
+        assert_eq!(f.lock().in_delivered(), 12);
         assert_eq!(acked(&f).in_acked, 12);
         assert_eq!(f.lock().confirmable(), (12, true));
     }
@@ -523,7 +519,7 @@ mod tests {
         f.deliver_fin().await.unwrap();
         let mut got = [0u8; 3];
         theirs.read_exact(&mut got).await.unwrap();
-        until("FIN written", || f.lock().in_fin).await;
+        until("FIN written", || f.lock().in_fin()).await;
         drop(f);
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(r);
@@ -549,7 +545,7 @@ mod tests {
         let r = tokio::time::timeout(Duration::from_secs(5), theirs.read(&mut more)).await;
         let e = r.expect("closed within 5 s").expect_err("closed with RST");
         assert_eq!(e.kind(), io::ErrorKind::ConnectionReset);
-        let why = f.lock().reset.clone().expect("reset");
+        let why = f.lock().reset().cloned().expect("reset");
         assert!(why.0.contains("gap") && why.1, "{why:?}");
         assert!(
             f.deliver(3, b"y".to_vec()).await.is_err(),

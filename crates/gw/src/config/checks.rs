@@ -16,7 +16,7 @@ const MAX_DEST: usize = 1024;
 /// host of IP-literal or DNS-name characters, at most [`MAX_DEST`] bytes (what a
 /// flow's first frame carries). Not resolved: the name is resolved at the egress, whose DNS
 /// may differ from ours. The error names the key, the value and the accepted form.
-pub fn check_host_port(key: &str, s: &str) -> Result<()> {
+pub(crate) fn check_host_port(key: &str, s: &str) -> Result<()> {
     let form = "give host:port or [IPv6]:port with a port 1-65535, e.g. 10.0.0.5:8080, \
                 telemetry.example:9000 or [2001:db8::5]:80";
     let bad = |why: &str| anyhow::anyhow!("{key} '{s}': {why}; {form}");

@@ -11,7 +11,7 @@ use crate::frame::Class;
 
 /// One `CLASS=PREFIX[:PORTS]` rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClassRule {
+pub(crate) struct ClassRule {
     pub class: Class,
     pub dest: DestRule,
 }
@@ -36,7 +36,7 @@ impl ClassRule {
 
 /// The class rules of intercepted TCP and the class of flows no rule matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TcpClasses {
+pub(crate) struct TcpClasses {
     pub rules: Vec<ClassRule>,
     pub default: Class,
 }
@@ -52,7 +52,7 @@ impl TcpClasses {
     }
 
     /// The class of a flow to `dest`: the first rule that matches it, else the default.
-    pub fn class_for(&self, dest: SocketAddr) -> Class {
+    pub(crate) fn class_for(&self, dest: SocketAddr) -> Class {
         self.rules
             .iter()
             .find(|r| r.dest.matches(dest))

@@ -9,7 +9,7 @@
 //! destination). The accept loops live in `crate::ingress`, which owns the flows.
 
 pub mod classes;
-pub mod origdst;
+pub(crate) mod origdst;
 pub mod policy;
 pub mod rules;
 pub mod sysctls;
@@ -20,7 +20,7 @@ use aerotp_net::Mode;
 use serde::Deserialize;
 
 use crate::frame::Class;
-pub use classes::{ClassRule, TcpClasses};
+pub(crate) use classes::TcpClasses;
 pub use policy::{DestPolicy, DestRule};
 pub use rules::RuleSpec;
 
@@ -66,7 +66,7 @@ pub struct Transparent {
     /// Class of intercepted UDP flows (`class` unless set apart).
     pub udp_class: Class,
     /// Class of each intercepted TCP flow by its destination (default `class`).
-    pub tcp_classes: TcpClasses,
+    pub(crate) tcp_classes: TcpClasses,
     pub policy: DestPolicy,
 }
 

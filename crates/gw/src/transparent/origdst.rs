@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, UdpSocket};
 
 /// The sockets a transparent listen address stands for: `[::]:P` is every address of both
 /// families (an IPv6-only socket and `0.0.0.0:P`), any other address its own family only.
-pub fn listen_set(addr: SocketAddr) -> Vec<SocketAddr> {
+pub(crate) fn listen_set(addr: SocketAddr) -> Vec<SocketAddr> {
     match addr {
         SocketAddr::V6(v6) if v6.ip().is_unspecified() => vec![
             addr,
@@ -57,7 +57,7 @@ fn transparent_socket(addr: SocketAddr, ty: Type, proto: Protocol) -> io::Result
 }
 
 /// A TCP listener that accepts TPROXY-steered connections.
-pub fn tcp_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+pub(crate) fn tcp_listener(addr: SocketAddr) -> io::Result<TcpListener> {
     let s = transparent_socket(addr, Type::STREAM, Protocol::TCP)?;
     s.listen(1024)?;
     TcpListener::from_std(s.into())
@@ -65,7 +65,7 @@ pub fn tcp_listener(addr: SocketAddr) -> io::Result<TcpListener> {
 
 /// An accepted intercepted connection's original destination: its local address (for IPv6
 /// without flow label or scope, as for datagrams).
-pub fn tcp_orig(s: &tokio::net::TcpStream) -> io::Result<SocketAddr> {
+pub(crate) fn tcp_orig(s: &tokio::net::TcpStream) -> io::Result<SocketAddr> {
     Ok(plain(s.local_addr()?))
 }
 
@@ -83,7 +83,7 @@ pub fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
 /// `listen` itself rather than steered to it: same port, and `orig` is an address of this
 /// host (the rules never intercept traffic for this host: `fib daddr type local return`).
 /// Locality is tested by binding an ordinary socket to it, which only a local address allows.
-pub fn is_direct(orig: SocketAddr, listen: SocketAddr) -> bool {
+pub(crate) fn is_direct(orig: SocketAddr, listen: SocketAddr) -> bool {
     if orig.port() != listen.port() {
         return false;
     }
@@ -95,14 +95,14 @@ pub fn is_direct(orig: SocketAddr, listen: SocketAddr) -> bool {
 
 /// A UDP socket bound to `orig`, an address not of this host (`IP_TRANSPARENT`): replies to
 /// an intercepted client leave from the destination it sent to.
-pub fn reply_socket(orig: SocketAddr) -> io::Result<UdpSocket> {
+pub(crate) fn reply_socket(orig: SocketAddr) -> io::Result<UdpSocket> {
     let s = transparent_socket(orig, Type::DGRAM, Protocol::UDP)?;
     UdpSocket::from_std(s.into())
 }
 
 /// The next datagram: its length, sender and original destination (`None` if the kernel gave
 /// none: the datagram was sent to the socket's own address, not intercepted).
-pub async fn recv_orig(
+pub(crate) async fn recv_orig(
     sock: &UdpSocket,
     buf: &mut [u8],
 ) -> io::Result<(usize, SocketAddr, Option<SocketAddr>)> {
@@ -144,7 +144,7 @@ fn plain(a: SocketAddr) -> SocketAddr {
 /// The longest text of a destination of `addr`'s family (`SocketAddr`'s `Display`, as the
 /// datagram fragment header carries it): `255.255.255.255:65535`, or a full IPv6 address in
 /// brackets with a port (no scope: `plain` drops it).
-pub fn longest_dest_text(addr: SocketAddr) -> usize {
+pub(crate) fn longest_dest_text(addr: SocketAddr) -> usize {
     match addr {
         SocketAddr::V4(_) => "255.255.255.255:65535".len(),
         SocketAddr::V6(_) => "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535".len(),

@@ -166,7 +166,7 @@ impl RuleSpec {
 
     /// The nftables script: replaces the table atomically (create-if-absent, delete, then
     /// the full table, in one `nft -f` transaction).
-    pub fn nft_script(&self) -> String {
+    pub(crate) fn nft_script(&self) -> String {
         let mark = format!("{:#x}", self.mark);
         let iifs: Vec<String> = self.iif.iter().map(|i| format!("\"{i}\"")).collect();
         let mut r = Vec::new();
@@ -249,7 +249,7 @@ impl RuleSpec {
     /// The policy-routing commands (`ip` arguments): marked packets are delivered locally,
     /// or (`--tcp-tun`) routed into the ingress's TUN device; the sysctls that forwarding
     /// needs (`sh -c` arguments).
-    pub fn ip_install(&self) -> Vec<Vec<String>> {
+    pub(crate) fn ip_install(&self) -> Vec<Vec<String>> {
         let (m, t) = (format!("{:#x}", self.mark), self.route_table.to_string());
         let mut v = Vec::new();
         for f in self.families() {

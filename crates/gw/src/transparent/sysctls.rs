@@ -33,7 +33,7 @@ pub struct Setting {
 /// are forwarded into the device, the answers out of it), the device's reverse-path filter
 /// off (its answers carry the destinations' addresses), a strict `conf.all.rp_filter` (1)
 /// made loose (2), and IPv6 forwarding when IPv6 is intercepted too.
-pub fn for_tun(dev: &str, ipv6: bool) -> Vec<Setting> {
+pub(crate) fn for_tun(dev: &str, ipv6: bool) -> Vec<Setting> {
     let set = |path: String, value: &str, only_if: Option<&str>| Setting {
         path,
         value: value.into(),

@@ -395,7 +395,7 @@ impl Tcb {
         match &self.flow {
             Some(f) => {
                 let st = f.lock();
-                (st.base().min(self.taken), st.peer_fin && self.fin_in)
+                (st.base().min(self.taken), st.peer_fin() && self.fin_in)
             }
             None => (0, false),
         }
@@ -638,7 +638,7 @@ impl Tcb {
             Phase::SynHeld | Phase::SynRcvd | Phase::Open => {}
         }
         if let Some(f) = &self.flow {
-            let reset = f.lock().reset.is_some();
+            let reset = f.lock().reset().is_some();
             if reset {
                 // A held SYN too: the RST acknowledges it, so the source's connect() is
                 // refused.

@@ -280,7 +280,7 @@ async fn the_window_bounds_what_is_taken_and_a_rst_resets_the_flow() {
     );
     assert!(cap.take().iter().all(|s| s.1 == IRS.wrapping_add(1)));
     give(&c, &seg(IRS.wrapping_add(65_537), ISS + 1, RST, &[]));
-    assert!(flow.lock().reset.is_some());
+    assert!(flow.lock().reset().is_some());
     assert_eq!(c.pump(), None, "closed");
 }
 
@@ -590,7 +590,7 @@ async fn a_source_that_gives_up_while_held_resets_the_flow() {
     let (c, flow, cap) = held(Duration::from_secs(3));
     give(&c, &seg(IRS.wrapping_add(1), 0, RST, &[]));
     assert!(
-        flow.lock().reset.is_some(),
+        flow.lock().reset().is_some(),
         "the flow made at the SYN is reset"
     );
     assert_eq!(c.pump(), None);
