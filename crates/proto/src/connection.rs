@@ -25,6 +25,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 mod app;
+mod feedback;
 mod multipath;
 mod radio;
 mod rate;
@@ -685,28 +686,15 @@ impl Connection {
             self.push_event(ConnEvent::Connected);
         }
         let confirmed_before = self.tx.peer_delivered;
-        if let Some(m) = &c.mack {
-            self.rtt
-                .on_peer_max_delay(Duration::from_millis(u64::from(m.max_delay)));
-            let echo_us = self.now_us(now).wrapping_sub(m.ts_echo);
-            let delay = Duration::from_micros(u64::from(m.ack_delay) * 100);
-            let rtt = Duration::from_micros(u64::from(echo_us)).saturating_sub(delay);
-            // A saturated delay (the echoed TPDU was held 6.55 s or more: the answer to a
-            // keep-alive or outage probe on a connection idle that long) says nothing of the
-            // path: the sample would be the idle time. Such samples took a 10 ms link's
-            // smoothed RTT to 14 s and its retransmissions to tens of seconds.
-            let saturated = m.ack_delay == u16::MAX;
-            if rtt < Duration::from_secs(600) && m.ts_echo != 0 && !saturated {
-                self.rtt.on_sample(rtt.max(Duration::from_micros(1)));
+        let echo_rtt = match (&c.mack, &c.ack) {
+            (Some(m), _) => self.on_mack(now, m),
+            (None, Some(a)) => {
+                self.tx.set_min_rtt(self.rtt.min_rtt());
+                self.tx.on_ack(a, now);
+                None
             }
-            self.tx.set_min_rtt(self.rtt.min_rtt());
-            self.tx.on_ack(&m.ack, now);
-            self.tx.set_loss_time(self.rtt.loss_time());
-            self.tx.on_mack_entries(&m.entries, &m.ranges, now);
-        } else if let Some(a) = &c.ack {
-            self.tx.set_min_rtt(self.rtt.min_rtt());
-            self.tx.on_ack(a, now);
-        }
+            (None, None) => None,
+        };
         if let Some(n) = &c.nack {
             self.tx.on_nack(&n.seqs, now);
         }
@@ -726,7 +714,7 @@ impl Connection {
         if let Some(s) = &c.snack {
             self.tx.on_snack(&s.ranges, now, self.rtt.smoothed());
         }
-        self.measure_rate(now);
+        self.measure_rate(now, echo_rtt);
         if let Some(r) = &c.report {
             self.peer_ber = f64::from(r.ber_ppb) * 1e-9;
             self.fec.on_report(r);

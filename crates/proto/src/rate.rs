@@ -184,7 +184,8 @@ impl RateState {
         &mut self.models[path]
     }
 
-    /// Feedback for `path`: its sample, the bytes it acknowledged and the sender's totals.
+    /// Feedback for `path`: its sample, the bytes it acknowledged, the sender's totals and
+    /// the round trip of the TPDU whose timestamp the peer echoed, if it is this path's.
     pub fn on_feedback(
         &mut self,
         now: Duration,
@@ -192,6 +193,7 @@ impl RateState {
         sample: Option<RateSample>,
         acked: u64,
         sampler: &DeliverySampler,
+        echo_rtt: Option<Duration>,
     ) {
         if !self.discovers() {
             return;
@@ -201,7 +203,8 @@ impl RateState {
             lost: sampler.lost(),
             in_flight: sampler.in_flight(),
         };
-        self.model(path).on_feedback(now, sample, acked, t);
+        self.model(path)
+            .on_feedback(now, sample, acked, t, echo_rtt);
     }
 
     /// The connection's totals of link bytes (everything it sent, with IP and UDP headers)

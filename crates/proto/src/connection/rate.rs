@@ -7,14 +7,18 @@ use std::time::Duration;
 
 impl Connection {
     /// After feedback: each path's delivery sample to its model, then the pacer's rate.
-    pub(super) fn measure_rate(&mut self, now: Duration) {
+    /// `echo_rtt`: the round trip of the newest data TPDU the peer received, from its echoed
+    /// timestamp (a retransmission's too: the timestamp names the copy). On one path it is
+    /// that path's; with several, which path the echoed TPDU took is not known here.
+    pub(super) fn measure_rate(&mut self, now: Duration, echo_rtt: Option<Duration>) {
         if !self.rate.discovers() {
             return;
         }
+        let echo_rtt = echo_rtt.filter(|_| self.paths.len() == 1);
         for i in 0..self.paths.len() {
             let (sample, acked) = self.tx.take_rate_sample(i);
             if let Some(d) = self.tx.delivery(i) {
-                self.rate.on_feedback(now, i, sample, acked, d);
+                self.rate.on_feedback(now, i, sample, acked, d, echo_rtt);
             }
         }
         self.rate

@@ -102,7 +102,7 @@ impl Link {
             }
             if fed {
                 let (sample, acked) = sampler.take();
-                rate.on_feedback(now, 0, sample, acked, &sampler);
+                rate.on_feedback(now, 0, sample, acked, &sampler, None);
             }
             // The sender: paced, within the window.
             let (bps, _) = rate.pacing(|_| true);
@@ -256,7 +256,7 @@ fn lying_feedback_cannot_raise_the_rate_past_the_cap() {
         let snap = s.on_sent(now, 1400);
         s.on_acked(now + Duration::from_micros(1), 1400, &snap, true);
         let (sample, acked) = s.take();
-        r.on_feedback(now, 0, sample, acked, &s);
+        r.on_feedback(now, 0, sample, acked, &s, None);
     }
     let (bps, reason) = r.pacing(|_| true);
     assert_eq!((bps, reason), (2_000_000, RateReason::Capped));
@@ -294,5 +294,59 @@ fn a_satellite_channel_is_found_without_doubling_into_the_first_flights_queue() 
         worst < Duration::from_secs(20),
         "queue {worst:?} in the second half\n{}",
         o.trace
+    );
+}
+
+/// A path whose acknowledgements for a long while cover only retransmissions (after an
+/// outage) has no round trip of its own samples (Karn): the echoed timestamps stand in once
+/// the drought has lasted `DROUGHT_RTTS` minimum round trips, so a standing queue still
+/// shows. Fed the same without echoes, the model keeps its estimate into the queue.
+#[test]
+fn in_a_drought_of_first_transmissions_the_echoes_show_the_queue() {
+    let feed = |echo: Option<Duration>| {
+        let mut m = model::RateModel::new(MSS, 1);
+        let rate = 100_000.0;
+        let mut delivered = 0u64;
+        let sample = |now: Duration, delivered: u64, rtt: Option<Duration>| RateSample {
+            rate,
+            delivered: MSS as u64,
+            lost: 0,
+            rtt,
+            prior_delivered: delivered.saturating_sub(100_000),
+            app_limited: false,
+            sent_at: now.saturating_sub(Duration::from_secs(1)),
+        };
+        let totals = |delivered: u64| model::Totals {
+            delivered,
+            lost: 0,
+            in_flight: 100_000,
+        };
+        // 60 s at the rate with a 1 s round trip and no queue: growth, drain, cruise.
+        let mut now = Duration::ZERO;
+        while now < Duration::from_secs(60) {
+            now += Duration::from_millis(14);
+            delivered += MSS as u64;
+            let s = sample(now, delivered, Some(Duration::from_secs(1)));
+            m.on_feedback(now, Some(s), MSS as u64, totals(delivered), None);
+        }
+        let before = m.bandwidth().unwrap();
+        // Then 30 s of acknowledged retransmissions, delivered at half the rate, the echoes
+        // saying the round trip stands at 10 s.
+        while now < Duration::from_secs(90) {
+            now += Duration::from_millis(28);
+            delivered += MSS as u64;
+            let mut s = sample(now, delivered, None);
+            s.rate = rate / 2.0;
+            m.on_feedback(now, Some(s), MSS as u64, totals(delivered), echo);
+        }
+        (before, m.bandwidth().unwrap())
+    };
+    let (before, with_echo) = feed(Some(Duration::from_secs(10)));
+    assert!(before > 90_000.0, "{before}");
+    assert!(with_echo < 0.6 * before, "echoes: {with_echo} of {before}");
+    let (_, without) = feed(None);
+    assert!(
+        without > 0.9 * before,
+        "no delay signal: {without} of {before}"
     );
 }
