@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+/// The retransmission timeout's cap when the round trip is short (`RttEstimator::max_rto`).
+const MAX_RTO_FLOOR: Duration = Duration::from_secs(60);
+
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
     srtt: Option<Duration>,
@@ -151,7 +154,16 @@ impl RttEstimator {
     /// later timeout, and a sparse flow's lost message would wait for it (130 ms instead of
     /// 30 ms at 20 ms RTT).
     pub fn rto(&self) -> Duration {
-        (self.base_rto() * self.backoff).min(Duration::from_secs(60))
+        (self.base_rto() * self.backoff).min(self.max_rto())
+    }
+
+    /// The longest retransmission timeout: 60 s (RFC 6298's least allowed cap), or twice the
+    /// smoothed round trip when that is longer. A cap under the round trip times out every
+    /// TPDU: at 2.4 kb/s a standing queue of minutes (an Iridium channel's first flight and
+    /// call drops) made every TPDU "lost" at 60 s and resent into the same queue, which
+    /// grew to a 400 s round trip with 600 needless resends in 2,800 s.
+    fn max_rto(&self) -> Duration {
+        MAX_RTO_FLOOR.max(self.srtt.map_or(Duration::ZERO, |s| s * 2))
     }
 
     /// The retransmission timeout before any backoff: how long feedback may normally take.
@@ -176,13 +188,32 @@ impl RttEstimator {
         (base + self.peer_max_delay)
             .max(self.ack_latency * 5 / 4)
             .max(self.min_rto)
-            .min(Duration::from_secs(60))
+            .min(self.max_rto())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_timeout_is_capped_at_60_s_or_twice_a_longer_round_trip() {
+        let mut r = RttEstimator::new(Duration::from_millis(100), Duration::from_millis(20));
+        // Round trips of 5 and 45 s: srtt about 25 s, but four variations push the timeout
+        // over a minute, where the cap holds it.
+        for i in 0..40 {
+            r.on_sample(Duration::from_secs(if i % 2 == 0 { 5 } else { 45 }));
+        }
+        assert!(r.smoothed() < Duration::from_secs(30), "{:?}", r.smoothed());
+        assert_eq!(r.rto(), Duration::from_secs(60), "held at the 60 s cap");
+        // A standing queue of minutes (2.4 kb/s): the cap follows the round trip, so a TPDU
+        // is not taken for lost while its acknowledgement is still on the way.
+        for _ in 0..50 {
+            r.on_sample(Duration::from_secs(200));
+        }
+        assert!(r.rto() > Duration::from_secs(200), "{:?}", r.rto());
+        assert!(r.rto() <= Duration::from_secs(400), "{:?}", r.rto());
+    }
 
     #[test]
     fn converges_and_bounds_rto() {
