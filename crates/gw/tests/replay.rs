@@ -57,7 +57,7 @@ fn egress_config(key: &std::path::Path, tcp: SocketAddr, udp: SocketAddr) -> Fil
         udp_connect: Some(udp.to_string()),
         rate: Some("40mbit".into()),
         key_file: Some(key.into()),
-        setup_timeout: Some("2s".into()),
+        setup_timeout: Some("1s".into()),
         ..Default::default()
     }
 }
@@ -158,8 +158,9 @@ async fn a_recorded_keyed_flow_replayed_to_a_fresh_egress_reaches_no_destination
         }
     });
     replay.await.unwrap();
-    // Past the 2 s set-up timeout of every replayed connection.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Past the bound of every replayed connection's slot (four 1 s set-up timeouts: a slot
+    // that took more than its opening TPDU is kept that long).
+    tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
         seen.tcp_connections.load(Ordering::Relaxed),
         tcp_before,

@@ -119,15 +119,18 @@ impl Admission {
     }
 
     /// The peer of the half-open connection `conn` sent it new data (a TPDU it did not have,
-    /// not a resend): the slot is kept to its bound, `MAX_SETUP_TIMEOUTS` set-up timeouts
+    /// not a resend) or its opening TPDU again (a copy: initiators send three, and resend it
+    /// until answered): the slot is kept to its bound, `MAX_SETUP_TIMEOUTS` set-up timeouts
     /// from its opening. Its data has been acknowledged, and the peer has freed it: dropping
     /// the slot loses that data for good, so the peer's next TPDU opens a new connection that
     /// the peer must take for a restart, and reset. On a slow link the ECHO waits in the
     /// bottleneck's queue behind the first flight (ten 1500-byte TPDUs are 50 s at 2.4 kb/s),
     /// and an Iridium call drop (45-50 s) between two of its TPDUs outlasted the 30 s set-up
     /// time that each new TPDU used to restart: the ECHO arrived at 72 s, the slot had gone at
-    /// 47 s. A spoofer holds a slot this way two minutes at most with two TPDUs, where one
-    /// costs it 30 s; the slots are bounded (`max_half_open`, then RETRYs that keep no state).
+    /// 47 s; and a call drop just after the ASYN and its copies arrived left the slot only
+    /// those, so it went at 30 s and the sender reset after the drop (2 of 20 seeds). A
+    /// spoofer holds a slot this way two minutes at most with two TPDUs, where one costs it
+    /// 30 s; the slots are bounded (`max_half_open`, then RETRYs that keep no state).
     pub(crate) fn heard(&mut self, conn: u64) {
         let timeout = self.setup_timeout;
         if let Some(h) = self.half_open.get_mut(&conn) {

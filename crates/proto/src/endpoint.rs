@@ -497,18 +497,8 @@ impl Endpoint {
             self.schedule.touch(ch);
             let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
             if c.tag == h.tag {
-                let fresh_before = c.tpdus_received();
                 if c.arrived_from(now, path, datagram.len()) {
-                    self.deliver_to_connection(now, ch, path, r, sealer);
-                    if self
-                        .conns
-                        .get(&ch)
-                        .is_some_and(|c| c.tpdus_received() > fresh_before)
-                    {
-                        // New data from the peer: a half-open connection is kept to its bound
-                        // (`Admission::heard`).
-                        self.admission.heard(ch.0);
-                    }
+                    self.deliver_and_hear(now, ch, path, r, sealer);
                 } else if self.take_on_new_path(now, ch, path, r).is_some() {
                     // The peer's address is the connection's, this host's is not: a path
                     // being opened from another local address, or nothing to take.
