@@ -689,8 +689,7 @@ impl Connection {
         let echo_rtt = match (&c.mack, &c.ack) {
             (Some(m), _) => self.on_mack(now, m),
             (None, Some(a)) => {
-                self.tx.set_min_rtt(self.rtt.min_rtt());
-                self.tx.on_ack(a, now);
+                self.tx.on_ack(a, now, self.rtt.min_rtt());
                 None
             }
             (None, None) => None,
@@ -712,7 +711,8 @@ impl Connection {
             }
         }
         if let Some(s) = &c.snack {
-            self.tx.on_snack(&s.ranges, now, self.rtt.smoothed());
+            let fresh = self.rtt.min_rtt().unwrap_or(self.rtt.smoothed());
+            self.tx.on_snack(&s.ranges, now, fresh);
         }
         self.measure_rate(now, echo_rtt);
         if let Some(r) = &c.report {
@@ -723,7 +723,7 @@ impl Connection {
         if h.flags.contains(Flags::AFIN) && h.flags.contains(Flags::ACK) {
             // AFINACK: the peer has our AFIN (and, in acknowledged modes, everything before it).
             if self.ec.feedback == Feedback::None {
-                self.tx.on_fin_acked();
+                self.tx.on_fin_acked(self.rtt.min_rtt());
             }
             if self.tx.fin_sent() && (self.tx.all_acked() || !self.ec.delivers_everything()) {
                 self.apply(StateEvent::AfinAckRx);

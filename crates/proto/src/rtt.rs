@@ -5,6 +5,18 @@ use std::time::Duration;
 /// The retransmission timeout's cap when the round trip is short (`RttEstimator::max_rto`).
 const MAX_RTO_FLOOR: Duration = Duration::from_secs(60);
 
+/// The round-trip figures loss detection reads, taken from one estimator at the call that
+/// needs them (`RttEstimator::loss_timing`): the sender keeps no copy of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LossTiming {
+    /// Time threshold of loss detection (`RttEstimator::loss_time`).
+    pub loss_time: Duration,
+    /// The smallest round-trip sample so far (`None` before the first): an acknowledgement
+    /// that comes sooner than this after a retransmission answers an earlier copy (RFC 8985
+    /// §6.2).
+    pub min_rtt: Option<Duration>,
+}
+
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
     srtt: Option<Duration>,
@@ -95,6 +107,14 @@ impl RttEstimator {
     /// The smallest round-trip sample so far.
     pub fn min_rtt(&self) -> Option<Duration> {
         self.min
+    }
+
+    /// What loss detection reads of this estimator now.
+    pub fn loss_timing(&self) -> LossTiming {
+        LossTiming {
+            loss_time: self.loss_time(),
+            min_rtt: self.min,
+        }
     }
 
     /// Whether a round-trip sample has been taken.

@@ -3,14 +3,16 @@
 //! timeout) that schedule retransmissions. Which reactions apply is the mode's composition.
 
 use crate::error_control::{ErrorControl, Keep};
+use crate::rtt::LossTiming;
 use aerotp_wire::{expand_seq, Ack, Flags};
 use bytes::Bytes;
-use lanes::{Lanes, Timing, Transmission};
+use lanes::{Lanes, Transmission};
 use queue::ByteQueue;
 use std::collections::VecDeque;
 use std::time::Duration;
 
 mod lanes;
+mod loss;
 mod paths;
 mod queue;
 mod rate;
@@ -60,11 +62,13 @@ pub struct Sender {
     /// The body of TPDU 0 while copies of it are still to go (modes that keep no sent
     /// TPDUs need it too).
     asyn_body: Bytes,
-    /// Time threshold of loss detection (set from the RTT by the connection).
-    loss_time: Duration,
-    /// Smallest round trip seen (None before the first sample): an acknowledgement that comes
-    /// sooner than this after a retransmission answers an earlier copy (RFC 8985 §6.2).
-    min_rtt: Option<Duration>,
+    /// The loss time of the latest MACK applied (`on_mack_entries`; 100 ms before any):
+    /// the reorder window's bound, and its step before a minimum RTT is known. Not the
+    /// estimator's current loss time, which loss detection reads (`LossTiming`): an
+    /// acknowledgement applied before a MACK's entries, or by an ACK, widens the window
+    /// against the loss time as the previous MACK left it (on a long path the first MACK's
+    /// cumulative part meets 100 ms here, not 9/8 of the sample it carries).
+    reorder_bound: Duration,
     /// Reordering has been seen: a first transmission was acknowledged after one sent later
     /// (RFC 8985 §6.2). From then on the packet-count rule, which takes reordering for loss,
     /// is off and only the time rule declares losses.
@@ -109,8 +113,7 @@ impl Sender {
             outstanding_since: Duration::ZERO,
             asyn_copies_left: 0,
             asyn_body: Bytes::new(),
-            loss_time: Duration::from_millis(100),
-            min_rtt: None,
+            reorder_bound: Duration::from_millis(100),
             reordering_seen: false,
             reorder_window: Duration::ZERO,
             repair_wait: Duration::ZERO,
@@ -448,8 +451,12 @@ impl Sender {
 
     /// Marks TPDU `seq` acknowledged; gives the path and index of the transmission that
     /// arrived when that can be told, and whether it was the TPDU's only one.
-    fn mark_acked(&mut self, seq: u64, now: Duration) -> Option<(u8, u64, bool)> {
-        let min_rtt = self.min_rtt;
+    fn mark_acked(
+        &mut self,
+        seq: u64,
+        now: Duration,
+        min_rtt: Option<Duration>,
+    ) -> Option<(u8, u64, bool)> {
         let largest = self.largest_acked_tx;
         let (tx, path, len, first, attributable, snap, left) = match self.entry_mut(seq) {
             Some(Some(s)) if !s.acked => {
@@ -493,8 +500,8 @@ impl Sender {
         if !attributable {
             // The original arrived after all: the retransmission was needless, the reordering
             // (or delay) window too narrow.
-            let step = min_rtt.unwrap_or(self.loss_time) / 4;
-            self.reorder_window = (self.reorder_window + step).min(self.loss_time);
+            let step = min_rtt.unwrap_or(self.reorder_bound) / 4;
+            self.reorder_window = (self.reorder_window + step).min(self.reorder_bound);
         }
         // The same ambiguity for loss detection: if the original of a retransmitted TPDU is
         // what arrived, counting the acknowledgement against the newest transmission would
@@ -530,12 +537,14 @@ impl Sender {
         }
     }
 
-    /// Applies a cumulative acknowledgement (ACK, or the cumulative part of a MACK).
-    pub fn on_ack(&mut self, ack: &Ack, now: Duration) {
+    /// Applies a cumulative acknowledgement (ACK, or the cumulative part of a MACK), with
+    /// the smallest round trip measured so far (`min_rtt`, to tell which copy of a
+    /// retransmitted TPDU arrived).
+    pub fn on_ack(&mut self, ack: &Ack, now: Duration, min_rtt: Option<Duration>) {
         let cum = ack.cum.min(self.next_seq);
         let from = self.base.max(self.peer_cum.min(cum));
         for seq in from..cum {
-            if let Some((path, tx, only)) = self.mark_acked(seq, now) {
+            if let Some((path, tx, only)) = self.mark_acked(seq, now, min_rtt) {
                 self.note_acked_tx(path, tx, only);
             }
         }
@@ -553,62 +562,30 @@ impl Sender {
     }
 
     /// AFINACK in modes without positive acknowledgements: the AFIN arrived; stop resending it.
-    pub fn on_fin_acked(&mut self) {
+    pub fn on_fin_acked(&mut self, min_rtt: Option<Duration>) {
         if let Some(f) = self.fin_seq {
-            self.mark_acked(f, Duration::ZERO);
+            self.mark_acked(f, Duration::ZERO, min_rtt);
             self.release_front();
         }
         self.fin_acked = true;
     }
 
-    /// Time-threshold loss detection: a TPDU sent this long before one that has been
-    /// acknowledged is lost (QUIC's rule; catches losses with fewer than three TPDUs behind
-    /// them, such as the first data TPDU of a transfer).
-    pub fn set_loss_time(&mut self, d: Duration) {
-        self.loss_time = d;
-    }
-
-    /// See `repair_wait`. A shorter wait can move a loss deadline to `now` or before it;
-    /// with `detect` (loss detection by time is live) those losses are declared at once, so
-    /// no deadline already passed is left for the connection to report (with a discovered
-    /// rate the erasure choice, and the wait with it, moves as the rate does).
-    pub fn set_repair_wait(&mut self, d: Duration, now: Duration, detect: bool) {
-        let shorter = d < self.repair_wait;
-        self.repair_wait = d;
-        if shorter && detect && self.ec.loss_by_time {
-            self.detect_losses(now);
-        }
-    }
-
-    /// The smallest round trip measured so far (see `min_rtt`).
-    pub fn set_min_rtt(&mut self, d: Option<Duration>) {
-        self.min_rtt = d;
-    }
-
-    /// When the oldest TPDU overtaken by an acknowledged one is declared lost by time.
-    #[inline]
-    pub fn loss_deadline(&self) -> Option<Duration> {
-        let timing = self.timing();
-        self.lanes
-            .loss_deadline(&timing, |t| self.is_current_unacked(t))
-    }
-
-    #[inline]
-    fn timing(&self) -> Timing {
-        Timing {
-            loss_time: self.loss_time,
-            extra: self.reorder_window + self.repair_wait,
-            count_rule: !self.reordering_seen && self.repair_wait.is_zero(),
-        }
-    }
-
     /// Applies a MACK's selective part: its entries (single TPDUs) and ranges (`[start, end)`
-    /// blocks, low 32 bits), then runs loss detection.
-    pub fn on_mack_entries(&mut self, entries: &[u32], ranges: &[(u32, u32)], now: Duration) {
+    /// blocks, low 32 bits), then runs loss detection, with the estimator's timing `t` taken
+    /// after the MACK's sample (its loss time bounds the reorder window from now on:
+    /// `reorder_bound`).
+    pub fn on_mack_entries(
+        &mut self,
+        entries: &[u32],
+        ranges: &[(u32, u32)],
+        now: Duration,
+        t: &LossTiming,
+    ) {
+        self.reorder_bound = t.loss_time;
         let expected = self.peer_cum;
         let tracked_end = self.next_seq.min(self.base + self.entries.len() as u64);
         let acked = |s: &mut Sender, seq: u64| {
-            if let Some((path, tx, only)) = s.mark_acked(seq, now) {
+            if let Some((path, tx, only)) = s.mark_acked(seq, now, t.min_rtt) {
                 s.note_acked_tx(path, tx, only);
             }
         };
@@ -627,23 +604,7 @@ impl Sender {
             }
         }
         self.release_front();
-        self.detect_losses(now);
-    }
-
-    /// Packet- and time-threshold loss detection, per path, over the transmissions older
-    /// than the path's newest acknowledged one.
-    fn detect_losses(&mut self, now: Duration) {
-        let timing = self.timing();
-        let mut lost = std::mem::take(&mut self.lost);
-        let (entries, base) = (&self.entries, self.base);
-        self.lanes.detect(
-            now,
-            &timing,
-            |t| current(entries, base, t.seq, t.tx),
-            &mut lost,
-        );
-        self.declare_lost(&mut lost);
-        self.lost = lost;
+        self.detect_losses(now, t);
     }
 
     /// Queues the TPDUs of `lost` for retransmission, each counted against the path it was
@@ -675,13 +636,13 @@ impl Sender {
     /// receiver and been missed by it yet: the SNACK predates it, and resending it would be
     /// needless (on a long path the receiver's repeated SNACKs would otherwise resend every
     /// hole once per repetition while the first repair is still on its way).
-    /// `guess` is the round trip to assume before any sample (the connection's initial RTT):
-    /// near-reliable's ACKs echo no timestamp, so a sender whose ASYNACK was lost never takes
-    /// a sample, and with no floor it resent every hole once per repeated SNACK (at 30 %
-    /// loss, 798 needless retransmissions per 10 MB instead of 27).
-    pub fn on_snack(&mut self, ranges: &[(u32, u32)], now: Duration, guess: Duration) {
+    /// `fresh` is that minimum round trip, or before any sample the one to assume (the
+    /// connection's smoothed RTT, its initial one then): near-reliable's ACKs echo no
+    /// timestamp, so a sender whose ASYNACK was lost never takes a sample, and with no floor
+    /// it resent every hole once per repeated SNACK (at 30 % loss, 798 needless
+    /// retransmissions per 10 MB instead of 27).
+    pub fn on_snack(&mut self, ranges: &[(u32, u32)], now: Duration, fresh: Duration) {
         let expected = self.peer_cum.max(self.base);
-        let fresh = self.min_rtt.unwrap_or(guess);
         for &(a, b) in ranges {
             self.stats.snack_ranges_received += 1;
             let start = expand_seq(expected, a);
@@ -698,62 +659,6 @@ impl Sender {
                 }
             }
         }
-    }
-
-    /// Earliest retransmission-timeout deadline of what is in flight.
-    #[inline]
-    pub fn timeout_deadline(&self, rto: Duration) -> Option<Duration> {
-        self.lanes
-            .timeout_deadline(rto, |t| self.is_current_unacked(t))
-    }
-
-    /// Retransmission timeout: transmissions older than `rto` are declared lost.
-    pub fn on_timeout(&mut self, now: Duration, rto: Duration) -> usize {
-        if self.ec.loss_by_time {
-            self.detect_losses(now);
-        }
-        let mut lost = std::mem::take(&mut self.lost);
-        let (entries, base) = (&self.entries, self.base);
-        self.lanes
-            .expired(now, rto, |t| current(entries, base, t.seq, t.tx), &mut lost);
-        let mut n = 0;
-        for seq in lost.drain(..) {
-            n += usize::from(self.lose(seq));
-        }
-        self.lost = lost;
-        self.stats.timeouts += n as u64;
-        n
-    }
-
-    /// Retransmission timeout before the first round-trip sample. The timeout then is a
-    /// guess (3 × the initial RTT), and on a long path it fires while the first flight is
-    /// still on its way: retransmitting every TPDU older than it (as `on_timeout` does) would
-    /// send the whole first flight twice (493 needless retransmissions for 10 MB over 600 ms
-    /// one way). So only the oldest unacknowledged TPDU is resent — a probe, as RFC 8985's
-    /// tail-loss probe and RFC 6298's backed-off first timeout do — and the other overdue
-    /// transmissions are re-armed from `now`; the caller backs the timeout off. The first
-    /// acknowledgement then gives a sample and the normal rules take over. With `lowest`
-    /// (a discovered rate) the probe is the lowest-numbered TPDU in flight rather than the
-    /// oldest (`Lanes::expire_oldest`).
-    pub fn on_timeout_before_sample(
-        &mut self,
-        now: Duration,
-        rto: Duration,
-        lowest: bool,
-    ) -> usize {
-        // One timer for the whole flight until the first sample: everything still in flight
-        // waits a full (backed-off) timeout from this probe, not from its own sending time,
-        // or the TPDUs would expire one by one, a TPDU time apart.
-        let (entries, base) = (&self.entries, self.base);
-        let Some(oldest) = self
-            .lanes
-            .expire_oldest(now, rto, lowest, |t| current(entries, base, t.seq, t.tx))
-        else {
-            return 0;
-        };
-        let n = usize::from(self.lose(oldest));
-        self.stats.timeouts += n as u64;
-        n
     }
 
     /// Hybrid-nack keeps TPDUs only for `retention` (no positive acknowledgement frees them).

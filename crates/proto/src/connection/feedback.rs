@@ -24,10 +24,9 @@ impl Connection {
             self.rtt.on_sample(rtt);
             echo_rtt = Some(rtt);
         }
-        self.tx.set_min_rtt(self.rtt.min_rtt());
-        self.tx.on_ack(&m.ack, now);
-        self.tx.set_loss_time(self.rtt.loss_time());
-        self.tx.on_mack_entries(&m.entries, &m.ranges, now);
+        let t = self.rtt.loss_timing();
+        self.tx.on_ack(&m.ack, now, t.min_rtt);
+        self.tx.on_mack_entries(&m.entries, &m.ranges, now, &t);
         echo_rtt
     }
 }

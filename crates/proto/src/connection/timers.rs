@@ -248,7 +248,7 @@ impl Connection {
         // connection reports a deadline nothing acts on (found by the proto_endpoint fuzz
         // target's core-hour campaign).
         if self.ec.loss_by_time && self.rtt.has_sample() && !paused {
-            if let Some(d) = self.tx.loss_deadline() {
+            if let Some(d) = self.tx.loss_deadline(&self.rtt.loss_timing()) {
                 f(Timer::Loss, d);
             }
         }
@@ -390,7 +390,8 @@ impl Connection {
             return;
         }
         let fired = if self.rtt.has_sample() && !self.liveness.paused() {
-            self.tx.on_timeout(now, self.rtt.rto())
+            self.tx
+                .on_timeout(now, self.rtt.rto(), &self.rtt.loss_timing())
         } else {
             let lowest = self.rate.discovers();
             self.tx

@@ -9,6 +9,16 @@ use aerotp_wire::{ControlBody, Flags, Header};
 use std::time::Duration;
 
 impl Connection {
+    /// The erasure coder's repair wait now, into the sender. Loss detection by time is live
+    /// when `handle_timeout` runs it (`Timer::Loss`: a round-trip sample, not paused): then
+    /// the losses a shorter wait makes due are declared at once.
+    fn apply_repair_wait(&mut self, now: Duration) {
+        let live = self.rtt.has_sample() && !self.liveness.paused();
+        let wait = self.etx.repair_wait(self.rtt.smoothed());
+        let detect = live.then(|| self.rtt.loss_timing());
+        self.tx.set_repair_wait(wait, now, detect.as_ref());
+    }
+
     fn header(&self, now: Duration, flags: Flags, seq: u64, parity: u8) -> Header {
         Header {
             mode: self.ec.mode,
@@ -166,10 +176,7 @@ impl Connection {
         }
         self.etx
             .update(now, self.rtt.smoothed(), self.pacer.rate(), self.cfg.mtu);
-        // Loss detection by time is live when `handle_timeout` runs it (`Timer::Loss`).
-        let detect = self.rtt.has_sample() && !self.liveness.paused();
-        self.tx
-            .set_repair_wait(self.etx.repair_wait(self.rtt.smoothed()), now, detect);
+        self.apply_repair_wait(now);
         if self.tx.has_retransmission() {
             self.tx.drop_answered_retransmissions();
         }

@@ -3,6 +3,12 @@
 use super::*;
 use aerotp_wire::Mode;
 
+/// The timing a sender was given before any MACK: a 100 ms loss time, no round-trip sample.
+const NO_SAMPLE: LossTiming = LossTiming {
+    loss_time: Duration::from_millis(100),
+    min_rtt: None,
+};
+
 fn sender(mode: Mode) -> Sender {
     Sender::new(
         ErrorControl::for_mode(mode),
@@ -114,8 +120,9 @@ fn mack_gap_triggers_retransmission_of_the_gap_only() {
             window: 1024,
         },
         Duration::ZERO,
+        None,
     );
-    s.on_mack_entries(&[3, 4, 5, 6, 7], &[], Duration::from_millis(20));
+    s.on_mack_entries(&[3, 4, 5, 6, 7], &[], Duration::from_millis(20), &NO_SAMPLE);
     let r = s
         .next_outgoing(Duration::from_millis(20), 100, true, &mut |_| 0)
         .unwrap();
@@ -171,8 +178,13 @@ fn timeout_retransmits_old_unacked_only() {
             window: 1024,
         },
         Duration::ZERO,
+        None,
     );
-    let n = s.on_timeout(Duration::from_secs(5), Duration::from_millis(100));
+    let n = s.on_timeout(
+        Duration::from_secs(5),
+        Duration::from_millis(100),
+        &NO_SAMPLE,
+    );
     assert_eq!(n, 2);
     assert!(s.has_retransmission());
 }
@@ -221,6 +233,7 @@ fn window_limits_new_data() {
             window: 3,
         },
         Duration::ZERO,
+        None,
     );
     assert!(s
         .next_outgoing(Duration::ZERO, 100, true, &mut |_| 0)
@@ -286,6 +299,7 @@ fn mack_ranges_acknowledge_blocks_and_forged_ones_change_nothing_beyond_what_was
             window: 1024,
         },
         Duration::ZERO,
+        None,
     );
     let before = s.outstanding();
     // A block far beyond what was sent, a reversed one, one that wraps the 32-bit space and
@@ -299,10 +313,11 @@ fn mack_ranges_acknowledge_blocks_and_forged_ones_change_nothing_beyond_what_was
             (0, 1),
         ],
         Duration::from_millis(20),
+        &NO_SAMPLE,
     );
     assert_eq!(s.outstanding(), before, "nothing sent was in those ranges");
     // A real block [3, 8): five TPDUs acknowledged, the hole at 2 retransmitted.
-    s.on_mack_entries(&[], &[(3, 8)], Duration::from_millis(20));
+    s.on_mack_entries(&[], &[(3, 8)], Duration::from_millis(20), &NO_SAMPLE);
     assert_eq!(s.outstanding(), before - 5);
     let r = s
         .next_outgoing(Duration::from_millis(20), 100, true, &mut |_| 0)

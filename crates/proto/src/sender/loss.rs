@@ -1,0 +1,122 @@
+//! Loss detection and timeouts of the sender (RFC 8985's time and packet thresholds, RFC
+//! 6298's timeout, the probe before the first sample): the rules, run per path over the
+//! lanes (`lanes`). The round-trip figures come from the connection's estimator at each call
+//! (`LossTiming`, the timeout `rto`); the sender keeps only what is its own (the reorder
+//! window, the repair wait it was given, whether reordering was seen).
+
+use super::lanes::Timing;
+use super::record::current;
+use super::Sender;
+use crate::rtt::LossTiming;
+use std::time::Duration;
+
+impl Sender {
+    /// The erasure repair wait the connection applies from now (see `repair_wait`; it is the
+    /// erasure coder's, taken at each chance to send, not a round-trip figure). A shorter
+    /// wait can move a loss deadline to `now` or before it; with `detect` (loss detection by
+    /// time is live: its timing) those losses are declared at once, so no deadline already
+    /// passed is left for the connection to report (with a discovered rate the erasure
+    /// choice, and the wait with it, moves as the rate does).
+    pub fn set_repair_wait(&mut self, d: Duration, now: Duration, detect: Option<&LossTiming>) {
+        let shorter = d < self.repair_wait;
+        self.repair_wait = d;
+        if let Some(t) = detect.filter(|_| shorter && self.ec.loss_by_time) {
+            self.detect_losses(now, t);
+        }
+    }
+
+    /// When the oldest TPDU overtaken by an acknowledged one is declared lost by time, with
+    /// the estimator's timing now.
+    #[inline]
+    pub fn loss_deadline(&self, t: &LossTiming) -> Option<Duration> {
+        let timing = self.timing(t);
+        self.lanes
+            .loss_deadline(&timing, |t| self.is_current_unacked(t))
+    }
+
+    /// Time-threshold loss detection: a TPDU sent `loss_time` (plus the reorder window and
+    /// the repair wait) before one that has been acknowledged is lost (QUIC's rule; catches
+    /// losses with fewer than three TPDUs behind them, such as the first data TPDU of a
+    /// transfer).
+    #[inline]
+    fn timing(&self, t: &LossTiming) -> Timing {
+        Timing {
+            loss_time: t.loss_time,
+            extra: self.reorder_window + self.repair_wait,
+            count_rule: !self.reordering_seen && self.repair_wait.is_zero(),
+        }
+    }
+
+    /// Packet- and time-threshold loss detection, per path, over the transmissions older
+    /// than the path's newest acknowledged one.
+    pub(super) fn detect_losses(&mut self, now: Duration, t: &LossTiming) {
+        let timing = self.timing(t);
+        let mut lost = std::mem::take(&mut self.lost);
+        let (entries, base) = (&self.entries, self.base);
+        self.lanes.detect(
+            now,
+            &timing,
+            |t| current(entries, base, t.seq, t.tx),
+            &mut lost,
+        );
+        self.declare_lost(&mut lost);
+        self.lost = lost;
+    }
+
+    /// Earliest retransmission-timeout deadline of what is in flight.
+    #[inline]
+    pub fn timeout_deadline(&self, rto: Duration) -> Option<Duration> {
+        self.lanes
+            .timeout_deadline(rto, |t| self.is_current_unacked(t))
+    }
+
+    /// Retransmission timeout: transmissions older than `rto` are declared lost (after loss
+    /// detection by time, with the estimator's timing `t`).
+    pub fn on_timeout(&mut self, now: Duration, rto: Duration, t: &LossTiming) -> usize {
+        if self.ec.loss_by_time {
+            self.detect_losses(now, t);
+        }
+        let mut lost = std::mem::take(&mut self.lost);
+        let (entries, base) = (&self.entries, self.base);
+        self.lanes
+            .expired(now, rto, |t| current(entries, base, t.seq, t.tx), &mut lost);
+        let mut n = 0;
+        for seq in lost.drain(..) {
+            n += usize::from(self.lose(seq));
+        }
+        self.lost = lost;
+        self.stats.timeouts += n as u64;
+        n
+    }
+
+    /// Retransmission timeout before the first round-trip sample. The timeout then is a
+    /// guess (3 × the initial RTT), and on a long path it fires while the first flight is
+    /// still on its way: retransmitting every TPDU older than it (as `on_timeout` does) would
+    /// send the whole first flight twice (493 needless retransmissions for 10 MB over 600 ms
+    /// one way). So only the oldest unacknowledged TPDU is resent — a probe, as RFC 8985's
+    /// tail-loss probe and RFC 6298's backed-off first timeout do — and the other overdue
+    /// transmissions are re-armed from `now`; the caller backs the timeout off. The first
+    /// acknowledgement then gives a sample and the normal rules take over. With `lowest`
+    /// (a discovered rate) the probe is the lowest-numbered TPDU in flight rather than the
+    /// oldest (`Lanes::expire_oldest`).
+    pub fn on_timeout_before_sample(
+        &mut self,
+        now: Duration,
+        rto: Duration,
+        lowest: bool,
+    ) -> usize {
+        // One timer for the whole flight until the first sample: everything still in flight
+        // waits a full (backed-off) timeout from this probe, not from its own sending time,
+        // or the TPDUs would expire one by one, a TPDU time apart.
+        let (entries, base) = (&self.entries, self.base);
+        let Some(oldest) = self
+            .lanes
+            .expire_oldest(now, rto, lowest, |t| current(entries, base, t.seq, t.tx))
+        else {
+            return 0;
+        };
+        let n = usize::from(self.lose(oldest));
+        self.stats.timeouts += n as u64;
+        n
+    }
+}
