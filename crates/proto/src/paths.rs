@@ -22,7 +22,7 @@
 
 use crate::codec::Quality;
 use crate::endpoint_types::PathAddr;
-use crate::rtt::RttEstimator;
+use crate::rtt::{PathTiming, RttEstimator};
 use crate::sender::LaneStats;
 use aerotp_fec::auto::BerEstimator;
 use std::net::{IpAddr, SocketAddr};
@@ -223,6 +223,11 @@ pub(crate) struct Paths {
     restart_interval: bool,
     /// The weights follow each path's discovered rate (`set_rate_shares`), not `reweigh`.
     rate_weighted: bool,
+    /// The connection's loss time and timeout as of the latest feedback or path added
+    /// (`set_unsampled_timing`): what the lane of a path without a sample of its own runs
+    /// on (`lane_timing`). Taken then, not read at the call: a new path's first
+    /// acknowledgements, applied before that feedback is, were always judged so.
+    unsampled: PathTiming,
 }
 
 impl Paths {
@@ -239,6 +244,7 @@ impl Paths {
             delay_reference: None,
             restart_interval: true,
             rate_weighted: false,
+            unsampled: PathTiming::default(),
         }
     }
 
@@ -521,15 +527,34 @@ impl Paths {
         }
     }
 
-    /// Time threshold and timeout of path `i`'s loss detection; the connection's own where
-    /// the path has no sample yet.
+    /// Time threshold and timeout of path `i`'s loss detection; the connection's own (now)
+    /// where the path has no sample yet.
     pub fn timing(&self, i: usize, conn: &RttEstimator) -> (Duration, Duration) {
-        let r = &self.list[i].rtt;
-        if r.has_sample() {
-            (r.loss_time(), r.rto().max(conn.min_rto()))
-        } else {
-            (conn.loss_time(), conn.rto())
+        match self.own_timing(i) {
+            Some(t) => (t.loss_time, t.rto),
+            None => (conn.loss_time(), conn.rto()),
         }
+    }
+
+    /// Path `i`'s own time threshold and timeout, read from its estimator now, once it has a
+    /// sample (its floor is the connection's: every estimator has the configured `min_rto`).
+    fn own_timing(&self, i: usize) -> Option<PathTiming> {
+        let r = &self.list.get(i)?.rtt;
+        r.has_sample().then(|| PathTiming {
+            loss_time: r.loss_time(),
+            rto: r.rto().max(r.min_rto()),
+        })
+    }
+
+    /// See `unsampled`.
+    pub fn set_unsampled_timing(&mut self, t: PathTiming) {
+        self.unsampled = t;
+    }
+
+    /// The time threshold and timeout path `i`'s lane of loss detection runs on (several
+    /// paths): the path's own, read now, or `unsampled` before its first sample.
+    pub fn lane_timing(&self, i: usize) -> PathTiming {
+        self.own_timing(i).unwrap_or(self.unsampled)
     }
 
     /// When path `i` is declared down if nothing on it is acknowledged: the first TPDU sent

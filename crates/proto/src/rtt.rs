@@ -5,16 +5,28 @@ use std::time::Duration;
 /// The retransmission timeout's cap when the round trip is short (`RttEstimator::max_rto`).
 const MAX_RTO_FLOOR: Duration = Duration::from_secs(60);
 
-/// The round-trip figures loss detection reads, taken from one estimator at the call that
-/// needs them (`RttEstimator::loss_timing`): the sender keeps no copy of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LossTiming {
+/// One path's time threshold and retransmission timeout, for its lane of loss detection
+/// (`Paths::lane_timing`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathTiming {
+    pub loss_time: Duration,
+    pub rto: Duration,
+}
+
+/// The round-trip figures loss detection and the timeouts read, taken from the estimators at
+/// the call that needs them (`RttEstimator::loss_timing`): the sender keeps no copy of them.
+#[derive(Clone, Copy)]
+pub struct LossTiming<'a> {
     /// Time threshold of loss detection (`RttEstimator::loss_time`).
     pub loss_time: Duration,
     /// The smallest round-trip sample so far (`None` before the first): an acknowledgement
     /// that comes sooner than this after a retransmission answers an earlier copy (RFC 8985
     /// §6.2).
     pub min_rtt: Option<Duration>,
+    /// The retransmission timeout (`RttEstimator::rto`).
+    pub rto: Duration,
+    /// Each path's own, read only with several paths (one path runs on the figures above).
+    pub path: &'a dyn Fn(usize) -> PathTiming,
 }
 
 #[derive(Debug, Clone)]
@@ -109,11 +121,13 @@ impl RttEstimator {
         self.min
     }
 
-    /// What loss detection reads of this estimator now.
-    pub fn loss_timing(&self) -> LossTiming {
+    /// What loss detection reads of this estimator now, with `path` for each path's own.
+    pub fn loss_timing<'a>(&self, path: &'a dyn Fn(usize) -> PathTiming) -> LossTiming<'a> {
         LossTiming {
             loss_time: self.loss_time(),
             min_rtt: self.min,
+            rto: self.rto(),
+            path,
         }
     }
 

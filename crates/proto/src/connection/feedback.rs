@@ -24,7 +24,8 @@ impl Connection {
             self.rtt.on_sample(rtt);
             echo_rtt = Some(rtt);
         }
-        let t = self.rtt.loss_timing();
+        let lanes = |i| self.paths.lane_timing(i);
+        let t = self.rtt.loss_timing(&lanes);
         self.tx.on_ack(&m.ack, now, t.min_rtt);
         self.tx.on_mack_entries(&m.entries, &m.ranges, now, &t);
         echo_rtt

@@ -5,6 +5,7 @@
 use super::Connection;
 use crate::endpoint_types::PathAddr;
 use crate::paths::PathStats;
+use crate::rtt::PathTiming;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -126,7 +127,8 @@ impl Connection {
         self.pacer.set_rate(rate.min(radio).max(1));
     }
 
-    /// After feedback: each path's latency samples, weights and loss-detection timings.
+    /// After feedback: each path's latency samples, weights and the loss-detection timing of
+    /// the paths without a sample.
     pub(super) fn measure_paths(&mut self, now: Duration) {
         if !self.paths.multi() {
             return;
@@ -141,13 +143,14 @@ impl Connection {
         self.paths.reweigh(now, &self.tx.path_stats());
     }
 
-    /// Each path's loss-detection time threshold and timeout, into the sender (the
-    /// connection's own for a path without a sample yet).
+    /// The connection's loss time and timeout now, for the lanes of the paths without a
+    /// sample of their own until the next feedback (`Paths::lane_timing`; a path with one
+    /// runs on its own, read at each call).
     fn set_path_timings(&mut self) {
-        for i in 0..self.paths.len() {
-            let (loss_time, rto) = self.paths.timing(i, &self.rtt);
-            self.tx.set_path_timing(i, loss_time, rto);
-        }
+        self.paths.set_unsampled_timing(PathTiming {
+            loss_time: self.rtt.loss_time(),
+            rto: self.rtt.rto(),
+        });
     }
 
     /// When the earliest up path is declared down if nothing on it is acknowledged. Only in

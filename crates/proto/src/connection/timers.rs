@@ -235,9 +235,10 @@ impl Connection {
         {
             f(Timer::Rechoose, d);
         }
+        let lanes = |i| self.paths.lane_timing(i);
         if let Some(d) = self
             .tx
-            .timeout_deadline(self.rtt.rto())
+            .timeout_deadline(&self.rtt.loss_timing(&lanes))
             .filter(|_| !self.radio_held())
         {
             f(Timer::Retransmit, d);
@@ -248,7 +249,8 @@ impl Connection {
         // connection reports a deadline nothing acts on (found by the proto_endpoint fuzz
         // target's core-hour campaign).
         if self.ec.loss_by_time && self.rtt.has_sample() && !paused {
-            if let Some(d) = self.tx.loss_deadline(&self.rtt.loss_timing()) {
+            let lanes = |i| self.paths.lane_timing(i);
+            if let Some(d) = self.tx.loss_deadline(&self.rtt.loss_timing(&lanes)) {
                 f(Timer::Loss, d);
             }
         }
@@ -389,13 +391,13 @@ impl Connection {
         if self.radio_held() || self.liveness.silent() {
             return;
         }
+        let lanes = |i| self.paths.lane_timing(i);
+        let t = self.rtt.loss_timing(&lanes);
         let fired = if self.rtt.has_sample() && !self.liveness.paused() {
-            self.tx
-                .on_timeout(now, self.rtt.rto(), &self.rtt.loss_timing())
+            self.tx.on_timeout(now, &t)
         } else {
             let lowest = self.rate.discovers();
-            self.tx
-                .on_timeout_before_sample(now, self.rtt.rto(), lowest)
+            self.tx.on_timeout_before_sample(now, &t, lowest)
         };
         if fired > 0 {
             self.rtt.on_timeouts(now);

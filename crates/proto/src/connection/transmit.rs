@@ -15,7 +15,8 @@ impl Connection {
     fn apply_repair_wait(&mut self, now: Duration) {
         let live = self.rtt.has_sample() && !self.liveness.paused();
         let wait = self.etx.repair_wait(self.rtt.smoothed());
-        let detect = live.then(|| self.rtt.loss_timing());
+        let lanes = |i| self.paths.lane_timing(i);
+        let detect = live.then(|| self.rtt.loss_timing(&lanes));
         self.tx.set_repair_wait(wait, now, detect.as_ref());
     }
 

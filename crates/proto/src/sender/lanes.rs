@@ -5,6 +5,7 @@
 //! flight, with the connection's own timings.
 
 use crate::rate::{DeliverySampler, RateSample, SendSnapshot};
+use crate::rtt::PathTiming;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -42,10 +43,6 @@ pub struct LaneStats {
 struct Lane {
     flight: VecDeque<Transmission>,
     largest_acked_tx: Option<u64>,
-    /// Time threshold and retransmission timeout of the path (several paths only; one path
-    /// uses the connection's).
-    loss_time: Duration,
-    rto: Duration,
     /// Send time of the earliest first transmission acknowledged since last taken.
     latency_from: Option<Duration>,
     /// When the first transmission on the lane since its latest acknowledgement went: the
@@ -56,13 +53,15 @@ struct Lane {
     rate: DeliverySampler,
 }
 
-/// Timings the connection gives for one call: its own, used when there is one path.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Timing {
+/// Timings the connection gives for one call: its own, used when there is one path, and
+/// each path's (`path`) when there are several.
+#[derive(Clone, Copy)]
+pub(crate) struct Timing<'a> {
     pub loss_time: Duration,
     /// Added to every lane's time threshold (reorder window, erasure repair wait).
     pub extra: Duration,
     pub count_rule: bool,
+    pub path: &'a dyn Fn(usize) -> PathTiming,
 }
 
 #[derive(Debug)]
@@ -94,13 +93,6 @@ impl Lanes {
     fn lane(&mut self, path: u8) -> &mut Lane {
         let i = usize::from(path).min(self.list.len() - 1);
         &mut self.list[i]
-    }
-
-    pub fn set_timing(&mut self, path: usize, loss_time: Duration, rto: Duration) {
-        if let Some(l) = self.list.get_mut(path) {
-            l.loss_time = loss_time;
-            l.rto = rto;
-        }
     }
 
     /// A transmission of `bytes` on `path`: its delivery snapshot. `tracked`: it has a
@@ -230,15 +222,16 @@ impl Lanes {
         if self.list.len() == 1 {
             t.loss_time
         } else {
-            self.list[i].loss_time
+            (t.path)(i).loss_time
         }
     }
 
-    fn rto(&self, i: usize, rto: Duration) -> Duration {
+    /// The timeout of lane `i`: `rto` with one lane, the path's own (`path`) with several.
+    fn rto(&self, i: usize, rto: Duration, path: &dyn Fn(usize) -> PathTiming) -> Duration {
         if self.list.len() == 1 {
             rto
         } else {
-            self.list[i].rto
+            path(i).rto
         }
     }
 
@@ -318,13 +311,14 @@ impl Lanes {
     pub fn timeout_deadline(
         &self,
         rto: Duration,
+        path: &dyn Fn(usize) -> PathTiming,
         current: impl Fn(Transmission) -> bool,
     ) -> Option<Duration> {
         if let [l] = self.list.as_slice() {
             return l.flight.iter().find(|x| current(**x)).map(|x| x.at + rto);
         }
         (0..self.list.len())
-            .filter_map(|i| Some(self.oldest(i, &current)?.at + self.rto(i, rto)))
+            .filter_map(|i| Some(self.oldest(i, &current)?.at + self.rto(i, rto, path)))
             .min()
     }
 
@@ -334,11 +328,12 @@ impl Lanes {
         &mut self,
         now: Duration,
         rto: Duration,
+        path: &dyn Fn(usize) -> PathTiming,
         current: impl Fn(Transmission) -> bool,
         lost: &mut Vec<u64>,
     ) {
         for i in 0..self.list.len() {
-            let rto = self.rto(i, rto);
+            let rto = self.rto(i, rto, path);
             let l = &mut self.list[i];
             while let Some(x) = l.flight.front().copied() {
                 if !current(x) {
@@ -368,6 +363,7 @@ impl Lanes {
         &mut self,
         now: Duration,
         rto: Duration,
+        path: &dyn Fn(usize) -> PathTiming,
         lowest: bool,
         current: impl Fn(Transmission) -> bool,
     ) -> Option<u64> {
@@ -380,7 +376,7 @@ impl Lanes {
             .list
             .iter()
             .enumerate()
-            .filter_map(|(i, l)| Some(l.flight.front()?.at + self.rto(i, rto)))
+            .filter_map(|(i, l)| Some(l.flight.front()?.at + self.rto(i, rto, path)))
             .min()?;
         if due > now {
             return None;
@@ -395,7 +391,7 @@ impl Lanes {
         } else {
             in_flight
                 .filter(|(_, at, _)| *at == 0)
-                .min_by_key(|(i, _, x)| x.at + self.rto(*i, rto))?
+                .min_by_key(|(i, _, x)| x.at + self.rto(*i, rto, path))?
         };
         self.list[i].flight.remove(at);
         for l in &mut self.list {

@@ -1,10 +1,11 @@
 //! Loss detection and timeouts of the sender (RFC 8985's time and packet thresholds, RFC
 //! 6298's timeout, the probe before the first sample): the rules, run per path over the
-//! lanes (`lanes`). The round-trip figures come from the connection's estimator at each call
-//! (`LossTiming`, the timeout `rto`); the sender keeps only what is its own (the reorder
-//! window, the repair wait it was given, whether reordering was seen).
+//! lanes (`lanes`). The round-trip figures come from the estimators at each call
+//! (`LossTiming`: the connection's loss time, minimum RTT and timeout, each path's for its
+//! lane); the sender keeps only what is its own (the reorder window and its bound, the repair
+//! wait it was given, whether reordering was seen).
 
-use super::lanes::Timing;
+use super::lanes::{Timing, Transmission};
 use super::record::current;
 use super::Sender;
 use crate::rtt::LossTiming;
@@ -39,11 +40,12 @@ impl Sender {
     /// losses with fewer than three TPDUs behind them, such as the first data TPDU of a
     /// transfer).
     #[inline]
-    fn timing(&self, t: &LossTiming) -> Timing {
+    fn timing<'a>(&self, t: &LossTiming<'a>) -> Timing<'a> {
         Timing {
             loss_time: t.loss_time,
             extra: self.reorder_window + self.repair_wait,
             count_rule: !self.reordering_seen && self.repair_wait.is_zero(),
+            path: t.path,
         }
     }
 
@@ -63,23 +65,24 @@ impl Sender {
         self.lost = lost;
     }
 
-    /// Earliest retransmission-timeout deadline of what is in flight.
+    /// Earliest retransmission-timeout deadline of what is in flight (`t.rto` after it was
+    /// sent; each path's own with several).
     #[inline]
-    pub fn timeout_deadline(&self, rto: Duration) -> Option<Duration> {
+    pub fn timeout_deadline(&self, t: &LossTiming) -> Option<Duration> {
         self.lanes
-            .timeout_deadline(rto, |t| self.is_current_unacked(t))
+            .timeout_deadline(t.rto, t.path, |x| self.is_current_unacked(x))
     }
 
-    /// Retransmission timeout: transmissions older than `rto` are declared lost (after loss
-    /// detection by time, with the estimator's timing `t`).
-    pub fn on_timeout(&mut self, now: Duration, rto: Duration, t: &LossTiming) -> usize {
+    /// Retransmission timeout: transmissions older than `t.rto` (their path's with several)
+    /// are declared lost, after loss detection by time.
+    pub fn on_timeout(&mut self, now: Duration, t: &LossTiming) -> usize {
         if self.ec.loss_by_time {
             self.detect_losses(now, t);
         }
         let mut lost = std::mem::take(&mut self.lost);
         let (entries, base) = (&self.entries, self.base);
-        self.lanes
-            .expired(now, rto, |t| current(entries, base, t.seq, t.tx), &mut lost);
+        let live = |x: Transmission| current(entries, base, x.seq, x.tx);
+        self.lanes.expired(now, t.rto, t.path, live, &mut lost);
         let mut n = 0;
         for seq in lost.drain(..) {
             n += usize::from(self.lose(seq));
@@ -102,17 +105,15 @@ impl Sender {
     pub fn on_timeout_before_sample(
         &mut self,
         now: Duration,
-        rto: Duration,
+        t: &LossTiming,
         lowest: bool,
     ) -> usize {
         // One timer for the whole flight until the first sample: everything still in flight
         // waits a full (backed-off) timeout from this probe, not from its own sending time,
         // or the TPDUs would expire one by one, a TPDU time apart.
         let (entries, base) = (&self.entries, self.base);
-        let Some(oldest) = self
-            .lanes
-            .expire_oldest(now, rto, lowest, |t| current(entries, base, t.seq, t.tx))
-        else {
+        let live = |x: Transmission| current(entries, base, x.seq, x.tx);
+        let Some(oldest) = self.lanes.expire_oldest(now, t.rto, t.path, lowest, live) else {
             return 0;
         };
         let n = usize::from(self.lose(oldest));

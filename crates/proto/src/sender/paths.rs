@@ -12,12 +12,6 @@ impl Sender {
         self.lanes.ensure(path);
     }
 
-    /// The time threshold and timeout of `path`'s loss detection (with one path the
-    /// connection's own are used, as given to each call: `LossTiming`, `rto`).
-    pub fn set_path_timing(&mut self, path: usize, loss_time: Duration, rto: Duration) {
-        self.lanes.set_timing(path, loss_time, rto);
-    }
-
     pub fn path_stats(&self) -> Vec<LaneStats> {
         self.lanes.stats()
     }

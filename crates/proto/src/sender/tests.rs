@@ -3,11 +3,19 @@
 use super::*;
 use aerotp_wire::Mode;
 
-/// The timing a sender was given before any MACK: a 100 ms loss time, no round-trip sample.
-const NO_SAMPLE: LossTiming = LossTiming {
+/// The timing of these tests: a 100 ms loss time (as a sender's was before any MACK) and
+/// timeout, no round-trip sample, one path.
+const NO_SAMPLE: LossTiming<'static> = LossTiming {
     loss_time: Duration::from_millis(100),
     min_rtt: None,
+    rto: Duration::from_millis(100),
+    path: &one_path,
 };
+
+/// With one lane the lanes run on the call's own figures, never a path's.
+fn one_path(_: usize) -> crate::rtt::PathTiming {
+    unreachable!("a path's own timing read with one lane")
+}
 
 fn sender(mode: Mode) -> Sender {
     Sender::new(
@@ -180,11 +188,7 @@ fn timeout_retransmits_old_unacked_only() {
         Duration::ZERO,
         None,
     );
-    let n = s.on_timeout(
-        Duration::from_secs(5),
-        Duration::from_millis(100),
-        &NO_SAMPLE,
-    );
+    let n = s.on_timeout(Duration::from_secs(5), &NO_SAMPLE);
     assert_eq!(n, 2);
     assert!(s.has_retransmission());
 }
@@ -197,10 +201,7 @@ fn first_probes(lowest: bool, n: u64) -> Vec<u64> {
     (1..=n)
         .map(|i| {
             let now = Duration::from_secs(i);
-            assert_eq!(
-                s.on_timeout_before_sample(now, Duration::from_millis(100), lowest),
-                1
-            );
+            assert_eq!(s.on_timeout_before_sample(now, &NO_SAMPLE, lowest), 1);
             let o = s.next_outgoing(now, 100, true, &mut |_| 0).unwrap();
             assert!(o.retransmission);
             o.seq
