@@ -498,7 +498,7 @@ impl Endpoint {
             let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
             if c.tag == h.tag {
                 if c.arrived_from(now, path, datagram.len()) {
-                    self.deliver_and_hear(now, ch, path, r, sealer);
+                    self.deliver_to_connection(now, ch, path, r, sealer);
                 } else if self.take_on_new_path(now, ch, path, r).is_some() {
                     // The peer's address is the connection's, this host's is not: a path
                     // being opened from another local address, or nothing to take.

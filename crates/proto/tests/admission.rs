@@ -526,14 +526,14 @@ fn a_peer_whose_opening_tpdu_came_twice_survives_an_outage_at_set_up() {
     survives_a_set_up_outage(300, Duration::from_secs(9));
 }
 
-/// a writes `first` bytes at once and the rest of 200 kB at `rest_at`; the link is out from
-/// 15 ms for 8 s (b's set-up timeout 3 s): the transfer completes on the first connection.
-fn survives_a_set_up_outage(first: usize, rest_at: Duration) {
+/// a connects to b (set-up timeout 3 s) over a 10 ms link that goes out from 15 ms for
+/// `outage`: just after the first flight arrived, before the ECHO does.
+fn connect_into_an_outage(outage: Duration) -> (Net, ConnectionHandle) {
     let mut net = Net::new(
         4,
         Impair {
             delay: ms(10),
-            outage: Some((ms(15), Duration::from_secs(8))),
+            outage: Some((ms(15), outage)),
             ..Default::default()
         },
     );
@@ -549,6 +549,13 @@ fn survives_a_set_up_outage(first: usize, rest_at: Duration) {
         .a
         .connect(Duration::ZERO, addr_b(), PORT, cfg())
         .unwrap();
+    (net, ch)
+}
+
+/// a writes `first` bytes at once and the rest of 200 kB at `rest_at`; the link is out from
+/// 15 ms for 8 s (b's set-up timeout 3 s): the transfer completes on the first connection.
+fn survives_a_set_up_outage(first: usize, rest_at: Duration) {
+    let (mut net, ch) = connect_into_an_outage(Duration::from_secs(8));
     let data = pattern(200_000, 5);
     let (mut written, mut closing) = (0, false);
     let (mut got, mut rx, mut a_closed, mut b_closes) = (Vec::new(), None, None, Vec::new());
@@ -607,27 +614,8 @@ fn survives_a_set_up_outage(first: usize, rest_at: Duration) {
 
 #[test]
 fn an_outage_at_set_up_longer_than_the_set_up_timeout_resets_the_sender() {
-    let mut net = Net::new(
-        4,
-        Impair {
-            delay: ms(10),
-            // The ECHO (sent at 20 ms) and everything after it, for 40 s.
-            outage: Some((ms(15), Duration::from_secs(40))),
-            ..Default::default()
-        },
-    );
-    net.b = Endpoint::new(
-        EndpointConfig {
-            setup_timeout: Duration::from_secs(3),
-            ..Default::default()
-        },
-        44,
-    );
-    net.b.listen(PORT, cfg()).unwrap();
-    let ch = net
-        .a
-        .connect(Duration::ZERO, addr_b(), PORT, cfg())
-        .unwrap();
+    // The ECHO (sent at 20 ms) and everything after it, for 40 s.
+    let (mut net, ch) = connect_into_an_outage(Duration::from_secs(40));
     let data = pattern(2_000_000, 4);
     let mut written = 0;
     let (mut a_closed, mut b_closes) = (None, Vec::new());

@@ -17,30 +17,6 @@ use std::time::Duration;
 impl Endpoint {
     /// A TPDU for connection `ch` (its tag matched). CHALLENGE and ECHO are the endpoint's
     /// business (address validation); everything else goes to the connection.
-    /// `deliver_to_connection`, then: if the peer sent more than its opening TPDU once, a
-    /// half-open connection is kept to its bound (`Admission::heard`). A copy of the opening
-    /// TPDU (an initiator sends three, and resends it until answered) says as much as new
-    /// data: its data was acknowledged and freed.
-    pub(super) fn deliver_and_hear(
-        &mut self,
-        now: Duration,
-        ch: ConnectionHandle,
-        path: PathAddr,
-        r: codec::Received,
-        sealer: Option<Sealer>,
-    ) {
-        let opening_again = r.header.flags.contains(Flags::ASYN) && r.header.flags.is_data();
-        let fresh_before = self.conns.get(&ch).map_or(0, |c| c.tpdus_received());
-        self.deliver_to_connection(now, ch, path, r, sealer);
-        let fresh = self
-            .conns
-            .get(&ch)
-            .is_some_and(|c| c.tpdus_received() > fresh_before);
-        if opening_again || fresh {
-            self.admission.heard(ch.0);
-        }
-    }
-
     pub(super) fn deliver_to_connection(
         &mut self,
         now: Duration,
@@ -106,7 +82,16 @@ impl Endpoint {
             }
             return;
         }
+        // If the peer sent more than its opening TPDU once, a half-open connection is kept to
+        // its bound (`Admission::heard`). A copy of the opening TPDU (an initiator sends three,
+        // and resends it until answered) says as much as new data: its data was
+        // acknowledged and freed.
+        let opening_again = h.flags.contains(Flags::ASYN) && h.flags.is_data();
+        let fresh_before = c.tpdus_received();
         c.handle(now, r);
+        if opening_again || c.tpdus_received() > fresh_before {
+            self.admission.heard(ch.0);
+        }
     }
 
     /// A CHALLENGE or ECHO for which no connection exists. An ECHO of a RETRY's cookie admits
