@@ -27,7 +27,18 @@ mkdir -p "$out"
 # Man pages and completions: from a build with the field build's features plus `assets`
 # (a dev-profile build; the shipped binary does not carry the generators, crates/cli/src/assets_cmd.rs).
 echo "package.sh: man pages and completions of the field commands"
+# That build replaces target/debug/aerotp; the developer's own build (with `sim`, `lab`, ...)
+# is put back afterwards, so `target/debug/aerotp sim` still works after packaging.
+dev_bin=$target/debug/aerotp
+kept=
+if [ -f "$dev_bin" ]; then
+    kept=$out/aerotp.debug.kept
+    cp -p "$dev_bin" "$kept"
+fi
 AEROTP_GEN_ASSETS=$assets cargo run --locked -q -p aerotp --no-default-features --features assets >/dev/null
+if [ -n "$kept" ]; then
+    mv -f "$kept" "$dev_bin"
+fi
 
 echo "package.sh: field build (cargo build --release -p aerotp --no-default-features)"
 cargo build --locked --release -p aerotp --no-default-features

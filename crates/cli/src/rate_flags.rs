@@ -25,6 +25,8 @@ pub fn rate_or_auto_arg(s: &str) -> Result<RateArg, String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RateDefault {
     /// This fixed rate (the simulator: the scenario's links, the papers' set-up).
+    // Only the development commands ask for it: the field build has none of them.
+    #[cfg_attr(not(feature = "dev"), allow(dead_code))]
     Fixed(u64),
     /// Discover the rate in the modes that can (reliable, hybrid-nack-mack); the others,
     /// which have nothing to measure from, send at this fixed rate (`send`: 5 Mb/s).
