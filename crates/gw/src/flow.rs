@@ -19,7 +19,8 @@
 //!   parts: the confirmation rule ([`Locked::confirmable`]) reads what was written and what
 //!   the destination acknowledged at once. The custody range is there, once ([`Range`]:
 //!   `base..end`, `fin`), moved only by the flow's custody methods ([`Flow::take_read`],
-//!   [`Flow::take_source`], [`Flow::take_eof`], [`Flow::confirm`], [`Flow::release_budget`]),
+//!   [`Flow::take_source`], [`Flow::take_eof`], [`Flow::source_fin`],
+//!   [`Flow::detach_tcp_source`], [`Flow::confirm`], [`Flow::release_budget`]),
 //!   each after the store took its part, the range's methods charging or releasing the
 //!   gateway's [`Budget`] in the same step. Short critical sections, never held across an
 //!   await. Changes are announced on the `changed` watch.
