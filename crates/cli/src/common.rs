@@ -28,9 +28,10 @@ pub const EXIT_CORRUPT: i32 = 6;
 
 pub fn rate_arg(s: &str) -> Result<u64, String> {
     let r = aerotp_link::parse_rate(s).map_err(|e| e.to_string())?;
-    if r < 1000 {
+    let min = aerotp_proto::MIN_RATE_BPS;
+    if r < min {
         return Err(format!(
-            "{r} b/s is too low: give at least 1000 b/s (e.g. 5mbit)"
+            "{r} b/s is too low: give at least {min} b/s (e.g. 5mbit)"
         ));
     }
     Ok(r)
@@ -137,12 +138,15 @@ pub fn mack_arg(s: &str) -> Result<u16, String> {
 }
 
 pub fn mtu_arg(s: &str) -> Result<usize, String> {
+    let (min, max) = (aerotp_proto::MIN_MTU, aerotp_proto::MAX_MTU);
     let n: usize = s
         .trim()
         .parse()
-        .map_err(|_| format!("'{s}' is not a number; give 128 to 65000 bytes"))?;
-    if !(128..=65_000).contains(&n) {
-        return Err(format!("MTU {n} is out of range; give 128 to 65000 bytes"));
+        .map_err(|_| format!("'{s}' is not a number; give {min} to {max} bytes"))?;
+    if !(min..=max).contains(&n) {
+        return Err(format!(
+            "MTU {n} is out of range; give {min} to {max} bytes"
+        ));
     }
     Ok(n)
 }

@@ -3,6 +3,7 @@
 pub use crate::config_error::ConfigError;
 use crate::erasure::ErasureSetting;
 use crate::error_control::ErrorControl;
+use crate::rate::MIN_RATE_BPS;
 use aerotp_wire::Mode;
 use std::time::Duration;
 
@@ -56,6 +57,11 @@ impl FecSetting {
 /// Bytes of IPv4 and UDP headers around each datagram: what a datagram costs on the link
 /// beyond its own bytes (the default `per_packet_overhead`).
 pub const IP_UDP_OVERHEAD: usize = 28;
+
+/// Smallest and largest MTU (UDP payload, bytes) a connection takes: the one definition every
+/// parser of an MTU reads (`ConnectionConfig::validate`, the CLI's `--mtu`).
+pub const MIN_MTU: usize = 128;
+pub const MAX_MTU: usize = 65_000;
 
 /// The default send buffer, in TPDUs at the connection's MTU (`ConnectionConfig::send_buffer`):
 /// about 256 KiB at 1,500 bytes, 1.5 MiB at 9,000. Measured on loopback, the CPU per GB is
@@ -222,10 +228,10 @@ impl ConnectionConfig {
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.rate_bps < 1000 {
+        if self.rate_bps < MIN_RATE_BPS {
             return Err(ConfigError::Rate(self.rate_bps));
         }
-        if !(128..=65_000).contains(&self.mtu) {
+        if !(MIN_MTU..=MAX_MTU).contains(&self.mtu) {
             return Err(ConfigError::Mtu(self.mtu));
         }
         if !(1..=365).contains(&self.mack_count) {
@@ -249,7 +255,7 @@ impl ConnectionConfig {
         if !(self.feedback_share > 0.0 && self.feedback_share <= 1.0) {
             return Err(ConfigError::FeedbackShare(self.feedback_share));
         }
-        if let Some(r) = self.return_rate_bps.filter(|&r| r < 1000) {
+        if let Some(r) = self.return_rate_bps.filter(|&r| r < MIN_RATE_BPS) {
             return Err(ConfigError::ReturnRate(r));
         }
         if self.ack_every == 0 {

@@ -8,11 +8,11 @@ use thiserror::Error;
 pub enum ConfigError {
     #[error("authentication: {0}")]
     Auth(#[from] crate::auth::AuthError),
-    #[error("rate {0} b/s is too low: give at least 1000 b/s (e.g. 5mbit)")]
+    #[error("rate {0} b/s is too low: give at least {min} b/s (e.g. 5mbit)", min = crate::rate::MIN_RATE_BPS)]
     Rate(u64),
     #[error("link share: {0}")]
     LinkShare(String),
-    #[error("MTU {0} is out of range: give 128 to 65000 bytes")]
+    #[error("MTU {0} is out of range: give {min} to {max} bytes", min = crate::config::MIN_MTU, max = crate::config::MAX_MTU)]
     Mtu(usize),
     #[error("MACK aggregation {0} is out of range: give 1 to 365 ACKs per MACK")]
     Mack(u16),
@@ -28,7 +28,7 @@ pub enum ConfigError {
     SendBuffer(usize),
     #[error("{0} ASYN copies is too many: give 0 to 16")]
     AsynCopies(u8),
-    #[error("return-link rate {0} b/s is too low: give at least 1000 b/s (e.g. 10kbit), or leave it unset to use the connection's rate")]
+    #[error("return-link rate {0} b/s is too low: give at least {min} b/s (e.g. 10kbit), or leave it unset to use the connection's rate", min = crate::rate::MIN_RATE_BPS)]
     ReturnRate(u64),
     #[error("feedback share {0} is out of range: give a fraction of the return link in (0, 1], e.g. 0.1")]
     FeedbackShare(f64),

@@ -13,7 +13,7 @@ use std::time::Duration;
 /// How often the shares are recomputed.
 pub const SHARE_PERIOD: Duration = Duration::from_millis(50);
 /// The engine's lowest pacing rate (`ConnectionConfig::validate` accepts nothing lower).
-const MIN_RATE: u64 = 1000;
+const MIN_RATE: u64 = crate::rate::MIN_RATE_BPS;
 /// A connection with nothing queued keeps this multiple of what it recently sent reserved, so
 /// that one fed a little faster than before is not squeezed at once.
 const HEADROOM: f64 = 1.25;

@@ -23,7 +23,7 @@ pub use aerotp_proto::RateControl;
 pub const DEFAULT_CAP_BPS: u64 = 5_000_000;
 
 /// The engine's lowest pacing rate, b/s.
-const MIN_RATE: u64 = 1000;
+const MIN_RATE: u64 = aerotp_proto::MIN_RATE_BPS;
 /// Highest rate or cap accepted: far above any air link; beyond it a rate is a typo.
 const MAX_RATE: u64 = 100_000_000_000;
 
@@ -36,7 +36,7 @@ impl FileConfig {
             let r = aerotp_link::parse_rate(v).map_err(|e| anyhow::anyhow!("{key}: {e}"))?;
             if r < MIN_RATE {
                 bail!(
-                    "{key} {v}: {r} b/s is below the lowest the engine paces at, 1000 b/s (1kbit)"
+                    "{key} {v}: {r} b/s is below the lowest the engine paces at, {MIN_RATE} b/s (1kbit)"
                 );
             }
             if r > MAX_RATE {
