@@ -356,9 +356,7 @@ impl Connection {
     pub fn stats(&self) -> ConnectionStats {
         let mut s = self.stats_wire.clone();
         s.sender = self.tx.stats.clone();
-        s.receiver = self.rx.stats.clone();
-        s.receiver.reorder_bytes_held = self.rx.held_bytes() as u64;
-        (s.receiver.wire_lost, s.receiver.wire_bursts) = self.rx.wire_loss();
+        s.receiver = self.rx.stats();
         s.erasure_tx = self.etx.stats.clone();
         s.erasure_rx = self.erx.stats.clone();
         s.erasure_rx.decoder_bytes = self.erx.memory_bytes() as u64;
@@ -366,7 +364,7 @@ impl Connection {
         s.srtt = self.rtt.smoothed();
         s.rto = self.rtt.rto();
         s.fec_parity = self.fec.parity();
-        s.measured_ber = self.rx.ber.estimate().unwrap_or(0.0);
+        s.measured_ber = self.rx.measured_ber();
         s.peer_reported_ber = self.peer_ber;
         s.rate_bps = self.pacer.rate();
         s.rate_reason = self.rate_reason();
@@ -531,15 +529,7 @@ impl Connection {
         self.stats_wire.datagrams_received += 1;
         self.stats_wire.bytes_received_wire += (r.bits / 8) as u64;
         self.paths.on_quality(r.bits, r.quality, r.parity);
-        match r.quality {
-            Quality::Clean => self.rx.ber.record_clean(r.bits),
-            Quality::Corrected { bits, symbols } => {
-                self.rx.ber.record_corrected(r.bits, bits, symbols);
-                self.rx.stats.tpdus_corrected += 1;
-                self.rx.stats.bits_corrected += bits as u64;
-            }
-            Quality::Corrupted => self.rx.ber.record_failed(r.bits, r.parity),
-        }
+        self.rx.on_quality(r.bits, r.quality, r.parity);
         if resumed {
             self.due.probe = false;
         }
@@ -572,7 +562,7 @@ impl Connection {
         if r.body.len() > codec::max_body(self.cfg.mtu, 0) {
             // No sender at this MTU makes such a body: forged or misconfigured. Dropping it
             // keeps the reorder buffer's bound at window × MTU (docs/results/fuzz.md, P1).
-            self.rx.stats.tpdus_oversized += 1;
+            self.rx.on_oversized();
             return;
         }
         let rebuilt = self.erx.on_source(h.seq, h.flags, &r.body);

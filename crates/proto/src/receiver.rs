@@ -1,36 +1,29 @@
 //! The receiving half of a connection: the reorder buffer, in-order delivery to the
 //! application, and the feedback the mode calls for (MACK, cumulative ACK, NACK, SNACK,
-//! receiver reports).
+//! receiver reports). Its owned parts: [`feedback::FeedbackSchedule`] (when feedback is due,
+//! within the return link's budget), [`channel::ChannelEstimate`] (bit error rate and link
+//! loss, for reports), [`hole_wait::HoleWait`] (how long a hole waits: repair round trip,
+//! reordering and erasure waits); confirmed delivery in `confirm`.
 
+use crate::codec::Quality;
 use crate::config::ConnectionConfig;
-use crate::erasure::{Arrival, WireLoss};
-use crate::error_control::{ErrorControl, Feedback, Hole};
-use crate::feedback_budget::{FeedbackBudget, TYPICAL_FEEDBACK_BYTES};
+use crate::erasure::Arrival;
+use crate::error_control::{ErrorControl, Feedback};
 use crate::reorder_budget::{tpdu_cost, ReorderBudget, SLOT_OVERHEAD};
-use aerotp_fec::auto::BerEstimator;
-use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Nack, Report, Snack, OVERHEAD};
+use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Report};
 use bytes::{Buf, Bytes};
+use channel::ChannelEstimate;
+use feedback::FeedbackSchedule;
+use hole_wait::HoleWait;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-/// Most SNACK ranges or NACK entries in one TPDU.
+/// Most SNACK ranges in one TPDU (NACK entries: `feedback::MAX_NACKS`, as many).
 const MAX_LIST: usize = 64;
-/// Longest a near-reliable receiver waits for reordering before it SNACKs a gap.
-const MAX_REORDER_WAIT: Duration = Duration::from_millis(500);
-/// Longest a near-reliable receiver waits before repeating a SNACK for holes still open.
-const MAX_SNACK_REPEAT: Duration = Duration::from_secs(2);
 /// Most received blocks a MACK re-reports (the newest; 8 bytes each).
 const MAX_MACK_RANGES: usize = 16;
-/// Receiver reports while data flows, at most this often.
-const REPORT_INTERVAL: Duration = Duration::from_millis(200);
 /// A gap of more TPDUs than this is reported at once (see `Receiver::on_data`).
 const LONG_GAP: u64 = 16;
-/// The first receiver report of a connection, this long after data starts.
-const FIRST_REPORT: Duration = Duration::from_millis(50);
-/// Longest a MACK waits for its aggregate to fill once the budget allows it. Beyond this the
-/// sender's loss detection and timeout (which add the hold) suffer more than the return link
-/// gains; the budget, not the hold, is what protects a thin return link.
-const MAX_AGGREGATION: Duration = Duration::from_millis(25);
 
 #[derive(Debug, Clone)]
 struct Slot {
@@ -88,20 +81,7 @@ pub struct ReceiverStats {
 pub struct Receiver {
     ec: ErrorControl,
     window: u32,
-    mack_count: u16,
-    mtu: usize,
-    /// Keeps feedback within its share of the return link.
-    budget: FeedbackBudget,
-    /// Bytes a feedback TPDU costs beyond its control body (header, CRC, IP/UDP).
-    feedback_extra: usize,
-    /// Wire size of the last feedback TPDU, for the hold the MACKs report.
-    last_feedback_len: usize,
-    /// Selective entries were left over for the next MACK.
-    more_entries: bool,
-    ack_every: u32,
-    fixed_ack_delay: Option<Duration>,
     crc_check: bool,
-    min_hole_timeout: Duration,
     /// Next TPDU number to deliver (= cumulative acknowledgement).
     expected: u64,
     highest: Option<u64>,
@@ -116,38 +96,18 @@ pub struct Receiver {
     ready_bytes: usize,
     pub delivered_bytes: u64,
     pub fin_delivered: bool,
-    // feedback state
-    pending_entries: Vec<u32>,
-    since_ack: u32,
-    ack_pending_since: Option<Duration>,
-    ack_now: bool,
-    latest_ts: u32,
-    latest_at: Duration,
-    pending_nacks: Vec<u32>,
-    /// Near-reliable: arrival of the TPDU that opened the oldest gap not yet SNACKed.
-    gap_open_since: Option<Duration>,
-    last_snack: Option<Duration>,
-    /// Near-reliable: how long a gap may stay open before it is SNACKed, learned from the
-    /// reordering seen (an original arriving behind a TPDU sent after it); zero until then.
-    reorder_wait: Duration,
-    interarrival: Option<Duration>,
-    last_arrival: Option<Duration>,
-    pub ber: BerEstimator,
-    /// Loss on the link as this end saw it (for reports and statistics).
-    wire: WireLoss,
-    /// While the peer sends erasure repairs, how long a hole may wait for them to rebuild
-    /// it before lossy modes deliver past it (the peer's delay bound).
-    erasure_wait: Duration,
-    report_due: Option<Duration>,
-    reports_wanted: bool,
-    /// Round-trip estimate from NACK/SNACK to retransmission, for hole timeouts.
-    repair_rtt: Duration,
-    nack_sent_at: BTreeMap<u64, Duration>,
+    /// When feedback is due, within the return link's budget.
+    feedback: FeedbackSchedule,
+    /// How long holes wait (to be skipped, to be SNACKed).
+    holes: HoleWait,
+    /// Bit error rate and loss on the link as this end saw them (for reports and statistics).
+    channel: ChannelEstimate,
     /// Optional per-TPDU delivery trace: (TPDU number, time delivered in order, bytes).
     pub trace: Option<Vec<(u64, Duration, u32)>>,
     /// Confirmed delivery's state (`ConnectionConfig::confirm_delivery`), if on.
     confirmation: Option<crate::confirmation::Confirmation>,
-    pub stats: ReceiverStats,
+    /// Counters; read through [`Receiver::stats`].
+    stats: ReceiverStats,
 }
 
 /// Most entries a delivery trace keeps.
@@ -159,19 +119,7 @@ impl Receiver {
         Receiver {
             ec,
             window: cfg.recv_window,
-            mack_count: cfg.mack_count,
-            mtu: cfg.mtu,
-            budget: FeedbackBudget::new(
-                cfg.return_rate_bps.unwrap_or(cfg.rate_bps),
-                cfg.feedback_share,
-            ),
-            feedback_extra: OVERHEAD + cfg.per_packet_overhead,
-            last_feedback_len: TYPICAL_FEEDBACK_BYTES,
-            more_entries: false,
-            ack_every: cfg.ack_every,
-            fixed_ack_delay: cfg.ack_delay,
             crc_check: cfg.crc_check,
-            min_hole_timeout: cfg.min_hole_timeout,
             expected: 0,
             highest: None,
             buffer: BTreeMap::new(),
@@ -183,25 +131,9 @@ impl Receiver {
             ready_bytes: 0,
             delivered_bytes: 0,
             fin_delivered: false,
-            pending_entries: Vec::new(),
-            since_ack: 0,
-            ack_pending_since: None,
-            ack_now: false,
-            latest_ts: 0,
-            latest_at: Duration::ZERO,
-            pending_nacks: Vec::new(),
-            gap_open_since: None,
-            last_snack: None,
-            reorder_wait: Duration::ZERO,
-            interarrival: None,
-            last_arrival: None,
-            ber: BerEstimator::new(),
-            wire: WireLoss::default(),
-            erasure_wait: Duration::ZERO,
-            report_due: None,
-            reports_wanted: false,
-            repair_rtt: cfg.initial_rtt,
-            nack_sent_at: BTreeMap::new(),
+            feedback: FeedbackSchedule::new(cfg),
+            holes: HoleWait::new(cfg.min_hole_timeout, cfg.initial_rtt),
+            channel: ChannelEstimate::new(),
             trace: None,
             confirmation: cfg.confirm_delivery.then(Default::default),
             stats: ReceiverStats::default(),
@@ -214,20 +146,6 @@ impl Receiver {
             .saturating_sub(u32::try_from(used).unwrap_or(u32::MAX))
     }
 
-    /// How long an acknowledgement waits for its aggregate to fill: 1.5 × the time
-    /// `mack_count` TPDUs take at the observed arrival rate, within 1 ms – 25 ms; nothing at
-    /// all when traffic is sparse (TPDUs further apart than that bound: there is no aggregate
-    /// to wait for, and a prompt acknowledgement is what lets the sender repair a lost
-    /// message within a round trip or two).
-    fn ack_delay(&self) -> Duration {
-        let d = self.fixed_ack_delay.unwrap_or(match self.interarrival {
-            Some(per) if per < MAX_AGGREGATION => (per * u32::from(self.mack_count) * 3 / 2)
-                .clamp(Duration::from_millis(1), MAX_AGGREGATION),
-            _ => Duration::ZERO,
-        });
-        self.with_confirm_wait(d)
-    }
-
     /// Nothing arrived since the last feedback and nothing asks for any: exactly the state in
     /// which `poll_feedback` builds an empty body and changes nothing (no count, timer, hole,
     /// NACK or report is due, and the count triggers need at least one TPDU). The common
@@ -236,31 +154,23 @@ impl Receiver {
     /// instructions outside the CRC, and checking this first leaves 1.7 % fewer (callgrind
     /// on `aerotp bench loopback`, docs/results/loopback.md).
     fn nothing_to_feed_back(&self) -> bool {
-        !self.ack_now
-            && self.since_ack == 0
-            && self.ack_pending_since.is_none()
-            && self.pending_entries.is_empty()
-            && self.pending_nacks.is_empty()
-            && self.report_due.is_none()
-            && !self.has_holes()
-            && self.mack_count > 0
-            && self.ack_every > 0
+        self.feedback.idle() && !self.has_holes()
     }
 
     /// Feedback is asked for at once (a reopened window, a probe, a hole, a duplicate).
     pub fn feedback_asked(&self) -> bool {
-        self.ack_now
+        self.feedback.asked()
     }
 
     /// The peer probes for feedback (an outage probe): acknowledge at once, as the budget
     /// allows, in the modes that acknowledge.
     pub fn request_feedback(&mut self) {
-        self.ack_now |= self.ec.acknowledges();
+        self.feedback.ask_if(self.ec.acknowledges());
     }
 
     /// The return link's rate changed (the runtime re-paced this end).
     pub fn set_return_rate(&mut self, rate_bps: u64, share: f64) {
-        self.budget.set_rate(rate_bps, share);
+        self.feedback.set_return_rate(rate_bps, share);
     }
 
     /// A one-line summary of the reorder state, for diagnostics.
@@ -279,22 +189,51 @@ impl Receiver {
     /// up), for MACKs: the aggregation delay or, on a return link thin enough that the budget
     /// spaces feedback further apart, that spacing.
     pub fn max_delay_ms(&self) -> u16 {
-        let hold = self
-            .ack_delay()
-            .max(self.budget.interval(self.last_feedback_len));
-        u16::try_from(hold.as_micros().div_ceil(1000)).unwrap_or(u16::MAX)
+        self.feedback.max_delay_ms()
     }
 
     /// The latest TPDU's timestamp to echo and how long it has been held since it arrived, in
     /// 100 µs units: what a MACK carries so the sender can measure the round trip.
     pub fn echo(&self, now: Duration) -> (u32, u16) {
-        let held = now.saturating_sub(self.latest_at).as_micros() / 100;
-        (self.latest_ts, u16::try_from(held).unwrap_or(u16::MAX))
+        self.feedback.echo(now)
     }
 
     /// Whether TPDUs of this connection use FEC, so the sender may want receiver reports.
     pub fn want_reports(&mut self) {
-        self.reports_wanted = true;
+        self.feedback.want_reports();
+    }
+
+    /// A datagram of `bits` arrived with `quality` (`parity`: its FEC parity bytes): the
+    /// bit-error-rate estimate and the correction counters.
+    pub fn on_quality(&mut self, bits: usize, quality: Quality, parity: u8) {
+        self.channel.on_quality(bits, quality, parity);
+        if let Quality::Corrected { bits, .. } = quality {
+            self.stats.tpdus_corrected += 1;
+            self.stats.bits_corrected += bits as u64;
+        }
+    }
+
+    /// A data TPDU was dropped because its body exceeds what the MTU in force allows.
+    pub fn on_oversized(&mut self) {
+        self.stats.tpdus_oversized += 1;
+    }
+
+    /// The bit error rate measured on arriving datagrams (zero before any).
+    pub fn measured_ber(&self) -> f64 {
+        self.channel.ber()
+    }
+
+    /// The counters, with the reorder buffer's bytes and the link loss as they are now.
+    pub fn stats(&self) -> ReceiverStats {
+        let mut s = self.stats.clone();
+        s.reorder_bytes_held = self.held_bytes() as u64;
+        (s.wire_lost, s.wire_bursts) = self.channel.wire_loss();
+        s
+    }
+
+    /// TPDUs received that were new (not duplicates, taken in).
+    pub fn tpdus_received(&self) -> u64 {
+        self.stats.tpdus_received
     }
 
     /// A data TPDU whose body checked (after correction, if any). Returns whether it was new.
@@ -311,26 +250,13 @@ impl Receiver {
         // The arrival spacing of new data-bearing TPDUs sets the aggregation delay; empty
         // TPDUs (AFIN) and duplicates (the back-to-back ASYN copies) would make it look far
         // shorter than it is.
-        if new && !body.is_empty() {
-            if let Some(last) = self.last_arrival {
-                let gap = now.saturating_sub(last);
-                self.interarrival = Some(match self.interarrival {
-                    None => gap,
-                    Some(i) => (i * 7 + gap) / 8,
-                });
-            }
-            self.last_arrival = Some(now);
-        }
-        self.latest_ts = timestamp;
-        self.latest_at = now;
-        if let Some(sent) = self.nack_sent_at.remove(&seq) {
-            let sample = now.saturating_sub(sent);
-            self.repair_rtt = (self.repair_rtt * 7 + sample) / 8;
-        }
+        self.feedback
+            .on_arrival(now, timestamp, new && !body.is_empty());
+        self.holes.on_arrival(now, seq);
         if !new {
             self.stats.tpdus_duplicate += 1;
             // A duplicate means our acknowledgement was lost or late: answer at once.
-            self.ack_now = self.ec.acknowledges();
+            self.feedback.on_duplicate(self.ec.acknowledges());
             return false;
         }
         if seq >= self.expected + u64::from(self.window) {
@@ -341,7 +267,7 @@ impl Receiver {
             return false;
         }
         self.stats.tpdus_received += 1;
-        if self.wire.on_arrival(seq, timestamp, true) == Arrival::Retransmission {
+        if self.channel.on_arrival(seq, timestamp, true) == Arrival::Retransmission {
             self.stats.tpdus_retransmitted_in += 1;
         }
         let prev_highest = self.highest;
@@ -354,19 +280,19 @@ impl Receiver {
             None => seq > 0,
         };
         if new_gap && self.ec.feedback == Feedback::Selective {
-            self.ack_now = true;
+            self.feedback.ask();
         }
         // A long gap (an outage, a long burst) is reported at once, not at the next report
         // interval: a sender repairing across TPDUs owes catch-up repairs for it
         // (`ErasureTx::on_report`), and every millisecond the report waits, the data sent
         // after the gap pushes the oldest lost TPDUs out of the sources its encoder holds. A
         // 1 s outage at 3 Mb/s lost its 39 oldest TPDUs that way in 2 of 6 `aerotp demo` runs.
-        if self.reports_wanted && prev_highest.is_some_and(|h| seq > h + LONG_GAP) {
-            self.report_due = Some(now);
+        if prev_highest.is_some_and(|h| seq > h + LONG_GAP) {
+            self.feedback.report_now(now);
         }
         if self.reports_holes() {
-            if new_gap && self.gap_open_since.is_none() {
-                self.gap_open_since = Some(now);
+            if new_gap {
+                self.holes.gap_opened(now);
             }
             if prev_highest.is_some_and(|h| seq < h) {
                 self.learn_reordering(now, seq, timestamp);
@@ -379,21 +305,13 @@ impl Receiver {
     /// Keeps a new TPDU in the reorder buffer, delivers what is in order and schedules the
     /// acknowledgement and report it calls for (arrivals and rebuilt TPDUs alike).
     fn store(&mut self, now: Duration, seq: u64, body: Bytes, fin: bool, ts: u32) {
-        if self.ec.feedback == Feedback::Selective
-            && seq != self.expected
-            && self.pending_entries.len() < usize::from(self.mack_count)
-        {
-            self.pending_entries.push(seq as u32);
-        }
-        self.since_ack += 1;
-        if self.ack_pending_since.is_none() {
-            self.ack_pending_since = Some(now);
-        }
+        let entry = self.ec.feedback == Feedback::Selective && seq != self.expected;
+        self.feedback.on_stored(now, entry.then_some(seq as u32));
         // The AFIN is answered at once, except with confirmed delivery: its AFINACK waits
         // for the application's confirmation of the end and then carries everything; until
         // then the acknowledgement timer above stands (one TPDU instead of two per close).
         if fin && self.confirmation.is_none() {
-            self.ack_now = true;
+            self.feedback.ask();
         }
         self.held_bytes += tpdu_cost(body.len());
         if seq == self.expected {
@@ -413,16 +331,8 @@ impl Receiver {
             );
         }
         self.deliver_in_order(now);
-        if self.reports_wanted && self.report_due.is_none() {
-            // The first report soon: a sender repairing across TPDUs starts from a guess of
-            // the loss and should learn the real one within a few dozen TPDUs.
-            let wait = if self.stats.reports_sent == 0 {
-                FIRST_REPORT
-            } else {
-                REPORT_INTERVAL
-            };
-            self.report_due = Some(now + wait);
-        }
+        self.feedback
+            .schedule_report(now, self.stats.reports_sent == 0);
     }
 
     /// A data TPDU rebuilt by erasure decoding (it never arrived intact). Like an arrival,
@@ -440,12 +350,12 @@ impl Receiver {
             return false;
         }
         self.stats.tpdus_rebuilt += 1;
-        self.wire.on_rebuilt(seq);
-        self.nack_sent_at.remove(&seq);
-        self.pending_nacks.retain(|&n| n != seq as u32);
+        self.channel.on_rebuilt(seq);
+        self.holes.forget(seq);
+        self.feedback.forget_nack(seq as u32);
         self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
         // Rebuilt now from what the sender sent lately: as new as its newest TPDU.
-        let ts = self.latest_ts;
+        let ts = self.feedback.latest_ts();
         self.store(now, seq, body, fin, ts);
         true
     }
@@ -469,14 +379,10 @@ impl Receiver {
             return;
         }
         if seq < self.expected + u64::from(self.window) {
-            self.wire.on_arrival(seq, timestamp, false);
+            self.channel.on_arrival(seq, timestamp, false);
         }
-        if self.ec.nacks_corrupted && self.pending_nacks.len() < MAX_LIST {
-            self.pending_nacks.push(seq as u32);
-            self.nack_sent_at.insert(seq, now);
-            if self.nack_sent_at.len() > 4096 {
-                self.nack_sent_at.pop_first();
-            }
+        if self.ec.nacks_corrupted && self.feedback.nack(seq as u32) {
+            self.holes.requested(now, seq);
         }
         // Knowing the TPDU exists also tells us how far the sender got.
         if seq < self.expected + u64::from(self.window) {
@@ -517,16 +423,13 @@ impl Receiver {
 
     /// How long a hole may stay open in lossy modes before the TPDUs behind it are delivered.
     fn hole_timeout(&self) -> Duration {
-        let repair = match self.ec.hole {
-            Hole::SkipAfterTimeout { nack_repair_rtts } => self.repair_rtt * nack_repair_rtts,
-            Hole::Wait => Duration::ZERO,
-        };
-        self.min_hole_timeout.max(repair).max(self.erasure_wait)
+        self.holes.hole_timeout(self.ec.hole)
     }
 
-    /// See `erasure_wait`.
+    /// While the peer sends erasure repairs, how long a hole may wait for them to rebuild
+    /// it before lossy modes deliver past it (the peer's delay bound).
     pub fn set_erasure_wait(&mut self, d: Duration) {
-        self.erasure_wait = d;
+        self.holes.set_erasure_wait(d);
     }
 
     /// Lossy modes: the time at which the oldest waiting TPDU stops waiting for the hole.
@@ -589,7 +492,7 @@ impl Receiver {
         self.stats.bytes_delivered += n as u64;
         if n > 0 && self.window_left() < self.window / 4 {
             // The window reopened noticeably: tell the sender.
-            self.ack_now |= self.ec.acknowledges();
+            self.feedback.ask_if(self.ec.acknowledges());
         }
     }
 
@@ -631,39 +534,8 @@ impl Receiver {
 
     /// When feedback is due next, for the timer.
     pub fn feedback_deadline(&self) -> Option<Duration> {
-        let mut d: Option<Duration> = None;
-        let mut min = |t: Duration| d = Some(d.map_or(t, |x: Duration| x.min(t)));
-        // The count triggers of `poll_feedback` are due at once too: a receiver asked only at
-        // its deadlines (the endpoint's timer table) must not hold a count-due ACK for the
-        // periodic timer.
-        let count_due = match self.ec.feedback {
-            Feedback::Selective => {
-                self.since_ack >= u32::from(self.mack_count)
-                    || self.pending_entries.len() >= usize::from(self.mack_count)
-            }
-            Feedback::CumulativeWithHoles { .. } => self.since_ack >= self.ack_every,
-            Feedback::None => false,
-        };
-        if self.ack_now || count_due || !self.pending_nacks.is_empty() {
-            min(Duration::ZERO);
-        }
-        if let Some(since) = self.ack_pending_since {
-            match self.ec.feedback {
-                Feedback::Selective => min(since + self.ack_delay()),
-                Feedback::CumulativeWithHoles { min_period } => {
-                    min(since + self.ack_delay().max(min_period))
-                }
-                Feedback::None => {}
-            }
-        }
-        if let Some(d) = self.snack_deadline() {
-            min(d);
-        }
-        if let Some(r) = self.report_due {
-            min(r);
-        }
-        // Nothing goes before the budget allows it; `poll_feedback` applies the same rule.
-        d.map(|d| d.max(self.budget.ready_at()))
+        self.feedback
+            .deadline(self.ec.feedback, self.snack_deadline())
     }
 
     fn has_holes(&self) -> bool {
@@ -673,105 +545,71 @@ impl Receiver {
 
     /// Builds the feedback TPDU body due at `now`, if any, and resets what it carries.
     pub fn poll_feedback(&mut self, now: Duration) -> Option<ControlBody> {
-        if now < self.budget.ready_at() || self.nothing_to_feed_back() {
+        if now < self.feedback.ready_at() || self.nothing_to_feed_back() {
             return None;
         }
         let mut body = ControlBody::default();
-        let ack_timer = self
-            .ack_pending_since
-            .is_some_and(|s| now >= s + self.ack_delay());
+        let ack_due = self.feedback.ack_due(now, self.ec.feedback);
         match self.ec.feedback {
-            Feedback::Selective => {
-                let count_due = self.since_ack >= u32::from(self.mack_count)
-                    || self.pending_entries.len() >= usize::from(self.mack_count);
-                if self.ack_now || count_due || ack_timer {
-                    let (ts_echo, ack_delay) = self.echo(now);
-                    body.mack = Some(Mack {
-                        ack: self.ack_fields(),
-                        ts_echo,
-                        ack_delay,
-                        max_delay: self.max_delay_ms(),
-                        entries: Vec::new(),
-                        ranges: Vec::new(),
-                    });
-                    self.fill_selective(body.mack.as_mut().expect("just set"));
-                }
+            Feedback::Selective if ack_due => {
+                let (ts_echo, ack_delay) = self.echo(now);
+                let mut mack = Mack {
+                    ack: self.ack_fields(),
+                    ts_echo,
+                    ack_delay,
+                    max_delay: self.max_delay_ms(),
+                    entries: Vec::new(),
+                    ranges: Vec::new(),
+                };
+                self.fill_selective(&mut mack);
+                body.mack = Some(mack);
             }
-            Feedback::CumulativeWithHoles { min_period } => {
-                let periodic = self
-                    .ack_pending_since
-                    .is_some_and(|s| now >= s + self.ack_delay().max(min_period));
-                if self.ack_now || self.since_ack >= self.ack_every || periodic {
+            Feedback::CumulativeWithHoles { .. } => {
+                if ack_due {
                     body.ack = Some(self.ack_fields());
                 }
-                if self.snack_deadline().is_some_and(|d| now >= d) {
-                    let (ranges, later) = self.snack_ranges(now);
-                    self.gap_open_since = later;
-                    if !ranges.is_empty() {
-                        self.note_repair_requests(now, &ranges);
-                        body.snack = Some(Snack { ranges });
-                        self.last_snack = Some(now);
-                    }
-                }
+                body.snack = self.poll_snack(now);
             }
-            Feedback::None => {}
+            _ => {}
         }
-        if !self.pending_nacks.is_empty() {
-            body.nack = Some(Nack {
-                seqs: std::mem::take(&mut self.pending_nacks),
-            });
-        }
-        let report_timer = self.report_due.is_some_and(|r| now >= r);
-        if (report_timer || (!body.is_empty() && self.reports_wanted)) && self.ber.samples() > 0 {
+        body.nack = self.feedback.take_nack();
+        let report_timer = self.feedback.report_timer(now);
+        if (report_timer || (!body.is_empty() && self.feedback.reports_wanted()))
+            && self.channel.samples() > 0
+        {
             body.report = Some(self.report());
-            self.report_due = None;
+            self.feedback.report_done();
         }
         if body.ack.is_some() || body.mack.is_some() {
             self.note_reported();
-            self.ack_now = std::mem::take(&mut self.more_entries);
-            self.since_ack = 0;
-            self.ack_pending_since = None;
-        } else if self.ack_now && !self.ec.acknowledges() {
-            self.ack_now = false;
+            self.feedback.acknowledged();
+        } else if !self.ec.acknowledges() {
+            self.feedback.on_duplicate(false);
         }
         if body.is_empty() {
             if report_timer {
-                self.report_due = None;
+                self.feedback.report_done();
             }
             return None;
         }
-        if body.mack.is_some() {
-            self.stats.macks_sent += 1;
-        }
-        if body.ack.is_some() {
-            self.stats.acks_sent += 1;
-        }
-        if body.nack.is_some() {
-            self.stats.nacks_sent += 1;
-        }
-        if body.snack.is_some() {
-            self.stats.snacks_sent += 1;
-        }
-        if body.report.is_some() {
-            self.stats.reports_sent += 1;
-        }
-        self.last_feedback_len = body.len() + self.feedback_extra;
-        self.budget.spend(now, self.last_feedback_len);
+        self.count_sent(&body);
+        self.feedback.sent(now, body.len());
         Some(body)
     }
 
+    /// Counts the kinds of feedback `body` carries.
+    fn count_sent(&mut self, body: &ControlBody) {
+        let s = &mut self.stats;
+        s.macks_sent += u64::from(body.mack.is_some());
+        s.acks_sent += u64::from(body.ack.is_some());
+        s.nacks_sent += u64::from(body.nack.is_some());
+        s.snacks_sent += u64::from(body.snack.is_some());
+        s.reports_sent += u64::from(body.report.is_some());
+    }
+
     pub fn report(&self) -> Report {
-        let ber = self.ber.estimate().unwrap_or(0.0);
-        Report {
-            ber_ppb: (ber * 1e9).round().clamp(0.0, f64::from(u32::MAX)) as u32,
-            tpdus: u32::try_from(self.ber.samples()).unwrap_or(u32::MAX),
-            lost: u32::try_from(self.stats.tpdus_lost + self.stats.tpdus_corrupted)
-                .unwrap_or(u32::MAX),
-            // Cumulative counters, wrapping: the sender takes differences between reports.
-            seen: self.wire.seen() as u32,
-            wire_lost: self.wire.lost() as u32,
-            bursts: self.wire.bursts() as u32,
-        }
+        self.channel
+            .report(self.stats.tpdus_lost + self.stats.tpdus_corrupted)
     }
 
     /// The cumulative acknowledgement for an AFINACK.
@@ -780,7 +618,10 @@ impl Receiver {
     }
 }
 
+mod channel;
 mod confirm;
+mod feedback;
+mod hole_wait;
 mod holes;
 mod memory;
 mod selective;

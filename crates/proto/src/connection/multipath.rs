@@ -80,7 +80,7 @@ impl Connection {
 
     /// TPDUs received that were new (not duplicates, taken in).
     pub(crate) fn tpdus_received(&self) -> u64 {
-        self.rx.stats.tpdus_received
+        self.rx.tpdus_received()
     }
 
     pub(crate) fn path_count(&self) -> usize {

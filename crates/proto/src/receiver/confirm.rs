@@ -6,22 +6,7 @@ use super::Receiver;
 use crate::confirmation::Confirmation;
 use std::time::Duration;
 
-/// With confirmed delivery, the least an acknowledgement of arrived data waits: long enough
-/// for the application to deliver and confirm what arrived (microseconds at a gateway) and
-/// for an AFIN right behind it, so one acknowledgement — often the AFINACK — carries them,
-/// not one per step (docs/results/gw.md, "Flow framing").
-pub const CONFIRM_WAIT: Duration = Duration::from_millis(2);
-
 impl Receiver {
-    /// The acknowledgement delay `d`, at least [`CONFIRM_WAIT`] with confirmed delivery.
-    pub(super) fn with_confirm_wait(&self, d: Duration) -> Duration {
-        if self.confirmation.is_some() {
-            d.max(CONFIRM_WAIT)
-        } else {
-            d
-        }
-    }
-
     /// The `delivered` field of the acknowledgements: confirmed bytes (and end) with
     /// confirmed delivery, otherwise the bytes the application has read.
     pub(super) fn delivered_field(&self) -> u64 {
@@ -46,8 +31,8 @@ impl Receiver {
         c.bytes = c.bytes.max(upto.min(read));
         c.end |= end && eof && c.bytes == read;
         let value = c.value();
-        if value > c.reported && !c.end && self.ack_pending_since.is_none() {
-            self.ack_pending_since = Some(now);
+        if value > c.reported && !c.end {
+            self.feedback.start_ack_timer(now);
         }
         value
     }
@@ -71,7 +56,7 @@ impl Receiver {
     pub fn sent_final_ack(&mut self) {
         if self.confirmation.is_some() {
             self.note_reported();
-            self.ack_pending_since = None;
+            self.feedback.stop_ack_timer();
         }
     }
 }

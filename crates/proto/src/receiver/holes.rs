@@ -1,10 +1,10 @@
 //! Near-reliable's hole reports (SNACK): when a gap has stayed open long enough to be a loss
-//! rather than reordering, which ranges to ask for, and the repair round trip that spaces the
-//! reports.
+//! rather than reordering, and which ranges to ask for. The waits themselves (reordering,
+//! repeat, repair round trip) are [`HoleWait`](super::hole_wait::HoleWait)'s.
 
-use super::{Receiver, MAX_LIST, MAX_REORDER_WAIT, MAX_SNACK_REPEAT};
+use super::{Receiver, MAX_LIST};
 use crate::error_control::Feedback;
-use aerotp_wire::expand_seq;
+use aerotp_wire::{expand_seq, Snack};
 use std::time::Duration;
 
 impl Receiver {
@@ -18,8 +18,8 @@ impl Receiver {
         };
         // Timestamps wrap (32-bit microseconds): compare as a signed difference.
         if (ts.wrapping_sub(opener.ts) as i32) < 0 {
-            let sample = now.saturating_sub(opener.arrived) * 5 / 4;
-            self.reorder_wait = self.reorder_wait.max(sample).min(MAX_REORDER_WAIT);
+            let opened = now.saturating_sub(opener.arrived);
+            self.holes.learn_reordering(opened);
         }
     }
 
@@ -32,25 +32,29 @@ impl Receiver {
         if !self.reports_holes() || !self.has_holes() {
             return None;
         }
-        let oldest =
-            self.buffer.values().next()?.arrived + self.min_hole_timeout.max(self.reorder_wait);
-        // Repeats at most MAX_SNACK_REPEAT apart: a repair round trip misjudged long (an
-        // outage between request and repair) must not leave a hole unreported for minutes;
-        // the sender ignores a SNACK for what it sent less than a round trip ago anyway.
-        let repeat = match self.last_snack {
-            Some(l) => oldest.max(l + (self.repair_rtt * 2).min(MAX_SNACK_REPEAT)),
-            None => oldest,
-        };
-        Some(match self.gap_open_since {
-            Some(g) => repeat.min(g + self.reorder_wait),
-            None => repeat,
-        })
+        let oldest = self.buffer.values().next()?.arrived;
+        Some(self.holes.snack_deadline(oldest))
     }
 
     /// Whether this receiver reports its holes (SNACK), and so learns how long reordering
     /// keeps a gap open before it reports one.
     pub(super) fn reports_holes(&self) -> bool {
         matches!(self.ec.feedback, Feedback::CumulativeWithHoles { .. })
+    }
+
+    /// The SNACK due at `now`, if any: the holes whose gap has been open for the reordering
+    /// wait; the TPDUs it asks for are remembered for the repair round trip.
+    pub(super) fn poll_snack(&mut self, now: Duration) -> Option<Snack> {
+        if self.snack_deadline().is_none_or(|d| now < d) {
+            return None;
+        }
+        let (ranges, later) = self.snack_ranges(now);
+        let sent = !ranges.is_empty();
+        if sent {
+            self.note_repair_requests(now, &ranges);
+        }
+        self.holes.snack_considered(now, later, sent);
+        sent.then_some(Snack { ranges })
     }
 
     /// The holes to SNACK at `now`: those whose gap has been open for the reordering wait
@@ -60,9 +64,10 @@ impl Receiver {
         let mut out = Vec::new();
         let mut later: Option<Duration> = None;
         let mut cursor = self.expected;
+        let reorder_wait = self.holes.reorder_wait();
         for (&seq, slot) in &self.buffer {
             if seq > cursor {
-                if slot.arrived + self.reorder_wait <= now {
+                if slot.arrived + reorder_wait <= now {
                     if out.len() < MAX_LIST {
                         out.push((cursor as u32, seq as u32));
                     }
@@ -84,11 +89,8 @@ impl Receiver {
             // The latest request: a TPDU asked for before an outage and repaired after it
             // would otherwise read as a repair round trip of minutes.
             for seq in start..end.min(start + 64) {
-                self.nack_sent_at.insert(seq, now);
+                self.holes.requested(now, seq);
             }
-        }
-        while self.nack_sent_at.len() > 4096 {
-            self.nack_sent_at.pop_first();
         }
     }
 }

@@ -28,8 +28,9 @@ impl Receiver {
     /// report; entries left over go in the next MACK, at once.
     pub(super) fn fill_selective(&mut self, mack: &mut Mack) {
         let mut room = self
-            .mtu
-            .saturating_sub(OVERHEAD + MACK_FIXED_LEN + 12 + 2 + 4 * self.pending_nacks.len());
+            .feedback
+            .mtu()
+            .saturating_sub(OVERHEAD + MACK_FIXED_LEN + 12 + 2 + 4 * self.feedback.nacks_pending());
         let blocks = self.received_blocks(MAX_MACK_RANGES.min(room / 8 / 2));
         room -= 8 * blocks.len();
         let expected = self.expected;
@@ -38,20 +39,7 @@ impl Receiver {
             let seq = expand_seq(expected, seq);
             seq < expected || blocks.iter().any(|&(a, b)| (a..b).contains(&seq))
         };
-        self.pending_entries.retain(|&e| !redundant(e));
+        mack.entries = self.feedback.take_entries(room / 4, redundant);
         mack.ranges = blocks.iter().map(|&(a, b)| (a as u32, b as u32)).collect();
-        let fit = room / 4;
-        if self.pending_entries.len() <= fit {
-            mack.entries = std::mem::take(&mut self.pending_entries);
-            return;
-        }
-        let rest = self.pending_entries.split_off(fit);
-        mack.entries = std::mem::replace(&mut self.pending_entries, rest);
-        self.more_entries = true;
-    }
-
-    /// Loss on the link so far: (TPDUs lost before repair, runs of losses).
-    pub fn wire_loss(&self) -> (u64, u64) {
-        (self.wire.lost(), self.wire.bursts())
     }
 }

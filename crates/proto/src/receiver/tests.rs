@@ -1,7 +1,7 @@
 //! Unit tests of `receiver`.
 
 use super::*;
-use aerotp_wire::Mode;
+use aerotp_wire::{Mode, OVERHEAD};
 
 /// A receiver with the error control of `cfg`'s mode, as a connection builds it.
 fn receiver(cfg: &ConnectionConfig) -> Receiver {
@@ -371,21 +371,21 @@ fn a_long_gap_is_reported_at_once_a_short_one_at_the_interval() {
     let mut r = rx(Mode::QuasiReliable);
     r.want_reports();
     for seq in 0..3u32 {
-        r.ber.record_clean(12_000);
+        r.on_quality(12_000, Quality::Clean, 0);
         r.on_data(ms(u64::from(seq)), seq, 0, Bytes::from(vec![1; 100]), false);
     }
     // The first report goes out on its own timer (50 ms after data starts).
     let first = r.poll_feedback(ms(60)).and_then(|b| b.report);
     assert!(first.is_some(), "the first report");
     // A short gap (seq 3..=5 missing): nothing before the interval.
-    r.ber.record_clean(12_000);
+    r.on_quality(12_000, Quality::Clean, 0);
     r.on_data(ms(61), 6, 0, Bytes::from(vec![1; 100]), false);
     assert!(
         r.poll_feedback(ms(62)).and_then(|b| b.report).is_none(),
         "a gap of 3 waits for the interval"
     );
     // A long gap (7..=30 missing, 24 TPDUs): reported at the arrival that shows it.
-    r.ber.record_clean(12_000);
+    r.on_quality(12_000, Quality::Clean, 0);
     r.on_data(ms(63), 31, 0, Bytes::from(vec![1; 100]), false);
     assert_eq!(r.feedback_deadline(), Some(ms(63)), "due at once");
     let report = r.poll_feedback(ms(63)).and_then(|b| b.report);
