@@ -11,11 +11,12 @@ use crate::erasure::Arrival;
 use crate::error_control::{ErrorControl, Feedback};
 use crate::reorder_budget::{tpdu_cost, ReorderBudget, SLOT_OVERHEAD};
 use aerotp_wire::{expand_seq, Ack, ControlBody, Mack, Report};
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use channel::ChannelEstimate;
+use delivery::Delivery;
 use feedback::FeedbackSchedule;
 use hole_wait::HoleWait;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Most SNACK ranges in one TPDU (NACK entries: `feedback::MAX_NACKS`, as many).
@@ -34,15 +35,7 @@ struct Slot {
     ts: u32,
 }
 
-/// A chunk delivered in order to the application.
-#[derive(Debug, Clone)]
-pub struct Delivered {
-    pub seq: u64,
-    /// The TPDU's body: where the runtime handed the engine its receive buffer, a slice of
-    /// it (holding a chunk holds that buffer; `aerotp_net` hands over only buffers that the
-    /// chunks of one connection fill at least half of).
-    pub data: Bytes,
-}
+pub use delivery::Delivered;
 
 #[derive(Debug, Clone, Default)]
 pub struct ReceiverStats {
@@ -92,10 +85,8 @@ pub struct Receiver {
     /// The peer's address is not proven yet: at most `UNPROVEN_RECV_BYTES` held.
     unproven: bool,
     reorder: ReorderBudget,
-    ready: VecDeque<Delivered>,
-    ready_bytes: usize,
-    pub delivered_bytes: u64,
-    pub fin_delivered: bool,
+    /// Delivered in order, not yet read.
+    delivery: Delivery,
     /// When feedback is due, within the return link's budget.
     feedback: FeedbackSchedule,
     /// How long holes wait (to be skipped, to be SNACKed).
@@ -127,10 +118,7 @@ impl Receiver {
             max_held: cfg.reorder_bytes,
             unproven: false,
             reorder: ReorderBudget::new(usize::MAX),
-            ready: VecDeque::new(),
-            ready_bytes: 0,
-            delivered_bytes: 0,
-            fin_delivered: false,
+            delivery: Delivery::default(),
             feedback: FeedbackSchedule::new(cfg),
             holes: HoleWait::new(cfg.min_hole_timeout, cfg.initial_rtt),
             channel: ChannelEstimate::new(),
@@ -141,7 +129,7 @@ impl Receiver {
     }
 
     fn window_left(&self) -> u32 {
-        let used = self.buffer.len() + self.ready.len();
+        let used = self.buffer.len() + self.delivery.chunks();
         self.window
             .saturating_sub(u32::try_from(used).unwrap_or(u32::MAX))
     }
@@ -408,16 +396,7 @@ impl Receiver {
         if let Some(t) = self.trace.as_mut().filter(|t| t.len() < TRACE_LIMIT) {
             t.push((self.expected, now, body.len() as u32));
         }
-        if !body.is_empty() {
-            self.ready_bytes += body.len();
-            self.ready.push_back(Delivered {
-                seq: self.expected,
-                data: body,
-            });
-        }
-        if fin {
-            self.fin_delivered = true;
-        }
+        self.delivery.push(self.expected, body, fin);
         self.expected += 1;
     }
 
@@ -459,36 +438,23 @@ impl Receiver {
 
     /// Reads delivered data into `buf`; returns bytes copied.
     pub fn read(&mut self, buf: &mut [u8]) -> usize {
-        let mut n = 0;
-        while n < buf.len() {
-            let Some(front) = self.ready.front_mut() else {
-                break;
-            };
-            let k = front.data.len().min(buf.len() - n);
-            buf[n..n + k].copy_from_slice(&front.data[..k]);
-            front.data.advance(k);
-            n += k;
-            if front.data.is_empty() {
-                self.ready.pop_front();
-                self.release_unread(SLOT_OVERHEAD);
-            }
-        }
+        let (n, emptied) = self.delivery.read(buf);
+        self.release_unread(emptied * SLOT_OVERHEAD);
         self.consume(n);
         n
     }
 
     /// Takes the next delivered chunk whole (with its TPDU number).
     pub fn read_chunk(&mut self) -> Option<Delivered> {
-        let c = self.ready.pop_front()?;
+        let c = self.delivery.pop()?;
         self.release_unread(SLOT_OVERHEAD);
         self.consume(c.data.len());
         Some(c)
     }
 
+    /// The application read `n` bytes (already taken off the delivery queue).
     fn consume(&mut self, n: usize) {
-        self.ready_bytes -= n;
         self.release_unread(n);
-        self.delivered_bytes += n as u64;
         self.stats.bytes_delivered += n as u64;
         if n > 0 && self.window_left() < self.window / 4 {
             // The window reopened noticeably: tell the sender.
@@ -498,21 +464,21 @@ impl Receiver {
 
     /// Bytes delivered in order and not yet read.
     pub fn ready_bytes(&self) -> usize {
-        self.ready_bytes
+        self.delivery.unread_bytes()
     }
 
     pub fn readable(&self) -> bool {
-        !self.ready.is_empty()
+        !self.delivery.is_empty()
     }
 
     /// All data and the AFIN delivered, and the application has read everything.
     pub fn at_eof(&self) -> bool {
-        self.fin_delivered && self.ready.is_empty()
+        self.delivery.fin() && self.delivery.is_empty()
     }
 
     /// Whether the AFIN has arrived in order (all data before it received or skipped).
     pub fn fin_complete(&self) -> bool {
-        self.fin_delivered
+        self.delivery.fin()
     }
 
     /// Whether `wire_seq` can be the peer's next TPDU number (what its RST carries): above
@@ -620,6 +586,7 @@ impl Receiver {
 
 mod channel;
 mod confirm;
+mod delivery;
 mod feedback;
 mod hole_wait;
 mod holes;

@@ -12,7 +12,7 @@ impl Receiver {
     pub(super) fn delivered_field(&self) -> u64 {
         self.confirmation
             .as_ref()
-            .map_or(self.delivered_bytes, Confirmation::value)
+            .map_or(self.delivery.read_bytes(), Confirmation::value)
     }
 
     /// The application has delivered the first `upto` bytes onward, and with `end` the end
@@ -23,7 +23,7 @@ impl Receiver {
     /// now confirmed (bytes, plus one once the end is). Without confirmed delivery it does
     /// nothing and returns the bytes read.
     pub fn confirm(&mut self, now: Duration, upto: u64, end: bool) -> u64 {
-        let read = self.delivered_bytes;
+        let read = self.delivery.read_bytes();
         let eof = self.at_eof();
         let Some(c) = self.confirmation.as_mut() else {
             return read;

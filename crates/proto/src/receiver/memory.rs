@@ -5,7 +5,7 @@
 //! the endpoint's shared [`ReorderBudget`], against the endpoint's (`max_reorder_bytes`).
 
 use super::Receiver;
-use crate::reorder_budget::{ReorderBudget, SLOT_OVERHEAD, UNPROVEN_RECV_BYTES};
+use crate::reorder_budget::{ReorderBudget, UNPROVEN_RECV_BYTES};
 use aerotp_wire::expand_seq;
 use bytes::Bytes;
 
@@ -20,12 +20,12 @@ impl Receiver {
 
     /// Bytes delivered in order and not yet read, as charged: bodies and bookkeeping.
     pub fn unread_charge(&self) -> usize {
-        self.ready_bytes + self.ready.len() * SLOT_OVERHEAD
+        self.delivery.unread_charge()
     }
 
     /// Bytes of bodies delivered in order and not yet read.
     pub fn unread_bytes(&self) -> usize {
-        self.ready_bytes
+        self.delivery.unread_bytes()
     }
 
     /// All the receive memory this connection is charged for now.
@@ -53,7 +53,7 @@ impl Receiver {
     /// most). A refused TPDU is counted and treated as never arrived, so the retransmitting
     /// modes resend it.
     pub(super) fn admit(&mut self, seq: u64, len: usize) -> bool {
-        if seq == self.expected && self.ready.is_empty() {
+        if seq == self.expected && self.delivery.is_empty() {
             self.reorder.take(len);
             return true;
         }
