@@ -1,8 +1,9 @@
 //! The receiving half of a connection: the reorder buffer, in-order delivery to the
 //! application, and the feedback the mode calls for (MACK, cumulative ACK, NACK, SNACK,
-//! receiver reports). Its owned parts: [`feedback::FeedbackSchedule`] (when feedback is due,
-//! within the return link's budget), [`channel::ChannelEstimate`] (bit error rate and link
-//! loss, for reports), [`hole_wait::HoleWait`] (how long a hole waits: repair round trip,
+//! receiver reports). The reorder buffer is its own; the rest is in owned parts:
+//! `delivery::Delivery` (delivered, unread data), `feedback::FeedbackSchedule` (when feedback
+//! is due, within the return link's budget), `channel::ChannelEstimate` (bit error rate and
+//! link loss, for reports), `hole_wait::HoleWait` (how long a hole waits: repair round trip,
 //! reordering and erasure waits); confirmed delivery in `confirm`.
 
 use crate::codec::Quality;

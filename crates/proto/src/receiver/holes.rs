@@ -1,6 +1,6 @@
 //! Near-reliable's hole reports (SNACK): when a gap has stayed open long enough to be a loss
 //! rather than reordering, and which ranges to ask for. The waits themselves (reordering,
-//! repeat, repair round trip) are [`HoleWait`](super::hole_wait::HoleWait)'s.
+//! repeat, repair round trip) are `hole_wait::HoleWait`'s.
 
 use super::{Receiver, MAX_LIST};
 use crate::error_control::Feedback;
