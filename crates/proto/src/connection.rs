@@ -195,7 +195,7 @@ impl Connection {
         // the peer sends them (a peer without repair must not delay every hole).
         let eager = ec.repairs_from_start && !erasure.is_off();
         if cfg.trace {
-            rx.trace = Some(Vec::new());
+            rx.record_trace();
         }
         let mut tx = Sender::new(ec, cfg.send_buffer_bytes(), initial_window, cfg.retention);
         if role == Role::Initiator {
@@ -415,7 +415,7 @@ impl Connection {
 
     /// The delivery trace of the receiving half (TPDU number, time, bytes), if tracing.
     pub fn delivery_trace(&self) -> Option<&[(u64, Duration, u32)]> {
-        self.rx.trace.as_deref()
+        self.rx.trace()
     }
 
     // ---- receiving TPDUs ----

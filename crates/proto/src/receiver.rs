@@ -95,7 +95,7 @@ pub struct Receiver {
     /// Bit error rate and loss on the link as this end saw them (for reports and statistics).
     channel: ChannelEstimate,
     /// Optional per-TPDU delivery trace: (TPDU number, time delivered in order, bytes).
-    pub trace: Option<Vec<(u64, Duration, u32)>>,
+    trace: Option<Vec<(u64, Duration, u32)>>,
     /// Confirmed delivery's state (`ConnectionConfig::confirm_delivery`), if on.
     confirmation: Option<crate::confirmation::Confirmation>,
     /// Counters; read through [`Receiver::stats`].
@@ -218,6 +218,16 @@ impl Receiver {
         s.reorder_bytes_held = self.held_bytes() as u64;
         (s.wire_lost, s.wire_bursts) = self.channel.wire_loss();
         s
+    }
+
+    /// Keep a delivery trace from now on (`ConnectionConfig::trace`).
+    pub fn record_trace(&mut self) {
+        self.trace.get_or_insert_with(Vec::new);
+    }
+
+    /// The delivery trace, if kept: (TPDU number, time delivered in order, bytes).
+    pub fn trace(&self) -> Option<&[(u64, Duration, u32)]> {
+        self.trace.as_deref()
     }
 
     /// TPDUs received that were new (not duplicates, taken in).

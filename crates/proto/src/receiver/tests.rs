@@ -391,3 +391,35 @@ fn a_long_gap_is_reported_at_once_a_short_one_at_the_interval() {
     let report = r.poll_feedback(ms(63)).and_then(|b| b.report);
     assert!(report.is_some_and(|rep| rep.wire_lost >= 27), "{report:?}");
 }
+
+/// The connection hands the receiver what it learns of a datagram and reads the counters:
+/// corrections counted, the bit error rate measured, the link loss and held bytes filled in.
+#[test]
+fn the_counters_are_written_by_the_receiver_and_read_whole() {
+    let mut r = rx(Mode::Reliable);
+    r.on_quality(12_000, Quality::Clean, 0);
+    r.on_quality(
+        12_000,
+        Quality::Corrected {
+            bits: 5,
+            symbols: 3,
+        },
+        16,
+    );
+    r.on_oversized();
+    assert!(r.measured_ber() > 0.0);
+    r.record_trace();
+    r.on_data(ms(0), 0, 0, Bytes::from(vec![1; 10]), false);
+    // 1 and 2 lost on the link; 3 waits in the reorder buffer.
+    r.on_data(ms(1), 3, 0, Bytes::from(vec![1; 10]), false);
+    let s = r.stats();
+    assert_eq!(
+        (s.tpdus_corrected, s.bits_corrected, s.tpdus_oversized),
+        (1, 5, 1)
+    );
+    assert_eq!((s.tpdus_received, r.tpdus_received()), (2, 2));
+    assert_eq!((s.wire_lost, s.wire_bursts), (2, 1));
+    assert_eq!(s.reorder_bytes_held, r.held_bytes() as u64);
+    assert!(s.reorder_bytes_held > 0);
+    assert_eq!(r.trace(), Some(&[(0, ms(0), 10)][..]));
+}
