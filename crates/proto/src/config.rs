@@ -1,5 +1,6 @@
 //! Connection and endpoint settings, with validation that says what is wrong.
 
+use crate::bounds::{MAX_MTU, MIN_MTU};
 pub use crate::config_error::ConfigError;
 use crate::erasure::ErasureSetting;
 use crate::error_control::ErrorControl;
@@ -57,11 +58,6 @@ impl FecSetting {
 /// Bytes of IPv4 and UDP headers around each datagram: what a datagram costs on the link
 /// beyond its own bytes (the default `per_packet_overhead`).
 pub const IP_UDP_OVERHEAD: usize = 28;
-
-/// Smallest and largest MTU (UDP payload, bytes) a connection takes: the one definition every
-/// parser of an MTU reads (`ConnectionConfig::validate`, the CLI's `--mtu`).
-pub const MIN_MTU: usize = 128;
-pub const MAX_MTU: usize = 65_000;
 
 /// The default send buffer, in TPDUs at the connection's MTU (`ConnectionConfig::send_buffer`):
 /// about 256 KiB at 1,500 bytes, 1.5 MiB at 9,000. Measured on loopback, the CPU per GB is

@@ -12,7 +12,7 @@ pub enum ConfigError {
     Rate(u64),
     #[error("link share: {0}")]
     LinkShare(String),
-    #[error("MTU {0} is out of range: give {min} to {max} bytes", min = crate::config::MIN_MTU, max = crate::config::MAX_MTU)]
+    #[error("MTU {0} is out of range: give {min} to {max} bytes", min = crate::bounds::MIN_MTU, max = crate::bounds::MAX_MTU)]
     Mtu(usize),
     #[error("MACK aggregation {0} is out of range: give 1 to 365 ACKs per MACK")]
     Mack(u16),

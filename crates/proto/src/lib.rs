@@ -5,6 +5,7 @@
 
 mod admission;
 mod auth;
+mod bounds;
 mod close_outcome;
 mod codec;
 mod config;
@@ -42,10 +43,9 @@ mod tpdu_size;
 
 pub use aerotp_wire::{Mode, AUTH_OVERHEAD};
 pub use auth::{AuthConfig, AuthError, AuthKey, KeySet, KEY_LEN, REPLAY_PEERS, REPLAY_WINDOW};
+pub use bounds::{MAX_MTU, MIN_MTU};
 pub use codec::{datagram_len, max_body};
-pub use config::{
-    ConfigError, ConnectionConfig, EndpointConfig, FecSetting, MAX_MTU, MIN_MTU, SEND_BUFFER_TPDUS,
-};
+pub use config::{ConfigError, ConnectionConfig, EndpointConfig, FecSetting, SEND_BUFFER_TPDUS};
 pub use connection::{CloseOutcome, ConnectionStats, Role};
 pub use datagram_repair::{datagram_repair, DatagramRoute};
 pub use endpoint::{
