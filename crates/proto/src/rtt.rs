@@ -51,6 +51,11 @@ pub struct RttEstimator {
     /// `base_rto()`, recomputed by every method that changes what it depends on: the timers
     /// read it on every turn of the engine, the estimates change only on feedback.
     base_rto: Duration,
+    /// `loss_time()` and `rto()`, recomputed with `base_rto` and on a backoff (`refresh`):
+    /// loss detection reads them at every call (`loss_timing`), and computing them there
+    /// (Duration products and quotients) cost 4.5 % of the engine's instructions per byte.
+    loss_time: Duration,
+    rto: Duration,
 }
 
 impl RttEstimator {
@@ -67,8 +72,10 @@ impl RttEstimator {
             backoff: 1,
             last_backoff: None,
             base_rto: Duration::ZERO,
+            loss_time: Duration::ZERO,
+            rto: Duration::ZERO,
         };
-        r.base_rto = r.compute_base_rto();
+        r.refresh();
         r
     }
 
@@ -87,12 +94,12 @@ impl RttEstimator {
                 self.srtt = Some((s * 7 + rtt) / 8);
             }
         }
-        self.base_rto = self.compute_base_rto();
+        self.refresh();
     }
 
     pub fn on_peer_max_delay(&mut self, d: Duration) {
         self.peer_max_delay = d.min(Duration::from_secs(2));
-        self.base_rto = self.compute_base_rto();
+        self.refresh();
     }
 
     /// The longest transmission-to-acknowledgement time among the TPDUs one acknowledgement
@@ -114,6 +121,14 @@ impl RttEstimator {
         // clean sample resets it (shrinking it here made a timeout shorten the close timer,
         // so handling the same instant twice gave two answers).
         self.backoff = (self.backoff * 2).min(cap).max(self.backoff);
+        self.refresh();
+    }
+
+    /// Recomputes what the timers read from the estimates and the backoff.
+    fn refresh(&mut self) {
+        self.base_rto = self.compute_base_rto();
+        self.loss_time = (self.smoothed().max(self.latest) * 9 / 8).max(Duration::from_millis(1));
+        self.rto = (self.base_rto * self.backoff).min(self.max_rto());
     }
 
     /// The smallest round-trip sample so far.
@@ -122,6 +137,7 @@ impl RttEstimator {
     }
 
     /// What loss detection reads of this estimator now, with `path` for each path's own.
+    #[inline]
     pub fn loss_timing<'a>(&self, path: &'a dyn Fn(usize) -> PathTiming) -> LossTiming<'a> {
         LossTiming {
             loss_time: self.loss_time(),
@@ -144,13 +160,14 @@ impl RttEstimator {
         } else {
             (self.ack_latency * 15 + sample) / 16
         };
-        self.base_rto = self.compute_base_rto();
+        self.refresh();
     }
 
     /// Time threshold for loss detection: 9/8 of the larger of smoothed and latest RTT, at
     /// least 1 ms.
+    #[inline]
     pub fn loss_time(&self) -> Duration {
-        (self.smoothed().max(self.latest) * 9 / 8).max(Duration::from_millis(1))
+        self.loss_time
     }
 
     pub fn smoothed(&self) -> Duration {
@@ -187,8 +204,9 @@ impl RttEstimator {
     /// MACK sent long after the last arrival (for a report, a probe) would inflate every
     /// later timeout, and a sparse flow's lost message would wait for it (130 ms instead of
     /// 30 ms at 20 ms RTT).
+    #[inline]
     pub fn rto(&self) -> Duration {
-        (self.base_rto() * self.backoff).min(self.max_rto())
+        self.rto
     }
 
     /// The longest retransmission timeout: 60 s (RFC 6298's least allowed cap), or twice the
@@ -281,6 +299,11 @@ mod tests {
                     _ => r.on_timeouts(d),
                 }
                 proptest::prop_assert_eq!(r.base_rto(), r.compute_base_rto());
+                // The kept timer figures are what they would be computed now.
+                let loss_time =
+                    (r.smoothed().max(r.latest()) * 9 / 8).max(Duration::from_millis(1));
+                proptest::prop_assert_eq!(r.loss_time(), loss_time);
+                proptest::prop_assert_eq!(r.rto(), (r.base_rto() * r.backoff).min(r.max_rto()));
             }
         }
     }
