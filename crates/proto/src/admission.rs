@@ -50,8 +50,8 @@ const VALIDATED_LIMIT: usize = 4096;
 /// bytes over a 30 s set-up timeout.
 const FIRST_RECHALLENGE: Duration = Duration::from_millis(250);
 const MAX_RECHALLENGE: Duration = Duration::from_secs(2);
-/// A half-open connection whose peer keeps sending it intact data is kept up to this many
-/// set-up timeouts from its start (`Admission::heard`).
+/// A half-open connection that has taken a second TPDU (new data, or a copy of its opening
+/// one) is kept this many set-up timeouts from its start (`Admission::heard`).
 const MAX_SETUP_TIMEOUTS: u32 = 4;
 const MAC_LEN: usize = COOKIE_LEN - 4;
 

@@ -321,10 +321,11 @@ impl RateModel {
     }
 
     /// The round trip that feeds the delay signal: the sample's own (a first transmission's,
-    /// Karn), or the echoed timestamp's once no such sample came for a minimum round trip
-    /// (every TPDU acknowledged was a retransmission). Only then: taking every echo beside
-    /// the samples changed how four connections with round trips 60-640 ms share one queue
-    /// (Jain 0.918 to 0.824, `crates/proto/tests/fairness.rs`).
+    /// Karn), or the echoed timestamp's once no such sample came for `DROUGHT_RTTS` minimum
+    /// round trips (every TPDU acknowledged was a retransmission). Only then: taking every
+    /// echo beside the samples changed how four connections with round trips 60-640 ms share
+    /// one queue (Jain 0.918 to 0.824; with a drought of one round trip 0.732;
+    /// `crates/proto/tests/fairness.rs`).
     fn delay_sample(
         &mut self,
         now: Duration,
