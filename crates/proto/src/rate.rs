@@ -6,6 +6,7 @@ use crate::codec;
 use std::time::Duration;
 
 mod filter;
+mod loss;
 mod model;
 mod sampler;
 

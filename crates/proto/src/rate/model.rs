@@ -24,6 +24,7 @@
 //!   bottleneck's rate one round trip after the start (see `sampler`).
 
 use super::filter::{WindowedMax, WindowedMin};
+use super::loss::{RandomLoss, MAX_RANDOM_LOSS};
 use super::sampler::RateSample;
 use std::time::Duration;
 
@@ -64,14 +65,6 @@ const LINGER_CUT: f64 = 0.95;
 /// Minimum round trips a queue may stand, at a rate close to the estimate, before the
 /// estimate is cut to nine tenths of what was delivered (a probe's queue lasts one).
 const QUEUE_RTTS_LIMIT: u32 = 3;
-/// Most of the loss taken for random (corruption, fading) rather than congestion: beyond it
-/// the link is unusable anyway, and a wrong estimate cannot make the sender more than double.
-const MAX_RANDOM_LOSS: f64 = 0.5;
-/// Share of a loss measurement in the estimate.
-const LOSS_GAIN: f64 = 0.5;
-/// TPDUs a loss measurement spans (rounds are added up until they carried this many): at
-/// 10 % loss its standard error is 2.7 points, halved again by the averaging.
-const LOSS_MIN_TPDUS: u64 = 128;
 /// Smallest queueing delay taken for a standing queue (timer and scheduling noise).
 const MIN_QUEUE_THRESHOLD: Duration = Duration::from_millis(5);
 /// Most of the round trip's quarter taken for what a probe queues. Each connection judging a
@@ -81,6 +74,10 @@ const MIN_QUEUE_THRESHOLD: Duration = Duration::from_millis(5);
 /// round trips 60 to 640 ms: Jain 0.30; with the quarter at most 25 ms, 0.78; 12 ms gave
 /// 0.80 but leaves less room for a link's own jitter; `crates/proto/tests/fairness.rs`).
 const MAX_PROBE_QUEUE: Duration = Duration::from_millis(25);
+
+/// Random loss of the link from which a sample counts what the path carried rather than
+/// what arrived (`RateSample::carried_rate`).
+const CARRIED_LOSS: f64 = 0.05;
 
 /// Minimum round trips without a first transmission's round-trip sample after which the
 /// echoed timestamps stand in as the delay signal (`RateModel::delay_sample`): a cruise
@@ -136,12 +133,11 @@ pub(crate) struct RateModel {
     /// threshold, and the largest rate delivered since.
     queue_since: Option<Duration>,
     queue_max_bw: f64,
-    loss_span: LossSpan,
     /// The gain went above 1 during this round or the previous one (its losses may be ours).
     round_probed: bool,
     prev_round_probed: bool,
-    /// Random (non-congestive) loss fraction.
-    loss: f64,
+    /// Random (non-congestive) loss.
+    loss: RandomLoss,
     full_bw: f64,
     plateau_rounds: u32,
     cycle_index: usize,
@@ -150,13 +146,8 @@ pub(crate) struct RateModel {
     bw_at_probe: f64,
     /// When the last round-trip sample of a first transmission came (Karn's).
     last_rtt_at: Option<Duration>,
-}
-
-/// Delivered and lost bytes of the rounds added up for the next loss measurement.
-#[derive(Debug, Clone, Copy, Default)]
-struct LossSpan {
-    delivered: u64,
-    lost: u64,
+    /// The model reached its cruise once: the start (growth and its drain) is over.
+    cruised: bool,
 }
 
 impl RateModel {
@@ -174,11 +165,11 @@ impl RateModel {
             round_start: Totals::default(),
             queue_since: None,
             queue_max_bw: 0.0,
-            loss_span: LossSpan::default(),
             last_rtt_at: None,
+            cruised: false,
             round_probed: true,
             prev_round_probed: true,
-            loss: 0.0,
+            loss: RandomLoss::default(),
             full_bw: 0.0,
             plateau_rounds: 0,
             cycle_index: 2 + (seed % 6) as usize,
@@ -204,7 +195,7 @@ impl RateModel {
 
     /// The loss fraction taken for random (not caused by a queue).
     pub fn random_loss(&self) -> f64 {
-        self.loss
+        self.loss.share()
     }
 
     /// The pacing gain in force.
@@ -236,7 +227,9 @@ impl RateModel {
             2.0
         };
         let burst = self.aggregation.get().unwrap_or(0.0) * 2.0;
-        ((gain * bdp + burst) as u64).max(4 * self.mss)
+        // TPDUs lost at random stay in flight until an acknowledgement shows them lost.
+        let unseen_losses = 1.0 / (1.0 - self.loss.link_share());
+        (((gain * bdp + burst) * unseen_losses) as u64).max(4 * self.mss)
     }
 
     /// Something outside says the path may carry more now (its radio stepped up): grow
@@ -296,6 +289,7 @@ impl RateModel {
         };
         let rtt = self.delay_sample(now, s.rtt, echo_rtt);
         if let Some(rtt) = s.rtt {
+            self.loss.on_rtt(rtt);
             self.min_rtt
                 .update(now.as_micros() as u64, rtt.as_micros() as f64);
             let window =
@@ -351,6 +345,14 @@ impl RateModel {
     /// noise out: at 10 % loss a round trip's arrivals vary by ±7 %, and the maximum of
     /// scaled samples stood 10 % above the link.
     fn departure_rate(&self, s: &RateSample) -> f64 {
+        let link_loss = self.loss.link_share();
+        if link_loss >= CARRIED_LOSS && s.rtt.is_some() {
+            // The link loses so much at random that which TPDUs it lost is the noise: count
+            // what it carried instead, up to what a loss a little above the link's could
+            // explain (more is a queue's drops).
+            let q = (link_loss * 1.25 + 0.05).min(MAX_RANDOM_LOSS);
+            return s.carried_rate.min(s.rate / (1.0 - q));
+        }
         let queued = match (s.rtt, self.min_rtt()) {
             (Some(rtt), Some(min)) => rtt > min + self.queue_threshold(),
             _ => self.queue_since.is_some(),
@@ -359,7 +361,7 @@ impl RateModel {
         if !queued && s.delivered > 0 && (s.lost as f64) <= MAX_RANDOM_LOSS * total as f64 {
             s.rate * total as f64 / s.delivered as f64
         } else {
-            s.rate / (1.0 - self.loss)
+            s.rate / (1.0 - self.loss.share())
         }
     }
 
@@ -395,12 +397,19 @@ impl RateModel {
                 }
             }
             RatePhase::Drain | RatePhase::Cruise => {
-                let slowed = stood >= min * 2 && self.queue_max_bw < est * STEP_DOWN;
+                // Where the link loses much at random, a few round trips of bad luck look
+                // like a slower link: the evidence must stand twice as long.
+                let high_loss = self.loss.link_share() >= CARRIED_LOSS;
+                let rtts = if high_loss { 4 } else { 2 };
+                let slowed = stood >= min * rtts && self.queue_max_bw < est * STEP_DOWN;
                 let lingering = stood >= min * QUEUE_RTTS_LIMIT + threshold;
                 if slowed || lingering {
                     // The link carries less than the estimate: believe what it delivered.
                     let to = if slowed {
                         self.queue_max_bw
+                    } else if high_loss {
+                        // A few samples' maximum is noise at such loss: trim the estimate.
+                        est * LINGER_CUT
                     } else {
                         self.queue_max_bw.min(est) * LINGER_CUT
                     };
@@ -433,27 +442,24 @@ impl RateModel {
         self.round_probed = self.gain() > 1.0;
     }
 
-    /// The loss fraction of the rounds that neither queued nor probed, once they carried
-    /// enough: what the link loses whatever the rate (corruption beyond the FEC, fading),
-    /// not what a queue dropped.
+    /// The loss of the rounds that neither queued nor probed, once they carried enough:
+    /// what the link loses whatever the rate (corruption beyond the FEC, fading), not what a
+    /// queue dropped (`loss`).
     fn measure_loss(&mut self, t: Totals) {
-        if self.queue_since.is_some() || self.round_probed || self.prev_round_probed {
-            return;
-        }
-        let span = &mut self.loss_span;
-        span.delivered += t.delivered.saturating_sub(self.round_start.delivered);
-        span.lost += t.lost.saturating_sub(self.round_start.lost);
-        let total = span.delivered + span.lost;
-        if total < LOSS_MIN_TPDUS * self.mss {
-            return;
-        }
-        let p = span.lost as f64 / total as f64;
-        *span = LossSpan::default();
-        self.loss = (self.loss + LOSS_GAIN * (p - self.loss)).clamp(0.0, MAX_RANDOM_LOSS);
+        let clean = self.queue_since.is_none() && !self.round_probed && !self.prev_round_probed;
+        let threshold = self.queue_threshold();
+        self.loss.end_round(
+            t.delivered.saturating_sub(self.round_start.delivered),
+            t.lost.saturating_sub(self.round_start.lost),
+            clean,
+            threshold,
+            self.mss,
+        );
     }
 
     fn enter_cruise(&mut self, now: Duration) {
         self.phase = RatePhase::Cruise;
+        self.cruised = true;
         self.cycle_since = now;
         // Start on a hold phase: the drain just emptied the queue.
         if CYCLE[self.cycle_index] != 1.0 {
@@ -468,7 +474,11 @@ impl RateModel {
         let (Some(bw), Some(rtt)) = (self.bw.get(), self.min_rtt()) else {
             return;
         };
-        let bdp = (bw * rtt.as_secs_f64()) as u64;
+        // What is in flight once the queue is gone: the bandwidth-delay product, plus the
+        // TPDUs lost at random that no acknowledgement has shown lost yet.
+        // What is in flight once the queue is gone: the bandwidth-delay product, plus the
+        // TPDUs lost at random that no acknowledgement has shown lost yet.
+        let bdp = (bw * rtt.as_secs_f64() / (1.0 - self.loss.link_share())) as u64;
         match self.phase {
             RatePhase::Drain if t.in_flight <= bdp => self.enter_cruise(now),
             RatePhase::Cruise => {

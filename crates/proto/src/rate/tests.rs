@@ -165,16 +165,16 @@ fn random_loss_is_not_read_as_congestion() {
     for loss in [0.1, 0.3] {
         let l = link(5e6, loss);
         let o = l.run(10);
-        // After the first second the estimate never falls under 85 % of the link (the issue
-        // asks 90 %: docs/results/rate.md says where it stands).
+        // After the first second the estimate never falls under 90 % of the link (at 30 %
+        // loss it fell to 0.84 before samples counted what the link carried, `loss`).
         let low = o.estimate[1000..].iter().cloned().fold(f64::MAX, f64::min);
         assert!(
-            low >= 0.85 * 5e6,
+            low >= 0.90 * 5e6,
             "loss {loss}: the estimate fell to {low:.0}\n{}",
             o.trace
         );
         let share = o.delivered as f64 * 8.0 / (5e6 * (1.0 - loss) * 10.0);
-        assert!(share > 0.93, "loss {loss}: {share:.3} of the ceiling");
+        assert!(share > 0.95, "loss {loss}: {share:.3} of the ceiling");
     }
 }
 
@@ -309,6 +309,7 @@ fn in_a_drought_of_first_transmissions_the_echoes_show_the_queue() {
         let mut delivered = 0u64;
         let sample = |now: Duration, delivered: u64, rtt: Option<Duration>| RateSample {
             rate,
+            carried_rate: rate,
             delivered: MSS as u64,
             lost: 0,
             rtt,
