@@ -25,14 +25,13 @@ use crate::endpoint_types::PathAddr;
 use crate::rtt::{PathTiming, RttEstimator};
 use crate::sender::LaneStats;
 use aerotp_fec::auto::BerEstimator;
+use ledger::{PathTraffic, UpTime};
+use probing::ProbeSchedule;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// Most paths a connection keeps (the sender's lanes have the same bound).
 pub const MAX_PATHS: usize = crate::sender::MAX_LANES;
-
-/// Longest interval between a down path's probes.
-const MAX_PATH_PROBE_INTERVAL: Duration = Duration::from_secs(2);
 
 /// A path carries feedback only if the peer's TPDUs came on it this recently (it works at
 /// least that way).
@@ -122,16 +121,10 @@ pub struct PathStats {
 struct Path {
     addr: PathAddr,
     up: bool,
-    /// When `up` last changed (or the path was added); `time_up`/`time_down` hold what was
-    /// before.
-    since: Duration,
-    time_up: Duration,
-    time_down: Duration,
-    downs: u64,
-    next_probe: Duration,
-    probe_wait: Duration,
-    probe_due: bool,
-    probes: u64,
+    /// Time spent up and down, and times it went down (statistics).
+    uptime: UpTime,
+    /// The probes of the path while it is down.
+    probe: ProbeSchedule,
     rtt: RttEstimator,
     /// Bytes and TPDUs acknowledged on the path at the start of the weight interval.
     acked_mark: u64,
@@ -139,10 +132,8 @@ struct Path {
     delivered_bps: u64,
     weight: f64,
     credit: f64,
-    datagrams_sent: u64,
-    bytes_sent: u64,
-    datagrams_received: u64,
-    bytes_received: u64,
+    /// Datagrams and bytes each way (statistics).
+    traffic: PathTraffic,
     /// When the peer was last heard on this path.
     last_heard: Duration,
     /// Smoothed one-way delay of the peer's TPDUs on this path, in µs, less that of the
@@ -165,24 +156,15 @@ impl Path {
         Path {
             addr,
             up: true,
-            since: now,
-            time_up: Duration::ZERO,
-            time_down: Duration::ZERO,
-            downs: 0,
-            next_probe: now,
-            probe_wait: Duration::ZERO,
-            probe_due: false,
-            probes: 0,
+            uptime: UpTime::new(now),
+            probe: ProbeSchedule::new(now),
             rtt,
             acked_mark: 0,
             acked_tpdus_mark: 0,
             delivered_bps: 0,
             weight,
             credit: 0.0,
-            datagrams_sent: 0,
-            bytes_sent: 0,
-            datagrams_received: 0,
-            bytes_received: 0,
+            traffic: PathTraffic::default(),
             last_heard: now,
             relative_delay: None,
             ber: BerEstimator::new(),
@@ -349,17 +331,15 @@ impl Paths {
         let Some(p) = self.list.get_mut(i) else {
             return false;
         };
-        p.datagrams_received += 1;
-        p.bytes_received += bytes as u64;
+        p.traffic.on_received(bytes);
         p.last_heard = now;
         self.rx = i;
         if p.up {
             return false;
         }
-        p.time_down += now.saturating_sub(p.since);
-        p.since = now;
+        p.uptime.came_up(now);
         p.up = true;
-        p.probe_due = false;
+        p.probe.cancel();
         p.credit = 0.0;
         // An interval across a path's return measures the outage, not the paths.
         self.restart_interval = true;
@@ -470,9 +450,7 @@ impl Paths {
     /// The datagram noted by `set_tx` went: `bytes` on its path.
     #[inline]
     pub fn on_sent(&mut self, bytes: usize) {
-        let p = &mut self.list[self.tx];
-        p.datagrams_sent += 1;
-        p.bytes_sent += bytes as u64;
+        self.list[self.tx].traffic.on_sent(bytes);
     }
 
     pub fn tx_addr(&self) -> PathAddr {
@@ -588,12 +566,9 @@ impl Paths {
         let Some(p) = self.list.get_mut(i) else {
             return;
         };
-        p.time_up += now.saturating_sub(p.since);
-        p.since = now;
+        p.uptime.went_down(now);
         p.up = false;
-        p.downs += 1;
-        p.next_probe = now;
-        p.probe_wait = probe_interval;
+        p.probe.start(now, probe_interval);
         p.credit = 0.0;
         // The interval so far held the path's silence: not what the others can carry.
         self.restart_interval = true;
@@ -603,8 +578,8 @@ impl Paths {
     pub fn next_probe(&self) -> Option<Duration> {
         self.list
             .iter()
-            .filter(|p| !p.up && !p.probe_due && !p.radio_down)
-            .map(|p| p.next_probe)
+            .filter(|p| !p.up && !p.probe.is_due() && !p.radio_down)
+            .map(|p| p.probe.next())
             .min()
     }
 
@@ -613,26 +588,21 @@ impl Paths {
         for p in self
             .list
             .iter_mut()
-            .filter(|p| !p.up && !p.probe_due && !p.radio_down)
+            .filter(|p| !p.up && !p.probe.is_due() && !p.radio_down)
         {
-            if now >= p.next_probe {
-                p.probe_due = true;
-                p.next_probe = now + p.probe_wait;
-                p.probe_wait = (p.probe_wait * 2).min(MAX_PATH_PROBE_INTERVAL);
-            }
+            p.probe.fire_if_time(now);
         }
     }
 
     /// A down path with a probe to send, taken.
     pub fn take_probe(&mut self) -> Option<u8> {
-        let i = self.list.iter().position(|p| p.probe_due)?;
-        self.list[i].probe_due = false;
-        self.list[i].probes += 1;
+        let i = self.list.iter().position(|p| p.probe.is_due())?;
+        self.list[i].probe.take();
         Some(i as u8)
     }
 
     pub fn has_probe(&self) -> bool {
-        self.list.iter().any(|p| p.probe_due)
+        self.list.iter().any(|p| p.probe.is_due())
     }
 
     /// Share of the weight that is up: the connection paces at its rate times this.
@@ -722,12 +692,7 @@ impl Paths {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let span = now.saturating_sub(p.since);
-                let (time_up, time_down) = if p.up {
-                    (p.time_up + span, p.time_down)
-                } else {
-                    (p.time_up, p.time_down + span)
-                };
+                let (time_up, time_down) = p.uptime.totals(now, p.up);
                 PathStats {
                     remote: p.addr.remote,
                     local: p.addr.local,
@@ -744,14 +709,14 @@ impl Paths {
                         0.0
                     },
                     sent: sent.get(i).copied().unwrap_or_default(),
-                    datagrams_sent: p.datagrams_sent,
-                    bytes_sent: p.bytes_sent,
-                    datagrams_received: p.datagrams_received,
-                    bytes_received: p.bytes_received,
+                    datagrams_sent: p.traffic.datagrams_sent,
+                    bytes_sent: p.traffic.bytes_sent,
+                    datagrams_received: p.traffic.datagrams_received,
+                    bytes_received: p.traffic.bytes_received,
                     time_up,
                     time_down,
-                    downs: p.downs,
-                    probes: p.probes,
+                    downs: p.uptime.downs(),
+                    probes: p.probe.sent(),
                     ber: p.ber.estimate().unwrap_or(0.0),
                     rate: crate::rate::PathRate::default(),
                     radio: p.radio,
@@ -761,6 +726,8 @@ impl Paths {
     }
 }
 
+mod ledger;
+mod probing;
 mod radio;
 #[cfg(test)]
 mod tests;

@@ -46,7 +46,7 @@ impl Paths {
         if let Some(p) = self.list.get_mut(i) {
             p.held = true;
             p.radio_down = true;
-            p.probe_due = false;
+            p.probe.cancel();
         }
     }
 
@@ -58,8 +58,7 @@ impl Paths {
             p.held = p.radio.paused;
             p.radio_down = false;
             if !p.up {
-                p.probe_due = true;
-                p.next_probe = now + p.probe_wait;
+                p.probe.due_now(now);
             }
         }
     }
