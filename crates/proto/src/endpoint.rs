@@ -2,8 +2,8 @@
 //! datagram mode, and multiplexes what the connections send. Sans-IO: the caller passes in
 //! time and datagrams and takes out datagrams and the next timeout.
 
-use crate::auth::{Auth, KeySet, Refusal, Sealer};
-use crate::codec::{self, Quality};
+use crate::auth::{Auth, KeySet};
+use crate::codec;
 use crate::config::{ConfigError, ConnectionConfig, EndpointConfig};
 use crate::connection::{ConnEvent, Connection, Role};
 pub use crate::endpoint_types::{
@@ -15,48 +15,42 @@ use aerotp_wire::{ControlBody, Flags, Header};
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::admission::{Admission, Key};
-use crate::decode_budget::{DecodeBudget, SourceBudgets};
 use crate::table::{table, Table};
 use crate::tombstones::Tombstones;
 
 mod confirm;
 mod datagram;
+mod decoding;
+mod generators;
 mod migrate;
+mod outbox;
 mod ports;
 mod queries;
 mod radio;
+mod receive;
 mod release;
+mod routes;
 mod schedule;
 mod share;
 mod transmit;
 mod validation;
 
-/// Most peers whose last FEC parity is remembered (used to decode damaged headers).
-const HINT_LIMIT: usize = 4096;
-const CONTROL_QUEUE_LIMIT: usize = 256;
-
+/// A router over a table of connections: it owns the connections and the tables that find
+/// them, and a few managers that each own one part of what the endpoint keeps beside them.
 #[derive(Debug)]
 pub struct Endpoint {
     cfg: EndpointConfig,
-    rng: Pcg64Mcg,
-    /// Connection identifiers come from their own generator, so they change nothing else the
-    /// seed decides (tags, ports).
-    cid_rng: Pcg64Mcg,
-    /// Each connection's clock offset (`connection::reset`): its own generator too.
-    clock_rng: Pcg64Mcg,
+    /// Tags, ports, connection identifiers and clock offsets, each from its own generator.
+    generators: generators::Generators,
     conns: Table<ConnectionHandle, Connection>,
     by_key: Table<Key, ConnectionHandle>,
     listeners: crate::listeners::Listeners,
     tombstones: Tombstones,
-    hints: Table<SocketAddr, u8>,
-    events: VecDeque<Event>,
-    datagrams_in: VecDeque<DatagramMsg>,
-    out_queue: VecDeque<(PathAddr, Option<crate::TrafficClass>, Vec<u8>)>,
+    /// Events, received datagram-mode messages and TPDUs the endpoint made, waiting.
+    outbox: outbox::Outbox,
     next_handle: u64,
     next_port: u16,
     /// Each connection's deadline and pending events, in round-robin order.
@@ -64,25 +58,19 @@ pub struct Endpoint {
     /// A list of handles lent to one call at a time (the schedule's due and touched
     /// connections), kept so that building it allocates nothing once grown.
     handles: Vec<ConnectionHandle>,
-    scratch: Vec<u8>,
     /// Present when `EndpointConfig::auth` is: seals what leaves, opens what arrives.
     auth: Option<Auth>,
     /// Out-of-order bytes of all connections, bounded by `max_reorder_bytes`.
     reorder: crate::reorder_budget::ReorderBudget,
     /// Half-open connections, cookies and peers admitted after a RETRY.
     admission: Admission,
-    /// Bounds FEC decoding for peers never heard intact (`crate::decode_budget`).
-    decode_budget: DecodeBudget,
-    /// Known peers' decoding above the parity they use, per source (`decode_budget`).
-    source_budgets: SourceBudgets,
-    /// Present when `EndpointConfig::link_share` is: paces the connections by class.
+    /// FEC decoding of what arrives: peers' parity hints and the decoding budgets.
+    decoding: decoding::FecDecoding,
+    /// Present when `EndpointConfig::link_share` is: paces the connections by class, and
+    /// the link as a whole.
     share: Option<crate::link_share::LinkShare>,
-    /// With a link share: when the link is free of what this endpoint has sent
-    /// (a few milliseconds of credit at most, `Endpoint::occupy_link`); no connection sends before.
-    link_free: Duration,
     /// Datagram-mode routes that repair (`crate::datagram_repair`), each side.
-    send_routes: crate::datagram_repair::SendRoutes,
-    recv_routes: crate::datagram_repair::RecvRoutes,
+    routes: routes::DatagramRoutes,
     /// Connections by ports and tag, and peers' new addresses being validated.
     migrate: crate::migrations::Migrations,
     /// What each peer's radio said last (`crate::radio`).
@@ -91,11 +79,11 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// `seed` feeds the endpoint's own random generator (tags, ports): the same seed and the
+    /// `seed` feeds the endpoint's own random generators (tags, ports): the same seed and the
     /// same inputs give the same outputs.
     pub fn new(cfg: EndpointConfig, seed: u64) -> Endpoint {
-        let mut rng = Pcg64Mcg::seed_from_u64(seed);
-        let next_port = rng.gen_range(49152..65000);
+        let mut generators = generators::Generators::new(seed);
+        let next_port = generators.first_port();
         let auth = cfg.auth.as_ref().map(Auth::new);
         let reorder = crate::reorder_budget::ReorderBudget::new(cfg.max_reorder_bytes);
         // The cookie secret comes from its own generator, so cookies change nothing else the
@@ -107,49 +95,37 @@ impl Endpoint {
             cfg.max_half_open,
         );
         let share = cfg.link_share.map(crate::link_share::LinkShare::new);
-        // The tables' hash seeds too (`crate::table`): their own generator.
+        // The tables' hash seeds too (`crate::table`): their own generator, drawn in this
+        // order.
         let mut tables = Pcg64Mcg::seed_from_u64(seed ^ 0x7AB1_E5EE_D5EE_D5ED);
-        let (conns, by_key, hints) = (
-            table(tables.gen()),
-            table(tables.gen()),
-            table(tables.gen()),
-        );
-        let send_routes =
-            crate::datagram_repair::SendRoutes::new(tables.gen(), cfg.max_repair_routes);
-        let recv_routes = crate::datagram_repair::RecvRoutes::new(
-            tables.gen(),
+        let seeds: [u64; 8] = std::array::from_fn(|_| tables.gen());
+        let [conns, by_key, hints, send_routes, recv_routes, migrate, sources, radio] = seeds;
+        let routes = routes::DatagramRoutes::new(
+            send_routes,
+            recv_routes,
             cfg.max_repair_routes,
             cfg.datagram_repair_mtu,
         );
         Endpoint {
+            outbox: outbox::Outbox::new(cfg.max_events, cfg.max_datagrams),
             cfg,
-            rng,
-            cid_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x6369_645f_7365_6564),
-            clock_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x636c_6f63_6b5f_6f66),
-            conns,
-            by_key,
+            generators,
+            conns: table(conns),
+            by_key: table(by_key),
             listeners: crate::listeners::Listeners::default(),
             tombstones: Tombstones::default(),
-            hints,
-            events: VecDeque::new(),
-            datagrams_in: VecDeque::new(),
-            out_queue: VecDeque::new(),
             next_handle: 1,
             next_port,
             schedule: schedule::Schedule::default(),
             handles: Vec::new(),
-            scratch: Vec::new(),
             auth,
             reorder,
             admission,
-            decode_budget: DecodeBudget::new(),
+            decoding: decoding::FecDecoding::new(hints, sources),
             share,
-            link_free: Duration::ZERO,
-            send_routes,
-            recv_routes,
-            migrate: crate::migrations::Migrations::new(tables.gen()),
-            source_budgets: SourceBudgets::new(tables.gen()),
-            radio: crate::radio::RadioBook::new(tables.gen()),
+            routes,
+            migrate: crate::migrations::Migrations::new(migrate),
+            radio: crate::radio::RadioBook::new(radio),
             stats: EndpointStats::default(),
         }
     }
@@ -218,7 +194,7 @@ impl Endpoint {
             return Err(EndpointError::TooManyConnections(self.conns.len()));
         }
         let local_port = self.alloc_port(remote, remote_port, local_port)?;
-        let tag = self.rng.gen_range(1..=255u8);
+        let tag = self.generators.tag();
         let mut conn = Connection::new(
             Role::Initiator,
             config,
@@ -233,8 +209,8 @@ impl Endpoint {
     }
 
     fn insert(&mut self, now: Duration, mut conn: Connection) -> ConnectionHandle {
-        conn.cid = self.fresh_cid();
-        let clock_offset = self.clock_rng.gen();
+        conn.cid = self.generators.cid();
+        let clock_offset = self.generators.clock_offset();
         conn.guard_resets(self.auth.is_some(), clock_offset);
         let h = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
@@ -360,17 +336,15 @@ impl Endpoint {
 
     pub fn poll_event(&mut self) -> Option<Event> {
         self.collect_events();
-        self.events.pop_front()
+        self.outbox.pop_event()
     }
 
     fn push_event(&mut self, e: Event) {
-        if self.events.len() < self.cfg.max_events {
-            self.events.push_back(e);
-        }
+        self.outbox.push_event(e);
     }
 
     fn collect_events(&mut self) {
-        if !self.events.is_empty() {
+        if self.outbox.has_events() {
             return;
         }
         let mut handles = std::mem::take(&mut self.handles);
@@ -387,9 +361,7 @@ impl Endpoint {
                     ConnEvent::Confirmed => Event::Confirmed(h),
                     ConnEvent::Closed(o) => Event::Closed(h, o),
                 };
-                if self.events.len() < self.cfg.max_events {
-                    self.events.push_back(ev);
-                }
+                self.outbox.push_event(ev);
             }
         }
         self.handles = handles;
@@ -439,204 +411,6 @@ impl Endpoint {
         }
     }
 
-    fn receive_on(&mut self, now: Duration, path: PathAddr, source: codec::Source<'_>) {
-        let datagram = source.datagram();
-        let remote = path.remote;
-        self.stats.datagrams_in += 1;
-        // With a key, a TPDU whose intact header says it is not authenticated is refused
-        // before FEC, CRC and copy: the cheapest way out for the commonest forgery.
-        if self.auth.is_some()
-            && datagram
-                .first()
-                .is_some_and(|b| b & aerotp_wire::AUTH_BIT == 0)
-            && Header::parse(datagram).is_ok()
-        {
-            self.stats.auth_missing += 1;
-            return;
-        }
-        let hints = &self.hints;
-        let hint = || hints.get(&remote).copied();
-        // Decoding for a peer never heard intact is charged to the CPU budget; a known
-        // peer's above the parity it uses, to that source's own budget.
-        let (budget, refused) = (&mut self.decode_budget, &mut self.stats.fec_budget_refused);
-        let sources = &mut self.source_budgets;
-        let allow = |p: u8, uses: Option<u8>| {
-            let cost = DecodeBudget::cost(datagram.len(), p);
-            let ok = match uses {
-                Some(q) if p <= q => true,
-                Some(_) => sources.charge(remote, now, cost),
-                None => budget.charge(now, cost),
-            };
-            *refused += u64::from(!ok);
-            ok
-        };
-        let mut r = match codec::decode_within(source, hint, &mut self.scratch, allow) {
-            Ok(r) => r,
-            Err(_) => {
-                self.stats.undecodable += 1;
-                return;
-            }
-        };
-        // Correct first (above), then verify: nothing below sees a TPDU that did not.
-        let Some(sealer) = self.authenticate(&mut r, remote) else {
-            return;
-        };
-        if r.parity > 0 && r.quality != Quality::Corrupted {
-            if self.hints.len() >= HINT_LIMIT && !self.hints.contains_key(&remote) {
-                self.hints.clear();
-            }
-            self.hints.insert(remote, r.parity);
-        }
-        let h = r.header;
-        if !ErrorControl::of(h.mode).connected {
-            self.receive_datagram(now, remote, r);
-            return;
-        }
-        let key = (remote, h.dst_port, h.src_port);
-        if let Some(&ch) = self.by_key.get(&key) {
-            self.schedule.touch(ch);
-            let c = self.conns.get_mut(&ch).expect("by_key and conns agree");
-            if c.tag == h.tag {
-                if c.arrived_from(now, path, datagram.len()) {
-                    self.deliver_to_connection(now, ch, path, r, sealer);
-                } else if self.take_on_new_path(now, ch, path, r).is_some() {
-                    // The peer's address is the connection's, this host's is not: a path
-                    // being opened from another local address, or nothing to take.
-                    self.stats.stray += 1;
-                }
-                return;
-            }
-            if !(c.is_closed() && h.flags.is_data() && r.quality != Quality::Corrupted) {
-                self.stats.stray += 1;
-                return;
-            }
-            // A new incarnation on the same ports replaces a finished one.
-            self.release(ch);
-        }
-        let Some(r) = self.take_from_new_address(now, path, r) else {
-            return;
-        };
-        if h.flags.is_echo() || h.flags.is_challenge() {
-            self.admission_without_state(now, path, key, &h, &r, sealer);
-            return;
-        }
-        if let Some(final_ack) = self.tombstones.get(key, h.tag) {
-            self.stats.stray += 1;
-            let asks = h.flags.is_data() || crate::connection::is_probe(&h, &r.body);
-            if asks && self.tombstones.was_reset(key, h.tag) {
-                // Ended by a reset, abort or timeout: say so again (docs/spec.md §4).
-                self.queue_reset(path, &h, "connection reset: this end has closed it");
-            }
-            if let (true, Some(ack)) = (asks, final_ack) {
-                // The peer missed our final acknowledgement and we have released the
-                // connection: answer with it again so the peer can finish.
-                let body = ControlBody {
-                    ack: Some(ack),
-                    ..Default::default()
-                };
-                self.queue_control(path, &h, Flags::AFIN, body);
-            }
-            return;
-        }
-        if !h.flags.is_data() {
-            self.stats.stray += 1;
-            // An outage probe for a connection this listener no longer has (set-up timeout,
-            // restart): a RETRY echoing it tells the prober its connection is gone, at once
-            // rather than at its idle timeout (docs/spec.md §9). Stateless, like any RETRY.
-            let probe = crate::connection::is_probe(&h, &r.body);
-            if probe && r.quality != Quality::Corrupted && self.listeners.accepts(h.dst_port) {
-                self.queue_challenge(now, path, &h, true, 0);
-            }
-            return;
-        }
-        if r.quality == Quality::Corrupted {
-            self.stats.corrupted_without_connection += 1;
-            return;
-        }
-        let Some(cfg) = self.listeners.get(h.dst_port).cloned() else {
-            self.stats.refused += 1;
-            self.queue_reset(path, &h, "connection refused: no listener on that port");
-            return;
-        };
-        if self.conns.len() >= self.cfg.max_connections {
-            self.stats.refused += 1;
-            self.queue_reset(path, &h, "connection refused: too many connections");
-            return;
-        }
-        // Proven from the first TPDU: the peer echoed our RETRY's cookie, or, with a key, its
-        // sender answered one of our challenges before (in this endpoint's life) from this
-        // address and sealed this TPDU after that. An authenticated TPDU alone is no proof: it
-        // may be a recording (docs/security.md, "Replays") or a copy sent from elsewhere (K2).
-        let fresh = matches!((&self.auth, sealer), (Some(a), Some(s)) if a.is_fresh(s, remote));
-        let proven = fresh || self.admission.take_validated(key, h.tag, now);
-        if !proven && !self.admission.has_room() {
-            // Under load: keep nothing, let the peer prove its address first.
-            self.queue_challenge(now, path, &h, true, 0);
-            return;
-        }
-        let mut cfg = cfg;
-        cfg.mode = h.mode;
-        // Confirmed delivery needs acknowledgements: a listener configured for it (a
-        // gateway's wildcard) accepts a peer in a mode without them as a plain connection.
-        cfg.confirm_delivery &= ErrorControl::of(h.mode).delivers_everything();
-        let mut conn = Connection::new(
-            Role::Acceptor,
-            cfg,
-            path,
-            h.dst_port,
-            h.src_port,
-            h.tag,
-            now,
-        );
-        // The endpoint's reorder bound holds from the first TPDU on.
-        conn.set_reorder_budget(self.reorder.clone());
-        conn.set_unproven(!proven);
-        conn.handle(now, r);
-        let ch = self.insert(now, conn);
-        // Accepted at once, so the first TPDU's data is delivered after one propagation
-        // delay; the application may wait for `is_proven` before it commits resources.
-        self.push_event(Event::Accepted(ch));
-        if !proven {
-            self.admission.open(ch.0, now);
-            let cid = self.conns.get(&ch).map_or(0, |c| c.cid);
-            self.queue_challenge(now, path, &h, false, cid);
-        }
-    }
-
-    /// Opens `r` when authentication is on; counts and refuses what does not verify, and any
-    /// authenticated TPDU when it is off. `None`: refused; `Some(None)`: no key, `r` goes on
-    /// as it came; `Some(Some(s))`: verified, sealed by `s`.
-    fn authenticate(
-        &mut self,
-        r: &mut codec::Received,
-        from: SocketAddr,
-    ) -> Option<Option<Sealer>> {
-        let Some(a) = &mut self.auth else {
-            if r.auth {
-                self.stats.auth_unexpected += 1;
-                return None;
-            }
-            return Some(None);
-        };
-        match a.open(r, from) {
-            Ok(s) => {
-                self.stats.auth_verified += 1;
-                Some(Some(s))
-            }
-            Err(why) => {
-                let s = &mut self.stats;
-                *match why {
-                    Refusal::Failed => &mut s.auth_failed,
-                    Refusal::UnknownKey => &mut s.auth_unknown_key,
-                    Refusal::Replayed => &mut s.auth_replayed,
-                    Refusal::Missing => &mut s.auth_missing,
-                    Refusal::Corrupted => &mut s.auth_corrupted,
-                } += 1;
-                None
-            }
-        }
-    }
-
     /// A RST answering `h`: it echoes `h`'s timestamp (docs/spec.md §4), so a peer without a
     /// key can tell it from a blind forgery.
     fn queue_reset(&mut self, to: PathAddr, h: &Header, reason: &str) {
@@ -659,7 +433,7 @@ impl Endpoint {
 
     /// Queues a TPDU answering `h` (ports swapped, same mode and tag) on path `to` (it
     /// leaves from the local address the TPDU answered came to), without FEC. Bounded:
-    /// beyond `CONTROL_QUEUE_LIMIT` queued answers, further ones are not sent. True if queued.
+    /// beyond `outbox::ANSWER_LIMIT` queued TPDUs, further ones are not sent. True if queued.
     fn queue_raw(&mut self, to: PathAddr, h: &Header, flags: Flags, bytes: &[u8]) -> bool {
         self.queue_raw_at(to, h, flags, bytes, 0)
     }
@@ -673,7 +447,7 @@ impl Endpoint {
         bytes: &[u8],
         timestamp: u32,
     ) -> bool {
-        if self.out_queue.len() >= CONTROL_QUEUE_LIMIT {
+        if !self.outbox.has_room_for_answer() {
             return false;
         }
         let header = Header {
@@ -694,7 +468,7 @@ impl Endpoint {
         };
         if ok {
             let class = self.answer_class(to, h);
-            self.out_queue.push_back((to, class, out));
+            self.outbox.push_outgoing((to, class, out));
         }
         ok
     }
@@ -713,20 +487,20 @@ impl Endpoint {
     /// The earliest time `handle_timeout` or `poll_transmit` has work. A time already passed
     /// (work is due now) may stand for an earlier one that has passed too.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        if !self.out_queue.is_empty() {
+        if self.outbox.has_outgoing() {
             return Some(Duration::ZERO);
         }
         // A connection's deadline waits for the link (with a link share): at most one
         // datagram's time on the link, the granularity of the link itself.
         let conns = self.schedule.next_deadline(&self.conns);
-        let conns = conns.map(|d| match self.share {
-            Some(_) => d.max(self.link_free),
+        let conns = conns.map(|d| match &self.share {
+            Some(s) => d.max(s.link_free()),
             None => d,
         });
         conns
             .into_iter()
             .chain(self.admission.next_deadline())
-            .chain(self.send_routes.deadline())
+            .chain(self.routes.deadline())
             .chain(self.migrate.next_deadline())
             .chain(self.share.as_ref().and_then(|s| s.deadline()))
             .min()

@@ -6,7 +6,6 @@ use crate::codec::{self, Quality, Received};
 use crate::datagram_repair::{DatagramRoute, RepairOut, RouteKey};
 use crate::erasure::{ErasureMode, REPAIR_OVERHEAD};
 use aerotp_wire::{Flags, Header, Mode};
-use rand::Rng;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -44,8 +43,8 @@ impl Endpoint {
             }
             s.validate()?;
         }
-        if self.out_queue.len() >= self.cfg.max_datagrams {
-            return Err(EndpointError::DatagramQueueFull(self.out_queue.len()));
+        if let Some(queued) = self.outbox.outgoing_full() {
+            return Err(EndpointError::DatagramQueueFull(queued));
         }
         let max = self.max_datagram_payload(route);
         if max.is_none_or(|m| data.len() > m) {
@@ -57,20 +56,20 @@ impl Endpoint {
         }
         let key = route.key();
         let (flags, tag, seq) = if repair.is_some() {
-            if !self.send_routes.is_open_as(&key, route) {
-                let (tag, code_key) = (self.rng.gen_range(1..=255u8), self.rng.gen());
-                self.send_routes.open(key, tag, code_key, route);
+            if !self.routes.send.is_open_as(&key, route) {
+                let (tag, code_key) = (self.generators.tag(), self.generators.code_key());
+                self.routes.send.open(key, tag, code_key, route);
             }
-            let (tag, seq) = self.send_routes.number(&key).expect("opened above");
+            let (tag, seq) = self.routes.send.number(&key).expect("opened above");
             (Flags::SOURCE, tag, seq)
         } else {
-            self.send_routes.remove(&key);
+            self.routes.send.remove(&key);
             (Flags::empty(), 0, 0)
         };
         let h = datagram_header(&key, flags, seq, tag, route.parity);
         self.queue_datagram(route.remote, route.class, h, data, route.mtu)?;
         if repair.is_some() {
-            for r in self.send_routes.on_sent(now, &key, route, data) {
+            for r in self.routes.send.on_sent(now, &key, route, data) {
                 // A repair that cannot be queued is one fewer repair: the datagram went.
                 let _ = self.queue_repair(r);
             }
@@ -89,13 +88,13 @@ impl Endpoint {
     }
 
     pub fn take_datagram(&mut self) -> Option<DatagramMsg> {
-        self.datagrams_in.pop_front()
+        self.outbox.take_datagram()
     }
 
     /// Routes that repair and receivers' routes held now, and the bytes the receiving routes'
     /// decoders hold (bounded: docs/fec.md).
     pub fn repair_routes(&self) -> (usize, usize) {
-        (self.recv_routes.len(), self.recv_routes.memory_bytes())
+        self.routes.held()
     }
 
     /// Encodes (and seals) one datagram-mode TPDU and queues it.
@@ -120,7 +119,7 @@ impl Endpoint {
             }
         }
         self.count_datagram_sent(out.len());
-        self.out_queue.push_back((remote.into(), Some(class), out));
+        self.outbox.push_outgoing((remote.into(), Some(class), out));
         Ok(())
     }
 
@@ -146,7 +145,7 @@ impl Endpoint {
 
     /// The tail flushes of routes that paused (from `handle_timeout`).
     pub(super) fn flush_datagram_repairs(&mut self, now: Duration) {
-        for r in self.send_routes.due(now) {
+        for r in self.routes.send.due(now) {
             let _ = self.queue_repair(r);
         }
     }
@@ -163,7 +162,7 @@ impl Endpoint {
         let key = (remote, h.src_port, h.dst_port);
         match h.flags {
             f if f == Flags::empty() => self.deliver_datagram(&key, r.body.into()),
-            Flags::SOURCE => match self.recv_routes.on_source(now, key, h.tag, h.seq, &r.body) {
+            Flags::SOURCE => match self.routes.recv.on_source(now, key, h.tag, h.seq, &r.body) {
                 None => self.stats.datagram_duplicates += 1,
                 Some(rebuilt) => {
                     self.deliver_datagram(&key, r.body.into());
@@ -172,7 +171,7 @@ impl Endpoint {
             },
             Flags::REPAIR => {
                 self.stats.datagram_repairs_received += 1;
-                let u = self.recv_routes.on_repair(now, key, h.tag, &r.body);
+                let u = self.routes.recv.on_repair(now, key, h.tag, &r.body);
                 self.stats.datagram_repairs_used += u64::from(u.used);
                 self.stats.datagram_repairs_refused += u64::from(u.refused);
                 self.deliver_rebuilt(&key, u.rebuilt);
@@ -192,17 +191,17 @@ impl Endpoint {
     /// `data` is the application's own (a body sliced from a shared receive buffer was
     /// copied out of it by `Vec::from`: a queued datagram pins no other's buffer).
     fn deliver_datagram(&mut self, key: &RouteKey, data: Vec<u8>) {
-        if self.datagrams_in.len() >= self.cfg.max_datagrams {
-            self.stats.datagrams_dropped += 1;
-            return;
-        }
-        self.stats.datagrams_delivered += 1;
-        self.datagrams_in.push_back(DatagramMsg {
+        let m = DatagramMsg {
             remote: key.0,
             src_port: key.1,
             dst_port: key.2,
             data,
-        });
+        };
+        if !self.outbox.deliver(m) {
+            self.stats.datagrams_dropped += 1;
+            return;
+        }
+        self.stats.datagrams_delivered += 1;
         self.push_event(Event::Datagram);
     }
 }

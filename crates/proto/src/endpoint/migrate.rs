@@ -24,6 +24,7 @@
 //! each of them — only the real peer's connection answers, and its ECHO says which one it is.
 
 use super::{ConnectionHandle, Endpoint, EndpointError, PathAddr};
+use crate::admission::Key;
 use crate::codec::Received as Tpdu;
 use crate::codec::{Quality, Received};
 use crate::paths::MAX_PATHS;
@@ -102,47 +103,11 @@ impl Endpoint {
             return Some(r);
         }
         if h.flags.is_echo() {
-            // The cookie is bound to the address it was sent to: one that comes back from
-            // there proves the address, whichever candidate is pending now (a spoofer that
-            // keeps replacing the candidate cannot keep the real one from proving itself).
-            let (mode, peer_cid) = (c.mode(), c.peer_cid);
-            let echo = aerotp_wire::Echo::parse(&r.body).ok().filter(|e| {
-                peer_cid.is_none_or(|p| p == e.cid)
-                    && self.admission.check(now, key, h.tag, mode, &e.cookie)
-            });
-            if let Some(e) = echo {
-                if half_open {
-                    self.admission.settle(ch.0);
-                    if let Some(c) = self.conns.get_mut(&ch) {
-                        c.set_unproven(false);
-                    }
-                    self.stats.proven += 1;
-                }
-                self.adopt_path(now, ch, path, half_open);
-                self.schedule.touch(ch);
-                if let Some(c) = self.conns.get_mut(&ch) {
-                    c.learn_peer_cid(e.cid);
-                    // Heard from the peer like any TPDU.
-                    c.handle(now, r);
-                }
-            } else {
-                self.stats.cookies_refused += 1;
-            }
+            self.echo_on_new_path(now, ch, path, key, half_open, r);
             return None;
         }
         if h.flags.is_challenge() {
-            // The peer (or someone at that address) asks whether we receive there: answer, and
-            // ask the same of it before sending it anything else.
-            // Answered if it names our peer's identifier (or one we do not know yet): a
-            // challenge for another connection with the same ports and tag is not ours.
-            let (cid, peer_cid) = (c.cid, c.peer_cid);
-            match aerotp_wire::Challenge::parse(&r.body) {
-                Ok(x) if !x.retry && (x.cid == 0 || peer_cid.is_none_or(|p| p == x.cid)) => {
-                    self.queue_echo(path, &h, x.cookie, cid)
-                }
-                _ => self.stats.stray += 1,
-            }
-            self.challenge_path(now, ch, path);
+            self.challenge_on_new_path(now, ch, path, &r);
             return None;
         }
         // A reset from an unproven address is not taken: it would end the connection on the
@@ -157,6 +122,75 @@ impl Endpoint {
         }
         self.challenge_path(now, ch, path);
         None
+    }
+
+    /// An ECHO for connection `ch` from `path`, new to it: if it carries a cookie minted for
+    /// `key` (and, once the peer's identifier is known, names it), the path is proven and
+    /// adopted — and with it a `half_open` connection — and the ECHO is heard like any TPDU.
+    fn echo_on_new_path(
+        &mut self,
+        now: Duration,
+        ch: ConnectionHandle,
+        path: PathAddr,
+        key: Key,
+        half_open: bool,
+        r: Received,
+    ) {
+        let Some(c) = self.conns.get(&ch) else {
+            return;
+        };
+        let h = r.header;
+        // The cookie is bound to the address it was sent to: one that comes back from
+        // there proves the address, whichever candidate is pending now (a spoofer that
+        // keeps replacing the candidate cannot keep the real one from proving itself).
+        let (mode, peer_cid) = (c.mode(), c.peer_cid);
+        let echo = aerotp_wire::Echo::parse(&r.body).ok().filter(|e| {
+            peer_cid.is_none_or(|p| p == e.cid)
+                && self.admission.check(now, key, h.tag, mode, &e.cookie)
+        });
+        let Some(e) = echo else {
+            self.stats.cookies_refused += 1;
+            return;
+        };
+        if half_open {
+            self.admission.settle(ch.0);
+            if let Some(c) = self.conns.get_mut(&ch) {
+                c.set_unproven(false);
+            }
+            self.stats.proven += 1;
+        }
+        self.adopt_path(now, ch, path, half_open);
+        self.schedule.touch(ch);
+        if let Some(c) = self.conns.get_mut(&ch) {
+            c.learn_peer_cid(e.cid);
+            // Heard from the peer like any TPDU.
+            c.handle(now, r);
+        }
+    }
+
+    /// A CHALLENGE for connection `ch` from `path`, new to it: the peer (or someone at that
+    /// address) asks whether we receive there. Answered, and the same asked of it before it
+    /// is sent anything else.
+    fn challenge_on_new_path(
+        &mut self,
+        now: Duration,
+        ch: ConnectionHandle,
+        path: PathAddr,
+        r: &Received,
+    ) {
+        let Some(c) = self.conns.get(&ch) else {
+            return;
+        };
+        // Answered if it names our peer's identifier (or one we do not know yet): a
+        // challenge for another connection with the same ports and tag is not ours.
+        let (cid, peer_cid) = (c.cid, c.peer_cid);
+        match aerotp_wire::Challenge::parse(&r.body) {
+            Ok(x) if !x.retry && (x.cid == 0 || peer_cid.is_none_or(|p| p == x.cid)) => {
+                self.queue_echo(path, &r.header, x.cookie, cid)
+            }
+            _ => self.stats.stray += 1,
+        }
+        self.challenge_path(now, ch, path);
     }
 
     /// Which connection a TPDU from the new address `remote` belongs to: the one open

@@ -7,10 +7,6 @@ use crate::link_share::Observed;
 use crate::{LinkShareConfig, TrafficClass};
 use std::time::Duration;
 
-/// Credit an idle link keeps (`Endpoint::occupy_link`): datagrams that fit in it go back to
-/// back, so a driver woken a few milliseconds late does not lose link time.
-const LINK_BURST: Duration = Duration::from_millis(10);
-
 impl Endpoint {
     /// The link share in force, if any (`EndpointConfig::link_share`).
     pub fn link_share(&self) -> Option<LinkShareConfig> {
@@ -52,17 +48,11 @@ impl Endpoint {
     }
 
     /// With a link share, a datagram of `len` bytes (plus its IP and UDP headers) occupies
-    /// the link for its time at the share's rate from `link_free` on; credit for an idle link
-    /// is kept for `LINK_BURST` at most. Each connection is paced at its share, but their sum
-    /// may still burst: 475 idle flows answered at the same instant put 85 kB on a 5 Mb/s
-    /// link at once (queue drops in the lab, a control round trip of 100 ms at the 95th
-    /// percentile). This paces them together and lets the highest class go first, at the
-    /// link's rate less what datagram-mode traffic reserves (`LinkShare::connections_rate`).
+    /// the link for its time (`LinkShare::occupy`).
     pub(super) fn occupy_link(&mut self, now: Duration, len: usize) {
-        let Some(s) = &self.share else { return };
-        let bits = ((len + crate::config::IP_UDP_OVERHEAD) * 8) as f64;
-        let time = Duration::from_secs_f64(bits / s.connections_rate().max(1) as f64);
-        self.link_free = self.link_free.max(now.saturating_sub(LINK_BURST)) + time;
+        if let Some(s) = &mut self.share {
+            s.occupy(now, len + crate::config::IP_UDP_OVERHEAD);
+        }
     }
 
     /// Counts a datagram-mode message of `wire_len` bytes queued to send.

@@ -13,7 +13,7 @@ impl Endpoint {
     /// `None` `out` is unchanged.
     pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> Option<Transmit> {
         let start = out.len();
-        if let Some((to, class, d)) = self.out_queue.pop_front() {
+        if let Some((to, class, d)) = self.outbox.pop_outgoing() {
             out.extend_from_slice(&d);
             // Not counted against the link's pacing: datagram-mode traffic is held to its
             // class's rate by its sender (`datagram_rate`) and reserved in the share; counted
@@ -28,7 +28,7 @@ impl Endpoint {
         }
         // With a link share, the endpoint paces the link as a whole, and the next datagram
         // goes to the highest class that has one (`Endpoint::occupy_link`).
-        if self.share.is_some() && self.link_free > now {
+        if self.share.as_ref().is_some_and(|s| s.link_free() > now) {
             return None;
         }
         if let Some(t) = self.send_again_alone(now, out) {

@@ -182,15 +182,4 @@ impl Endpoint {
             a.mark_fresh(s, at);
         }
     }
-
-    /// A connection identifier for a new connection: random, never 0 (0 means "none").
-    pub(super) fn fresh_cid(&mut self) -> u64 {
-        use rand::Rng;
-        loop {
-            let cid: u64 = self.cid_rng.gen();
-            if cid != 0 {
-                return cid;
-            }
-        }
-    }
 }

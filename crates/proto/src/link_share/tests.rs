@@ -325,3 +325,20 @@ fn the_deadline_is_acted_on_and_stops_when_nothing_is_left() {
     }
     assert!(ticks > 10, "usage decays over periods, {ticks}");
 }
+
+#[test]
+fn the_link_is_occupied_at_the_connections_rate_with_at_most_a_burst_of_credit() {
+    let mut s = LinkShare::new(LinkShareConfig {
+        rate_bps: 1_000_000,
+        policy: SharePolicy::default(),
+    });
+    assert_eq!(s.link_free(), Duration::ZERO);
+    // 125,000 bytes at 1 Mb/s: a second on the link.
+    s.occupy(ms(0), 125_000);
+    assert_eq!(s.link_free(), ms(1000));
+    s.occupy(ms(0), 125_000);
+    assert_eq!(s.link_free(), ms(2000), "back to back after the first");
+    // Idle for eight seconds: only LINK_BURST of credit is kept.
+    s.occupy(ms(10_000), 125_000);
+    assert_eq!(s.link_free(), ms(11_000) - LINK_BURST);
+}
