@@ -9,7 +9,7 @@
 //!
 //! Usage: `cargo run --release -p aerotp-proto --example engine_loopback -- [MB]` (default 100).
 
-use aerotp_proto::{ConnectionConfig, Endpoint, EndpointConfig, Event, Mode};
+use aerotp_proto::{ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, Mode};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -32,71 +32,28 @@ fn main() {
     b.listen(1, cfg.clone()).expect("listen");
     let mut now = Duration::ZERO;
     let h = a.connect(now, b_addr, 1, cfg).expect("connect");
-    let chunk = vec![0x5Au8; 1 << 20];
-    let (mut written, mut got, mut datagrams) = (0u64, 0u64, 0u64);
-    let mut closing = false;
+    let mut writer = Writer {
+        chunk: vec![0x5Au8; 1 << 20],
+        size,
+        written: 0,
+        closing: false,
+    };
+    let (mut got, mut datagrams) = (0u64, 0u64);
     let mut rh = None;
     let mut buf = Vec::new();
     // Until the receiver has every byte and the AFIN.
     for turn in 0u64.. {
         assert!(turn < 100_000_000, "transfer stalled at {now:?}");
-        while written < size {
-            let n = (size - written).min(chunk.len() as u64) as usize;
-            let took = a.write(h, &chunk[..n]).expect("write");
-            if took == 0 {
-                break;
-            }
-            written += took as u64;
-        }
-        if written == size && !closing {
-            a.close(h).expect("close");
-            closing = true;
-        }
-        let mut moved = false;
-        loop {
-            buf.clear();
-            if a.poll_transmit(now, &mut buf).is_none() {
-                break;
-            }
-            b.handle_datagram(now, a_addr, &buf);
-            datagrams += 1;
-            moved = true;
-        }
-        loop {
-            buf.clear();
-            if b.poll_transmit(now, &mut buf).is_none() {
-                break;
-            }
-            a.handle_datagram(now, b_addr, &buf);
-            datagrams += 1;
-            moved = true;
-        }
-        while let Some(e) = b.poll_event() {
-            if let Event::Accepted(x) = e {
-                rh = Some(x);
-            }
-        }
+        writer.feed(&mut a, h);
+        let sent = exchange(now, &mut a, a_addr, &mut b, &mut buf);
+        let answered = exchange(now, &mut b, b_addr, &mut a, &mut buf);
+        datagrams += sent + answered;
+        let moved = sent + answered > 0;
         while a.poll_event().is_some() {}
-        if let Some(r) = rh {
-            while let Ok(Some(d)) = b.read_chunk(r) {
-                got += d.data.len() as u64;
-            }
-            if b.at_eof(r) {
-                break;
-            }
+        if read_all(&mut b, &mut rh, &mut got) {
+            break;
         }
-        // The engine's deadline contract (`Endpoint::poll_timeout`): after its timers ran and
-        // what was due went out, the next deadline lies ahead, so time always moves here.
-        let next = [a.poll_timeout(), b.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or_else(|| panic!("no deadline before the end of the transfer at {now:?}"));
-        assert!(
-            moved || next > now,
-            "engine livelock at {now:?}: a deadline that has passed and nothing sent"
-        );
-        now = now.max(next);
+        now = next_time(now, moved, &a, &b);
         a.handle_timeout(now);
         b.handle_timeout(now);
     }
@@ -106,4 +63,82 @@ fn main() {
         s.sender.tpdus_sent, s.sender.tpdus_retransmitted, now
     );
     assert_eq!(got, size, "every byte delivered");
+}
+
+/// The sending application: writes `size` bytes as fast as the connection takes them, then
+/// closes.
+struct Writer {
+    chunk: Vec<u8>,
+    size: u64,
+    written: u64,
+    closing: bool,
+}
+
+impl Writer {
+    fn feed(&mut self, a: &mut Endpoint, h: ConnectionHandle) {
+        while self.written < self.size {
+            let n = (self.size - self.written).min(self.chunk.len() as u64) as usize;
+            let took = a.write(h, &self.chunk[..n]).expect("write");
+            if took == 0 {
+                break;
+            }
+            self.written += took as u64;
+        }
+        if self.written == self.size && !self.closing {
+            a.close(h).expect("close");
+            self.closing = true;
+        }
+    }
+}
+
+/// Every datagram `from` (at `from_addr`) has to send now, handed to `to`; how many.
+fn exchange(
+    now: Duration,
+    from: &mut Endpoint,
+    from_addr: SocketAddr,
+    to: &mut Endpoint,
+    buf: &mut Vec<u8>,
+) -> u64 {
+    let mut n = 0;
+    loop {
+        buf.clear();
+        if from.poll_transmit(now, buf).is_none() {
+            return n;
+        }
+        to.handle_datagram(now, from_addr, buf);
+        n += 1;
+    }
+}
+
+/// The receiving application: takes the accepted connection and reads what it delivered into
+/// `got`; true once it has read the end.
+fn read_all(b: &mut Endpoint, rh: &mut Option<ConnectionHandle>, got: &mut u64) -> bool {
+    while let Some(e) = b.poll_event() {
+        if let Event::Accepted(x) = e {
+            *rh = Some(x);
+        }
+    }
+    let Some(r) = *rh else {
+        return false;
+    };
+    while let Ok(Some(d)) = b.read_chunk(r) {
+        *got += d.data.len() as u64;
+    }
+    b.at_eof(r)
+}
+
+/// The next virtual time: the earlier endpoint deadline. The engine's deadline contract
+/// (`Endpoint::poll_timeout`): after its timers ran and what was due went out, the next
+/// deadline lies ahead, so time always moves here.
+fn next_time(now: Duration, moved: bool, a: &Endpoint, b: &Endpoint) -> Duration {
+    let next = [a.poll_timeout(), b.poll_timeout()]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or_else(|| panic!("no deadline before the end of the transfer at {now:?}"));
+    assert!(
+        moved || next > now,
+        "engine livelock at {now:?}: a deadline that has passed and nothing sent"
+    );
+    now.max(next)
 }

@@ -96,6 +96,21 @@ pub struct ErrorControl {
     pub repairs_from_start: bool,
 }
 
+/// Erasure coding chosen automatically, otherwise as off: what the modes' defaults start from.
+const AUTO_ERASURE: ErasureSetting = ErasureSetting {
+    mode: ErasureMode::Auto,
+    ..ErasureSetting::OFF
+};
+
+/// The retransmitting modes' erasure default: retransmission recovers the rest, so repair
+/// aims at a residual of 1e-3 and only on paths with a round trip of 200 ms or more.
+const RETRANSMITTING_ERASURE: ErasureSetting = ErasureSetting {
+    target_residual: 1e-3,
+    min_rtt: Duration::from_millis(200),
+    max_ratio: 1.25,
+    ..AUTO_ERASURE
+};
+
 impl ErrorControl {
     /// The error control of `mode`: the one table of what each mode does.
     pub fn for_mode(mode: Mode) -> ErrorControl {
@@ -117,45 +132,11 @@ impl ErrorControl {
         &ROWS[mode as usize]
     }
 
+    /// `mode`'s row: the reliable row or the FEC-only one, changed where `mode` differs.
     const fn row(mode: Mode) -> ErrorControl {
-        let auto = ErasureSetting {
-            mode: ErasureMode::Auto,
-            ..ErasureSetting::OFF
-        };
-        // The retransmitting modes: retransmission recovers the rest, so repair aims at a
-        // residual of 1e-3 and only on paths with a round trip of 200 ms or more.
-        let retransmitting_erasure = ErasureSetting {
-            target_residual: 1e-3,
-            min_rtt: Duration::from_millis(200),
-            max_ratio: 1.25,
-            ..auto
-        };
-        let reliable = ErrorControl {
-            mode,
-            connected: true,
-            feedback: Feedback::Selective,
-            nacks_corrupted: false,
-            keep: Keep::UntilAcknowledged,
-            loss_by_time: true,
-            hole: Hole::Wait,
-            may_deliver_corrupted: false,
-            min_silence: Duration::from_millis(100),
-            fec_auto_by_default: true,
-            auto_fec: AutoFec::Goodput,
-            erasure: retransmitting_erasure,
-            repairs_from_start: false,
-        };
-        let fec_only = ErrorControl {
-            feedback: Feedback::None,
-            keep: Keep::Nothing,
-            loss_by_time: false,
-            hole: Hole::SkipAfterTimeout {
-                nack_repair_rtts: 0,
-            },
-            auto_fec: AutoFec::ResidualLoss,
-            repairs_from_start: true,
-            ..reliable
-        };
+        let reliable = Self::reliable_row(mode);
+        let fec_only = Self::fec_only_row(reliable);
+        let auto = AUTO_ERASURE;
         match mode {
             Mode::Reliable => reliable,
             Mode::HybridNackMack => ErrorControl {
@@ -208,6 +189,42 @@ impl ErrorControl {
                 repairs_from_start: false,
                 ..fec_only
             },
+        }
+    }
+
+    /// The reliable mode's row, which the others change: every byte delivered in order,
+    /// selective acknowledgements, losses found by time, erasure on long round trips only.
+    const fn reliable_row(mode: Mode) -> ErrorControl {
+        ErrorControl {
+            mode,
+            connected: true,
+            feedback: Feedback::Selective,
+            nacks_corrupted: false,
+            keep: Keep::UntilAcknowledged,
+            loss_by_time: true,
+            hole: Hole::Wait,
+            may_deliver_corrupted: false,
+            min_silence: Duration::from_millis(100),
+            fec_auto_by_default: true,
+            auto_fec: AutoFec::Goodput,
+            erasure: RETRANSMITTING_ERASURE,
+            repairs_from_start: false,
+        }
+    }
+
+    /// The row the modes without positive feedback start from: nothing kept, a hole skipped
+    /// after its timeout, FEC chosen for the residual loss, repairs expected from the start.
+    const fn fec_only_row(reliable: ErrorControl) -> ErrorControl {
+        ErrorControl {
+            feedback: Feedback::None,
+            keep: Keep::Nothing,
+            loss_by_time: false,
+            hole: Hole::SkipAfterTimeout {
+                nack_repair_rtts: 0,
+            },
+            auto_fec: AutoFec::ResidualLoss,
+            repairs_from_start: true,
+            ..reliable
         }
     }
 

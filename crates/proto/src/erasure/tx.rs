@@ -55,10 +55,8 @@ pub struct ErasureTx {
     next_source: u64,
     credit: f64,
     due: usize,
-    /// First source since the last repair, and how many since.
-    tail_since: Option<Duration>,
-    tail_sources: usize,
-    fin_pushed: bool,
+    /// The sources not yet followed by a repair, for the tail flush when the data pauses.
+    tail: Tail,
     /// Protection just started: a repair goes right after the next source, so the receiver
     /// learns at once that holes are worth waiting for.
     announce: bool,
@@ -68,12 +66,6 @@ pub struct ErasureTx {
     reported_wire_lost: Option<u32>,
     /// The window is widened to every source held for owed catch-up repairs (`on_report`).
     widened: bool,
-    /// A pause may be the end (datagram routes, which have no AFIN; `tail_covers_window`):
-    /// the tail flush comes a quarter of the delay bound after the last source, and covers
-    /// every source since the last flush (up to the window), spread repairs or not.
-    tail_is_end: bool,
-    last_source_at: Option<Duration>,
-    since_flush: usize,
     scratch: Vec<u8>,
     pub stats: ErasureTxStats,
 }
@@ -94,17 +86,12 @@ impl ErasureTx {
             next_source: 0,
             credit: 0.0,
             due: 0,
-            tail_since: None,
-            tail_sources: 0,
-            fin_pushed: false,
+            tail: Tail::default(),
             announce: false,
             last_choice: None,
             chosen_for: (f64::NAN, f64::NAN, 0, false),
             reported_wire_lost: None,
             widened: false,
-            tail_is_end: false,
-            last_source_at: None,
-            since_flush: 0,
             scratch: Vec::new(),
             stats: ErasureTxStats {
                 ratio: 1.0,
@@ -123,7 +110,7 @@ impl ErasureTx {
     /// and at 1.5x (a spread repair after every other source) got no tail flush at all
     /// (`aerotp sim --mode datagram --loss 0.1 --erasure 1.25`).
     pub fn tail_covers_window(&mut self) {
-        self.tail_is_end = true;
+        self.tail.is_end = true;
     }
 
     pub fn setting(&self) -> &ErasureSetting {
@@ -295,8 +282,7 @@ impl ErasureTx {
                 self.encoder = None;
                 self.due = 0;
                 self.credit = 0.0;
-                self.tail_since = None;
-                self.tail_sources = 0;
+                self.tail.repaired_all();
             }
             Some(s) => {
                 if self.encoder.is_none() {
@@ -335,29 +321,14 @@ impl ErasureTx {
         let whole = self.credit.floor();
         self.due += whole as usize;
         self.credit -= whole;
-        self.tail_since.get_or_insert(now);
-        self.tail_sources += 1;
-        self.last_source_at = Some(now);
-        self.since_flush += 1;
-        if flags.contains(Flags::AFIN) {
-            self.fin_pushed = true;
-        }
+        self.tail.on_source(now, flags.contains(Flags::AFIN));
     }
 
     /// When the tail flush is due if the data pauses: half the delay bound after the first
     /// source not yet followed by a repair; at once after the AFIN.
     pub fn tail_deadline(&self) -> Option<Duration> {
         self.encoder.as_ref()?;
-        if self.tail_is_end {
-            return (self.since_flush > 0)
-                .then(|| self.last_source_at.map(|t| t + self.setting.max_delay / 4))
-                .flatten();
-        }
-        let since = self.tail_since?;
-        if self.fin_pushed {
-            return Some(since);
-        }
-        Some(since + self.setting.max_delay / 2)
+        self.tail.deadline(self.setting.max_delay)
     }
 
     /// Whether repairs are being sent.
@@ -393,22 +364,17 @@ impl ErasureTx {
     /// Repairs the tail needs: the fewest that bring the sources since the last repair to
     /// the target on the loss model (the fixed ratio's share for a fixed ratio), at least one.
     fn tail_repairs(&self) -> usize {
-        // After the AFIN nothing follows: the last window has only these repairs behind it.
-        let k = if self.tail_is_end {
-            self.since_flush
-        } else if self.fin_pushed {
-            self.strength.map_or(self.tail_sources, |s| s.sources)
-        } else {
-            self.tail_sources
-        }
-        .clamp(1, self.setting.max_window)
-        // Never more sources than the repairs can cover: a stream of one TPDU (a receiver's
-        // AFIN) got repairs sized for a whole window (9 for one empty TPDU at 3 % loss).
-        .min(
-            self.encoder
-                .as_ref()
-                .map_or(usize::MAX, |e| e.span().max(1)),
-        );
+        let k = self
+            .tail
+            .sources(self.strength)
+            .clamp(1, self.setting.max_window)
+            // Never more sources than the repairs can cover: a stream of one TPDU (a receiver's
+            // AFIN) got repairs sized for a whole window (9 for one empty TPDU at 3 % loss).
+            .min(
+                self.encoder
+                    .as_ref()
+                    .map_or(usize::MAX, |e| e.span().max(1)),
+            );
         let max = ((k as f64 * (self.setting.max_ratio - 1.0)).ceil() as usize).max(1);
         match self.setting.mode {
             ErasureMode::Ratio(r) => ((k as f64 * (r - 1.0)).ceil() as usize).max(1),
@@ -431,10 +397,7 @@ impl ErasureTx {
             let n = self.tail_repairs();
             self.due += n;
             self.stats.tail_repairs += n as u64;
-            self.tail_since = None;
-            self.tail_sources = 0;
-            self.fin_pushed = false;
-            self.since_flush = 0;
+            self.tail.flushed();
         }
         if self.due == 0 {
             return None;
@@ -447,17 +410,90 @@ impl ErasureTx {
                 let _ = enc.set_window(s.sources.clamp(1, self.setting.max_window));
             }
         }
-        // A repair covers everything sent so far: the tail starts again (but the stream's end
-        // still gets its flush).
-        if !self.fin_pushed {
-            self.tail_since = None;
-            self.tail_sources = 0;
-        }
+        self.tail.repaired();
         let mut body = Vec::with_capacity(aerotp_erasure::HEADER_LEN + sym.data.len());
         body.extend_from_slice(&sym.header.to_bytes());
         body.extend_from_slice(&sym.data);
         self.stats.repairs_sent += 1;
         self.stats.repair_bytes += body.len() as u64;
         Some(body)
+    }
+}
+
+/// The tail of the stream: the sources sent since the last repair (or flush), which the tail
+/// flush protects when the data pauses.
+#[derive(Debug, Default)]
+struct Tail {
+    /// First source since the last repair, and how many since.
+    since: Option<Duration>,
+    sources: usize,
+    /// The AFIN went since the last flush: its tail is flushed at once.
+    fin_pushed: bool,
+    /// A pause may be the end (datagram routes, which have no AFIN; `tail_covers_window`):
+    /// the tail flush comes a quarter of the delay bound after the last source, and covers
+    /// every source since the last flush (up to the window), spread repairs or not.
+    is_end: bool,
+    last_source_at: Option<Duration>,
+    since_flush: usize,
+}
+
+impl Tail {
+    fn on_source(&mut self, now: Duration, fin: bool) {
+        self.since.get_or_insert(now);
+        self.sources += 1;
+        self.last_source_at = Some(now);
+        self.since_flush += 1;
+        if fin {
+            self.fin_pushed = true;
+        }
+    }
+
+    /// When the flush is due if the data pauses (`ErasureTx::tail_deadline`), for the delay
+    /// bound `max_delay`.
+    fn deadline(&self, max_delay: Duration) -> Option<Duration> {
+        if self.is_end {
+            return (self.since_flush > 0)
+                .then(|| self.last_source_at.map(|t| t + max_delay / 4))
+                .flatten();
+        }
+        let since = self.since?;
+        if self.fin_pushed {
+            return Some(since);
+        }
+        Some(since + max_delay / 2)
+    }
+
+    /// The sources the flush covers, before the window's bounds: after the AFIN nothing
+    /// follows, so the last window has only these repairs behind it.
+    fn sources(&self, strength: Option<Strength>) -> usize {
+        if self.is_end {
+            self.since_flush
+        } else if self.fin_pushed {
+            strength.map_or(self.sources, |s| s.sources)
+        } else {
+            self.sources
+        }
+    }
+
+    /// The flush is owed: the tail starts again.
+    fn flushed(&mut self) {
+        self.since = None;
+        self.sources = 0;
+        self.fin_pushed = false;
+        self.since_flush = 0;
+    }
+
+    /// A repair covers everything sent so far: the tail starts again (but the stream's end
+    /// still gets its flush).
+    fn repaired(&mut self) {
+        if !self.fin_pushed {
+            self.repaired_all();
+        }
+    }
+
+    /// Protection stopped (or a repair covered everything): no tail is owed a flush.
+    fn repaired_all(&mut self) {
+        self.since = None;
+        self.sources = 0;
     }
 }
