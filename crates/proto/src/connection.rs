@@ -368,7 +368,7 @@ impl Connection {
         s.peer_reported_ber = self.peer_ber;
         s.rate_bps = self.pacer.rate();
         s.rate_reason = self.rate_reason();
-        s.peer_delivered = self.tx.peer_delivered;
+        s.peer_delivered = self.tx.peer_delivered();
         s.paths = self.path_stats();
         s.resets = self.guard.stats;
         s
@@ -675,7 +675,7 @@ impl Connection {
             self.connected_at = Some(now);
             self.push_event(ConnEvent::Connected);
         }
-        let confirmed_before = self.tx.peer_delivered;
+        let confirmed_before = self.tx.peer_delivered();
         let echo_rtt = match (&c.mack, &c.ack) {
             (Some(m), _) => self.on_mack(now, m),
             (None, Some(a)) => {
@@ -687,7 +687,7 @@ impl Connection {
         if let Some(n) = &c.nack {
             self.tx.on_nack(&n.seqs, now);
         }
-        if self.cfg.confirm_delivery && self.tx.peer_delivered > confirmed_before {
+        if self.cfg.confirm_delivery && self.tx.peer_delivered() > confirmed_before {
             self.push_event(ConnEvent::Confirmed);
         }
         if let Some(l) = self.tx.take_ack_latency(now) {
@@ -738,7 +738,7 @@ impl Connection {
         let acked = if self.ec.delivers_everything() {
             self.tx.all_acked()
         } else {
-            self.tx.fin_acked
+            self.tx.fin_acked()
         };
         acked && !self.awaits_confirmation()
     }
@@ -748,7 +748,7 @@ impl Connection {
     pub(super) fn awaits_confirmation(&self) -> bool {
         self.cfg.confirm_delivery
             && self.tx.fin_sent()
-            && self.tx.peer_delivered <= self.tx.stats.bytes_written
+            && self.tx.peer_delivered() <= self.tx.stats.bytes_written
     }
 
     fn check_finished(&mut self, now: Duration) {

@@ -8,6 +8,7 @@ use aerotp_wire::{expand_seq, Ack, Flags};
 use bytes::Bytes;
 use lanes::{Lanes, Transmission};
 use queue::ByteQueue;
+use reordering::Reordering;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ mod paths;
 mod queue;
 mod rate;
 mod record;
+mod reordering;
 mod resend;
 pub use lanes::{LaneStats, MAX_LANES};
 use record::{current, Sent};
@@ -33,8 +35,8 @@ pub struct Sender {
     ec: ErrorControl,
     /// Written bytes not yet cut into TPDUs.
     queue: ByteQueue,
-    fin_requested: bool,
-    fin_seq: Option<u64>,
+    /// The AFIN: asked for, numbered, acknowledged.
+    fin: Fin,
     next_seq: u64,
     /// Lowest TPDU number still tracked; entries[i] is TPDU base + i.
     base: u64,
@@ -45,38 +47,19 @@ pub struct Sender {
     lost: Vec<u64>,
     retx: VecDeque<u64>,
     next_tx: u64,
-    largest_acked_tx: Option<u64>,
     /// Longest transmission-to-acknowledgement time seen since last taken.
     ack_latency: Option<Duration>,
-    pub peer_cum: u64,
-    pub peer_window: u32,
-    pub peer_delivered: u64,
-    pub fin_acked: bool,
+    /// What the peer's latest acknowledgements said.
+    peer: PeerAcks,
     retention: Duration,
     /// Entries sent and not yet acknowledged (kept in step with `entries`).
     unacked: usize,
     /// When the first TPDU of the data now unacknowledged was sent (`outstanding_since`).
     outstanding_since: Duration,
-    /// ASYN copies still to send before further data.
-    asyn_copies_left: u8,
-    /// The body of TPDU 0 while copies of it are still to go (modes that keep no sent
-    /// TPDUs need it too).
-    asyn_body: Bytes,
-    /// The loss time of the latest MACK applied (`on_mack_entries`; 100 ms before any):
-    /// the reorder window's bound, and its step before a minimum RTT is known. Not the
-    /// estimator's current loss time, which loss detection reads (`LossTiming`): an
-    /// acknowledgement applied before a MACK's entries, or by an ACK, widens the window
-    /// against the loss time as the previous MACK left it (on a long path the first MACK's
-    /// cumulative part meets 100 ms here, not 9/8 of the sample it carries).
-    reorder_bound: Duration,
-    /// Reordering has been seen: a first transmission was acknowledged after one sent later
-    /// (RFC 8985 §6.2). From then on the packet-count rule, which takes reordering for loss,
-    /// is off and only the time rule declares losses.
-    reordering_seen: bool,
-    /// Reorder window added to the time rule: widened by a quarter of the minimum RTT each
-    /// time a retransmission proves needless (its original was acknowledged), up to the
-    /// loss time itself (about one smoothed RTT), as RFC 8985 widens `reo_wnd` on DSACKs.
-    reorder_window: Duration,
+    /// The redundant copies of the opening ASYN still to go.
+    asyn: AsynCopies,
+    /// What loss detection keeps of its own: reordering seen and the window it widened.
+    reordering: Reordering,
     /// While erasure repairs may still rebuild a lost TPDU at the receiver, loss detection
     /// waits this much longer (and the packet-count rule, which cannot wait, is off).
     repair_wait: Duration,
@@ -93,8 +76,7 @@ impl Sender {
         Sender {
             ec,
             queue: ByteQueue::new(queue_limit),
-            fin_requested: false,
-            fin_seq: None,
+            fin: Fin::default(),
             next_seq: 0,
             base: 0,
             entries: VecDeque::new(),
@@ -102,20 +84,17 @@ impl Sender {
             lost: Vec::new(),
             retx: VecDeque::new(),
             next_tx: 0,
-            largest_acked_tx: None,
             ack_latency: None,
-            peer_cum: 0,
-            peer_window: initial_window,
-            peer_delivered: 0,
-            fin_acked: false,
+            peer: PeerAcks {
+                cum: 0,
+                window: initial_window,
+                delivered: 0,
+            },
             retention,
             unacked: 0,
             outstanding_since: Duration::ZERO,
-            asyn_copies_left: 0,
-            asyn_body: Bytes::new(),
-            reorder_bound: Duration::from_millis(100),
-            reordering_seen: false,
-            reorder_window: Duration::ZERO,
+            asyn: AsynCopies::default(),
+            reordering: Reordering::new(),
             repair_wait: Duration::ZERO,
             stats: SenderStats::default(),
         }
@@ -123,7 +102,7 @@ impl Sender {
 
     /// Queues application bytes; returns how many were taken (backpressure when full).
     pub fn write(&mut self, data: &[u8]) -> usize {
-        if self.fin_requested {
+        if self.fin.requested {
             return 0;
         }
         let n = self.queue.write(data);
@@ -134,7 +113,7 @@ impl Sender {
     /// As [`Sender::write`], without copying: takes the queued bytes off the front of `data`,
     /// and the TPDU bodies cut from them share its buffer.
     pub fn write_shared(&mut self, data: &mut Bytes) -> usize {
-        if self.fin_requested {
+        if self.fin.requested {
             return 0;
         }
         let n = self.queue.write_shared(data);
@@ -153,7 +132,7 @@ impl Sender {
     }
 
     pub fn writable(&self) -> usize {
-        if self.fin_requested {
+        if self.fin.requested {
             0
         } else {
             self.queue.room()
@@ -161,15 +140,25 @@ impl Sender {
     }
 
     pub fn finish(&mut self) {
-        self.fin_requested = true;
+        self.fin.requested = true;
     }
 
     pub fn fin_requested(&self) -> bool {
-        self.fin_requested
+        self.fin.requested
     }
 
     pub fn fin_sent(&self) -> bool {
-        self.fin_seq.is_some()
+        self.fin.seq.is_some()
+    }
+
+    /// The peer has the AFIN (acknowledged, or its AFINACK came).
+    pub fn fin_acked(&self) -> bool {
+        self.fin.acked
+    }
+
+    /// Bytes the peer application has read, from its acknowledgements (confirmed delivery).
+    pub fn peer_delivered(&self) -> u64 {
+        self.peer.delivered
     }
 
     pub fn next_seq(&self) -> u64 {
@@ -179,7 +168,7 @@ impl Sender {
     /// Everything written has been sent and acknowledged (or, for modes without positive
     /// acknowledgements, sent).
     pub fn all_acked(&self) -> bool {
-        self.queue.len() == 0 && self.fin_seq.is_some() && self.fin_acked && self.outstanding() == 0
+        self.queue.len() == 0 && self.fin.seq.is_some() && self.fin.acked && self.outstanding() == 0
     }
 
     /// TPDUs sent and not yet acknowledged (kept for retransmission).
@@ -200,8 +189,8 @@ impl Sender {
     /// Whether new data (or the AFIN) is waiting and the peer's window admits it.
     pub fn has_new(&self) -> bool {
         let window_ok =
-            !self.ec.acknowledges() || self.next_seq < self.peer_cum + u64::from(self.peer_window);
-        window_ok && (self.queue.len() > 0 || (self.fin_requested && self.fin_seq.is_none()))
+            !self.ec.acknowledges() || self.next_seq < self.peer.cum + u64::from(self.peer.window);
+        window_ok && (self.queue.len() > 0 || (self.fin.requested && self.fin.seq.is_none()))
     }
 
     pub fn has_retransmission(&self) -> bool {
@@ -217,7 +206,7 @@ impl Sender {
         asyn: bool,
         path: &mut impl FnMut(Option<u8>) -> u8,
     ) -> Option<Outgoing> {
-        if self.asyn_copies_left > 0 {
+        if self.asyn.left > 0 {
             return Some(self.next_asyn_copy(now, max_body, path(None)));
         }
         let loss_by_time = self.ec.loss_by_time;
@@ -272,9 +261,9 @@ impl Sender {
         if asyn && self.next_seq == 0 {
             flags.insert(Flags::ASYN);
         }
-        if self.fin_requested && self.queue.len() == 0 {
+        if self.fin.requested && self.queue.len() == 0 {
             flags.insert(Flags::AFIN);
-            self.fin_seq = Some(self.next_seq);
+            self.fin.seq = Some(self.next_seq);
         }
         Some(self.new_tpdu(now, body, flags, path(None)))
     }
@@ -293,7 +282,7 @@ impl Sender {
             "base={} next={} peer_cum={} unacked={} first_unacked={:?} retx={:?} flight={}",
             self.base,
             self.next_seq,
-            self.peer_cum,
+            self.peer.cum,
             self.unacked,
             unacked,
             self.retx,
@@ -360,31 +349,31 @@ impl Sender {
     /// once, as in the papers.
     pub fn open(&mut self, copies: u8) {
         if self.next_seq == 0 {
-            self.asyn_copies_left = copies;
+            self.asyn.left = copies;
         }
     }
 
     /// Whether an ASYN copy is waiting to go.
     pub fn asyn_pending(&self) -> bool {
-        self.asyn_copies_left > 0
+        self.asyn.left > 0
     }
 
     fn next_asyn_copy(&mut self, now: Duration, max_body: usize, path: u8) -> Outgoing {
-        self.asyn_copies_left -= 1;
+        self.asyn.left -= 1;
         if self.next_seq == 0 {
             let n = self.queue.len().min(max_body).min(ASYN_DATA_MAX);
             let body = self.queue.take_front(n);
-            if self.asyn_copies_left > 0 {
-                self.asyn_body.clone_from(&body);
+            if self.asyn.left > 0 {
+                self.asyn.body.clone_from(&body);
             }
             return self.new_tpdu(now, body, Flags::ASYN, path);
         }
         self.stats.tpdus_sent += 1;
         self.stats.asyn_copies += 1;
-        let body = if self.asyn_copies_left > 0 {
-            self.asyn_body.clone()
+        let body = if self.asyn.left > 0 {
+            self.asyn.body.clone()
         } else {
-            std::mem::take(&mut self.asyn_body)
+            std::mem::take(&mut self.asyn.body)
         };
         self.lanes.on_sent(now, path, body.len(), false);
         Outgoing {
@@ -457,7 +446,7 @@ impl Sender {
         now: Duration,
         min_rtt: Option<Duration>,
     ) -> Option<(u8, u64, bool)> {
-        let largest = self.largest_acked_tx;
+        let largest = self.reordering.largest_acked_tx;
         let (tx, path, len, first, attributable, snap, left) = match self.entry_mut(seq) {
             Some(Some(s)) if !s.acked => {
                 s.acked = true;
@@ -491,17 +480,16 @@ impl Sender {
         if left {
             self.lanes.leave_flight(path, len);
         }
-        if self.fin_seq == Some(seq) {
-            self.fin_acked = true;
+        if self.fin.seq == Some(seq) {
+            self.fin.acked = true;
         }
         if first.is_some() && largest.is_some_and(|l| tx < l) {
-            self.reordering_seen = true;
+            self.reordering.seen = true;
         }
         if !attributable {
             // The original arrived after all: the retransmission was needless, the reordering
             // (or delay) window too narrow.
-            let step = min_rtt.unwrap_or(self.reorder_bound) / 4;
-            self.reorder_window = (self.reorder_window + step).min(self.reorder_bound);
+            self.reordering.widen(min_rtt);
         }
         // The same ambiguity for loss detection: if the original of a retransmitted TPDU is
         // what arrived, counting the acknowledgement against the newest transmission would
@@ -519,7 +507,7 @@ impl Sender {
     /// newest acknowledged transmission ahead of TPDUs still on their way, declared them
     /// lost and sent them to the slow path, whose queue grew with every round).
     fn note_acked_tx(&mut self, path: u8, tx: u64, only: bool) {
-        self.largest_acked_tx = Some(self.largest_acked_tx.map_or(tx, |l| l.max(tx)));
+        self.reordering.on_acked_tx(tx);
         if only || self.lanes.single() {
             self.lanes.on_acked_tx(path, tx);
         }
@@ -542,38 +530,38 @@ impl Sender {
     /// retransmitted TPDU arrived).
     pub fn on_ack(&mut self, ack: &Ack, now: Duration, min_rtt: Option<Duration>) {
         let cum = ack.cum.min(self.next_seq);
-        let from = self.base.max(self.peer_cum.min(cum));
+        let from = self.base.max(self.peer.cum.min(cum));
         for seq in from..cum {
             if let Some((path, tx, only)) = self.mark_acked(seq, now, min_rtt) {
                 self.note_acked_tx(path, tx, only);
             }
         }
-        if cum > self.peer_cum {
-            self.peer_cum = cum;
+        if cum > self.peer.cum {
+            self.peer.cum = cum;
         }
-        if let Some(f) = self.fin_seq {
+        if let Some(f) = self.fin.seq {
             if cum > f {
-                self.fin_acked = true;
+                self.fin.acked = true;
             }
         }
-        self.peer_window = ack.window;
-        self.peer_delivered = self.peer_delivered.max(ack.delivered);
+        self.peer.window = ack.window;
+        self.peer.delivered = self.peer.delivered.max(ack.delivered);
         self.release_front();
     }
 
     /// AFINACK in modes without positive acknowledgements: the AFIN arrived; stop resending it.
     pub fn on_fin_acked(&mut self, min_rtt: Option<Duration>) {
-        if let Some(f) = self.fin_seq {
+        if let Some(f) = self.fin.seq {
             self.mark_acked(f, Duration::ZERO, min_rtt);
             self.release_front();
         }
-        self.fin_acked = true;
+        self.fin.acked = true;
     }
 
     /// Applies a MACK's selective part: its entries (single TPDUs) and ranges (`[start, end)`
     /// blocks, low 32 bits), then runs loss detection, with the estimator's timing `t` taken
     /// after the MACK's sample (its loss time bounds the reorder window from now on:
-    /// `reorder_bound`).
+    /// `Reordering::bound`).
     pub fn on_mack_entries(
         &mut self,
         entries: &[u32],
@@ -581,8 +569,8 @@ impl Sender {
         now: Duration,
         t: &LossTiming,
     ) {
-        self.reorder_bound = t.loss_time;
-        let expected = self.peer_cum;
+        self.reordering.bound = t.loss_time;
+        let expected = self.peer.cum;
         let tracked_end = self.next_seq.min(self.base + self.entries.len() as u64);
         let acked = |s: &mut Sender, seq: u64| {
             if let Some((path, tx, only)) = s.mark_acked(seq, now, t.min_rtt) {
@@ -642,7 +630,7 @@ impl Sender {
     /// it resent every hole once per repeated SNACK (at 30 % loss, 798 needless
     /// retransmissions per 10 MB instead of 27).
     pub fn on_snack(&mut self, ranges: &[(u32, u32)], now: Duration, fresh: Duration) {
-        let expected = self.peer_cum.max(self.base);
+        let expected = self.peer.cum.max(self.base);
         for &(a, b) in ranges {
             self.stats.snack_ranges_received += 1;
             let start = expand_seq(expected, a);
@@ -667,7 +655,7 @@ impl Sender {
             return;
         }
         while let Some(Some(s)) = self.entries.front() {
-            if s.first_sent + self.retention > now || self.fin_seq == Some(self.base) {
+            if s.first_sent + self.retention > now || self.fin.seq == Some(self.base) {
                 break;
             }
             if !s.acked {
@@ -688,7 +676,7 @@ impl Sender {
         }
         // The AFIN is never expired (`expire_retained` keeps it until acknowledged), so its
         // retention is no deadline: reporting it would wake the driver for nothing, forever.
-        if self.fin_seq == Some(self.base) {
+        if self.fin.seq == Some(self.base) {
             return None;
         }
         match self.entries.front() {
@@ -696,6 +684,37 @@ impl Sender {
             _ => None,
         }
     }
+}
+
+/// The AFIN of the sending half.
+#[derive(Debug, Default)]
+struct Fin {
+    /// The application closed: the AFIN follows the queued data.
+    requested: bool,
+    /// The AFIN's TPDU number, once cut.
+    seq: Option<u64>,
+    acked: bool,
+}
+
+/// What the peer's latest acknowledgements said.
+#[derive(Debug)]
+struct PeerAcks {
+    /// Every TPDU below this arrived.
+    cum: u64,
+    /// TPDUs beyond `cum` the receiver takes.
+    window: u32,
+    /// Bytes its application has read (confirmed delivery).
+    delivered: u64,
+}
+
+/// The redundant copies of the opening ASYN (`Sender::open`).
+#[derive(Debug, Default)]
+struct AsynCopies {
+    /// Copies still to send before further data.
+    left: u8,
+    /// The body of TPDU 0 while copies of it are still to go (modes that keep no sent TPDUs
+    /// need it too).
+    body: Bytes,
 }
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ impl Connection {
     }
 
     pub fn peer_delivered(&self) -> u64 {
-        self.tx.peer_delivered
+        self.tx.peer_delivered()
     }
 
     /// The peer's AFIN arrived in order and our AFINACK went out: the peer has nothing more

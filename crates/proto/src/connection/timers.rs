@@ -109,7 +109,8 @@ impl Connection {
     /// hour; the idle timeout ends a dead peer) and start CLOSE_TO only for the AFINACK itself.
     fn close_deadline(&self) -> Option<Duration> {
         let f = self.fin_sent_at?;
-        if self.ec.delivers_everything() && self.tx.outstanding() > usize::from(!self.tx.fin_acked)
+        if self.ec.delivers_everything()
+            && self.tx.outstanding() > usize::from(!self.tx.fin_acked())
         {
             return None;
         }

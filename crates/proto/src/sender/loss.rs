@@ -43,8 +43,8 @@ impl Sender {
     fn timing<'a>(&self, t: &LossTiming<'a>) -> Timing<'a> {
         Timing {
             loss_time: t.loss_time,
-            extra: self.reorder_window + self.repair_wait,
-            count_rule: !self.reordering_seen && self.repair_wait.is_zero(),
+            extra: self.reordering.window + self.repair_wait,
+            count_rule: !self.reordering.seen && self.repair_wait.is_zero(),
             path: t.path,
         }
     }

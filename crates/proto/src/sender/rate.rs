@@ -11,7 +11,7 @@ impl Sender {
     /// and counted lost on its path; for the path's rate it was delivered (the link carried
     /// it: corruption is not congestion).
     pub fn on_nack(&mut self, seqs: &[u32], now: Duration) {
-        let expected = self.peer_cum.max(self.base);
+        let expected = self.peer.cum.max(self.base);
         for &s in seqs {
             self.stats.nacks_received += 1;
             let seq = expand_seq(expected, s);
