@@ -1,15 +1,14 @@
 //! One AeroTP connection: the state machine, a sending half, a receiving half, rate pacing,
 //! FEC control and timers. The mode's error control (`ErrorControl`, built once) decides what
-//! each part does.
+//! each part does. Each part owns its state and its counters (`Connection`'s fields); the
+//! modules below hold what the connection does with them, one job each.
 
 use crate::codec::{self, Quality, Received};
 use crate::config::ConnectionConfig;
 use crate::control_due::ControlDue;
 use crate::endpoint_types::PathAddr;
-use crate::erasure::{ErasureRx, ErasureRxStats, ErasureSetting, ErasureTx, ErasureTxStats};
+use crate::erasure::{ErasureRxStats, ErasureSetting, ErasureTxStats};
 use crate::error_control::{ErrorControl, Feedback};
-use crate::fec_control::FecControl;
-use crate::liveness::Liveness;
 use crate::pacer::Pacer;
 use crate::paths::{PathStats, Paths};
 use crate::phase::{PeerFin, Phase};
@@ -19,20 +18,29 @@ use crate::reset_guard::{self, ResetGuard, ResetStats};
 use crate::rtt::RttEstimator;
 use crate::sender::{Sender, SenderStats};
 use crate::state::{transition, Action, State, StateEvent};
-use crate::tpdu_size::TpduSizer;
 use aerotp_wire::{Ack, ControlBody, Flags, Header, Mode};
-use std::collections::VecDeque;
+use coding::Coding;
+use life::Life;
+use outbox::Outbox;
+use record::Record;
 use std::time::Duration;
+use watch::Watch;
 
 mod app;
+mod coding;
 mod feedback;
+mod life;
 mod multipath;
+mod outbox;
+mod probe;
 mod radio;
 mod rate;
+mod record;
 mod reset;
 mod timers;
 mod tpdu;
 mod transmit;
+mod watch;
 
 /// Whether a TPDU is an outage PROBE: a control TPDU whose only part is an empty NACK
 /// (docs/spec.md §4).
@@ -51,19 +59,14 @@ pub enum Role {
 }
 
 pub use crate::close_outcome::CloseOutcome;
-
-/// Notifications for the application.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConnEvent {
-    Connected,
-    Readable,
-    Writable,
-    /// Confirmed delivery: the peer confirmed more of what we sent (`peer_delivered` grew).
-    Confirmed,
-    Closed(CloseOutcome),
-}
+pub use outbox::ConnEvent;
 
 /// Every counter a connection keeps; see docs/stats.md for their meaning.
+///
+/// Not split: a public flat counter set mirrored one-to-one in docs/stats.md, the CLI's and
+/// simulator's JSON and the Prometheus families (`aerotp_net::counters`); the groups that
+/// have an owner are nested already (`sender`, `receiver`, `erasure_tx`, `erasure_rx`,
+/// `resets`, `paths`), and the rest are the connection's own wire counters and estimates.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectionStats {
     pub sender: SenderStats,
@@ -96,18 +99,14 @@ pub struct ConnectionStats {
     pub paths: Vec<PathStats>,
 }
 
+/// One connection. Its parts own their state and their counters: the halves (`tx`, `rx`), the
+/// round-trip estimator, the paths, the rate and the pacer, how TPDUs are cut and protected
+/// (`coding`), what is heard from the peer and the PROBEs sent when nothing is (`watch`), the
+/// set-up and close (`life`), the resets (`guard`), what is owed to the peer and the
+/// application (`outbox`) and what is recorded for statistics (`record`).
 #[derive(Debug)]
 pub struct Connection {
     pub role: Role,
-    /// Live in one of the papers' states, or ended.
-    phase: Phase,
-    /// The peer's addresses and what each path does (`remote()` is the first).
-    paths: Paths,
-    /// The sending rate: fixed (configuration or `set_rate`; the pacer runs at the share of
-    /// it the paths that are up carry) or discovered per path under that rate as a cap.
-    rate: RateState,
-    /// The latest time the connection was given (for statistics that need the time).
-    clock: Duration,
     pub local_port: u16,
     pub remote_port: u16,
     pub tag: u8,
@@ -118,56 +117,28 @@ pub struct Connection {
     /// What the mode's error control does (built once from the mode).
     ec: ErrorControl,
     cfg: ConnectionConfig,
+    /// The peer's addresses and what each path does (`remote()` is the first).
+    paths: Paths,
+    /// The sending rate: fixed (configuration or `set_rate`; the pacer runs at the share of
+    /// it the paths that are up carry) or discovered per path under that rate as a cap.
+    rate: RateState,
     pacer: Pacer,
     tx: Sender,
     rx: Receiver,
     rtt: RttEstimator,
-    fec: FecControl,
-    /// Erasure coding across TPDUs: repairs for what we send, decoding of what we receive.
-    etx: ErasureTx,
-    erx: ErasureRx,
-    epoch: Duration,
-    last_heard: Duration,
-    /// Whether the peer has been heard, and whether it is silent (an outage) or new data is
-    /// paused on a suspected one.
-    liveness: Liveness,
-    /// The longest recent gap between TPDUs heard while data was unacknowledged (decaying):
-    /// how long silence is normal on this connection, so an outage is suspected sooner than
-    /// 1.5 RTOs where feedback comes often (`timers::pause_at`).
-    heard_gap: Duration,
-    /// How many gaps `heard_gap` has seen; it is trusted from `GAP_SAMPLES` on.
-    heard_gaps: u32,
-    /// When the last keep-alive was queued: the next waits `keep_alive` after it too.
-    last_keepalive: Duration,
-    /// When our AFIN first went.
-    fin_sent_at: Option<Duration>,
-    /// The peer's AFIN, once received, and whether our AFINACK went.
-    peer_fin: PeerFin,
-    /// Control TPDUs waiting to go.
-    due: ControlDue,
-    /// An acceptor not yet proven to reach a real peer (docs/security.md): it holds its
-    /// AFINACK, so the peer cannot finish — and believe its data delivered — before the
-    /// application has the connection.
-    unproven: bool,
-    /// An initiator's clock (µs, as in `timestamp`) when a RETRY last made it send again what
-    /// was in flight: RETRYs for TPDUs sent before then are answered already.
-    retry_resent_at: Option<u32>,
-    events: VecDeque<ConnEvent>,
-    was_writable: bool,
-    /// When an initiator first heard from its peer (reported as `Connected` then; also
-    /// recognises a restarted peer).
-    connected_at: Option<Duration>,
-    peer_ber: f64,
-    /// First-send time of each TPDU when tracing: (TPDU number, time).
-    pub send_trace: Option<Vec<(u64, Duration)>>,
+    /// TPDU size, FEC parity and erasure coding, and the peer's reported bit-error rate.
+    coding: Coding,
+    /// The peer heard or silent, and the keep-alives and outage probes sent.
+    watch: Watch,
+    /// The state machine's phase and the set-up and close handshakes.
+    life: Life,
     /// Resets a blind attacker cannot forge (`reset`).
     guard: ResetGuard,
-    stats_wire: ConnectionStats,
-    /// The outages seen and the size new TPDUs are cut at (`crate::tpdu_size`).
-    tpdu: TpduSizer,
+    /// Control TPDUs owed to the peer, notifications owed to the application.
+    outbox: Outbox,
+    /// Wire counters, the latest time given, the send trace.
+    record: Record,
 }
-
-const EVENT_LIMIT: usize = 64;
 
 impl Connection {
     pub fn new(
@@ -180,33 +151,11 @@ impl Connection {
         now: Duration,
     ) -> Connection {
         let ec = ErrorControl::for_mode(cfg.mode);
-        let initial_window = cfg.recv_window;
-        let state = match role {
-            Role::Initiator => {
-                transition(State::Closed, StateEvent::AppConn).map_or(State::AsynSent, |t| t.0)
-            }
-            Role::Acceptor => State::Established,
-        };
-        let mut rx = Receiver::new(ec, &cfg);
-        rx.want_reports();
-        let erasure: ErasureSetting = cfg.erasure.unwrap_or(ec.erasure);
-        // The modes that repair from their first TPDU record sources from the start; in the
-        // others a hole waits for repairs (up to the delay bound) once the first repair shows
-        // the peer sends them (a peer without repair must not delay every hole).
-        let eager = ec.repairs_from_start && !erasure.is_off();
-        if cfg.trace {
-            rx.record_trace();
-        }
-        let mut tx = Sender::new(ec, cfg.send_buffer_bytes(), initial_window, cfg.retention);
-        if role == Role::Initiator {
-            tx.open(cfg.asyn_copies);
-        }
-        // The coefficients' seed: the same inputs give the same repairs, different
-        // connections different ones.
+        // Seeds the erasure code's coefficients and the rate control's probing: the same
+        // inputs give the same choices, different connections different ones.
         let key = (u64::from(tag) << 32) | (u64::from(local_port) << 16) | u64::from(remote_port);
         Connection {
             role,
-            phase: Phase::Live { state },
             paths: Paths::new(path, now, RttEstimator::new(cfg.initial_rtt, cfg.min_rto)),
             rate: RateState::new(
                 cfg.rate_control,
@@ -214,9 +163,8 @@ impl Connection {
                 cfg.mtu,
                 cfg.per_packet_overhead,
                 ec.discovers_rate(),
-                u64::from(tag) << 32 | u64::from(local_port) << 16 | u64::from(remote_port),
+                key,
             ),
-            clock: now,
             local_port,
             remote_port,
             tag,
@@ -224,41 +172,18 @@ impl Connection {
             peer_cid: None,
             ec,
             pacer: Pacer::new(cfg.rate_bps, cfg.per_packet_overhead, cfg.mtu),
-            tx,
-            rx,
+            tx: sender_for(role, ec, &cfg),
+            rx: receiver_for(ec, &cfg),
             rtt: RttEstimator::new(cfg.initial_rtt, cfg.min_rto),
-            fec: FecControl::new(
-                cfg.fec,
-                ec.auto_fec,
-                cfg.mtu,
-                cfg.per_packet_overhead,
-                cfg.fec_target_loss,
-                cfg.fec_initial_ber,
-            ),
-            etx: ErasureTx::new(erasure, cfg.mtu, key),
-            erx: ErasureRx::new(cfg.mtu, erasure.max_window, eager),
-            epoch: now,
-            last_heard: now,
-            liveness: Liveness::Unheard,
-            heard_gap: Duration::ZERO,
-            heard_gaps: 0,
-            last_keepalive: Duration::ZERO,
-            fin_sent_at: None,
-            peer_fin: PeerFin::Awaited,
-            due: ControlDue {
+            coding: Coding::new(ec, &cfg, key, now),
+            watch: Watch::new(now),
+            life: Life::new(opening_state(role), now),
+            guard: ResetGuard::default(),
+            outbox: Outbox::new(ControlDue {
                 asynack: role == Role::Acceptor,
                 ..ControlDue::default()
-            },
-            unproven: false,
-            retry_resent_at: None,
-            events: VecDeque::new(),
-            was_writable: true,
-            connected_at: None,
-            peer_ber: 0.0,
-            send_trace: if cfg.trace { Some(Vec::new()) } else { None },
-            guard: ResetGuard::default(),
-            stats_wire: ConnectionStats::default(),
-            tpdu: TpduSizer::new(now),
+            }),
+            record: Record::new(now, cfg.trace),
             cfg,
         }
     }
@@ -268,7 +193,7 @@ impl Connection {
     }
 
     pub fn state(&self) -> State {
-        self.phase.state()
+        self.life.phase.state()
     }
 
     pub fn config(&self) -> &ConnectionConfig {
@@ -276,7 +201,7 @@ impl Connection {
     }
 
     fn apply(&mut self, ev: StateEvent) -> Option<Action> {
-        let Phase::Live { state } = &mut self.phase else {
+        let Phase::Live { state } = &mut self.life.phase else {
             return None;
         };
         let (next, action) = transition(*state, ev)?;
@@ -286,17 +211,15 @@ impl Connection {
     }
 
     fn push_event(&mut self, e: ConnEvent) {
-        if self.events.len() < EVENT_LIMIT && !self.events.contains(&e) {
-            self.events.push_back(e);
-        }
+        self.outbox.push_event(e);
     }
 
     pub fn poll_event(&mut self) -> Option<ConnEvent> {
-        self.events.pop_front()
+        self.outbox.poll_event()
     }
 
     pub fn is_closed(&self) -> bool {
-        self.phase.ended()
+        self.life.phase.ended()
     }
 
     /// Busy, for the link share: more bytes wait unsent than the current rate sends in
@@ -310,7 +233,8 @@ impl Connection {
     /// application writing faster than the connection sends keeps it near full.
     pub(crate) fn backlog_outlasts(&self, period: std::time::Duration) -> bool {
         let period_bits = self.pacer.rate() as f64 * period.as_secs_f64();
-        !self.phase.ended() && (self.tx.unsent() as f64 * 8.0 > period_bits || self.tx.backlogged())
+        !self.life.phase.ended()
+            && (self.tx.unsent() as f64 * 8.0 > period_bits || self.tx.backlogged())
     }
 
     /// Bytes this connection has put on the link: its datagrams plus `per_packet_overhead`
@@ -318,8 +242,8 @@ impl Connection {
     /// without the headers a thousand flows of small messages and acknowledgements used a
     /// tenth more of the link than their reservations said (docs/results/gw.md, "Many flows").
     pub(crate) fn link_bytes_sent(&self) -> u64 {
-        self.stats_wire.bytes_sent_wire
-            + self.stats_wire.datagrams_sent * self.cfg.per_packet_overhead as u64
+        self.record.wire.bytes_sent_wire
+            + self.record.wire.datagrams_sent * self.cfg.per_packet_overhead as u64
     }
 
     pub(crate) fn set_class(&mut self, class: crate::TrafficClass) {
@@ -337,8 +261,8 @@ impl Connection {
     }
 
     fn finish_with(&mut self, outcome: CloseOutcome) {
-        if !self.phase.ended() {
-            self.phase = Phase::Ended {
+        if !self.life.phase.ended() {
+            self.life.phase = Phase::Ended {
                 outcome: outcome.clone(),
                 abort_reason: reset_guard::answer_for(&outcome),
             };
@@ -347,36 +271,49 @@ impl Connection {
                 CloseOutcome::IdleTimeout | CloseOutcome::CloseTimeout
             ) {
                 // Tell the peer, if it still hears us, rather than leave it to its own timeout.
-                self.due.rst = reset_guard::answer_for(&outcome);
+                self.outbox.due.rst = reset_guard::answer_for(&outcome);
             }
             self.push_event(ConnEvent::Closed(outcome));
         }
     }
 
+    /// Every counter, read from the part that keeps it.
     pub fn stats(&self) -> ConnectionStats {
-        let mut s = self.stats_wire.clone();
-        s.sender = self.tx.stats.clone();
-        s.receiver = self.rx.stats();
-        s.erasure_tx = self.etx.stats.clone();
-        s.erasure_rx = self.erx.stats.clone();
-        s.erasure_rx.decoder_bytes = self.erx.memory_bytes() as u64;
-        s.rtt = self.rtt.latest();
-        s.srtt = self.rtt.smoothed();
-        s.rto = self.rtt.rto();
-        s.fec_parity = self.fec.parity();
-        s.measured_ber = self.rx.measured_ber();
-        s.peer_reported_ber = self.peer_ber;
-        s.rate_bps = self.pacer.rate();
-        s.rate_reason = self.rate_reason();
-        s.peer_delivered = self.tx.peer_delivered();
-        s.paths = self.path_stats();
-        s.resets = self.guard.stats;
-        s
+        let (keepalives, probes, outages) = self.watch.counts();
+        let mut sender = self.tx.stats().clone();
+        sender.keepalives = keepalives;
+        sender.probes = probes;
+        let mut erasure_rx = self.coding.erx.stats.clone();
+        erasure_rx.decoder_bytes = self.coding.erx.memory_bytes() as u64;
+        let wire = &self.record.wire;
+        ConnectionStats {
+            sender,
+            receiver: self.rx.stats(),
+            erasure_tx: self.coding.etx.stats.clone(),
+            erasure_rx,
+            datagrams_sent: wire.datagrams_sent,
+            bytes_sent_wire: wire.bytes_sent_wire,
+            datagrams_received: wire.datagrams_received,
+            bytes_received_wire: wire.bytes_received_wire,
+            control_sent: wire.control_sent,
+            rtt: self.rtt.latest(),
+            srtt: self.rtt.smoothed(),
+            rto: self.rtt.rto(),
+            fec_parity: self.coding.fec.parity(),
+            measured_ber: self.rx.measured_ber(),
+            peer_reported_ber: self.coding.peer_ber,
+            rate_bps: self.pacer.rate(),
+            rate_reason: self.rate_reason(),
+            peer_delivered: self.tx.peer_delivered(),
+            outages,
+            resets: self.guard.stats,
+            paths: self.path_stats(),
+        }
     }
 
     /// A one-line summary of both halves' state, for diagnostics and bug reports.
     pub fn describe(&self) -> String {
-        let phase = match &self.phase {
+        let phase = match &self.life.phase {
             Phase::Live { state } => state.to_string(),
             Phase::Ended { outcome, .. } => format!("ENDED({outcome:?})"),
         };
@@ -384,7 +321,7 @@ impl Connection {
             "{phase} tx[{}] rx[{}] silent={} rto={:?} timers[{}]",
             self.tx.describe(),
             self.rx.describe(),
-            self.liveness.silent(),
+            self.watch.liveness.silent(),
             self.rtt.rto(),
             self.timers()
         )
@@ -392,7 +329,7 @@ impl Connection {
 
     /// Changes the erasure coding of what this end sends, on the live connection.
     pub fn set_erasure(&mut self, setting: ErasureSetting) {
-        self.etx.set_setting(setting);
+        self.coding.etx.set_setting(setting);
     }
 
     /// Changes the sending rate (backpressure from the network layer, or the application).
@@ -413,6 +350,11 @@ impl Connection {
         }
     }
 
+    /// First-send time of each TPDU (TPDU number, time), if tracing.
+    pub fn send_trace(&self) -> Option<&[(u64, Duration)]> {
+        self.record.send_trace.as_deref()
+    }
+
     /// The delivery trace of the receiving half (TPDU number, time, bytes), if tracing.
     pub fn delivery_trace(&self) -> Option<&[(u64, Duration, u32)]> {
         self.rx.trace()
@@ -421,12 +363,12 @@ impl Connection {
     // ---- receiving TPDUs ----
 
     pub(crate) fn set_unproven(&mut self, unproven: bool) {
-        self.unproven = unproven;
+        self.life.unproven = unproven;
         self.rx.set_unproven(unproven);
     }
 
     pub(crate) fn is_unproven(&self) -> bool {
-        self.unproven
+        self.life.unproven
     }
 
     /// Closed unproven at the set-up timeout: nothing more is sent to the peer.
@@ -446,12 +388,12 @@ impl Connection {
     /// cookie first, so the listener admits it); a RETRY for a TPDU sent after we heard from
     /// the peer (data, or an outage probe) means it no longer has this connection.
     pub(crate) fn on_retry(&mut self, now: Duration, ts_echo: u32) {
-        if self.role != Role::Initiator || self.phase.ended() {
+        if self.role != Role::Initiator || self.life.phase.ended() {
             return;
         }
         let now_us = self.now_us(now);
         let age = Duration::from_micros(u64::from(now_us.wrapping_sub(ts_echo)));
-        if let Some(connected_at) = self.connected_at {
+        if let Some(connected_at) = self.life.connected_at {
             if age < now.saturating_sub(connected_at) {
                 // No RST: the peer has nothing left to reset.
                 self.finish_with(CloseOutcome::Reset(
@@ -464,82 +406,36 @@ impl Connection {
         }
         // Once per round of RETRYs: those for TPDUs sent before the last resend are old news.
         let stale = self
+            .life
             .retry_resent_at
             .is_some_and(|t| (t.wrapping_sub(ts_echo) as i32) > 0);
         if !stale {
-            self.retry_resent_at = Some(now_us);
+            self.life.retry_resent_at = Some(now_us);
             self.tx.retransmit_all_unacked();
         }
     }
 
     fn now_us(&self, now: Duration) -> u32 {
         // Low 32 bits of microseconds since the connection began.
-        ((now.saturating_sub(self.epoch).as_micros() & 0xFFFF_FFFF) as u32)
+        ((now.saturating_sub(self.life.epoch).as_micros() & 0xFFFF_FFFF) as u32)
             .wrapping_add(self.guard.clock_offset)
     }
 
     pub fn handle(&mut self, now: Duration, r: Received) {
         self.note_peer_timestamp(&r.header);
-        if self.phase.ended() {
-            // Finished, not yet released: a late data TPDU means the peer missed our final
-            // acknowledgement; repeat it (once per TPDU, paced) so the peer can finish too.
-            let asks = r.header.flags.is_data() || is_probe(&r.header, &r.body);
-            if asks && self.rx.fin_complete() {
-                self.due.final_ack = true;
-            }
-            // Aborted, not yet released: the RST may have been lost; say it again (once per
-            // TPDU that asks, paced), so the peer stops sending into a closed connection.
-            if let (
-                true,
-                Phase::Ended {
-                    abort_reason: Some(reason),
-                    ..
-                },
-            ) = (asks, &self.phase)
-            {
-                self.due.rst = Some(reason.clone());
-            }
+        if self.life.phase.ended() {
+            self.answer_after_end(&r);
             return;
         }
-        if self.liveness.heard() && self.tx.has_outstanding() {
-            let gap = now.saturating_sub(self.last_heard);
-            self.heard_gap = if gap > self.heard_gap {
-                gap
-            } else {
-                (self.heard_gap * 7 + gap) / 8
-            };
-            self.heard_gaps = self.heard_gaps.saturating_add(1);
-            self.tpdu.on_gap(gap);
-        }
-        self.last_heard = now;
-        self.clock = self.clock.max(now);
-        if self.paths.multi() {
-            if is_probe(&r.header, &r.body) {
-                // The peer asks whether this path works: the answer goes back on it.
-                self.paths.reply_on_rx();
-            }
-            if r.quality != Quality::Corrupted && !reset_guard::is_reset(r.header.flags) {
-                let arrival = (now.as_micros() & 0xFFFF_FFFF) as u32;
-                self.paths.on_timestamp(arrival, r.header.timestamp);
-            }
-        }
-        // Anything heard ends an outage (or its suspicion).
-        let resumed = self.liveness.silent();
-        self.liveness = Liveness::Heard { paused: false };
-        self.stats_wire.datagrams_received += 1;
-        self.stats_wire.bytes_received_wire += (r.bits / 8) as u64;
-        self.paths.on_quality(r.bits, r.quality, r.parity);
-        self.rx.on_quality(r.bits, r.quality, r.parity);
-        if resumed {
-            self.due.probe = false;
-        }
+        let resumed = self.on_heard(now, &r);
         let flags = r.header.flags;
         if flags.is_data() {
             self.on_data_tpdu(now, r);
         } else if flags.is_repair() {
             if r.quality != Quality::Corrupted {
-                self.rx.set_erasure_wait(self.etx.setting().max_delay);
-                let rebuilt = self.erx.on_repair(&r.body);
+                self.rx
+                    .set_erasure_wait(self.coding.etx.setting().max_delay);
+                let rebuilt = self.coding.erx.on_repair(&r.body);
                 self.take_rebuilt(now, rebuilt);
             }
         } else if r.quality != Quality::Corrupted {
@@ -550,6 +446,57 @@ impl Connection {
             // acknowledgements, so what it confirms is not resent.
             self.tx.retransmit_all_unacked();
         }
+    }
+
+    /// Finished or aborted, not yet released: a TPDU that asks for an answer gets the final
+    /// acknowledgement or the RST again.
+    fn answer_after_end(&mut self, r: &Received) {
+        // Finished: a late data TPDU means the peer missed our final acknowledgement; repeat
+        // it (once per TPDU, paced) so the peer can finish too.
+        let asks = r.header.flags.is_data() || is_probe(&r.header, &r.body);
+        if asks && self.rx.fin_complete() {
+            self.outbox.due.final_ack = true;
+        }
+        // Aborted: the RST may have been lost; say it again (once per TPDU that asks, paced),
+        // so the peer stops sending into a closed connection.
+        if let (
+            true,
+            Phase::Ended {
+                abort_reason: Some(reason),
+                ..
+            },
+        ) = (asks, &self.life.phase)
+        {
+            self.outbox.due.rst = Some(reason.clone());
+        }
+    }
+
+    /// What any TPDU heard while live tells before its content is read: the peer is there
+    /// (an outage ends), the gap since the last one, the path it came on, the link's
+    /// quality. True if it ended an outage.
+    fn on_heard(&mut self, now: Duration, r: &Received) -> bool {
+        if let Some(gap) = self.watch.on_heard(now, self.tx.has_outstanding()) {
+            self.coding.tpdu.on_gap(gap);
+        }
+        self.record.note_time(now);
+        if self.paths.multi() {
+            if is_probe(&r.header, &r.body) {
+                // The peer asks whether this path works: the answer goes back on it.
+                self.paths.reply_on_rx();
+            }
+            if r.quality != Quality::Corrupted && !reset_guard::is_reset(r.header.flags) {
+                let arrival = (now.as_micros() & 0xFFFF_FFFF) as u32;
+                self.paths.on_timestamp(arrival, r.header.timestamp);
+            }
+        }
+        let resumed = self.watch.resume();
+        self.record.on_received(r.bits);
+        self.paths.on_quality(r.bits, r.quality, r.parity);
+        self.rx.on_quality(r.bits, r.quality, r.parity);
+        if resumed {
+            self.outbox.due.probe = false;
+        }
+        resumed
     }
 
     fn on_data_tpdu(&mut self, now: Duration, r: Received) {
@@ -565,7 +512,7 @@ impl Connection {
             self.rx.on_oversized();
             return;
         }
-        let rebuilt = self.erx.on_source(h.seq, h.flags, &r.body);
+        let rebuilt = self.coding.erx.on_source(h.seq, h.flags, &r.body);
         let readable_before = self.rx.readable();
         let fin_before = self.rx.fin_complete();
         let body = self.rx.resident(h.seq, r.body, r.shared);
@@ -597,7 +544,7 @@ impl Connection {
             self.on_peer_fin(now);
         } else if fin && self.rx.fin_complete() {
             // A retransmitted AFIN: our AFINACK was lost.
-            self.due.afinack = true;
+            self.outbox.due.afinack = true;
         }
         if !readable_before && self.rx.readable() {
             self.push_event(ConnEvent::Readable);
@@ -612,7 +559,7 @@ impl Connection {
     /// peer's new, empty connection would keep ours alive until the idle timeout while
     /// nothing could be delivered.
     fn peer_restarted(&self, now: Duration, h: &Header, c: &ControlBody) -> bool {
-        let (Some(connected_at), Some(m)) = (self.connected_at, &c.mack) else {
+        let (Some(connected_at), Some(m)) = (self.life.connected_at, &c.mack) else {
             return false;
         };
         if !h.flags.contains(Flags::ASYN) || m.ts_echo == 0 {
@@ -626,11 +573,11 @@ impl Connection {
 
     fn on_peer_fin(&mut self, now: Duration) {
         self.apply(StateEvent::AfinRx);
-        self.due.afinack = true;
+        self.outbox.due.afinack = true;
         // Linger long enough for a peer in an outage to probe once more (its probes back off
         // to MAX_PROBE_INTERVAL) and hear the final acknowledgement.
         let linger = self.cfg.linger.max(MAX_PROBE_INTERVAL * 2 + self.rtt.rto());
-        self.peer_fin = PeerFin::Received {
+        self.life.peer_fin = PeerFin::Received {
             linger_until: now + linger,
             afinack_sent: false,
         };
@@ -650,17 +597,8 @@ impl Connection {
         if self.unsent_fin_acked(h) {
             return;
         }
-        let ev = if h.flags.contains(Flags::ASYN) {
-            StateEvent::AsynAckRx
-        } else if c.mack.is_some() {
-            StateEvent::MackRx
-        } else if c.ack.is_some() {
-            StateEvent::AckRx
-        } else {
-            StateEvent::NackRx
-        };
         if self.peer_restarted(now, h, &c) {
-            self.due.rst = Some("connection reset: this end restarted".into());
+            self.outbox.due.rst = Some("connection reset: this end restarted".into());
             self.finish_with(CloseOutcome::Reset(
                 "the peer restarted and lost this connection (it answered a TPDU sent after \
                  set-up as if it opened a new connection): open a new connection"
@@ -668,13 +606,26 @@ impl Connection {
             ));
             return;
         }
-        if self.phase.state() == State::AsynSent {
-            self.apply(ev);
+        if self.life.phase.state() == State::AsynSent {
+            self.apply(control_event(h, &c));
         }
-        if self.connected_at.is_none() && self.role == Role::Initiator {
-            self.connected_at = Some(now);
+        if self.role == Role::Initiator && self.life.connect(now) {
             self.push_event(ConnEvent::Connected);
         }
+        self.on_feedback(now, &c);
+        if let Some(r) = &c.report {
+            self.coding.on_report(r);
+        }
+        if h.flags.contains(Flags::AFIN) && h.flags.contains(Flags::ACK) {
+            self.on_afinack();
+        }
+        self.check_writable();
+        self.check_finished(now);
+    }
+
+    /// The peer's feedback to the sending half (ACK or MACK, NACK, SNACK), and what it
+    /// measures: round trips, each path's latency, the rate.
+    fn on_feedback(&mut self, now: Duration, c: &ControlBody) {
         let confirmed_before = self.tx.peer_delivered();
         let echo_rtt = match (&c.mack, &c.ack) {
             (Some(m), _) => self.on_mack(now, m),
@@ -705,27 +656,21 @@ impl Connection {
             self.tx.on_snack(&s.ranges, now, fresh);
         }
         self.measure_rate(now, echo_rtt);
-        if let Some(r) = &c.report {
-            self.peer_ber = f64::from(r.ber_ppb) * 1e-9;
-            self.fec.on_report(r);
-            self.etx.on_report(r);
+    }
+
+    /// AFINACK: the peer has our AFIN (and, in acknowledged modes, everything before it).
+    fn on_afinack(&mut self) {
+        if self.ec.feedback == Feedback::None {
+            self.tx.on_fin_acked(self.rtt.min_rtt());
         }
-        if h.flags.contains(Flags::AFIN) && h.flags.contains(Flags::ACK) {
-            // AFINACK: the peer has our AFIN (and, in acknowledged modes, everything before it).
-            if self.ec.feedback == Feedback::None {
-                self.tx.on_fin_acked(self.rtt.min_rtt());
-            }
-            if self.tx.fin_sent() && (self.tx.all_acked() || !self.ec.delivers_everything()) {
-                self.apply(StateEvent::AfinAckRx);
-            }
+        if self.tx.fin_sent() && (self.tx.all_acked() || !self.ec.delivers_everything()) {
+            self.apply(StateEvent::AfinAckRx);
         }
-        self.check_writable();
-        self.check_finished(now);
     }
 
     fn check_writable(&mut self) {
-        if !self.was_writable && self.tx.writable() > 0 {
-            self.was_writable = true;
+        if !self.outbox.was_writable && self.tx.writable() > 0 {
+            self.outbox.was_writable = true;
             self.push_event(ConnEvent::Writable);
         }
     }
@@ -748,15 +693,19 @@ impl Connection {
     pub(super) fn awaits_confirmation(&self) -> bool {
         self.cfg.confirm_delivery
             && self.tx.fin_sent()
-            && self.tx.peer_delivered() <= self.tx.stats.bytes_written
+            && self.tx.peer_delivered() <= self.tx.stats().bytes_written
     }
 
     fn check_finished(&mut self, now: Duration) {
-        if self.phase.ended() || !self.send_done() || !self.rx.fin_complete() || self.due.afinack {
+        if self.life.phase.ended()
+            || !self.send_done()
+            || !self.rx.fin_complete()
+            || self.outbox.due.afinack
+        {
             return;
         }
         // Linger for late retransmissions if we were the last to receive an AFIN.
-        if let Some(l) = self.peer_fin.linger_until() {
+        if let Some(l) = self.life.peer_fin.linger_until() {
             if now < l {
                 return;
             }
@@ -765,4 +714,48 @@ impl Connection {
         self.apply(StateEvent::ListenTo);
         self.finish_with(CloseOutcome::Finished { confirmed });
     }
+}
+
+/// The state machine's event for a control TPDU (the first one moves an initiator out of
+/// ASYN_SENT).
+fn control_event(h: &Header, c: &ControlBody) -> StateEvent {
+    if h.flags.contains(Flags::ASYN) {
+        StateEvent::AsynAckRx
+    } else if c.mack.is_some() {
+        StateEvent::MackRx
+    } else if c.ack.is_some() {
+        StateEvent::AckRx
+    } else {
+        StateEvent::NackRx
+    }
+}
+
+/// An initiator opens (ASYN sent); an acceptor starts established.
+fn opening_state(role: Role) -> State {
+    match role {
+        Role::Initiator => {
+            transition(State::Closed, StateEvent::AppConn).map_or(State::AsynSent, |t| t.0)
+        }
+        Role::Acceptor => State::Established,
+    }
+}
+
+/// The sending half: an initiator opens with its ASYN copies.
+fn sender_for(role: Role, ec: ErrorControl, cfg: &ConnectionConfig) -> Sender {
+    let mut tx = Sender::new(ec, cfg.send_buffer_bytes(), cfg.recv_window, cfg.retention);
+    if role == Role::Initiator {
+        tx.open(cfg.asyn_copies);
+    }
+    tx
+}
+
+/// The receiving half, reporting its link's quality to the peer, and tracing deliveries if
+/// asked.
+fn receiver_for(ec: ErrorControl, cfg: &ConnectionConfig) -> Receiver {
+    let mut rx = Receiver::new(ec, cfg);
+    rx.want_reports();
+    if cfg.trace {
+        rx.record_trace();
+    }
+    rx
 }

@@ -63,7 +63,7 @@ pub struct Sender {
     /// While erasure repairs may still rebuild a lost TPDU at the receiver, loss detection
     /// waits this much longer (and the packet-count rule, which cannot wait, is off).
     repair_wait: Duration,
-    pub stats: SenderStats,
+    stats: SenderStats,
 }
 
 impl Sender {
@@ -154,6 +154,12 @@ impl Sender {
     /// The peer has the AFIN (acknowledged, or its AFINACK came).
     pub fn fin_acked(&self) -> bool {
         self.fin.acked
+    }
+
+    /// The sending half's counters (`ConnectionStats::sender`; the connection adds the
+    /// PROBEs it sends itself).
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
     }
 
     /// Bytes the peer application has read, from its acknowledgements (confirmed delivery).

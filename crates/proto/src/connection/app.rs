@@ -9,30 +9,30 @@ use std::time::Duration;
 
 impl Connection {
     pub fn write(&mut self, data: &[u8]) -> usize {
-        if self.phase.ended() {
+        if self.life.phase.ended() {
             return 0;
         }
         let n = self.tx.write(data);
         if n < data.len() {
-            self.was_writable = false;
+            self.outbox.was_writable = false;
         }
         n
     }
 
     /// As [`Connection::write`], without copying (see [`crate::Endpoint::write_shared`]).
     pub fn write_shared(&mut self, data: &mut bytes::Bytes) -> usize {
-        if self.phase.ended() {
+        if self.life.phase.ended() {
             return 0;
         }
         let n = self.tx.write_shared(data);
         if !data.is_empty() {
-            self.was_writable = false;
+            self.outbox.was_writable = false;
         }
         n
     }
 
     pub fn writable(&self) -> usize {
-        if self.phase.ended() {
+        if self.life.phase.ended() {
             0
         } else {
             self.tx.writable()
@@ -77,10 +77,10 @@ impl Connection {
     /// The peer's AFIN arrived in order and our AFINACK went out: the peer has nothing more
     /// to wait for from us, unless that AFINACK is lost.
     pub fn close_answered(&self) -> bool {
-        !self.phase.ended()
+        !self.life.phase.ended()
             && self.rx.fin_complete()
-            && !self.due.afinack
-            && self.peer_fin.afinack_sent()
+            && !self.outbox.due.afinack
+            && self.life.peer_fin.afinack_sent()
     }
 
     /// Both halves are done and only the linger is left: our data and AFIN are acknowledged
@@ -100,10 +100,10 @@ impl Connection {
     }
 
     pub fn abort(&mut self, reason: &str) {
-        if !self.phase.ended() {
-            self.due.rst = Some(reason.to_owned());
+        if !self.life.phase.ended() {
+            self.outbox.due.rst = Some(reason.to_owned());
             self.finish_with(CloseOutcome::Aborted);
-            if let Phase::Ended { abort_reason, .. } = &mut self.phase {
+            if let Phase::Ended { abort_reason, .. } = &mut self.life.phase {
                 *abort_reason = Some(reason.to_owned());
             }
         }

@@ -91,7 +91,7 @@ impl Connection {
     /// that is heard from again is up. False (and nothing counted) if `addr` is none of the
     /// connection's paths.
     pub(crate) fn arrived_from(&mut self, now: Duration, addr: PathAddr, bytes: usize) -> bool {
-        self.clock = self.clock.max(now);
+        self.record.note_time(now);
         let Some(i) = self.paths.index_of(addr) else {
             return false;
         };
@@ -157,7 +157,7 @@ impl Connection {
     /// modes with positive acknowledgements: elsewhere silence says nothing of a path (the
     /// quasi-reliable sender hears nothing on any), and its paths stay up.
     pub(super) fn path_down_deadline(&self) -> Option<Duration> {
-        if !self.paths.multi() || self.liveness.silent() || !self.ec.acknowledges() {
+        if !self.paths.multi() || self.watch.liveness.silent() || !self.ec.acknowledges() {
             return None;
         }
         (0..self.paths.len())
@@ -174,7 +174,7 @@ impl Connection {
 
     /// When the next down path is probed.
     pub(super) fn path_probe_deadline(&self) -> Option<Duration> {
-        if !self.paths.multi() || self.liveness.silent() {
+        if !self.paths.multi() || self.watch.liveness.silent() {
             return None;
         }
         self.paths.next_probe()
@@ -208,7 +208,7 @@ impl Connection {
 
     /// Per-path statistics (one entry per path; one path has one too).
     pub(super) fn path_stats(&self) -> Vec<PathStats> {
-        let mut s = self.paths.stats(self.clock, &self.tx.path_stats());
+        let mut s = self.paths.stats(self.record.clock, &self.tx.path_stats());
         for (i, p) in s.iter_mut().enumerate() {
             p.rate = self.path_rate(i);
         }

@@ -14,7 +14,7 @@ impl Connection {
         if path >= self.paths.len() {
             return false;
         }
-        self.clock = self.clock.max(now);
+        self.record.note_time(now);
         let rate_before = self.rate.radio_rate(path);
         match signal {
             RadioSignal::Rate(bps) => self.rate.set_radio_rate(now, path, Some(bps)),
@@ -28,11 +28,11 @@ impl Connection {
             RadioSignal::Down => self.radio_down(now, path),
             RadioSignal::Up => {
                 self.paths.set_radio_up(now, path);
-                if let Liveness::Silent { next_probe, wait } = &mut self.liveness {
+                if let Liveness::Silent { next_probe, wait } = &mut self.watch.liveness {
                     // The link is back: the outage probe goes now, not at its backed-off
                     // time (due here: a deadline at `now` reported after `handle_timeout`
                     // ran for it would be one nothing acts on).
-                    self.due.probe = true;
+                    self.outbox.due.probe = true;
                     *next_probe = now + *wait;
                 }
                 self.tx.on_app_limited();

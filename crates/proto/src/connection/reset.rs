@@ -71,8 +71,8 @@ impl Connection {
         }
         // Setting up, nothing heard yet: a listener's stateless refusal echoes one of the
         // set-up TPDUs, all stamped since the connection began.
-        let setting_up = self.role == Role::Initiator && self.connected_at.is_none();
-        let since_start = now.saturating_sub(self.epoch).as_micros();
+        let setting_up = self.role == Role::Initiator && self.life.connected_at.is_none();
+        let since_start = now.saturating_sub(self.life.epoch).as_micros();
         setting_up && u128::from(self.now_us(now).wrapping_sub(echo)) <= since_start
     }
 
@@ -84,7 +84,7 @@ impl Connection {
         out: &mut Vec<u8>,
         start: usize,
     ) -> Option<bool> {
-        if !std::mem::take(&mut self.guard.due) || self.phase.ended() {
+        if !std::mem::take(&mut self.guard.due) || self.life.phase.ended() {
             return None;
         }
         let body = ControlBody {
@@ -108,10 +108,10 @@ impl Connection {
         let why = "the peer acknowledged an AFIN this end never sent: a forged AFIN (no key) \
                    ended its receiving half early, so the transfer is incomplete";
         self.finish_with(CloseOutcome::Reset(why.into()));
-        if let crate::phase::Phase::Ended { abort_reason, .. } = &mut self.phase {
+        if let crate::phase::Phase::Ended { abort_reason, .. } = &mut self.life.phase {
             *abort_reason = Some(why.into());
         }
-        self.due.rst = Some(why.into());
+        self.outbox.due.rst = Some(why.into());
         true
     }
 }
@@ -121,7 +121,7 @@ impl Connection {
     /// once the connection is released.
     pub(crate) fn answers_with_reset(&self) -> bool {
         matches!(
-            self.phase,
+            self.life.phase,
             crate::phase::Phase::Ended {
                 abort_reason: Some(_),
                 ..

@@ -32,7 +32,7 @@ impl Connection {
     /// last acknowledgement — counting from the first unanswered retransmission instead cost
     /// up to 2.1 % of goodput at BER 1e-4 without FEC (docs/results/gw.md).
     fn silent_since(&self) -> Duration {
-        self.last_heard.max(self.tx.outstanding_since())
+        self.watch.last_heard.max(self.tx.outstanding_since())
     }
 
     /// When new data and repairs pause for a suspected outage: nothing heard for one RTO
@@ -45,7 +45,7 @@ impl Connection {
     /// `silent_since`, not the last TPDU heard: a sparse connection's new message would
     /// otherwise pause at once.
     pub(super) fn pause_at(&self) -> Option<Duration> {
-        (self.watches_outages() && !self.liveness.silent() && self.tx.has_outstanding())
+        (self.watches_outages() && !self.watch.liveness.silent() && self.tx.has_outstanding())
             .then(|| self.silent_since() + self.pause_after())
     }
 
@@ -59,12 +59,12 @@ impl Connection {
     /// measured, and pausing there cost 2 % of goodput at BER 1e-4 without FEC.
     fn pause_after(&self) -> Duration {
         let rto_based = self.rtt.base_rto() * 3 / 2;
-        let s = &self.tx.stats;
+        let s = self.tx.stats();
         let lossy = s.tpdus_retransmitted * 20 > s.tpdus_sent;
-        if lossy || self.heard_gaps < GAP_SAMPLES {
+        if lossy || self.watch.heard_gaps < GAP_SAMPLES {
             return rto_based;
         }
-        let regular = (self.heard_gap * 2)
+        let regular = (self.watch.heard_gap * 2)
             .max(self.rtt.rtt_bound())
             .max(self.cfg.min_rto);
         rto_based.min(regular)
@@ -73,7 +73,7 @@ impl Connection {
     /// The AFINACK is due and may go: not from an acceptor not yet proven to reach a real
     /// peer, and with confirmed delivery only once the application confirmed the end.
     pub(super) fn afinack_ready(&self) -> bool {
-        self.due.afinack && !self.unproven && self.rx.end_confirmed()
+        self.outbox.due.afinack && !self.life.unproven && self.rx.end_confirmed()
     }
 
     /// When an idle connection sends its next keep-alive PROBE: `keep_alive` after the later
@@ -96,19 +96,22 @@ impl Connection {
             }
             k
         };
-        (self.liveness.heard() && !self.unproven && !self.liveness.silent() && !self.due.keepalive)
-            .then(|| self.last_heard.max(self.last_keepalive) + k)
+        (self.watch.liveness.heard()
+            && !self.life.unproven
+            && !self.watch.liveness.silent()
+            && !self.outbox.due.keepalive)
+            .then(|| self.watch.last_heard.max(self.watch.last_keepalive) + k)
     }
 
     fn watches_outages(&self) -> bool {
-        self.liveness.heard() && self.ec.acknowledges()
+        self.watch.liveness.heard() && self.ec.acknowledges()
     }
 
     /// CLOSE_TO: after the AFIN, how long to wait without hearing from the peer. Modes that
     /// promise delivery keep trying while data is unacknowledged (an outage may last half an
     /// hour; the idle timeout ends a dead peer) and start CLOSE_TO only for the AFINACK itself.
     fn close_deadline(&self) -> Option<Duration> {
-        let f = self.fin_sent_at?;
+        let f = self.life.fin_sent_at?;
         if self.ec.delivers_everything()
             && self.tx.outstanding() > usize::from(!self.tx.fin_acked())
         {
@@ -118,7 +121,7 @@ impl Connection {
         // close timeout (a 1500 B TPDU is 5 s at 2.4 kb/s): allow at least three timeouts'
         // worth of retransmissions before giving up.
         let wait = self.cfg.close_timeout.max(self.rtt.rto() * 3);
-        Some(f.max(self.last_heard) + wait)
+        Some(f.max(self.watch.last_heard) + wait)
     }
 
     /// The connection's timers, by name (see [`Timer`]): the one function that lists them,
@@ -126,7 +129,7 @@ impl Connection {
     /// the due ones of `life_timers`.
     fn each_timer(&self, f: &mut impl FnMut(Timer, Duration)) {
         self.life_timers(f);
-        if !self.phase.ended() {
+        if !self.life.phase.ended() {
             self.send_timers(f);
         }
     }
@@ -143,18 +146,18 @@ impl Connection {
     /// from the sending entries so a `handle_timeout` does not compute those too: that cost
     /// 10 % more engine instructions per byte (callgrind, `engine_loopback`).
     fn life_timers(&self, f: &mut impl FnMut(Timer, Duration)) {
-        if self.phase.ended() {
+        if self.life.phase.ended() {
             // Ended: only the final acknowledgement or the RST may still go, at the pacer's
             // slot.
-            if self.due.rst.is_some() || self.due.final_ack {
+            if self.outbox.due.rst.is_some() || self.outbox.due.final_ack {
                 f(Timer::Send, self.pacer.next_send());
             }
             return;
         }
-        f(Timer::Idle, self.last_heard + self.cfg.idle_timeout);
+        f(Timer::Idle, self.watch.last_heard + self.cfg.idle_timeout);
         // While paused (suspected outage) no data goes, so no send time is a deadline; the
         // pause itself is one (`handle_timeout` then pauses).
-        if !self.liveness.paused() {
+        if !self.watch.liveness.paused() {
             if let Some(d) = self.pause_at() {
                 f(Timer::Pause, d);
             }
@@ -165,7 +168,7 @@ impl Connection {
         if let Some(d) = self.rx.hole_deadline() {
             f(Timer::Hole, d);
         }
-        if !self.liveness.silent() && self.watches_outages() && self.tx.has_outstanding() {
+        if !self.watch.liveness.silent() && self.watches_outages() && self.tx.has_outstanding() {
             // From `silent_since`: the threshold must pass with data unanswered, not merely
             // since the peer last spoke (a sparse connection's every message was an outage).
             f(
@@ -173,7 +176,7 @@ impl Connection {
                 self.silent_since() + self.silence_threshold(),
             );
         }
-        if let Some(d) = self.liveness.next_probe() {
+        if let Some(d) = self.watch.liveness.next_probe() {
             f(Timer::Probe, d);
         }
         if let Some(d) = self.tx.retention_deadline() {
@@ -194,11 +197,11 @@ impl Connection {
             if let Some(d) = self.close_deadline() {
                 f(Timer::Close, d);
             }
-        } else if let Some(l) = self.peer_fin.linger_until() {
+        } else if let Some(l) = self.life.peer_fin.linger_until() {
             // The linger only ends the connection once the AFINACK is out and the peer's AFIN
             // complete (`check_finished`); before that the AFINACK's pacer slot is the
             // deadline that acts. Reporting `l` then would be a deadline nothing acts on.
-            if !self.due.afinack && self.rx.fin_complete() {
+            if !self.outbox.due.afinack && self.rx.fin_complete() {
                 f(Timer::Linger, l);
             }
         }
@@ -207,8 +210,8 @@ impl Connection {
     /// The entries `poll_transmit` acts on (send, feedback, repair, rechoose) and those the
     /// sender checks each transmission against in `handle_timeout` (retransmit, loss).
     fn send_timers(&self, f: &mut impl FnMut(Timer, Duration)) {
-        let paused = self.liveness.paused() || self.radio_held();
-        let silent = self.liveness.silent();
+        let paused = self.watch.liveness.paused() || self.radio_held();
+        let silent = self.watch.liveness.silent();
         if let Some(d) = self.send_deadline() {
             f(Timer::Send, d);
         }
@@ -219,6 +222,7 @@ impl Connection {
             return;
         }
         if let Some(d) = self
+            .coding
             .etx
             .next_repair_time()
             .filter(|_| !paused)
@@ -229,6 +233,7 @@ impl Connection {
         // `poll_transmit` re-chooses the erasure strength (`ErasureTx::update`) once the
         // pacer allows and the link is not paused: a moved estimate is due then.
         if let Some(d) = self
+            .coding
             .etx
             .rechoose_at(self.rtt.smoothed(), self.pacer.rate())
             .filter(|_| !paused)
@@ -260,11 +265,11 @@ impl Connection {
     /// The send entry of the table (not ended): the pacer's next slot, when something waits
     /// to go.
     fn send_deadline(&self) -> Option<Duration> {
-        let paused = self.liveness.paused();
-        let silent = self.liveness.silent();
+        let paused = self.watch.liveness.paused();
+        let silent = self.watch.liveness.silent();
         let held = self.radio_held();
         let has_send = if silent {
-            self.due.probe
+            self.outbox.due.probe
         } else {
             self.paths.has_probe()
                 || (!held && self.tx.has_retransmission())
@@ -274,9 +279,9 @@ impl Connection {
         };
         // An unproven acceptor holds its AFINACK (`unproven`), and with confirmed delivery
         // it waits for the application's confirmation of the end: no deadline for it then.
-        let keepalive = self.due.keepalive && !silent;
+        let keepalive = self.outbox.due.keepalive && !silent;
         let challenge = self.guard.due;
-        (has_send || keepalive || challenge || self.due.asynack || self.afinack_ready())
+        (has_send || keepalive || challenge || self.outbox.due.asynack || self.afinack_ready())
             .then(|| self.pacer.next_send())
     }
 
@@ -296,7 +301,7 @@ impl Connection {
     /// more where it was not due than it saved: 944.1 M). The second value says whether the
     /// shortcut was taken.
     pub(crate) fn poll_timeout_by(&self, now: Duration) -> (Option<Duration>, bool) {
-        if !self.phase.ended() {
+        if !self.life.phase.ended() {
             let due = |d: &Duration| *d <= now;
             if let Some(d) = self.send_deadline().filter(due) {
                 return (Some(d), true);
@@ -312,7 +317,7 @@ impl Connection {
     }
 
     pub fn handle_timeout(&mut self, now: Duration) {
-        if self.phase.ended() {
+        if self.life.phase.ended() {
             return;
         }
         let mut t = Timers::default();
@@ -328,13 +333,13 @@ impl Connection {
             return;
         }
         if due(t.get(Timer::Keepalive)) {
-            self.due.keepalive = true;
-            self.last_keepalive = now;
+            self.outbox.due.keepalive = true;
+            self.watch.last_keepalive = now;
         }
         if due(t.get(Timer::Hole)) {
             self.rx.on_hole_timeout(now);
         }
-        if self.rx.fin_complete() && !self.peer_fin.afinack_sent() {
+        if self.rx.fin_complete() && !self.life.peer_fin.afinack_sent() {
             self.on_peer_fin(now);
         }
         if self.rx.readable() {
@@ -348,29 +353,25 @@ impl Connection {
         // front of the send record, which reports no deadline of its own: every time.
         self.tx.expire_retained(now);
         if due(t.get(Timer::Silence)) {
-            self.stats_wire.outages += 1;
             self.tx.hold_retransmissions();
-            self.liveness = Liveness::Silent {
-                next_probe: now,
-                wait: self.cfg.probe_interval,
-            };
+            self.watch.enter_outage(now, self.cfg.probe_interval);
         }
         // An outage entered just now ends any pause; a pause already on is re-read (`Timer::Pause`
         // is reported only while not paused) and stays on while its deadline has passed.
-        let pause = match self.liveness {
+        let pause = match self.watch.liveness {
             Liveness::Heard { paused: false } => due(t.get(Timer::Pause)),
             Liveness::Heard { paused: true } => self.pause_at().is_some_and(|p| now >= p),
             Liveness::Unheard | Liveness::Silent { .. } => false,
         };
-        if let Liveness::Heard { paused } = &mut self.liveness {
+        if let Liveness::Heard { paused } = &mut self.watch.liveness {
             *paused = pause;
         }
         // Re-read too: an outage entered just now sends its first probe at once.
-        if let Liveness::Silent { next_probe, wait } = self.liveness {
+        if let Liveness::Silent { next_probe, wait } = self.watch.liveness {
             if now >= next_probe {
                 self.tx.hold_retransmissions();
-                self.due.probe = true;
-                self.liveness = Liveness::Silent {
+                self.outbox.due.probe = true;
+                self.watch.liveness = Liveness::Silent {
                     next_probe: now + wait,
                     wait: (wait * 2).min(MAX_PROBE_INTERVAL.max(self.cfg.probe_interval)),
                 };
@@ -389,12 +390,12 @@ impl Connection {
     /// what is in flight is the modem's to send, and a pause is no loss (`crate::radio`); the
     /// radio's release runs them (`Connection::radio`).
     pub(super) fn run_loss_timers(&mut self, now: Duration) {
-        if self.radio_held() || self.liveness.silent() {
+        if self.radio_held() || self.watch.liveness.silent() {
             return;
         }
         let lanes = |i| self.paths.lane_timing(i);
         let t = self.rtt.loss_timing(&lanes);
-        let fired = if self.rtt.has_sample() && !self.liveness.paused() {
+        let fired = if self.rtt.has_sample() && !self.watch.liveness.paused() {
             self.tx.on_timeout(now, &t)
         } else {
             let lowest = self.rate.discovers();

@@ -12,13 +12,13 @@ impl Connection {
     pub(super) fn new_tpdu_body(&mut self, now: Duration, max_body: usize) -> usize {
         let facts = LinkFacts {
             rate_bps: self.known_path_rate(),
-            ber: self.peer_ber,
-            parity: self.fec.parity(),
-            mean_up: self.tpdu.mean_up(now),
+            ber: self.coding.peer_ber,
+            parity: self.coding.fec.parity(),
+            mean_up: self.coding.tpdu.mean_up(now),
             per_packet_overhead: self.cfg.per_packet_overhead,
-            body_reserve: self.etx.body_reserve(),
+            body_reserve: self.coding.etx.body_reserve(),
         };
-        self.tpdu.body(&facts, max_body)
+        self.coding.tpdu.body(&facts, max_body)
     }
 
     /// The slowest usable path's rate, where the engine has learnt it: discovered (once

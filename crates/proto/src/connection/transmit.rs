@@ -13,8 +13,8 @@ impl Connection {
     /// when `handle_timeout` runs it (`Timer::Loss`: a round-trip sample, not paused): then
     /// the losses a shorter wait makes due are declared at once.
     fn apply_repair_wait(&mut self, now: Duration) {
-        let live = self.rtt.has_sample() && !self.liveness.paused();
-        let wait = self.etx.repair_wait(self.rtt.smoothed());
+        let live = self.rtt.has_sample() && !self.watch.liveness.paused();
+        let wait = self.coding.etx.repair_wait(self.rtt.smoothed());
         let lanes = |i| self.paths.lane_timing(i);
         let detect = live.then(|| self.rtt.loss_timing(&lanes));
         self.tx.set_repair_wait(wait, now, detect.as_ref());
@@ -35,13 +35,14 @@ impl Connection {
     }
 
     fn max_body(&self) -> usize {
-        codec::max_body(self.cfg.mtu, self.fec.parity()).saturating_sub(self.etx.body_reserve())
+        codec::max_body(self.cfg.mtu, self.coding.fec.parity())
+            .saturating_sub(self.coding.etx.body_reserve())
     }
 
     /// Parity for a body of `len` bytes: the current choice, reduced if it would exceed the
     /// MTU (a TPDU cut for a weaker code is resent under a stronger one).
     fn parity_for(&self, len: usize) -> u8 {
-        let mut p = self.fec.parity();
+        let mut p = self.coding.fec.parity();
         while p > 0 && codec::datagram_len(len, p).is_none_or(|l| l > self.cfg.mtu) {
             p -= 1;
         }
@@ -64,138 +65,139 @@ impl Connection {
     /// would be a deadline reported in the past that nothing acts on (the deadline property
     /// test found it after a radio's pause: a burst of new data after retransmissions).
     fn settle_pause(&mut self, now: Duration) {
-        if self.liveness == (Liveness::Heard { paused: false })
+        if self.watch.liveness == (Liveness::Heard { paused: false })
             && self.pause_at().is_some_and(|p| now >= p)
         {
-            self.liveness = Liveness::Heard { paused: true };
+            self.watch.liveness = Liveness::Heard { paused: true };
         }
     }
 
+    /// The next datagram, in order of precedence: a control TPDU owed to the peer, a PROBE,
+    /// a repair, data.
     fn next_datagram(&mut self, now: Duration, out: &mut Vec<u8>) -> bool {
         if !self.pacer.ready(now) {
             return false;
         }
-        self.clock = self.clock.max(now);
+        self.record.note_time(now);
         let start = out.len();
-        if let Some(reason) = self.due.rst.take() {
-            let body = ControlBody {
-                reset: Some(reason),
-                ..Default::default()
-            };
-            return self.emit_control(now, Flags::empty(), &body, out, start, None);
-        }
-        if let Some(sent) = self.poll_challenge(now, out, start) {
+        if let Some(sent) = self.poll_control(now, out, start) {
             return sent;
         }
-        if self.phase.ended() {
-            if !std::mem::take(&mut self.due.final_ack) {
-                return false;
-            }
-            let body = ControlBody {
-                ack: Some(self.rx.final_ack()),
-                ..Default::default()
-            };
-            return self.emit_control(now, Flags::AFIN, &body, out, start, None);
-        }
-        if let Some(mut body) = self.rx.poll_feedback(now) {
-            let mut extra = Flags::empty();
-            if self.due.asynack {
-                self.due.asynack = false;
-                extra = Flags::ASYN;
-                if body.mack.is_none() {
-                    body.mack = Some(self.asynack_mack(now));
-                    body.ack = None;
-                }
-            }
-            return self.emit_control(now, extra, &body, out, start, None);
-        }
-        if self.due.asynack {
-            self.due.asynack = false;
-            let body = ControlBody {
-                mack: Some(self.asynack_mack(now)),
-                ..Default::default()
-            };
-            return self.emit_control(now, Flags::ASYN, &body, out, start, None);
-        }
-        if self.afinack_ready() {
-            self.due.afinack = false;
-            if let PeerFin::Received { afinack_sent, .. } = &mut self.peer_fin {
-                *afinack_sent = true;
-            }
-            let body = ControlBody {
-                ack: Some(self.rx.final_ack()),
-                report: Some(self.rx.report()),
-                ..Default::default()
-            };
-            self.rx.sent_final_ack();
-            let sent = self.emit_control(now, Flags::AFIN, &body, out, start, None);
-            self.check_finished(now);
+        if let Some(sent) = self.poll_probe(now, out, start) {
             return sent;
-        }
-        if std::mem::take(&mut self.due.keepalive) && !self.liveness.silent() {
-            // A keep-alive: the same empty NACK as an outage probe (docs/spec.md §4).
-            self.tx.stats.keepalives += 1;
-            let body = ControlBody {
-                nack: Some(aerotp_wire::Nack::default()),
-                ..Default::default()
-            };
-            return self.emit_control(now, Flags::empty(), &body, out, start, None);
-        }
-        if self.liveness.silent() {
-            if !std::mem::take(&mut self.due.probe) {
-                return false;
-            }
-            // An outage probe: an empty NACK (docs/spec.md §4), a header's worth of bytes,
-            // which the peer answers with its feedback. Never data into a dead link. With
-            // several paths, each is tried in turn.
-            self.tx.stats.probes += 1;
-            let body = ControlBody {
-                nack: Some(aerotp_wire::Nack::default()),
-                ..Default::default()
-            };
-            let path = self.paths.outage_probe();
-            return self.emit_control(now, Flags::empty(), &body, out, start, Some(path));
-        }
-        if let Some(path) = self.paths.take_probe() {
-            // A down path's probe (docs/spec.md §9): the same empty NACK, on that path; the
-            // peer answers on the path it came from.
-            let body = ControlBody {
-                nack: Some(aerotp_wire::Nack::default()),
-                ..Default::default()
-            };
-            return self.emit_control(now, Flags::empty(), &body, out, start, Some(path));
         }
         if self.radio_held() {
             // The radio holds every path that is up (RFC 8651 Pause, destination down):
             // nothing but control goes (`crate::radio`).
             return false;
         }
-        if self.liveness.paused() && !self.tx.has_retransmission() {
+        if self.watch.liveness.paused() && !self.tx.has_retransmission() {
             // Suspected outage: no new data or repairs until the peer is heard or the probes
             // start (a timeout's single retransmission still goes).
             return false;
         }
-        self.etx
+        self.coding
+            .etx
             .update(now, self.rtt.smoothed(), self.pacer.rate(), self.cfg.mtu);
         self.apply_repair_wait(now);
         if self.tx.has_retransmission() {
             self.tx.drop_answered_retransmissions();
         }
-        if !self.tx.has_retransmission() && !self.tx.asyn_pending() {
-            // Idle: no new data can go now (none waits, or discovery's window holds it): the
-            // tail's repairs are due, since no data follows soon to carry the flush.
-            let idle = !self.tx.has_new() || !self.window_open();
-            if let Some(body) = self.etx.poll_repair(now, idle) {
-                // On another path than the latest data it protects, where there is one.
-                let path = self.paths.pick(Some(self.paths.last_data()));
-                self.paths.set_tx(path, false);
-                return self.emit_repair(now, &body, out, start);
-            }
+        if let Some(sent) = self.poll_repair(now, out, start) {
+            return sent;
         }
         if !self.tx.has_retransmission() && !self.tx.asyn_pending() && !self.window_open() {
             // Discovery's window is full: new data waits for acknowledgements.
             return false;
         }
+        self.send_data(now, out, start)
+    }
+
+    /// The control TPDU owed to the peer, if any, in order: RST, challenge, (once ended) the
+    /// final acknowledgement, feedback, ASYNACK, AFINACK. `Some(false)`: ended with nothing
+    /// owed, or the TPDU could not be framed.
+    fn poll_control(&mut self, now: Duration, out: &mut Vec<u8>, start: usize) -> Option<bool> {
+        if let Some(reason) = self.outbox.due.rst.take() {
+            let body = ControlBody {
+                reset: Some(reason),
+                ..Default::default()
+            };
+            return Some(self.emit_control(now, Flags::empty(), &body, out, start, None));
+        }
+        if let Some(sent) = self.poll_challenge(now, out, start) {
+            return Some(sent);
+        }
+        if self.life.phase.ended() {
+            if !std::mem::take(&mut self.outbox.due.final_ack) {
+                return Some(false);
+            }
+            let body = ControlBody {
+                ack: Some(self.rx.final_ack()),
+                ..Default::default()
+            };
+            return Some(self.emit_control(now, Flags::AFIN, &body, out, start, None));
+        }
+        if let Some(mut body) = self.rx.poll_feedback(now) {
+            let mut extra = Flags::empty();
+            if self.outbox.due.asynack {
+                self.outbox.due.asynack = false;
+                extra = Flags::ASYN;
+                if body.mack.is_none() {
+                    body.mack = Some(self.asynack_mack(now));
+                    body.ack = None;
+                }
+            }
+            return Some(self.emit_control(now, extra, &body, out, start, None));
+        }
+        if self.outbox.due.asynack {
+            self.outbox.due.asynack = false;
+            let body = ControlBody {
+                mack: Some(self.asynack_mack(now)),
+                ..Default::default()
+            };
+            return Some(self.emit_control(now, Flags::ASYN, &body, out, start, None));
+        }
+        self.afinack_ready()
+            .then(|| self.send_afinack(now, out, start))
+    }
+
+    /// The AFINACK: the final acknowledgement, with a report; the connection may finish
+    /// once it is out.
+    fn send_afinack(&mut self, now: Duration, out: &mut Vec<u8>, start: usize) -> bool {
+        self.outbox.due.afinack = false;
+        if let PeerFin::Received { afinack_sent, .. } = &mut self.life.peer_fin {
+            *afinack_sent = true;
+        }
+        let body = ControlBody {
+            ack: Some(self.rx.final_ack()),
+            report: Some(self.rx.report()),
+            ..Default::default()
+        };
+        self.rx.sent_final_ack();
+        let sent = self.emit_control(now, Flags::AFIN, &body, out, start, None);
+        self.check_finished(now);
+        sent
+    }
+
+    /// A repair, when no retransmission or ASYN copy waits and one is due: spread between
+    /// the data, or the tail's when no new data can go now.
+    fn poll_repair(&mut self, now: Duration, out: &mut Vec<u8>, start: usize) -> Option<bool> {
+        if self.tx.has_retransmission() || self.tx.asyn_pending() {
+            return None;
+        }
+        // Idle: no new data can go now (none waits, or discovery's window holds it): the
+        // tail's repairs are due, since no data follows soon to carry the flush.
+        let idle = !self.tx.has_new() || !self.window_open();
+        let body = self.coding.etx.poll_repair(now, idle)?;
+        // On another path than the latest data it protects, where there is one.
+        let path = self.paths.pick(Some(self.paths.last_data()));
+        self.paths.set_tx(path, false);
+        Some(self.emit_repair(now, &body, out, start))
+    }
+
+    /// The next data TPDU: a retransmission, an ASYN copy or new data, cut to the size the
+    /// link suits.
+    fn send_data(&mut self, now: Duration, out: &mut Vec<u8>, start: usize) -> bool {
         let max_body = self.max_body();
         let max_body = self.new_tpdu_body(now, max_body);
         let asyn = self.role == Role::Initiator;
@@ -214,19 +216,13 @@ impl Connection {
             return false;
         };
         if !o.retransmission {
-            self.etx.on_data_sent(now, o.seq, o.flags, body);
+            self.coding.etx.on_data_sent(now, o.seq, o.flags, body);
         }
-        if o.flags.contains(Flags::AFIN) && self.fin_sent_at.is_none() {
-            self.fin_sent_at = Some(now);
+        if o.flags.contains(Flags::AFIN) && self.life.fin_sent_at.is_none() {
+            self.life.fin_sent_at = Some(now);
         }
         if !o.retransmission {
-            if let Some(t) = self
-                .send_trace
-                .as_mut()
-                .filter(|t| t.len() < crate::receiver::TRACE_LIMIT)
-            {
-                t.push((o.seq, now));
-            }
+            self.record.on_first_send(o.seq, now);
         }
         let parity = self.parity_for(o.len);
         let h = self.header(now, o.flags, o.seq, parity);
@@ -298,10 +294,6 @@ impl Connection {
     fn account(&mut self, now: Duration, len: usize, control: bool) {
         self.pacer.on_sent(now, len);
         self.paths.on_sent(len);
-        self.stats_wire.datagrams_sent += 1;
-        self.stats_wire.bytes_sent_wire += len as u64;
-        if control {
-            self.stats_wire.control_sent += 1;
-        }
+        self.record.on_sent(len, control);
     }
 }

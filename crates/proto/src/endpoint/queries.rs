@@ -45,7 +45,7 @@ impl Endpoint {
 
     /// First-send time of each TPDU (`ConnectionConfig::trace`): (TPDU number, time).
     pub fn send_trace(&self, h: ConnectionHandle) -> Option<&[(u64, Duration)]> {
-        self.conns.get(&h)?.send_trace.as_deref()
+        self.conns.get(&h)?.send_trace()
     }
 
     /// In-order delivery of each TPDU (`ConnectionConfig::trace`): (TPDU number, time, bytes).

@@ -51,6 +51,9 @@ pub struct SenderStats {
     pub nacks_received: u64,
     pub snack_ranges_received: u64,
     pub timeouts: u64,
+    /// Outage PROBEs sent while the peer was silent. This and `keepalives` are the
+    /// connection's PROBEs, counted where they are sent (`connection::probe`) and filled in
+    /// by `Connection::stats`: the sender itself sends no PROBE.
     pub probes: u64,
     /// PROBEs sent to keep an idle connection alive (`ConnectionConfig::keep_alive`).
     pub keepalives: u64,
