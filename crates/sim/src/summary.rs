@@ -231,32 +231,19 @@ fn fec_name(s: &Scenario) -> String {
 
 /// The summary of results already computed.
 pub fn summarize(s: &Scenario, seed: u64, results: Vec<RunResult>) -> Summary {
-    let col = |f: &dyn Fn(&RunResult) -> f64| results.iter().map(f).collect::<Vec<f64>>();
-    let opt =
-        |f: &dyn Fn(&RunResult) -> Option<f64>| results.iter().filter_map(f).collect::<Vec<f64>>();
-    let goodput = Stat::of(&col(&|r| r.goodput_bps)).expect("runs > 0");
-    let delivered = Stat::of(&col(&|r| r.delivered_bytes as f64)).expect("runs > 0");
-    let overhead = Stat::of(&col(&|r| r.overhead_bytes as f64)).expect("runs > 0");
-    let setup_delay = Stat::of(&opt(&|r| r.setup_delay_s));
-    let mean_delay = Stat::of(&opt(&|r| r.mean_delay_s));
-    let mean = |f: &dyn Fn(&RunResult) -> f64| col(f).iter().sum::<f64>() / results.len() as f64;
+    let runs = Runs(&results);
+    let goodput = runs.stat(&|r| r.goodput_bps).expect("runs > 0");
+    let delivered = runs.stat(&|r| r.delivered_bytes as f64).expect("runs > 0");
+    let overhead = runs.stat(&|r| r.overhead_bytes as f64).expect("runs > 0");
+    let setup_delay = Stat::of(&runs.present(&|r| r.setup_delay_s));
+    let mean_delay = Stat::of(&runs.present(&|r| r.mean_delay_s));
+    let mean = |f: &dyn Fn(&RunResult) -> f64| runs.mean(f);
     let fec_parity = mean(&|r| f64::from(r.fec_parity));
     let fec_words = mean(&|r| aerotp_fec::words_for_parity(r.fec_parity, s.mtu));
     let ceiling = mean(&|r| {
         let (from, to) = transfer_span(r);
         ceiling_bps_over(s, run_parity(s, r), from, to)
     });
-    let pool = |f: &dyn Fn(&RunResult) -> &DelayHistogram| {
-        let mut h = DelayHistogram::new();
-        for r in &results {
-            h.merge(f(r));
-        }
-        h.summary()
-    };
-    let delays: Vec<f64> = results
-        .iter()
-        .flat_map(|r| r.message_delays.iter().copied())
-        .collect();
     Summary {
         mode: s.mode.name().to_owned(),
         ber: s.ber(),
@@ -291,27 +278,72 @@ pub fn summarize(s: &Scenario, seed: u64, results: Vec<RunResult>) -> Summary {
         tpdus_rebuilt: mean(&|r| r.tpdus_rebuilt as f64),
         repairs_sent: mean(&|r| r.repairs_sent as f64),
         data_tpdus: mean(&|r| r.data_tpdus as f64),
-        max_delay_s: results
-            .iter()
-            .filter_map(|r| r.max_delay_s)
-            .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d)))),
+        max_delay_s: runs.max_delay_s(),
         spurious_retransmissions: mean(&|r| r.spurious_retransmissions as f64),
         wire_bytes_forward: mean(&|r| r.wire_bytes_forward as f64),
         wire_bytes_reverse: mean(&|r| r.wire_bytes_reverse as f64),
         ceiling_bps: ceiling,
-        queue_delay: pool(&|r| &r.queue_delay_forward),
+        queue_delay: runs.pool(&|r| &r.queue_delay_forward),
         queue_drops: mean(&|r| r.queue_drops_forward as f64),
-        queue_delay_reverse: pool(&|r| &r.queue_delay_reverse),
+        queue_delay_reverse: runs.pool(&|r| &r.queue_delay_reverse),
         queue_drops_reverse: mean(&|r| r.queue_drops_reverse as f64),
         paths: s.network.paths.len(),
         workload: s.workload.to_string(),
         message_delay: if s.workload == Workload::Bulk {
             None
         } else {
-            Percentiles::of(&delays)
+            Percentiles::of(&runs.message_delays())
         },
         path_states: PathStates::of(&results),
         results,
+    }
+}
+
+/// The runs of one point, read one figure at a time.
+struct Runs<'r>(&'r [RunResult]);
+
+impl Runs<'_> {
+    /// The figure `f` of every run.
+    fn each(&self, f: &dyn Fn(&RunResult) -> f64) -> Vec<f64> {
+        self.0.iter().map(f).collect()
+    }
+
+    /// The figure `f` of the runs that have it.
+    fn present(&self, f: &dyn Fn(&RunResult) -> Option<f64>) -> Vec<f64> {
+        self.0.iter().filter_map(f).collect()
+    }
+
+    fn stat(&self, f: &dyn Fn(&RunResult) -> f64) -> Option<Stat> {
+        Stat::of(&self.each(f))
+    }
+
+    fn mean(&self, f: &dyn Fn(&RunResult) -> f64) -> f64 {
+        self.each(f).iter().sum::<f64>() / self.0.len() as f64
+    }
+
+    /// The delay histograms `f` of every run pooled.
+    fn pool(&self, f: &dyn Fn(&RunResult) -> &DelayHistogram) -> DelaySummary {
+        let mut h = DelayHistogram::new();
+        for r in self.0 {
+            h.merge(f(r));
+        }
+        h.summary()
+    }
+
+    /// Longest one-way delay of any data TPDU in any run.
+    fn max_delay_s(&self) -> Option<f64> {
+        self.0
+            .iter()
+            .filter_map(|r| r.max_delay_s)
+            .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))))
+    }
+
+    /// Every run's per-message delays, in run order.
+    fn message_delays(&self) -> Vec<f64> {
+        self.0
+            .iter()
+            .flat_map(|r| r.message_delays.iter().copied())
+            .collect()
     }
 }
 

@@ -139,108 +139,64 @@ impl Workload {
     /// Checks the parameters; errors name the key, the value and what is accepted.
     pub fn validate(&self) -> Result<(), SimError> {
         match *self {
-            Workload::Bulk => {}
+            Workload::Bulk => Ok(()),
             Workload::Messages {
                 size,
                 interval,
                 count,
                 duration,
-            } => {
-                require(size > 0, "size", "0", "a message needs at least 1 byte")?;
-                require(
-                    !interval.is_zero(),
-                    "interval",
-                    "0s",
-                    "give a positive interval, e.g. 100ms",
-                )?;
-                // `count` wins over `duration` (setting one clears the other), so the
-                // duration only matters when there is no count.
-                require(count != Some(0), "count", "0", "give at least 1 message")?;
-                require(
-                    count.is_some() || duration.is_some(),
-                    "count",
-                    "none",
-                    "give count or duration",
-                )?;
-                require(
-                    count.is_some() || duration != Some(Duration::ZERO),
-                    "duration",
-                    "0s",
-                    "give a positive duration, e.g. 10s",
-                )?;
-                let n = self.count_of(count, duration, interval);
-                require(
-                    n <= 10_000_000 && n.saturating_mul(size as u64) <= 1_000_000_000_000,
-                    "count",
-                    n.to_string(),
-                    "at most 10 000 000 messages and 1 TB in all",
-                )?;
-            }
+            } => self.validate_messages(size, interval, count, duration),
             Workload::Stream {
                 rate_bps,
                 duration,
                 chunk,
-            } => {
-                require(
-                    rate_bps > 0,
-                    "rate",
-                    "0",
-                    "give a positive rate, e.g. 1mbit",
-                )?;
-                require(
-                    !duration.is_zero(),
-                    "duration",
-                    "0s",
-                    "give a positive duration, e.g. 10s",
-                )?;
-                require(chunk > 0, "chunk", "0", "a chunk needs at least 1 byte")?;
-                let n = stream_chunks(rate_bps, duration, chunk);
-                require(
-                    n > 0,
-                    "duration",
-                    format_duration(duration),
-                    "is shorter than one chunk at this rate; give a longer duration or a smaller chunk",
-                )?;
-                require(
-                    n <= 10_000_000,
-                    "chunk",
-                    chunk.to_string(),
-                    "makes more than 10 000 000 chunks; give a larger chunk",
-                )?;
-            }
+            } => validate_stream(rate_bps, duration, chunk),
             Workload::RequestResponse {
                 request,
                 response,
                 count,
                 interval,
-            } => {
-                require(
-                    request > 0,
-                    "request",
-                    "0",
-                    "a request needs at least 1 byte",
-                )?;
-                require(
-                    response > 0,
-                    "response",
-                    "0",
-                    "a response needs at least 1 byte",
-                )?;
-                require(
-                    (1..=1_000_000).contains(&count),
-                    "count",
-                    count.to_string(),
-                    "give 1 to 1 000 000 exchanges",
-                )?;
-                require(
-                    interval != Some(Duration::ZERO),
-                    "interval",
-                    "0s",
-                    "give a positive interval, or none for back to back",
-                )?;
-            }
+            } => validate_request_response(request, response, count, interval),
         }
-        Ok(())
+    }
+
+    /// The parameters of a `messages` workload.
+    fn validate_messages(
+        &self,
+        size: usize,
+        interval: Duration,
+        count: Option<u64>,
+        duration: Option<Duration>,
+    ) -> Result<(), SimError> {
+        require(size > 0, "size", "0", "a message needs at least 1 byte")?;
+        require(
+            !interval.is_zero(),
+            "interval",
+            "0s",
+            "give a positive interval, e.g. 100ms",
+        )?;
+        // `count` wins over `duration` (setting one clears the other), so the
+        // duration only matters when there is no count.
+        require(count != Some(0), "count", "0", "give at least 1 message")?;
+        require(
+            count.is_some() || duration.is_some(),
+            "count",
+            "none",
+            "give count or duration",
+        )?;
+        require(
+            count.is_some() || duration != Some(Duration::ZERO),
+            "duration",
+            "0s",
+            "give a positive duration, e.g. 10s",
+        )?;
+        let n = self.count_of(count, duration, interval);
+        require(
+            n <= 10_000_000 && n.saturating_mul(size as u64) <= 1_000_000_000_000,
+            "count",
+            n.to_string(),
+            "at most 10 000 000 messages and 1 TB in all",
+        )
     }
 
     /// Applies `workload` (a kind name, or a table with `kind` and parameters) or
@@ -400,6 +356,69 @@ impl fmt::Display for Workload {
 }
 
 /// Chunks a stream writes: whole chunks that fit in `duration` at `rate_bps`.
+/// The parameters of a `stream` workload.
+fn validate_stream(rate_bps: u64, duration: Duration, chunk: usize) -> Result<(), SimError> {
+    require(
+        rate_bps > 0,
+        "rate",
+        "0",
+        "give a positive rate, e.g. 1mbit",
+    )?;
+    require(
+        !duration.is_zero(),
+        "duration",
+        "0s",
+        "give a positive duration, e.g. 10s",
+    )?;
+    require(chunk > 0, "chunk", "0", "a chunk needs at least 1 byte")?;
+    let n = stream_chunks(rate_bps, duration, chunk);
+    require(
+        n > 0,
+        "duration",
+        format_duration(duration),
+        "is shorter than one chunk at this rate; give a longer duration or a smaller chunk",
+    )?;
+    require(
+        n <= 10_000_000,
+        "chunk",
+        chunk.to_string(),
+        "makes more than 10 000 000 chunks; give a larger chunk",
+    )
+}
+
+/// The parameters of a `request-response` workload.
+fn validate_request_response(
+    request: usize,
+    response: usize,
+    count: u64,
+    interval: Option<Duration>,
+) -> Result<(), SimError> {
+    require(
+        request > 0,
+        "request",
+        "0",
+        "a request needs at least 1 byte",
+    )?;
+    require(
+        response > 0,
+        "response",
+        "0",
+        "a response needs at least 1 byte",
+    )?;
+    require(
+        (1..=1_000_000).contains(&count),
+        "count",
+        count.to_string(),
+        "give 1 to 1 000 000 exchanges",
+    )?;
+    require(
+        interval != Some(Duration::ZERO),
+        "interval",
+        "0s",
+        "give a positive interval, or none for back to back",
+    )
+}
+
 fn stream_chunks(rate_bps: u64, duration: Duration, chunk: usize) -> u64 {
     let bits = u128::from(rate_bps) * duration.as_nanos() / 1_000_000_000;
     (bits / (chunk as u128 * 8)).min(u128::from(u64::MAX)) as u64

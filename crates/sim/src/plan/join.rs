@@ -18,86 +18,122 @@ pub fn ns3_rows(path: &Path, experiment: &str, x: &str) -> anyhow::Result<Vec<Ro
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| *h == name)
-            .with_context(|| format!("{}: no column {name}", path.display()))
-    };
-    let (cp, cb, cd) = (col("protocol")?, col("ber")?, col("delay_s")?);
-    let (cdel, cg, cmd, co, cc) = (
-        col("delivered_bytes")?,
-        col("goodput_bps")?,
-        col("mean_delay_s")?,
-        col("overhead_bytes")?,
-        col("complete")?,
-    );
-    #[derive(Default)]
-    struct Acc {
-        n: usize,
-        complete: usize,
-        delivered: f64,
-        overhead: f64,
-        delays: usize,
-        delay_sum: f64,
-        goodputs: Vec<f64>,
-    }
+    let cols = Columns::find(&header, path)?;
     let mut groups: BTreeMap<(String, u64, u64), Acc> = BTreeMap::new();
     for line in lines.filter(|l| !l.trim().is_empty()) {
         let f: Vec<&str> = line.split(',').collect();
         let num = |i: usize| f.get(i).and_then(|s| s.parse::<f64>().ok());
-        let (Some(ber), Some(delay), Some(proto)) = (num(cb), num(cd), f.get(cp)) else {
+        let (Some(ber), Some(delay), Some(proto)) =
+            (num(cols.ber), num(cols.delay), f.get(cols.protocol))
+        else {
             continue;
         };
-        let e = groups
+        groups
             .entry(((*proto).to_owned(), ber.to_bits(), delay.to_bits()))
-            .or_default();
-        e.n += 1;
-        e.complete += usize::from(num(cc) == Some(1.0));
-        e.delivered += num(cdel).unwrap_or(0.0);
-        e.overhead += num(co).unwrap_or(0.0);
-        if let Some(d) = num(cmd) {
-            e.delays += 1;
-            e.delay_sum += d;
-        }
-        e.goodputs.push(num(cg).unwrap_or(0.0));
+            .or_default()
+            .add(&cols, num);
     }
     Ok(groups
         .into_iter()
         .filter_map(|((proto, ber, delay), a)| {
-            let ber = f64::from_bits(ber);
-            let delay = f64::from_bits(delay);
-            let stat = crate::summary::Stat::of(&a.goodputs)?;
-            let n = a.n as f64;
-            let mut m: BTreeMap<String, f64> = [
-                ("ber", ber),
-                ("loss", 0.0),
-                ("delay_s", delay),
-                ("runs", n),
-                ("complete_runs", a.complete as f64),
-                ("delivered_bytes", a.delivered / n),
-                ("goodput_bps", stat.mean),
-                ("goodput.mean", stat.mean),
-                ("goodput.ci95", stat.ci95),
-                ("overhead_bytes", a.overhead / n),
-                ("fec_words", 0.0),
-                ("retransmissions", 0.0),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect();
-            if a.delays > 0 {
-                m.insert("mean_delay_s".into(), a.delay_sum / a.delays as f64);
-            }
+            let (ber, delay) = (f64::from_bits(ber), f64::from_bits(delay));
+            let metrics = a.metrics(ber, delay)?;
             Some(Row {
                 experiment: experiment.to_owned(),
                 series: format!("{proto} (ns-3)"),
                 source: NS3_SOURCE.into(),
                 x: if x == "delay_s" { delay } else { ber },
-                metrics: m,
+                metrics,
             })
         })
         .collect())
+}
+
+/// Where the columns read are in the CSV's header.
+struct Columns {
+    protocol: usize,
+    ber: usize,
+    delay: usize,
+    delivered: usize,
+    goodput: usize,
+    mean_delay: usize,
+    overhead: usize,
+    complete: usize,
+}
+
+impl Columns {
+    fn find(header: &[&str], path: &Path) -> anyhow::Result<Columns> {
+        let col = |name: &str| {
+            header
+                .iter()
+                .position(|h| *h == name)
+                .with_context(|| format!("{}: no column {name}", path.display()))
+        };
+        Ok(Columns {
+            protocol: col("protocol")?,
+            ber: col("ber")?,
+            delay: col("delay_s")?,
+            delivered: col("delivered_bytes")?,
+            goodput: col("goodput_bps")?,
+            mean_delay: col("mean_delay_s")?,
+            overhead: col("overhead_bytes")?,
+            complete: col("complete")?,
+        })
+    }
+}
+
+/// The runs of one (protocol, BER, delay) point, summed.
+#[derive(Default)]
+struct Acc {
+    n: usize,
+    complete: usize,
+    delivered: f64,
+    overhead: f64,
+    delays: usize,
+    delay_sum: f64,
+    goodputs: Vec<f64>,
+}
+
+impl Acc {
+    /// Adds a run, whose fields `num` reads by column.
+    fn add(&mut self, cols: &Columns, num: impl Fn(usize) -> Option<f64>) {
+        self.n += 1;
+        self.complete += usize::from(num(cols.complete) == Some(1.0));
+        self.delivered += num(cols.delivered).unwrap_or(0.0);
+        self.overhead += num(cols.overhead).unwrap_or(0.0);
+        if let Some(d) = num(cols.mean_delay) {
+            self.delays += 1;
+            self.delay_sum += d;
+        }
+        self.goodputs.push(num(cols.goodput).unwrap_or(0.0));
+    }
+
+    /// The point's metrics (means over its runs), as a simulated row names them.
+    fn metrics(&self, ber: f64, delay: f64) -> Option<BTreeMap<String, f64>> {
+        let stat = crate::summary::Stat::of(&self.goodputs)?;
+        let n = self.n as f64;
+        let mut m: BTreeMap<String, f64> = [
+            ("ber", ber),
+            ("loss", 0.0),
+            ("delay_s", delay),
+            ("runs", n),
+            ("complete_runs", self.complete as f64),
+            ("delivered_bytes", self.delivered / n),
+            ("goodput_bps", stat.mean),
+            ("goodput.mean", stat.mean),
+            ("goodput.ci95", stat.ci95),
+            ("overhead_bytes", self.overhead / n),
+            ("fec_words", 0.0),
+            ("retransmissions", 0.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        if self.delays > 0 {
+            m.insert("mean_delay_s".into(), self.delay_sum / self.delays as f64);
+        }
+        Some(m)
+    }
 }
 
 #[cfg(test)]

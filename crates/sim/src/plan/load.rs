@@ -7,7 +7,7 @@ use super::model::{
     normalize, numeric, Column, Dim, Experiment, GridKey, Join, PlanError, Plot, Series, Setting,
     Table, Timeline,
 };
-use super::spec::{CheckSpec, ExperimentSpec, PlanSpec};
+use super::spec::{CheckSpec, ExperimentSpec, JoinSpec, PlanSpec, PlotSpec, TableSpec};
 use super::template::{Expr, Field, Template};
 use super::{SEEDS_PLAN, SEEDS_PLAN_PATH};
 use crate::scenario::Scenario;
@@ -128,19 +128,7 @@ impl Plan {
             file: origin,
             base_dir,
         };
-        let spec: PlanSpec = toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-            let msg = e.message().to_string();
-            cx.err(
-                "",
-                match line {
-                    Some(l) => format!("line {l}: {msg}"),
-                    None => msg,
-                },
-            )
-        })?;
+        let spec = parse_spec(&cx, text)?;
         let runs = spec.runs.unwrap_or(20);
         if runs == 0 || runs > 1_000_000 {
             return Err(cx.err("runs", format!("is {runs}; give 1 to 1000000")));
@@ -148,79 +136,23 @@ impl Plan {
         if spec.experiments.is_empty() {
             return Err(cx.err("experiment", "is missing: give at least one [[experiment]]"));
         }
-        let mut base = Scenario::default();
-        if let Some(n) = &spec.network {
-            cx.network(&mut base, n, "network")?;
-        }
-        cx.apply(&mut base, &settings(&spec.base), "base")?;
-        let mut experiments = Vec::new();
-        for (i, e) in spec.experiments.iter().enumerate() {
-            let ex = experiment(&cx, &base, e, i, quick)?;
-            if experiments.iter().any(|o: &Experiment| o.name == ex.name) {
-                return Err(cx.err(
-                    format!("experiment[{i}].name"),
-                    format!(
-                        "{:?} is used twice; every experiment needs its own name",
-                        ex.name
-                    ),
-                ));
-            }
-            experiments.push(ex);
-        }
-        let mut columns = Vec::new();
-        for e in &experiments {
-            let list: Vec<String> = match &spec.columns {
-                Some(c) => c.clone(),
-                None => ["experiment", "series", "source", "x"]
-                    .iter()
-                    .map(|s| s.to_string())
-                    .chain(e.grid.iter().map(|g| format!("set.{}", g.key)))
-                    .chain(COLUMN_DEFAULTS.iter().map(|s| s.to_string()))
-                    .collect(),
-            };
-            let mut cols = Vec::new();
-            for (j, c) in list.iter().enumerate() {
-                cols.push(column(c).map_err(|m| cx.err(format!("columns[{j}]"), m))?);
-            }
-            columns.push(cols);
-        }
+        let experiments = checked_experiments(&cx, &spec, quick)?;
+        let columns = experiments
+            .iter()
+            .map(|e| experiment_columns(&cx, spec.columns.as_deref(), e))
+            .collect::<Result<Vec<_>, _>>()?;
         let checks = spec
             .checks
             .iter()
             .enumerate()
             .map(|(i, c)| check_spec(&cx, &experiments, c, i))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut joins = Vec::new();
-        for (i, j) in spec.joins.iter().enumerate() {
-            let at = |k: &str| format!("join[{i}].{k}");
-            let experiment = experiments
-                .iter()
-                .position(|e| e.name == j.experiment)
-                .ok_or_else(|| {
-                    cx.err(
-                        at("experiment"),
-                        format!("{:?} is not an experiment of this plan", j.experiment),
-                    )
-                })?;
-            if j.format != "ns3-tcp" {
-                return Err(cx.err(
-                    at("format"),
-                    format!("{:?} is not known: give ns3-tcp", j.format),
-                ));
-            }
-            if !["ber", "delay_s"].contains(&j.x.as_str()) {
-                return Err(cx.err(
-                    at("x"),
-                    format!("{:?} is not a column: give ber or delay_s", j.x),
-                ));
-            }
-            joins.push(Join {
-                experiment,
-                file: normalize(&base_dir.join(&j.file)),
-                x: j.x.clone(),
-                optional: j.optional,
-            });
-        }
+        let joins = spec
+            .joins
+            .iter()
+            .enumerate()
+            .map(|(i, j)| join(&cx, &experiments, j, i))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Plan {
             origin: origin.to_path_buf(),
             title: spec.title,
@@ -246,6 +178,107 @@ impl Plan {
             quick,
         )
     }
+}
+
+/// The plan file's TOML as a [`PlanSpec`]; a syntax error names its line.
+fn parse_spec(cx: &Ctx, text: &str) -> Result<PlanSpec, PlanError> {
+    toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        let msg = e.message().to_string();
+        cx.err(
+            "",
+            match line {
+                Some(l) => format!("line {l}: {msg}"),
+                None => msg,
+            },
+        )
+    })
+}
+
+/// The plan's experiments, each on the plan's base scenario (its `network` and `base`
+/// settings); two with one name are refused.
+fn checked_experiments(
+    cx: &Ctx,
+    spec: &PlanSpec,
+    quick: bool,
+) -> Result<Vec<Experiment>, PlanError> {
+    let mut base = Scenario::default();
+    if let Some(n) = &spec.network {
+        cx.network(&mut base, n, "network")?;
+    }
+    cx.apply(&mut base, &settings(&spec.base), "base")?;
+    let mut experiments = Vec::new();
+    for (i, e) in spec.experiments.iter().enumerate() {
+        let ex = experiment(cx, &base, e, i, quick)?;
+        if experiments.iter().any(|o: &Experiment| o.name == ex.name) {
+            return Err(cx.err(
+                format!("experiment[{i}].name"),
+                format!(
+                    "{:?} is used twice; every experiment needs its own name",
+                    ex.name
+                ),
+            ));
+        }
+        experiments.push(ex);
+    }
+    Ok(experiments)
+}
+
+/// The CSV columns of experiment `e`: the plan's `columns`, or the defaults (its grid keys
+/// among them).
+fn experiment_columns(
+    cx: &Ctx,
+    plan_columns: Option<&[String]>,
+    e: &Experiment,
+) -> Result<Vec<Column>, PlanError> {
+    let list: Vec<String> = match plan_columns {
+        Some(c) => c.to_vec(),
+        None => ["experiment", "series", "source", "x"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(e.grid.iter().map(|g| format!("set.{}", g.key)))
+            .chain(COLUMN_DEFAULTS.iter().map(|s| s.to_string()))
+            .collect(),
+    };
+    let mut cols = Vec::new();
+    for (j, c) in list.iter().enumerate() {
+        cols.push(column(c).map_err(|m| cx.err(format!("columns[{j}]"), m))?);
+    }
+    Ok(cols)
+}
+
+/// The `i`th `[[join]]`: an experiment of the plan, a known format and x column.
+fn join(cx: &Ctx, experiments: &[Experiment], j: &JoinSpec, i: usize) -> Result<Join, PlanError> {
+    let at = |k: &str| format!("join[{i}].{k}");
+    let experiment = experiments
+        .iter()
+        .position(|e| e.name == j.experiment)
+        .ok_or_else(|| {
+            cx.err(
+                at("experiment"),
+                format!("{:?} is not an experiment of this plan", j.experiment),
+            )
+        })?;
+    if j.format != "ns3-tcp" {
+        return Err(cx.err(
+            at("format"),
+            format!("{:?} is not known: give ns3-tcp", j.format),
+        ));
+    }
+    if !["ber", "delay_s"].contains(&j.x.as_str()) {
+        return Err(cx.err(
+            at("x"),
+            format!("{:?} is not a column: give ber or delay_s", j.x),
+        ));
+    }
+    Ok(Join {
+        experiment,
+        file: normalize(&cx.base_dir.join(&j.file)),
+        x: j.x.clone(),
+        optional: j.optional,
+    })
 }
 
 fn name_ok(s: &str) -> bool {
@@ -284,215 +317,20 @@ fn experiment(
         cx.network(&mut base, n, &at("network"))?;
     }
     cx.apply(&mut base, &settings(&e.set), &at("set"))?;
-    // Series: the experiment's name alone when none is given.
-    let mut series = Vec::new();
-    for (j, s) in e.series.iter().enumerate() {
-        if series.iter().any(|o: &Series| o.name == s.name) {
-            return Err(cx.err(
-                format!("experiment[{i}].series[{j}].name"),
-                format!("{:?} is used twice in this experiment", s.name),
-            ));
-        }
-        let set = settings(&s.set);
-        // Each series' settings are tried once here so a bad one is named by its series.
-        cx.apply(
-            &mut base.clone(),
-            &set,
-            &format!("experiment[{i}].series[{j}].set"),
-        )?;
-        series.push(Series {
-            name: s.name.clone(),
-            set,
-        });
-    }
-    if series.is_empty() {
-        series.push(Series {
-            name: e.name.clone(),
-            set: Vec::new(),
-        });
-    }
-    // The quick tables are checked whether or not --quick is given, so they cannot rot.
-    let mut grid_table = e.grid.clone();
-    if let Some(q) = &e.quick {
-        for (k, v) in &q.grid {
-            if !e.grid.contains_key(k) {
-                return Err(cx.err(
-                    format!("experiment[{i}].quick.grid.{k}"),
-                    format!(
-                        "is not a key of experiment[{i}].grid (give one of: {})",
-                        e.grid.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                ));
-            }
-            if quick {
-                grid_table.insert(k.clone(), v.clone());
-            }
-        }
-        if let Some(keep) = &q.series {
-            if let Some(n) = keep.iter().find(|n| !series.iter().any(|s| &s.name == *n)) {
-                return Err(cx.err(
-                    format!("experiment[{i}].quick.series"),
-                    format!("names {n:?}, which is not a series of this experiment"),
-                ));
-            }
-            if quick {
-                series.retain(|s| keep.contains(&s.name));
-            }
-        }
-    }
-    let mut grid = Vec::new();
-    for (k, v) in &grid_table {
-        let key = format!("experiment[{i}].grid.{k}");
-        let toml::Value::Array(vals) = v else {
-            return Err(cx.err(
-                key,
-                format!("= {v}: give a list of values, e.g. {k} = [0, 1e-5, 1e-4]"),
-            ));
-        };
-        if vals.is_empty() {
-            return Err(cx.err(key, "is an empty list: give at least one value"));
-        }
-        let mut values = Vec::new();
-        for (n, v) in vals.iter().enumerate() {
-            // `{ x = 60, value = [...] }`: a value with no number of its own (a list of
-            // outages, a burst table) and the x it stands for.
-            let (v, x) = match v.as_table() {
-                Some(t) if t.len() == 2 && t.contains_key("x") && t.contains_key("value") => {
-                    (&t["value"], numeric(&t["x"]))
-                }
-                _ => (v, numeric(v)),
-            };
-            let x = x.ok_or_else(|| cx.err(format!("{key}[{n}]"), format!("= {v}: a grid value must be a number, a boolean, a duration, rate or size (10ms, 5mbit, 1MB), or {{ x = NUMBER, value = ANY }}")))?;
-            // Each value is tried once here so a bad one is named by its place in the list.
-            cx.apply(
-                &mut base.clone(),
-                &[(k.clone(), v.clone())],
-                &format!("experiment[{i}].grid"),
-            )
-            .map_err(|mut e| {
-                e.key = format!("{key}[{n}]");
-                e
-            })?;
-            values.push((v.clone(), x));
-        }
-        grid.push(GridKey {
-            key: k.clone(),
-            values,
-        });
-    }
-    let x = grid.iter().position(|g| g.key == e.x).ok_or_else(|| {
-        cx.err(
-            at("x"),
-            format!(
-                "{:?} is not a key of experiment[{i}].grid (give one of: {})",
-                e.x,
-                grid.iter()
-                    .map(|g| g.key.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )
-    })?;
-    let order = match &e.order {
-        None => std::iter::once(Dim::Series)
-            .chain((0..grid.len()).map(Dim::Grid))
-            .collect(),
-        Some(o) => {
-            let mut dims = Vec::new();
-            for name in o {
-                let d = if name == "series" {
-                    Dim::Series
-                } else {
-                    Dim::Grid(grid.iter().position(|g| &g.key == name).ok_or_else(|| {
-                        cx.err(
-                            at("order"),
-                            format!("names {name:?}, which is neither `series` nor a grid key"),
-                        )
-                    })?)
-                };
-                if dims.contains(&d) {
-                    return Err(cx.err(at("order"), format!("names {name:?} twice")));
-                }
-                dims.push(d);
-            }
-            if dims.len() != grid.len() + 1 {
-                return Err(cx.err(
-                    at("order"),
-                    "must name `series` and every grid key exactly once",
-                ));
-            }
-            dims
-        }
-    };
-    let mut plots = Vec::new();
-    for (j, p) in e.plot.iter().enumerate() {
-        let pk = |k: &str| format!("experiment[{i}].plot[{j}].{k}");
-        let legend_low = match p.legend.as_deref() {
-            None | Some("high") => false,
-            Some("low") => true,
-            Some(o) => {
-                return Err(cx.err(
-                    pk("legend"),
-                    format!("{o:?} is not known: give low or high"),
-                ))
-            }
-        };
-        if let Some(s) = p.x_scale {
-            if !s.is_finite() || s == 0.0 {
-                return Err(cx.err(
-                    pk("x_scale"),
-                    format!("is {s}; give a finite non-zero number"),
-                ));
-            }
-        }
-        plots.push(Plot {
-            file: cx.template(&p.file, &pk("file"))?,
-            title: cx.template(&p.title, &pk("title"))?,
-            x_label: p.x_label.clone(),
-            y_label: p.y_label.clone(),
-            y: Expr::parse(&p.y).map_err(|m| cx.err(pk("y"), m))?,
-            x_scale: p.x_scale,
-            x_sci: p.x_sci,
-            legend_low,
-            facet: p.facet.clone(),
-            file_text: p.file.clone(),
-        });
-        if !p.file.ends_with(".png") {
-            return Err(cx.err(pk("file"), format!("{:?} must end in .png", p.file)));
-        }
-    }
-    let mut tables = Vec::new();
-    for (j, t) in e.table.iter().enumerate() {
-        let tk = |k: &str| format!("experiment[{i}].table[{j}].{k}");
-        if let Some(names) = &t.series {
-            if let Some(n) = names
-                .iter()
-                .find(|n| !e.series.iter().any(|s| &s.name == *n))
-            {
-                return Err(cx.err(
-                    tk("series"),
-                    format!("names {n:?}, which is not a series of this experiment"),
-                ));
-            }
-        }
-        tables.push(Table {
-            caption: t
-                .caption
-                .as_deref()
-                .map(|c| cx.template(c, &tk("caption")))
-                .transpose()?,
-            cell: cx.template(&t.cell, &tk("cell"))?,
-            x_header: t.x_header.clone(),
-            x_format: cx.template(&t.x_format, &tk("x_format"))?,
-            series: t.series.clone(),
-            facet: t.facet.clone(),
-            image: t
-                .image
-                .as_deref()
-                .map(|c| cx.template(c, &tk("image")))
-                .transpose()?,
-        });
-    }
+    let mut series = experiment_series(cx, &base, e, i)?;
+    let grid_table = apply_quick(cx, e, i, quick, &mut series)?;
+    let grid = grid_table
+        .iter()
+        .map(|(k, v)| grid_key(cx, &base, i, k, v))
+        .collect::<Result<Vec<_>, _>>()?;
+    let x = x_dimension(cx, &grid, &e.x, i)?;
+    let order = loop_order(cx, &grid, e.order.as_deref(), i)?;
+    let plots = (e.plot.iter().enumerate())
+        .map(|(j, p)| plot(cx, p, i, j))
+        .collect::<Result<Vec<_>, _>>()?;
+    let tables = (e.table.iter().enumerate())
+        .map(|(j, t)| table(cx, e, t, i, j))
+        .collect::<Result<Vec<_>, _>>()?;
     let timeline = e.timeline.as_ref().map(|t| Timeline {
         x: t.x,
         run: t.run as usize,
@@ -523,6 +361,264 @@ fn experiment(
         tables,
         images,
         timeline,
+    })
+}
+
+/// The series of experiment `i`: the experiment's name alone when none is given.
+fn experiment_series(
+    cx: &Ctx,
+    base: &Scenario,
+    e: &ExperimentSpec,
+    i: usize,
+) -> Result<Vec<Series>, PlanError> {
+    let mut series = Vec::new();
+    for (j, s) in e.series.iter().enumerate() {
+        if series.iter().any(|o: &Series| o.name == s.name) {
+            return Err(cx.err(
+                format!("experiment[{i}].series[{j}].name"),
+                format!("{:?} is used twice in this experiment", s.name),
+            ));
+        }
+        let set = settings(&s.set);
+        // Each series' settings are tried once here so a bad one is named by its series.
+        cx.apply(
+            &mut base.clone(),
+            &set,
+            &format!("experiment[{i}].series[{j}].set"),
+        )?;
+        series.push(Series {
+            name: s.name.clone(),
+            set,
+        });
+    }
+    if series.is_empty() {
+        series.push(Series {
+            name: e.name.clone(),
+            set: Vec::new(),
+        });
+    }
+    Ok(series)
+}
+
+/// The grid table of experiment `i`, with its `quick` table applied when `quick` (and the
+/// series it keeps). The quick tables are checked whether or not --quick is given, so they
+/// cannot rot.
+fn apply_quick(
+    cx: &Ctx,
+    e: &ExperimentSpec,
+    i: usize,
+    quick: bool,
+    series: &mut Vec<Series>,
+) -> Result<toml::Table, PlanError> {
+    let mut grid_table = e.grid.clone();
+    let Some(q) = &e.quick else {
+        return Ok(grid_table);
+    };
+    for (k, v) in &q.grid {
+        if !e.grid.contains_key(k) {
+            return Err(cx.err(
+                format!("experiment[{i}].quick.grid.{k}"),
+                format!(
+                    "is not a key of experiment[{i}].grid (give one of: {})",
+                    e.grid.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        if quick {
+            grid_table.insert(k.clone(), v.clone());
+        }
+    }
+    if let Some(keep) = &q.series {
+        if let Some(n) = keep.iter().find(|n| !series.iter().any(|s| &s.name == *n)) {
+            return Err(cx.err(
+                format!("experiment[{i}].quick.series"),
+                format!("names {n:?}, which is not a series of this experiment"),
+            ));
+        }
+        if quick {
+            series.retain(|s| keep.contains(&s.name));
+        }
+    }
+    Ok(grid_table)
+}
+
+/// The grid key `k` of experiment `i` and its values `v`, each tried on `base` and given
+/// the number it stands for.
+fn grid_key(
+    cx: &Ctx,
+    base: &Scenario,
+    i: usize,
+    k: &str,
+    v: &toml::Value,
+) -> Result<GridKey, PlanError> {
+    let key = format!("experiment[{i}].grid.{k}");
+    let toml::Value::Array(vals) = v else {
+        return Err(cx.err(
+            key,
+            format!("= {v}: give a list of values, e.g. {k} = [0, 1e-5, 1e-4]"),
+        ));
+    };
+    if vals.is_empty() {
+        return Err(cx.err(key, "is an empty list: give at least one value"));
+    }
+    let mut values = Vec::new();
+    for (n, v) in vals.iter().enumerate() {
+        // `{ x = 60, value = [...] }`: a value with no number of its own (a list of
+        // outages, a burst table) and the x it stands for.
+        let (v, x) = match v.as_table() {
+            Some(t) if t.len() == 2 && t.contains_key("x") && t.contains_key("value") => {
+                (&t["value"], numeric(&t["x"]))
+            }
+            _ => (v, numeric(v)),
+        };
+        let x = x.ok_or_else(|| cx.err(format!("{key}[{n}]"), format!("= {v}: a grid value must be a number, a boolean, a duration, rate or size (10ms, 5mbit, 1MB), or {{ x = NUMBER, value = ANY }}")))?;
+        // Each value is tried once here so a bad one is named by its place in the list.
+        cx.apply(
+            &mut base.clone(),
+            &[(k.to_owned(), v.clone())],
+            &format!("experiment[{i}].grid"),
+        )
+        .map_err(|mut e| {
+            e.key = format!("{key}[{n}]");
+            e
+        })?;
+        values.push((v.clone(), x));
+    }
+    Ok(GridKey {
+        key: k.to_owned(),
+        values,
+    })
+}
+
+/// Which grid key of experiment `i` is its x axis.
+fn x_dimension(cx: &Ctx, grid: &[GridKey], x: &str, i: usize) -> Result<usize, PlanError> {
+    grid.iter().position(|g| g.key == x).ok_or_else(|| {
+        cx.err(
+            format!("experiment[{i}].x"),
+            format!(
+                "{:?} is not a key of experiment[{i}].grid (give one of: {})",
+                x,
+                grid.iter()
+                    .map(|g| g.key.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    })
+}
+
+/// The loops of experiment `i`, outermost first: its `order`, or the series then the grid
+/// keys.
+fn loop_order(
+    cx: &Ctx,
+    grid: &[GridKey],
+    order: Option<&[String]>,
+    i: usize,
+) -> Result<Vec<Dim>, PlanError> {
+    let at = format!("experiment[{i}].order");
+    let Some(o) = order else {
+        return Ok(std::iter::once(Dim::Series)
+            .chain((0..grid.len()).map(Dim::Grid))
+            .collect());
+    };
+    let mut dims = Vec::new();
+    for name in o {
+        let d = if name == "series" {
+            Dim::Series
+        } else {
+            Dim::Grid(grid.iter().position(|g| &g.key == name).ok_or_else(|| {
+                cx.err(
+                    &at,
+                    format!("names {name:?}, which is neither `series` nor a grid key"),
+                )
+            })?)
+        };
+        if dims.contains(&d) {
+            return Err(cx.err(&at, format!("names {name:?} twice")));
+        }
+        dims.push(d);
+    }
+    if dims.len() != grid.len() + 1 {
+        return Err(cx.err(at, "must name `series` and every grid key exactly once"));
+    }
+    Ok(dims)
+}
+
+/// Plot `j` of experiment `i`.
+fn plot(cx: &Ctx, p: &PlotSpec, i: usize, j: usize) -> Result<Plot, PlanError> {
+    let pk = |k: &str| format!("experiment[{i}].plot[{j}].{k}");
+    let legend_low = match p.legend.as_deref() {
+        None | Some("high") => false,
+        Some("low") => true,
+        Some(o) => {
+            return Err(cx.err(
+                pk("legend"),
+                format!("{o:?} is not known: give low or high"),
+            ))
+        }
+    };
+    if let Some(s) = p.x_scale {
+        if !s.is_finite() || s == 0.0 {
+            return Err(cx.err(
+                pk("x_scale"),
+                format!("is {s}; give a finite non-zero number"),
+            ));
+        }
+    }
+    let plot = Plot {
+        file: cx.template(&p.file, &pk("file"))?,
+        title: cx.template(&p.title, &pk("title"))?,
+        x_label: p.x_label.clone(),
+        y_label: p.y_label.clone(),
+        y: Expr::parse(&p.y).map_err(|m| cx.err(pk("y"), m))?,
+        x_scale: p.x_scale,
+        x_sci: p.x_sci,
+        legend_low,
+        facet: p.facet.clone(),
+        file_text: p.file.clone(),
+    };
+    if !p.file.ends_with(".png") {
+        return Err(cx.err(pk("file"), format!("{:?} must end in .png", p.file)));
+    }
+    Ok(plot)
+}
+
+/// Table `j` of experiment `i` (`e`): the series it names are the experiment's.
+fn table(
+    cx: &Ctx,
+    e: &ExperimentSpec,
+    t: &TableSpec,
+    i: usize,
+    j: usize,
+) -> Result<Table, PlanError> {
+    let tk = |k: &str| format!("experiment[{i}].table[{j}].{k}");
+    if let Some(names) = &t.series {
+        if let Some(n) = names
+            .iter()
+            .find(|n| !e.series.iter().any(|s| &s.name == *n))
+        {
+            return Err(cx.err(
+                tk("series"),
+                format!("names {n:?}, which is not a series of this experiment"),
+            ));
+        }
+    }
+    Ok(Table {
+        caption: t
+            .caption
+            .as_deref()
+            .map(|c| cx.template(c, &tk("caption")))
+            .transpose()?,
+        cell: cx.template(&t.cell, &tk("cell"))?,
+        x_header: t.x_header.clone(),
+        x_format: cx.template(&t.x_format, &tk("x_format"))?,
+        series: t.series.clone(),
+        facet: t.facet.clone(),
+        image: t
+            .image
+            .as_deref()
+            .map(|c| cx.template(c, &tk("image")))
+            .transpose()?,
     })
 }
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 
 use super::row::Row;
-use super::run::{finish, Options, Outcome};
+use super::run::{finish, with_current_names, Options, Outcome};
 use super::shard::{point_ids, Manifest, Shard, FILE};
 use super::store::Store;
 use super::Plan;
@@ -52,6 +52,39 @@ fn merge_in_pool(plan_path: &Path, dirs: &[PathBuf], o: &Options) -> anyhow::Res
         .iter()
         .map(|d| Ok((d, Manifest::read(d)?)))
         .collect::<anyhow::Result<_>>()?;
+    check_one_run(&shards)?;
+    let (d0, m0) = &shards[0];
+    let n = m0.of;
+    let by_index = every_shard_once(&shards, n)?;
+    let plan = Plan::load(plan_path, m0.quick)?;
+    let (keys, id) = point_ids(&plan, m0.seed, m0.runs, &m0.build)?;
+    if id != m0.plan {
+        bail!(
+            "{} is not the plan the shards ran{} (plan id {id}; the shards: {}): the plan file \
+             changed since, or it is another plan",
+            plan_path.display(),
+            if m0.quick { " with --quick" } else { "" },
+            describe(d0, m0)
+        );
+    }
+    if o.out.join(FILE).exists() {
+        bail!(
+            "{} is a shard's output folder: merge into another one",
+            o.out.display()
+        );
+    }
+    let found = finished_shards(&by_index, &keys, n)?;
+    std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
+    let rows = merged_rows(&plan, &keys, (found, n), &o.out)?;
+    let mut o = o.clone();
+    o.runs = Some(m0.runs);
+    o.seed = Some(m0.seed);
+    finish(&plan, &o, rows, 0, 0, start, n)
+}
+
+/// Checks that the shards are of one run: one plan, runs, seed and `--quick`, split into
+/// one number of shards, run by one build.
+fn check_one_run(shards: &[(&PathBuf, Manifest)]) -> anyhow::Result<()> {
     let (d0, m0) = &shards[0];
     for (d, m) in &shards[1..] {
         if (&m.plan, m.runs, m.seed, m.quick) != (&m0.plan, m0.runs, m0.seed, m0.quick) {
@@ -81,9 +114,16 @@ fn merge_in_pool(plan_path: &Path, dirs: &[PathBuf], o: &Options) -> anyhow::Res
             );
         }
     }
-    let n = m0.of;
+    Ok(())
+}
+
+/// The shards' folders by shard number, each of the `n` shards given exactly once.
+fn every_shard_once<'d>(
+    shards: &[(&'d PathBuf, Manifest)],
+    n: usize,
+) -> anyhow::Result<BTreeMap<usize, &'d PathBuf>> {
     let mut by_index: BTreeMap<usize, &PathBuf> = BTreeMap::new();
-    for (d, m) in &shards {
+    for (d, m) in shards {
         if let Some(other) = by_index.insert(m.shard, d) {
             bail!(
                 "overlapping shards: shard {} is both {} and {}",
@@ -104,28 +144,17 @@ fn merge_in_pool(plan_path: &Path, dirs: &[PathBuf], o: &Options) -> anyhow::Res
             missing.join(", ")
         );
     }
+    Ok(by_index)
+}
 
-    let plan = Plan::load(plan_path, m0.quick)?;
-    let (keys, id) = point_ids(&plan, m0.seed, m0.runs, &m0.build)?;
-    if id != m0.plan {
-        bail!(
-            "{} is not the plan the shards ran{} (plan id {id}; the shards: {}): the plan file \
-             changed since, or it is another plan",
-            plan_path.display(),
-            if m0.quick { " with --quick" } else { "" },
-            describe(d0, m0)
-        );
-    }
-    if o.out.join(FILE).exists() {
-        bail!(
-            "{} is a shard's output folder: merge into another one",
-            o.out.display()
-        );
-    }
-
-    // Each shard's results, checked complete before anything is written.
+/// Each shard's results (in shard order), checked complete before anything is written.
+fn finished_shards(
+    by_index: &BTreeMap<usize, &PathBuf>,
+    keys: &[String],
+    n: usize,
+) -> anyhow::Result<Vec<HashMap<String, Row>>> {
     let mut found: Vec<HashMap<String, Row>> = Vec::with_capacity(n);
-    for (&i, d) in &by_index {
+    for (&i, d) in by_index {
         let done = Store::read(d)?;
         let shard = Shard { index: i, count: n };
         let mine: Vec<&String> = keys
@@ -145,26 +174,27 @@ fn merge_in_pool(plan_path: &Path, dirs: &[PathBuf], o: &Options) -> anyhow::Res
         }
         found.push(done);
     }
+    Ok(found)
+}
 
-    std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
-    let (store, _) = Store::open(&o.out, true)?;
+/// The plan's rows in plan order, taken from the results of the `n` shards (point `i` is
+/// shard `i % n`'s) and written to a fresh `points.jsonl` in `out`.
+fn merged_rows(
+    plan: &Plan,
+    keys: &[String],
+    (mut found, n): (Vec<HashMap<String, Row>>, usize),
+    out: &Path,
+) -> anyhow::Result<Vec<Row>> {
+    let (store, _) = Store::open(out, true)?;
     let mut rows = Vec::with_capacity(keys.len());
     for (i, k) in keys.iter().enumerate() {
         let mut row = found[i % n]
             .remove(k)
             .expect("every shard's points were checked present");
         // Names and x come from the plan as it is now, as in a resumed run.
-        let p = plan.point(i);
-        let ex = &plan.experiments[p.experiment];
-        row.experiment.clone_from(&ex.name);
-        row.series.clone_from(&ex.series[p.series].name);
-        row.x = ex.x_of(&p);
+        with_current_names(plan, i, &mut row);
         store.append(k, &row)?;
         rows.push(row);
     }
-    drop(store);
-    let mut o = o.clone();
-    o.runs = Some(m0.runs);
-    o.seed = Some(m0.seed);
-    finish(&plan, &o, rows, 0, 0, start, n)
+    Ok(rows)
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::output::facet_groups;
 use super::row::Row;
 use super::template::{Template, Vars};
-use super::{Plan, Table};
+use super::{Experiment, Plan, Table};
 use crate::run::RunResult;
 
 /// What the report says about the run itself.
@@ -96,6 +96,39 @@ pub fn report(
     if let Some(t) = &plan.title {
         let _ = writeln!(s, "## {t}\n");
     }
+    how_made(&mut s, plan, info);
+    if let Some(d) = &plan.description {
+        let _ = writeln!(s, "{}\n", d.trim_end());
+    }
+    if !info.joined.is_empty() {
+        let _ = writeln!(
+            s,
+            "ns-3 TCP rows joined from: {}.\n",
+            info.joined
+                .iter()
+                .map(|p| format!("`{}`", p.display()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !checks.is_empty() {
+        s += "### Headline figures\n\n";
+        for (c, ok) in checks {
+            let _ = writeln!(s, "- [{}] {c}", if *ok { "x" } else { " " });
+        }
+        s.push('\n');
+    }
+    for (ex, tl) in plan.experiments.iter().zip(timelines) {
+        let rows: Vec<&Row> = rows.iter().filter(|r| r.experiment == ex.name).collect();
+        experiment_section(&mut s, ex, &rows, tl, &plan.image_prefix);
+    }
+    s += "### Every row\n\nThe CSVs next to the plots hold every point (means over runs, 95 % CI of goodput); `points.jsonl` holds every summary field of every point.\n";
+    s
+}
+
+/// The paragraph saying how the report was made: the command, the plan, the runs, and
+/// whether shards were merged or points kept from an earlier run.
+fn how_made(s: &mut String, plan: &Plan, info: &RunInfo) {
     let factors: Vec<String> = plan
         .experiments
         .iter()
@@ -132,59 +165,43 @@ pub fn report(
         );
     }
     s.push('\n');
-    if let Some(d) = &plan.description {
-        let _ = writeln!(s, "{}\n", d.trim_end());
+}
+
+/// One experiment's section: its title, text, images, tables and timeline table (`tl`,
+/// its timeline runs by series).
+fn experiment_section(
+    s: &mut String,
+    ex: &Experiment,
+    rows: &[&Row],
+    tl: &[(String, RunResult)],
+    prefix: &str,
+) {
+    let _ = writeln!(s, "### {}\n", ex.title.as_deref().unwrap_or(&ex.name));
+    if let Some(t) = &ex.text {
+        let _ = writeln!(s, "{}\n", t.trim_end());
     }
-    if !info.joined.is_empty() {
-        let _ = writeln!(
-            s,
-            "ns-3 TCP rows joined from: {}.\n",
-            info.joined
-                .iter()
-                .map(|p| format!("`{}`", p.display()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+    for img in &ex.images {
+        let alt = img.trim_end_matches(".png").replace('_', " ");
+        let _ = writeln!(s, "![{alt}]({prefix}{img})");
     }
-    if !checks.is_empty() {
-        s += "### Headline figures\n\n";
-        for (c, ok) in checks {
-            let _ = writeln!(s, "- [{}] {c}", if *ok { "x" } else { " " });
+    if !ex.images.is_empty() {
+        s.push('\n');
+    }
+    for t in &ex.tables {
+        table(s, t, rows, prefix);
+    }
+    if let Some(t) = &ex.timeline {
+        let _ = writeln!(s, "{}\n", t.caption);
+        *s += "| series | delivered bytes | last delivery |\n|---|---|---|\n";
+        for (n, r) in tl {
+            let _ = writeln!(
+                s,
+                "| {n} | {} | {} |",
+                r.delivered_bytes,
+                r.last_delivery_s
+                    .map_or("-".into(), |t| format!("{t:.3} s"))
+            );
         }
         s.push('\n');
     }
-    let prefix = &plan.image_prefix;
-    for (ex, tl) in plan.experiments.iter().zip(timelines) {
-        let rows: Vec<&Row> = rows.iter().filter(|r| r.experiment == ex.name).collect();
-        let _ = writeln!(s, "### {}\n", ex.title.as_deref().unwrap_or(&ex.name));
-        if let Some(t) = &ex.text {
-            let _ = writeln!(s, "{}\n", t.trim_end());
-        }
-        for img in &ex.images {
-            let alt = img.trim_end_matches(".png").replace('_', " ");
-            let _ = writeln!(s, "![{alt}]({prefix}{img})");
-        }
-        if !ex.images.is_empty() {
-            s.push('\n');
-        }
-        for t in &ex.tables {
-            table(&mut s, t, &rows, prefix);
-        }
-        if let Some(t) = &ex.timeline {
-            let _ = writeln!(s, "{}\n", t.caption);
-            s += "| series | delivered bytes | last delivery |\n|---|---|---|\n";
-            for (n, r) in tl {
-                let _ = writeln!(
-                    s,
-                    "| {n} | {} | {} |",
-                    r.delivered_bytes,
-                    r.last_delivery_s
-                        .map_or("-".into(), |t| format!("{t:.3} s"))
-                );
-            }
-            s.push('\n');
-        }
-    }
-    s += "### Every row\n\nThe CSVs next to the plots hold every point (means over runs, 95 % CI of goodput); `points.jsonl` holds every summary field of every point.\n";
-    s
 }

@@ -2,8 +2,9 @@
 //! in parallel (every point's runs on all cores) with a progress bar, then write the CSVs,
 //! plots and report.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -193,77 +194,171 @@ fn run_in_pool(plan: &Plan, o: &Options) -> anyhow::Result<Outcome> {
     let runs = o.runs.unwrap_or(plan.runs);
     anyhow::ensure!(runs > 0, "--runs must be at least 1");
     let seed = o.seed.unwrap_or(plan.seed);
-    let n = plan.len();
     // Check every point and key it (in parallel: a 10 000-point plan takes a blink), also
     // when running one shard: a bad point stops every shard before anything runs.
     let (keys, plan_id) = point_ids(plan, seed, runs, build_id())?;
     // The points this run runs: all, or every N-th of a shard.
-    let mine: Vec<usize> = (0..n)
+    let mine: Vec<usize> = (0..plan.len())
         .filter(|&i| o.shard.is_none_or(|s| s.has(i)))
         .collect();
+    let batch = Batch {
+        plan,
+        runs,
+        seed,
+        keys,
+        mine,
+    };
     std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
-    let mut manifest = None;
-    if let Some(sh) = o.shard {
-        let m = Manifest {
+    let manifest = match o.shard {
+        Some(sh) => Some(batch.manifest(sh, plan_id, o.quick).write(&o.out)?),
+        None => None,
+    };
+    let (store, done) = Store::open(&o.out, o.fresh)?;
+    let pending = batch.resume(done);
+    let resumed = batch.mine.len() - pending.todo.len();
+    let (total_runs, done_runs) = (pending.total_runs, pending.done_runs);
+    let rows = batch.run_todo(o, &store, pending)?;
+    let new_runs: usize = total_runs - done_runs;
+    let outcome = |rows: Vec<Option<Row>>, files, sim_runs, interrupted| Outcome {
+        rows: rows.into_iter().flatten().collect(),
+        files,
+        wall: start.elapsed(),
+        sim_runs,
+        points: batch.mine.len(),
+        resumed,
+        report: String::new(),
+        checks: Vec::new(),
+        interrupted,
+        shard: o.shard,
+    };
+    if rows.iter().any(Option::is_none) {
+        return Ok(outcome(rows, vec![o.out.join(super::store::FILE)], 0, true));
+    }
+    if let Some(m) = manifest {
+        // A shard's CSVs, plots and report would be of a part of the plan: the merge
+        // writes them.
+        let files = vec![o.out.join(super::store::FILE), m];
+        return Ok(outcome(rows, files, new_runs, false));
+    }
+    let rows: Vec<Row> = rows.into_iter().flatten().collect();
+    finish(plan, o, rows, new_runs, resumed, start, 0)
+}
+
+/// A kept row (from `points.jsonl`) of point `i`: names and x come from the plan as it is
+/// now; the numbers from the file.
+pub(super) fn with_current_names(plan: &Plan, i: usize, row: &mut Row) {
+    let p = plan.point(i);
+    let ex = &plan.experiments[p.experiment];
+    row.experiment.clone_from(&ex.name);
+    row.series.clone_from(&ex.series[p.series].name);
+    row.x = ex.x_of(&p);
+}
+
+/// The points one run of a plan runs, with the runs per point and the seed.
+struct Batch<'p> {
+    plan: &'p Plan,
+    runs: usize,
+    seed: u64,
+    /// Every point's key in `points.jsonl`.
+    keys: Vec<String>,
+    /// The points of this run (all, or a shard's), in plan order.
+    mine: Vec<usize>,
+}
+
+/// This run's points: the rows kept from earlier runs (in `mine`'s order, `None` where
+/// still to run) and the points still to run (slot in `rows`, point index).
+struct Pending {
+    rows: Vec<Option<Row>>,
+    todo: Vec<(usize, usize)>,
+    total_runs: usize,
+    done_runs: usize,
+}
+
+impl Batch<'_> {
+    /// The manifest of shard `sh` of this run.
+    fn manifest(&self, sh: Shard, plan_id: String, quick: bool) -> Manifest {
+        Manifest {
             plan: plan_id,
-            origin: plan.origin.clone(),
+            origin: self.plan.origin.clone(),
             shard: sh.index,
             of: sh.count,
-            quick: o.quick,
-            runs,
-            seed,
+            quick,
+            runs: self.runs,
+            seed: self.seed,
             build: build_id().to_owned(),
-            points: mine.len(),
+            points: self.mine.len(),
+        }
+    }
+
+    /// Which points were done by an earlier run (their rows in `done`, by key).
+    fn resume(&self, mut done: HashMap<String, Row>) -> Pending {
+        let mut pending = Pending {
+            rows: Vec::with_capacity(self.mine.len()),
+            todo: Vec::new(),
+            total_runs: 0,
+            done_runs: 0,
         };
-        manifest = Some(m.write(&o.out)?);
-    }
-    let (store, mut done) = Store::open(&o.out, o.fresh)?;
-    let mut rows: Vec<Option<Row>> = Vec::with_capacity(mine.len());
-    let mut todo = Vec::new();
-    let (mut total_runs, mut done_runs) = (0, 0);
-    for (slot, &i) in mine.iter().enumerate() {
-        let k = &keys[i];
-        let p = plan.point(i);
-        let r = plan.runs_of(p.experiment, runs);
-        total_runs += r;
-        match done.remove(k) {
-            Some(mut row) => {
-                // Names and x come from the plan as it is now; the numbers from the file.
-                let ex = &plan.experiments[p.experiment];
-                row.experiment.clone_from(&ex.name);
-                row.series.clone_from(&ex.series[p.series].name);
-                row.x = ex.x_of(&p);
-                done_runs += r;
-                rows.push(Some(row));
-            }
-            None => {
-                rows.push(None);
-                todo.push((slot, i));
+        for (slot, &i) in self.mine.iter().enumerate() {
+            let r = self.plan.runs_of(self.plan.point(i).experiment, self.runs);
+            pending.total_runs += r;
+            match done.remove(&self.keys[i]) {
+                Some(mut row) => {
+                    with_current_names(self.plan, i, &mut row);
+                    pending.done_runs += r;
+                    pending.rows.push(Some(row));
+                }
+                None => {
+                    pending.rows.push(None);
+                    pending.todo.push((slot, i));
+                }
             }
         }
+        pending
     }
-    drop(done);
-    let resumed = mine.len() - todo.len();
-    let meter = Meter::new(o.progress, total_runs, done_runs);
-    let rows = Mutex::new(rows);
-    let started = AtomicUsize::new(0);
-    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-    todo.par_iter().for_each(|&(slot, i)| {
-        if o.stop_after
-            .is_some_and(|k| started.fetch_add(1, Ordering::SeqCst) >= k)
-        {
-            return;
-        }
-        let p = plan.point(i);
-        let ex = &plan.experiments[p.experiment];
-        let s = match plan.scenario(&p) {
-            Ok(s) => s,
-            Err(e) => {
-                *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.into());
+
+    /// Runs the pending points in parallel, each stored as it is done; `None` remains for
+    /// those not run (`stop_after`).
+    fn run_todo(
+        &self,
+        o: &Options,
+        store: &Store,
+        pending: Pending,
+    ) -> anyhow::Result<Vec<Option<Row>>> {
+        let meter = Meter::new(o.progress, pending.total_runs, pending.done_runs);
+        let rows = Mutex::new(pending.rows);
+        let started = AtomicUsize::new(0);
+        let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+        let fail = |e: anyhow::Error| *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+        pending.todo.par_iter().for_each(|&(slot, i)| {
+            if o.stop_after
+                .is_some_and(|k| started.fetch_add(1, Ordering::SeqCst) >= k)
+            {
                 return;
             }
-        };
-        let r = plan.runs_of(p.experiment, runs);
+            let row = match self.run_point(i) {
+                Ok(row) => row,
+                Err(e) => return fail(e.into()),
+            };
+            if let Err(e) = store.append(&self.keys[i], &row) {
+                fail(e);
+            }
+            rows.lock().unwrap_or_else(|e| e.into_inner())[slot] = Some(row);
+            meter.add(self.plan.runs_of(self.plan.point(i).experiment, self.runs));
+        });
+        meter.finish();
+        if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(e);
+        }
+        Ok(rows.into_inner().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Point `i`'s runs (in parallel) summarized as its row.
+    fn run_point(&self, i: usize) -> Result<Row, super::PlanError> {
+        let (plan, seed) = (self.plan, self.seed);
+        let p = plan.point(i);
+        let ex = &plan.experiments[p.experiment];
+        let s = plan.scenario(&p)?;
+        let r = plan.runs_of(p.experiment, self.runs);
         let results: Vec<RunResult> = (0..r)
             .into_par_iter()
             .map(|j| run_once(&s, run_seed(seed, j)))
@@ -274,57 +369,14 @@ fn run_in_pool(plan: &Plan, o: &Options) -> anyhow::Result<Outcome> {
         for (g, &c) in ex.grid.iter().zip(&p.coords) {
             metrics.insert(format!("set.{}", g.key), g.values[c].1);
         }
-        let row = Row {
+        Ok(Row {
             experiment: ex.name.clone(),
             series: ex.series[p.series].name.clone(),
             source: SIM_SOURCE.into(),
             x: ex.x_of(&p),
             metrics,
-        };
-        if let Err(e) = store.append(&keys[i], &row) {
-            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-        }
-        rows.lock().unwrap_or_else(|e| e.into_inner())[slot] = Some(row);
-        meter.add(r);
-    });
-    meter.finish();
-    if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        return Err(e);
+        })
     }
-    let rows = rows.into_inner().unwrap_or_else(|e| e.into_inner());
-    let new_runs: usize = total_runs - done_runs;
-    if rows.iter().any(Option::is_none) {
-        return Ok(Outcome {
-            rows: rows.into_iter().flatten().collect(),
-            files: vec![o.out.join(super::store::FILE)],
-            wall: start.elapsed(),
-            sim_runs: 0,
-            points: mine.len(),
-            resumed,
-            report: String::new(),
-            checks: Vec::new(),
-            interrupted: true,
-            shard: o.shard,
-        });
-    }
-    let rows: Vec<Row> = rows.into_iter().flatten().collect();
-    if let Some(m) = manifest {
-        // A shard's CSVs, plots and report would be of a part of the plan: the merge
-        // writes them.
-        return Ok(Outcome {
-            rows,
-            files: vec![o.out.join(super::store::FILE), m],
-            wall: start.elapsed(),
-            sim_runs: new_runs,
-            points: mine.len(),
-            resumed,
-            report: String::new(),
-            checks: Vec::new(),
-            interrupted: false,
-            shard: o.shard,
-        });
-    }
-    finish(plan, o, rows, new_runs, resumed, start, 0)
 }
 
 /// Writes the outputs of a plan whose every point is done (`rows`, in plan order): runs
@@ -343,62 +395,11 @@ pub(super) fn finish(
     let runs = o.runs.unwrap_or(plan.runs);
     let seed = o.seed.unwrap_or(plan.seed);
     let n = plan.len();
-
-    // One run per series kept with its delivery timeline (a handful of runs; rerun each
-    // time rather than stored).
-    let timelines: Vec<Vec<(String, RunResult)>> = plan
-        .experiments
-        .iter()
-        .enumerate()
-        .map(|(e, ex)| {
-            let Some(t) = &ex.timeline else {
-                return Ok(Vec::new());
-            };
-            let pts: Vec<_> = (0..ex.len())
-                .map(|i| ex.point(e, i))
-                .filter(|p| ex.x_of(p) == t.x)
-                .collect();
-            pts.par_iter()
-                .map(|p| {
-                    let mut s = plan.scenario(p)?;
-                    s.timeline = true;
-                    Ok((
-                        ex.series[p.series].name.clone(),
-                        run_once(&s, run_seed(seed, t.run)),
-                    ))
-                })
-                .collect::<Result<Vec<_>, super::PlanError>>()
-        })
-        .collect::<Result<_, _>>()?;
+    let timelines = timeline_runs(plan, seed)?;
     let timeline_runs: usize = timelines.iter().map(Vec::len).sum();
-
-    let mut joined = Vec::new();
-    for j in &plan.joins {
-        let file = match &o.join_dir {
-            Some(d) => d.join(j.file.file_name().unwrap_or_default()),
-            None => j.file.clone(),
-        };
-        if j.optional && !file.exists() {
-            continue;
-        }
-        rows.extend(join::ns3_rows(
-            &file,
-            &plan.experiments[j.experiment].name,
-            &j.x,
-        )?);
-        joined.push(file);
-    }
-
+    let joined = join_peer_rows(plan, o, &mut rows)?;
     let out = o.out.as_path();
-    let mut files = Vec::new();
-    for ((ex, cols), tl) in plan.experiments.iter().zip(&plan.columns).zip(&timelines) {
-        let rs: Vec<&Row> = rows.iter().filter(|r| r.experiment == ex.name).collect();
-        let path = out.join(format!("{}.csv", ex.name));
-        output::write_csv(&path, cols, &rs)?;
-        files.push(path);
-        files.extend(output::plots(out, ex, &rs)?);
-        files.extend(output::timelines(out, ex, tl)?);
-    }
+    let mut files = write_experiments(plan, out, &rows, &timelines)?;
     let checks: Vec<(String, bool)> = plan
         .checks
         .iter()
@@ -446,4 +447,75 @@ pub(super) fn finish(
         interrupted: false,
         shard: None,
     })
+}
+
+/// One run per series kept with its delivery timeline, for each experiment that has a
+/// timeline (a handful of runs; rerun each time rather than stored).
+fn timeline_runs(plan: &Plan, seed: u64) -> anyhow::Result<Vec<Vec<(String, RunResult)>>> {
+    let timelines = plan
+        .experiments
+        .iter()
+        .enumerate()
+        .map(|(e, ex)| {
+            let Some(t) = &ex.timeline else {
+                return Ok(Vec::new());
+            };
+            let pts: Vec<_> = (0..ex.len())
+                .map(|i| ex.point(e, i))
+                .filter(|p| ex.x_of(p) == t.x)
+                .collect();
+            pts.par_iter()
+                .map(|p| {
+                    let mut s = plan.scenario(p)?;
+                    s.timeline = true;
+                    Ok((
+                        ex.series[p.series].name.clone(),
+                        run_once(&s, run_seed(seed, t.run)),
+                    ))
+                })
+                .collect::<Result<Vec<_>, super::PlanError>>()
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(timelines)
+}
+
+/// Adds the peers' rows of the plan's joins to `rows` (an optional join whose file is
+/// absent is skipped); the files read.
+fn join_peer_rows(plan: &Plan, o: &Options, rows: &mut Vec<Row>) -> anyhow::Result<Vec<PathBuf>> {
+    let mut joined = Vec::new();
+    for j in &plan.joins {
+        let file = match &o.join_dir {
+            Some(d) => d.join(j.file.file_name().unwrap_or_default()),
+            None => j.file.clone(),
+        };
+        if j.optional && !file.exists() {
+            continue;
+        }
+        rows.extend(join::ns3_rows(
+            &file,
+            &plan.experiments[j.experiment].name,
+            &j.x,
+        )?);
+        joined.push(file);
+    }
+    Ok(joined)
+}
+
+/// Writes each experiment's CSV, plots and timelines into `out`; the files written.
+fn write_experiments(
+    plan: &Plan,
+    out: &Path,
+    rows: &[Row],
+    timelines: &[Vec<(String, RunResult)>],
+) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for ((ex, cols), tl) in plan.experiments.iter().zip(&plan.columns).zip(timelines) {
+        let rs: Vec<&Row> = rows.iter().filter(|r| r.experiment == ex.name).collect();
+        let path = out.join(format!("{}.csv", ex.name));
+        output::write_csv(&path, cols, &rs)?;
+        files.push(path);
+        files.extend(output::plots(out, ex, &rs)?);
+        files.extend(output::timelines(out, ex, tl)?);
+    }
+    Ok(files)
 }

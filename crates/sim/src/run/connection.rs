@@ -97,33 +97,51 @@ impl Observer for Watch<'_> {
 }
 
 /// An AeroTP connection from the sender's endpoint to the receiver's listening endpoint.
-pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn Tap>) -> RunResult {
-    let msgs = s.workload.messages(s.size);
-    let total: usize = msgs.iter().map(|m| m.1).sum();
-    let data = payload(total, mix_seed(seed, 0));
-    // Request-response: the server's answers, their own reproducible bytes.
-    let (resp_len, back_to_back) = match s.workload {
-        Workload::RequestResponse {
-            response, interval, ..
-        } => (response, interval.is_none()),
-        _ => (0, false),
+pub(super) fn run_connection(s: &Scenario, seed: u64, tap: Option<&mut dyn Tap>) -> RunResult {
+    let mut apps = Apps::new(Traffic::new(s, seed), seed, s.timeline);
+    let (mut pair, ch, engine_paths) = open_connection(s, seed);
+    let mut radio = super::radio::RadioFeed::new(s, engine_paths);
+    let mut watch = Watch {
+        tap,
+        ch,
+        rx_handle: None,
+        first_send: None,
+        wire_bytes_forward: 0,
+        wire_bytes_reverse: 0,
+        datagrams_sent: 0,
+        copies: Copies::default(),
+        retx_seen: 0,
+        scratch: Vec::with_capacity(s.mtu),
+        paths: engine_paths.then(PathWatch::default),
     };
-    let rr = resp_len > 0;
-    let responses = payload(
-        resp_len * if rr { msgs.len() } else { 0 },
-        mix_seed(seed, 5),
-    );
-    // End offset of each message in the client's stream.
-    let ends: Vec<usize> = msgs
-        .iter()
-        .scan(0, |o, m| {
-            *o += m.1;
-            Some(*o)
-        })
-        .collect();
-    // When each message was released to the engine (None = not yet).
-    let mut released_at: Vec<Option<Duration>> = vec![None; msgs.len()];
-    let mut released = 0usize; // messages released
+    loop {
+        let now = pair.now;
+        radio.apply(now, &mut pair.a, &mut watch.tap);
+        let (a, b) = (&mut pair.a, &mut pair.b);
+        apps.client_writes(a, ch, now);
+        apps.receiver_events(b, now);
+        apps.server_serves(b, now);
+        apps.client_reads(a, ch, now);
+        watch.rx_handle = apps.rx.handle;
+        pair.transmit(&mut watch);
+        if apps.sender_close.is_some() && apps.rx.closed_event {
+            break;
+        }
+        // Advance virtual time to the next event.
+        let wake = [apps.next_message(), radio.next_at()]
+            .into_iter()
+            .flatten()
+            .min();
+        if pair.advance(&mut watch, wake, s.cap) != Advance::Moved {
+            break;
+        }
+    }
+    run_result(s, seed, &pair, watch, apps)
+}
+
+/// The two endpoints on their links, the sender connecting to the receiver's listener; the
+/// sender's handle, and whether the engine stripes several paths.
+fn open_connection(s: &Scenario, seed: u64) -> (Pair, ConnectionHandle, bool) {
     let cfg = s.connection_config();
     let mut pair = Pair::new(
         Endpoint::new(EndpointConfig::default(), mix_seed(seed, 3)),
@@ -159,163 +177,34 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
             .add_path(Duration::ZERO, ch, path_addrs(i).1)
             .expect("fewer paths than MAX_PATHS (validated)");
     }
+    (pair, ch, engine_paths)
+}
 
-    let mut radio = super::radio::RadioFeed::new(s, engine_paths);
-    let mut r = result_base(seed);
-    let mut written = 0usize;
-    let mut closed = false;
-    let mut rx = RxState::default();
-    let mut intact = true;
-    let mut sender_close: Option<CloseOutcome> = None;
-    let mut last_delivery: Option<Duration> = None;
-    // Messages whose last byte has reached the server application / responses the client has.
-    let mut done = 0usize;
-    let mut server_got = 0usize;
-    let mut srv_released = 0usize; // responses the server has released
-    let mut srv_written = 0usize;
-    let mut client_got = 0usize;
-    let mut watch = Watch {
-        tap: tap.take(),
-        ch,
-        rx_handle: None,
-        first_send: None,
-        wire_bytes_forward: 0,
-        wire_bytes_reverse: 0,
-        datagrams_sent: 0,
-        copies: Copies::default(),
-        retx_seen: 0,
-        scratch: Vec::with_capacity(s.mtu),
-        paths: engine_paths.then(PathWatch::default),
-    };
-
-    loop {
-        let now = pair.now;
-        radio.apply(now, &mut pair.a, &mut watch.tap);
-        let (a, b) = (&mut pair.a, &mut pair.b);
-        // Sending application: releases each message at its time (a request-response client
-        // without an interval: when the previous response is in), writes what the send
-        // buffer takes, and closes once everything is written.
-        while released < msgs.len() {
-            let due = if rr && back_to_back {
-                released == 0 || client_got >= released * resp_len
-            } else {
-                msgs[released].0 <= now
-            };
-            if !due {
-                break;
-            }
-            released_at[released] = Some(now);
-            released += 1;
-        }
-        let limit = if released == 0 { 0 } else { ends[released - 1] };
-        if written < limit {
-            written += a.write(ch, &data[written..limit]).unwrap_or(0);
-        }
-        if released == msgs.len() && written == data.len() && !closed {
-            let _ = a.close(ch);
-            closed = true;
-        }
-        while let Some(e) = a.poll_event() {
-            if let Event::Closed(h, o) = e {
-                if h == ch {
-                    sender_close = Some(o);
-                }
-            }
-        }
-        if rx.events(b, now, &mut r) {
-            // The connection read so far closed unproven (the listener's set-up timeout: its
-            // challenge went unanswered, e.g. into a dropped call) and the peer's TPDUs
-            // opened another: as `aerotp recv`, which commits nothing before proof, the
-            // receiving application drops what it read and reads the new one from its start.
-            intact = true;
-            server_got = 0;
-            r.delivered_bytes = 0;
-            r.timeline.clear();
-            last_delivery = None;
-            done = 0;
-            r.message_delays.clear();
-            srv_released = 0;
-            srv_written = 0;
-        }
-        // Receiving application: reads as data arrives, checks it, closes at end of file
-        // (request-response: answers each whole request, closes after the last answer).
-        if let Some(h) = rx.handle {
-            while let Ok(Some(chunk)) = b.read_chunk(h) {
-                if chunk.data.is_empty() {
-                    continue;
-                }
-                intact &= take_chunk(&chunk.data, &data, &mut server_got, &mut r);
-                last_delivery = Some(now);
-                if s.timeline {
-                    r.timeline.push((secs(now), r.delivered_bytes));
-                }
-                while !rr && done < ends.len() && server_got >= ends[done] {
-                    if let Some(at) = released_at[done] {
-                        r.message_delays.push(secs(now.saturating_sub(at)));
-                    }
-                    done += 1;
-                }
-            }
-            if rr {
-                while srv_released < msgs.len() && server_got >= ends[srv_released] {
-                    srv_released += 1;
-                }
-                let limit = srv_released * resp_len;
-                if srv_written < limit {
-                    srv_written += b.write(h, &responses[srv_written..limit]).unwrap_or(0);
-                }
-            }
-            let answered = !rr || srv_written == responses.len();
-            if !rx.closed && answered && b.at_eof(h) {
-                let _ = b.close(h);
-                rx.closed = true;
-            }
-        }
-        // Request-response client: reads the answers.
-        if rr {
-            while let Ok(Some(chunk)) = a.read_chunk(ch) {
-                if chunk.data.is_empty() {
-                    continue;
-                }
-                intact &= take_chunk(&chunk.data, &responses, &mut client_got, &mut r);
-                last_delivery = Some(now);
-                while done < msgs.len() && client_got >= (done + 1) * resp_len {
-                    if let Some(at) = released_at[done] {
-                        r.message_delays.push(secs(now.saturating_sub(at)));
-                    }
-                    done += 1;
-                }
-            }
-        }
-        watch.rx_handle = rx.handle;
-        pair.transmit(&mut watch);
-        if sender_close.is_some() && rx.closed_event {
-            break;
-        }
-        // Advance virtual time to the next event.
-        let next_message =
-            (released < msgs.len() && !(rr && back_to_back)).then(|| msgs[released].0);
-        let wake = [next_message, radio.next_at()].into_iter().flatten().min();
-        if pair.advance(&mut watch, wake, s.cap) != Advance::Moved {
-            break;
-        }
-    }
-
+/// The run's result once the loop has ended: the wire counts, the close, whether every byte
+/// arrived intact, the engines' figures, the paths' states and the queues.
+fn run_result(s: &Scenario, seed: u64, pair: &Pair, watch: Watch, apps: Apps) -> RunResult {
     let now = pair.now;
     let (a, b) = (&pair.a, &pair.b);
+    let mut r = apps.r;
     r.elapsed_s = secs(now);
     r.wire_bytes_forward = watch.wire_bytes_forward;
     r.wire_bytes_reverse = watch.wire_bytes_reverse;
     r.datagrams_sent = watch.datagrams_sent;
     let confirmed = matches!(
-        sender_close,
+        apps.sender_close,
         Some(CloseOutcome::Finished { confirmed: true })
     );
-    r.sender_close = sender_close.as_ref().map(close_name).unwrap_or_default();
-    let all = intact && server_got == data.len() && client_got == responses.len();
+    r.sender_close = apps
+        .sender_close
+        .as_ref()
+        .map(close_name)
+        .unwrap_or_default();
+    let t = &apps.traffic;
+    let all =
+        apps.intact && apps.server_got == t.data.len() && apps.client_got == t.responses.len();
     r.complete = all && (!s.mode.is_fully_reliable() || confirmed);
     r.spurious_retransmissions = watch.copies.spurious();
-    engine_figures(&mut r, a, ch, b, rx.handle);
+    engine_figures(&mut r, a, watch.ch, b, apps.rx.handle);
     if let Some(w) = &watch.paths {
         r.paths = (0..s.network.paths.len())
             .map(|i| {
@@ -331,8 +220,251 @@ pub(super) fn run_connection(s: &Scenario, seed: u64, mut tap: Option<&mut dyn T
         r.message_delays.clear();
     }
     record_queues(&mut r, &pair.links);
-    finish_common(&mut r, watch.first_send, last_delivery);
+    finish_common(&mut r, watch.first_send, apps.last_delivery);
     r
+}
+
+/// The workload as the two applications see it: the client's messages and their bytes, and
+/// the server's answers.
+struct Traffic {
+    /// When each message is due, and its size.
+    msgs: Vec<(Duration, usize)>,
+    /// End offset of each message in the client's stream.
+    ends: Vec<usize>,
+    data: Vec<u8>,
+    /// Request-response: the server's answers, their own reproducible bytes.
+    responses: Vec<u8>,
+    resp_len: usize,
+    /// Request-response: each message is answered.
+    rr: bool,
+    /// A request-response client without an interval: each request goes when the previous
+    /// answer is in.
+    back_to_back: bool,
+}
+
+impl Traffic {
+    fn new(s: &Scenario, seed: u64) -> Traffic {
+        let msgs = s.workload.messages(s.size);
+        let total: usize = msgs.iter().map(|m| m.1).sum();
+        let data = payload(total, mix_seed(seed, 0));
+        let (resp_len, back_to_back) = match s.workload {
+            Workload::RequestResponse {
+                response, interval, ..
+            } => (response, interval.is_none()),
+            _ => (0, false),
+        };
+        let rr = resp_len > 0;
+        let responses = payload(
+            resp_len * if rr { msgs.len() } else { 0 },
+            mix_seed(seed, 5),
+        );
+        let ends: Vec<usize> = msgs
+            .iter()
+            .scan(0, |o, m| {
+                *o += m.1;
+                Some(*o)
+            })
+            .collect();
+        Traffic {
+            msgs,
+            ends,
+            data,
+            responses,
+            resp_len,
+            rr,
+            back_to_back,
+        }
+    }
+}
+
+/// The sending (client) and receiving (server) applications: what each has released,
+/// written and read, and the run's result as they fill it.
+struct Apps {
+    traffic: Traffic,
+    /// Record the delivery timeline.
+    timeline: bool,
+    r: RunResult,
+    rx: RxState,
+    messages: MessageClock,
+    written: usize,
+    closed: bool,
+    intact: bool,
+    sender_close: Option<CloseOutcome>,
+    last_delivery: Option<Duration>,
+    server_got: usize,
+    /// Responses the server has released.
+    srv_released: usize,
+    srv_written: usize,
+    client_got: usize,
+}
+
+impl Apps {
+    fn new(traffic: Traffic, seed: u64, timeline: bool) -> Apps {
+        Apps {
+            messages: MessageClock {
+                released_at: vec![None; traffic.msgs.len()],
+                released: 0,
+                done: 0,
+            },
+            traffic,
+            timeline,
+            r: result_base(seed),
+            rx: RxState::default(),
+            written: 0,
+            closed: false,
+            intact: true,
+            sender_close: None,
+            last_delivery: None,
+            server_got: 0,
+            srv_released: 0,
+            srv_written: 0,
+            client_got: 0,
+        }
+    }
+
+    /// Sending application: releases each message at its time (a request-response client
+    /// without an interval: when the previous response is in), writes what the send buffer
+    /// takes, and closes once everything is written; then takes the sender's close.
+    fn client_writes(&mut self, a: &mut Endpoint, ch: ConnectionHandle, now: Duration) {
+        let t = &self.traffic;
+        let m = &mut self.messages;
+        while m.released < t.msgs.len() {
+            let due = if t.rr && t.back_to_back {
+                m.released == 0 || self.client_got >= m.released * t.resp_len
+            } else {
+                t.msgs[m.released].0 <= now
+            };
+            if !due {
+                break;
+            }
+            m.released_at[m.released] = Some(now);
+            m.released += 1;
+        }
+        let limit = if m.released == 0 {
+            0
+        } else {
+            t.ends[m.released - 1]
+        };
+        if self.written < limit {
+            self.written += a.write(ch, &t.data[self.written..limit]).unwrap_or(0);
+        }
+        if m.released == t.msgs.len() && self.written == t.data.len() && !self.closed {
+            let _ = a.close(ch);
+            self.closed = true;
+        }
+        while let Some(e) = a.poll_event() {
+            if let Event::Closed(h, o) = e {
+                if h == ch {
+                    self.sender_close = Some(o);
+                }
+            }
+        }
+    }
+
+    /// Takes the receiver's events. When the connection read so far closed unproven (the
+    /// listener's set-up timeout: its challenge went unanswered, e.g. into a dropped call)
+    /// and the peer's TPDUs opened another: as `aerotp recv`, which commits nothing before
+    /// proof, the receiving application drops what it read and reads the new one from its
+    /// start.
+    fn receiver_events(&mut self, b: &mut Endpoint, now: Duration) {
+        if self.rx.events(b, now, &mut self.r) {
+            self.intact = true;
+            self.server_got = 0;
+            self.r.delivered_bytes = 0;
+            self.r.timeline.clear();
+            self.last_delivery = None;
+            self.messages.done = 0;
+            self.r.message_delays.clear();
+            self.srv_released = 0;
+            self.srv_written = 0;
+        }
+    }
+
+    /// Receiving application: reads as data arrives, checks it, closes at end of file
+    /// (request-response: answers each whole request, closes after the last answer).
+    fn server_serves(&mut self, b: &mut Endpoint, now: Duration) {
+        let Some(h) = self.rx.handle else {
+            return;
+        };
+        let t = &self.traffic;
+        while let Ok(Some(chunk)) = b.read_chunk(h) {
+            if chunk.data.is_empty() {
+                continue;
+            }
+            self.intact &= take_chunk(&chunk.data, &t.data, &mut self.server_got, &mut self.r);
+            self.last_delivery = Some(now);
+            if self.timeline {
+                self.r.timeline.push((secs(now), self.r.delivered_bytes));
+            }
+            let m = &mut self.messages;
+            while !t.rr && m.done < t.ends.len() && self.server_got >= t.ends[m.done] {
+                m.message_done(now, &mut self.r);
+            }
+        }
+        if t.rr {
+            while self.srv_released < t.msgs.len() && self.server_got >= t.ends[self.srv_released] {
+                self.srv_released += 1;
+            }
+            let limit = self.srv_released * t.resp_len;
+            if self.srv_written < limit {
+                self.srv_written += b
+                    .write(h, &t.responses[self.srv_written..limit])
+                    .unwrap_or(0);
+            }
+        }
+        let answered = !t.rr || self.srv_written == t.responses.len();
+        if !self.rx.closed && answered && b.at_eof(h) {
+            let _ = b.close(h);
+            self.rx.closed = true;
+        }
+    }
+
+    /// Request-response client: reads the answers.
+    fn client_reads(&mut self, a: &mut Endpoint, ch: ConnectionHandle, now: Duration) {
+        let t = &self.traffic;
+        if !t.rr {
+            return;
+        }
+        while let Ok(Some(chunk)) = a.read_chunk(ch) {
+            if chunk.data.is_empty() {
+                continue;
+            }
+            self.intact &= take_chunk(&chunk.data, &t.responses, &mut self.client_got, &mut self.r);
+            self.last_delivery = Some(now);
+            let m = &mut self.messages;
+            while m.done < t.msgs.len() && self.client_got >= (m.done + 1) * t.resp_len {
+                m.message_done(now, &mut self.r);
+            }
+        }
+    }
+
+    /// When the client releases its next message, if at a known time.
+    fn next_message(&self) -> Option<Duration> {
+        let t = &self.traffic;
+        let released = self.messages.released;
+        (released < t.msgs.len() && !(t.rr && t.back_to_back)).then(|| t.msgs[released].0)
+    }
+}
+
+/// The client's messages: when each was released, how many are released and how many done.
+struct MessageClock {
+    /// When each message was released to the engine (None = not yet).
+    released_at: Vec<Option<Duration>>,
+    /// Messages released.
+    released: usize,
+    /// Messages whose last byte has reached the server application / whose response the
+    /// client has.
+    done: usize,
+}
+
+impl MessageClock {
+    /// The next message is done (whole at the server, or answered): its delay is counted.
+    fn message_done(&mut self, now: Duration, r: &mut RunResult) {
+        if let Some(at) = self.released_at[self.done] {
+            r.message_delays.push(secs(now.saturating_sub(at)));
+        }
+        self.done += 1;
+    }
 }
 
 /// The receiving endpoint's connection as the driver sees it.

@@ -115,11 +115,55 @@ impl Scenario {
 
     /// `[path[i].][forward.|reverse.]K`
     fn set_link_key(&mut self, key: &str, value: &toml::Value) -> Result<(), SimError> {
-        let unknown = |why: String| SimError::Setting {
-            key: key.to_owned(),
-            value: value_text(value),
-            problem: format!("{why}; accepted: {ENGINE_KEYS}; link keys {LINK_KEY_FORMS}"),
+        let link_key = LinkKey::parse(key, value, self.network.paths.len())?;
+        let indices: Vec<usize> = match link_key.path {
+            Some(i) => vec![i],
+            None => (0..self.network.paths.len()).collect(),
         };
+        for i in indices {
+            let p = &mut self.network.paths[i];
+            // A reverse link that follows the forward one must be materialised before one
+            // direction alone changes.
+            if link_key.dir != Dir::Both && p.reverse.is_none() {
+                p.reverse = Some(p.forward.clone());
+            }
+            let targets: Vec<&mut LinkConfig> = match link_key.dir {
+                Dir::Both => std::iter::once(&mut p.forward)
+                    .chain(p.reverse.as_mut())
+                    .collect(),
+                Dir::Forward => vec![&mut p.forward],
+                Dir::Reverse => p.reverse.as_mut().into_iter().collect(),
+            };
+            for c in targets {
+                *c = with_link_key(c, &link_key.segments, value).map_err(|problem| {
+                    if problem.starts_with("unknown field") {
+                        unknown_key(key, value, problem)
+                    } else {
+                        SimError::Setting {
+                            key: key.to_owned(),
+                            value: value_text(value),
+                            problem,
+                        }
+                    }
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A link key taken apart: the path it names (none: every path), the direction(s) and the
+/// (nested) key of the link config.
+struct LinkKey<'k> {
+    path: Option<usize>,
+    dir: Dir,
+    segments: Vec<&'k str>,
+}
+
+impl<'k> LinkKey<'k> {
+    /// `key` (set to `value`) for a network of `paths` paths.
+    fn parse(key: &'k str, value: &toml::Value, paths: usize) -> Result<LinkKey<'k>, SimError> {
+        let unknown = |why: String| unknown_key(key, value, why);
         let mut rest = key;
         let mut path: Option<usize> = None;
         if let Some(r) = rest.strip_prefix("path[") {
@@ -129,14 +173,14 @@ impl Scenario {
             let i: usize = i
                 .parse()
                 .map_err(|_| unknown(format!("path index `{i}` is not a number")))?;
-            if i >= self.network.paths.len() {
+            if i >= paths {
                 return Err(SimError::Setting {
                     key: key.to_owned(),
                     value: value_text(value),
                     problem: format!(
                         "names path {i}, but the network has {} path(s) (path[0] to path[{}])",
-                        self.network.paths.len(),
-                        self.network.paths.len() - 1
+                        paths,
+                        paths - 1
                     ),
                 });
             }
@@ -161,39 +205,20 @@ impl Scenario {
                 problem: "is set by the simulator (28 B of IPv4/UDP on every link)".into(),
             });
         }
-        let indices: Vec<usize> = match path {
-            Some(i) => vec![i],
-            None => (0..self.network.paths.len()).collect(),
-        };
-        for i in indices {
-            let p = &mut self.network.paths[i];
-            // A reverse link that follows the forward one must be materialised before one
-            // direction alone changes.
-            if dir != Dir::Both && p.reverse.is_none() {
-                p.reverse = Some(p.forward.clone());
-            }
-            let targets: Vec<&mut LinkConfig> = match dir {
-                Dir::Both => std::iter::once(&mut p.forward)
-                    .chain(p.reverse.as_mut())
-                    .collect(),
-                Dir::Forward => vec![&mut p.forward],
-                Dir::Reverse => p.reverse.as_mut().into_iter().collect(),
-            };
-            for c in targets {
-                *c = with_link_key(c, &segments, value).map_err(|problem| {
-                    if problem.starts_with("unknown field") {
-                        unknown(problem)
-                    } else {
-                        SimError::Setting {
-                            key: key.to_owned(),
-                            value: value_text(value),
-                            problem,
-                        }
-                    }
-                })?;
-            }
-        }
-        Ok(())
+        Ok(LinkKey {
+            path,
+            dir,
+            segments,
+        })
+    }
+}
+
+/// The error of a key that is not known (`why`), with the keys accepted.
+fn unknown_key(key: &str, value: &toml::Value, why: String) -> SimError {
+    SimError::Setting {
+        key: key.to_owned(),
+        value: value_text(value),
+        problem: format!("{why}; accepted: {ENGINE_KEYS}; link keys {LINK_KEY_FORMS}"),
     }
 }
 

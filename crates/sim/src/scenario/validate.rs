@@ -29,6 +29,15 @@ impl Scenario {
         if self.mtu <= IP_UDP_OVERHEAD && self.mode == SimMode::Udp {
             return Err(SimError::Config(format!("MTU {} is too small", self.mtu)));
         }
+        self.validate_radio()?;
+        self.workload.validate()?;
+        self.validate_workload_and_erasure()?;
+        self.validate_engine_and_links()
+    }
+
+    /// A radio that follows the trace needs a connection mode, and one link or the
+    /// engine's striping.
+    fn validate_radio(&self) -> Result<(), SimError> {
         if self.radio_follows_trace
             && (self.network.paths.len() > 1 && self.striping != Striping::Engine
                 || matches!(self.mode, SimMode::Udp | SimMode::Aero(Mode::Datagram)))
@@ -41,7 +50,12 @@ impl Scenario {
                     .into(),
             });
         }
-        self.workload.validate()?;
+        Ok(())
+    }
+
+    /// A workload other than bulk needs a connection; the erasure setting must suit the
+    /// mode.
+    fn validate_workload_and_erasure(&self) -> Result<(), SimError> {
         if self.workload != Workload::Bulk
             && matches!(self.mode, SimMode::Udp | SimMode::Aero(Mode::Datagram))
         {
@@ -68,6 +82,12 @@ impl Scenario {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// The engine's configuration, every hop of every path, the number of paths, and room
+    /// for data in a datagram.
+    fn validate_engine_and_links(&self) -> Result<(), SimError> {
         self.connection_config()
             .validate()
             .map_err(|e| SimError::Config(e.to_string()))?;
