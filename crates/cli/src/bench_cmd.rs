@@ -320,32 +320,7 @@ pub fn run(args: Args) -> i32 {
             return EXIT_LOCAL;
         }
     };
-    let r = rt.block_on(async {
-        if a.pcap.is_some() && a.auth.runs().len() > 1 {
-            anyhow::bail!(
-                "--pcap captures one AeroTP run: give --auth off, auth or encrypt with it, not all"
-            );
-        }
-        // Created before any endpoint: a path that cannot be written costs no run.
-        let capture = match &a.pcap {
-            Some(p) => Some(
-                open_capture(p, &aerotp_net::ENDPOINT_INTERFACES, a.pcap_queue)
-                    .with_context(|| format!("--pcap {}", p.display()))?,
-            ),
-            None => None,
-        };
-        let mut aero = Vec::new();
-        for auth in a.auth.runs() {
-            aero.push(aerotp_run(a.writes, a.size, a.rate, a.mtu, auth, capture.as_ref()).await?);
-        }
-        let quic = if a.no_quic {
-            None
-        } else {
-            Some(quic_run(a.writes, a.size).await?)
-        };
-        anyhow::Ok((aero, quic))
-    });
-    let (aero, quic) = match r {
+    let (aero, quic) = match rt.block_on(loopback_runs(&a)) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("aerotp bench: {e:#}");
@@ -353,6 +328,43 @@ pub fn run(args: Args) -> i32 {
         }
     };
     let runs: Vec<Run> = aero.into_iter().chain(quic).collect();
+    print_runs(&a, &runs);
+    if runs.iter().all(|r| r.ok) {
+        EXIT_OK
+    } else {
+        EXIT_BROKEN
+    }
+}
+
+/// The loopback runs: AeroTP with each `--auth` asked for, then QUIC unless `--no-quic`.
+async fn loopback_runs(a: &LoopArgs) -> anyhow::Result<(Vec<Run>, Option<Run>)> {
+    if a.pcap.is_some() && a.auth.runs().len() > 1 {
+        anyhow::bail!(
+            "--pcap captures one AeroTP run: give --auth off, auth or encrypt with it, not all"
+        );
+    }
+    // Created before any endpoint: a path that cannot be written costs no run.
+    let capture = match &a.pcap {
+        Some(p) => Some(
+            open_capture(p, &aerotp_net::ENDPOINT_INTERFACES, a.pcap_queue)
+                .with_context(|| format!("--pcap {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut aero = Vec::new();
+    for auth in a.auth.runs() {
+        aero.push(aerotp_run(a.writes, a.size, a.rate, a.mtu, auth, capture.as_ref()).await?);
+    }
+    let quic = if a.no_quic {
+        None
+    } else {
+        Some(quic_run(a.writes, a.size).await?)
+    };
+    Ok((aero, quic))
+}
+
+/// The runs as JSON (`--json`) or a table on stdout.
+fn print_runs(a: &LoopArgs, runs: &[Run]) {
     if a.json {
         println!(
             "{}",
@@ -367,7 +379,7 @@ pub fn run(args: Args) -> i32 {
             "{:<18} {:>10} {:>12} {:>10} {:>14}  {:<8} note",
             "protocol", "seconds", "throughput", "CPU s", "CPU s per GB", "complete"
         );
-        for r in &runs {
+        for r in runs {
             println!(
                 "{:<18} {:>10.3} {:>12} {:>10.3} {:>14.3}  {:<8} {}",
                 r.name,
@@ -379,10 +391,5 @@ pub fn run(args: Args) -> i32 {
                 r.note
             );
         }
-    }
-    if runs.iter().all(|r| r.ok) {
-        EXIT_OK
-    } else {
-        EXIT_BROKEN
     }
 }

@@ -504,87 +504,98 @@ pub fn run(args: Args) -> Result<i32> {
         .build()?;
     rt.block_on(async move {
         let (role, cfg) = match args.cmd {
-            Cmd::Stats { metrics } => {
-                let addr = tokio::net::lookup_host(&metrics)
-                    .await?
-                    .next()
-                    .ok_or_else(|| anyhow::anyhow!("--metrics {metrics}: no address"))?;
-                print!("{}", aerotp_gw::metrics::fetch(addr).await?);
-                return Ok(0);
-            }
+            Cmd::Stats { metrics } => return print_metrics(&metrics).await,
             Cmd::Ingress(a) => (Role::Ingress, a.file_config()?),
             Cmd::Egress(a) => (Role::Egress, a.file_config()?),
             Cmd::Rules(_) => unreachable!("handled above"),
         };
-        let settings = cfg.settings()?;
-        // A key, or the user's word that none is wanted (then said on stderr), before any
-        // file, socket or store is opened.
-        settings.require_key(role)?;
-        if settings.insecure {
-            eprintln!(
-                "{}",
-                crate::key_flags::insecure_warning(&format!("gw {role}"))
-            );
-        }
-        // The capture file exists before the gateway binds its socket: a path that cannot be
-        // written is refused (naming the flag) before any datagram is sent.
-        let capture = match &settings.pcap {
-            Some(p) => Some(
-                crate::common::open_capture(
-                    p,
-                    &aerotp_net::ENDPOINT_INTERFACES,
-                    settings.pcap_queue,
-                )
-                .context("pcap (--pcap or the `pcap` key)")?,
-            ),
-            None => None,
-        };
-        let qlog = match &settings.qlog {
-            Some(d) => {
-                let vantage = match role {
-                    Role::Ingress => aerotp_qlog::Vantage::Client,
-                    Role::Egress => aerotp_qlog::Vantage::Server,
-                };
-                Some(std::sync::Arc::new(
-                    crate::qlog_tap::LiveQlog::named(d, &format!("gw-{role}"), vantage)
-                        .context("qlog (--qlog or the `qlog` key)")?,
-                ))
-            }
-            None => None,
-        };
-        let rate = rate_line(&settings);
-        let gw = aerotp_gw::start(role, settings).await?;
-        crate::qlog_tap::attach_taps(
-            &gw.ep,
-            capture
-                .clone()
-                .map(|c| c as std::sync::Arc<dyn aerotp_net::Tap>),
-            qlog.as_ref(),
-        );
-        eprintln!("aerotp gw {role}: AeroTP on {}", gw.ep.local_addr());
-        eprintln!("aerotp gw {role}: {rate}");
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        tracing::info!("stopping; custody stays in the store");
-        gw.ep.remove_tap();
-        if let Some(q) = qlog {
-            gw.ep.remove_engine_tap();
-            let (st, dropped) = q.finish()?;
-            eprintln!(
-                "aerotp gw {role}: qlog {}: {} events, {} not written",
-                q.path.display(),
-                st.events,
-                dropped + st.dropped
-            );
-        }
-        if let Some(c) = capture {
-            crate::common::close_capture(&c, &format!("aerotp gw {role}"))?;
-        }
-        Ok(0)
+        serve(role, cfg).await
     })
+}
+
+/// `aerotp gw stats`: prints a running gateway's metrics.
+async fn print_metrics(metrics: &str) -> Result<i32> {
+    let addr = tokio::net::lookup_host(metrics)
+        .await?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("--metrics {metrics}: no address"))?;
+    print!("{}", aerotp_gw::metrics::fetch(addr).await?);
+    Ok(0)
+}
+
+/// Runs the gateway in `role` until Ctrl-C or SIGTERM, with its capture and qlog if asked
+/// for.
+async fn serve(role: Role, cfg: FileConfig) -> Result<i32> {
+    let settings = cfg.settings()?;
+    // A key, or the user's word that none is wanted (then said on stderr), before any
+    // file, socket or store is opened.
+    settings.require_key(role)?;
+    if settings.insecure {
+        eprintln!(
+            "{}",
+            crate::key_flags::insecure_warning(&format!("gw {role}"))
+        );
+    }
+    // The capture file exists before the gateway binds its socket: a path that cannot be
+    // written is refused (naming the flag) before any datagram is sent.
+    let capture = match &settings.pcap {
+        Some(p) => Some(
+            crate::common::open_capture(p, &aerotp_net::ENDPOINT_INTERFACES, settings.pcap_queue)
+                .context("pcap (--pcap or the `pcap` key)")?,
+        ),
+        None => None,
+    };
+    let qlog = open_qlog(&settings, role)?;
+    let rate = rate_line(&settings);
+    let gw = aerotp_gw::start(role, settings).await?;
+    crate::qlog_tap::attach_taps(
+        &gw.ep,
+        capture
+            .clone()
+            .map(|c| c as std::sync::Arc<dyn aerotp_net::Tap>),
+        qlog.as_ref(),
+    );
+    eprintln!("aerotp gw {role}: AeroTP on {}", gw.ep.local_addr());
+    eprintln!("aerotp gw {role}: {rate}");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("stopping; custody stays in the store");
+    gw.ep.remove_tap();
+    if let Some(q) = qlog {
+        gw.ep.remove_engine_tap();
+        let (st, dropped) = q.finish()?;
+        eprintln!(
+            "aerotp gw {role}: qlog {}: {} events, {} not written",
+            q.path.display(),
+            st.events,
+            dropped + st.dropped
+        );
+    }
+    if let Some(c) = capture {
+        crate::common::close_capture(&c, &format!("aerotp gw {role}"))?;
+    }
+    Ok(0)
+}
+
+/// The qlog the settings ask for (`--qlog` or the `qlog` key), from the role's vantage.
+fn open_qlog(
+    settings: &aerotp_gw::config::Settings,
+    role: Role,
+) -> Result<Option<std::sync::Arc<crate::qlog_tap::LiveQlog>>> {
+    let Some(d) = &settings.qlog else {
+        return Ok(None);
+    };
+    let vantage = match role {
+        Role::Ingress => aerotp_qlog::Vantage::Client,
+        Role::Egress => aerotp_qlog::Vantage::Server,
+    };
+    Ok(Some(std::sync::Arc::new(
+        crate::qlog_tap::LiveQlog::named(d, &format!("gw-{role}"), vantage)
+            .context("qlog (--qlog or the `qlog` key)")?,
+    )))
 }
 
 #[cfg(test)]

@@ -214,51 +214,9 @@ async fn supervise(args: Args) -> Result<i32> {
     // The links' epoch is taken inside `start_paths`, a little after this.
     let started = std::time::Instant::now();
     let lab = Lab::start_paths(config.clone())?;
-    eprintln!("lab up: air {}, ground {}", lab.air_ns(), lab.ground_ns());
-    for (i, (p, c)) in net.paths.iter().zip(&config.paths).enumerate() {
-        eprintln!(
-            "  {}: air {} <-> ground {}; forward {} bit/s, {:?}; reverse {} bit/s, {:?}",
-            p.display_name(i),
-            lab.air_addr_of(i),
-            lab.ground_addr_of(i),
-            c.forward.rate_bps,
-            c.forward.delay,
-            c.reverse.rate_bps,
-            c.reverse.delay,
-        );
-    }
-
-    let mut ground = match &args.ground {
-        Some(cmd) => Some(spawn(&lab, Side::Ground, "sh", &["-c", cmd])?),
-        None => None,
-    };
-    if let Some(child) = ground.as_mut() {
-        match args.ground_port {
-            Some(port) => wait_for_listener(&lab, child, port).await?,
-            None => tokio::time::sleep(args.settle).await,
-        }
-        if let Some(status) = child.try_wait()? {
-            eprintln!("warning: the ground command already exited ({status})");
-        }
-    }
-
-    let mut air = if let Some(side) = shell_side {
-        let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
-        eprintln!(
-            "shell in {} ({side}); exit it to tear the lab down",
-            lab.ns(side)
-        );
-        Some(spawn(&lab, side, &shell, &[])?)
-    } else if let Some(cmd) = &args.air {
-        Some(spawn(&lab, Side::Air, "sh", &["-c", cmd])?)
-    } else {
-        eprintln!(
-            "no --air command: the lab runs until Ctrl-C; use `ip netns exec {} CMD` / `ip netns exec {} CMD`",
-            lab.air_ns(),
-            lab.ground_ns()
-        );
-        None
-    };
+    announce(&lab, &net, &config);
+    let mut ground = start_ground(&lab, &args).await?;
+    let mut air = start_air(&lab, &args, shell_side)?;
 
     let code = loop {
         tokio::select! {
@@ -277,17 +235,94 @@ async fn supervise(args: Args) -> Result<i32> {
         }
     };
 
-    let stats = lab.all_stats();
-    let checksum_drops: Vec<(u64, u64)> = (0..lab.path_count())
-        .filter_map(|i| lab.path_checksum_drops(i))
-        .collect();
-    let addrs: Vec<_> = (0..lab.path_count())
-        .map(|i| (lab.air_addr_of(i), lab.ground_addr_of(i)))
-        .collect();
+    let measured = Measured::read(&lab);
     // Teardown SIGTERMs (then SIGKILLs) everything still running in the namespaces,
     // the ground command and an interrupted air command included.
     let stopped = lab.stop();
-    for (what, child) in [("air", air.as_mut()), ("ground", ground.as_mut())] {
+    await_teardown(air.as_mut(), ground.as_mut()).await;
+    let multi = net.paths.len() > 1 || args.link.scenario.is_some();
+    measured.print(&net, multi);
+    if args.json {
+        let m = &measured;
+        let mut json = stats_json(&net, &m.stats, &m.checksum_drops, &m.addrs, code, multi);
+        let ran = started.elapsed();
+        json["elapsed_s"] = ran.as_secs_f64().into();
+        if let Ok(o) = outages_json(&net, &config, ran) {
+            json["outages"] = o["paths"].clone();
+        }
+        println!("{json}");
+    }
+    stopped.context("lab teardown")?;
+    Ok(code)
+}
+
+/// Says the lab is up: its namespaces and each path's addresses, rates and delays.
+fn announce(lab: &Lab, net: &Network, config: &LabPathsConfig) {
+    eprintln!("lab up: air {}, ground {}", lab.air_ns(), lab.ground_ns());
+    for (i, (p, c)) in net.paths.iter().zip(&config.paths).enumerate() {
+        eprintln!(
+            "  {}: air {} <-> ground {}; forward {} bit/s, {:?}; reverse {} bit/s, {:?}",
+            p.display_name(i),
+            lab.air_addr_of(i),
+            lab.ground_addr_of(i),
+            c.forward.rate_bps,
+            c.forward.delay,
+            c.reverse.rate_bps,
+            c.reverse.delay,
+        );
+    }
+}
+
+/// Starts `--ground`, if given, and gives it time to start (`--ground-port` or `--settle`).
+async fn start_ground(lab: &Lab, args: &Args) -> Result<Option<tokio::process::Child>> {
+    let mut ground = match &args.ground {
+        Some(cmd) => Some(spawn(lab, Side::Ground, "sh", &["-c", cmd])?),
+        None => None,
+    };
+    if let Some(child) = ground.as_mut() {
+        match args.ground_port {
+            Some(port) => wait_for_listener(lab, child, port).await?,
+            None => tokio::time::sleep(args.settle).await,
+        }
+        if let Some(status) = child.try_wait()? {
+            eprintln!("warning: the ground command already exited ({status})");
+        }
+    }
+    Ok(ground)
+}
+
+/// Starts the `--shell` or the `--air` command; with neither, the lab runs until Ctrl-C.
+fn start_air(
+    lab: &Lab,
+    args: &Args,
+    shell_side: Option<Side>,
+) -> Result<Option<tokio::process::Child>> {
+    Ok(if let Some(side) = shell_side {
+        let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
+        eprintln!(
+            "shell in {} ({side}); exit it to tear the lab down",
+            lab.ns(side)
+        );
+        Some(spawn(lab, side, &shell, &[])?)
+    } else if let Some(cmd) = &args.air {
+        Some(spawn(lab, Side::Air, "sh", &["-c", cmd])?)
+    } else {
+        eprintln!(
+            "no --air command: the lab runs until Ctrl-C; use `ip netns exec {} CMD` / `ip netns exec {} CMD`",
+            lab.air_ns(),
+            lab.ground_ns()
+        );
+        None
+    })
+}
+
+/// Waits (2 s at most each) for the air and ground commands the teardown stopped; says so
+/// when the ground command failed or one did not exit.
+async fn await_teardown(
+    air: Option<&mut tokio::process::Child>,
+    ground: Option<&mut tokio::process::Child>,
+) {
+    for (what, child) in [("air", air), ("ground", ground)] {
         if let Some(child) = child {
             match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
                 Ok(Ok(status))
@@ -300,31 +335,44 @@ async fn supervise(args: Args) -> Result<i32> {
             }
         }
     }
-    let multi = net.paths.len() > 1 || args.link.scenario.is_some();
-    for (i, ((fwd, rev), drops)) in stats.iter().zip(&checksum_drops).enumerate() {
-        let name = if multi {
-            format!("{} ", net.paths[i].display_name(i))
-        } else {
-            String::new()
-        };
-        print_stats(&format!("{name}forward (air -> ground)"), fwd);
-        print_stats(&format!("{name}reverse (ground -> air)"), rev);
-        eprintln!(
-            "{name}dropped by the receiving host's TCP/UDP checksum: forward {}, reverse {}",
-            drops.0, drops.1
-        );
-    }
-    if args.json {
-        let mut json = stats_json(&net, &stats, &checksum_drops, &addrs, code, multi);
-        let ran = started.elapsed();
-        json["elapsed_s"] = ran.as_secs_f64().into();
-        if let Ok(o) = outages_json(&net, &config, ran) {
-            json["outages"] = o["paths"].clone();
+}
+
+/// The lab's counters, read before its teardown.
+struct Measured {
+    stats: Vec<(LinkStats, LinkStats)>,
+    checksum_drops: Vec<(u64, u64)>,
+    addrs: Vec<(std::net::IpAddr, std::net::IpAddr)>,
+}
+
+impl Measured {
+    fn read(lab: &Lab) -> Measured {
+        Measured {
+            stats: lab.all_stats(),
+            checksum_drops: (0..lab.path_count())
+                .filter_map(|i| lab.path_checksum_drops(i))
+                .collect(),
+            addrs: (0..lab.path_count())
+                .map(|i| (lab.air_addr_of(i), lab.ground_addr_of(i)))
+                .collect(),
         }
-        println!("{json}");
     }
-    stopped.context("lab teardown")?;
-    Ok(code)
+
+    /// Each path's link statistics on stderr (named by path when `multi`).
+    fn print(&self, net: &Network, multi: bool) {
+        for (i, ((fwd, rev), drops)) in self.stats.iter().zip(&self.checksum_drops).enumerate() {
+            let name = if multi {
+                format!("{} ", net.paths[i].display_name(i))
+            } else {
+                String::new()
+            };
+            print_stats(&format!("{name}forward (air -> ground)"), fwd);
+            print_stats(&format!("{name}reverse (ground -> air)"), rev);
+            eprintln!(
+                "{name}dropped by the receiving host's TCP/UDP checksum: forward {}, reverse {}",
+                drops.0, drops.1
+            );
+        }
+    }
 }
 
 /// The final JSON: path 0's counters at the top level (the shape a one-path lab always

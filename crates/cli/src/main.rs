@@ -26,6 +26,8 @@ mod paths_report;
 mod qlog_tap;
 mod rate_flags;
 mod recv_cmd;
+mod recv_output;
+mod send_args;
 mod send_cmd;
 #[cfg(feature = "dev")]
 mod sim_cmd;

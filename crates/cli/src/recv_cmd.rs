@@ -12,13 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aerotp_net::{Connection, ConnectionConfig, Endpoint, EndpointConfig, Report};
-use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar};
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
 use crate::common::*;
+pub use crate::recv_output::Sink;
+use crate::recv_output::{commit, keep_partial, open_output, write_bytes, Output};
 use crate::transfer_end::store_or_tell;
 
 /// Receive files sent with `aerotp send`. Exit status (with --once, or -o FILE / -o -):
@@ -70,19 +71,6 @@ pub struct Args {
     admission: crate::admission_flags::AdmissionFlags,
 }
 
-/// Where a transfer's bytes go.
-#[derive(Debug, Clone)]
-pub enum Sink {
-    /// A file named from the sender's header in this directory.
-    Dir(PathBuf),
-    /// This file (replaced when the transfer is complete).
-    File(PathBuf),
-    Stdout,
-    /// Kept in memory with arrival times (demo).
-    #[cfg_attr(not(feature = "dev"), allow(dead_code))] // `demo` is not in the field build
-    Memory,
-}
-
 /// A finished (or failed) receive.
 #[derive(Debug)]
 pub struct RecvOutcome {
@@ -109,12 +97,6 @@ pub struct RecvOutcome {
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-struct Output {
-    writer: Option<Box<dyn AsyncWrite + Unpin + Send>>,
-    tmp: Option<PathBuf>,
-    final_path: Option<PathBuf>,
-}
 
 /// A connection whose peer never proved its address (docs/security.md, "Half-open
 /// connections"): nothing of it was written anywhere.
@@ -173,56 +155,6 @@ async fn await_proof(conn: &Connection) -> anyhow::Result<()> {
     })
 }
 
-fn unique_in(dir: &Path, name: &str) -> PathBuf {
-    let p = dir.join(name);
-    if !p.exists() {
-        return p;
-    }
-    (1..10_000)
-        .map(|i| dir.join(format!("{name}.{i}")))
-        .find(|p| !p.exists())
-        .unwrap_or(p)
-}
-
-async fn open_output(sink: &Sink, name: &str, id: u64) -> anyhow::Result<Output> {
-    let (dir, final_path) = match sink {
-        Sink::Dir(d) => (d.clone(), unique_in(d, name)),
-        Sink::File(f) => {
-            let dir = f
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-            (dir, f.clone())
-        }
-        Sink::Stdout => {
-            return Ok(Output {
-                writer: Some(Box::new(tokio::io::stdout())),
-                tmp: None,
-                final_path: None,
-            })
-        }
-        Sink::Memory => {
-            return Ok(Output {
-                writer: None,
-                tmp: None,
-                final_path: None,
-            })
-        }
-    };
-    let base = final_path
-        .file_name()
-        .map_or_else(|| "received".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{base}.{id}.aerotp-tmp"));
-    let f = tokio::fs::File::create(&tmp)
-        .await
-        .with_context(|| format!("cannot create {}", tmp.display()))?;
-    Ok(Output {
-        writer: Some(Box::new(BufWriter::with_capacity(1 << 20, f))),
-        tmp: Some(tmp),
-        final_path: Some(final_path),
-    })
-}
-
 /// Reads one transfer from `conn` into `sink`, checks it end to end, answers the sender with
 /// the [`Verdict`] and finishes the connection. The file gets its final name only when the
 /// mode's guarantee was met, every announced byte arrived and the sender's SHA-256 matches.
@@ -233,177 +165,306 @@ pub async fn receive(
 ) -> anyhow::Result<RecvOutcome> {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let start = Instant::now();
-    let mut sha = Sha256::new();
-    let mut head: Vec<u8> = Vec::new();
-    let mut parsed: Option<(String, Option<u64>, u8)> = None;
-    let mut tail = TailHold::default();
-    let mut out: Option<Output> = None;
-    let mut bytes = 0u64;
-    let mut data = Vec::new();
-    let mut arrivals = Vec::new();
-    let mut read_error = None;
     let fallback_name =
         format!("received-{}-{id}.bin", conn.remote_address().ip()).replace(':', "_");
+    let mut rx = Incoming::new(sink, id, fallback_name);
     let mut last_tick = Instant::now();
-    let mut write_error: Option<anyhow::Error> = None;
     loop {
         let chunk = match conn.read_chunk().await {
             Ok(Some(c)) => c,
             Ok(None) => break,
             Err(e) => {
-                read_error = Some(e.to_string());
+                rx.read_error = Some(e.to_string());
                 break;
             }
         };
-        let mut body: Vec<u8> = chunk.data.to_vec();
-        if parsed.is_none() {
-            // (The first TPDU may be an empty ASYN, so the header's TPDU number is not fixed; a
-            // lossy mode that lost the header's TPDU delivers bytes without the magic.)
-            head.extend_from_slice(&body);
-            // Bounded: a header is at most 15 + MAX_NAME bytes, so `More` stops growing it.
-            match decode_header(&head) {
-                HeaderParse::More => continue,
-                HeaderParse::Invalid => {
-                    parsed = Some((fallback_name.clone(), None, 0));
-                    body = std::mem::take(&mut head);
-                }
-                HeaderParse::Done(h, hl) => {
-                    let name = sanitize_name(&h.name).unwrap_or_else(|| fallback_name.clone());
-                    parsed = Some((name, h.size, h.version));
-                    head.drain(..hl);
-                    body = std::mem::take(&mut head);
-                }
-            }
-            let (name, size, _) = parsed.clone().expect("just set");
-            if let Some(s) = size {
-                pb.set_length(s);
-            }
-            pb.set_prefix(format!("recv {name}"));
-            await_proof(&conn).await?;
-            out = Some(store_or_tell(&conn, open_output(sink, &name, id).await).await?);
-        }
-        // Version 2, and a stream without a readable header (a lossy mode lost its TPDU, but
-        // the trailer may have come): the last TRAILER_LEN bytes may be the trailer, so they
-        // are held back. A version-1 stream has none: everything is data.
-        let holds_tail = parsed.as_ref().is_some_and(|p| p.2 != 1);
-        let file_bytes = if holds_tail { tail.push(&body) } else { body };
-        if !file_bytes.is_empty() {
-            if let Err(e) = write_bytes(out.as_mut(), &file_bytes, &mut sha, sink, &mut data).await
-            {
-                write_error = Some(e);
-                break;
-            }
-            bytes += file_bytes.len() as u64;
-            if matches!(sink, Sink::Memory) {
-                arrivals.push((data.len(), Instant::now()));
-            }
+        match rx.take(&conn, chunk.data.to_vec(), pb).await? {
+            Step::HeaderIncomplete => continue,
+            Step::Taken => {}
+            Step::WriteFailed => break,
         }
         if last_tick.elapsed() > Duration::from_millis(200) {
             last_tick = Instant::now();
-            pb.set_position(bytes);
+            pb.set_position(rx.bytes);
             pb.set_message(progress_message(&conn.stats()));
         }
     }
     let elapsed = start.elapsed();
-    // The stream ended inside what could still have been a header: those bytes are data.
-    let unparsed = if parsed.is_none() {
-        std::mem::take(&mut head)
-    } else {
-        Vec::new()
-    };
-    let (name, expected, version) = parsed.unwrap_or((fallback_name, None, 0));
-    if out.is_none() {
-        await_proof(&conn).await?;
-        out = Some(store_or_tell(&conn, open_output(sink, &name, id).await).await?);
-    }
-    let mut out = out.expect("opened");
-    if !unparsed.is_empty() && write_error.is_none() {
-        if let Err(e) = write_bytes(Some(&mut out), &unparsed, &mut sha, sink, &mut data).await {
-            write_error = Some(e);
+    let end = rx.end_of_stream(&conn).await?;
+    pb.set_position(rx.bytes);
+    rx.conclude(&conn, end, elapsed).await
+}
+
+/// What a chunk did to the transfer.
+enum Step {
+    /// Still inside what may be the header: nothing written yet.
+    HeaderIncomplete,
+    Taken,
+    /// Writing failed: the transfer stops (the error is kept).
+    WriteFailed,
+}
+
+/// The header the stream started with: the name, the announced size and the version (0: no
+/// readable header).
+type Header = (String, Option<u64>, u8);
+
+/// One transfer as it is read: the header (until parsed), the output, the bytes written and
+/// their digest, the bytes held back as a possible trailer, and what went wrong.
+struct Incoming<'s> {
+    sink: &'s Sink,
+    id: u64,
+    /// The name when the header gives none.
+    fallback_name: String,
+    head: Vec<u8>,
+    parsed: Option<Header>,
+    tail: TailHold,
+    out: Option<Output>,
+    sha: Sha256,
+    bytes: u64,
+    data: Vec<u8>,
+    arrivals: Vec<(usize, Instant)>,
+    read_error: Option<String>,
+    write_error: Option<anyhow::Error>,
+}
+
+/// The stream read to its end: its header (or the fallback), the trailer it ended with,
+/// and the output.
+struct Ended {
+    header: Header,
+    trailer: Option<Trailer>,
+    out: Output,
+}
+
+impl<'s> Incoming<'s> {
+    fn new(sink: &'s Sink, id: u64, fallback_name: String) -> Self {
+        Incoming {
+            sink,
+            id,
+            fallback_name,
+            head: Vec::new(),
+            parsed: None,
+            tail: TailHold::default(),
+            out: None,
+            sha: Sha256::new(),
+            bytes: 0,
+            data: Vec::new(),
+            arrivals: Vec::new(),
+            read_error: None,
+            write_error: None,
         }
-        bytes += unparsed.len() as u64;
     }
-    // What the stream ended with: the trailer, or (no trailer) the last bytes are file data.
-    let trailer = if version != 1 && write_error.is_none() {
-        match tail.finish() {
-            Ok(t) => Some(t),
-            Err(rest) => {
-                if let Err(e) = write_bytes(Some(&mut out), &rest, &mut sha, sink, &mut data).await
-                {
-                    write_error = Some(e);
+
+    /// Takes a chunk of the stream: the header first (the output is opened once it is
+    /// parsed and the peer proven), then file data, the last `TRAILER_LEN` bytes held back.
+    async fn take(
+        &mut self,
+        conn: &Connection,
+        mut body: Vec<u8>,
+        pb: &ProgressBar,
+    ) -> anyhow::Result<Step> {
+        if self.parsed.is_none() {
+            let Some(rest) = self.parse_header(body) else {
+                return Ok(Step::HeaderIncomplete);
+            };
+            body = rest;
+            let (name, size, _) = self.parsed.clone().expect("just set");
+            if let Some(s) = size {
+                pb.set_length(s);
+            }
+            pb.set_prefix(format!("recv {name}"));
+            self.open(conn, &name).await?;
+        }
+        // Version 2, and a stream without a readable header (a lossy mode lost its TPDU, but
+        // the trailer may have come): the last TRAILER_LEN bytes may be the trailer, so they
+        // are held back. A version-1 stream has none: everything is data.
+        let holds_tail = self.parsed.as_ref().is_some_and(|p| p.2 != 1);
+        let file_bytes = if holds_tail {
+            self.tail.push(&body)
+        } else {
+            body
+        };
+        if !file_bytes.is_empty() {
+            if let Err(e) = self.write(&file_bytes).await {
+                self.write_error = Some(e);
+                return Ok(Step::WriteFailed);
+            }
+            self.bytes += file_bytes.len() as u64;
+            if matches!(self.sink, Sink::Memory) {
+                self.arrivals.push((self.data.len(), Instant::now()));
+            }
+        }
+        Ok(Step::Taken)
+    }
+
+    /// Adds `body` to what may be the header; once it is parsed (or cannot be one), the
+    /// bytes after it.
+    fn parse_header(&mut self, body: Vec<u8>) -> Option<Vec<u8>> {
+        // (The first TPDU may be an empty ASYN, so the header's TPDU number is not fixed; a
+        // lossy mode that lost the header's TPDU delivers bytes without the magic.)
+        self.head.extend_from_slice(&body);
+        // Bounded: a header is at most 15 + MAX_NAME bytes, so `More` stops growing it.
+        match decode_header(&self.head) {
+            HeaderParse::More => return None,
+            HeaderParse::Invalid => {
+                self.parsed = Some((self.fallback_name.clone(), None, 0));
+            }
+            HeaderParse::Done(h, hl) => {
+                let name = sanitize_name(&h.name).unwrap_or_else(|| self.fallback_name.clone());
+                self.parsed = Some((name, h.size, h.version));
+                self.head.drain(..hl);
+            }
+        }
+        Some(std::mem::take(&mut self.head))
+    }
+
+    /// Opens the output once the peer has proven its address (the sender is told if it
+    /// cannot be).
+    async fn open(&mut self, conn: &Connection, name: &str) -> anyhow::Result<()> {
+        await_proof(conn).await?;
+        self.out = Some(store_or_tell(conn, open_output(self.sink, name, self.id).await).await?);
+        Ok(())
+    }
+
+    async fn write(&mut self, b: &[u8]) -> anyhow::Result<()> {
+        write_bytes(
+            self.out.as_mut(),
+            b,
+            &mut self.sha,
+            self.sink,
+            &mut self.data,
+        )
+        .await
+    }
+
+    /// The stream has ended: what could still have been a header is data, the output is
+    /// opened if it was not, and the held-back bytes are the trailer or file data.
+    async fn end_of_stream(&mut self, conn: &Connection) -> anyhow::Result<Ended> {
+        // The stream ended inside what could still have been a header: those bytes are data.
+        let unparsed = if self.parsed.is_none() {
+            std::mem::take(&mut self.head)
+        } else {
+            Vec::new()
+        };
+        let header = self
+            .parsed
+            .take()
+            .unwrap_or((self.fallback_name.clone(), None, 0));
+        if self.out.is_none() {
+            self.open(conn, &header.0).await?;
+        }
+        if !unparsed.is_empty() && self.write_error.is_none() {
+            if let Err(e) = self.write(&unparsed).await {
+                self.write_error = Some(e);
+            }
+            self.bytes += unparsed.len() as u64;
+        }
+        // What the stream ended with: the trailer, or (no trailer) the last bytes are file
+        // data.
+        let trailer = if header.2 != 1 && self.write_error.is_none() {
+            match std::mem::take(&mut self.tail).finish() {
+                Ok(t) => Some(t),
+                Err(rest) => {
+                    if let Err(e) = self.write(&rest).await {
+                        self.write_error = Some(e);
+                    }
+                    self.bytes += rest.len() as u64;
+                    None
                 }
-                bytes += rest.len() as u64;
-                None
+            }
+        } else {
+            None
+        };
+        let out = self.out.take().expect("opened");
+        Ok(Ended {
+            header,
+            trailer,
+            out,
+        })
+    }
+
+    /// Checks the transfer end to end, gives the file its name (or `.partial`), answers the
+    /// sender with the verdict and finishes the connection.
+    async fn conclude(
+        mut self,
+        conn: &Connection,
+        end: Ended,
+        elapsed: Duration,
+    ) -> anyhow::Result<RecvOutcome> {
+        let Ended {
+            header: (name, expected, version),
+            trailer,
+            mut out,
+        } = end;
+        if self.write_error.is_none() {
+            if let Err(e) = out.flush().await {
+                self.write_error = Some(e);
             }
         }
-    } else {
-        None
-    };
-    pb.set_position(bytes);
-    if write_error.is_none() {
-        if let Some(w) = out.writer.as_mut() {
-            if let Err(e) = w.flush().await {
-                write_error = Some(anyhow::Error::new(e).context("writing the output"));
+        if let Some(e) = self.write_error {
+            // The sender learns at once (RST with the reason) instead of sending into the void.
+            abort_and_flush(conn, &crate::transfer_end::store_failed_reason(&e)).await;
+            let _ = keep_partial(&mut out).await;
+            return Err(e);
+        }
+        let digest: [u8; 32] = self.sha.finalize().into();
+        let broken = self.read_error.is_some();
+        let verdict = check_end(
+            version,
+            expected,
+            self.bytes,
+            &digest,
+            trailer.as_ref(),
+            broken,
+        );
+        let exit_code = exit_status(broken, verdict);
+        // The file has its final name before the sender hears the verdict: `send &&
+        // use-the-file` never races the rename.
+        let saved = if exit_code == EXIT_OK {
+            commit(&mut out).await
+        } else {
+            keep_partial(&mut out).await
+        };
+        let saved_as = store_or_tell(conn, saved).await?;
+        let report = if broken {
+            conn.finish().await
+        } else {
+            // Our half carries the verdict (a version-1 sender reads nothing; it costs it
+            // nothing).
+            let mut w = conn.clone();
+            if version >= 2 {
+                let _ = w.write_all(&verdict.encode()).await;
             }
-        }
+            conn.close();
+            crate::transfer_end::verdict_acknowledged(conn).await
+        };
+        Ok(RecvOutcome {
+            name,
+            bytes: self.bytes,
+            expected,
+            report,
+            elapsed,
+            sha256: Some(hex(&digest)),
+            saved_as,
+            data: self.data,
+            arrivals: self.arrivals,
+            read_error: self.read_error,
+            exit_code,
+            verdict,
+            sender_sha256: trailer.map(|t| hex(&t.sha256)),
+        })
     }
-    if let Some(e) = write_error {
-        // The sender learns at once (RST with the reason) instead of sending into the void.
-        abort_and_flush(&conn, &crate::transfer_end::store_failed_reason(&e)).await;
-        let _ = keep_partial(&mut out).await;
-        return Err(e);
+}
+
+/// The exit status of a stream read to its end (or `broken`) with `verdict`: what the file
+/// is does not depend on the close.
+fn exit_status(broken: bool, verdict: Verdict) -> i32 {
+    match (broken, verdict) {
+        (true, _) => EXIT_BROKEN,
+        (false, Verdict::Verified) => EXIT_OK,
+        (false, Verdict::Incomplete) => EXIT_INCOMPLETE,
+        (false, Verdict::Mismatch | Verdict::NoDigest) => EXIT_CORRUPT,
+        (false, Verdict::WriteFailed) => EXIT_LOCAL,
     }
-    let digest: [u8; 32] = sha.finalize().into();
-    let verdict = check_end(
-        version,
-        expected,
-        bytes,
-        &digest,
-        trailer.as_ref(),
-        read_error.is_some(),
-    );
-    // The stream is read to its end (or broke): what the file is does not depend on the close.
-    let exit_code = match (&read_error, verdict) {
-        (Some(_), _) => EXIT_BROKEN,
-        (None, Verdict::Verified) => EXIT_OK,
-        (None, Verdict::Incomplete) => EXIT_INCOMPLETE,
-        (None, Verdict::Mismatch | Verdict::NoDigest) => EXIT_CORRUPT,
-        (None, Verdict::WriteFailed) => EXIT_LOCAL,
-    };
-    // The file has its final name before the sender hears the verdict: `send && use-the-file`
-    // never races the rename.
-    let saved = if exit_code == EXIT_OK {
-        commit(&mut out).await
-    } else {
-        keep_partial(&mut out).await
-    };
-    let saved_as = store_or_tell(&conn, saved).await?;
-    let report = if read_error.is_none() {
-        // Our half carries the verdict (a version-1 sender reads nothing; it costs it nothing).
-        let mut w = conn.clone();
-        if version >= 2 {
-            let _ = w.write_all(&verdict.encode()).await;
-        }
-        conn.close();
-        crate::transfer_end::verdict_acknowledged(&conn).await
-    } else {
-        conn.finish().await
-    };
-    Ok(RecvOutcome {
-        name,
-        bytes,
-        expected,
-        report,
-        elapsed,
-        sha256: Some(hex(&digest)),
-        saved_as,
-        data,
-        arrivals,
-        read_error,
-        exit_code,
-        verdict,
-        sender_sha256: trailer.map(|t| hex(&t.sha256)),
-    })
 }
 
 /// The end-to-end check (pure): what the stream's header version (0: no readable header),
@@ -430,62 +491,6 @@ pub fn check_end(
         Some(t) if &t.sha256 != digest => Verdict::Mismatch,
         Some(_) => Verdict::Verified,
     }
-}
-
-/// Flushes, fsyncs and renames the temporary file to its final name.
-async fn commit(out: &mut Output) -> anyhow::Result<Option<PathBuf>> {
-    let Some(fin) = out.final_path.take() else {
-        return Ok(None);
-    };
-    finish_tmp(out, fin).await
-}
-
-/// Keeps what arrived as `NAME.partial`.
-async fn keep_partial(out: &mut Output) -> anyhow::Result<Option<PathBuf>> {
-    let Some(fin) = out.final_path.take() else {
-        return Ok(None);
-    };
-    let mut p = fin.into_os_string();
-    p.push(".partial");
-    finish_tmp(out, PathBuf::from(p)).await
-}
-
-async fn finish_tmp(out: &mut Output, dest: PathBuf) -> anyhow::Result<Option<PathBuf>> {
-    let Some(tmp) = out.tmp.take() else {
-        return Ok(None);
-    };
-    if let Some(mut w) = out.writer.take() {
-        // Best effort: a failed flush was reported already; the rename still keeps the bytes.
-        let _ = w.flush().await;
-    }
-    let f = tokio::fs::OpenOptions::new()
-        .write(true)
-        .open(&tmp)
-        .await
-        .context("reopening the temporary file")?;
-    f.sync_all().await.context("fsync")?;
-    drop(f);
-    tokio::fs::rename(&tmp, &dest)
-        .await
-        .with_context(|| format!("renaming to {}", dest.display()))?;
-    Ok(Some(dest))
-}
-
-async fn write_bytes(
-    out: Option<&mut Output>,
-    b: &[u8],
-    sha: &mut Sha256,
-    sink: &Sink,
-    data: &mut Vec<u8>,
-) -> anyhow::Result<()> {
-    sha.update(b);
-    if matches!(sink, Sink::Memory) {
-        data.extend_from_slice(b);
-    }
-    if let Some(w) = out.and_then(|o| o.writer.as_mut()) {
-        w.write_all(b).await.context("writing the output")?;
-    }
-    Ok(())
 }
 
 pub fn listener_config(

@@ -1,7 +1,6 @@
 //! `aerotp send`: sends one file (or standard input) over an AeroTP connection.
 
-use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use aerotp_net::{
@@ -15,6 +14,10 @@ use tokio::time::Instant;
 
 use crate::common::*;
 use crate::rate_flags::{rate_or_auto_arg, resolve_rate, RateArg, RateDefault};
+use crate::send_args::{
+    check_name, check_path_count, checked_paths, local_any, open_input, resolve, source_address,
+    PathArg,
+};
 
 /// Send a file to `aerotp recv` over AeroTP; exits as soon as the receiver's verdict is in.
 /// Exit status: 0 the mode's guarantee was met and the receiver has the file under its name,
@@ -246,89 +249,25 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
 ) -> Result<SendOutcome, SendError> {
     let start = Instant::now();
     let silence = cfg.idle_timeout;
-    let conn = ep
-        .connect(target, port, cfg)
-        .map_err(|e| SendError::Local(e.into()))?;
-    for p in paths {
-        let added = match p.local {
-            Some(local) => conn.add_path_from(local, p.remote),
-            None => conn.add_path(p.remote),
-        };
-        added.map_err(|e| SendError::Local(anyhow::anyhow!("--path {}: {e}", p.arg)))?;
-    }
+    let conn = connect(ep, target, paths, port, cfg)?;
     let hlen = header.len() as u64;
-    let announced = match decode_header(header) {
-        HeaderParse::Done(h, _) => h.size,
-        _ => None,
-    };
-    let work = async {
-        let mut w = conn.clone();
-        let fail = |e| broken(&conn, e, silence);
-        w.write_all(header).await.map_err(fail)?;
-        let mut input = CheckedInput::new(reader, announced);
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            let n = input.next(&mut buf).await?;
-            if n == 0 {
-                break;
-            }
-            w.write_all(&buf[..n]).await.map_err(fail)?;
-        }
-        let trailer = input.trailer();
-        w.write_all(&trailer.encode()).await.map_err(fail)?;
-        conn.close();
-        // Bounded even against a receiver that keeps the connection alive and never ends its
-        // half: it gets the silence bound to answer, counted from the last byte it
-        // acknowledged (the whole input may sit in the send buffer long before it is
-        // delivered: 2 MB over 2.4 kb/s channels take an hour).
-        let verdict = bounded_by_progress(&conn, silence, read_verdict(&conn))
-            .await
-            .ok_or_else(|| {
-                SendError::Broken(format!(
-                    "the receiver did not end its half of the connection within {silence:?} \
-                     (--silence-timeout) after the last byte it acknowledged"
-                ))
-            })?
-            .map_err(fail)?;
-        // The transfer ends with the receiver's verdict; what follows is our AFINACK for its
-        // close (the linger after it is the endpoint's business, not the user's wait).
-        let done_at = start.elapsed();
-        let report = conn.settled(verdict.is_some()).await;
-        Ok::<_, SendError>((trailer, verdict, report, done_at))
-    };
-    let watch = async {
-        match tokio::time::timeout(connect_timeout, conn.connected()).await {
-            Err(_) => SendError::Unreachable(target, connect_timeout),
-            Ok(Err(o)) => ended(o, silence)
-                .unwrap_or_else(|o| SendError::Broken(aerotp_net::outcome_error(&o).to_string())),
-            Ok(Ok(())) => std::future::pending().await,
-        }
-    };
-    let tick = async {
-        loop {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            let s = conn.stats();
-            pb.set_position(s.peer_delivered.saturating_sub(hlen));
-            pb.set_message(progress_message(&s));
-        }
-    };
     let r = tokio::select! {
-        r = work => r,
-        e = watch => Err(e),
-        () = tick => unreachable!("the ticker never ends"),
+        r = transfer(&conn, header, reader, silence, start) => r,
+        e = watch_setup(&conn, target, connect_timeout, silence) => Err(e),
+        () = show_progress(&conn, pb, hlen) => unreachable!("the ticker never ends"),
     };
     match r {
-        Ok((trailer, verdict, report, done_at)) => {
-            if matches!(report.outcome, CloseOutcome::IdleTimeout) {
+        Ok(sent) => {
+            if matches!(sent.report.outcome, CloseOutcome::IdleTimeout) {
                 return Err(SendError::Silent(silence));
             }
-            pb.set_position(report.stats.peer_delivered.saturating_sub(hlen));
+            pb.set_position(sent.report.stats.peer_delivered.saturating_sub(hlen));
             Ok(SendOutcome {
-                report,
-                bytes: trailer.bytes,
-                elapsed: done_at,
-                sha256: trailer.sha256,
-                verdict,
+                report: sent.report,
+                bytes: sent.trailer.bytes,
+                elapsed: sent.done_at,
+                sha256: sent.trailer.sha256,
+                verdict: sent.verdict,
             })
         }
         Err(e) => {
@@ -339,6 +278,115 @@ pub async fn send_stream<R: AsyncRead + Unpin>(
             abort_and_flush(&conn, reason).await;
             Err(e)
         }
+    }
+}
+
+/// A connection to `target`'s `port`, with the other `paths` added.
+fn connect(
+    ep: &Endpoint,
+    target: SocketAddr,
+    paths: &[PathArg],
+    port: u16,
+    cfg: ConnectionConfig,
+) -> Result<Connection, SendError> {
+    let conn = ep
+        .connect(target, port, cfg)
+        .map_err(|e| SendError::Local(e.into()))?;
+    for p in paths {
+        let added = match p.local {
+            Some(local) => conn.add_path_from(local, p.remote),
+            None => conn.add_path(p.remote),
+        };
+        added.map_err(|e| SendError::Local(anyhow::anyhow!("--path {}: {e}", p.arg)))?;
+    }
+    Ok(conn)
+}
+
+/// A transfer sent to its end: the trailer sent, the receiver's verdict, the connection's
+/// report and when the verdict came.
+struct Sent {
+    trailer: Trailer,
+    verdict: Option<Verdict>,
+    report: Report,
+    done_at: Duration,
+}
+
+/// Sends `header`, the input and the trailer, closes, and waits for the receiver's verdict
+/// and the end of the connection.
+async fn transfer<R: AsyncRead + Unpin>(
+    conn: &Connection,
+    header: &[u8],
+    reader: R,
+    silence: Duration,
+    start: Instant,
+) -> Result<Sent, SendError> {
+    let announced = match decode_header(header) {
+        HeaderParse::Done(h, _) => h.size,
+        _ => None,
+    };
+    let mut w = conn.clone();
+    let fail = |e| broken(conn, e, silence);
+    w.write_all(header).await.map_err(fail)?;
+    let mut input = CheckedInput::new(reader, announced);
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = input.next(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        w.write_all(&buf[..n]).await.map_err(fail)?;
+    }
+    let trailer = input.trailer();
+    w.write_all(&trailer.encode()).await.map_err(fail)?;
+    conn.close();
+    // Bounded even against a receiver that keeps the connection alive and never ends its
+    // half: it gets the silence bound to answer, counted from the last byte it
+    // acknowledged (the whole input may sit in the send buffer long before it is
+    // delivered: 2 MB over 2.4 kb/s channels take an hour).
+    let verdict = bounded_by_progress(conn, silence, read_verdict(conn))
+        .await
+        .ok_or_else(|| {
+            SendError::Broken(format!(
+                "the receiver did not end its half of the connection within {silence:?} \
+                 (--silence-timeout) after the last byte it acknowledged"
+            ))
+        })?
+        .map_err(fail)?;
+    // The transfer ends with the receiver's verdict; what follows is our AFINACK for its
+    // close (the linger after it is the endpoint's business, not the user's wait).
+    let done_at = start.elapsed();
+    let report = conn.settled(verdict.is_some()).await;
+    Ok(Sent {
+        trailer,
+        verdict,
+        report,
+        done_at,
+    })
+}
+
+/// The set-up's failure: no answer within `connect_timeout`, or a connection that ended
+/// before it was up; pending for ever once it is up.
+async fn watch_setup(
+    conn: &Connection,
+    target: SocketAddr,
+    connect_timeout: Duration,
+    silence: Duration,
+) -> SendError {
+    match tokio::time::timeout(connect_timeout, conn.connected()).await {
+        Err(_) => SendError::Unreachable(target, connect_timeout),
+        Ok(Err(o)) => ended(o, silence)
+            .unwrap_or_else(|o| SendError::Broken(aerotp_net::outcome_error(&o).to_string())),
+        Ok(Ok(())) => std::future::pending().await,
+    }
+}
+
+/// Shows what the receiver has (past the `hlen` header bytes) every 200 ms; never ends.
+async fn show_progress(conn: &Connection, pb: &ProgressBar, hlen: u64) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let s = conn.stats();
+        pb.set_position(s.peer_delivered.saturating_sub(hlen));
+        pb.set_message(progress_message(&s));
     }
 }
 
@@ -438,67 +486,6 @@ fn ended(o: CloseOutcome, silence: Duration) -> Result<SendError, CloseOutcome> 
     }
 }
 
-/// Resolves `host:port` to one address.
-/// The address `to` given to `flag` (`--to`, `--path`): host:port, a name resolved.
-pub async fn resolve(flag: &str, to: &str) -> anyhow::Result<SocketAddr> {
-    if let Ok(a) = to.parse() {
-        return Ok(a);
-    }
-    let mut it = tokio::net::lookup_host(to).await.with_context(|| {
-        format!("{flag} {to}: not an address (host:port, e.g. 127.0.0.1:9000 or [::1]:9000)")
-    })?;
-    it.next()
-        .with_context(|| format!("{flag} {to}: the name has no address"))
-}
-
-/// One `--path`: the peer's address on it and this host's, if given.
-#[derive(Debug, Clone)]
-pub struct PathArg {
-    pub local: Option<IpAddr>,
-    pub remote: SocketAddr,
-    /// As given, for messages.
-    pub arg: String,
-}
-
-/// Parses `--path [LOCAL=]ADDR` (ADDR resolved; LOCAL an IP address of `target`'s family).
-async fn path_arg(p: &str, target: SocketAddr) -> anyhow::Result<PathArg> {
-    let (local, addr) = match p.split_once('=') {
-        Some((l, a)) => {
-            let ip: IpAddr = l.trim().parse().map_err(|_| {
-                anyhow::anyhow!(
-                    "--path {p}: '{l}' is not an IP address; give LOCAL=ADDR with LOCAL one of \
-                     this host's addresses, e.g. 10.2.0.2=10.2.0.1:47000"
-                )
-            })?;
-            (Some(ip), a)
-        }
-        None => (None, p),
-    };
-    let remote = resolve("--path", addr).await?;
-    for a in local.iter().copied().chain([remote.ip()]) {
-        if a.is_ipv4() != target.is_ipv4() {
-            anyhow::bail!(
-                "--path {p}: {a} is not of the address family of --to {target}; one socket \
-                 carries every path, so give addresses of one family"
-            );
-        }
-    }
-    Ok(PathArg {
-        local,
-        remote,
-        arg: p.to_string(),
-    })
-}
-
-/// An unspecified local address of the family of `remote`, any port.
-pub fn local_any(remote: SocketAddr) -> SocketAddr {
-    if remote.is_ipv4() {
-        "0.0.0.0:0".parse().expect("literal")
-    } else {
-        "[::]:0".parse().expect("literal")
-    }
-}
-
 pub fn connection_config(
     mode: Mode,
     rate: u64,
@@ -541,6 +528,71 @@ pub async fn run(args: Args) -> i32 {
 
 async fn run_inner(args: Args) -> Result<i32, SendError> {
     args.key.require("send")?;
+    let cfg = send_config(&args)?;
+    let input = open_input(&args.file).await?;
+    check_name(args.name.as_deref())?;
+    let name = args.name.clone().unwrap_or(input.default_name);
+    let target = resolve("--to", &args.to).await?;
+    let paths = checked_paths(&args.paths, target).await?;
+    let from = source_address(args.from.as_deref(), target, &paths)?;
+    check_path_count(&paths)?;
+    // The capture file first: a path that cannot be written stops us before any traffic.
+    let mut obs = args.observe.open_capture()?;
+    let ep = Endpoint::bind(
+        local_any(target),
+        args.key.apply(EndpointConfig::default())?,
+    )
+    .map_err(|e| SendError::Local(e.into()))?;
+    args.marks.apply(&ep);
+    if let Some(ip) = from {
+        ep.pin_source(target, ip)
+            .map_err(|e| SendError::Local(anyhow::anyhow!("--from {ip}: {e}")))?;
+    }
+    obs.attach(&args.observe, &ep).await?;
+    let dlep = args.dlep.start(&ep).map_err(SendError::Local)?;
+    let header = encode_header(&name, input.size);
+    let pb = progress_bar(input.size, &format!("send {name}"));
+    let out = send_stream(
+        &ep,
+        target,
+        &paths,
+        args.port,
+        cfg,
+        &header,
+        input.reader,
+        args.connect_timeout,
+        &pb,
+    )
+    .await;
+    pb.finish_and_clear();
+    if let Some(t) = dlep {
+        t.abort();
+    }
+    // Closed whatever the outcome: the process exits without running destructors.
+    let capture = obs.close(&ep, "aerotp send")?;
+    let out = out?;
+    let (code, why) = send_status(&out);
+    let told = Told {
+        name: &name,
+        out: &out,
+        header_len: header.len(),
+        authenticated: ep.authenticated(),
+        code,
+    };
+    if args.json {
+        println!("{}", told.json(&args, capture.as_ref()));
+    } else {
+        eprintln!("{}", told.line(&args));
+    }
+    if let Some(why) = why {
+        eprintln!("aerotp send: {why}");
+    }
+    Ok(code)
+}
+
+/// The connection's configuration from the flags: mode, rate (fixed or discovered), FEC,
+/// MACK, MTU, erasure, silence bound and class.
+fn send_config(args: &Args) -> Result<ConnectionConfig, SendError> {
     let (rate_control, rate) = resolve_rate(
         args.mode,
         "--rate",
@@ -566,166 +618,66 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     cfg.idle_timeout = args.silence_timeout;
     cfg.class = args.class;
-    let (reader, size, default_name): (Box<dyn AsyncRead + Unpin + Send>, Option<u64>, String) =
-        if args.file == "-" {
-            (Box::new(tokio::io::stdin()), None, "stdin".into())
-        } else {
-            let path = Path::new(&args.file);
-            let f = tokio::fs::File::open(path)
-                .await
-                .with_context(|| format!("cannot open {}", args.file))?;
-            let meta = f
-                .metadata()
-                .await
-                .with_context(|| format!("cannot stat {}", args.file))?;
-            if !meta.is_file() {
-                return Err(anyhow::anyhow!("{} is not a regular file", args.file).into());
-            }
-            let name = path
-                .file_name()
-                .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-            (Box::new(f), Some(meta.len()), name)
-        };
-    if let Some(n) = &args.name {
-        if sanitize_name(n).is_none() {
-            return Err(anyhow::anyhow!(
-                "--name '{n}': no usable file name in it; give a name such as flight-42.pcm \
-                 (its last path component is what the receiver uses)"
-            )
-            .into());
+    Ok(cfg)
+}
+
+/// A finished send as the user is told it.
+struct Told<'a> {
+    name: &'a str,
+    out: &'a SendOutcome,
+    /// Bytes of the header before the file's in the stream.
+    header_len: usize,
+    authenticated: bool,
+    code: i32,
+}
+
+impl Told<'_> {
+    /// What the receiver confirmed it has: goodput counts it over the time the user waited.
+    fn delivered(&self) -> u64 {
+        let out = self.out;
+        match out.verdict {
+            Some(Verdict::Verified) => out.bytes,
+            _ => (out
+                .report
+                .stats
+                .peer_delivered
+                .saturating_sub(self.header_len as u64))
+            .min(out.bytes),
         }
     }
-    let name = args.name.clone().unwrap_or(default_name);
-    let target = resolve("--to", &args.to).await?;
-    let mut paths: Vec<PathArg> = Vec::new();
-    for p in &args.paths {
-        let path = path_arg(p, target).await?;
-        // A path is both of its addresses: another path to the same peer address needs
-        // a local address of its own (another radio).
-        let first = path.remote == target && path.local.is_none();
-        if first
-            || paths
-                .iter()
-                .any(|q| (q.local, q.remote) == (path.local, path.remote))
-        {
-            return Err(anyhow::anyhow!(
-                "--path {p}: {} is already a path of this connection (--to or another \
-                 --path); a path is its local and its peer address, so give each path its \
-                 own peer address or its own LOCAL= (one of this host's addresses)",
-                path.remote
-            )
-            .into());
-        }
-        paths.push(path);
-    }
-    let from = match &args.from {
-        Some(f) => {
-            let ip: IpAddr = f.trim().parse().map_err(|_| {
-                anyhow::anyhow!(
-                    "--from {f}: not an IP address; give one of this host's addresses, \
-                     e.g. 10.1.0.2"
-                )
-            })?;
-            if ip.is_ipv4() != target.is_ipv4() {
-                return Err(anyhow::anyhow!(
-                    "--from {f}: not of the address family of --to {target}"
-                )
-                .into());
-            }
-            Some(ip)
-        }
-        None => None,
-    };
-    if let Some(p) = paths
-        .iter()
-        .find(|p| p.remote == target && from.is_some() && p.local == from)
-    {
-        return Err(anyhow::anyhow!(
-            "--path {}: the same addresses as --from and --to, the first path; give this \
-             path another LOCAL= or another peer address",
-            p.arg
-        )
-        .into());
-    }
-    if paths.len() + 1 > aerotp_proto::MAX_PATHS {
-        return Err(anyhow::anyhow!(
-            "{} paths: a connection keeps at most {} (--to and {} --path)",
-            paths.len() + 1,
-            aerotp_proto::MAX_PATHS,
-            aerotp_proto::MAX_PATHS - 1
-        )
-        .into());
-    }
-    // The capture file first: a path that cannot be written stops us before any traffic.
-    let mut obs = args.observe.open_capture()?;
-    let ep = Endpoint::bind(
-        local_any(target),
-        args.key.apply(EndpointConfig::default())?,
-    )
-    .map_err(|e| SendError::Local(e.into()))?;
-    args.marks.apply(&ep);
-    if let Some(ip) = from {
-        ep.pin_source(target, ip)
-            .map_err(|e| SendError::Local(anyhow::anyhow!("--from {ip}: {e}")))?;
-    }
-    obs.attach(&args.observe, &ep).await?;
-    let dlep = args.dlep.start(&ep).map_err(SendError::Local)?;
-    let header = encode_header(&name, size);
-    let pb = progress_bar(size, &format!("send {name}"));
-    let out = send_stream(
-        &ep,
-        target,
-        &paths,
-        args.port,
-        cfg,
-        &header,
-        reader,
-        args.connect_timeout,
-        &pb,
-    )
-    .await;
-    pb.finish_and_clear();
-    if let Some(t) = dlep {
-        t.abort();
-    }
-    // Closed whatever the outcome: the process exits without running destructors.
-    let capture = obs.close(&ep, "aerotp send")?;
-    let out = out?;
-    let (code, why) = send_status(&out);
-    let digest = hex(&out.sha256);
-    let authenticated = ep.authenticated();
-    // Goodput counts what the receiver confirmed it has, over the time the user waited.
-    let delivered = match out.verdict {
-        Some(Verdict::Verified) => out.bytes,
-        _ => (out
-            .report
-            .stats
-            .peer_delivered
-            .saturating_sub(header.len() as u64))
-        .min(out.bytes),
-    };
-    if args.json {
-        let mut v = stats_json("send", &name, out.bytes, out.elapsed, &out.report);
-        v["goodput_bps"] = crate::transfer_end::goodput_bps(delivered, out.elapsed).into();
-        v["sha256"] = digest.into();
-        v["authenticated"] = authenticated.into();
+
+    /// The `--json` object.
+    fn json(
+        &self,
+        args: &Args,
+        capture: Option<&(aerotp_net::IoCounters, aerotp_capture::LiveSummary)>,
+    ) -> serde_json::Value {
+        let out = self.out;
+        let mut v = stats_json("send", self.name, out.bytes, out.elapsed, &out.report);
+        v["goodput_bps"] = crate::transfer_end::goodput_bps(self.delivered(), out.elapsed).into();
+        v["sha256"] = hex(&out.sha256).into();
+        v["authenticated"] = self.authenticated.into();
         v["verdict"] = out
             .verdict
-            .map(|v| crate::transfer_end::verdict_json(v, authenticated))
+            .map(|v| crate::transfer_end::verdict_json(v, self.authenticated))
             .into();
-        v["exit_code"] = code.into();
+        v["exit_code"] = self.code.into();
         v["class"] = args.class.name().into();
         v["dscp"] = args.marks.dscp.dscp(args.class).to_string().into();
-        if let Some((io, s)) = &capture {
+        if let Some((io, s)) = capture {
             v["capture"] = capture_json(io, s);
         }
-        println!("{v}");
-    } else {
-        eprintln!(
+        v
+    }
+
+    /// The line on stderr without `--json`.
+    fn line(&self, args: &Args) -> String {
+        let out = self.out;
+        format!(
             "sent {} ({} bytes, SHA-256 {}) in {:.2} s, {} mode, {} class (DSCP {}), {}, receiver: {}: {} TPDUs, {} retransmitted; {}",
-            name,
+            self.name,
             out.bytes,
-            digest,
+            hex(&out.sha256),
             out.elapsed.as_secs_f64(),
             out.report.mode,
             args.class.name(),
@@ -733,17 +685,13 @@ async fn run_inner(args: Args) -> Result<i32, SendError> {
             outcome_name(&out.report),
             out.verdict.map_or("no verdict", |v| crate::transfer_end::verdict_text(
                 v,
-                authenticated
+                self.authenticated
             )),
             out.report.stats.sender.tpdus_sent,
             out.report.stats.sender.tpdus_retransmitted,
-            crate::transfer_end::goodput_text(delivered, out.elapsed),
-        );
+            crate::transfer_end::goodput_text(self.delivered(), out.elapsed),
+        )
     }
-    if let Some(why) = why {
-        eprintln!("aerotp send: {why}");
-    }
-    Ok(code)
 }
 
 #[cfg(test)]

@@ -207,8 +207,19 @@ fn fmt_opt(v: Option<f64>, scale: f64, unit: &str) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{:.3} {unit}", x * scale))
 }
 
+/// The table `aerotp sim` prints: the scenario, what was delivered, what it cost.
 fn table(sum: &Summary, wall: Duration) -> String {
-    let rows = [
+    scenario_rows(sum)
+        .into_iter()
+        .chain(delivery_rows(sum))
+        .chain(cost_rows(sum, wall))
+        .map(|(k, v)| format!("{k:<16} {v}\n"))
+        .collect()
+}
+
+/// The table's rows that say what was simulated.
+fn scenario_rows(sum: &Summary) -> Vec<(&'static str, String)> {
+    vec![
         ("mode", sum.mode.clone()),
         ("topology", sum.topology.clone()),
         (
@@ -232,6 +243,12 @@ fn table(sum: &Summary, wall: Duration) -> String {
             ),
         ),
         ("mack", sum.mack.to_string()),
+    ]
+}
+
+/// The table's rows that say what was delivered, how fast and with what delay.
+fn delivery_rows(sum: &Summary) -> Vec<(&'static str, String)> {
+    vec![
         (
             "runs",
             format!("{} (complete {})", sum.runs, sum.complete_runs),
@@ -286,6 +303,13 @@ fn table(sum: &Summary, wall: Duration) -> String {
             ),
         ),
         ("setup delay", fmt_opt(sum.setup_delay_s, 1e3, "ms")),
+    ]
+}
+
+/// The table's rows that say what the delivery cost: overhead, retransmissions, repair,
+/// time.
+fn cost_rows(sum: &Summary, wall: Duration) -> Vec<(&'static str, String)> {
+    vec![
         ("overhead", format!("{:.0} bytes", sum.overhead_bytes)),
         (
             "retransmissions",
@@ -313,8 +337,7 @@ fn table(sum: &Summary, wall: Duration) -> String {
         ("max delay", fmt_opt(sum.max_delay_s, 1e3, "ms")),
         ("virtual time", format!("{:.3} s per run", sum.elapsed_s)),
         ("wall time", format!("{:.3} s", wall.as_secs_f64())),
-    ];
-    rows.iter().map(|(k, v)| format!("{k:<16} {v}\n")).collect()
+    ]
 }
 
 /// Runs the command; the text it prints is returned for tests.
@@ -353,59 +376,62 @@ pub fn execute(args: &Args) -> anyhow::Result<String> {
     } else {
         table(&sum, wall)
     };
-    if let Some((path, file)) = timeline {
-        // Run 0 again keeping its timeline: the same run, bit for bit.
-        let traced = Scenario {
-            timeline: true,
-            ..s.clone()
-        };
-        let r = aerotp_sim::run_once(&traced, run_seed(args.seed, 0));
-        let mut w = std::io::BufWriter::new(file);
-        use std::io::Write;
-        writeln!(w, "time_s,delivered_bytes")?;
-        for (t, b) in &r.timeline {
-            writeln!(w, "{t:.6},{b}")?;
-        }
-        w.flush()
-            .with_context(|| format!("--timeline {}", path.display()))?;
-        let line = format!(
-            "timeline {}: {} points (run 0)\n",
-            path.display(),
-            r.timeline.len()
-        );
+    // The JSON output stays one object on stdout; the lines about the files go to stderr
+    // then.
+    let mut note = |line: String| {
         if args.json {
             eprint!("{line}");
         } else {
             out.push_str(&line);
         }
+    };
+    if let Some((path, file)) = timeline {
+        note(write_timeline(args, &s, path, file)?);
     }
     if let Some(mut cap) = capture {
         // Run 0 again with the hook: same scenario and seed, so the same run, bit for bit.
         run_once_tapped(&s, run_seed(args.seed, 0), &mut cap);
         let n = cap.finish()?;
-        let line = format!(
+        note(format!(
             "capture {}: {n} packets (run 0, seed {})\n",
             args.pcap
                 .as_ref()
                 .map_or(String::new(), |p| p.display().to_string()),
             run_seed(args.seed, 0)
-        );
-        // The JSON output stays one object on stdout; the capture line goes to stderr then.
-        if args.json {
-            eprint!("{line}");
-        } else {
-            out.push_str(&line);
-        }
+        ));
     }
     if let Some(dir) = &args.qlog {
-        let line = write_qlogs(args, &s, dir)?;
-        if args.json {
-            eprint!("{line}");
-        } else {
-            out.push_str(&line);
-        }
+        note(write_qlogs(args, &s, dir)?);
     }
     Ok(out)
+}
+
+/// Runs run 0 again keeping its timeline (the same run, bit for bit) and writes it to
+/// `file` (`--timeline path`) as CSV; the line that says so.
+fn write_timeline(
+    args: &Args,
+    s: &Scenario,
+    path: &std::path::Path,
+    file: std::fs::File,
+) -> anyhow::Result<String> {
+    use std::io::Write;
+    let traced = Scenario {
+        timeline: true,
+        ..s.clone()
+    };
+    let r = aerotp_sim::run_once(&traced, run_seed(args.seed, 0));
+    let mut w = std::io::BufWriter::new(file);
+    writeln!(w, "time_s,delivered_bytes")?;
+    for (t, b) in &r.timeline {
+        writeln!(w, "{t:.6},{b}")?;
+    }
+    w.flush()
+        .with_context(|| format!("--timeline {}", path.display()))?;
+    Ok(format!(
+        "timeline {}: {} points (run 0)\n",
+        path.display(),
+        r.timeline.len()
+    ))
 }
 
 /// Runs several senders on the scenario's links (`--senders N`); the text it prints.
