@@ -80,46 +80,98 @@ pub(crate) fn run<C: Channel>(
     epoch: Instant,
     stop: &StopSignal,
 ) -> io::Result<()> {
-    let mut buf = vec![0u8; READ_BUF];
-    let mut due: Vec<Vec<u8>> = Vec::new();
-    let mut warned = false;
+    let mut f = Forwarder {
+        src,
+        dst,
+        chan,
+        counters,
+        epoch,
+        buf: vec![0u8; READ_BUF],
+        due: Vec::new(),
+        warned: false,
+    };
     loop {
         // 1. Deliver everything whose arrival time has come.
-        let now = epoch.elapsed();
+        let next = f.deliver_due();
+        // 2. Wait for a packet to read, the next arrival, or stop.
+        match f.wait(next, stop)? {
+            Woken::Stop => return Ok(()),
+            Woken::Other => continue,
+            // 3. Read a bounded batch and offer it to the link.
+            Woken::Readable => f.read_batch()?,
+        }
+    }
+}
+
+/// One direction's forwarding loop: its TUNs, link model and counters, and the packets
+/// due for delivery.
+struct Forwarder<'a, C> {
+    src: &'a Tun,
+    dst: &'a Tun,
+    chan: &'a Mutex<C>,
+    counters: &'a Mutex<TunCounters>,
+    epoch: Instant,
+    buf: Vec<u8>,
+    due: Vec<Vec<u8>>,
+    /// A refused TUN write was logged (once is enough).
+    warned: bool,
+}
+
+/// Why the wait ended.
+enum Woken {
+    /// A packet can be read from the source TUN.
+    Readable,
+    Stop,
+    /// The timeout (the next arrival is due), or a signal.
+    Other,
+}
+
+impl<C: Channel> Forwarder<'_, C> {
+    /// Writes every packet whose arrival time has come to the destination TUN; when the
+    /// next arrives.
+    fn deliver_due(&mut self) -> Option<Duration> {
+        let now = self.epoch.elapsed();
         let next = {
-            let mut c = chan.lock().expect("link model lock poisoned");
+            let mut c = self.chan.lock().expect("link model lock poisoned");
             while let Some(p) = c.take(now) {
-                due.push(p);
+                self.due.push(p);
             }
             c.next_arrival()
         };
         let (mut written, mut failed) = (0, 0);
-        for p in due.drain(..) {
-            match dst.send(&p) {
+        for p in self.due.drain(..) {
+            match self.dst.send(&p) {
                 Ok(_) => written += 1,
                 Err(e) => {
                     failed += 1;
-                    if !warned {
-                        warned = true;
-                        tracing::debug!(tun = dst.name(), len = p.len(), "TUN write refused: {e}");
+                    if !self.warned {
+                        self.warned = true;
+                        tracing::debug!(
+                            tun = self.dst.name(),
+                            len = p.len(),
+                            "TUN write refused: {e}"
+                        );
                     }
                 }
             }
         }
         if written + failed > 0 {
-            let mut k = counters.lock().expect("counters lock poisoned");
+            let mut k = self.counters.lock().expect("counters lock poisoned");
             k.written += written;
             k.write_errors += failed;
         }
+        next
+    }
 
-        // 2. Wait for a packet to read, the next arrival, or stop.
+    /// Waits for a packet to read, the `next` arrival (`MAX_WAIT` at most) or `stop`.
+    fn wait(&self, next: Option<Duration>, stop: &StopSignal) -> io::Result<Woken> {
         let wait = match next {
-            Some(t) => t.saturating_sub(epoch.elapsed()).min(MAX_WAIT),
+            Some(t) => t.saturating_sub(self.epoch.elapsed()).min(MAX_WAIT),
             None => MAX_WAIT,
         };
         let mut fds = [
             libc::pollfd {
-                fd: src.fd(),
+                fd: self.src.fd(),
                 events: libc::POLLIN,
                 revents: 0,
             },
@@ -138,40 +190,45 @@ pub(crate) fn run<C: Channel>(
         if rc < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
-                continue;
+                return Ok(Woken::Other);
             }
             return Err(e);
         }
         if fds[1].revents != 0 {
-            return Ok(());
+            return Ok(Woken::Stop);
         }
         if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
             return Err(io::Error::other(format!(
                 "TUN {} reported poll events {:#x}",
-                src.name(),
+                self.src.name(),
                 fds[0].revents
             )));
         }
         if fds[0].revents & libc::POLLIN == 0 {
-            continue;
+            return Ok(Woken::Other);
         }
+        Ok(Woken::Readable)
+    }
 
-        // 3. Read a bounded batch and offer it to the link, each stamped with its read time.
+    /// Reads a bounded batch from the source TUN and offers it to the link, each packet
+    /// stamped with its read time.
+    fn read_batch(&mut self) -> io::Result<()> {
         let mut batch: Vec<(Duration, Vec<u8>)> = Vec::new();
         while batch.len() < READ_BATCH {
-            match src.recv(&mut buf) {
+            match self.src.recv(&mut self.buf) {
                 Ok(0) => break,
-                Ok(n) => batch.push((epoch.elapsed(), buf[..n].to_vec())),
+                Ok(n) => batch.push((self.epoch.elapsed(), self.buf[..n].to_vec())),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(e),
             }
         }
         if !batch.is_empty() {
-            counters.lock().expect("counters lock poisoned").read += batch.len() as u64;
-            let mut c = chan.lock().expect("link model lock poisoned");
+            self.counters.lock().expect("counters lock poisoned").read += batch.len() as u64;
+            let mut c = self.chan.lock().expect("link model lock poisoned");
             for (t, p) in batch {
                 c.offer(t, p);
             }
         }
+        Ok(())
     }
 }

@@ -118,59 +118,9 @@ impl TransparentSpec {
                     .into(),
             );
         }
-        let mode = match self.mode.as_deref() {
-            None => Mode::NearReliable,
-            Some(m) => match m.parse::<Mode>() {
-                Ok(x @ (Mode::NearReliable | Mode::Reliable)) => x,
-                _ => {
-                    return Err(format!(
-                        "transparent.mode (--transparent-mode) '{m}': give near-reliable or \
-                         reliable (intercepted UDP is carried in datagram mode)"
-                    ))
-                }
-            },
-        };
-        if let Some(t) = &self.tun {
-            if mode != Mode::Reliable {
-                return Err(format!(
-                    "transparent.tun (--transparent-tun) '{t}': the user-space TCP serves \
-                     reliable mode only; add mode = \"reliable\" (--transparent-mode reliable) \
-                     — near-reliable flows keep custody semantics on --transparent-tcp"
-                ));
-            }
-            if t.is_empty() || t.len() >= 16 || t.contains(['/', ' ', '\0']) {
-                return Err(format!(
-                    "transparent.tun (--transparent-tun) '{t}': a network device name of 1 to \
-                     15 characters without '/' or spaces"
-                ));
-            }
-            if tcp.is_some() {
-                return Err(format!(
-                    "transparent.tun (--transparent-tun) '{t}' and tcp_listen \
-                     (--transparent-tcp): intercepted reliable TCP comes in on the TUN device; \
-                     give one of the two"
-                ));
-            }
-        }
-        let class = match self.class.as_deref() {
-            None => Class::Bulk,
-            Some(c) => c
-                .parse()
-                .map_err(|e: String| format!("transparent.class (--transparent-class): {e}"))?,
-        };
-        let udp_class = match self.udp_class.as_deref() {
-            None => class,
-            Some(c) => c.parse().map_err(|e: String| {
-                format!("transparent.udp_class (--transparent-udp-class): {e}")
-            })?,
-        };
-        if self.udp_class.is_some() && udp.is_none() {
-            return Err(
-                "transparent.udp_class (--transparent-udp-class) is the class of \
-                        intercepted UDP: give udp_listen (--transparent-udp) too, or leave it out"
-                    .into(),
-            );
-        }
+        let mode = self.mode()?;
+        self.check_tun(mode, tcp.is_some())?;
+        let (class, udp_class) = self.classes(udp.is_some())?;
         let tcp_classes = TcpClasses::parse(
             "transparent.tcp_classes (--transparent-tcp-class)",
             &self.tcp_classes,
@@ -190,6 +140,76 @@ impl TransparentSpec {
             tcp_classes,
             policy,
         })
+    }
+
+    /// `mode`: near-reliable (the default) or reliable.
+    fn mode(&self) -> Result<Mode, String> {
+        Ok(match self.mode.as_deref() {
+            None => Mode::NearReliable,
+            Some(m) => match m.parse::<Mode>() {
+                Ok(x @ (Mode::NearReliable | Mode::Reliable)) => x,
+                _ => {
+                    return Err(format!(
+                        "transparent.mode (--transparent-mode) '{m}': give near-reliable or \
+                         reliable (intercepted UDP is carried in datagram mode)"
+                    ))
+                }
+            },
+        })
+    }
+
+    /// `tun`, if given: a device name, in reliable `mode`, and not with `tcp_listen`
+    /// (`tcp_given`).
+    fn check_tun(&self, mode: Mode, tcp_given: bool) -> Result<(), String> {
+        let Some(t) = &self.tun else {
+            return Ok(());
+        };
+        if mode != Mode::Reliable {
+            return Err(format!(
+                "transparent.tun (--transparent-tun) '{t}': the user-space TCP serves \
+                 reliable mode only; add mode = \"reliable\" (--transparent-mode reliable) \
+                 — near-reliable flows keep custody semantics on --transparent-tcp"
+            ));
+        }
+        if t.is_empty() || t.len() >= 16 || t.contains(['/', ' ', '\0']) {
+            return Err(format!(
+                "transparent.tun (--transparent-tun) '{t}': a network device name of 1 to \
+                 15 characters without '/' or spaces"
+            ));
+        }
+        if tcp_given {
+            return Err(format!(
+                "transparent.tun (--transparent-tun) '{t}' and tcp_listen \
+                 (--transparent-tcp): intercepted reliable TCP comes in on the TUN device; \
+                 give one of the two"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The class of intercepted flows and of intercepted UDP (that one only with
+    /// `udp_listen`, `udp_given`).
+    fn classes(&self, udp_given: bool) -> Result<(Class, Class), String> {
+        let class = match self.class.as_deref() {
+            None => Class::Bulk,
+            Some(c) => c
+                .parse()
+                .map_err(|e: String| format!("transparent.class (--transparent-class): {e}"))?,
+        };
+        let udp_class = match self.udp_class.as_deref() {
+            None => class,
+            Some(c) => c.parse().map_err(|e: String| {
+                format!("transparent.udp_class (--transparent-udp-class): {e}")
+            })?,
+        };
+        if self.udp_class.is_some() && !udp_given {
+            return Err(
+                "transparent.udp_class (--transparent-udp-class) is the class of \
+                        intercepted UDP: give udp_listen (--transparent-udp) too, or leave it out"
+                    .into(),
+            );
+        }
+        Ok((class, udp_class))
     }
 }
 

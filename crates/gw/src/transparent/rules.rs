@@ -70,6 +70,14 @@ pub struct RuleSpec {
 impl RuleSpec {
     /// Checks every field; the error names the flag, the value and what is accepted.
     pub fn check(&self) -> Result<(), String> {
+        self.check_interfaces()?;
+        self.check_targets()?;
+        self.check_mark_and_table()?;
+        self.check_excludes_and_netns()
+    }
+
+    /// `--iif`: at least one, each an interface name.
+    fn check_interfaces(&self) -> Result<(), String> {
         if self.iif.is_empty() {
             return Err(
                 "--iif: missing; give the interface the applications' traffic comes \
@@ -90,6 +98,12 @@ impl RuleSpec {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Where intercepted traffic goes: `--tcp-port`, `--tcp-tun` (not both) and
+    /// `--udp-port`, at least one.
+    fn check_targets(&self) -> Result<(), String> {
         if self.tcp_port.is_none() && self.udp_port.is_none() && self.tcp_tun.is_none() {
             return Err(
                 "--tcp-port/--tcp-tun/--udp-port: give at least one (the ports of the \
@@ -128,6 +142,11 @@ impl RuleSpec {
                 return Err(format!("{flag} '0': give a port 1 to 65535"));
             }
         }
+        Ok(())
+    }
+
+    /// `--mark` and `--route-table`.
+    fn check_mark_and_table(&self) -> Result<(), String> {
         if self.mark == 0 {
             return Err("--mark '0': give a non-zero firewall mark (0 marks nothing)".into());
         }
@@ -138,6 +157,11 @@ impl RuleSpec {
                 self.route_table
             ));
         }
+        Ok(())
+    }
+
+    /// `--exclude` prefixes (no ports; IPv6 only when intercepted) and `--netns`.
+    fn check_excludes_and_netns(&self) -> Result<(), String> {
         for x in &self.exclude {
             if x.ports != (0, u16::MAX) || x.any_family {
                 return Err(format!(

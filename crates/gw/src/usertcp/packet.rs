@@ -83,7 +83,38 @@ fn be32(b: &[u8], at: usize) -> Option<u32> {
 
 /// Parses one IP packet read from the TUN device (no packet-information header).
 pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
-    let (src, dst, tcp) = match p.first().map(|b| b >> 4) {
+    let (src, dst, tcp) = ip_header(p)?;
+    if tcp.len() < TCP_HDR {
+        return Err(Skip::Malformed);
+    }
+    let off = usize::from(tcp[12] >> 4) * 4;
+    if off < TCP_HDR || off > tcp.len() {
+        return Err(Skip::Malformed);
+    }
+    if checksum(src, dst, tcp) != 0 && !offloaded(src, dst, tcp) {
+        return Err(Skip::Checksum);
+    }
+    let o = options(&tcp[TCP_HDR..off])?;
+    Ok(Segment {
+        src: SocketAddr::new(src, be16(tcp, 0).ok_or(Skip::Malformed)?),
+        dst: SocketAddr::new(dst, be16(tcp, 2).ok_or(Skip::Malformed)?),
+        seq: be32(tcp, 4).ok_or(Skip::Malformed)?,
+        ack: be32(tcp, 8).ok_or(Skip::Malformed)?,
+        flags: tcp[13],
+        window: be16(tcp, 14).ok_or(Skip::Malformed)?,
+        mss: o.mss,
+        wscale: o.wscale,
+        sack_ok: o.sack_ok,
+        sack: o.sack,
+        ts: o.ts,
+        payload: &tcp[off..],
+    })
+}
+
+/// The IPv4 or IPv6 header of `p`: its source and destination, and the TCP segment it
+/// carries.
+fn ip_header(p: &[u8]) -> Result<(IpAddr, IpAddr, &[u8]), Skip> {
+    Ok(match p.first().map(|b| b >> 4) {
         Some(4) => {
             let ihl = usize::from(p[0] & 0x0F) * 4;
             let total = usize::from(be16(p, 2).ok_or(Skip::Malformed)?);
@@ -117,19 +148,22 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
             (a(8), a(24), &p[40..40 + len])
         }
         _ => return Err(Skip::Malformed),
-    };
-    if tcp.len() < TCP_HDR {
-        return Err(Skip::Malformed);
-    }
-    let off = usize::from(tcp[12] >> 4) * 4;
-    if off < TCP_HDR || off > tcp.len() {
-        return Err(Skip::Malformed);
-    }
-    if checksum(src, dst, tcp) != 0 && !offloaded(src, dst, tcp) {
-        return Err(Skip::Checksum);
-    }
-    let (mut mss, mut wscale, mut sack_ok, mut sack, mut ts) = (None, None, false, &[][..], None);
-    let mut opts = &tcp[TCP_HDR..off];
+    })
+}
+
+/// The TCP options a segment's fields take.
+#[derive(Default)]
+struct Options<'a> {
+    mss: Option<u16>,
+    wscale: Option<u8>,
+    sack_ok: bool,
+    sack: &'a [u8],
+    ts: Option<(u32, u32)>,
+}
+
+/// Reads the options area `opts` of a TCP header.
+fn options(mut opts: &[u8]) -> Result<Options<'_>, Skip> {
+    let mut o = Options::default();
     while let Some(&kind) = opts.first() {
         match kind {
             0 => break,
@@ -140,31 +174,18 @@ pub fn parse(p: &[u8]) -> Result<Segment<'_>, Skip> {
                     return Err(Skip::Malformed);
                 }
                 match (kind, len) {
-                    (2, 4) => mss = be16(opts, 2),
-                    (3, 3) => wscale = Some(opts[2]),
-                    (4, 2) => sack_ok = true,
-                    (5, _) if (len - 2) % 8 == 0 => sack = &opts[2..len],
-                    (8, 10) => ts = be32(opts, 2).zip(be32(opts, 6)),
+                    (2, 4) => o.mss = be16(opts, 2),
+                    (3, 3) => o.wscale = Some(opts[2]),
+                    (4, 2) => o.sack_ok = true,
+                    (5, _) if (len - 2) % 8 == 0 => o.sack = &opts[2..len],
+                    (8, 10) => o.ts = be32(opts, 2).zip(be32(opts, 6)),
                     _ => {}
                 }
                 opts = &opts[len..];
             }
         }
     }
-    Ok(Segment {
-        src: SocketAddr::new(src, be16(tcp, 0).ok_or(Skip::Malformed)?),
-        dst: SocketAddr::new(dst, be16(tcp, 2).ok_or(Skip::Malformed)?),
-        seq: be32(tcp, 4).ok_or(Skip::Malformed)?,
-        ack: be32(tcp, 8).ok_or(Skip::Malformed)?,
-        flags: tcp[13],
-        window: be16(tcp, 14).ok_or(Skip::Malformed)?,
-        mss,
-        wscale,
-        sack_ok,
-        sack,
-        ts,
-        payload: &tcp[off..],
-    })
+    Ok(o)
 }
 
 /// The TCP checksum over the pseudo-header and `tcp` as it stands (0 when a received

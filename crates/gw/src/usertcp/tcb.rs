@@ -422,35 +422,8 @@ impl Tcb {
 
     fn on_segment(&mut self, s: &Segment<'_>, tun: &dyn Wire, room: &Notify) -> Event {
         let now = Instant::now();
-        match self.phase {
-            Phase::Closed => return Event::None,
-            Phase::TimeWait(_) => {
-                if s.has(FIN) {
-                    self.send_ack(tun);
-                }
-                return Event::None;
-            }
-            Phase::SynHeld => {
-                // A resent SYN waits for the same answer; nothing else is valid before it.
-                if s.has(RST) {
-                    self.source_reset(room);
-                }
-                return Event::None;
-            }
-            Phase::SynRcvd => {
-                if s.has(RST) {
-                    self.source_reset(room);
-                } else if s.has(SYN) && s.seq == self.irs {
-                    self.send_syn_ack(tun);
-                } else if s.has(ACK) && s.ack == self.iss.wrapping_add(1) {
-                    self.phase = Phase::Open;
-                    self.deadline = None;
-                    self.rto = RTO_INIT;
-                    return Event::Established;
-                }
-                return Event::None;
-            }
-            Phase::Open => {}
+        if let Some(ev) = self.on_segment_unopened(s, tun, room) {
+            return ev;
         }
         let rcv = self.irs.wrapping_add(1).wrapping_add(self.taken as u32);
         let off = seq_off(s.seq, rcv);
@@ -477,45 +450,101 @@ impl Tcb {
         }
         let len = s.payload.len() as i64;
         if len > 0 || s.has(FIN) {
-            if off > 0 {
-                // Beyond what we have (an earlier segment lost): kept, and an immediate
-                // acknowledgement says where we are (with the SACK blocks).
-                self.keep_out_of_order(s, off as u64);
-                self.send_ack(tun);
-                return Event::None;
-            }
-            let skip = (-off) as usize;
-            if let Some(at) = seg_off.filter(|_| self.sack_ok && skip > 0) {
-                // Bytes we had: a D-SACK once our acknowledgement is past them.
-                self.dups.add(at, at + skip.min(s.payload.len()) as u64);
-            }
-            if skip < s.payload.len() && !self.fin_in {
-                let new = &s.payload[skip..];
-                let took = self.flow.as_ref().map_or(0, |f| f.take_source(new));
-                if let (Some(st), Some(val)) = (self.stamps.as_mut(), tsval) {
-                    st.took(self.taken, self.taken + took as u64, val);
+            self.take_payload(s, off, seg_off, tun, now);
+        }
+        Event::None
+    }
+
+    /// A segment before the connection is open (or after): what it does, if the phase
+    /// decides; `None` when open.
+    fn on_segment_unopened(
+        &mut self,
+        s: &Segment<'_>,
+        tun: &dyn Wire,
+        room: &Notify,
+    ) -> Option<Event> {
+        match self.phase {
+            Phase::Closed => Some(Event::None),
+            Phase::TimeWait(_) => {
+                if s.has(FIN) {
+                    self.send_ack(tun);
                 }
-                self.taken += took as u64;
-                if took == new.len() && s.has(FIN) {
-                    self.fin_in = true;
-                    if let Some(f) = &self.flow {
-                        f.source_fin();
-                    }
+                Some(Event::None)
+            }
+            Phase::SynHeld => {
+                // A resent SYN waits for the same answer; nothing else is valid before it.
+                if s.has(RST) {
+                    self.source_reset(room);
                 }
-            } else if skip == s.payload.len() && s.has(FIN) && !self.fin_in {
+                Some(Event::None)
+            }
+            Phase::SynRcvd => {
+                if s.has(RST) {
+                    self.source_reset(room);
+                } else if s.has(SYN) && s.seq == self.irs {
+                    self.send_syn_ack(tun);
+                } else if s.has(ACK) && s.ack == self.iss.wrapping_add(1) {
+                    self.phase = Phase::Open;
+                    self.deadline = None;
+                    self.rto = RTO_INIT;
+                    return Some(Event::Established);
+                }
+                Some(Event::None)
+            }
+            Phase::Open => None,
+        }
+    }
+
+    /// Takes the payload (and FIN) of segment `s`, `off` bytes from what we have taken
+    /// (`seg_off`: its stream offset, if not older than the stream): the new bytes go to the
+    /// flow, bytes beyond are kept out of order, bytes we had are reported (D-SACK) or
+    /// answered with an acknowledgement.
+    fn take_payload(
+        &mut self,
+        s: &Segment<'_>,
+        off: i64,
+        seg_off: Option<u64>,
+        tun: &dyn Wire,
+        now: Instant,
+    ) {
+        let tsval = s.ts.map(|(val, _)| val);
+        if off > 0 {
+            // Beyond what we have (an earlier segment lost): kept, and an immediate
+            // acknowledgement says where we are (with the SACK blocks).
+            self.keep_out_of_order(s, off as u64);
+            self.send_ack(tun);
+            return;
+        }
+        let skip = (-off) as usize;
+        if let Some(at) = seg_off.filter(|_| self.sack_ok && skip > 0) {
+            // Bytes we had: a D-SACK once our acknowledgement is past them.
+            self.dups.add(at, at + skip.min(s.payload.len()) as u64);
+        }
+        if skip < s.payload.len() && !self.fin_in {
+            let new = &s.payload[skip..];
+            let took = self.flow.as_ref().map_or(0, |f| f.take_source(new));
+            if let (Some(st), Some(val)) = (self.stamps.as_mut(), tsval) {
+                st.took(self.taken, self.taken + took as u64, val);
+            }
+            self.taken += took as u64;
+            if took == new.len() && s.has(FIN) {
                 self.fin_in = true;
                 if let Some(f) = &self.flow {
                     f.source_fin();
                 }
-            } else if self.last_dup_ack.is_none_or(|t| now >= t + DUP_ACK_GAP) {
-                // Everything in it taken already (the source resends what we have not
-                // acknowledged: the egress has not confirmed it yet).
-                self.last_dup_ack = Some(now);
-                self.send_ack(tun);
             }
-            self.deliver_held();
+        } else if skip == s.payload.len() && s.has(FIN) && !self.fin_in {
+            self.fin_in = true;
+            if let Some(f) = &self.flow {
+                f.source_fin();
+            }
+        } else if self.last_dup_ack.is_none_or(|t| now >= t + DUP_ACK_GAP) {
+            // Everything in it taken already (the source resends what we have not
+            // acknowledged: the egress has not confirmed it yet).
+            self.last_dup_ack = Some(now);
+            self.send_ack(tun);
         }
-        Event::None
+        self.deliver_held();
     }
 
     /// Keeps the bytes of segment `s`, `off` bytes beyond `taken`, up to the advertised
