@@ -518,51 +518,76 @@ pub fn target_proto_endpoint(data: &[u8]) {
 pub fn run_endpoint_script(data: &[u8]) -> ScriptSummary {
     let heap_base = crate::heap_live_bytes();
     let mut s = Script::new(data);
-    let mode = Mode::ALL[usize::from(s.u8()) % (Mode::ALL.len() - 1)];
-    let mtu = [256, 576, 1500][usize::from(s.u8()) % 3];
-    let fec = [FecSetting::Off, FecSetting::Parity(8), FecSetting::Auto][usize::from(s.u8()) % 3];
-    let cfg = ConnectionConfig {
-        mtu,
-        fec,
-        send_buffer: Some(SEND_BUFFER),
-        recv_window: RECV_WINDOW,
-        // Short enough that the script's time jumps reach them.
-        idle_timeout: Duration::from_secs(120),
-        close_timeout: Duration::from_secs(10),
-        ..ConnectionConfig::with_mode(mode)
-    };
-    cfg.validate().expect("the target's own config is valid");
-    // `..default()` although every field is set today: bounds the engine grows later keep
-    // their defaults instead of breaking this target's build.
-    #[allow(clippy::needless_update)]
-    let ecfg = EndpointConfig {
-        max_connections: MAX_CONNECTIONS,
-        max_events: MAX_EVENTS,
-        max_datagrams: MAX_DATAGRAMS,
-        ..EndpointConfig::default()
-    };
-    let mut w = World {
-        a: Endpoint::new(ecfg.clone(), 11),
-        b: Endpoint::new(ecfg, 12),
-        a_hs: Vec::new(),
-        b_hs: Vec::new(),
-        to_a: VecDeque::new(),
-        to_b: VecDeque::new(),
-        now: Duration::ZERO,
-        cfg: cfg.clone(),
-        out: Vec::new(),
-        a_read: 0,
-        b_read: 0,
-    };
-    w.a.listen(PORT, cfg.clone()).expect("valid listener");
-    w.b.listen(PORT, cfg.clone()).expect("valid listener");
-    let hb = w.b.connect(w.now, a_addr(), PORT, cfg.clone());
-    w.b_hs.extend(hb);
-    let ha = w.a.connect(w.now, b_addr(), PORT, cfg);
-    w.a_hs.extend(ha);
+    let mut w = World::from_script_head(&mut s);
     let mut steps = 0;
     while !s.is_empty() && steps < MAX_STEPS {
         steps += 1;
+        w.step(&mut s);
+        w.check_bounds(heap_base);
+    }
+    w.settle(heap_base);
+    ScriptSummary {
+        steps,
+        a_connections: w.a_hs.len(),
+        a_read: w.a_read,
+        b_read: w.b_read,
+        a_datagrams_in: w.a.stats.datagrams_in,
+        b_datagrams_in: w.b.stats.datagrams_in,
+    }
+}
+
+impl World {
+    /// The world the script's head (mode, MTU, FEC) describes: both ends listening, each
+    /// connecting to the other.
+    fn from_script_head(s: &mut Script) -> World {
+        let mode = Mode::ALL[usize::from(s.u8()) % (Mode::ALL.len() - 1)];
+        let mtu = [256, 576, 1500][usize::from(s.u8()) % 3];
+        let fec =
+            [FecSetting::Off, FecSetting::Parity(8), FecSetting::Auto][usize::from(s.u8()) % 3];
+        let cfg = ConnectionConfig {
+            mtu,
+            fec,
+            send_buffer: Some(SEND_BUFFER),
+            recv_window: RECV_WINDOW,
+            // Short enough that the script's time jumps reach them.
+            idle_timeout: Duration::from_secs(120),
+            close_timeout: Duration::from_secs(10),
+            ..ConnectionConfig::with_mode(mode)
+        };
+        cfg.validate().expect("the target's own config is valid");
+        // `..default()` although every field is set today: bounds the engine grows later keep
+        // their defaults instead of breaking this target's build.
+        #[allow(clippy::needless_update)]
+        let ecfg = EndpointConfig {
+            max_connections: MAX_CONNECTIONS,
+            max_events: MAX_EVENTS,
+            max_datagrams: MAX_DATAGRAMS,
+            ..EndpointConfig::default()
+        };
+        let mut w = World {
+            a: Endpoint::new(ecfg.clone(), 11),
+            b: Endpoint::new(ecfg, 12),
+            a_hs: Vec::new(),
+            b_hs: Vec::new(),
+            to_a: VecDeque::new(),
+            to_b: VecDeque::new(),
+            now: Duration::ZERO,
+            cfg: cfg.clone(),
+            out: Vec::new(),
+            a_read: 0,
+            b_read: 0,
+        };
+        w.a.listen(PORT, cfg.clone()).expect("valid listener");
+        w.b.listen(PORT, cfg.clone()).expect("valid listener");
+        let hb = w.b.connect(w.now, a_addr(), PORT, cfg.clone());
+        w.b_hs.extend(hb);
+        let ha = w.a.connect(w.now, b_addr(), PORT, cfg);
+        w.a_hs.extend(ha);
+        w
+    }
+
+    /// One step of the script.
+    fn step(&mut self, s: &mut Script) {
         match s.u8() % 14 {
             0 => {
                 let sel = s.u8();
@@ -573,63 +598,57 @@ pub fn run_endpoint_script(data: &[u8]) -> ScriptSummary {
                 };
                 let n = usize::from(s.u16()) % 2048;
                 let dg = s.bytes(n);
-                w.a.handle_datagram(w.now, from, dg);
+                self.a.handle_datagram(self.now, from, dg);
             }
             1 => {
-                let (from, dg) = w.forge(&mut s);
-                w.a.handle_datagram(w.now, from, &dg);
+                let (from, dg) = self.forge(s);
+                self.a.handle_datagram(self.now, from, &dg);
             }
             2 => {
                 let k = s.u8();
-                w.now += match k % 4 {
+                self.now += match k % 4 {
                     0 => Duration::from_micros(u64::from(s.u8())),
                     1 => Duration::from_millis(u64::from(s.u8())),
                     2 => Duration::from_millis(u64::from(s.u16())),
                     _ => Duration::from_secs(u64::from(s.u16() % 3600)),
                 };
-                w.advance();
+                self.advance();
             }
-            3 => w.deliver(&mut s, true),
-            4 => w.deliver(&mut s, false),
+            3 => self.deliver(s, true),
+            4 => self.deliver(s, false),
             5 => {
-                w.pump();
+                self.pump();
             }
-            6 => w.write(&mut s, true),
-            7 => w.write(&mut s, false),
-            8 => w.read(&mut s, true),
-            9 => w.read(&mut s, false),
-            10 => w.lifecycle(&mut s, true),
-            11 => w.lifecycle(&mut s, false),
-            12 => w.connect(&mut s),
-            _ => w.datagram(&mut s),
+            6 => self.write(s, true),
+            7 => self.write(s, false),
+            8 => self.read(s, true),
+            9 => self.read(s, false),
+            10 => self.lifecycle(s, true),
+            11 => self.lifecycle(s, false),
+            12 => self.connect(s),
+            _ => self.datagram(s),
         }
-        w.check_bounds(heap_base);
     }
-    // Let the script's world run down: a bounded number of deadline jumps, checking the
-    // contract at each (this is where timers that never settle show up).
-    for _ in 0..64 {
-        let next = [w.a.poll_timeout(), w.b.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min();
-        let Some(t) = next else { break };
-        w.now = w.now.max(t);
-        w.advance();
+
+    /// Lets the script's world run down: a bounded number of deadline jumps, checking the
+    /// contract at each (this is where timers that never settle show up).
+    fn settle(&mut self, heap_base: Option<isize>) {
         const ALL_AS_THEY_ARE: [u8; 17] = [
             15, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F,
             0x0F, 0x0F,
         ];
-        w.deliver(&mut Script::new(&ALL_AS_THEY_ARE), true);
-        w.deliver(&mut Script::new(&ALL_AS_THEY_ARE), false);
-        w.check_bounds(heap_base);
-    }
-    ScriptSummary {
-        steps,
-        a_connections: w.a_hs.len(),
-        a_read: w.a_read,
-        b_read: w.b_read,
-        a_datagrams_in: w.a.stats.datagrams_in,
-        b_datagrams_in: w.b.stats.datagrams_in,
+        for _ in 0..64 {
+            let next = [self.a.poll_timeout(), self.b.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(t) = next else { break };
+            self.now = self.now.max(t);
+            self.advance();
+            self.deliver(&mut Script::new(&ALL_AS_THEY_ARE), true);
+            self.deliver(&mut Script::new(&ALL_AS_THEY_ARE), false);
+            self.check_bounds(heap_base);
+        }
     }
 }
 

@@ -7,9 +7,9 @@ use crate::script::Script;
 use aerotp_gw::frame::{
     flow_reset, reset_reason, Dest, Open, RecordError, Resumed, MAX_OPEN, RESUMED_LEN,
 };
-use aerotp_gw::store::{DiskLog, FlowMeta};
+use aerotp_gw::store::{DiskLog, FlowMeta, Restored};
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Byte 0 picks the parser (bit 0: the ingress's open record, else the egress's resume
 /// answer; bit 1: also read the rest as a destination text and a reset reason), bytes 1–2 are
@@ -125,7 +125,34 @@ pub fn target_gw_store(data: &[u8]) {
     let dir = root.join("0000000000000001");
     fs::create_dir_all(&dir).expect("scratch directory");
     let mut s = Script::new(data);
-    // (start, contents) of each segment file written under its canonical name.
+    let mut segs = write_flow_files(&mut s, &dir);
+    if s.u8() & 1 == 1 {
+        // A well-formed meta file, so the fuzzer reaches the segment checks more often.
+        let meta = FlowMeta {
+            flow_id: 1,
+            class: 2,
+            dest: "10.0.0.1:80".into(),
+            route: String::new(),
+        };
+        let _ = fs::remove_file(dir.join("meta"));
+        let _ = DiskLog::create(&root, &meta);
+    }
+    let Ok(r) = DiskLog::open(&dir) else {
+        return;
+    };
+    assert!(
+        r.base <= r.end,
+        "confirmed {} beyond the end {}",
+        r.base,
+        r.end
+    );
+    segs.sort_unstable_by_key(|(st, _)| *st);
+    check_reads(&r, &segs);
+}
+
+/// Writes up to 16 files the script describes into the flow directory `dir`; the (start,
+/// contents) of each segment file written under its canonical name.
+fn write_flow_files(s: &mut Script, dir: &Path) -> Vec<(u64, Vec<u8>)> {
     let mut segs: Vec<(u64, Vec<u8>)> = Vec::new();
     for _ in 0..16 {
         if s.is_empty() {
@@ -155,53 +182,41 @@ pub fn target_gw_store(data: &[u8]) {
                     segs.push((start, bytes));
                 }
             }
-            _ => {
-                // Any other name: only [0-9a-z-] so it stays inside the directory.
-                let name: String = s
-                    .bytes(len % 32)
-                    .iter()
-                    .map(|b| match b % 37 {
-                        d @ 0..=9 => char::from(b'0' + d),
-                        36 => '-',
-                        c => char::from(b'a' + c - 10),
-                    })
-                    .collect();
-                let bytes = s.bytes(64).to_vec();
-                if !name.is_empty() && fs::write(dir.join(&name), &bytes).is_ok() {
-                    // A name that is a canonical segment name is a segment: keep the model
-                    // of what the log holds in step.
-                    let start = name
-                        .strip_prefix("seg-")
-                        .and_then(|n| n.parse::<u64>().ok());
-                    if let Some(st) = start.filter(|st| name == format!("seg-{st:020}")) {
-                        segs.retain(|(x, _)| *x != st);
-                        segs.push((st, bytes));
-                    }
-                }
-            }
+            _ => write_any_file(s, dir, len, &mut segs),
         }
     }
-    if s.u8() & 1 == 1 {
-        // A well-formed meta file, so the fuzzer reaches the segment checks more often.
-        let meta = FlowMeta {
-            flow_id: 1,
-            class: 2,
-            dest: "10.0.0.1:80".into(),
-            route: String::new(),
-        };
-        let _ = fs::remove_file(dir.join("meta"));
-        let _ = DiskLog::create(&root, &meta);
+    segs
+}
+
+/// A file of any name (only [0-9a-z-], so it stays inside `dir`); one whose name is a
+/// canonical segment name is a segment of `segs`.
+fn write_any_file(s: &mut Script, dir: &Path, len: usize, segs: &mut Vec<(u64, Vec<u8>)>) {
+    let name: String = s
+        .bytes(len % 32)
+        .iter()
+        .map(|b| match b % 37 {
+            d @ 0..=9 => char::from(b'0' + d),
+            36 => '-',
+            c => char::from(b'a' + c - 10),
+        })
+        .collect();
+    let bytes = s.bytes(64).to_vec();
+    if !name.is_empty() && fs::write(dir.join(&name), &bytes).is_ok() {
+        // A name that is a canonical segment name is a segment: keep the model of what the
+        // log holds in step.
+        let start = name
+            .strip_prefix("seg-")
+            .and_then(|n| n.parse::<u64>().ok());
+        if let Some(st) = start.filter(|st| name == format!("seg-{st:020}")) {
+            segs.retain(|(x, _)| *x != st);
+            segs.push((st, bytes));
+        }
     }
-    let Ok(r) = DiskLog::open(&dir) else {
-        return;
-    };
-    assert!(
-        r.base <= r.end,
-        "confirmed {} beyond the end {}",
-        r.base,
-        r.end
-    );
-    segs.sort_unstable_by_key(|(st, _)| *st);
+}
+
+/// Probes the first, last and middle byte and every segment start within [base, end) of
+/// the opened log: each reads back as the segments (sorted by start) hold it.
+fn check_reads(r: &Restored, segs: &[(u64, Vec<u8>)]) {
     let byte_at = |off: u64| -> Option<u8> {
         segs.iter().find_map(|(st, b)| {
             off.checked_sub(*st)
@@ -209,7 +224,6 @@ pub fn target_gw_store(data: &[u8]) {
                 .and_then(|i| b.get(i).copied())
         })
     };
-    // Probe the first, last and middle byte and every segment start within [base, end).
     let mut probes: Vec<u64> = vec![
         r.base,
         r.end.saturating_sub(1),

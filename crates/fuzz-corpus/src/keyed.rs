@@ -34,10 +34,9 @@
 mod attack;
 mod checks;
 mod datagram;
+mod forge;
 
 pub use attack::check_sealed;
-
-use datagram::{emit_any, parsed_is_empty};
 
 use crate::deadline::TwoEnds;
 use crate::packet::addr;
@@ -46,9 +45,7 @@ use aerotp_proto::{
     max_body, AuthConfig, AuthKey, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig,
     EndpointStats, FecSetting, KeySet, Mode, KEY_LEN,
 };
-use aerotp_wire::{
-    parse_tpdu_any, Envelope, Flags, Header, AUTH_OVERHEAD, HEADER_LEN, NONCE_LEN, TAG_LEN,
-};
+use aerotp_wire::{Header, AUTH_OVERHEAD, NONCE_LEN};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -479,117 +476,6 @@ impl World {
         self.b_known.clear();
         self.live.clear();
     }
-
-    /// A forged TPDU: a recorded one with fields changed, or one from nothing; every check
-    /// before the tag recomputed. Returns (to B, from, datagram).
-    fn forge(&mut self, s: &mut Script) -> (bool, SocketAddr, Vec<u8>) {
-        let sel = s.u8();
-        let to_b = sel & 1 == 0;
-        let from = match (sel >> 1) % 4 {
-            0 | 1 => {
-                if to_b {
-                    a_addr()
-                } else {
-                    b_addr()
-                }
-            }
-            _ => Self::attacker_addr(sel >> 3),
-        };
-        let base = s.u8();
-        let pick = usize::from(s.u16());
-        // A recording of a datagram that went the same way (so its ports and tag are those
-        // of a connection of the endpoint it is forged into).
-        let recorded = (base < 160)
-            .then(|| self.pick_recorded(to_b, pick))
-            .flatten();
-        let parsed = recorded.as_deref().and_then(|d| {
-            parse_tpdu_any(d)
-                .ok()
-                .map(|(t, auth)| (t.header, t.body.to_vec(), auth))
-        });
-        let (mut h, mut body, mut auth) =
-            match parsed {
-                Some(x) => x,
-                None => {
-                    let (ep, hs) = if to_b {
-                        (&self.b, &self.b_hs)
-                    } else {
-                        (&self.a, &self.a_hs)
-                    };
-                    let (src_port, dst_port, tag, mode) = Self::conn_header(ep, hs, base)
-                        .unwrap_or((s.u16(), PORT, s.u8(), self.cfg.mode));
-                    let h = Header {
-                        mode,
-                        flags: Flags(s.u8()),
-                        src_port,
-                        dst_port,
-                        seq: u32::from(s.u16()),
-                        timestamp: s.u32(),
-                        fec: 0,
-                        tag,
-                        len: 0,
-                    };
-                    (h, Vec::new(), self.keyed.is_some())
-                }
-            };
-        let m = s.u8();
-        if m & 1 != 0 {
-            // RST 0x40, AFIN 0x02, ASYN 0x01, CHALLENGE/ECHO combinations: any flags.
-            h.flags = Flags(s.u8());
-        }
-        if m & 2 != 0 {
-            // Near the recorded number: in the window of a blind forger who guesses well.
-            h.seq = h.seq.wrapping_add(u32::from(s.u8())).wrapping_sub(16);
-        }
-        if m & 4 != 0 {
-            h.timestamp = s.u32();
-        }
-        if m & 8 != 0 && !body.is_empty() {
-            let pos = usize::from(s.u16()) % body.len();
-            body[pos] ^= s.u8() | 1;
-        }
-        if m & 16 != 0 || parsed_is_empty(&body, auth) {
-            // A new body: with the AUTH bit a sealed-looking envelope (key byte, a nonce of
-            // A's instance or any, the script's bytes, a tag), else the script's bytes.
-            let n = usize::from(s.u8());
-            let text = s.bytes(n).to_vec();
-            body = if auth {
-                let mut e = vec![Envelope::key_byte(s.u8() & 0x7F, s.u8() & 1 == 1)];
-                let mut nonce = [0u8; NONCE_LEN];
-                let theirs = recorded
-                    .as_deref()
-                    .and_then(|r| r.get(HEADER_LEN + 1..HEADER_LEN + 1 + NONCE_LEN));
-                if let Some(r) = theirs {
-                    // The instance of the recorded sender, a packet number ahead: a forgery
-                    // that must not move the replay window.
-                    nonce.copy_from_slice(r);
-                    nonce[11] = nonce[11].wrapping_add(s.u8());
-                    nonce[8] = nonce[8].wrapping_add(s.u8());
-                } else {
-                    for (x, y) in nonce.iter_mut().zip(s.bytes(NONCE_LEN)) {
-                        *x = *y;
-                    }
-                }
-                e.extend_from_slice(&nonce);
-                e.extend_from_slice(&text);
-                e.extend(std::iter::repeat_n(s.u8(), TAG_LEN));
-                e
-            } else {
-                text
-            };
-        }
-        if m & 32 != 0 {
-            h.fec = s.u8() % 64;
-        }
-        if m & 64 != 0 {
-            // Without the AUTH bit to a keyed endpoint, or with it to a keyless one.
-            auth = !auth;
-        }
-        if m & 128 != 0 {
-            h.tag = h.tag.wrapping_add(1);
-        }
-        (to_b, from, emit_any(h, auth, &body))
-    }
 }
 
 fn add_stats(sum: &mut EndpointStats, s: &EndpointStats) {
@@ -611,62 +497,80 @@ pub fn target_proto_endpoint_keyed(data: &[u8]) {
 pub fn run_keyed_script(data: &[u8]) -> KeyedSummary {
     let heap_base = crate::heap_live_bytes();
     let mut s = Script::new(data);
-    let mode = Mode::ALL[usize::from(s.u8()) % (Mode::ALL.len() - 1)];
-    let mtu = [256, 576, 1500][usize::from(s.u8()) % 3];
-    let fec = [FecSetting::Off, FecSetting::Parity(8), FecSetting::Auto][usize::from(s.u8()) % 3];
-    let opts = s.u8();
-    let keyed = (opts & 1 == 0).then_some(opts & 2 != 0);
-    let half_open = [1, 4, 128, 128][usize::from(opts >> 2) % 4];
-    let mut a_nonce = [0u8; NONCE_LEN];
-    a_nonce.iter_mut().for_each(|x| *x = s.u8());
-    let mut b_nonce = [0u8; NONCE_LEN];
-    b_nonce.iter_mut().for_each(|x| *x = s.u8());
-    if b_nonce[..4] == a_nonce[..4] {
-        // Two endpoints sharing a key need distinct instances (docs/security.md, "Nonces").
-        b_nonce[0] ^= 0x80;
-    }
-    let cfg = ConnectionConfig {
-        mtu,
-        fec,
-        send_buffer: Some(SEND_BUFFER),
-        recv_window: RECV_WINDOW,
-        idle_timeout: Duration::from_secs(120),
-        close_timeout: Duration::from_secs(10),
-        ..ConnectionConfig::with_mode(mode)
-    };
-    cfg.validate().expect("the target's own config is valid");
-    let a = Endpoint::new(endpoint_config(keyed, a_nonce, half_open), 11);
-    let mut w = World {
-        b: Endpoint::new(EndpointConfig::default(), 0),
-        a,
-        a_hs: Vec::new(),
-        b_hs: Vec::new(),
-        b_own: Vec::new(),
-        b_seen_proven: Vec::new(),
-        b_known: Vec::new(),
-        to_a: VecDeque::new(),
-        to_b: VecDeque::new(),
-        recorded: Vec::new(),
-        next_record: 0,
-        live: Vec::new(),
-        now: Duration::ZERO,
-        cfg: cfg.clone(),
-        keyed,
-        half_open,
-        b_nonce,
-        life: 0,
-        a_cut: false,
-        out: Vec::new(),
-        sum: KeyedSummary::default(),
-        b_past: EndpointStats::default(),
-    };
-    w.b = w.new_b();
-    w.a.listen(PORT, cfg.clone()).expect("valid listener");
-    let ha = w.a.connect(w.now, b_addr(), PORT, cfg);
-    w.a_hs.extend(ha);
+    let mut w = World::from_script_head(&mut s);
     let mut steps = 0;
     while !s.is_empty() && steps < MAX_STEPS {
         steps += 1;
+        w.step(&mut s);
+        w.check_bounds(heap_base);
+    }
+    w.settle(heap_base);
+    w.summary(steps)
+}
+
+impl World {
+    /// The world the script's head (mode, MTU, FEC, options, the nonce seeds) describes: A
+    /// listening and connecting to B.
+    fn from_script_head(s: &mut Script) -> World {
+        let mode = Mode::ALL[usize::from(s.u8()) % (Mode::ALL.len() - 1)];
+        let mtu = [256, 576, 1500][usize::from(s.u8()) % 3];
+        let fec =
+            [FecSetting::Off, FecSetting::Parity(8), FecSetting::Auto][usize::from(s.u8()) % 3];
+        let opts = s.u8();
+        let keyed = (opts & 1 == 0).then_some(opts & 2 != 0);
+        let half_open = [1, 4, 128, 128][usize::from(opts >> 2) % 4];
+        let mut a_nonce = [0u8; NONCE_LEN];
+        a_nonce.iter_mut().for_each(|x| *x = s.u8());
+        let mut b_nonce = [0u8; NONCE_LEN];
+        b_nonce.iter_mut().for_each(|x| *x = s.u8());
+        if b_nonce[..4] == a_nonce[..4] {
+            // Two endpoints sharing a key need distinct instances (docs/security.md, "Nonces").
+            b_nonce[0] ^= 0x80;
+        }
+        let cfg = ConnectionConfig {
+            mtu,
+            fec,
+            send_buffer: Some(SEND_BUFFER),
+            recv_window: RECV_WINDOW,
+            idle_timeout: Duration::from_secs(120),
+            close_timeout: Duration::from_secs(10),
+            ..ConnectionConfig::with_mode(mode)
+        };
+        cfg.validate().expect("the target's own config is valid");
+        let a = Endpoint::new(endpoint_config(keyed, a_nonce, half_open), 11);
+        let mut w = World {
+            b: Endpoint::new(EndpointConfig::default(), 0),
+            a,
+            a_hs: Vec::new(),
+            b_hs: Vec::new(),
+            b_own: Vec::new(),
+            b_seen_proven: Vec::new(),
+            b_known: Vec::new(),
+            to_a: VecDeque::new(),
+            to_b: VecDeque::new(),
+            recorded: Vec::new(),
+            next_record: 0,
+            live: Vec::new(),
+            now: Duration::ZERO,
+            cfg: cfg.clone(),
+            keyed,
+            half_open,
+            b_nonce,
+            life: 0,
+            a_cut: false,
+            out: Vec::new(),
+            sum: KeyedSummary::default(),
+            b_past: EndpointStats::default(),
+        };
+        w.b = w.new_b();
+        w.a.listen(PORT, cfg.clone()).expect("valid listener");
+        let ha = w.a.connect(w.now, b_addr(), PORT, cfg);
+        w.a_hs.extend(ha);
+        w
+    }
+
+    /// One step of the script.
+    fn step(&mut self, s: &mut Script) {
         match s.u8() % 15 {
             0 => {
                 let sel = s.u8();
@@ -678,73 +582,81 @@ pub fn run_keyed_script(data: &[u8]) -> KeyedSummary {
                     2 => (true, World::attacker_addr(sel >> 2)),
                     _ => (false, World::attacker_addr(sel >> 2)),
                 };
-                let ep = if to_b { &mut w.b } else { &mut w.a };
-                ep.handle_datagram(w.now, from, &dg);
+                let ep = if to_b { &mut self.b } else { &mut self.a };
+                ep.handle_datagram(self.now, from, &dg);
             }
             1 => {
-                let (to_b, from, dg) = w.forge(&mut s);
-                let ep = if to_b { &mut w.b } else { &mut w.a };
-                ep.handle_datagram(w.now, from, &dg);
+                let (to_b, from, dg) = self.forge(s);
+                let ep = if to_b { &mut self.b } else { &mut self.a };
+                ep.handle_datagram(self.now, from, &dg);
             }
             2 => {
                 let k = s.u8();
-                w.now += match k % 4 {
+                self.now += match k % 4 {
                     0 => Duration::from_micros(u64::from(s.u8())),
                     1 => Duration::from_millis(u64::from(s.u8())),
                     2 => Duration::from_millis(u64::from(s.u16())),
                     _ => Duration::from_secs(u64::from(s.u16() % 3600)),
                 };
-                w.advance();
+                self.advance();
             }
-            3 => w.deliver(&mut s, false),
-            4 => w.deliver(&mut s, true),
+            3 => self.deliver(s, false),
+            4 => self.deliver(s, true),
             5 => {
-                w.pump();
+                self.pump();
             }
-            6 => w.write(&mut s, true),
-            7 => w.write(&mut s, false),
-            8 => w.read(&mut s, true),
-            9 => w.read(&mut s, false),
-            10 => w.lifecycle(&mut s),
-            11 => w.connect(&mut s),
-            12 => w.replay(&mut s),
+            6 => self.write(s, true),
+            7 => self.write(s, false),
+            8 => self.read(s, true),
+            9 => self.read(s, false),
+            10 => self.lifecycle(s),
+            11 => self.connect(s),
+            12 => self.replay(s),
             13 => {
-                let dg = w.high_parity(&mut s);
-                w.b.handle_datagram(w.now, a_addr(), &dg);
+                let dg = self.high_parity(s);
+                self.b.handle_datagram(self.now, a_addr(), &dg);
             }
-            _ => w.restart(&mut s),
+            _ => self.restart(s),
         }
-        w.check_bounds(heap_base);
     }
-    for _ in 0..64 {
-        let next = [w.a.poll_timeout(), w.b.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min();
-        let Some(t) = next else { break };
-        w.now = w.now.max(t);
-        w.advance();
+
+    /// After the script: up to 64 timer deadlines run, everything on the link delivered
+    /// after each, the bounds checked.
+    fn settle(&mut self, heap_base: Option<isize>) {
         const ALL_AS_THEY_ARE: [u8; 17] = [
             15, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F,
             0x0F, 0x0F,
         ];
-        w.deliver(&mut Script::new(&ALL_AS_THEY_ARE), true);
-        w.deliver(&mut Script::new(&ALL_AS_THEY_ARE), false);
-        w.check_bounds(heap_base);
-    }
-    add_stats(&mut w.b_past, &w.b.stats);
-    let mut sum = w.sum;
-    for (ep, hs) in [(&w.a, &w.a_hs), (&w.b, &w.b_hs)] {
-        for r in hs.iter().filter_map(|h| ep.stats(*h)).map(|c| c.resets) {
-            sum.resets_challenged += r.challenged;
-            sum.forged_fins += r.forged_fins;
+        for _ in 0..64 {
+            let next = [self.a.poll_timeout(), self.b.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(t) = next else { break };
+            self.now = self.now.max(t);
+            self.advance();
+            self.deliver(&mut Script::new(&ALL_AS_THEY_ARE), true);
+            self.deliver(&mut Script::new(&ALL_AS_THEY_ARE), false);
+            self.check_bounds(heap_base);
         }
     }
-    sum.steps = steps;
-    sum.b_auth_replayed = w.b_past.auth_replayed;
-    sum.b_auth_verified = w.b_past.auth_verified;
-    sum.b_fec_budget_refused = w.b_past.fec_budget_refused;
-    sum
+
+    /// What the script did, over B's lives.
+    fn summary(mut self, steps: usize) -> KeyedSummary {
+        add_stats(&mut self.b_past, &self.b.stats);
+        let mut sum = self.sum;
+        for (ep, hs) in [(&self.a, &self.a_hs), (&self.b, &self.b_hs)] {
+            for r in hs.iter().filter_map(|h| ep.stats(*h)).map(|c| c.resets) {
+                sum.resets_challenged += r.challenged;
+                sum.forged_fins += r.forged_fins;
+            }
+        }
+        sum.steps = steps;
+        sum.b_auth_replayed = self.b_past.auth_replayed;
+        sum.b_auth_verified = self.b_past.auth_verified;
+        sum.b_fec_budget_refused = self.b_past.fec_budget_refused;
+        sum
+    }
 }
 
 impl TwoEnds for World {

@@ -267,32 +267,7 @@ pub fn keyed_scripts() -> Vec<(&'static str, Vec<u8>)> {
             for round in 0..12u8 {
                 keyed_round(&mut s);
                 if kind == "forged" && round == 6 {
-                    // From recording 5 and 9: a RST (0x40) and an AFIN (0x02), fields
-                    // changed (flags, sequence number near the recorded one), into A from
-                    // B's address and into B from A's.
-                    // (Flags, sequence number and a new body: a RST's reason, an AFIN's none.)
-                    let mut rst = Vec::new();
-                    ControlBody {
-                        reset: Some("forged".into()),
-                        ..Default::default()
-                    }
-                    .emit(&mut rst)
-                    .expect("a RST body");
-                    // Keyed, the body goes into a sealed-looking envelope: key id 3, encrypted,
-                    // the recorded nonce moved ahead by 7, a tag of 0xAA.
-                    let envelope: &[u8] = if opts & 1 == 0 {
-                        &[3, 1, 0, 7, 0xAA]
-                    } else {
-                        &[]
-                    };
-                    s.extend_from_slice(&[1, 1, 0, 0, 5, 19, 0x40, 17, rst.len() as u8]);
-                    s.extend_from_slice(&rst);
-                    s.extend_from_slice(envelope);
-                    s.extend_from_slice(&[1, 1, 0, 0, 7, 19, 0x40, 16, rst.len() as u8]);
-                    s.extend_from_slice(&rst);
-                    s.extend_from_slice(envelope);
-                    s.extend_from_slice(&[1, 0, 0, 0, 9, 19, 0x02, 16, 0]);
-                    s.extend_from_slice(envelope);
+                    forged_controls(&mut s, opts);
                 }
                 if kind == "parity" && round % 3 == 1 {
                     // Parity 254, 64 and 16 on recorded datagrams of A's, some damaged.
@@ -302,20 +277,7 @@ pub fn keyed_scripts() -> Vec<(&'static str, Vec<u8>)> {
                 }
             }
             match kind {
-                "replay" => {
-                    s.extend_from_slice(&[14, 1]); // B restarts, A is cut off
-                    for start in (0..512u16).step_by(16) {
-                        let [hi, lo] = start.to_be_bytes();
-                        // 16 recorded datagrams from `start`, each into its destination.
-                        s.extend_from_slice(&[12, hi, lo, 0x0F, 0]);
-                        s.push(5);
-                        s.extend_from_slice(&[3, 15]);
-                        s.extend_from_slice(&[0x0F; 16]);
-                        s.extend_from_slice(&[9, 0, 0, 9, 1, 0]);
-                        s.extend_from_slice(&[2, 1, 20]);
-                    }
-                    s.extend_from_slice(&[2, 3, 0, 10]); // 10 s: past the set-up timeout
-                }
+                "replay" => replay_to_restarted_b(&mut s),
                 "live" => {
                     s.extend_from_slice(&[14, 0]); // B restarts, A carries on
                     for round in 0..6u8 {
@@ -326,20 +288,71 @@ pub fn keyed_scripts() -> Vec<(&'static str, Vec<u8>)> {
                 }
                 _ => {}
             }
-            s.extend_from_slice(&[10, 0, 0]); // A closes its first connection
-            for _ in 0..6 {
-                s.extend_from_slice(&[5, 4, 15]);
-                s.extend_from_slice(&[0x0F; 16]);
-                s.extend_from_slice(&[3, 15]);
-                s.extend_from_slice(&[0x0F; 16]);
-                s.extend_from_slice(&[9, 0, 0]);
-                s.extend_from_slice(&[2, 2, 0, 200]); // 200 ms
-            }
-            s.extend_from_slice(&[2, 3, 0, 200]); // 200 s: idle timeouts
+            close_and_run_down(&mut s);
             out.push((kind, s));
         }
     }
     out
+}
+
+/// From recording 5 and 9: a RST (0x40) and an AFIN (0x02), fields changed (flags, sequence
+/// number near the recorded one), into A from B's address and into B from A's. (Flags,
+/// sequence number and a new body: a RST's reason, an AFIN's none.) `opts` bit 0: no key.
+fn forged_controls(s: &mut Vec<u8>, opts: u8) {
+    let mut rst = Vec::new();
+    ControlBody {
+        reset: Some("forged".into()),
+        ..Default::default()
+    }
+    .emit(&mut rst)
+    .expect("a RST body");
+    // Keyed, the body goes into a sealed-looking envelope: key id 3, encrypted, the recorded
+    // nonce moved ahead by 7, a tag of 0xAA.
+    let envelope: &[u8] = if opts & 1 == 0 {
+        &[3, 1, 0, 7, 0xAA]
+    } else {
+        &[]
+    };
+    s.extend_from_slice(&[1, 1, 0, 0, 5, 19, 0x40, 17, rst.len() as u8]);
+    s.extend_from_slice(&rst);
+    s.extend_from_slice(envelope);
+    s.extend_from_slice(&[1, 1, 0, 0, 7, 19, 0x40, 16, rst.len() as u8]);
+    s.extend_from_slice(&rst);
+    s.extend_from_slice(envelope);
+    s.extend_from_slice(&[1, 0, 0, 0, 9, 19, 0x02, 16, 0]);
+    s.extend_from_slice(envelope);
+}
+
+/// B restarts with A cut off, and the attacker replays the whole recording to the new B;
+/// then time passes beyond the set-up timeout.
+fn replay_to_restarted_b(s: &mut Vec<u8>) {
+    s.extend_from_slice(&[14, 1]); // B restarts, A is cut off
+    for start in (0..512u16).step_by(16) {
+        let [hi, lo] = start.to_be_bytes();
+        // 16 recorded datagrams from `start`, each into its destination.
+        s.extend_from_slice(&[12, hi, lo, 0x0F, 0]);
+        s.push(5);
+        s.extend_from_slice(&[3, 15]);
+        s.extend_from_slice(&[0x0F; 16]);
+        s.extend_from_slice(&[9, 0, 0, 9, 1, 0]);
+        s.extend_from_slice(&[2, 1, 20]);
+    }
+    s.extend_from_slice(&[2, 3, 0, 10]); // 10 s: past the set-up timeout
+}
+
+/// A closes its first connection; the datagrams are exchanged and read for a while, then
+/// time passes to the idle timeouts.
+fn close_and_run_down(s: &mut Vec<u8>) {
+    s.extend_from_slice(&[10, 0, 0]); // A closes its first connection
+    for _ in 0..6 {
+        s.extend_from_slice(&[5, 4, 15]);
+        s.extend_from_slice(&[0x0F; 16]);
+        s.extend_from_slice(&[3, 15]);
+        s.extend_from_slice(&[0x0F; 16]);
+        s.extend_from_slice(&[9, 0, 0]);
+        s.extend_from_slice(&[2, 2, 0, 200]); // 200 ms
+    }
+    s.extend_from_slice(&[2, 3, 0, 200]); // 200 s: idle timeouts
 }
 
 fn gw_streams() -> Vec<Vec<u8>> {
