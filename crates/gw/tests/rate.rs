@@ -2,9 +2,9 @@
 //! neither `rate` nor `max_rate` carries a reliable TCP flow through the link relay that
 //! `aerotp link` runs (`aerotp_emu`), 2 Mb/s and 10 ms each way, under the default 5 Mb/s
 //! cap, at 90 % of the link's ceiling or more (the link's rate × the payload share of a full
-//! datagram), without flooding the link's queue the way pacing at the cap would; and with
-//! the cap under the link, a control flow beside a discovering bulk upload keeps its round
-//! trip within twice its idle one.
+//! datagram), without flooding the link's queue the way pacing at the cap would; and a
+//! control flow beside a discovering bulk upload keeps its round trip within twice its idle
+//! one, with the cap under the link or with the default cap above it.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -240,7 +240,7 @@ async fn control_round_trips(max_rate: Option<&str>) -> (Duration, Vec<Duration>
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cap_under_the_link_holds_a_control_flow_within_twice_idle_beside_an_upload() {
+async fn a_control_flow_beside_an_upload_stays_within_twice_idle_with_or_without_a_cap() {
     for max_rate in [Some("1.9mbit"), None] {
         let (idle, load) = control_round_trips(max_rate).await;
         let (p50, p90) = (load[load.len() / 2], load[load.len() * 9 / 10]);
@@ -250,10 +250,9 @@ async fn a_cap_under_the_link_holds_a_control_flow_within_twice_idle_beside_an_u
             load[load.len() - 1]
         );
         // Under the link, the endpoint's joint pacing binds and sends the control class
-        // first. Above it (the default cap on this 2 Mb/s link) the queue is the link's,
-        // shared by every class: measured, not bounded (docs/gateway.md §Rate).
-        if max_rate.is_some() {
-            assert!(p90 <= idle * 2, "p90 {p90:?} against {idle:?} idle");
-        }
+        // first. Above it (the default cap on this 2 Mb/s link) the classes share the rate
+        // the connections discovered, so control keeps its part of the link that is there
+        // (before they did, p90 was 1.6-1.9 x idle here).
+        assert!(p90 <= idle * 2, "p90 {p90:?} against {idle:?} idle");
     }
 }

@@ -25,6 +25,10 @@ const MIN_BUSY_FRACTION: f64 = 0.1;
 /// periods (time constant about SHARE_PERIOD / 0.2 = 250 ms) frees what a quietened one no
 /// longer uses.
 const USAGE_DECAY_STEP: f64 = 0.2;
+/// The share's total over the largest rate its connections discovered: room for the
+/// connection that holds the link to probe above its estimate (the cruise's 1.25 gain),
+/// so a link that speeds up is found; a busy link's queue is the models' to guard.
+const DISCOVERED_ROOM: f64 = 1.25;
 /// Credit an idle link keeps (`LinkShare::occupy`): datagrams that fit in it go back to
 /// back, so a driver woken a few milliseconds late does not lose link time.
 const LINK_BURST: Duration = Duration::from_millis(10);
@@ -271,6 +275,8 @@ pub(crate) struct LinkShare {
     /// When the link is free of what the endpoint has sent (a few milliseconds of credit at
     /// most, `LinkShare::occupy`); no connection sends before.
     link_free: Duration,
+    /// The largest rate the connections discovered for the link, b/s (`set_discovered`).
+    discovered_bps: Option<u64>,
 }
 
 impl LinkShare {
@@ -286,7 +292,28 @@ impl LinkShare {
             start_pending: false,
             last_tick: Duration::ZERO,
             link_free: Duration::ZERO,
+            discovered_bps: None,
         }
+    }
+
+    /// The rate shared, b/s: the configured one, or under it what the connections
+    /// discovered with `DISCOVERED_ROOM` to probe.
+    pub fn total(&self) -> u64 {
+        match self.discovered_bps {
+            Some(d) => self
+                .cfg
+                .rate_bps
+                .min((d as f64 * DISCOVERED_ROOM) as u64)
+                .max(MIN_RATE),
+            None => self.cfg.rate_bps,
+        }
+    }
+
+    /// The largest rate any connection discovered for the link, b/s (`None`: none
+    /// discovers, or none measured yet): the share divides that rather than the configured
+    /// one, which is then a cap, so the control class keeps its part of a link that shrank.
+    pub fn set_discovered(&mut self, bps: Option<u64>) {
+        self.discovered_bps = bps.filter(|&b| b > 0);
     }
 
     pub fn config(&self) -> LinkShareConfig {
@@ -310,7 +337,7 @@ impl LinkShare {
             .filter(|e| e.busy)
             .map(|e| e.class)
             .collect();
-        let rate = share(self.cfg.rate_bps, self.cfg.policy, class, &busy, true);
+        let rate = share(self.total(), self.cfg.policy, class, &busy, true);
         self.entries.insert(
             h,
             Entry {
@@ -362,7 +389,7 @@ impl LinkShare {
     /// connections (telemetry aged 103 ms at the median instead of 13 ms; docs/results/gw.md,
     /// "Every gateway figure re-measured").
     pub fn connections_rate(&self) -> u64 {
-        let total = self.cfg.rate_bps as f64;
+        let total = self.total() as f64;
         (total - self.unpaced_usage_bps).max(total * MIN_BUSY_FRACTION) as u64
     }
 
@@ -438,7 +465,7 @@ impl LinkShare {
             })
             .collect();
         let (rates, caps) = allocate(
-            self.cfg.rate_bps,
+            self.total(),
             self.cfg.policy,
             &demands,
             self.unpaced_usage_bps,

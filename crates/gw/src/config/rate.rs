@@ -13,13 +13,13 @@ use serde::de::{self, Deserializer, Visitor};
 use super::FileConfig;
 pub use aerotp_proto::RateControl;
 
-/// The cap, and so the link share's total, when neither `rate` nor `max_rate` is given:
-/// 5 Mb/s, the gateways' fixed rate before discovery and what `send` paces the modes that
-/// cannot discover at. A cap is needed, not the engine's 10 Gb/s: the endpoint's link share
-/// divides one total among the classes and cannot follow the connections' discovered rates
-/// (docs/results/rate.md, "Left"), and near-reliable, quasi-reliable, unreliable and
-/// datagram flows, which have no selective acknowledgements to discover from, are paced at
-/// their share of it. A link faster than that needs `max_rate`.
+/// The cap, and so the most the link share divides, when neither `rate` nor `max_rate` is
+/// given: 5 Mb/s, the gateways' fixed rate before discovery and what `send` paces the modes
+/// that cannot discover at. A cap is needed, not the engine's 10 Gb/s: the link share
+/// divides what the reliable flows discovered, but with none of them to discover (near-
+/// reliable, quasi-reliable, unreliable and datagram flows have no selective
+/// acknowledgements to discover from) it divides the cap, and those flows are paced at their
+/// share of it (docs/gateway.md §Rate). A link faster than that needs `max_rate`.
 pub const DEFAULT_CAP_BPS: u64 = 5_000_000;
 
 /// The engine's lowest pacing rate, b/s.

@@ -24,6 +24,29 @@ impl Connection {
         self.rate
             .on_link_totals(self.link_bytes_sent(), self.tx.body_bytes_sent());
         self.apply_path_rate();
+        let shared = self.rate.cap() < self.cfg.rate_bps;
+        if shared && self.path_rate_now().1 == RateReason::Capped {
+            // The endpoint's link share holds the rate under what the model would pace at:
+            // what is sent now measures the connection's part, not the link, and may raise
+            // the estimate but not lower it. Read as the link's, each connection's estimate
+            // would fall to its part, and the share's total, made of the estimates, with
+            // them. (The configured cap is left as it was: at it the model's estimate
+            // follows what the capped pacing delivers.)
+            self.tx.on_app_limited();
+        }
+    }
+
+    /// The rate discovered for the paths that are up, b/s on the link (their estimates
+    /// summed), if the connection discovers and has measured one.
+    pub(crate) fn discovered_bps(&self) -> Option<u64> {
+        if !self.rate.discovers() {
+            return None;
+        }
+        let sum: u64 = (0..self.paths.len())
+            .filter(|&i| self.paths.is_usable(i))
+            .map(|i| self.rate.path(i).estimate_bps)
+            .sum();
+        (sum > 0).then_some(sum)
     }
 
     /// Whether discovery's window lets new data go: what is in flight on the paths that are

@@ -69,6 +69,9 @@ impl Endpoint {
     pub(super) fn share_tick(&mut self, now: Duration) {
         let Some(s) = &mut self.share else { return };
         let conns = &self.conns;
+        if s.deadline().is_some_and(|d| d <= now) {
+            s.set_discovered(conns.values().filter_map(|c| c.discovered_bps()).max());
+        }
         let changed = s.tick(now, |h| {
             conns.get(&ConnectionHandle(h)).map(|c| Observed {
                 class: c.config().class,

@@ -295,6 +295,41 @@ fn a_new_connection_starts_at_its_busy_share_and_yields_when_a_higher_class_is_b
     assert_eq!(s.tick(ms(200), both), vec![(7, 4_500_000), (8, 4_500_000)]);
 }
 
+/// A link slower than the configured rate: the classes share what the connections
+/// discovered (with room to probe above it), so control keeps its part of the link that
+/// is there; the configured rate stays a cap.
+#[test]
+fn the_classes_share_the_discovered_rate_under_the_configured_one() {
+    let mut s = LinkShare::new(LinkShareConfig {
+        rate_bps: 9_000_000,
+        policy: WEIGHTED,
+    });
+    s.add(ms(0), 7, Bulk, 0);
+    s.add(ms(0), 8, Control, 0);
+    let both = |h| {
+        Some(Observed {
+            class: if h == 7 { Bulk } else { Control },
+            wire_bytes: 0,
+            busy: true,
+        })
+    };
+    s.tick(ms(50), both);
+    assert_eq!(s.total(), 9_000_000);
+    // The connections found a 1.8 Mb/s link: 2.25 Mb/s shared 8:1.
+    s.set_discovered(Some(1_800_000));
+    assert_eq!(s.total(), 2_250_000);
+    assert_eq!(s.tick(ms(100), both), vec![(7, 250_000), (8, 2_000_000)]);
+    assert_eq!(s.connections_rate(), 2_250_000);
+    // Faster than the configured rate: the configured rate caps it; none measured: the
+    // configured rate again.
+    s.set_discovered(Some(20_000_000));
+    assert_eq!(s.total(), 9_000_000);
+    s.set_discovered(None);
+    assert_eq!(s.total(), 9_000_000);
+    s.set_discovered(Some(0));
+    assert_eq!(s.total(), 9_000_000);
+}
+
 #[test]
 fn the_deadline_is_acted_on_and_stops_when_nothing_is_left() {
     let mut s = LinkShare::new(LinkShareConfig {
