@@ -623,6 +623,28 @@ impl Flow {
         Ok(())
     }
 }
+/// What the user-space TCP (`aerotp-usertcp`) needs of the flow a connection feeds.
+impl aerotp_usertcp::Carrier for Flow {
+    fn take_source(&self, data: &[u8]) -> usize {
+        Flow::take_source(self, data)
+    }
+    fn source_fin(&self) {
+        Flow::source_fin(self)
+    }
+    fn confirmed(&self) -> (u64, bool) {
+        let st = self.lock();
+        (st.base(), st.peer_fin())
+    }
+    fn is_reset(&self) -> bool {
+        self.lock().reset().is_some()
+    }
+    fn reset(&self, reason: String, tell_peer: bool) {
+        Flow::reset(self, reason, tell_peer)
+    }
+    fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -700,5 +722,48 @@ mod tests {
         assert!(f.take_progress().is_none(), "taken once");
         assert!(flow(FlowRole::Ingress).lock().egress().is_none());
         assert!(flow(FlowRole::Ingress).take_progress().is_none());
+    }
+
+    /// What the user-space TCP relies on (`aerotp_usertcp::Carrier`, modelled by its unit
+    /// tests' flow): bytes taken up to the window past what was confirmed, the confirmation
+    /// read with the peer's end, nothing taken after the FIN or a reset, every change
+    /// announced.
+    #[tokio::test]
+    async fn the_user_space_tcp_sees_the_window_the_confirmations_and_the_reset() {
+        use aerotp_usertcp::Carrier;
+        let f = flow(FlowRole::Ingress);
+        let c: &dyn Carrier = &*f;
+        let mut rx = c.changes();
+        assert_eq!(c.take_source(&[0; 40_000]), 40_000);
+        assert_eq!(
+            c.take_source(&[0; 40_000]),
+            (1 << 16) - 40_000,
+            "the window"
+        );
+        assert!(rx.has_changed().unwrap());
+        rx.borrow_and_update();
+        f.confirm(10_000, false).await.unwrap();
+        assert!(rx.has_changed().unwrap());
+        assert_eq!(c.confirmed(), (10_000, false));
+        assert_eq!(
+            c.take_source(&[0; 40_000]),
+            10_000,
+            "room by what was confirmed"
+        );
+        c.source_fin();
+        assert_eq!(c.take_source(&[0; 10]), 0, "nothing after the FIN");
+        f.confirm(50_000, false).await.unwrap();
+        f.confirm(75_536, true).await.unwrap();
+        assert_eq!(
+            c.confirmed(),
+            (75_536, true),
+            "every byte taken and the FIN"
+        );
+        let g = flow(FlowRole::Ingress);
+        let c: &dyn Carrier = &*g;
+        assert!(!c.is_reset());
+        c.reset("test".into(), false);
+        assert!(c.is_reset());
+        assert_eq!(c.take_source(&[0; 10]), 0, "nothing after a reset");
     }
 }

@@ -43,7 +43,7 @@ pub struct Ingress {
     /// The egress's AeroTP address.
     pub peer: SocketAddr,
     /// The user-space TCP of reliable-mode interception (`--transparent-tun`), when running.
-    pub usertcp: std::sync::OnceLock<crate::usertcp::UserTcp>,
+    pub usertcp: std::sync::OnceLock<aerotp_usertcp::UserTcp>,
 }
 
 /// How one attempt to carry a flow on a connection ended.
@@ -67,7 +67,7 @@ struct Carried {
     /// Restored from the store at start-up: every session is a resume.
     restored: bool,
     /// A user-space TCP connection whose SYN waits for the flow's AeroTP connection to be up
-    /// (`crate::usertcp`): told when it is (no first bytes to wait for: the source sends
+    /// (`aerotp-usertcp`): told when it is (no first bytes to wait for: the source sends
     /// none before its handshake).
     held_syn: Option<Arc<dyn crate::flow::UserSink>>,
 }
@@ -253,7 +253,7 @@ impl Ingress {
     }
 
     /// Reliable-mode interception through the TUN device `dev`: the user-space TCP
-    /// (`crate::usertcp`) terminates each connection and acknowledges only what the egress
+    /// (`aerotp-usertcp`) terminates each connection and acknowledges only what the egress
     /// confirmed; each new connection becomes a flow to the destination it addressed, or, if
     /// it addressed an explicit route served on the device (`crate::tunroutes`), to that
     /// route's destination.
@@ -266,7 +266,7 @@ impl Ingress {
         let me = self.clone();
         let (classes, routes) = (t.tcp_classes.clone(), on_tun.clone());
         let tun_route = format!("tun:{dev}");
-        let accept: crate::usertcp::Accept = Arc::new(move |src, dst, sink| {
+        let accept: aerotp_usertcp::Accept = Arc::new(move |src, dst, sink| {
             let settings = &me.ctx.settings;
             let (class, dest, route, fec, erasure) = match routes.route_for(dst) {
                 Some(r) => (
@@ -304,7 +304,7 @@ impl Ingress {
             };
             let m = me.clone();
             tokio::spawn(async move { m.drive(carried).await });
-            Some(flow)
+            Some(flow as Arc<dyn aerotp_usertcp::Carrier>)
         });
         // A route's address is the gateway's: only its port is served there.
         let (policy, routes) = (t.policy.clone(), on_tun.clone());
@@ -315,7 +315,7 @@ impl Ingress {
                 policy.permits(d)
             }
         });
-        let u = crate::usertcp::UserTcp::start(crate::usertcp::Settings {
+        let u = aerotp_usertcp::UserTcp::start(aerotp_usertcp::Settings {
             device: dev.to_owned(),
             window: self.ctx.settings.tun_window(),
             max_conns: self.ctx.settings.max_connections,
@@ -666,7 +666,7 @@ async fn first_bytes(flow: &Arc<Flow>) {
     .await;
 }
 
-/// Answers a held SYN (`crate::usertcp`) when the flow's AeroTP connection is up (the
+/// Answers a held SYN (`aerotp-usertcp`) when the flow's AeroTP connection is up (the
 /// egress's ASYNACK: one air round trip), so the source's handshake RTT is the air's. Not
 /// later, when the egress has connected to the destination (its first confirmation, one
 /// round trip more): measured, that cost cubic sources at 250 ms one way the round trip

@@ -8,9 +8,14 @@
 //!
 //! Modules, each importing only those listed before it (no cycle): `consts`, `appsock`, `frame`,
 //! `transparent` (interception: rules, allow/deny, original destination), `config`, `store`, `progress`, `policer`, `dgram`, `sink` (leaves and codecs); `flow` (one TCP
-//! flow); `usertcp` (reliable interception's user-space TCP on a TUN device); `ctx` (what both roles share; the engine's link share paces the flows by class); `udp`, `udpstream` (UDP
+//! flow); `ctx` (what both roles share; the engine's link share paces the flows by class); `udp`, `udpstream` (UDP
 //! flows); `ingress`, `egress` (the roles); `metrics`. `scripts/check-module-cycles.py`
 //! checks it.
+//!
+//! Reliable interception's user-space TCP on a TUN device is its own crate, `aerotp-usertcp`:
+//! the ingress starts it (`ingress`), a flow is what its connections feed (`flow::Flow` is
+//! its `Carrier`), and each of its connections is where a flow writes the reverse direction
+//! (its `UserSink`, re-exported by `sink`).
 //!
 //! The public API is what the CLI (`aerotp gw`) uses: [`start`], [`Gateway`], [`Role`], the
 //! settings (`config`), interception's specs (`transparent`) and `metrics::fetch`; `frame`,
@@ -39,7 +44,6 @@ pub mod transparent;
 pub(crate) mod tunroutes;
 pub(crate) mod udp;
 pub(crate) mod udpstream;
-pub(crate) mod usertcp;
 
 pub use config::{FileConfig, Settings};
 pub use ctx::{Ctx, Role};

@@ -38,7 +38,7 @@ pub fn attach_tcp(flow: &Arc<Flow>, s: TcpStream) {
     flow.set_reader(tokio::spawn(read_tcp(me, r)));
 }
 
-/// Attaches a connection of the user-space TCP (`crate::usertcp`): it hands the source's
+/// Attaches a connection of the user-space TCP (`aerotp-usertcp`): it hands the source's
 /// bytes over with [`Flow::take_source`] and takes the peer's through `sink`.
 pub fn attach_user(flow: &Arc<Flow>, sink: Arc<dyn UserSink>) {
     start_writer(flow, Sink::User(sink));

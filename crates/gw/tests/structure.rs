@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Each top-level module's source without its `#[cfg(test)]` part, the files of its
-/// subdirectory (`config/`, `transparent/`, `usertcp/`) included: a child's use of
+/// subdirectory (`config/`, `transparent/`, `flow/`) included: a child's use of
 /// `crate::x` is its parent's.
 fn modules() -> BTreeMap<String, String> {
     fn add(m: &mut BTreeMap<String, String>, name: &str, p: &Path) {

@@ -1,5 +1,5 @@
 //! What the lab's emulated link (`aerotp-lab`) and the gateway's user-space TCP
-//! (`aerotp-gw`, `usertcp`) both need from the kernel's IP layer, in one place so that neither
+//! (`aerotp-usertcp`) both need from the kernel's IP layer, in one place so that neither
 //! depends on the other: a layer-3 TUN device ([`Tun`]) and the Internet checksum
 //! ([`checksum`], RFC 1071, with the TCP/UDP pseudo-header).
 //!

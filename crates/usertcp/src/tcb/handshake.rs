@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::{Conn, Phase, Pool, Segment, Tcb, Wire, RTO_INIT, RTO_MAX};
-use crate::usertcp::packet::{self, Out, ACK, SYN};
+use crate::packet::{self, Out, ACK, SYN};
 
 impl Conn {
     /// A connection for the source's SYN `s`, answered with our SYN-ACK once the flow's

@@ -35,10 +35,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::dsack::Dups;
+use super::flow::{Carrier, UserSink};
 use super::packet::{self, Out, Segment, ACK, FIN, PSH, RST, SYN};
 use super::reasm::{Inserted, Pool, Reasm};
 use super::stamps::Stamps;
-use crate::flow::{Flow, UserSink};
 use aerotp_tun::AsyncTun;
 
 /// Our window-scale shift (offered when the source offers scaling).
@@ -146,7 +146,7 @@ struct Tcb {
     rto: Duration,
     deadline: Option<Instant>,
     timeouts: u32,
-    flow: Option<Arc<Flow>>,
+    flow: Option<Arc<dyn Carrier>>,
 }
 
 /// A connection: its state, the TUN it answers through, and what wakes its driver.
@@ -244,12 +244,12 @@ impl Conn {
     }
 
     /// The flow the connection feeds (after the handshake).
-    pub fn set_flow(&self, flow: Arc<Flow>) {
+    pub fn set_flow(&self, flow: Arc<dyn Carrier>) {
         self.lock().flow = Some(flow);
         self.wake.notify_one();
     }
 
-    pub fn flow(&self) -> Option<Arc<Flow>> {
+    pub fn flow(&self) -> Option<Arc<dyn Carrier>> {
         self.lock().flow.clone()
     }
 
@@ -394,8 +394,8 @@ impl Tcb {
     fn confirmed(&self) -> (u64, bool) {
         match &self.flow {
             Some(f) => {
-                let st = f.lock();
-                (st.base().min(self.taken), st.peer_fin() && self.fin_in)
+                let (base, peer_fin) = f.confirmed();
+                (base.min(self.taken), peer_fin && self.fin_in)
             }
             None => (0, false),
         }
@@ -667,7 +667,7 @@ impl Tcb {
             Phase::SynHeld | Phase::SynRcvd | Phase::Open => {}
         }
         if let Some(f) = &self.flow {
-            let reset = f.lock().reset().is_some();
+            let reset = f.is_reset();
             if reset {
                 // A held SYN too: the RST acknowledges it, so the source's connect() is
                 // refused.
@@ -722,7 +722,7 @@ pub async fn drive(conn: Arc<Conn>, table: Arc<Table>) {
     let mut frx = None;
     while let Some(next) = conn.pump() {
         if frx.is_none() {
-            frx = conn.flow().map(|f| f.changed.subscribe());
+            frx = conn.flow().map(|f| f.changes());
         }
         let sleep = tokio::time::sleep_until(next.into());
         match frx.as_mut() {

@@ -1,39 +1,49 @@
-//! The ingress's user-space TCP for reliable-mode interception (docs/gateway.md §TCP
-//! reliable: end-to-end semantics): intercepted TCP is routed into a TUN device; each
-//! connection is terminated here, its bytes forwarded over AeroTP at once, and acknowledged
-//! to the source only as far as the egress confirmed them written to the destination.
+//! Reliable interception's user-space TCP on a TUN device, for the AeroGW ingress
+//! (`aerotp-gw`; docs/gateway.md §TCP reliable: end-to-end semantics): intercepted TCP is
+//! routed into a TUN device; each connection is terminated here, its bytes handed to the
+//! gateway's flow at once, and acknowledged to the source only as far as the flow says the
+//! egress confirmed them written to the destination.
+//!
+//! What it is not: a general TCP stack. It serves only the ingress's side of one hop (no
+//! congestion control, no RTT measurement, no fast retransmit on our direction), opens no
+//! connection of its own, and knows nothing of AeroTP: the gateway's flow is behind
+//! [`Carrier`] (what a connection needs of the flow it feeds) and each connection is handed
+//! to the gateway behind [`UserSink`] (what the flow needs of the connection).
 //!
 //! Modules, each importing only those listed before it: `packet` (IPv4/IPv6 + TCP parsing
 //! and building), `reasm` (a connection's out-of-order bytes), `stamps` (the timestamps a
-//! connection echoes), `dsack` (the duplicates it reports), `tcb` (one connection). The
+//! connection echoes), `dsack` (the duplicates it reports), `flow` (what a connection and the
+//! gateway's flow need of each other: [`Carrier`], [`UserSink`]), `tcb` (one connection). The
 //! device is `aerotp_tun::AsyncTun` (`IFF_TUN | IFF_NO_PI`, shared with the lab), which this
-//! module runs:
+//! crate runs:
 //! it demultiplexes segments to connections, answers SYNs (a refused destination with RST)
 //! and segments of unknown connections (RST), and hands each new connection to the ingress
 //! through [`Accept`] as its SYN arrives: the SYN is answered once the flow's AeroTP
-//! connection is up ([`UserSink::up`]: one air round trip), at most [`SYN_HOLD`] later, or
+//! connection is up ([`UserSink::up`]: one air round trip), at most `SYN_HOLD` (3 s) later, or
 //! with RST if the flow failed first.
 
-pub mod dsack;
-pub mod packet;
-pub mod reasm;
-pub mod stamps;
-pub mod tcb;
+pub(crate) mod dsack;
+pub(crate) mod flow;
+pub(crate) mod packet;
+pub(crate) mod reasm;
+pub(crate) mod stamps;
+pub(crate) mod tcb;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::flow::{Flow, UserSink};
 use aerotp_tun::AsyncTun;
+pub use flow::{Carrier, UserSink};
 use packet::{Out, Segment, ACK, RST, SYN};
 use tcb::{Conn, Event, Table, Tuple, Wire};
 
 /// Makes the flow of a new connection from `src` to `dst` (its SYN held) whose source side
 /// is `sink`, and starts carrying it; `None` refuses it (the source is reset). The flow calls
 /// [`UserSink::up`] once its AeroTP connection is up.
-pub type Accept =
-    Arc<dyn Fn(SocketAddr, SocketAddr, Arc<dyn UserSink>) -> Option<Arc<Flow>> + Send + Sync>;
+pub type Accept = Arc<
+    dyn Fn(SocketAddr, SocketAddr, Arc<dyn UserSink>) -> Option<Arc<dyn Carrier>> + Send + Sync,
+>;
 
 /// Whether a new connection to a destination is carried (the allow/deny lists).
 pub type Permit = Arc<dyn Fn(SocketAddr) -> bool + Send + Sync>;
@@ -63,7 +73,7 @@ impl std::fmt::Debug for Settings {
 
 /// Counters of the user-space TCP (also in the ingress's log).
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     pub segments: AtomicU64,
     /// Packets that were not TCP, malformed, or failed their checksum.
     pub skipped: AtomicU64,
@@ -71,14 +81,12 @@ pub struct Counters {
     pub accepted: AtomicU64,
 }
 
-/// A running user-space TCP.
+/// A running user-space TCP: its connections, their counters and the out-of-order bytes
+/// they hold (at most `reasm::POOL_BYTES`) are its serving task's.
 #[derive(Debug)]
 pub struct UserTcp {
+    /// The TUN device's name (the kernel's, when the settings' name has a pattern).
     pub device: String,
-    pub table: Arc<Table>,
-    pub counters: Arc<Counters>,
-    /// Out-of-order bytes held over every connection (at most [`reasm::POOL_BYTES`]).
-    pub held: Arc<reasm::Pool>,
 }
 
 /// The device's MTU (the kernel's default for a new TUN device).
@@ -87,7 +95,7 @@ const MTU: usize = 1500;
 /// Longest a source's SYN waits for the flow's AeroTP connection to be up before it is
 /// answered anyway (the flow goes on opening): Linux resends a SYN after 1 s, then 2 s
 /// later, and a source whose SYN went three times starts with a window of one segment.
-pub const SYN_HOLD: std::time::Duration = std::time::Duration::from_secs(3);
+pub(crate) const SYN_HOLD: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The device's transmit queue for flows of window `window`: two windows of full segments
 /// (a source sends at most its window at once when a confirmation jump opens it), within
@@ -112,17 +120,9 @@ impl UserTcp {
         let pool = reasm::Pool::new(reasm::POOL_BYTES);
         let me = UserTcp {
             device: tun.name().to_owned(),
-            table: table.clone(),
-            counters: counters.clone(),
-            held: pool.clone(),
         };
         tokio::spawn(serve(tun, s, table, counters, pool));
         Ok(me)
-    }
-
-    /// Connections live now.
-    pub fn connections(&self) -> usize {
-        self.table.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 }
 
