@@ -52,6 +52,11 @@ pub struct FlowSpec {
 pub(crate) type PathSources = Vec<(SocketAddr, IpAddr)>;
 
 /// Everything a gateway reads from its TOML file.
+///
+/// Not split: each field is a top-level key of the gateway's TOML file (docs/gateway.md,
+/// docs/gw/gateway.toml; the same keys as the flags), so sub-structs would move the keys into
+/// tables and break existing files; serde's `flatten` would keep the keys but does not work
+/// with `deny_unknown_fields`, which makes a misspelt key an error.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {

@@ -68,6 +68,11 @@ pub const SEND_BUFFER_TPDUS: usize = 175;
 
 /// Settings of one connection (both halves). The initiator's mode wins; an acceptor takes its
 /// rate and buffers from the listener's config.
+///
+/// Not split: the engine's public configuration, whose fields its users set by name with
+/// `..ConnectionConfig::default()` (48 files of this workspace, in proto, net, sim, pair,
+/// gw, labbench, the CLI and fuzz-corpus); grouping them would change every such literal and
+/// the API users write against.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
     pub mode: Mode,

@@ -132,6 +132,11 @@ pub struct Peer {
 }
 
 /// Counters of what the endpoint itself saw.
+///
+/// Not split: a public flat counter set, every counter a row of docs/stats.md's endpoint
+/// table and all but three (`datagram_repair_bytes_sent`, `datagram_repairs_received`,
+/// `datagram_repairs_refused`) an `aerotp_*_total` Prometheus family of its own
+/// (`aerotp_net::metrics`), each read by its name.
 #[derive(Debug, Clone, Default)]
 pub struct EndpointStats {
     pub datagrams_in: u64,
