@@ -400,15 +400,15 @@ impl CommonArgs {
 
 /// The rate in force and why, as the gateway says it at start.
 fn rate_line(s: &aerotp_gw::config::Settings) -> String {
-    let r = aerotp_link::format_rate(s.rate);
-    match s.rate_control {
+    let r = aerotp_link::format_rate(s.link.rate);
+    match s.link.rate_control {
         aerotp_gw::config::RateControl::Fixed => {
             format!("rate {r} fixed (rate), shared by class")
         }
         aerotp_gw::config::RateControl::Discover => format!(
             "rate discovered by reliable flows under their class's share of {r} (max_rate{}); \
              flows in other modes are paced at their share of it",
-            if s.rate == aerotp_gw::config::DEFAULT_CAP_BPS {
+            if s.link.rate == aerotp_gw::config::DEFAULT_CAP_BPS {
                 ", default: give it for a faster link"
             } else {
                 ""
@@ -530,7 +530,7 @@ async fn serve(role: Role, cfg: FileConfig) -> Result<i32> {
     // A key, or the user's word that none is wanted (then said on stderr), before any
     // file, socket or store is opened.
     settings.require_key(role)?;
-    if settings.insecure {
+    if settings.auth.insecure {
         eprintln!(
             "{}",
             crate::key_flags::insecure_warning(&format!("gw {role}"))
@@ -538,10 +538,14 @@ async fn serve(role: Role, cfg: FileConfig) -> Result<i32> {
     }
     // The capture file exists before the gateway binds its socket: a path that cannot be
     // written is refused (naming the flag) before any datagram is sent.
-    let capture = match &settings.pcap {
+    let capture = match &settings.recording.pcap {
         Some(p) => Some(
-            crate::common::open_capture(p, &aerotp_net::ENDPOINT_INTERFACES, settings.pcap_queue)
-                .context("pcap (--pcap or the `pcap` key)")?,
+            crate::common::open_capture(
+                p,
+                &aerotp_net::ENDPOINT_INTERFACES,
+                settings.recording.pcap_queue,
+            )
+            .context("pcap (--pcap or the `pcap` key)")?,
         ),
         None => None,
     };
@@ -585,7 +589,7 @@ fn open_qlog(
     settings: &aerotp_gw::config::Settings,
     role: Role,
 ) -> Result<Option<std::sync::Arc<crate::qlog_tap::LiveQlog>>> {
-    let Some(d) = &settings.qlog else {
+    let Some(d) = &settings.recording.qlog else {
         return Ok(None);
     };
     let vantage = match role {

@@ -154,7 +154,12 @@ async fn through_gateways(
     let upload_dest = destination(32).await;
     let (ingress, egress, entry) = gateways(&args.mode, &args.rate, upload_dest).await;
     let ctx = ingress.ctx();
-    let cfg = ctx.conn_config(mode, ctx.settings.fec, ctx.settings.erasure, Class::Bulk);
+    let cfg = ctx.conn_config(
+        mode,
+        ctx.settings.coding.fec,
+        ctx.settings.coding.erasure,
+        Class::Bulk,
+    );
     let (i, e) = (&ingress.ctx().ep, &egress.ctx().ep);
     let (i0, e0) = (i.io_counters(), e.io_counters());
     tcp_flow(entry, bytes, 32).await;

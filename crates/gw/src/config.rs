@@ -17,6 +17,7 @@ mod checks;
 mod dlep;
 mod posture;
 mod rate;
+mod timers;
 pub use rate::{RateControl, DEFAULT_CAP_BPS};
 
 /// How a gateway shares its link rate among busy flows (docs/gateway.md §Priorities): the
@@ -330,9 +331,40 @@ pub struct Route {
     pub erasure: ErasureChoice,
 }
 
-/// Validated settings of either role.
+/// Validated settings of either role, grouped by what each part is for.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The gateway's own socket and the egress's addresses (ingress).
+    pub paths: PeerPaths,
+    /// What the egress listens on, where it connects, and whom it lets in.
+    pub egress: EgressSettings,
+    /// The air link: its rate, how the flows share it, the datagram size and DSCP.
+    pub link: LinkSettings,
+    /// Custody of the flows' bytes: the store and the windows.
+    pub custody: CustodySettings,
+    /// How long a flow's connection may stay silent or broken.
+    pub timeouts: Timeouts,
+    /// Address validation and the cap on connections.
+    pub admission: Admission,
+    /// Error control of what the gateway sends when a flow does not choose.
+    pub coding: Coding,
+    /// Authentication of the TPDUs between the gateways.
+    pub auth: Auth,
+    pub routes: Vec<Route>,
+    /// Ingress: transparent interception, if set.
+    pub transparent: Option<crate::transparent::Transparent>,
+    pub metrics: Option<SocketAddr>,
+    /// The DLEP session the endpoint follows (`dlep`), if any, started with the endpoint...
+    pub dlep: Option<aerotp_dlep::ClientConfig>,
+    /// ...and the peers its destinations stand for (`dlep_map`).
+    pub dlep_map: aerotp_net::DestinationMap,
+    /// The capture file and the event trace.
+    pub recording: Recording,
+}
+
+/// The local socket and the paths to the egress (`peer`, `peer_paths`, `peer_from`, `bind`).
+#[derive(Debug, Clone)]
+pub struct PeerPaths {
     pub peer: Option<SocketAddr>,
     /// Further paths to the egress (ingress): its address on each, and this host's where
     /// one is given (`LOCAL=ADDR`).
@@ -341,11 +373,23 @@ pub struct Settings {
     /// (`peer_from`, `peer_paths` entries `LOCAL=ADDR`): pinned on the endpoint at start.
     pub path_sources: PathSources,
     pub bind: SocketAddr,
+}
+
+/// The egress's side: its listen address, its default destinations and its allow-list
+/// (`listen`, `tcp_connect`, `udp_connect`, `allow`, `allow_any`).
+#[derive(Debug, Clone)]
+pub struct EgressSettings {
     pub listen: Option<SocketAddr>,
     pub tcp_connect: Option<String>,
     pub udp_connect: Option<String>,
     pub allow: Vec<String>,
     pub allow_any: bool,
+}
+
+/// The air link as the gateway uses it (`rate`, `max_rate`, `mtu`, `priority`, `weights`,
+/// `dscp`).
+#[derive(Debug, Clone)]
+pub struct LinkSettings {
     /// The fixed rate, or the cap of the discovered ones (`rate_control`): the total the
     /// endpoint's link share divides among the classes, b/s with IP/UDP headers.
     pub rate: u64,
@@ -353,46 +397,69 @@ pub struct Settings {
     /// its share of `rate`; the others pace at that share.
     pub rate_control: RateControl,
     pub mtu: usize,
+    pub policy: Policy,
+    /// The DSCP each class's datagrams carry between the gateways (`crate::udp`'s routes by
+    /// their class, flows' connections by theirs).
+    pub dscp: aerotp_net::DscpPlan,
+}
+
+/// Custody of the flows' bytes (`store`, `store_capacity`, `window`).
+#[derive(Debug, Clone)]
+pub struct CustodySettings {
     pub store: Option<PathBuf>,
     pub store_capacity: u64,
     pub window: u64,
     /// `window` was given (flag or key); otherwise the TUN path sizes its own
     /// ([`Settings::tun_window`]).
     pub window_set: bool,
-    pub metrics: Option<SocketAddr>,
-    pub policy: Policy,
-    /// The DSCP each class's datagrams carry between the gateways (`crate::udp`'s routes by
-    /// their class, flows' connections by theirs).
-    pub dscp: aerotp_net::DscpPlan,
-    pub idle_timeout: Duration,
-    pub resume_timeout: Duration,
-    pub routes: Vec<Route>,
-    /// FEC of the flows without their own (ingress) and of what the egress sends back;
-    /// [`DEFAULT_FEC`] unless set.
-    pub fec: aerotp_net::FecSetting,
-    /// Erasure repair of the flows without their own choice (ingress) and of what the egress
-    /// sends back; unset parts keep each mode's default (docs/fec.md).
-    pub erasure: ErasureChoice,
-    /// Ingress: transparent interception, if set.
-    pub transparent: Option<crate::transparent::Transparent>,
-    /// Pre-shared key file; `None`: TPDUs are not authenticated.
-    pub key_file: Option<PathBuf>,
-    /// Encrypt TPDU bodies (only with `key_file`).
-    pub encrypt: bool,
-    /// No key, and the user said so (`insecure`): [`Settings::require_key`] lets it start.
-    pub insecure: bool,
-    /// Address validation of accepted connections (docs/security.md, "Half-open
-    /// connections"): set-up timeout, 1 s to 10 min (default 30 s)...
+}
+
+/// The timers of a flow's connection (`idle_timeout`, `resume_timeout`).
+#[derive(Debug, Clone)]
+pub struct Timeouts {
+    pub idle: Duration,
+    pub resume: Duration,
+}
+
+/// Address validation of accepted connections (docs/security.md, "Half-open connections")
+/// and the connection cap (`setup_timeout`, `max_half_open`, `max_connections`).
+#[derive(Debug, Clone)]
+pub struct Admission {
+    /// The set-up timeout, 1 s to 10 min (default 30 s)...
     pub setup_timeout: Duration,
     /// ...and most half-open connections, 0 to `max_connections` (default 128; 0: always
     /// RETRY).
     pub max_half_open: usize,
     /// Most AeroTP connections at once, 1 to 65536 (default [`DEFAULT_MAX_CONNECTIONS`]).
     pub max_connections: usize,
-    /// The DLEP session the endpoint follows (`dlep`), if any, started with the endpoint...
-    pub dlep: Option<aerotp_dlep::ClientConfig>,
-    /// ...and the peers its destinations stand for (`dlep_map`).
-    pub dlep_map: aerotp_net::DestinationMap,
+}
+
+/// Error control of what the gateway sends when a flow has no choice of its own (`fec`,
+/// `erasure`, `max_delay`).
+#[derive(Debug, Clone)]
+pub struct Coding {
+    /// FEC of the flows without their own (ingress) and of what the egress sends back;
+    /// [`DEFAULT_FEC`] unless set.
+    pub fec: aerotp_net::FecSetting,
+    /// Erasure repair of the flows without their own choice (ingress) and of what the egress
+    /// sends back; unset parts keep each mode's default (docs/fec.md).
+    pub erasure: ErasureChoice,
+}
+
+/// Authentication between the gateways (`key_file`, `encrypt`, `insecure`).
+#[derive(Debug, Clone)]
+pub struct Auth {
+    /// Pre-shared key file; `None`: TPDUs are not authenticated.
+    pub key_file: Option<PathBuf>,
+    /// Encrypt TPDU bodies (only with `key_file`).
+    pub encrypt: bool,
+    /// No key, and the user said so (`insecure`): [`Settings::require_key`] lets it start.
+    pub insecure: bool,
+}
+
+/// What the gateway records of its traffic (`pcap`, `pcap_queue`, `qlog`).
+#[derive(Debug, Clone)]
+pub struct Recording {
     /// The capture file (`pcap`), opened by the command before the socket is bound...
     pub pcap: Option<PathBuf>,
     /// ...with this many bytes of records queued at most (`pcap_queue`).
@@ -416,10 +483,10 @@ impl Settings {
     /// The window of the user-space TCP (`--transparent-tun`): `window` if given, else
     /// [`tun_window`] of the gateway's rate.
     pub fn tun_window(&self) -> u64 {
-        if self.window_set {
-            self.window
+        if self.custody.window_set {
+            self.custody.window
         } else {
-            tun_window(self.rate)
+            tun_window(self.link.rate)
         }
     }
 }
@@ -488,59 +555,6 @@ fn addr(s: &str, what: &str) -> Result<SocketAddr> {
         })?
         .next()
         .with_context(|| format!("{what}: '{s}' has no address"))
-}
-
-/// A timer setting: above zero and at most 30 days (beyond it a timer is a typo, and deadline
-/// arithmetic on `Instant`s must never overflow); the error names the key.
-impl FileConfig {
-    /// `max_half_open` and `max_connections`, each in range and the first within the second.
-    fn admission(&self) -> Result<(usize, usize)> {
-        let conns = match self.max_connections {
-            None => DEFAULT_MAX_CONNECTIONS,
-            Some(n) if (1..=65_536).contains(&n) => n,
-            Some(n) => bail!("max_connections {n}: give 1 to 65536"),
-        };
-        let half = match self.max_half_open {
-            None => 128.min(conns),
-            Some(n) if n <= conns => n,
-            Some(n) => bail!("max_half_open {n}: give 0 to {conns} (max_connections)"),
-        };
-        Ok((half, conns))
-    }
-
-    /// How long a flow's connection may hear nothing before it is broken; its keep-alive
-    /// probes after a third of it (`Ctx::conn_config`), so at least 1 s.
-    fn idle_timeout(&self) -> Result<Duration> {
-        let d = dur("idle_timeout", &self.idle_timeout, Duration::from_secs(30))?;
-        if d < Duration::from_secs(1) {
-            bail!("idle_timeout {d:?}: give at least 1s (keep-alives go after a third of it), e.g. 30s");
-        }
-        Ok(d)
-    }
-
-    fn setup_timeout(&self) -> Result<Duration> {
-        let d = dur(
-            "setup_timeout",
-            &self.setup_timeout,
-            Duration::from_secs(30),
-        )?;
-        if d < Duration::from_secs(1) || d > Duration::from_secs(600) {
-            bail!("setup_timeout '{d:?}': give 1s to 10min, e.g. 30s");
-        }
-        Ok(d)
-    }
-}
-
-fn dur(key: &str, s: &Option<String>, default: Duration) -> Result<Duration> {
-    const MAX: Duration = Duration::from_secs(30 * 24 * 3600);
-    let Some(s) = s else {
-        return Ok(default);
-    };
-    let d = aerotp_link::parse_duration(s).map_err(|e| anyhow::anyhow!("{key}: {e}"))?;
-    if d.is_zero() || d > MAX {
-        bail!("{key} '{s}': give a duration above 0 and at most 720h, e.g. 30s or 1h");
-    }
-    Ok(d)
 }
 
 impl FlowKind {
@@ -671,6 +685,28 @@ impl FileConfig {
         Ok(routes)
     }
 
+    /// The store and the windows (`store`, `store_capacity`, `window`).
+    fn custody(&self) -> Result<CustodySettings> {
+        Ok(CustodySettings {
+            store: self.store.clone(),
+            store_capacity: size(
+                "store_capacity",
+                self.store_capacity.as_deref().unwrap_or("256MB"),
+            )?,
+            window: size("window", self.window.as_deref().unwrap_or("256KiB"))?,
+            window_set: self.window.is_some(),
+        })
+    }
+
+    /// The capture and the event trace (`pcap`, `pcap_queue`, `qlog`).
+    fn recording(&self) -> Result<Recording> {
+        Ok(Recording {
+            pcap: self.pcap.clone(),
+            pcap_queue: size("pcap_queue", self.pcap_queue.as_deref().unwrap_or("8MiB"))?,
+            qlog: self.qlog.clone(),
+        })
+    }
+
     pub fn settings(&self) -> Result<Settings> {
         let (rate_control, rate) = self.rate_setting()?;
         let mtu = self.mtu()?;
@@ -685,68 +721,65 @@ impl FileConfig {
         let routes = self.routes(fec, erasure)?;
         let (peer_paths, path_sources) = self.peer_paths()?;
         let (dlep, dlep_map) = self.dlep()?;
+        // Written in the order the keys are checked: the first error is the one reported.
         Ok(Settings {
-            peer: self.peer.as_deref().map(|p| addr(p, "peer")).transpose()?,
-            peer_paths,
-            path_sources,
-            bind: addr(self.bind.as_deref().unwrap_or("0.0.0.0:0"), "bind")?,
-            listen: self
-                .listen
-                .as_deref()
-                .map(|p| addr(p, "listen"))
-                .transpose()?,
-            tcp_connect: self.tcp_connect.clone(),
-            udp_connect: self.udp_connect.clone(),
-            allow: self.allow.clone(),
-            allow_any: self.allow_any.unwrap_or(false),
-            rate,
-            rate_control,
-            mtu,
-            store: self.store.clone(),
-            store_capacity: size(
-                "store_capacity",
-                self.store_capacity.as_deref().unwrap_or("256MB"),
-            )?,
-            window: size("window", self.window.as_deref().unwrap_or("256KiB"))?,
-            window_set: self.window.is_some(),
+            paths: PeerPaths {
+                peer: self.peer.as_deref().map(|p| addr(p, "peer")).transpose()?,
+                peer_paths,
+                path_sources,
+                bind: addr(self.bind.as_deref().unwrap_or("0.0.0.0:0"), "bind")?,
+            },
+            egress: EgressSettings {
+                listen: self
+                    .listen
+                    .as_deref()
+                    .map(|p| addr(p, "listen"))
+                    .transpose()?,
+                tcp_connect: self.tcp_connect.clone(),
+                udp_connect: self.udp_connect.clone(),
+                allow: self.allow.clone(),
+                allow_any: self.allow_any.unwrap_or(false),
+            },
+            custody: self.custody()?,
             metrics: self
                 .metrics
                 .as_deref()
                 .map(|p| addr(p, "metrics"))
                 .transpose()?,
-            policy,
-            dscp: match &self.dscp {
-                Some(p) => p
-                    .parse()
-                    .map_err(|e| anyhow::anyhow!("dscp (--dscp or the `dscp` key): {e}"))?,
-                None => aerotp_net::DscpPlan::STANDARD,
+            link: LinkSettings {
+                rate,
+                rate_control,
+                mtu,
+                policy,
+                dscp: match &self.dscp {
+                    Some(p) => p
+                        .parse()
+                        .map_err(|e| anyhow::anyhow!("dscp (--dscp or the `dscp` key): {e}"))?,
+                    None => aerotp_net::DscpPlan::STANDARD,
+                },
             },
-            idle_timeout: self.idle_timeout()?,
-            resume_timeout: dur(
-                "resume_timeout",
-                &self.resume_timeout,
-                Duration::from_secs(3600),
-            )?,
+            timeouts: self.timeouts()?,
             routes,
-            fec,
-            erasure,
+            coding: Coding { fec, erasure },
             transparent: self
                 .transparent
                 .as_ref()
                 .map(|t| t.settings())
                 .transpose()
                 .map_err(|e| anyhow::anyhow!(e))?,
-            key_file: self.key_file.clone(),
-            encrypt: self.encrypt()?,
-            insecure: self.insecure()?,
-            setup_timeout: self.setup_timeout()?,
-            max_half_open,
-            max_connections,
+            auth: Auth {
+                key_file: self.key_file.clone(),
+                encrypt: self.encrypt()?,
+                insecure: self.insecure()?,
+            },
+            admission: Admission {
+                setup_timeout: self.setup_timeout()?,
+                max_half_open,
+                max_connections,
+            },
             dlep,
             dlep_map,
-            pcap: self.pcap.clone(),
-            pcap_queue: size("pcap_queue", self.pcap_queue.as_deref().unwrap_or("8MiB"))?,
-            qlog: self.qlog.clone(),
+            recording: self.recording()?,
         })
     }
 }

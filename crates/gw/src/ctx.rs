@@ -197,32 +197,35 @@ pub(crate) fn bind_endpoint(
     addr: std::net::SocketAddr,
 ) -> anyhow::Result<Endpoint> {
     let mut cfg = aerotp_net::EndpointConfig {
-        setup_timeout: settings.setup_timeout,
-        max_half_open: settings.max_half_open,
-        max_connections: settings.max_connections,
+        setup_timeout: settings.admission.setup_timeout,
+        max_half_open: settings.admission.max_half_open,
+        max_connections: settings.admission.max_connections,
         // The engine shares the air link among the flows' connections by class and counts
         // datagram-mode routes against it (docs/gateway.md §Priorities).
         link_share: Some(aerotp_proto::LinkShareConfig {
-            rate_bps: settings.rate,
-            policy: settings.policy,
+            rate_bps: settings.link.rate,
+            policy: settings.link.policy,
         }),
         // Datagram routes' decoders take the largest datagram the gateways exchange.
-        datagram_repair_mtu: settings.mtu,
+        datagram_repair_mtu: settings.link.mtu,
         ..Default::default()
     };
     let flag = "key_file (--key-file or the `key_file` key)";
-    if let Some(path) = &settings.key_file {
+    if let Some(path) = &settings.auth.key_file {
         let keys = aerotp_net::keyfile::load(path, flag)?;
-        cfg.auth = Some(aerotp_net::keyfile::auth_config(keys, settings.encrypt)?);
+        cfg.auth = Some(aerotp_net::keyfile::auth_config(
+            keys,
+            settings.auth.encrypt,
+        )?);
     }
     let ep = Endpoint::bind(addr, cfg)?;
-    ep.set_dscp_plan(settings.dscp);
-    for &(remote, local) in &settings.path_sources {
+    ep.set_dscp_plan(settings.link.dscp);
+    for &(remote, local) in &settings.paths.path_sources {
         anyhow::Context::with_context(ep.pin_source(remote, local), || {
             format!("the path to {remote} from {local} (peer_from or a peer_paths LOCAL=ADDR)")
         })?;
     }
-    if let Some(path) = &settings.key_file {
+    if let Some(path) = &settings.auth.key_file {
         aerotp_net::keyfile::watch(&ep, path.clone(), flag.into());
     }
     if let Some(dlep) = &settings.dlep {
@@ -250,7 +253,7 @@ pub fn add_path(
 impl Ctx {
     /// The context of a gateway of `role` on endpoint `ep`.
     pub fn new(settings: Settings, ep: Endpoint, role: Role) -> Arc<Ctx> {
-        let budget = Budget::new(settings.store_capacity);
+        let budget = Budget::new(settings.custody.store_capacity);
         Arc::new(Ctx {
             settings,
             ep,
@@ -264,10 +267,11 @@ impl Ctx {
     pub(crate) fn sealed_mtu(&self) -> usize {
         if self.ep.authenticated() {
             self.settings
+                .link
                 .mtu
                 .saturating_sub(aerotp_proto::AUTH_OVERHEAD)
         } else {
-            self.settings.mtu
+            self.settings.link.mtu
         }
     }
 
@@ -281,7 +285,9 @@ impl Ctx {
     /// What a datagram-mode route of `class` may send now, b/s: the rate one more busy flow
     /// of its class would get from the endpoint's link share.
     pub fn datagram_rate(&self, class: Class) -> u64 {
-        self.ep.datagram_rate(class).unwrap_or(self.settings.rate)
+        self.ep
+            .datagram_rate(class)
+            .unwrap_or(self.settings.link.rate)
     }
 
     pub fn role(&self) -> Role {
@@ -302,20 +308,20 @@ impl Ctx {
         // The fixed rate or the cap; the endpoint's link share then paces the connection at
         // its class's share of it, and a discovering one (reliable) finds the link's rate
         // under that share.
-        c.rate_bps = self.settings.rate;
-        c.rate_control = self.settings.rate_control;
+        c.rate_bps = self.settings.link.rate;
+        c.rate_control = self.settings.link.rate_control;
         c.class = class;
-        c.mtu = self.settings.mtu;
+        c.mtu = self.settings.link.mtu;
         c.fec = fec;
         // `resolve` fails only on values the settings already refused; keep the default then.
         c.erasure = erasure
             .resolve(aerotp_proto::ErrorControl::for_mode(mode).erasure)
             .unwrap_or(None);
-        c.idle_timeout = self.settings.idle_timeout;
+        c.idle_timeout = self.settings.timeouts.idle;
         // A TCP flow may stay idle for hours (an SSH session, a held-open telemetry socket):
         // its connection probes the peer after a third of the idle timeout of silence, so
         // only a peer that stops answering ends it (docs/gateway.md, "Many flows").
-        c.keep_alive = Some(self.settings.idle_timeout / 3);
+        c.keep_alive = Some(self.settings.timeouts.idle / 3);
         c.send_buffer = Some(SEND_BUFFER);
         c
     }

@@ -65,6 +65,7 @@ impl Egress {
     /// Starts an egress: restores the store's flows, accepts connections and datagrams.
     pub async fn start(settings: Settings) -> Result<Arc<Egress>> {
         let listen = settings
+            .egress
             .listen
             .context("egress needs --listen ADDR (UDP, for AeroTP)")?;
         let ep = crate::ctx::bind_endpoint(&settings, listen)?;
@@ -75,12 +76,17 @@ impl Egress {
         // Accepted connections start as bulk; each flow's open record names its class. TCP
         // flows come to their destination's port (any port but the UDP streams'), and confirm
         // what reached the destination (docs/gateway.md §Flow protocol).
-        let cfg = ctx.conn_config(Mode::NearReliable, s.fec, s.erasure, Class::Bulk);
+        let cfg = ctx.conn_config(
+            Mode::NearReliable,
+            s.coding.fec,
+            s.coding.erasure,
+            Class::Bulk,
+        );
         // A UDP stream outlives its client's silence (`udpstream::FLOW_IDLE`).
         ctx.ep.listen(
             UDP_STREAM_PORT,
             aerotp_net::ConnectionConfig {
-                idle_timeout: crate::udpstream::conn_idle_timeout(s.idle_timeout),
+                idle_timeout: crate::udpstream::conn_idle_timeout(s.timeouts.idle),
                 ..cfg.clone()
             },
         )?;
@@ -93,7 +99,7 @@ impl Egress {
             ctx,
             completed: Mutex::default(),
         });
-        if let Some(root) = eg.ctx.settings.store.clone() {
+        if let Some(root) = eg.ctx.settings.custody.store.clone() {
             eg.restore(&root).await?;
         }
         crate::udp::start_egress(eg.ctx.clone());
@@ -191,7 +197,7 @@ impl Egress {
     fn expire_unresumed(self: &Arc<Self>, flow: Arc<Flow>, resumes: u64) {
         let ctx = self.ctx.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(ctx.settings.resume_timeout).await;
+            tokio::time::sleep(ctx.settings.timeouts.resume).await;
             let stale = {
                 let st = flow.lock();
                 st.resumes() == resumes && st.conn().is_none()
@@ -251,14 +257,15 @@ impl Egress {
         let s = &self.ctx.settings;
         if *d == Dest::Default {
             return s
+                .egress
                 .tcp_connect
                 .clone()
                 .ok_or_else(|| "no destination and no default --tcp-connect".to_string());
         }
         let text = d.to_string();
-        if s.allow_any
-            || s.allow.iter().any(|a| a == &text)
-            || s.tcp_connect.as_deref() == Some(&text)
+        if s.egress.allow_any
+            || s.egress.allow.iter().any(|a| a == &text)
+            || s.egress.tcp_connect.as_deref() == Some(&text)
         {
             Ok(text)
         } else {
@@ -324,7 +331,7 @@ impl Egress {
             c.delivered.get(&open.flow_id).copied()
         };
         let Some(delivered) = done else {
-            let has_store = self.ctx.settings.store.is_some();
+            let has_store = self.ctx.settings.custody.store.is_some();
             tracing::warn!(flow = %fid(open.flow_id), store = has_store,
                 "resume of an unknown flow refused");
             let why = if has_store {
@@ -382,10 +389,10 @@ impl Egress {
         let window = if open.custody {
             REVERSE_WINDOW
         } else {
-            self.ctx.settings.window
+            self.ctx.settings.custody.window
         };
         let mut record = None;
-        if let (Some(root), true) = (self.ctx.settings.store.clone(), open.custody) {
+        if let (Some(root), true) = (self.ctx.settings.custody.store.clone(), open.custody) {
             let meta = EgressMeta {
                 flow_id: id,
                 class: open.class as u8,

@@ -76,6 +76,7 @@ impl Ingress {
     /// Starts an ingress: restores the store's flows, listens on every route.
     pub async fn start(settings: Settings) -> Result<Arc<Ingress>> {
         let peer = settings
+            .paths
             .peer
             .context("ingress needs --peer (the egress's address)")?;
         if settings.routes.is_empty() && settings.transparent.is_none() {
@@ -93,17 +94,17 @@ impl Ingress {
                 .routes
                 .iter()
                 .any(|r| r.kind == FlowKind::Tcp && r.mode == Mode::NearReliable);
-        if needs_store && settings.store.is_none() {
+        if needs_store && settings.custody.store.is_none() {
             anyhow::bail!("near-reliable TCP flows need --store DIR (the custody store)");
         }
-        let ep = crate::ctx::bind_endpoint(&settings, settings.bind)?;
+        let ep = crate::ctx::bind_endpoint(&settings, settings.paths.bind)?;
         tracing::info!(local = %ep.local_addr(), %peer, "ingress up");
         let ing = Arc::new(Ingress {
             ctx: Ctx::new(settings, ep, Role::Ingress),
             peer,
             usertcp: std::sync::OnceLock::new(),
         });
-        if let Some(root) = ing.ctx.settings.store.clone() {
+        if let Some(root) = ing.ctx.settings.custody.store.clone() {
             ing.restore_store(&root)?;
         }
         ing.start_routes().await?;
@@ -174,8 +175,8 @@ impl Ingress {
             } else {
                 t.class
             },
-            fec: self.ctx.settings.fec,
-            erasure: self.ctx.settings.erasure,
+            fec: self.ctx.settings.coding.fec,
+            erasure: self.ctx.settings.coding.erasure,
         }
     }
 
@@ -280,8 +281,8 @@ impl Ingress {
                     classes.class_for(dst),
                     dst.to_string(),
                     tun_route.clone(),
-                    settings.fec,
-                    settings.erasure,
+                    settings.coding.fec,
+                    settings.coding.erasure,
                 ),
             };
             let id = new_flow_id();
@@ -318,7 +319,7 @@ impl Ingress {
         let u = aerotp_usertcp::UserTcp::start(aerotp_usertcp::Settings {
             device: dev.to_owned(),
             window: self.ctx.settings.tun_window(),
-            max_conns: self.ctx.settings.max_connections,
+            max_conns: self.ctx.settings.admission.max_connections,
             permit,
             accept,
         })
@@ -399,8 +400,8 @@ impl Ingress {
                 src_port: None,
                 mode: Mode::NearReliable,
                 // The route's own `fec` is not in the store: the gateway's (default auto).
-                fec: self.ctx.settings.fec,
-                erasure: self.ctx.settings.erasure,
+                fec: self.ctx.settings.coding.fec,
+                erasure: self.ctx.settings.coding.erasure,
                 restored: true,
                 held_syn: None,
             };
@@ -456,7 +457,7 @@ impl Ingress {
                 dest: route.dest.clone(),
                 route: route.local.to_string(),
             };
-            let root = self.ctx.settings.store.clone()?;
+            let root = self.ctx.settings.custody.store.clone()?;
             let created = tokio::task::spawn_blocking(move || DiskLog::create(&root, &meta))
                 .await
                 .unwrap_or_else(|e| Err(std::io::Error::other(e)));
@@ -472,7 +473,7 @@ impl Ingress {
             // End-to-end semantics: a small receive buffer so TCP's own flow control
             // carries the destination's pace back to the source.
             let _ = socket2::SockRef::from(&s).set_recv_buffer_size(64 * 1024);
-            (Custody::mem(0), self.ctx.settings.window)
+            (Custody::mem(0), self.ctx.settings.custody.window)
         };
         let init = FlowInit::new(id, route.class, route.dest.clone(), custody, window);
         let flow = Flow::new(init, FlowRole::Ingress, self.ctx.budget.clone());
@@ -482,7 +483,7 @@ impl Ingress {
 
     /// Carries one flow to the egress, resuming on new connections while custody lasts.
     async fn drive(self: Arc<Self>, c: Carried) {
-        let deadline = Instant::now() + self.ctx.settings.resume_timeout;
+        let deadline = Instant::now() + self.ctx.settings.timeouts.resume;
         let mut attempt: u32 = 0;
         let end = loop {
             let broken = match self.attempt(&c, c.restored || attempt > 0).await {
@@ -543,7 +544,7 @@ impl Ingress {
             Ok(conn) => conn,
             Err(e) => return Attempt::Broken(format!("connect: {e}")),
         };
-        for &p in &self.ctx.settings.peer_paths {
+        for &p in &self.ctx.settings.paths.peer_paths {
             if let Err(e) = crate::ctx::add_path(&conn, p) {
                 return Attempt::Broken(format!("path {p}: {e}"));
             }

@@ -55,7 +55,7 @@ pub fn render(ctx: &Ctx) -> String {
         &mut s,
         link,
         &[("role", role)],
-        ctx.settings.rate as f64 / 8.0,
+        ctx.settings.link.rate as f64 / 8.0,
     );
     let dropped = "aerotp_gw_udp_dropped_total";
     family(

@@ -76,7 +76,7 @@ pub(crate) fn framing(
     erasure: &aerotp_proto::ErasureChoice,
     dest_len: usize,
 ) -> Result<Framing> {
-    let mtu = ctx.settings.mtu;
+    let mtu = ctx.settings.link.mtu;
     // The engine's rule for a datagram: no feedback, so `auto` is the strength for the
     // engine's initial BER assumption and target loss.
     let cfg = aerotp_net::ConnectionConfig::with_mode(aerotp_net::Mode::Datagram);
@@ -108,7 +108,13 @@ fn send_message(
     let route = aerotp_proto::DatagramRoute {
         erasure: framing.erasure,
         class,
-        ..aerotp_proto::DatagramRoute::plain(to, ports.0, ports.1, framing.parity, ctx.settings.mtu)
+        ..aerotp_proto::DatagramRoute::plain(
+            to,
+            ports.0,
+            ports.1,
+            framing.parity,
+            ctx.settings.link.mtu,
+        )
     };
     for f in frags {
         ctx.ep
@@ -460,13 +466,16 @@ fn egress_dest(ctx: &Ctx, asked: &[u8]) -> Option<String> {
     let s = &ctx.settings;
     let dest = String::from_utf8_lossy(asked).into_owned();
     if dest.is_empty() {
-        if s.udp_connect.is_none() {
+        if s.egress.udp_connect.is_none() {
             let detail = "no destination asked and no --udp-connect at the egress";
             ctx.reg.drop_udp(DropReason::NoDestination, &detail);
         }
-        return s.udp_connect.clone();
+        return s.egress.udp_connect.clone();
     }
-    if s.allow_any || s.allow.contains(&dest) || s.udp_connect.as_deref() == Some(&dest) {
+    if s.egress.allow_any
+        || s.egress.allow.contains(&dest)
+        || s.egress.udp_connect.as_deref() == Some(&dest)
+    {
         return Some(dest);
     }
     let detail = format!("destination {dest} not allowed at the egress (add it to --allow)");
@@ -495,7 +504,12 @@ async fn open_peer(ctx: &Arc<Ctx>, key: &PeerKey, from: SocketAddr) -> Option<Pe
             .drop_udp(DropReason::SocketError, &format!("{dest}: {e}"));
         return None;
     }
-    let framing = match framing(ctx, ctx.settings.fec, &ctx.settings.erasure, 0) {
+    let framing = match framing(
+        ctx,
+        ctx.settings.coding.fec,
+        &ctx.settings.coding.erasure,
+        0,
+    ) {
         Ok(x) => x,
         Err(e) => {
             ctx.reg.drop_udp(DropReason::SocketError, &format!("{e:#}"));

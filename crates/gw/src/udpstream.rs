@@ -437,9 +437,9 @@ impl IngressRoute {
     fn open_flow(self: &Arc<Self>, client: SocketAddr) -> Result<Arc<IngressFlow>> {
         let (ctx, route) = (&self.ctx, &self.route);
         let mut cfg = ctx.conn_config(route.mode, route.fec, route.erasure, route.class);
-        cfg.idle_timeout = conn_idle_timeout(ctx.settings.idle_timeout);
+        cfg.idle_timeout = conn_idle_timeout(ctx.settings.timeouts.idle);
         let conn = ctx.ep.connect(self.peer, UDP_STREAM_PORT, cfg)?;
-        for &p in &ctx.settings.peer_paths {
+        for &p in &ctx.settings.paths.peer_paths {
             crate::ctx::add_path(&conn, p)?;
         }
         let sender = Sender::new(conn);
@@ -648,12 +648,13 @@ impl EgressSink {
 async fn connect_dest(ctx: &Ctx, dest: &str) -> Result<Arc<UdpSocket>, String> {
     let s = &ctx.settings;
     let dest = if dest.is_empty() {
-        s.udp_connect
+        s.egress
+            .udp_connect
             .clone()
             .ok_or("no destination and no default --udp-connect at the egress")?
-    } else if s.allow_any
-        || s.allow.iter().any(|a| a == dest)
-        || s.udp_connect.as_deref() == Some(dest)
+    } else if s.egress.allow_any
+        || s.egress.allow.iter().any(|a| a == dest)
+        || s.egress.udp_connect.as_deref() == Some(dest)
     {
         dest.to_owned()
     } else {

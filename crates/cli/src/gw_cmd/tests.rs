@@ -212,7 +212,7 @@ fn rate_flags_reach_the_settings_and_the_start_line_says_which() {
     };
     let s = egress(&[]).unwrap();
     assert_eq!(
-        (s.rate_control, s.rate),
+        (s.link.rate_control, s.link.rate),
         (RateControl::Discover, DEFAULT_CAP_BPS)
     );
     assert!(
@@ -221,16 +221,25 @@ fn rate_flags_reach_the_settings_and_the_start_line_says_which() {
         rate_line(&s)
     );
     let s = egress(&["--max-rate", "8mbit"]).unwrap();
-    assert_eq!((s.rate_control, s.rate), (RateControl::Discover, 8_000_000));
+    assert_eq!(
+        (s.link.rate_control, s.link.rate),
+        (RateControl::Discover, 8_000_000)
+    );
     assert!(
         rate_line(&s).contains("share of 8mbit (max_rate);"),
         "{}",
         rate_line(&s)
     );
     let s = egress(&["--rate", "auto", "--max-rate", "2mbit"]).unwrap();
-    assert_eq!((s.rate_control, s.rate), (RateControl::Discover, 2_000_000));
+    assert_eq!(
+        (s.link.rate_control, s.link.rate),
+        (RateControl::Discover, 2_000_000)
+    );
     let s = egress(&["--rate", "4.8mbit"]).unwrap();
-    assert_eq!((s.rate_control, s.rate), (RateControl::Fixed, 4_800_000));
+    assert_eq!(
+        (s.link.rate_control, s.link.rate),
+        (RateControl::Fixed, 4_800_000)
+    );
     assert_eq!(rate_line(&s), "rate 4800kbit fixed (rate), shared by class");
     let e = format!(
         "{:#}",

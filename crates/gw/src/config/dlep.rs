@@ -96,7 +96,7 @@ dlep_map = ["00:11:22:33:44:55=10.77.1.2", "00:11:22:33:44:66=10.77.2.2@10.77.2.
             modem.local_addr().unwrap()
         ))
         .unwrap();
-        let ep = crate::ctx::bind_endpoint(&s, s.listen.unwrap()).unwrap();
+        let ep = crate::ctx::bind_endpoint(&s, s.egress.listen.unwrap()).unwrap();
         let (mut sock, _) = tokio::time::timeout(std::time::Duration::from_secs(5), modem.accept())
             .await
             .expect("the gateway connects to the modem")

@@ -11,12 +11,12 @@ fn capture_and_trace_keys_are_read_from_the_file_and_flags_win() {
     .unwrap();
     let s = file.clone().settings().unwrap();
     assert_eq!(
-        s.pcap.as_deref(),
+        s.recording.pcap.as_deref(),
         Some(std::path::Path::new("/tmp/gw.pcapng"))
     );
-    assert_eq!(s.pcap_queue, 64_000_000);
+    assert_eq!(s.recording.pcap_queue, 64_000_000);
     assert_eq!(
-        s.qlog.as_deref(),
+        s.recording.qlog.as_deref(),
         Some(std::path::Path::new("/tmp/gw-qlog"))
     );
     let flags = FileConfig {
@@ -26,17 +26,20 @@ fn capture_and_trace_keys_are_read_from_the_file_and_flags_win() {
     };
     let s = flags.merge(file).settings().unwrap();
     assert_eq!(
-        s.pcap.as_deref(),
+        s.recording.pcap.as_deref(),
         Some(std::path::Path::new("/tmp/flag.pcapng"))
     );
-    assert_eq!(s.pcap_queue, 1 << 20);
+    assert_eq!(s.recording.pcap_queue, 1 << 20);
     assert_eq!(
-        s.qlog.as_deref(),
+        s.recording.qlog.as_deref(),
         Some(std::path::Path::new("/tmp/gw-qlog"))
     );
     // Unset: no capture, no trace, the flag's default queue.
     let s = FileConfig::default().settings().unwrap();
-    assert_eq!((s.pcap, s.pcap_queue, s.qlog), (None, 8 << 20, None));
+    assert_eq!(
+        (s.recording.pcap, s.recording.pcap_queue, s.recording.qlog),
+        (None, 8 << 20, None)
+    );
     let bad = FileConfig {
         pcap_queue: Some("lots".into()),
         ..FileConfig::default()
@@ -48,7 +51,7 @@ fn capture_and_trace_keys_are_read_from_the_file_and_flags_win() {
 #[test]
 fn a_rate_key_takes_text_or_an_integer_of_bits_per_second() {
     let rate =
-        |toml: &str| toml::from_str::<FileConfig>(toml).map(|c| c.settings().map(|s| s.rate));
+        |toml: &str| toml::from_str::<FileConfig>(toml).map(|c| c.settings().map(|s| s.link.rate));
     assert_eq!(rate("rate = 5000000").unwrap().unwrap(), 5_000_000);
     assert_eq!(rate("rate = 4.8e6").unwrap().unwrap(), 4_800_000);
     assert_eq!(rate("rate = \"4.8mbit\"").unwrap().unwrap(), 4_800_000);
@@ -188,7 +191,7 @@ fn the_sample_and_packaged_configs_stay_under_the_link_rate_they_name() {
         assert!(!keys.is_empty(), "{file} sets no rate");
         for line in keys.lines() {
             let c: FileConfig = toml::from_str(line).unwrap();
-            let rate = c.settings().unwrap().rate;
+            let rate = c.settings().unwrap().link.rate;
             assert!(
                 (4_500_000..=4_900_000).contains(&rate),
                 "{file}: {line}: not a few per cent under 5 Mb/s"
@@ -230,11 +233,11 @@ fn a_gateway_needs_a_key_file_or_insecure_and_not_both() {
     }
     let insecure: FileConfig = toml::from_str("insecure = true\n").unwrap();
     let s = insecure.clone().settings().unwrap();
-    assert!(s.insecure);
+    assert!(s.auth.insecure);
     s.require_key(Role::Ingress).unwrap();
     let keyed: FileConfig = toml::from_str("key_file = \"/etc/aerotp/gw.key\"\n").unwrap();
     let s = keyed.clone().settings().unwrap();
-    assert!(!s.insecure);
+    assert!(!s.auth.insecure);
     s.require_key(Role::Egress).unwrap();
     // Both (a flag over a file, say): refused, naming both, not one silently ignored.
     let e = format!("{:#}", insecure.merge(keyed).settings().unwrap_err());
@@ -259,11 +262,11 @@ fn the_sample_and_packaged_configs_authenticate_with_a_key_under_etc_aerotp() {
             .settings()
             .unwrap();
         assert_eq!(
-            s.key_file.as_deref(),
+            s.auth.key_file.as_deref(),
             Some(std::path::Path::new("/etc/aerotp/gw.key")),
             "{file}"
         );
-        assert!(!s.insecure, "{file}");
+        assert!(!s.auth.insecure, "{file}");
         s.require_key(role).unwrap();
     }
 }

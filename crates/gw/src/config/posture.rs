@@ -30,7 +30,7 @@ impl Settings {
     /// bound or written; the library's own callers (tests, other programs) choose for
     /// themselves.
     pub fn require_key(&self, role: Role) -> Result<()> {
-        if self.key_file.is_some() || self.insecure {
+        if self.auth.key_file.is_some() || self.auth.insecure {
             return Ok(());
         }
         let other = match role {

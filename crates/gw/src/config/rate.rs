@@ -122,7 +122,7 @@ mod tests {
             ..FileConfig::default()
         }
         .settings()?;
-        Ok((s.rate_control, s.rate))
+        Ok((s.link.rate_control, s.link.rate))
     }
 
     #[test]
@@ -145,7 +145,7 @@ mod tests {
         // From a file: integers too.
         let c: FileConfig = toml::from_str("max_rate = 8000000\n").unwrap();
         let s = c.settings().unwrap();
-        assert_eq!((s.rate_control, s.rate), discover(8_000_000));
+        assert_eq!((s.link.rate_control, s.link.rate), discover(8_000_000));
         for (rate, max, want) in [
             (Some("2mbit"), Some("5mbit"), "give one of them"),
             (None, Some("auto"), "max_rate auto: max_rate is a cap"),
@@ -180,6 +180,6 @@ mod tests {
             ..flags
         };
         let s = flags.merge(file).settings().unwrap();
-        assert_eq!((s.rate_control, s.rate), discover(8_000_000));
+        assert_eq!((s.link.rate_control, s.link.rate), discover(8_000_000));
     }
 }

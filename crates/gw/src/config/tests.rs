@@ -11,7 +11,7 @@ fn admission_keys_are_checked() {
     };
     let s = base.clone().settings().unwrap();
     assert_eq!(
-        (s.setup_timeout, s.max_half_open),
+        (s.admission.setup_timeout, s.admission.max_half_open),
         (Duration::from_secs(30), 128)
     );
     let ok = FileConfig {
@@ -21,7 +21,7 @@ fn admission_keys_are_checked() {
     };
     let s = ok.settings().unwrap();
     assert_eq!(
-        (s.setup_timeout, s.max_half_open),
+        (s.admission.setup_timeout, s.admission.max_half_open),
         (Duration::from_secs(5), 0)
     );
     for (t, n, want) in [
@@ -48,7 +48,7 @@ fn the_connection_cap_is_checked_and_bounds_the_half_open() {
     };
     let s = base.clone().settings().unwrap();
     assert_eq!(
-        (s.max_connections, s.max_half_open),
+        (s.admission.max_connections, s.admission.max_half_open),
         (DEFAULT_MAX_CONNECTIONS, 128)
     );
     let with = |c: Option<usize>, h: Option<usize>| FileConfig {
@@ -57,9 +57,15 @@ fn the_connection_cap_is_checked_and_bounds_the_half_open() {
         ..base.clone()
     };
     let s = with(Some(64), None).settings().unwrap();
-    assert_eq!((s.max_connections, s.max_half_open), (64, 64));
+    assert_eq!(
+        (s.admission.max_connections, s.admission.max_half_open),
+        (64, 64)
+    );
     let s = with(Some(65_536), Some(5000)).settings().unwrap();
-    assert_eq!((s.max_connections, s.max_half_open), (65_536, 5000));
+    assert_eq!(
+        (s.admission.max_connections, s.admission.max_half_open),
+        (65_536, 5000)
+    );
     for (c, h, want) in [
         (Some(0), None, "max_connections 0: give 1 to 65536"),
         (Some(65_537), None, "max_connections 65537"),
@@ -92,7 +98,7 @@ fn an_idle_timeout_under_a_second_is_refused() {
         idle_timeout: Some("1s".into()),
         ..base
     };
-    assert_eq!(ok.settings().unwrap().idle_timeout, Duration::from_secs(1));
+    assert_eq!(ok.settings().unwrap().timeouts.idle, Duration::from_secs(1));
 }
 
 fn flow(udp: bool, mode: Option<&str>, fec: Option<&str>) -> FlowSpec {
@@ -131,7 +137,7 @@ fn erasure_per_flow_then_gateway_then_the_mode_default() {
     );
     assert_eq!(r[1].erasure.max_delay, None, "the mode's default");
     assert_eq!(
-        FileConfig::default().settings().unwrap().erasure,
+        FileConfig::default().settings().unwrap().coding.erasure,
         ErasureChoice::default()
     );
     for (key, bad) in [("erasure", "lots"), ("erasure", "0.5"), ("max_delay", "0s")] {
@@ -171,7 +177,7 @@ fn fec_per_flow_then_gateway_then_auto() {
             FecSetting::Off
         ]
     );
-    assert_eq!(s.fec, FecSetting::Auto);
+    assert_eq!(s.coding.fec, FecSetting::Auto);
 
     let cfg = FileConfig {
         fec: Some("off".into()),
@@ -188,7 +194,7 @@ fn fec_per_flow_then_gateway_then_auto() {
             FecSetting::Off
         ]
     );
-    assert_eq!(s.fec, FecSetting::Off);
+    assert_eq!(s.coding.fec, FecSetting::Off);
 }
 
 #[test]
@@ -209,7 +215,7 @@ fn the_sample_config_is_a_valid_ingress_with_fec_auto() {
         .collect();
     let e: FileConfig = toml::from_str(&egress).unwrap();
     e.check_role(Role::Egress).unwrap();
-    assert_eq!(e.settings().unwrap().fec, FecSetting::Auto);
+    assert_eq!(e.settings().unwrap().coding.fec, FecSetting::Auto);
 }
 
 #[test]
@@ -220,7 +226,7 @@ fn the_debian_packages_configs_are_a_valid_ingress_and_egress_storing_under_var_
         let c = FileConfig::load(&dir.join(format!("{file}.toml"))).unwrap();
         c.check_role(role).unwrap();
         let s = c.settings().unwrap();
-        let store = s.store.as_ref().map(|p| p.display().to_string());
+        let store = s.custody.store.as_ref().map(|p| p.display().to_string());
         assert_eq!(store, Some(format!("/var/lib/aerotp/{file}")), "{file}");
     }
 }
@@ -297,7 +303,10 @@ fn flags_win_over_the_file_and_bad_values_say_which_key() {
         ..Default::default()
     };
     let s = flags.merge(file).settings().unwrap();
-    assert_eq!((s.fec, s.rate), (FecSetting::Parity(8), 2_000_000));
+    assert_eq!(
+        (s.coding.fec, s.link.rate),
+        (FecSetting::Parity(8), 2_000_000)
+    );
 
     let bad = FileConfig {
         fec: Some("lots".into()),
@@ -325,7 +334,10 @@ fn sizes_follow_the_shared_rule_and_errors_name_the_key() {
         ..Default::default()
     };
     let s = c.settings().unwrap();
-    assert_eq!((s.store_capacity, s.window), (1_000_000, 65_536));
+    assert_eq!(
+        (s.custody.store_capacity, s.custody.window),
+        (1_000_000, 65_536)
+    );
     for (key, bad) in [
         ("store_capacity", "0"),
         ("window", "1.5B"),
@@ -348,10 +360,10 @@ fn key_file_and_encrypt_keys_are_read_and_checked() {
         toml::from_str("key_file = \"/etc/aerotp/gw.key\"\nencrypt = true\n").unwrap();
     let s = t.settings().unwrap();
     assert_eq!(
-        s.key_file.as_deref(),
+        s.auth.key_file.as_deref(),
         Some(std::path::Path::new("/etc/aerotp/gw.key"))
     );
-    assert!(s.encrypt);
+    assert!(s.auth.encrypt);
     let c = FileConfig {
         encrypt: Some(true),
         ..Default::default()
@@ -396,7 +408,7 @@ fn peer_paths_belong_to_an_ingress_with_a_peer_and_are_bounded() {
     base.check_role(Role::Ingress).unwrap();
     let s = base.clone().settings().unwrap();
     assert_eq!(
-        s.peer_paths,
+        s.paths.peer_paths,
         ["10.77.1.2:47000", "10.77.2.2:47000"]
             .map(|a| PathAddr::from(a.parse::<SocketAddr>().unwrap()))
             .to_vec()
@@ -457,14 +469,14 @@ fn a_path_may_name_the_local_address_it_leaves_from() {
     let a = |x: &str| x.parse::<SocketAddr>().unwrap();
     let ip = |x: &str| x.parse::<std::net::IpAddr>().unwrap();
     assert_eq!(
-        s.peer_paths,
+        s.paths.peer_paths,
         [
             PathAddr::new(Some(ip("10.77.1.1")), a("10.77.1.2:47000")),
             a("10.77.2.2:47000").into()
         ]
     );
     assert_eq!(
-        s.path_sources,
+        s.paths.path_sources,
         [
             (a("10.77.1.2:47000"), ip("10.77.1.1")),
             (a("10.77.0.2:47000"), ip("10.77.0.1"))
@@ -508,7 +520,7 @@ fn a_path_may_name_the_local_address_it_leaves_from() {
         ..f.clone()
     };
     assert_eq!(
-        one_egress.settings().unwrap().peer_paths,
+        one_egress.settings().unwrap().paths.peer_paths,
         [PathAddr::new(Some(ip("10.77.1.1")), a("10.77.0.2:47000"))]
     );
     let no_peer = FileConfig {
@@ -528,7 +540,7 @@ async fn a_local_address_the_host_does_not_have_stops_the_gateway_at_start() {
         ..FileConfig::default()
     };
     let s = f.settings().unwrap();
-    let e = crate::ctx::bind_endpoint(&s, s.bind).unwrap_err();
+    let e = crate::ctx::bind_endpoint(&s, s.paths.bind).unwrap_err();
     let e = format!("{e:#}");
     assert!(
         e.contains("203.0.113.9") && e.contains("not an address of this host"),
@@ -564,7 +576,7 @@ fn the_dscp_key_is_a_plan_over_the_standard_one() {
         ..FileConfig::default()
     };
     let s = base.clone().settings().unwrap();
-    assert_eq!(s.dscp, aerotp_net::DscpPlan::STANDARD);
+    assert_eq!(s.link.dscp, aerotp_net::DscpPlan::STANDARD);
     let set = |v: &str| {
         FileConfig {
             dscp: Some(v.into()),
@@ -573,8 +585,8 @@ fn the_dscp_key_is_a_plan_over_the_standard_one() {
         .settings()
     };
     let s = set("bulk=af11").unwrap();
-    assert_eq!(s.dscp.dscp(crate::frame::Class::Bulk).value(), 10);
-    assert_eq!(set("off").unwrap().dscp, aerotp_net::DscpPlan::OFF);
+    assert_eq!(s.link.dscp.dscp(crate::frame::Class::Bulk).value(), 10);
+    assert_eq!(set("off").unwrap().link.dscp, aerotp_net::DscpPlan::OFF);
     let e = set("bulk=af99").unwrap_err().to_string();
     assert!(
         e.contains("dscp (--dscp or the `dscp` key)") && e.contains("not a DSCP"),
