@@ -13,8 +13,9 @@
 //! Why two: the model's minimum ages out (`model::MIN_RTT_WINDOW`), so behind a queue that
 //! never drains (several senders filling one drop-tail buffer) it rises to include the queue,
 //! and the queue's drops look random to the first meter: four connections on one 5 Mb/s
-//! bottleneck measured 50-77 %. Counting what was carried on that reading took the link from
-//! the short round trips (Jain 0.70 instead of 0.918, `crates/proto/tests/fairness.rs`); the
+//! bottleneck measured 50-77 %. Counting lost TPDUs as carried on that reading (measured with
+//! a first version that counted them over spans of 64 TPDUs) took the link from the short
+//! round trips (Jain 0.70 instead of 0.918, `crates/proto/tests/fairness.rs`); the
 //! smallest round trip ever seen does not age, and the link meter stays at what the link
 //! itself lost. Scaling the samples by the link meter instead changed how those four share
 //! the queue too (Jain 0.84), so the first meter keeps its job. The link meter's cost, on a
