@@ -143,8 +143,8 @@ pub struct ConnectionConfig {
     pub min_hole_timeout: Duration,
     /// Most bytes this connection holds for its application: TPDUs out of order and data
     /// delivered but not yet read, each body plus 64 bytes (the endpoint's
-    /// `max_reorder_bytes` bounds all connections together; an unproven peer's connection
-    /// holds at most `UNPROVEN_RECV_BYTES`); a TPDU beyond it is dropped and counted
+    /// `max_reorder_bytes` bounds all connections together, and `max_unproven_bytes` those
+    /// whose peers are unproven); a TPDU beyond it is dropped and counted
     /// (`tpdus_dropped_memory`), and the retransmitting modes recover it. Default 32 MiB: a
     /// 16,384-TPDU window of full 1500-byte TPDUs needs 24 MiB.
     pub reorder_bytes: usize,
@@ -296,6 +296,11 @@ pub struct EndpointConfig {
     /// delivered but unread (each is also bounded by its `reorder_bytes`): the endpoint's
     /// bound on receive memory (docs/security.md). Default 192 MiB.
     pub max_reorder_bytes: usize,
+    /// Most of `max_reorder_bytes` that the connections whose peers are not yet proven hold
+    /// together: what spoofed or never-proven peers can take, and room for real peers' first
+    /// flights while they wait one round trip for the proof (docs/security.md). Default
+    /// 32 MiB (`DEFAULT_ENDPOINT_UNPROVEN_BYTES`).
+    pub max_unproven_bytes: usize,
     /// How long an accepted connection may stay half-open — not yet proven to reach a real
     /// peer at its address (docs/security.md) — before it is dropped. Default 30 s: set-up
     /// takes a round trip plus a re-challenge or two on a lossy link; a spoofed ASYN holds its
@@ -328,6 +333,7 @@ impl Default for EndpointConfig {
             max_datagrams: 4096,
             auth: None,
             max_reorder_bytes: crate::reorder_budget::DEFAULT_ENDPOINT_REORDER_BYTES,
+            max_unproven_bytes: crate::reorder_budget::DEFAULT_ENDPOINT_UNPROVEN_BYTES,
             setup_timeout: Duration::from_secs(30),
             max_half_open: 128,
             link_share: None,

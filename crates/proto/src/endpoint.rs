@@ -85,7 +85,10 @@ impl Endpoint {
         let mut generators = generators::Generators::new(seed);
         let next_port = generators.first_port();
         let auth = cfg.auth.as_ref().map(Auth::new);
-        let reorder = crate::reorder_budget::ReorderBudget::new(cfg.max_reorder_bytes);
+        let reorder = crate::reorder_budget::ReorderBudget::with_unproven(
+            cfg.max_reorder_bytes,
+            cfg.max_unproven_bytes,
+        );
         // The cookie secret comes from its own generator, so cookies change nothing else the
         // seed decides (tags, ports).
         let secret: [u8; 32] = Pcg64Mcg::seed_from_u64(seed ^ 0xC00C_1E5E_C2E7).gen();

@@ -67,7 +67,9 @@ pub use rate::{
     PathRate, RateControl, RatePhase, RateReason, DEFAULT_RATE_CAP_BPS, MIN_RATE_BPS, TRAIN_TPDUS,
 };
 pub use receiver::{Delivered, ReceiverStats};
-pub use reorder_budget::{ReorderBudget, DEFAULT_ENDPOINT_REORDER_BYTES, UNPROVEN_RECV_BYTES};
+pub use reorder_budget::{
+    ReorderBudget, DEFAULT_ENDPOINT_REORDER_BYTES, DEFAULT_ENDPOINT_UNPROVEN_BYTES,
+};
 pub use reset_guard::ResetStats;
 pub use sender::{LaneStats, SenderStats};
 pub use state::{transition, Action, State, StateEvent};

@@ -83,8 +83,9 @@ pub struct Receiver {
     /// Bytes of the bodies in `buffer`, and their bounds (docs/security.md).
     held_bytes: usize,
     max_held: usize,
-    /// The peer's address is not proven yet: at most `UNPROVEN_RECV_BYTES` held.
-    unproven: bool,
+    /// The peer's address is not proven yet: the bytes charged to the endpoint's pool for
+    /// unproven peers (`memory`).
+    unproven: Option<usize>,
     reorder: ReorderBudget,
     /// Delivered in order, not yet read.
     delivery: Delivery,
@@ -117,7 +118,7 @@ impl Receiver {
             buffer: BTreeMap::new(),
             held_bytes: 0,
             max_held: cfg.reorder_bytes,
-            unproven: false,
+            unproven: None,
             reorder: ReorderBudget::new(usize::MAX),
             delivery: Delivery::default(),
             feedback: FeedbackSchedule::new(cfg),

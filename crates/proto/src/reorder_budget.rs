@@ -2,7 +2,10 @@
 //! in the reorder buffers, and data delivered in order but not yet read — bounded per endpoint
 //! (this budget) and per connection (`reorder_bytes`), so that peers sending bodies far ahead
 //! of a hole, or in order to an application that does not read, cannot grow a receiver's
-//! memory without bound (docs/security.md, "State bounded under attack").
+//! memory without bound (docs/security.md, "State bounded under attack"). Within it, what
+//! the connections whose peers are not yet proven hold is a pool of its own
+//! (`max_unproven_bytes`): spoofed peers cannot take more, and a real peer's first flight
+//! fits while it waits for the proof.
 //!
 //! The endpoint makes one budget and hands a clone to each connection it creates; an atomic
 //! counter because the endpoint may move between threads (it is never shared by two at once:
@@ -16,15 +19,16 @@ use std::sync::Arc;
 /// receiver stays under 256 MB however many peers send out of order (docs/results/security.md).
 pub const DEFAULT_ENDPOINT_REORDER_BYTES: usize = 192 << 20;
 
-/// At most this many bytes of a connection's receive memory (out of order and unread) while
-/// its peer's address is unproven (docs/security.md): a spoofed or never-proven peer holds
-/// this much, however long it sends. 128 half-open connections (the default
-/// `max_half_open`) hold 128 MiB together, under the endpoint's `max_reorder_bytes`. A real
-/// peer's first flight beyond it is dropped and sent again once proven, one round trip
-/// later: at 256 KiB a 5 Mb/s first flight at 0.5 s one way (unproven for a round trip and
-/// more) resent ten times the TPDUs and lost 4.6 % of its goodput (the papers' delay
-/// experiment, `aerotp experiment seeds`).
-pub const UNPROVEN_RECV_BYTES: usize = 1 << 20;
+/// Default bound of what the connections whose peers are unproven hold together (a pool
+/// within `DEFAULT_ENDPOINT_REORDER_BYTES`; docs/security.md): spoofed or never-proven peers
+/// hold this much between them, however many and however long they send, and a real peer's
+/// first flight waits in it for the proof, one round trip. 32 MiB: a 3 s one-way path at
+/// 5 Mb/s sends 3.75 MB before the ECHO is back, and 10 Mb/s at 1 s 2.5 MB. It was 1 MiB per
+/// connection (128 MiB for the default 128 half-open connections), and a first flight beyond
+/// it was dropped and sent again once proven: the 3 s paths of `aerotp experiment`'s delay
+/// figures fell from 0.82 to 0.65 of the ceiling with some 1,565 retransmissions
+/// (docs/results/dynamic.md).
+pub const DEFAULT_ENDPOINT_UNPROVEN_BYTES: usize = 32 << 20;
 
 /// Bytes a buffered TPDU is counted for beside its body: the map entry and slot that hold it
 /// (about 60 bytes), so that the bounds bound memory, not only payload.
@@ -35,37 +39,36 @@ pub fn tpdu_cost(len: usize) -> usize {
     len + SLOT_OVERHEAD
 }
 
-/// A share of the endpoint's reorder memory.
+/// A share of the endpoint's reorder memory, and of its pool for unproven peers.
 #[derive(Debug, Clone)]
 pub struct ReorderBudget {
     used: Arc<AtomicUsize>,
     max: usize,
+    unproven: Arc<AtomicUsize>,
+    max_unproven: usize,
 }
 
 impl ReorderBudget {
-    /// A budget of `max` bytes for the connections that will share it.
+    /// A budget of `max` bytes for the connections that will share it, of which those whose
+    /// peers are unproven hold at most `DEFAULT_ENDPOINT_UNPROVEN_BYTES` (or `max`).
     pub fn new(max: usize) -> ReorderBudget {
+        ReorderBudget::with_unproven(max, DEFAULT_ENDPOINT_UNPROVEN_BYTES)
+    }
+
+    /// A budget of `max` bytes, of which unproven peers' connections hold at most
+    /// `max_unproven` together.
+    pub fn with_unproven(max: usize, max_unproven: usize) -> ReorderBudget {
         ReorderBudget {
             used: Arc::new(AtomicUsize::new(0)),
             max,
+            unproven: Arc::new(AtomicUsize::new(0)),
+            max_unproven: max_unproven.min(max),
         }
     }
 
     /// Takes `n` bytes if they fit under the bound.
     pub fn try_take(&self, n: usize) -> bool {
-        let mut cur = self.used.load(Ordering::Relaxed);
-        loop {
-            let Some(next) = cur.checked_add(n).filter(|&x| x <= self.max) else {
-                return false;
-            };
-            match self
-                .used
-                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(now) => cur = now,
-            }
-        }
+        try_add(&self.used, n, self.max)
     }
 
     /// Takes `n` bytes whatever the bound (the TPDU every delivery waits for is never
@@ -76,11 +79,28 @@ impl ReorderBudget {
 
     /// Gives back `n` bytes taken before.
     pub fn give(&self, n: usize) {
-        let _ = self
-            .used
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-                Some(u.saturating_sub(n))
-            });
+        sub(&self.used, n);
+    }
+
+    /// Takes `n` bytes of the unproven peers' pool if they fit under its bound (beside
+    /// `try_take`: an unproven connection's bytes count in both).
+    pub fn try_take_unproven(&self, n: usize) -> bool {
+        try_add(&self.unproven, n, self.max_unproven)
+    }
+
+    /// Takes `n` bytes of the unproven pool whatever its bound (as `take`).
+    pub fn take_unproven(&self, n: usize) {
+        self.unproven.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Gives back `n` bytes of the unproven pool: the connection was proven, or released.
+    pub fn give_unproven(&self, n: usize) {
+        sub(&self.unproven, n);
+    }
+
+    /// Bytes the unproven pool holds now.
+    pub fn unproven_used(&self) -> usize {
+        self.unproven.load(Ordering::Relaxed)
     }
 
     /// Bytes held now by all connections sharing the budget.
@@ -92,6 +112,27 @@ impl ReorderBudget {
     pub fn max(&self) -> usize {
         self.max
     }
+}
+
+/// Adds `n` to `counter` if the sum stays at most `max`.
+fn try_add(counter: &AtomicUsize, n: usize, max: usize) -> bool {
+    let mut cur = counter.load(Ordering::Relaxed);
+    loop {
+        let Some(next) = cur.checked_add(n).filter(|&x| x <= max) else {
+            return false;
+        };
+        match counter.compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// Takes `n` from `counter`, never below zero.
+fn sub(counter: &AtomicUsize, n: usize) {
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+        Some(u.saturating_sub(n))
+    });
 }
 
 impl Default for ReorderBudget {
@@ -119,5 +160,24 @@ mod tests {
         b.give(10);
         assert_eq!(b.used(), 0, "never below zero");
         assert!(!b.try_take(usize::MAX));
+    }
+
+    #[test]
+    fn the_unproven_pool_is_bounded_apart_and_within_the_whole() {
+        let b = ReorderBudget::with_unproven(1000, 300);
+        let c = b.clone();
+        assert!(b.try_take_unproven(200));
+        assert!(!c.try_take_unproven(101), "over the pool's bound");
+        assert!(c.try_take_unproven(100));
+        c.take_unproven(10);
+        assert_eq!(b.unproven_used(), 310);
+        b.give_unproven(310);
+        assert_eq!(c.unproven_used(), 0);
+        assert_eq!(b.used(), 0, "the whole counts apart");
+        let small = ReorderBudget::with_unproven(100, 300);
+        assert!(
+            !small.try_take_unproven(101),
+            "never above the whole's bound"
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! Receive memory bounded in every mode, keyless included (docs/security.md, "State bounded
 //! under attack: receive memory"): 32 hostile peers that send in-order data (and data far
 //! ahead) on connections they never prove, to an application that never reads them, hold at
-//! most `UNPROVEN_RECV_BYTES` each, and a legitimate transfer completes meanwhile; a proven
+//! most the endpoint's pool for unproven peers together (`max_unproven_bytes`), and a
+//! legitimate transfer completes meanwhile; a proven
 //! connection whose application stops reading holds at most its own `reorder_bytes`, then
 //! completes once it reads again. Two endpoints over a 10 ms link (`harness::filtered`);
 //! the hostile datagrams are handed to the receiver as if from 32 other addresses.
@@ -10,7 +11,6 @@ mod harness;
 
 use aerotp_proto::{
     CloseOutcome, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, Mode,
-    UNPROVEN_RECV_BYTES,
 };
 use aerotp_wire::{Flags, Header};
 use harness::{addr_b, filtered};
@@ -23,7 +23,7 @@ const PORT: u16 = 7;
 const HOSTILE: usize = 32;
 /// A hostile TPDU's body, and its charge (body and bookkeeping, `reorder_budget::tpdu_cost`).
 const BODY: usize = 1400;
-const COST: usize = BODY + 64;
+const COST: usize = BODY + 160;
 
 fn cfg() -> ConnectionConfig {
     ConnectionConfig {
@@ -58,16 +58,24 @@ fn hostile_tpdu(i: usize, seq: u32) -> Vec<u8> {
     out
 }
 
-/// The endpoint-wide bound the hostile connections can reach together: each its
-/// `UNPROVEN_RECV_BYTES` and, at most, the one TPDU awaited while its unread queue is empty.
+/// The receiver's pool for unproven peers: a quarter of what the hostile peers send (1.75 MB
+/// each), so that the bound is what stops them.
+const POOL: usize = 14 << 20;
+
+/// The endpoint-wide bound the hostile connections can reach together: the pool and, at
+/// most, the one TPDU each awaits while its unread queue is empty.
 fn hostile_bound() -> usize {
-    HOSTILE * (UNPROVEN_RECV_BYTES + COST)
+    POOL + HOSTILE * COST
 }
 
 #[test]
 fn hostile_unproven_connections_hold_a_bounded_amount_and_a_transfer_completes() {
     let a = Endpoint::new(EndpointConfig::default(), 1);
-    let mut b = Endpoint::new(EndpointConfig::default(), 2);
+    let b_cfg = EndpointConfig {
+        max_unproven_bytes: POOL,
+        ..EndpointConfig::default()
+    };
+    let mut b = Endpoint::new(b_cfg, 2);
     b.listen(PORT, cfg()).unwrap();
     let mut link = filtered::Link::new(a, b, DELAY);
     let data = harness::pattern(5_000_000, 3);
@@ -79,7 +87,7 @@ fn hostile_unproven_connections_hold_a_bounded_amount_and_a_transfer_completes()
     let mut legit: Option<ConnectionHandle> = None;
     let mut hostile: HashSet<ConnectionHandle> = HashSet::new();
     let (mut a_done, mut b_done) = (None, None);
-    let mut peak = 0usize;
+    let (mut peak, mut hostile_peak) = (0usize, 0usize);
     let mut next_seq = 0u32;
     let limit = Duration::from_secs(30);
     while link.now < limit && (a_done.is_none() || b_done.is_none()) {
@@ -134,17 +142,20 @@ fn hostile_unproven_connections_hold_a_bounded_amount_and_a_transfer_completes()
             }
         }
         peak = peak.max(link.b.reorder_bytes_held());
-        for &c in &hostile {
-            let held = link
-                .b
-                .stats(c)
-                .map_or(0, |s| s.receiver.reorder_bytes_held as usize)
-                + link.b.ready_bytes(c);
-            assert!(
-                held <= UNPROVEN_RECV_BYTES,
-                "hostile connection holds {held}"
-            );
-        }
+        let hostile_held: usize = hostile
+            .iter()
+            .map(|&c| {
+                link.b
+                    .stats(c)
+                    .map_or(0, |s| s.receiver.reorder_bytes_held as usize)
+                    + link.b.ready_bytes(c)
+            })
+            .sum();
+        hostile_peak = hostile_peak.max(hostile_held);
+        assert!(
+            hostile_held <= hostile_bound(),
+            "hostile connections hold {hostile_held}"
+        );
         link.transmit(|_, _, _| {});
         link.advance_within(limit);
     }
@@ -162,10 +173,13 @@ fn hostile_unproven_connections_hold_a_bounded_amount_and_a_transfer_completes()
         hostile_bound()
     );
     let unread: usize = hostile.iter().map(|&c| link.b.ready_bytes(c)).sum();
+    // Filled: the bound stopped them, not their sending (unread data counts its bodies
+    // here, 1,400 of each 1,560 bytes the pool is charged).
     assert!(
-        unread > HOSTILE * UNPROVEN_RECV_BYTES / 2,
-        "hostile data did arrive: {unread}"
+        hostile_peak > POOL * BODY / COST - HOSTILE * COST,
+        "the hostile peers filled the pool: {hostile_peak}"
     );
+    assert!(unread > POOL / 2, "hostile data did arrive: {unread}");
     assert!(
         matches!(a_done, Some(CloseOutcome::Finished { .. })),
         "{a_done:?} {b_done:?}"

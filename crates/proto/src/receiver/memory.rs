@@ -1,11 +1,12 @@
 //! The receiver's byte bounds (docs/security.md, "State bounded under attack: receive
 //! memory"). What a connection holds for its application — TPDUs out of order in the reorder
 //! buffer and data delivered in order but not yet read — counts against its own bound
-//! (`reorder_bytes`; `UNPROVEN_RECV_BYTES` while its peer's address is unproven) and, through
-//! the endpoint's shared [`ReorderBudget`], against the endpoint's (`max_reorder_bytes`).
+//! (`reorder_bytes`) and, through the endpoint's shared [`ReorderBudget`], against the
+//! endpoint's (`max_reorder_bytes`); while its peer's address is unproven, also against the
+//! endpoint's pool for unproven peers (`max_unproven_bytes`).
 
 use super::Receiver;
-use crate::reorder_budget::{ReorderBudget, UNPROVEN_RECV_BYTES};
+use crate::reorder_budget::ReorderBudget;
 use aerotp_wire::expand_seq;
 use bytes::Bytes;
 
@@ -39,30 +40,47 @@ impl Receiver {
         self.reorder = budget;
     }
 
-    /// While the peer's address is unproven, the connection holds at most
-    /// `UNPROVEN_RECV_BYTES`.
+    /// While the peer's address is unproven, what the connection holds also counts against
+    /// the endpoint's pool for unproven peers; the most it has held there goes back when it
+    /// is proven (or released). The most, not what it holds now: an application reads
+    /// nothing of an unproven peer, so the two differ only by what an out-of-order buffer
+    /// delivered, and the pool never counts less than is held.
     pub fn set_unproven(&mut self, unproven: bool) {
-        self.unproven = unproven;
+        match (unproven, self.unproven) {
+            (true, None) => self.unproven = Some(0),
+            (false, Some(charged)) => {
+                self.reorder.give_unproven(charged);
+                self.unproven = None;
+            }
+            _ => {}
+        }
     }
 
     /// Whether a new TPDU costing `len` bytes (`reorder_budget::tpdu_cost`) fits the
-    /// connection's bound and the endpoint's budget; takes them from the budget if so. The
-    /// TPDU every delivery waits for (`expected`) always fits while the application has read
-    /// everything: storing it frees the buffer behind it, so a connection whose application
-    /// reads always progresses, whatever others hold (it overshoots by that one TPDU at
-    /// most). A refused TPDU is counted and treated as never arrived, so the retransmitting
-    /// modes resend it.
+    /// connection's bound and the endpoint's budget (and, unproven, its pool for unproven
+    /// peers); takes them if so. The TPDU every delivery waits for (`expected`) always fits
+    /// while the application has read everything: storing it frees the buffer behind it, so
+    /// a connection whose application reads always progresses, whatever others hold (it
+    /// overshoots by that one TPDU at most). A refused TPDU is counted and treated as never
+    /// arrived, so the retransmitting modes resend it.
     pub(super) fn admit(&mut self, seq: u64, len: usize) -> bool {
         if seq == self.expected && self.delivery.is_empty() {
             self.reorder.take(len);
+            if let Some(charged) = &mut self.unproven {
+                self.reorder.take_unproven(len);
+                *charged += len;
+            }
             return true;
         }
-        let bound = if self.unproven {
-            self.max_held.min(UNPROVEN_RECV_BYTES)
-        } else {
-            self.max_held
-        };
-        let fits = self.charged_bytes() + len <= bound && self.reorder.try_take(len);
+        let mut fits = self.charged_bytes() + len <= self.max_held && self.reorder.try_take(len);
+        if let (true, Some(charged)) = (fits, &mut self.unproven) {
+            if self.reorder.try_take_unproven(len) {
+                *charged += len;
+            } else {
+                self.reorder.give(len);
+                fits = false;
+            }
+        }
         if !fits {
             self.stats.tpdus_dropped_memory += 1;
         }
@@ -80,8 +98,9 @@ impl Receiver {
         let seq = expand_seq(self.highest.unwrap_or(self.expected), wire_seq);
         // Body bytes, not the charge: a whole train (64 kB) delivered to a reader that keeps
         // up stays slices whatever the bookkeeping is charged at.
-        let keep =
-            seq == self.expected && !self.unproven && self.unread_bytes() < SLICE_UNREAD_BYTES;
+        let keep = seq == self.expected
+            && self.unproven.is_none()
+            && self.unread_bytes() < SLICE_UNREAD_BYTES;
         if shared && !keep {
             Bytes::copy_from_slice(&body)
         } else {
@@ -100,5 +119,6 @@ impl Drop for Receiver {
     /// A released connection's bytes go back to the endpoint.
     fn drop(&mut self) {
         self.reorder.give(self.held_bytes + self.unread_charge());
+        self.set_unproven(false);
     }
 }

@@ -300,29 +300,46 @@ fn out_of_order_bytes_are_bounded_per_connection_and_per_endpoint() {
     assert_eq!(shared.used(), 0);
 }
 
-/// A connection whose peer's address is unproven holds at most `UNPROVEN_RECV_BYTES`, in
-/// order and unread or out of order; once proven, its own bound.
+/// Connections whose peers' addresses are unproven hold together at most the endpoint's pool
+/// for them, in order and unread or out of order, each also within its own bound; once
+/// proven, a connection gives its share of the pool back and holds to its own bound.
 #[test]
-fn an_unproven_connection_holds_a_small_bounded_amount() {
-    use crate::reorder_budget::UNPROVEN_RECV_BYTES;
+fn unproven_connections_share_a_bounded_pool() {
     let cfg = ConnectionConfig {
         mode: Mode::Reliable,
         recv_window: 4096,
         ..ConnectionConfig::default()
     };
-    let mut r = receiver(&cfg);
-    r.set_unproven(true);
-    // Three times the bound: about two thirds refused.
-    let n = 3 * UNPROVEN_RECV_BYTES / 1400;
-    for seq in 0..n as u32 {
-        r.on_data(ms(1), seq, 0, Bytes::from(vec![1u8; 1400]), false);
-        assert!(r.charged_bytes() <= UNPROVEN_RECV_BYTES, "{seq}");
+    let pool = 1 << 20;
+    let shared = ReorderBudget::with_unproven(64 << 20, pool);
+    let (mut a, mut b) = (receiver(&cfg), receiver(&cfg));
+    for r in [&mut a, &mut b] {
+        r.set_reorder_budget(shared.clone());
+        r.set_unproven(true);
     }
-    assert!(r.charged_bytes() > UNPROVEN_RECV_BYTES - tpdu_cost(1400));
-    assert!(r.stats.tpdus_dropped_memory as usize > n * 6 / 10);
-    r.set_unproven(false);
-    let expected = r.expected as u32;
-    assert!(r.on_data(ms(2), expected, 0, Bytes::from(vec![1u8; 1400]), false));
+    // Each sends the pool's worth twice over: together they fill it, and no more.
+    let n = 2 * pool / 1400;
+    for seq in 0..n as u32 {
+        for r in [&mut a, &mut b] {
+            r.on_data(ms(1), seq, 0, Bytes::from(vec![1u8; 1400]), false);
+        }
+        assert!(shared.unproven_used() <= pool + tpdu_cost(1400), "{seq}");
+    }
+    let held = a.charged_bytes() + b.charged_bytes();
+    assert!(held > pool - tpdu_cost(1400), "the pool filled: {held}");
+    assert!(held <= pool + tpdu_cost(1400), "{held}");
+    assert!(a.stats.tpdus_dropped_memory + b.stats.tpdus_dropped_memory > n as u64);
+    // Proven: its share goes back, and it takes what its own bound allows again.
+    let a_held = a.charged_bytes();
+    a.set_unproven(false);
+    assert_eq!(shared.unproven_used(), b.charged_bytes());
+    for seq in n as u32..n as u32 + 100 {
+        assert!(a.on_data(ms(2), seq, 0, Bytes::from(vec![1u8; 1400]), false));
+    }
+    assert_eq!(a.charged_bytes(), a_held + 100 * tpdu_cost(1400));
+    // Released unproven: its share goes back too.
+    drop(b);
+    assert_eq!(shared.unproven_used(), 0);
 }
 
 /// A body that is a slice of a shared receive buffer stays one only when delivered at once
