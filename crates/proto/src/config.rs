@@ -170,6 +170,14 @@ pub struct ConnectionConfig {
     /// (`EndpointConfig::link_share`; without one the class changes nothing). Local: not
     /// sent to the peer. Default bulk.
     pub class: crate::TrafficClass,
+    /// A listener on a link with no return path (a one-way downlink): a new peer's connection
+    /// is proven from its first TPDU and no CHALLENGE is sent, since nothing could answer it
+    /// (docs/security.md, "One-way links"). Otherwise such a connection stays unproven: held
+    /// within the endpoint's `max_unproven_bytes`, unread by `aerotp_net` readers, and dropped
+    /// at the set-up timeout. It gives up address validation: without a key anyone who can reach the port
+    /// opens connections that hold memory to the endpoint's bounds, and with one a recording
+    /// of an earlier transfer is taken again after a restart. Read by listeners only.
+    pub accept_unproven: bool,
 }
 
 impl Default for ConnectionConfig {
@@ -206,6 +214,7 @@ impl Default for ConnectionConfig {
             erasure: None,
             trace: false,
             class: crate::TrafficClass::Bulk,
+            accept_unproven: false,
         }
     }
 }

@@ -191,7 +191,8 @@ impl Endpoint {
         // may be a recording (docs/security.md, "Replays") or a copy sent from elsewhere (K2).
         let remote = path.remote;
         let fresh = matches!((&self.auth, sealer), (Some(a), Some(s)) if a.is_fresh(s, remote));
-        let proven = fresh || self.admission.take_validated(key, h.tag, now);
+        // A listener on a one-way link cannot be answered: it takes its peers unproven.
+        let proven = fresh || cfg.accept_unproven || self.admission.take_validated(key, h.tag, now);
         if !proven && !self.admission.has_room() {
             // Under load: keep nothing, let the peer prove its address first.
             self.queue_challenge(now, path, &h, true, 0);

@@ -157,15 +157,9 @@ fn open_connection(s: &Scenario, seed: u64) -> (Pair, ConnectionHandle, bool) {
     if engine_paths {
         pair.set_paths((0..s.network.paths.len()).map(path_addrs).collect());
     }
-    // The receiver's feedback budget is a share of what its return links carry.
-    let reverse_rate: u64 = (0..s.network.paths.len())
-        .map(|i| s.network.paths[i].reverse_config(0).rate_bps)
-        .sum();
-    let listen_cfg = aerotp_proto::ConnectionConfig {
-        return_rate_bps: Some(reverse_rate.max(1000)),
-        ..cfg.clone()
-    };
-    pair.b.listen(PORT, listen_cfg).expect("validated config");
+    pair.b
+        .listen(PORT, s.listen_config())
+        .expect("validated config");
     let ch = pair
         .a
         .connect(Duration::ZERO, addr_receiver(), PORT, cfg)

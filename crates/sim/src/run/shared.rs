@@ -288,16 +288,7 @@ impl Flow {
 /// 10.0.i.2.
 pub fn run_shared(s: &Scenario, senders: &Senders, seed: u64) -> SharedRun {
     let cfg = s.connection_config();
-    let reverse_rate: u64 = s
-        .network
-        .paths
-        .iter()
-        .map(|p| p.reverse_config(0).rate_bps)
-        .sum();
-    let listen_cfg = aerotp_proto::ConnectionConfig {
-        return_rate_bps: Some(reverse_rate.max(1000)),
-        ..cfg.clone()
-    };
+    let listen_cfg = s.listen_config();
     let mut flows: Vec<Flow> = (0..senders.count())
         .map(|i| Flow::new(s, senders, i, seed, &listen_cfg))
         .collect();

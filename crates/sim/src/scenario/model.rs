@@ -180,6 +180,21 @@ impl Scenario {
         }
     }
 
+    /// The receiver's listener: the sender's settings, its feedback budget a share of what
+    /// the return links carry, and, where no return link carries anything (every path's
+    /// reverse loss 1: a one-way downlink), peers taken unproven, as a receiver configured
+    /// for such a link does (`ConnectionConfig::accept_unproven`; nothing could answer its
+    /// CHALLENGE).
+    pub fn listen_config(&self) -> ConnectionConfig {
+        let paths = &self.network.paths;
+        let reverse_rate: u64 = paths.iter().map(|p| p.reverse_config(0).rate_bps).sum();
+        ConnectionConfig {
+            return_rate_bps: Some(reverse_rate.max(1000)),
+            accept_unproven: paths.iter().all(|p| p.reverse_config(0).loss >= 1.0),
+            ..self.connection_config()
+        }
+    }
+
     /// The simulator's form of one impaired link: the 28 B IPv4/UDP overhead and prefix.
     fn impaired(mut c: LinkConfig) -> LinkConfig {
         c.per_packet_overhead = IP_UDP_OVERHEAD as u32;
