@@ -337,6 +337,12 @@ impl RateModel {
         echo.filter(|_| drought)
     }
 
+    /// The link loses so much at random (`CARRIED_LOSS` or more, measured where no queue
+    /// stood) that which TPDUs it lost is noise to the samples and to the delay signal.
+    fn high_random_loss(&self) -> bool {
+        self.loss.link_share() >= CARRIED_LOSS
+    }
+
     /// The rate at which the bottleneck sent on what it was given: with no queue standing,
     /// what arrived plus what was lost over the sample (the link carried the lost TPDUs too:
     /// corruption and fading strike after the queue), as long as the loss is one the link
@@ -345,8 +351,8 @@ impl RateModel {
     /// noise out: at 10 % loss a round trip's arrivals vary by ±7 %, and the maximum of
     /// scaled samples stood 10 % above the link.
     fn departure_rate(&self, s: &RateSample) -> f64 {
-        let link_loss = self.loss.link_share();
-        if link_loss >= CARRIED_LOSS && s.rtt.is_some() {
+        if self.high_random_loss() && s.rtt.is_some() {
+            let link_loss = self.loss.link_share();
             // The link loses so much at random that which TPDUs it lost is the noise: count
             // what it carried instead, up to what a loss a little above the link's could
             // explain (more is a queue's drops).
@@ -399,7 +405,7 @@ impl RateModel {
             RatePhase::Drain | RatePhase::Cruise => {
                 // Where the link loses much at random, a few round trips of bad luck look
                 // like a slower link: the evidence must stand twice as long.
-                let high_loss = self.loss.link_share() >= CARRIED_LOSS;
+                let high_loss = self.high_random_loss();
                 let rtts = if high_loss { 4 } else { 2 };
                 let slowed = stood >= min * rtts && self.queue_max_bw < est * STEP_DOWN;
                 let lingering = stood >= min * QUEUE_RTTS_LIMIT + threshold;
@@ -474,8 +480,6 @@ impl RateModel {
         let (Some(bw), Some(rtt)) = (self.bw.get(), self.min_rtt()) else {
             return;
         };
-        // What is in flight once the queue is gone: the bandwidth-delay product, plus the
-        // TPDUs lost at random that no acknowledgement has shown lost yet.
         // What is in flight once the queue is gone: the bandwidth-delay product, plus the
         // TPDUs lost at random that no acknowledgement has shown lost yet.
         let bdp = (bw * rtt.as_secs_f64() / (1.0 - self.loss.link_share())) as u64;
