@@ -8,6 +8,7 @@ use std::time::Duration;
 mod filter;
 mod loss;
 mod model;
+mod queue;
 mod sampler;
 
 use model::{RateModel, Totals};
