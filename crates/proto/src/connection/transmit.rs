@@ -55,6 +55,11 @@ impl Connection {
         if !sent {
             self.settle_pause(now);
         }
+        // Said after every turn, before the events that may reopen a window or end a pause:
+        // the pacer makes up a late wake-up's lost time only if something was waiting for
+        // its slot (`Pacer::set_waiting`), never a pause's.
+        let waiting = self.waits_for_slot();
+        self.pacer.set_waiting(waiting);
         sent
     }
 
