@@ -8,7 +8,6 @@ use std::time::Duration;
 mod filter;
 mod loss;
 mod model;
-mod queue;
 mod sampler;
 
 use model::{RateModel, Totals};

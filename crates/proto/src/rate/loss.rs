@@ -99,11 +99,6 @@ impl RandomLoss {
         self.link.share
     }
 
-    /// The smallest round trip the path ever showed.
-    pub fn base_rtt(&self) -> Option<Duration> {
-        self.base_rtt
-    }
-
     /// A round-trip sample of this round.
     pub fn on_rtt(&mut self, rtt: Duration) {
         self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));

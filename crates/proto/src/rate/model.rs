@@ -25,7 +25,6 @@
 
 use super::filter::{WindowedMax, WindowedMin};
 use super::loss::{RandomLoss, MAX_RANDOM_LOSS};
-use super::queue::QueueWatch;
 use super::sampler::RateSample;
 use std::time::Duration;
 
@@ -130,8 +129,10 @@ pub(crate) struct RateModel {
     round_end_delivered: u64,
     /// Totals when the round began.
     round_start: Totals,
-    /// What the delay signal has seen of the queue (`queue`).
-    queue: QueueWatch,
+    /// Since when every round-trip sample stood above the minimum by more than the queue
+    /// threshold, and the largest rate delivered since.
+    queue_since: Option<Duration>,
+    queue_max_bw: f64,
     /// The gain went above 1 during this round or the previous one (its losses may be ours).
     round_probed: bool,
     prev_round_probed: bool,
@@ -162,7 +163,8 @@ impl RateModel {
             round: 0,
             round_end_delivered: 0,
             round_start: Totals::default(),
-            queue: QueueWatch::default(),
+            queue_since: None,
+            queue_max_bw: 0.0,
             last_rtt_at: None,
             cruised: false,
             round_probed: true,
@@ -218,7 +220,7 @@ impl RateModel {
         let (Some(bw), Some(rtt)) = (self.bw.get(), self.min_rtt()) else {
             return TRAIN_TPDUS * self.mss;
         };
-        let bdp = bw * self.queue.window_rtt(rtt).as_secs_f64();
+        let bdp = bw * rtt.as_secs_f64();
         let gain = if self.phase == RatePhase::Growth {
             STARTUP_GAIN + 0.5
         } else {
@@ -235,7 +237,6 @@ impl RateModel {
     /// the first sample, and while growing, nothing changes.
     pub fn probe_now(&mut self, now: Duration) {
         if matches!(self.phase, RatePhase::Drain | RatePhase::Cruise) {
-            self.queue.drain_ended();
             self.phase = RatePhase::Growth;
             self.full_bw = self.bw.get().unwrap_or(0.0);
             self.plateau_rounds = 0;
@@ -297,7 +298,7 @@ impl RateModel {
         }
         let bw = self.departure_rate(&s);
         if s.prior_delivered >= self.round_end_delivered {
-            self.end_round(now, t);
+            self.end_round(t);
         }
         if !s.app_limited || self.bw.get().is_none_or(|b| bw > b) {
             self.bw.update(self.round, bw);
@@ -360,7 +361,7 @@ impl RateModel {
         }
         let queued = match (s.rtt, self.min_rtt()) {
             (Some(rtt), Some(min)) => rtt > min + self.queue_threshold(),
-            _ => self.queue.since.is_some(),
+            _ => self.queue_since.is_some(),
         };
         let total = s.delivered + s.lost;
         if !queued && s.delivered > 0 && (s.lost as f64) <= MAX_RANDOM_LOSS * total as f64 {
@@ -375,28 +376,18 @@ impl RateModel {
     fn watch_queue(&mut self, now: Duration, rtt: Duration, bw: f64) {
         let Some(min) = self.min_rtt() else { return };
         let threshold = self.queue_threshold();
-        self.queue.on_rtt(rtt);
-        if self.loss.base_rtt().is_some_and(|b| rtt <= b + threshold) {
-            self.queue.emptied();
-        }
         if rtt <= min + threshold {
-            self.queue.since = None;
+            self.queue_since = None;
             if self.phase == RatePhase::Drain && rtt <= min + threshold / 2 {
                 self.enter_cruise(now);
             }
             return;
         }
-        if self.phase == RatePhase::Drain && self.queue.drain_sample(now, rtt, min, threshold) {
-            // The queue outlived a drain: another flow's, which no drain of ours empties.
-            self.queue.since = None;
-            self.enter_cruise(now);
-            return;
-        }
-        let since = *self.queue.since.get_or_insert(now);
+        let since = *self.queue_since.get_or_insert(now);
         if since == now {
-            self.queue.max_bw = 0.0;
+            self.queue_max_bw = 0.0;
         }
-        self.queue.max_bw = self.queue.max_bw.max(bw);
+        self.queue_max_bw = self.queue_max_bw.max(bw);
         let stood = now.saturating_sub(since);
         let est = self.bw.get().unwrap_or(0.0);
         match self.phase {
@@ -408,38 +399,35 @@ impl RateModel {
                 // bottleneck and doubling only adds queue (2.4 kb/s, 650 ms each way: 60 kB
                 // took 364 s waiting for a second round behind that queue, 276 s so).
                 if stood >= min {
-                    self.enter_drain(now);
+                    self.phase = RatePhase::Drain;
                 }
             }
-            // Another flow's queue: no cut for it (the estimate's window ages what this
-            // sender no longer gets).
-            RatePhase::Drain | RatePhase::Cruise if self.queue.competing() => {}
             RatePhase::Drain | RatePhase::Cruise => {
                 // Where the link loses much at random, a few round trips of bad luck look
                 // like a slower link: the evidence must stand twice as long.
                 let high_loss = self.high_random_loss();
                 let rtts = if high_loss { 4 } else { 2 };
-                let slowed = stood >= min * rtts && self.queue.max_bw < est * STEP_DOWN;
+                let slowed = stood >= min * rtts && self.queue_max_bw < est * STEP_DOWN;
                 let lingering = stood >= min * QUEUE_RTTS_LIMIT + threshold;
                 if slowed || lingering {
                     // The link carries less than the estimate: believe what it delivered.
                     let to = if slowed {
-                        self.queue.max_bw
+                        self.queue_max_bw
                     } else if high_loss {
                         // A few samples' maximum is noise at such loss: trim the estimate.
                         est * LINGER_CUT
                     } else {
-                        self.queue.max_bw.min(est) * LINGER_CUT
+                        self.queue_max_bw.min(est) * LINGER_CUT
                     };
                     self.bw.reset(self.round, to);
-                    self.queue.since = None;
-                    self.enter_drain(now);
+                    self.queue_since = None;
+                    self.phase = RatePhase::Drain;
                 }
             }
         }
     }
 
-    fn end_round(&mut self, now: Duration, t: Totals) {
+    fn end_round(&mut self, t: Totals) {
         if self.phase == RatePhase::Growth {
             let bw = self.bw.get().unwrap_or(0.0);
             if bw >= self.full_bw * PLATEAU_GROWTH {
@@ -449,7 +437,7 @@ impl RateModel {
                 self.plateau_rounds += 1;
             }
             if self.plateau_rounds >= PLATEAU_ROUNDS {
-                self.enter_drain(now);
+                self.phase = RatePhase::Drain;
             }
         }
         self.measure_loss(t);
@@ -464,7 +452,7 @@ impl RateModel {
     /// what the link loses whatever the rate (corruption beyond the FEC, fading), not what a
     /// queue dropped (`loss`).
     fn measure_loss(&mut self, t: Totals) {
-        let clean = self.queue.since.is_none() && !self.round_probed && !self.prev_round_probed;
+        let clean = self.queue_since.is_none() && !self.round_probed && !self.prev_round_probed;
         let threshold = self.queue_threshold();
         self.loss.end_round(
             t.delivered.saturating_sub(self.round_start.delivered),
@@ -475,19 +463,7 @@ impl RateModel {
         );
     }
 
-    /// Drains the queue that growth or a step down left; beside another flow's queue (which
-    /// no drain empties) the cruise goes on instead.
-    fn enter_drain(&mut self, now: Duration) {
-        if self.queue.competing() {
-            self.enter_cruise(now);
-            return;
-        }
-        self.queue.drain_ended();
-        self.phase = RatePhase::Drain;
-    }
-
     fn enter_cruise(&mut self, now: Duration) {
-        self.queue.drain_ended();
         self.phase = RatePhase::Cruise;
         self.cruised = true;
         self.cycle_since = now;
@@ -506,7 +482,6 @@ impl RateModel {
         };
         // What is in flight once the queue is gone: the bandwidth-delay product, plus the
         // TPDUs lost at random that no acknowledgement has shown lost yet.
-        let rtt = self.queue.window_rtt(rtt);
         let bdp = (bw * rtt.as_secs_f64() / (1.0 - self.loss.link_share())) as u64;
         match self.phase {
             RatePhase::Drain if t.in_flight <= bdp => self.enter_cruise(now),
