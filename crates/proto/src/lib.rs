@@ -68,7 +68,7 @@ pub use rate::{
 };
 pub use receiver::{Delivered, ReceiverStats};
 pub use reorder_budget::{
-    ReorderBudget, DEFAULT_ENDPOINT_REORDER_BYTES, DEFAULT_ENDPOINT_UNPROVEN_BYTES,
+    ReorderBudget, SharedBound, DEFAULT_ENDPOINT_REORDER_BYTES, DEFAULT_ENDPOINT_UNPROVEN_BYTES,
 };
 pub use reset_guard::ResetStats;
 pub use sender::{LaneStats, SenderStats};

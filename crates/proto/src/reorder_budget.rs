@@ -39,13 +39,70 @@ pub fn tpdu_cost(len: usize) -> usize {
     len + SLOT_OVERHEAD
 }
 
-/// A share of the endpoint's reorder memory, and of its pool for unproven peers.
+/// Bytes shared by clones under one bound.
 #[derive(Debug, Clone)]
-pub struct ReorderBudget {
+pub struct SharedBound {
     used: Arc<AtomicUsize>,
     max: usize,
-    unproven: Arc<AtomicUsize>,
-    max_unproven: usize,
+}
+
+impl SharedBound {
+    fn new(max: usize) -> SharedBound {
+        SharedBound {
+            used: Arc::new(AtomicUsize::new(0)),
+            max,
+        }
+    }
+
+    /// Takes `n` bytes if they fit under the bound.
+    pub fn try_take(&self, n: usize) -> bool {
+        let mut cur = self.used.load(Ordering::Relaxed);
+        loop {
+            let Some(next) = cur.checked_add(n).filter(|&x| x <= self.max) else {
+                return false;
+            };
+            match self
+                .used
+                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Takes `n` bytes whatever the bound (the TPDU every delivery waits for is never
+    /// refused: it frees what it unblocks at once).
+    pub fn take(&self, n: usize) {
+        self.used.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Gives back `n` bytes taken before (never below zero).
+    pub fn give(&self, n: usize) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(n))
+            });
+    }
+
+    /// Bytes held now by all the clones together.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The bound.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+}
+
+/// A share of the endpoint's reorder memory (`all`), and of its pool for unproven peers
+/// (`unproven`: an unproven connection's bytes count in both).
+#[derive(Debug, Clone)]
+pub struct ReorderBudget {
+    all: SharedBound,
+    unproven: SharedBound,
 }
 
 impl ReorderBudget {
@@ -59,80 +116,40 @@ impl ReorderBudget {
     /// `max_unproven` together.
     pub fn with_unproven(max: usize, max_unproven: usize) -> ReorderBudget {
         ReorderBudget {
-            used: Arc::new(AtomicUsize::new(0)),
-            max,
-            unproven: Arc::new(AtomicUsize::new(0)),
-            max_unproven: max_unproven.min(max),
+            all: SharedBound::new(max),
+            unproven: SharedBound::new(max_unproven.min(max)),
         }
     }
 
-    /// Takes `n` bytes if they fit under the bound.
+    /// The endpoint's bound on what all connections hold.
+    pub fn all(&self) -> &SharedBound {
+        &self.all
+    }
+
+    /// `all().try_take(n)`.
     pub fn try_take(&self, n: usize) -> bool {
-        try_add(&self.used, n, self.max)
+        self.all.try_take(n)
     }
 
-    /// Takes `n` bytes whatever the bound (the TPDU every delivery waits for is never
-    /// refused: it frees what it unblocks at once).
+    /// `all().take(n)`.
     pub fn take(&self, n: usize) {
-        self.used.fetch_add(n, Ordering::Relaxed);
+        self.all.take(n)
     }
 
-    /// Gives back `n` bytes taken before.
+    /// `all().give(n)`.
     pub fn give(&self, n: usize) {
-        sub(&self.used, n);
+        self.all.give(n)
     }
 
-    /// Takes `n` bytes of the unproven peers' pool if they fit under its bound (beside
-    /// `try_take`: an unproven connection's bytes count in both).
-    pub fn try_take_unproven(&self, n: usize) -> bool {
-        try_add(&self.unproven, n, self.max_unproven)
-    }
-
-    /// Takes `n` bytes of the unproven pool whatever its bound (as `take`).
-    pub fn take_unproven(&self, n: usize) {
-        self.unproven.fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// Gives back `n` bytes of the unproven pool: the connection was proven, or released.
-    pub fn give_unproven(&self, n: usize) {
-        sub(&self.unproven, n);
-    }
-
-    /// Bytes the unproven pool holds now.
-    pub fn unproven_used(&self) -> usize {
-        self.unproven.load(Ordering::Relaxed)
-    }
-
-    /// Bytes held now by all connections sharing the budget.
+    /// `all().used()`.
     pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
+        self.all.used()
     }
 
-    /// The bound.
-    pub fn max(&self) -> usize {
-        self.max
+    /// The pool of the connections whose peers are unproven.
+    pub fn unproven(&self) -> &SharedBound {
+        &self.unproven
     }
-}
-
-/// Adds `n` to `counter` if the sum stays at most `max`.
-fn try_add(counter: &AtomicUsize, n: usize, max: usize) -> bool {
-    let mut cur = counter.load(Ordering::Relaxed);
-    loop {
-        let Some(next) = cur.checked_add(n).filter(|&x| x <= max) else {
-            return false;
-        };
-        match counter.compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return true,
-            Err(now) => cur = now,
-        }
-    }
-}
-
-/// Takes `n` from `counter`, never below zero.
-fn sub(counter: &AtomicUsize, n: usize) {
-    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-        Some(u.saturating_sub(n))
-    });
 }
 
 impl Default for ReorderBudget {
@@ -147,7 +164,7 @@ mod tests {
 
     #[test]
     fn the_bound_holds_across_clones_and_give_returns_it() {
-        let b = ReorderBudget::new(1000);
+        let b = ReorderBudget::new(1000).all().clone();
         let c = b.clone();
         assert!(b.try_take(600));
         assert!(!c.try_take(401), "over the shared bound");
@@ -166,17 +183,17 @@ mod tests {
     fn the_unproven_pool_is_bounded_apart_and_within_the_whole() {
         let b = ReorderBudget::with_unproven(1000, 300);
         let c = b.clone();
-        assert!(b.try_take_unproven(200));
-        assert!(!c.try_take_unproven(101), "over the pool's bound");
-        assert!(c.try_take_unproven(100));
-        c.take_unproven(10);
-        assert_eq!(b.unproven_used(), 310);
-        b.give_unproven(310);
-        assert_eq!(c.unproven_used(), 0);
-        assert_eq!(b.used(), 0, "the whole counts apart");
+        assert!(b.unproven().try_take(200));
+        assert!(!c.unproven().try_take(101), "over the pool's bound");
+        assert!(c.unproven().try_take(100));
+        c.unproven().take(10);
+        assert_eq!(b.unproven().used(), 310);
+        b.unproven().give(310);
+        assert_eq!(c.unproven().used(), 0);
+        assert_eq!(b.all().used(), 0, "the whole counts apart");
         let small = ReorderBudget::with_unproven(100, 300);
         assert!(
-            !small.try_take_unproven(101),
+            !small.unproven().try_take(101),
             "never above the whole's bound"
         );
     }

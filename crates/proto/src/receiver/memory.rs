@@ -49,7 +49,7 @@ impl Receiver {
         match (unproven, self.unproven) {
             (true, None) => self.unproven = Some(0),
             (false, Some(charged)) => {
-                self.reorder.give_unproven(charged);
+                self.reorder.unproven().give(charged);
                 self.unproven = None;
             }
             _ => {}
@@ -67,14 +67,14 @@ impl Receiver {
         if seq == self.expected && self.delivery.is_empty() {
             self.reorder.take(len);
             if let Some(charged) = &mut self.unproven {
-                self.reorder.take_unproven(len);
+                self.reorder.unproven().take(len);
                 *charged += len;
             }
             return true;
         }
         let mut fits = self.charged_bytes() + len <= self.max_held && self.reorder.try_take(len);
         if let (true, Some(charged)) = (fits, &mut self.unproven) {
-            if self.reorder.try_take_unproven(len) {
+            if self.reorder.unproven().try_take(len) {
                 *charged += len;
             } else {
                 self.reorder.give(len);

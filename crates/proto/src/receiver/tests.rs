@@ -323,7 +323,7 @@ fn unproven_connections_share_a_bounded_pool() {
         for r in [&mut a, &mut b] {
             r.on_data(ms(1), seq, 0, Bytes::from(vec![1u8; 1400]), false);
         }
-        assert!(shared.unproven_used() <= pool + tpdu_cost(1400), "{seq}");
+        assert!(shared.unproven().used() <= pool + tpdu_cost(1400), "{seq}");
     }
     let held = a.charged_bytes() + b.charged_bytes();
     assert!(held > pool - tpdu_cost(1400), "the pool filled: {held}");
@@ -332,14 +332,14 @@ fn unproven_connections_share_a_bounded_pool() {
     // Proven: its share goes back, and it takes what its own bound allows again.
     let a_held = a.charged_bytes();
     a.set_unproven(false);
-    assert_eq!(shared.unproven_used(), b.charged_bytes());
+    assert_eq!(shared.unproven().used(), b.charged_bytes());
     for seq in n as u32..n as u32 + 100 {
         assert!(a.on_data(ms(2), seq, 0, Bytes::from(vec![1u8; 1400]), false));
     }
     assert_eq!(a.charged_bytes(), a_held + 100 * tpdu_cost(1400));
     // Released unproven: its share goes back too.
     drop(b);
-    assert_eq!(shared.unproven_used(), 0);
+    assert_eq!(shared.unproven().used(), 0);
 }
 
 /// A body that is a slice of a shared receive buffer stays one only when delivered at once
