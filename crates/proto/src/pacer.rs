@@ -71,6 +71,11 @@ impl Pacer {
         self.waiting = waiting;
     }
 
+    /// What was last said by `set_waiting`.
+    pub fn waiting(&self) -> bool {
+        self.waiting
+    }
+
     pub fn rate(&self) -> u64 {
         self.rate_bps
     }
