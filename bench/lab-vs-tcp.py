@@ -416,9 +416,9 @@ def main():
                     help="comma-separated case names to run (default all of --only): "
                          + ", ".join(c["name"] for c in CASES_STATIC + CASES_STEPS))
     ap.add_argument("--send-args", default="",
-                    help="more arguments for `aerotp send`, e.g. --send-args='--mtu 1472' (a "
-                         "1500-byte datagram, the default, is 1528 bytes of IP: two fragments "
-                         "on the lab's 1500-byte MTU)")
+                    help="more arguments for `aerotp send`, e.g. --send-args='--qlog DIR' "
+                         "(send's default datagram, 1472 bytes over IPv4, fills the lab's "
+                         "1500-byte MTU in one packet)")
     ap.add_argument("--out", default="/tmp/lab-vs-tcp", help="directory for logs and lab JSON")
     a = ap.parse_args()
     a.aerotp = os.path.abspath(a.aerotp)
