@@ -38,9 +38,11 @@ struct LoopArgs {
     /// Bytes to send: 1GB, 100MB, 64MiB.
     #[arg(long, default_value = "1GB", value_parser = size_arg)]
     size: u64,
-    /// AeroTP sending rate (pacer): set far above what loopback carries.
-    #[arg(long, default_value = "20gbit", value_parser = rate_arg)]
-    rate: u64,
+    /// AeroTP sending rate (pacer): set far above what loopback carries, or `auto` to
+    /// discover it as `send` does by default (capped at 10 Gb/s), so the two can be
+    /// compared run for run.
+    #[arg(long, default_value = "20gbit", value_parser = crate::rate_flags::rate_or_auto_arg)]
+    rate: crate::rate_flags::RateArg,
     /// AeroTP datagram size.
     #[arg(long, default_value_t = 1500, value_parser = mtu_arg)]
     mtu: usize,
@@ -159,7 +161,7 @@ const CHUNK: usize = 1 << 20;
 async fn aerotp_run(
     writes: Writes,
     size: u64,
-    rate: u64,
+    rate: crate::rate_flags::RateArg,
     mtu: usize,
     auth: Option<bool>,
     capture: Option<&Arc<aerotp_capture::LiveCapture>>,
@@ -176,7 +178,15 @@ async fn aerotp_run(
     if let Some(c) = capture {
         client.set_tap(c.clone());
     }
-    let cfg = crate::send_cmd::connection_config(Mode::Reliable, rate, None, None, mtu, None)?;
+    let (control, rate) = match rate {
+        crate::rate_flags::RateArg::Fixed(r) => (aerotp_proto::RateControl::Fixed, r),
+        crate::rate_flags::RateArg::Auto => (
+            aerotp_proto::RateControl::Discover,
+            aerotp_proto::DEFAULT_RATE_CAP_BPS,
+        ),
+    };
+    let mut cfg = crate::send_cmd::connection_config(Mode::Reliable, rate, None, None, mtu, None)?;
+    cfg.rate_control = control;
     let cpu0 = cpu_time();
     let t0 = Instant::now();
     let rx = tokio::spawn(async move {
@@ -363,12 +373,20 @@ async fn loopback_runs(a: &LoopArgs) -> anyhow::Result<(Vec<Run>, Option<Run>)> 
     Ok((aero, quic))
 }
 
+/// `--rate` for the JSON: the rate in b/s, or `"auto"`.
+fn rate_json(rate: crate::rate_flags::RateArg) -> serde_json::Value {
+    match rate {
+        crate::rate_flags::RateArg::Auto => "auto".into(),
+        crate::rate_flags::RateArg::Fixed(r) => r.into(),
+    }
+}
+
 /// The runs as JSON (`--json`) or a table on stdout.
 fn print_runs(a: &LoopArgs, runs: &[Run]) {
     if a.json {
         println!(
             "{}",
-            json!({"size": a.size, "rate_bps": a.rate, "mtu": a.mtu, "writes": format!("{:?}", a.writes).to_lowercase(), "runtime": "tokio current_thread (one core for sender + receiver)", "runs": runs.iter().map(Run::json).collect::<Vec<_>>()})
+            json!({"size": a.size, "rate_bps": rate_json(a.rate), "mtu": a.mtu, "writes": format!("{:?}", a.writes).to_lowercase(), "runtime": "tokio current_thread (one core for sender + receiver)", "runs": runs.iter().map(Run::json).collect::<Vec<_>>()})
         );
     } else {
         println!(
