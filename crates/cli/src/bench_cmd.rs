@@ -178,15 +178,7 @@ async fn aerotp_run(
     if let Some(c) = capture {
         client.set_tap(c.clone());
     }
-    let (control, rate) = match rate {
-        crate::rate_flags::RateArg::Fixed(r) => (aerotp_proto::RateControl::Fixed, r),
-        crate::rate_flags::RateArg::Auto => (
-            aerotp_proto::RateControl::Discover,
-            aerotp_proto::DEFAULT_RATE_CAP_BPS,
-        ),
-    };
-    let mut cfg = crate::send_cmd::connection_config(Mode::Reliable, rate, None, None, mtu, None)?;
-    cfg.rate_control = control;
+    let cfg = sender_config(rate, mtu)?;
     let cpu0 = cpu_time();
     let t0 = Instant::now();
     let rx = tokio::spawn(async move {
@@ -371,6 +363,24 @@ async fn loopback_runs(a: &LoopArgs) -> anyhow::Result<(Vec<Run>, Option<Run>)> 
         Some(quic_run(a.writes, a.size).await?)
     };
     Ok((aero, quic))
+}
+
+/// The sending connection's configuration: reliable, at `--rate` or discovering under
+/// `send`'s cap.
+fn sender_config(
+    rate: crate::rate_flags::RateArg,
+    mtu: usize,
+) -> anyhow::Result<aerotp_proto::ConnectionConfig> {
+    let (control, bps) = match rate {
+        crate::rate_flags::RateArg::Fixed(r) => (aerotp_proto::RateControl::Fixed, r),
+        crate::rate_flags::RateArg::Auto => (
+            aerotp_proto::RateControl::Discover,
+            aerotp_proto::DEFAULT_RATE_CAP_BPS,
+        ),
+    };
+    let mut cfg = crate::send_cmd::connection_config(Mode::Reliable, bps, None, None, mtu, None)?;
+    cfg.rate_control = control;
+    Ok(cfg)
 }
 
 /// `--rate` for the JSON: the rate in b/s, or `"auto"`.
