@@ -50,6 +50,12 @@ pub struct Args {
     /// ACKs aggregated per MACK (1-365).
     #[arg(long, value_parser = mack_arg)]
     mack: Option<u16>,
+    /// Largest datagram taken from a sender, and sent back, in bytes, 128-65000. Give at
+    /// least the senders' --mtu (theirs is 1472 over IPv4 by default): a larger datagram
+    /// is dropped as no sender at this MTU makes it (counted as tpdus_oversized), and
+    /// nothing it carried arrives.
+    #[arg(long, default_value_t = 1500, value_parser = mtu_arg)]
+    mtu: usize,
     /// Drop a transfer when nothing is heard from the sender for this long (outages!); what
     /// arrived is kept as NAME.partial, exit 4 (the receiver's silence bound).
     #[arg(long, default_value = "40min", value_parser = silence_arg)]
@@ -616,8 +622,10 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
     }
     let cfg = ConnectionConfig {
         class: args.class,
+        mtu: args.mtu,
         ..listener_config(args.rate, args.mack, args.idle_timeout)?
     };
+    cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     // The capture file first: a path that cannot be written stops us before any traffic.
     let mut obs = args.observe.open_capture()?;
     let ecfg = args.admission.apply(EndpointConfig::default())?;
