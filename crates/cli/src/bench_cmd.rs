@@ -170,7 +170,7 @@ async fn aerotp_run(
     let key = aerotp_net::keyfile::new_key(1)?;
     let server = Endpoint::bind(lo, endpoint_config(auth, &key)?)?;
     let mut lcfg =
-        crate::recv_cmd::listener_config(100_000_000_000, None, Duration::from_secs(60))?;
+        crate::listener_config::listener_config(100_000_000_000, None, Duration::from_secs(60))?;
     lcfg.mtu = mtu;
     server.listen(1, lcfg)?;
     let server_addr = server.local_addr();

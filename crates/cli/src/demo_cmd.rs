@@ -216,7 +216,8 @@ async fn aerotp_mode(run: &Run, data: &[u8]) -> anyhow::Result<Row> {
         max_delay: d,
         ..aerotp_proto::ErrorControl::for_mode(mode).erasure
     });
-    let mut listener = crate::recv_cmd::listener_config(LINK_BPS, None, Duration::from_secs(60))?;
+    let mut listener =
+        crate::listener_config::listener_config(LINK_BPS, None, Duration::from_secs(60))?;
     listener.erasure = erasure;
     server.listen(1, listener)?;
     let (relay_addr, stop, relay) = start_relay(server.local_addr()).await?;

@@ -21,6 +21,7 @@ mod lab_bench_cmd;
 mod lab_cmd;
 mod link_cmd;
 mod link_flags;
+mod listener_config;
 mod mark_flags;
 mod paths_report;
 mod qlog_tap;

@@ -499,24 +499,6 @@ pub fn check_end(
     }
 }
 
-pub fn listener_config(
-    rate: u64,
-    mack: Option<u16>,
-    idle_timeout: Duration,
-) -> anyhow::Result<ConnectionConfig> {
-    let mut cfg = ConnectionConfig {
-        rate_bps: rate,
-        idle_timeout,
-        linger: crate::send_cmd::LINGER,
-        ..Default::default()
-    };
-    if let Some(m) = mack {
-        cfg.mack_count = m;
-    }
-    cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(cfg)
-}
-
 /// Reports a transfer: with `json`, returns its JSON object for the caller to print (with
 /// `--once` after the capture closed, so that it can carry the capture's figures); otherwise
 /// prints the text line and returns `None`.
@@ -623,9 +605,8 @@ async fn run_inner(args: Args) -> anyhow::Result<i32> {
     let cfg = ConnectionConfig {
         class: args.class,
         mtu: args.mtu,
-        ..listener_config(args.rate, args.mack, args.idle_timeout)?
+        ..crate::listener_config::listener_config(args.rate, args.mack, args.idle_timeout)?
     };
-    cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     // The capture file first: a path that cannot be written stops us before any traffic.
     let mut obs = args.observe.open_capture()?;
     let ecfg = args.admission.apply(EndpointConfig::default())?;
