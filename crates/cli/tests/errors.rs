@@ -257,6 +257,8 @@ fn every_flag_refuses_bad_values_naming_the_flag() {
         (send, "--metrics", ADDR),
         (recv, "--listen", ADDR),
         (recv, "--port", COUNT),
+        (recv, "--mtu", COUNT),
+        (bench, "--rate", RATE),
         (recv, "--rate", RATE),
         (recv, "--mack", COUNT),
         (recv, "--idle-timeout", DUR),
