@@ -371,13 +371,14 @@ fn sender_config(
     rate: crate::rate_flags::RateArg,
     mtu: usize,
 ) -> anyhow::Result<aerotp_proto::ConnectionConfig> {
-    let (control, bps) = match rate {
-        crate::rate_flags::RateArg::Fixed(r) => (aerotp_proto::RateControl::Fixed, r),
-        crate::rate_flags::RateArg::Auto => (
-            aerotp_proto::RateControl::Discover,
-            aerotp_proto::DEFAULT_RATE_CAP_BPS,
-        ),
-    };
+    // `--rate` is always given here (it has a default), so the default below is never used.
+    let (control, bps) = crate::rate_flags::resolve_rate(
+        Mode::Reliable,
+        "--rate",
+        Some(rate),
+        None,
+        crate::rate_flags::RateDefault::Discover { otherwise: 0 },
+    )?;
     let mut cfg = crate::send_cmd::connection_config(Mode::Reliable, bps, None, None, mtu, None)?;
     cfg.rate_control = control;
     Ok(cfg)

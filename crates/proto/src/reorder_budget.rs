@@ -90,11 +90,6 @@ impl SharedBound {
     pub fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }
-
-    /// The bound.
-    pub fn max(&self) -> usize {
-        self.max
-    }
 }
 
 /// A share of the endpoint's reorder memory (`all`), and of its pool for unproven peers
@@ -121,27 +116,22 @@ impl ReorderBudget {
         }
     }
 
-    /// The endpoint's bound on what all connections hold.
-    pub fn all(&self) -> &SharedBound {
-        &self.all
-    }
-
-    /// `all().try_take(n)`.
+    /// Takes `n` bytes of the whole if they fit under its bound.
     pub fn try_take(&self, n: usize) -> bool {
         self.all.try_take(n)
     }
 
-    /// `all().take(n)`.
+    /// Takes `n` bytes of the whole whatever its bound (`SharedBound::take`).
     pub fn take(&self, n: usize) {
         self.all.take(n)
     }
 
-    /// `all().give(n)`.
+    /// Gives back `n` bytes of the whole.
     pub fn give(&self, n: usize) {
         self.all.give(n)
     }
 
-    /// `all().used()`.
+    /// Bytes all connections sharing the budget hold now.
     pub fn used(&self) -> usize {
         self.all.used()
     }
@@ -164,7 +154,7 @@ mod tests {
 
     #[test]
     fn the_bound_holds_across_clones_and_give_returns_it() {
-        let b = ReorderBudget::new(1000).all().clone();
+        let b = ReorderBudget::new(1000);
         let c = b.clone();
         assert!(b.try_take(600));
         assert!(!c.try_take(401), "over the shared bound");
@@ -190,7 +180,7 @@ mod tests {
         assert_eq!(b.unproven().used(), 310);
         b.unproven().give(310);
         assert_eq!(c.unproven().used(), 0);
-        assert_eq!(b.all().used(), 0, "the whole counts apart");
+        assert_eq!(b.used(), 0, "the whole counts apart");
         let small = ReorderBudget::with_unproven(100, 300);
         assert!(
             !small.unproven().try_take(101),
